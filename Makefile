@@ -1,0 +1,58 @@
+# dtrain's front door. `make demo` and `make test` install what is missing, build, and run.
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_ARGS ?=
+CTEST_ARGS ?=
+# CI sets CI=true: warnings become errors there.
+ifeq ($(CI),true)
+  CMAKE_ARGS += -DDT_WERROR=ON
+endif
+
+# Open MPI refuses root without these; set here and in the test setup, never by the user.
+export OMPI_ALLOW_RUN_AS_ROOT := 1
+export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
+
+.PHONY: all deps build demo test test-asan check-accuracy refs bench clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
+
+build: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	$(BUILD)/dtrain train examples/convnet.ini --progress
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE slow $(CTEST_ARGS)
+	$(MAKE) test-asan
+
+# Unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
+test-asan: deps
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DDT_SANITIZE=ON $(CMAKE_ARGS)
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) -L unit
+
+test-slow: build
+	cd $(BUILD) && ctest --output-on-failure -L slow
+
+# The accuracy targets of issue 10 (slow: several epochs on three seeds).
+check-accuracy: build
+	scripts/check-accuracy.sh $(BUILD)/dtrain
+
+# Regenerates the PyTorch reference files under tests/ref (needs python3-torch).
+refs: build
+	scripts/install-deps.sh --with-torch
+	/usr/bin/python3 tests/ref/gen_refs.py --dtrain $(BUILD)/dtrain
+
+bench: build
+	bench/run.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

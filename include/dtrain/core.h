@@ -1,0 +1,88 @@
+/* core.h — status codes, the detailed last-error message, assertions and aligned
+ * allocation. Every other subsystem builds on this header and nothing else.
+ *
+ * Errors are values: a fallible call returns a dt_status and, when it fails, leaves a
+ * detailed thread-local message readable with dt_last_error(). The library never prints
+ * and never exits; only programmer misuse (a NULL where the contract forbids it, an index
+ * out of range) trips DT_ASSERT, which prints file:line and aborts in every build. */
+#ifndef DTRAIN_CORE_H
+#define DTRAIN_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum dt_status {
+    DT_OK = 0,
+    DT_ERR_NOMEM,       /* an allocation failed */
+    DT_ERR_IO,          /* open/read/write/rename failed */
+    DT_ERR_FORMAT,      /* a file's contents are malformed */
+    DT_ERR_INVALID,     /* a bad argument, config value or option */
+    DT_ERR_MISMATCH,    /* ranks or files disagree (shapes, models, collectives) */
+    DT_ERR_MPI,         /* MPI returned an error */
+    DT_ERR_TIMEOUT,     /* a collective did not complete within its deadline */
+    DT_ERR_NONFINITE,   /* NaN or Inf where a finite value was required */
+    DT_ERR_UNSUPPORTED, /* a valid request this build cannot serve */
+    DT_STATUS_COUNT
+} dt_status;
+
+/* A static, never-NULL name for a status ("invalid argument"). */
+const char *dt_status_str(dt_status status);
+
+/* The detailed message of the last failure on this thread ("idx: train-images: magic
+ * 0x801, expected 0x803"), or "" when none. Borrowed until the next failing call. */
+const char *dt_last_error(void);
+
+/* Records a detailed message for `status` and returns `status`, so that a failure path
+ * reads `return dt_fail(DT_ERR_FORMAT, "idx: %s: ...", path)`. */
+dt_status dt_fail(dt_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Prefixes the current message with context ("config: examples/mlp.ini: " + old). */
+void dt_error_prefix(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+/* Clears the message (tests use it between cases). */
+void dt_error_clear(void);
+
+/* Aborts with file:line and the failed expression. Always on: nothing changes under
+ * NDEBUG. For programmer misuse only, never for file contents or user input. */
+void dt_assert_fail(const char *expr, const char *file, int line);
+#define DT_ASSERT(expr) ((expr) ? (void)0 : dt_assert_fail(#expr, __FILE__, __LINE__))
+
+/* DT_TRY(expr): evaluates a dt_status expression; on failure stores it in the caller's
+ * local `st` and jumps to the caller's `fail:` label. One cleanup label per function. */
+#define DT_TRY(expr)                                                                       \
+    do {                                                                                   \
+        dt_status dt_try_st_ = (expr);                                                     \
+        if (dt_try_st_ != DT_OK) {                                                         \
+            st = dt_try_st_;                                                               \
+            goto fail;                                                                     \
+        }                                                                                  \
+    } while (0)
+
+/* 64-byte aligned allocation (cache line, AVX-512 width). Returns DT_ERR_NOMEM with a
+ * message naming `what` and the size on failure. `nbytes` 0 yields a valid unique
+ * pointer. Caller frees with dt_free(); dt_free(NULL) is safe. Contents are zeroed. */
+dt_status dt_alloc(size_t nbytes, const char *what, void **out);
+void dt_free(void *ptr);
+
+/* count * size with overflow detection; sets DT_ERR_INVALID on overflow. */
+dt_status dt_mul_size(size_t count, size_t size, size_t *out);
+
+/* Monotonic wall clock in seconds. */
+double dt_now(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

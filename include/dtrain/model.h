@@ -1,0 +1,97 @@
+/* model.h — a model: an ordered list of layers over one flat parameter buffer and one
+ * flat gradient buffer with the same layout, and activations planned for a maximum
+ * batch. Creating a model sizes and allocates everything once; forward, backward and the
+ * optimizer step then allocate nothing.
+ *
+ * Layout: layer 0's tensors first, each layer's weight before its bias (PyTorch's
+ * parameters() order). Backward writes gradients from the last layer to the first, so
+ * gradient buckets are contiguous ranges taken from the end of the buffer. */
+#ifndef DTRAIN_MODEL_H
+#define DTRAIN_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dtrain/core.h"
+#include "dtrain/nn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct dt_model dt_model;
+
+/* One parameter tensor inside the flat buffers. */
+typedef struct dt_param_info {
+    char name[2 * DT_NAME_MAX]; /* "1.weight" (Sequential index) or "fc1.weight" */
+    int layer;                  /* index of the owning layer */
+    int ndim;
+    int64_t shape[DT_MAX_DIMS]; /* PyTorch layout: Linear (out, in), Conv2d (Co, Ci, kH, kW) */
+    size_t offset;              /* in elements, into params and grads */
+    size_t count;               /* elements */
+} dt_param_info;
+
+/* Builds the model for inputs of per-sample shape `input` and batches of up to
+ * max_batch samples. Validates every layer against its input shape (DT_ERR_INVALID with
+ * a message naming the layer). Parameters start at zero: call dt_model_init_params or
+ * load weights. Caller frees with dt_model_free. `specs` is copied. */
+dt_status dt_model_create(const dt_layer_spec *specs, int nlayers, const dt_shape *input,
+                          int64_t max_batch, dt_model **out);
+void dt_model_free(dt_model *m);
+
+int dt_model_layer_count(const dt_model *m);
+const dt_layer_spec *dt_model_layer_spec(const dt_model *m, int layer);
+/* Per-sample shape entering layer i (i = nlayers gives the model's output shape). */
+const dt_shape *dt_model_shape(const dt_model *m, int i);
+int64_t dt_model_max_batch(const dt_model *m);
+
+/* Flat buffers, owned by the model, valid until dt_model_free. */
+size_t dt_model_param_count(const dt_model *m);
+float *dt_model_params(dt_model *m);
+float *dt_model_grads(dt_model *m);
+int dt_model_tensor_count(const dt_model *m);
+const dt_param_info *dt_model_tensor(const dt_model *m, int i);
+/* The tensor named `name`, or NULL. */
+const dt_param_info *dt_model_find_tensor(const dt_model *m, const char *name);
+/* Bytes of activations, gradients and workspaces planned at creation. */
+size_t dt_model_activation_bytes(const dt_model *m);
+
+/* PyTorch's default initialisation (Linear/Conv2d: weight and bias U(+-1/sqrt(fan_in)))
+ * drawn from counter-based random numbers keyed by (seed, layer, element). */
+void dt_model_init_params(dt_model *m, uint64_t seed);
+
+/* Input buffer of layer i (i = 0: the model input, max_batch x numel(shape 0)); the
+ * output of layer i-1. dt_model_output is the last layer's output. */
+float *dt_model_activation(dt_model *m, int i);
+float *dt_model_input(dt_model *m);
+const float *dt_model_output(const dt_model *m);
+/* Gradient of the loss with respect to the input of layer i (i = nlayers: the output).
+ * Before dt_model_backward_range(m, a, b, ...) the caller writes dL/d(output of layer
+ * b-1) into dt_model_activation_grad(m, b); afterwards dt_model_activation_grad(m, a)
+ * holds dL/d(input of layer a). */
+float *dt_model_activation_grad(dt_model *m, int i);
+
+/* Runs layers [first, last) on `batch` samples (0 <= batch <= max_batch) whose input is
+ * in dt_model_activation(m, first). */
+dt_status dt_model_forward_range(dt_model *m, int first, int last, int64_t batch,
+                                 const dt_forward_ctx *ctx);
+dt_status dt_model_forward(dt_model *m, int64_t batch, const dt_forward_ctx *ctx);
+
+/* Backward through layers [first, last), accumulating (+=) parameter gradients into the
+ * gradient buffer, as PyTorch accumulates into .grad. Uses the forward's saved state:
+ * call after the forward of the same batch. hooks may be NULL. */
+dt_status dt_model_backward_range(dt_model *m, int first, int last, int64_t batch,
+                                  const dt_backward_hooks *hooks);
+dt_status dt_model_backward(dt_model *m, int64_t batch, const dt_backward_hooks *hooks);
+
+/* Zeroes the gradient buffer. */
+void dt_model_zero_grads(dt_model *m);
+
+/* A 64-bit signature of the layer kinds, settings and shapes: equal models (on every
+ * rank) give equal signatures. */
+uint64_t dt_model_signature(const dt_model *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,68 @@
+/* safetensors.h — reading and writing the safetensors format
+ * (https://github.com/huggingface/safetensors: an 8-byte little-endian header length,
+ * a JSON header {name: {dtype, shape, data_offsets}, "__metadata__": {str: str}}, then
+ * the raw little-endian tensor data).
+ *
+ * The reader distrusts its input: header length within the file, valid JSON, known
+ * dtypes, shapes whose byte size equals data_offsets' span, offsets inside the data
+ * region and not overlapping. Errors name the file and the tensor. */
+#ifndef DTRAIN_SAFETENSORS_H
+#define DTRAIN_SAFETENSORS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dtrain/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DT_ST_MAX_DIMS 8
+
+typedef enum dt_st_dtype {
+    DT_ST_F32 = 0,
+    DT_ST_F64,
+    DT_ST_I32,
+    DT_ST_I64,
+    DT_ST_U8,
+    DT_ST_DTYPE_COUNT
+} dt_st_dtype;
+
+/* "F32", "F64", "I32", "I64", "U8". */
+const char *dt_st_dtype_name(dt_st_dtype dtype);
+size_t dt_st_dtype_size(dt_st_dtype dtype);
+
+typedef struct dt_st_tensor {
+    const char *name;
+    dt_st_dtype dtype;
+    int ndim;
+    int64_t shape[DT_ST_MAX_DIMS];
+    const void *data; /* little-endian; borrowed from the file or the caller */
+    size_t nbytes;
+} dt_st_tensor;
+
+typedef struct dt_st_file dt_st_file;
+
+/* Reads and validates the whole file. Caller frees with dt_st_close. */
+dt_status dt_st_open(const char *path, dt_st_file **out);
+void dt_st_close(dt_st_file *f);
+int dt_st_count(const dt_st_file *f);
+/* Tensors in the order of their data offsets. Borrowed until dt_st_close. */
+const dt_st_tensor *dt_st_get(const dt_st_file *f, int i);
+const dt_st_tensor *dt_st_find(const dt_st_file *f, const char *name);
+/* A __metadata__ value, or NULL. */
+const char *dt_st_metadata(const dt_st_file *f, const char *key);
+const char *dt_st_path(const dt_st_file *f);
+
+/* Writes n tensors (data in the given order, names unique) and nmeta metadata pairs
+ * (meta[2k] key, meta[2k+1] value) to path atomically: a temporary file in the same
+ * directory, fsync, rename. The output is deterministic: the same tensors and metadata
+ * give the same bytes. */
+dt_status dt_st_write(const char *path, const dt_st_tensor *tensors, int n,
+                      const char *const *meta, int nmeta);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

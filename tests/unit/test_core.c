@@ -1,0 +1,87 @@
+/* test_core.c — status strings, error messages, allocation, the counter RNG. */
+#include "dt_test.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtrain/rng.h"
+
+static void test_status_and_message(void **state)
+{
+    (void)state;
+    for (int s = 0; s < DT_STATUS_COUNT; s++)
+        assert_true(strlen(dt_status_str((dt_status)s)) > 0);
+    assert_string_equal(dt_status_str((dt_status)99), "unknown status");
+    assert_int_equal(dt_fail(DT_ERR_FORMAT, "idx: %s: magic 0x%x", "f.gz", 0x801), DT_ERR_FORMAT);
+    assert_string_equal(dt_last_error(), "idx: f.gz: magic 0x801");
+    dt_error_prefix("load: ");
+    assert_string_equal(dt_last_error(), "load: idx: f.gz: magic 0x801");
+    dt_error_clear();
+    assert_string_equal(dt_last_error(), "");
+}
+
+static void test_alloc(void **state)
+{
+    (void)state;
+    void *p = NULL;
+    DT_ASSERT_OK(dt_alloc(100, "x", &p));
+    assert_true(((uintptr_t)p & 63u) == 0);
+    for (int i = 0; i < 100; i++)
+        assert_int_equal(((unsigned char *)p)[i], 0);
+    dt_free(p);
+    dt_free(NULL);
+    DT_ASSERT_STATUS(dt_alloc(SIZE_MAX - 10, "huge", &p), DT_ERR_NOMEM);
+    DT_ASSERT_ERROR_HAS("huge");
+    size_t n;
+    DT_ASSERT_STATUS(dt_mul_size(SIZE_MAX / 2, 3, &n), DT_ERR_INVALID);
+    DT_ASSERT_OK(dt_mul_size(7, 3, &n));
+    assert_int_equal(n, 21);
+}
+
+static void test_permutation(void **state)
+{
+    (void)state;
+    enum { N = 1000 };
+    int64_t a[N], b[N], c[N];
+    dt_rng_permutation(42, 0, N, a);
+    dt_rng_permutation(42, 0, N, b);
+    dt_rng_permutation(42, 1, N, c);
+    assert_memory_equal(a, b, sizeof a);
+    assert_memory_not_equal(a, c, sizeof a);
+    int seen[N] = {0};
+    int fixed = 0;
+    for (int i = 0; i < N; i++) {
+        assert_true(a[i] >= 0 && a[i] < N);
+        seen[a[i]]++;
+        fixed += a[i] == i;
+    }
+    for (int i = 0; i < N; i++)
+        assert_int_equal(seen[i], 1);
+    assert_true(fixed < 10); /* a shuffle, not the identity (expected 1 fixed point) */
+}
+
+static void test_u01(void **state)
+{
+    (void)state;
+    assert_true(dt_u01f(0) == 0.0f);
+    assert_true(dt_u01f(0xffffffffu) < 1.0f);
+    double mean = 0;
+    for (uint32_t i = 0; i < 10000; i++) {
+        uint32_t w[4];
+        dt_philox(7, i, 0, 0, DT_RNG_STREAM_TEST, w);
+        mean += dt_u01f(w[0]);
+    }
+    mean /= 10000;
+    assert_true(mean > 0.49 && mean < 0.51);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_status_and_message),
+        cmocka_unit_test(test_alloc),
+        cmocka_unit_test(test_permutation),
+        cmocka_unit_test(test_u01),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
