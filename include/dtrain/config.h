@@ -1,0 +1,133 @@
+/* config.h — one configuration for a training run: data, model, loss, optimizer,
+ * schedule, training, and the parallel layout and communication settings.
+ *
+ * Sources, later ones winning: dt_config_default(), a config file (INI: [section] and
+ * key = value, '#' or ';' comments), then `--set section.key=value` overrides and the
+ * CLI's shorthands. One table of keys drives the file parser, --set, and the help text,
+ * which prints each key's real default. An unknown key or a bad value is an error
+ * naming file:line (or the --set argument). */
+#ifndef DTRAIN_CONFIG_H
+#define DTRAIN_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dtrain/core.h"
+#include "dtrain/loss.h"
+#include "dtrain/nn.h"
+#include "dtrain/optim.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DT_CONFIG_MAX_LAYERS 64
+#define DT_CONFIG_PATH_MAX 512
+#define DT_CONFIG_MAX_TARGETS 16
+
+typedef enum dt_data_kind {
+    DT_DATA_IDX = 0,         /* Fashion-MNIST style IDX files in data.dir */
+    DT_DATA_CSV,             /* data.train_file (+ data.test_file) */
+    DT_DATA_SYNTH_LINREG,    /* synthetic Y = X W^T + b + noise */
+    DT_DATA_KIND_COUNT
+} dt_data_kind;
+
+typedef enum dt_last_batch {
+    DT_LAST_BATCH_UNEVEN = 0, /* the partial global batch is split unevenly */
+    DT_LAST_BATCH_DROP,       /* drop it (single-process drop_last) */
+    DT_LAST_BATCH_PAD,        /* pad by repeating samples (DistributedSampler) */
+    DT_LAST_BATCH_COUNT
+} dt_last_batch;
+
+typedef enum dt_comm_algo_choice {
+    DT_COMM_CHOICE_AUTO = 0,
+    DT_COMM_CHOICE_MPI,
+    DT_COMM_CHOICE_RING,
+    DT_COMM_CHOICE_COUNT
+} dt_comm_algo_choice;
+
+typedef struct dt_config {
+    struct {
+        dt_data_kind kind;
+        char dir[DT_CONFIG_PATH_MAX];        /* IDX directory */
+        char train_file[DT_CONFIG_PATH_MAX]; /* CSV */
+        char test_file[DT_CONFIG_PATH_MAX];  /* CSV; "" = hold out test_samples */
+        int csv_header;                      /* -1 detect, 0 no, 1 yes */
+        int csv_targets[DT_CONFIG_MAX_TARGETS]; /* target columns (0-based) */
+        int n_csv_targets;
+        int csv_labels;          /* 1: the target column holds class labels */
+        int64_t num_classes;     /* IDX: 10; CSV labels: 0 = max label + 1 */
+        double mean, std;        /* uint8 pixels become (x/255 - mean)/std */
+        int64_t synth_samples;   /* synthetic: samples (train + test) */
+        int64_t synth_features;  /* p */
+        int64_t synth_targets;   /* q */
+        double synth_noise;
+        uint64_t synth_seed;
+        int64_t test_samples;    /* CSV without test_file, synthetic: held-out count */
+        int shuffle;             /* 1: permute each epoch by (seed, epoch); 0: file order */
+    } data;
+    dt_layer_spec layers[DT_CONFIG_MAX_LAYERS];
+    int nlayers;
+    dt_loss_kind loss;
+    dt_optim_config optim;
+    dt_schedule schedule; /* schedule.lr is the learning rate (key optim.lr) */
+    struct {
+        int64_t epochs;
+        int64_t batch;       /* per-rank batch, as in PyTorch DDP */
+        uint64_t seed;
+        int threads;         /* BLAS threads per rank; 0 = auto */
+        int64_t max_steps;   /* stop after this many optimizer steps; 0 = no limit */
+        int64_t log_every;   /* steps between log lines / step records; 0 = per epoch */
+        int eval;            /* evaluate on the test set after each epoch */
+    } train;
+    struct {
+        int dp, tp, pp;          /* 0 = derive (dp = world / (tp * pp)) */
+        int64_t global_batch;    /* 0 = batch * dp * accumulation */
+        int accumulation;        /* micro-steps per optimizer step */
+        dt_last_batch last_batch;
+        int lr_scaling_linear;   /* 1: lr * dp */
+        double bucket_cap_mb;    /* 25 as in PyTorch */
+        double first_bucket_mb;  /* 1 as in PyTorch */
+        int zero;                /* ZeRO stage: 0 or 1 */
+        int overlap;             /* start bucket all-reduces during backward */
+    } parallel;
+    struct {
+        dt_comm_algo_choice algorithm;
+        int deterministic;       /* rank-order left fold for every reduction */
+        double timeout_s;        /* watchdog deadline per collective */
+        int check;               /* verify operation/count/type agree before each */
+    } comm;
+    char source[DT_CONFIG_PATH_MAX]; /* the config file loaded last, "" if none */
+} dt_config;
+
+/* The built-in defaults: the seeds' ConvNet on Fashion-MNIST with Adam 1e-3. */
+dt_config dt_config_default(void);
+
+/* Applies a config file over *cfg. Errors name path:line ("config: x.ini:12: unknown key
+ * 'optim.lrr'"). Reading the model's layers from a file replaces any layers already set. */
+dt_status dt_config_load(const char *path, dt_config *cfg);
+
+/* Applies one "section.key=value" (as given to --set); `origin` names it in errors. */
+dt_status dt_config_set(dt_config *cfg, const char *assignment, const char *origin);
+
+/* Cross-field checks (a model with no layers, batch < 1, nesterov without momentum, ...)
+ * with a message naming the key. */
+dt_status dt_config_check(const dt_config *cfg);
+
+/* The key table, for help text: count, name ("train.epochs"), a one-line description,
+ * and the value formatted as it would be written in a file. */
+int dt_config_key_count(void);
+const char *dt_config_key_name(int i);
+const char *dt_config_key_help(int i);
+void dt_config_key_format(const dt_config *cfg, int i, char *buf, size_t nbytes);
+
+/* Parses one layer description ("conv2d 32 3 stride=1 padding=0", "fc1: linear 128",
+ * "dropout 0.25", "maxpool2d 2") into *out; DT_ERR_INVALID names the problem. */
+dt_status dt_layer_spec_parse(const char *text, dt_layer_spec *out);
+/* Formats a layer back into that syntax. */
+void dt_layer_spec_format(const dt_layer_spec *spec, char *buf, size_t nbytes);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
