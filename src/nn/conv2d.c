@@ -1,0 +1,133 @@
+/* conv2d.c — torch.nn.Conv2d with square kernels, stride and zero padding, by im2col and
+ * sgemm, one sample at a time: the workspace stays small (one sample's columns) and the
+ * backward can call the progress hook between samples, which is what lets data-parallel
+ * all-reduces advance during conv2's long backward (FACTS.md: Open MPI only progresses
+ * inside MPI calls).
+ *   forward:  col (K, P) = im2col(x_n); y_n (Co, P) = W (Co, K) @ col + b
+ *   backward: dW (Co, K) += dy_n (Co, P) @ col^T; db += sum_P dy_n;
+ *             dcol (K, P) = W^T (K, Co) @ dy_n; dx_n = col2im(dcol)
+ * with K = Ci*k*k and P = OH*OW. */
+#include <cblas.h>
+#include <string.h>
+
+#include "nn/layer_internal.h"
+#include "tensor/kernels.h"
+
+typedef struct conv_dims {
+    int64_t ci, h, w, co, k, stride, pad, oh, ow, K, P;
+} conv_dims;
+
+static conv_dims dims_of(const dt_layer *l)
+{
+    conv_dims d;
+    d.ci = l->in.d[0];
+    d.h = l->in.d[1];
+    d.w = l->in.d[2];
+    d.co = l->spec.out_channels;
+    d.k = l->spec.kernel;
+    d.stride = l->spec.stride;
+    d.pad = l->spec.padding;
+    d.oh = l->out.d[1];
+    d.ow = l->out.d[2];
+    d.K = d.ci * d.k * d.k;
+    d.P = d.oh * d.ow;
+    return d;
+}
+
+static dt_status conv_plan(dt_layer *l)
+{
+    const dt_layer_spec *s = &l->spec;
+    if (l->in.ndim != 3)
+        return dt_fail(DT_ERR_INVALID, "layer %d (conv2d): input must be (C, H, W), got %d dims",
+                       l->index, l->in.ndim);
+    if (s->out_channels < 1 || s->kernel < 1 || s->stride < 1 || s->padding < 0)
+        return dt_fail(DT_ERR_INVALID,
+                       "layer %d (conv2d): need out_channels >= 1, kernel >= 1, stride >= 1, "
+                       "padding >= 0 (got %lld, %lld, %lld, %lld)",
+                       l->index, (long long)s->out_channels, (long long)s->kernel,
+                       (long long)s->stride, (long long)s->padding);
+    int64_t hp = l->in.d[1] + 2 * s->padding, wp = l->in.d[2] + 2 * s->padding;
+    if (hp < s->kernel || wp < s->kernel)
+        return dt_fail(DT_ERR_INVALID, "layer %d (conv2d): kernel %lld larger than the padded "
+                       "input %lldx%lld", l->index, (long long)s->kernel, (long long)hp,
+                       (long long)wp);
+    l->out.ndim = 3;
+    l->out.d[0] = s->out_channels;
+    l->out.d[1] = (hp - s->kernel) / s->stride + 1;
+    l->out.d[2] = (wp - s->kernel) / s->stride + 1;
+    conv_dims d = dims_of(l);
+    l->weight_count = (size_t)(d.co * d.K);
+    l->bias_count = s->bias ? (size_t)d.co : 0;
+    l->ws_bytes = (size_t)(d.K * d.P) * sizeof(float);
+    return DT_OK;
+}
+
+static int conv_weight_shape(const dt_layer *l, int64_t shape[DT_MAX_DIMS])
+{
+    shape[0] = l->spec.out_channels;
+    shape[1] = l->in.d[0];
+    shape[2] = l->spec.kernel;
+    shape[3] = l->spec.kernel;
+    return 4;
+}
+
+static int64_t conv_fan_in(const dt_layer *l)
+{
+    return l->in.d[0] * l->spec.kernel * l->spec.kernel;
+}
+
+static void conv_forward(dt_layer *l, const float *x, float *y, int64_t batch,
+                         const dt_forward_ctx *ctx)
+{
+    (void)ctx;
+    const conv_dims d = dims_of(l);
+    float *col = l->ws;
+    for (int64_t n = 0; n < batch; n++) {
+        const float *xn = x + n * l->in_numel;
+        float *yn = y + n * l->out_numel;
+        dt_im2col(xn, d.ci, d.h, d.w, d.k, d.stride, d.pad, d.oh, d.ow, col);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)d.co, (int)d.P, (int)d.K,
+                    1.0f, l->w, (int)d.K, col, (int)d.P, 0.0f, yn, (int)d.P);
+        if (l->b != NULL)
+            dt_add_bias_channels(yn, l->b, d.co, d.P);
+    }
+}
+
+static dt_status conv_backward(dt_layer *l, const float *x, const float *y, const float *dy,
+                               float *dx, int64_t batch, const dt_backward_hooks *hooks)
+{
+    (void)y;
+    const conv_dims d = dims_of(l);
+    float *col = l->ws;
+    if (dx != NULL)
+        memset(dx, 0, (size_t)(batch * l->in_numel) * sizeof(float));
+    for (int64_t n = 0; n < batch; n++) {
+        const float *xn = x + n * l->in_numel;
+        const float *dyn = dy + n * l->out_numel;
+        dt_im2col(xn, d.ci, d.h, d.w, d.k, d.stride, d.pad, d.oh, d.ow, col);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)d.co, (int)d.K, (int)d.P, 1.0f,
+                    dyn, (int)d.P, col, (int)d.P, 1.0f, l->dw, (int)d.K);
+        if (l->db != NULL)
+            dt_sum_channels_add(dyn, d.co, d.P, l->db);
+        if (dx != NULL) {
+            /* col is free again: reuse it for dcol. */
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)d.K, (int)d.P, (int)d.co,
+                        1.0f, l->w, (int)d.K, dyn, (int)d.P, 0.0f, col, (int)d.P);
+            dt_col2im_add(col, d.ci, d.h, d.w, d.k, d.stride, d.pad, d.oh, d.ow,
+                          dx + n * l->in_numel);
+        }
+        dt_status st = dt_hooks_progress(hooks);
+        if (st != DT_OK)
+            return st;
+    }
+    return DT_OK;
+}
+
+const dt_layer_ops dt_conv2d_ops = {
+    .kind = DT_LAYER_CONV2D,
+    .plan = conv_plan,
+    .weight_shape = conv_weight_shape,
+    .fan_in = conv_fan_in,
+    .forward = conv_forward,
+    .backward = conv_backward,
+};

@@ -1,0 +1,81 @@
+/* dropout.c — torch.nn.Dropout(p): in training, each element survives with probability
+ * 1 - p and is scaled by 1/(1 - p); p = 1 gives zeros; in evaluation it is the identity.
+ *
+ * The mask of element e of the sample at position `pos` of epoch `ep`'s permutation in
+ * layer `l` is a pure function of (seed, ep, pos, l, e): Philox4x32 with counter
+ * (ep, pos, stream<<24 | l, e/4), word e%4, kept when u01(word) >= p. It does not depend
+ * on the step, the batch composition, the rank or the world size (DESIGN.md), so data-
+ * parallel and accumulated runs draw the masks of the equivalent single-process run. */
+#include "dtrain/rng.h"
+#include "nn/layer_internal.h"
+
+static dt_status dropout_plan(dt_layer *l)
+{
+    if (!(l->spec.p >= 0.0 && l->spec.p <= 1.0))
+        return dt_fail(DT_ERR_INVALID, "layer %d (dropout): p must be in [0, 1], got %g",
+                       l->index, l->spec.p);
+    l->out = l->in;
+    l->state_bytes = (size_t)dt_shape_numel(&l->in); /* one keep byte per element */
+    return DT_OK;
+}
+
+static void dropout_forward(dt_layer *l, const float *restrict x, float *restrict y,
+                            int64_t batch, const dt_forward_ctx *ctx)
+{
+    const int64_t n = l->in_numel;
+    uint8_t *keep = l->state;
+    l->active = ctx != NULL && ctx->train && l->spec.p > 0.0;
+    if (!l->active) {
+        for (int64_t i = 0; i < batch * n; i++)
+            y[i] = x[i];
+        return;
+    }
+    DT_ASSERT(ctx->positions != NULL);
+    const float p = (float)l->spec.p;
+    /* PyTorch multiplies by a float noise value of 1/(1-p) (0 when p = 1). */
+    const float scale = l->spec.p < 1.0 ? (float)(1.0 / (1.0 - l->spec.p)) : 0.0f;
+    const uint32_t c2 = ((uint32_t)DT_RNG_STREAM_DROPOUT << 24) | (uint32_t)l->index;
+    for (int64_t r = 0; r < batch; r++) {
+        const uint32_t pos = (uint32_t)ctx->positions[r];
+        const float *xr = x + r * n;
+        float *yr = y + r * n;
+        uint8_t *kr = keep + r * n;
+        for (int64_t e = 0; e < n; e += 4) {
+            uint32_t w[4];
+            dt_philox(ctx->seed, (uint32_t)ctx->epoch, pos, c2, (uint32_t)(e / 4), w);
+            for (int64_t j = 0; j < 4 && e + j < n; j++) {
+                uint8_t k = dt_u01f(w[j]) >= p;
+                kr[e + j] = k;
+                yr[e + j] = k ? xr[e + j] * scale : 0.0f;
+            }
+        }
+    }
+}
+
+static dt_status dropout_backward(dt_layer *l, const float *x, const float *y, const float *dy,
+                                  float *dx, int64_t batch, const dt_backward_hooks *hooks)
+{
+    (void)x;
+    (void)y;
+    (void)hooks;
+    if (dx == NULL)
+        return DT_OK;
+    const int64_t n = batch * l->in_numel;
+    if (!l->active) { /* the forward was the identity */
+        for (int64_t i = 0; i < n; i++)
+            dx[i] = dy[i];
+        return DT_OK;
+    }
+    const uint8_t *keep = l->state;
+    const float scale = l->spec.p < 1.0 ? (float)(1.0 / (1.0 - l->spec.p)) : 0.0f;
+    for (int64_t i = 0; i < n; i++)
+        dx[i] = keep[i] ? dy[i] * scale : 0.0f;
+    return DT_OK;
+}
+
+const dt_layer_ops dt_dropout_ops = {
+    .kind = DT_LAYER_DROPOUT,
+    .plan = dropout_plan,
+    .forward = dropout_forward,
+    .backward = dropout_backward,
+};

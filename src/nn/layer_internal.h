@@ -1,0 +1,67 @@
+/* layer_internal.h — the layer vtable and the state a model keeps per layer.
+ *
+ * One file per layer kind implements a `const dt_layer_ops`. A layer never allocates: the
+ * model plans (plan) every size first, allocates once, then hands each layer views into
+ * the flat parameter/gradient buffers, its saved-state buffer and a shared workspace. */
+#ifndef DT_LAYER_INTERNAL_H
+#define DT_LAYER_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dtrain/model.h"
+#include "dtrain/nn.h"
+
+typedef struct dt_layer dt_layer;
+
+typedef struct dt_layer_ops {
+    dt_layer_kind kind;
+    /* From l->spec and l->in: sets l->out, l->param_count (weight_count + bias_count),
+     * l->state_bytes (per sample, saved by forward for backward) and l->ws_bytes (shared
+     * scratch for one call). Rejects a bad spec/shape with DT_ERR_INVALID. */
+    dt_status (*plan)(dt_layer *l);
+    /* Writes the weight's PyTorch shape into shape[]; returns ndim (0: no parameters). */
+    int (*weight_shape)(const dt_layer *l, int64_t shape[DT_MAX_DIMS]);
+    /* Fan-in used by PyTorch's default initialisation. */
+    int64_t (*fan_in)(const dt_layer *l);
+    /* y (batch, out) from x (batch, in). */
+    void (*forward)(dt_layer *l, const float *x, float *y, int64_t batch,
+                    const dt_forward_ctx *ctx);
+    /* Accumulates parameter gradients; writes dx (batch, in) when dx != NULL. */
+    dt_status (*backward)(dt_layer *l, const float *x, const float *y, const float *dy, float *dx,
+                          int64_t batch, const dt_backward_hooks *hooks);
+} dt_layer_ops;
+
+struct dt_layer {
+    const dt_layer_ops *ops;
+    dt_layer_spec spec;
+    int index;
+    dt_shape in, out;
+    int64_t in_numel, out_numel;
+    /* Parameters: weight then bias, views into the model's flat buffers. */
+    size_t weight_count, bias_count, param_count, param_offset;
+    float *w, *b, *dw, *db;
+    /* Saved forward state (dropout mask, pooling argmax), state_bytes per sample. */
+    size_t state_bytes;
+    void *state;
+    int active; /* dropout: the last forward applied a mask */
+    /* Scratch shared by all layers (used within one forward/backward call only). */
+    size_t ws_bytes;
+    float *ws;
+};
+
+extern const dt_layer_ops dt_linear_ops;
+extern const dt_layer_ops dt_conv2d_ops;
+extern const dt_layer_ops dt_maxpool2d_ops;
+extern const dt_layer_ops dt_relu_ops;
+extern const dt_layer_ops dt_dropout_ops;
+extern const dt_layer_ops dt_flatten_ops;
+extern const dt_layer_ops dt_log_softmax_ops;
+
+/* Calls hooks->progress when present. */
+static inline dt_status dt_hooks_progress(const dt_backward_hooks *h)
+{
+    return (h != NULL && h->progress != NULL) ? h->progress(h->ctx) : DT_OK;
+}
+
+#endif

@@ -1,0 +1,87 @@
+/* maxpool2d.c — torch.nn.MaxPool2d(kernel, stride) without padding. Semantics from
+ * PyTorch 1.13's CPU kernel: the first maximum in row-major window order wins ties, a NaN
+ * is taken as the maximum (it propagates), and backward routes the whole output gradient
+ * to the saved argmax. */
+#include <string.h>
+
+#include "nn/layer_internal.h"
+
+static dt_status pool_plan(dt_layer *l)
+{
+    const dt_layer_spec *s = &l->spec;
+    if (l->in.ndim != 3)
+        return dt_fail(DT_ERR_INVALID, "layer %d (maxpool2d): input must be (C, H, W), got %d dims",
+                       l->index, l->in.ndim);
+    int64_t stride = s->stride > 0 ? s->stride : s->kernel;
+    if (s->kernel < 1 || s->kernel > l->in.d[1] || s->kernel > l->in.d[2])
+        return dt_fail(DT_ERR_INVALID, "layer %d (maxpool2d): kernel %lld does not fit the input "
+                       "%lldx%lld", l->index, (long long)s->kernel, (long long)l->in.d[1],
+                       (long long)l->in.d[2]);
+    l->spec.stride = stride;
+    l->out.ndim = 3;
+    l->out.d[0] = l->in.d[0];
+    l->out.d[1] = (l->in.d[1] - s->kernel) / stride + 1;
+    l->out.d[2] = (l->in.d[2] - s->kernel) / stride + 1;
+    /* The argmax of each output element, as an index into the sample's input. */
+    l->state_bytes = (size_t)dt_shape_numel(&l->out) * sizeof(int32_t);
+    return DT_OK;
+}
+
+static void pool_forward(dt_layer *l, const float *x, float *y, int64_t batch,
+                         const dt_forward_ctx *ctx)
+{
+    (void)ctx;
+    const int64_t C = l->in.d[0], H = l->in.d[1], W = l->in.d[2];
+    const int64_t OH = l->out.d[1], OW = l->out.d[2], k = l->spec.kernel, s = l->spec.stride;
+    int32_t *arg = l->state;
+    for (int64_t n = 0; n < batch; n++) {
+        for (int64_t c = 0; c < C; c++) {
+            const float *xc = x + (n * C + c) * H * W;
+            float *yc = y + (n * C + c) * OH * OW;
+            int32_t *ac = arg + (n * C + c) * OH * OW;
+            for (int64_t oh = 0; oh < OH; oh++) {
+                for (int64_t ow = 0; ow < OW; ow++) {
+                    int64_t best = oh * s * W + ow * s;
+                    float m = xc[best];
+                    for (int64_t i = 0; i < k; i++) {
+                        for (int64_t j = 0; j < k; j++) {
+                            int64_t idx = (oh * s + i) * W + ow * s + j;
+                            float v = xc[idx];
+                            if (v > m || v != v) { /* strictly greater: first max wins */
+                                m = v;
+                                best = idx;
+                            }
+                        }
+                    }
+                    yc[oh * OW + ow] = m;
+                    /* Stored relative to the sample's start so backward can add directly. */
+                    ac[oh * OW + ow] = (int32_t)(c * H * W + best);
+                }
+            }
+        }
+    }
+}
+
+static dt_status pool_backward(dt_layer *l, const float *x, const float *y, const float *dy,
+                               float *dx, int64_t batch, const dt_backward_hooks *hooks)
+{
+    (void)x;
+    (void)y;
+    (void)hooks;
+    if (dx == NULL)
+        return DT_OK;
+    const int64_t on = l->out_numel, in = l->in_numel;
+    const int32_t *arg = l->state;
+    memset(dx, 0, (size_t)(batch * in) * sizeof(float));
+    for (int64_t n = 0; n < batch; n++)
+        for (int64_t o = 0; o < on; o++)
+            dx[n * in + arg[n * on + o]] += dy[n * on + o];
+    return DT_OK;
+}
+
+const dt_layer_ops dt_maxpool2d_ops = {
+    .kind = DT_LAYER_MAXPOOL2D,
+    .plan = pool_plan,
+    .forward = pool_forward,
+    .backward = pool_backward,
+};

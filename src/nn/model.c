@@ -1,0 +1,368 @@
+/* model.c — plans, allocates and runs an ordered list of layers over one flat parameter
+ * buffer and one flat gradient buffer (model.h). Everything is sized and allocated in
+ * dt_model_create; forward and backward allocate nothing. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "dtrain/model.h"
+#include "dtrain/rng.h"
+#include "nn/layer_internal.h"
+
+struct dt_model {
+    int nlayers;
+    dt_layer *layers;       /* [nlayers] */
+    dt_shape *shapes;       /* [nlayers + 1]: input of each layer, then the output */
+    int64_t max_batch;
+    size_t nparams;
+    float *params, *grads;
+    int ntensors;
+    dt_param_info *tensors; /* [ntensors] */
+    float **act;            /* [nlayers + 1] activation buffers (max_batch x numel) */
+    float *act_arena;
+    float *gbuf[2];         /* ping-pong activation gradients (max_batch x max numel) */
+    unsigned char *state_arena;
+    float *ws;
+    size_t activation_bytes;
+    int input_grad;         /* compute dL/d(model input) in backward */
+};
+
+static const dt_layer_ops *ops_for(dt_layer_kind kind)
+{
+    switch (kind) {
+    case DT_LAYER_LINEAR: return &dt_linear_ops;
+    case DT_LAYER_CONV2D: return &dt_conv2d_ops;
+    case DT_LAYER_MAXPOOL2D: return &dt_maxpool2d_ops;
+    case DT_LAYER_RELU: return &dt_relu_ops;
+    case DT_LAYER_DROPOUT: return &dt_dropout_ops;
+    case DT_LAYER_FLATTEN: return &dt_flatten_ops;
+    case DT_LAYER_LOG_SOFTMAX: return &dt_log_softmax_ops;
+    default: return NULL;
+    }
+}
+
+static void tensor_name(const dt_layer *l, const char *suffix, char *buf, size_t nbytes)
+{
+    /* torch.nn.Sequential names tensors by the module's index; a named layer uses its name
+     * (the seeds' ConvNet class: conv1.weight, fc1.bias). */
+    if (l->spec.name[0] != '\0')
+        snprintf(buf, nbytes, "%s.%s", l->spec.name, suffix);
+    else
+        snprintf(buf, nbytes, "%d.%s", l->index, suffix);
+}
+
+static dt_status check_shape(const dt_shape *s, const char *what)
+{
+    if (s->ndim < 1 || s->ndim > 3)
+        return dt_fail(DT_ERR_INVALID, "model: %s has %d dims, expected 1 to 3", what, s->ndim);
+    for (int i = 0; i < s->ndim; i++)
+        if (s->d[i] < 1 || s->d[i] > ((int64_t)1 << 31))
+            return dt_fail(DT_ERR_INVALID, "model: %s dimension %d is %lld", what, i,
+                           (long long)s->d[i]);
+    return DT_OK;
+}
+
+dt_status dt_model_create(const dt_layer_spec *specs, int nlayers, const dt_shape *input,
+                          int64_t max_batch, dt_model **out)
+{
+    DT_ASSERT(out != NULL && input != NULL && (specs != NULL || nlayers == 0));
+    dt_status st = DT_OK;
+    dt_model *m = NULL;
+    *out = NULL;
+    if (nlayers < 1)
+        return dt_fail(DT_ERR_INVALID, "model: no layers");
+    if (max_batch < 1 || max_batch > ((int64_t)1 << 31))
+        return dt_fail(DT_ERR_INVALID, "model: max batch %lld out of range", (long long)max_batch);
+    DT_TRY(check_shape(input, "input shape"));
+    DT_TRY(dt_alloc(sizeof *m, "model", (void **)&m));
+    m->nlayers = nlayers;
+    m->max_batch = max_batch;
+    m->input_grad = 1;
+    DT_TRY(dt_alloc(sizeof(dt_layer) * (size_t)nlayers, "model layers", (void **)&m->layers));
+    DT_TRY(dt_alloc(sizeof(dt_shape) * (size_t)(nlayers + 1), "model shapes",
+                    (void **)&m->shapes));
+    DT_TRY(dt_alloc(sizeof(float *) * (size_t)(nlayers + 1), "model activations",
+                    (void **)&m->act));
+
+    /* Plan: shapes, parameter counts, state and workspace sizes. */
+    m->shapes[0] = *input;
+    size_t nparams = 0, ws_bytes = 0, state_total = 0, act_total = 0;
+    int64_t max_numel = dt_shape_numel(input);
+    int ntensors = 0;
+    for (int i = 0; i < nlayers; i++) {
+        dt_layer *l = &m->layers[i];
+        l->ops = ops_for(specs[i].kind);
+        if (l->ops == NULL) {
+            st = dt_fail(DT_ERR_INVALID, "model: layer %d has unknown kind %d", i,
+                         (int)specs[i].kind);
+            goto fail;
+        }
+        l->spec = specs[i];
+        l->index = i;
+        l->in = m->shapes[i];
+        l->in_numel = dt_shape_numel(&l->in);
+        DT_TRY(l->ops->plan(l));
+        l->out_numel = dt_shape_numel(&l->out);
+        DT_TRY(check_shape(&l->out, "a layer's output shape"));
+        m->shapes[i + 1] = l->out;
+        l->param_count = l->weight_count + l->bias_count;
+        l->param_offset = nparams;
+        nparams += l->param_count;
+        ntensors += (l->weight_count > 0) + (l->bias_count > 0);
+        if (l->ws_bytes > ws_bytes)
+            ws_bytes = l->ws_bytes;
+        state_total += ((l->state_bytes * (size_t)max_batch) + 63u) & ~(size_t)63u;
+        if (l->out_numel > max_numel)
+            max_numel = l->out_numel;
+    }
+    for (int i = 0; i <= nlayers; i++)
+        act_total += (size_t)(max_batch * dt_shape_numel(&m->shapes[i]));
+
+    /* Allocate once. */
+    m->nparams = nparams;
+    DT_TRY(dt_alloc(nparams * sizeof(float), "parameters", (void **)&m->params));
+    DT_TRY(dt_alloc(nparams * sizeof(float), "gradients", (void **)&m->grads));
+    DT_TRY(dt_alloc(act_total * sizeof(float), "activations", (void **)&m->act_arena));
+    for (int g = 0; g < 2; g++)
+        DT_TRY(dt_alloc((size_t)(max_batch * max_numel) * sizeof(float), "activation gradients",
+                        (void **)&m->gbuf[g]));
+    DT_TRY(dt_alloc(state_total, "layer state", (void **)&m->state_arena));
+    DT_TRY(dt_alloc(ws_bytes, "workspace", (void **)&m->ws));
+    DT_TRY(dt_alloc(sizeof(dt_param_info) * (size_t)(ntensors > 0 ? ntensors : 1),
+                    "tensor table", (void **)&m->tensors));
+    m->activation_bytes = (act_total + 2 * (size_t)(max_batch * max_numel)) * sizeof(float) +
+                          state_total + ws_bytes;
+
+    /* Hand out views. */
+    float *a = m->act_arena;
+    unsigned char *s = m->state_arena;
+    for (int i = 0; i <= nlayers; i++) {
+        m->act[i] = a;
+        a += (size_t)(max_batch * dt_shape_numel(&m->shapes[i]));
+    }
+    for (int i = 0; i < nlayers; i++) {
+        dt_layer *l = &m->layers[i];
+        l->ws = m->ws;
+        l->state = l->state_bytes ? s : NULL;
+        s += ((l->state_bytes * (size_t)max_batch) + 63u) & ~(size_t)63u;
+        if (l->weight_count > 0) {
+            dt_param_info *t = &m->tensors[m->ntensors++];
+            l->w = m->params + l->param_offset;
+            l->dw = m->grads + l->param_offset;
+            tensor_name(l, "weight", t->name, sizeof t->name);
+            t->layer = i;
+            t->ndim = l->ops->weight_shape(l, t->shape);
+            t->offset = l->param_offset;
+            t->count = l->weight_count;
+        }
+        if (l->bias_count > 0) {
+            dt_param_info *t = &m->tensors[m->ntensors++];
+            l->b = m->params + l->param_offset + l->weight_count;
+            l->db = m->grads + l->param_offset + l->weight_count;
+            tensor_name(l, "bias", t->name, sizeof t->name);
+            t->layer = i;
+            t->ndim = 1;
+            t->shape[0] = (int64_t)l->bias_count;
+            t->offset = l->param_offset + l->weight_count;
+            t->count = l->bias_count;
+        }
+    }
+    /* Names must be unique: two layers named alike would collide in weight files. */
+    for (int i = 0; i < m->ntensors; i++)
+        for (int j = 0; j < i; j++)
+            if (strcmp(m->tensors[i].name, m->tensors[j].name) == 0) {
+                st = dt_fail(DT_ERR_INVALID, "model: two tensors named '%s' (layer names must "
+                             "be unique)", m->tensors[i].name);
+                goto fail;
+            }
+    *out = m;
+    return DT_OK;
+fail:
+    dt_model_free(m);
+    return st;
+}
+
+void dt_model_free(dt_model *m)
+{
+    if (m == NULL)
+        return;
+    dt_free(m->params);
+    dt_free(m->grads);
+    dt_free(m->act_arena);
+    dt_free(m->gbuf[0]);
+    dt_free(m->gbuf[1]);
+    dt_free(m->state_arena);
+    dt_free(m->ws);
+    dt_free(m->tensors);
+    dt_free(m->act);
+    dt_free(m->shapes);
+    dt_free(m->layers);
+    dt_free(m);
+}
+
+int dt_model_layer_count(const dt_model *m) { return m->nlayers; }
+
+const dt_layer_spec *dt_model_layer_spec(const dt_model *m, int layer)
+{
+    DT_ASSERT(layer >= 0 && layer < m->nlayers);
+    return &m->layers[layer].spec;
+}
+
+const dt_shape *dt_model_shape(const dt_model *m, int i)
+{
+    DT_ASSERT(i >= 0 && i <= m->nlayers);
+    return &m->shapes[i];
+}
+
+int64_t dt_model_max_batch(const dt_model *m) { return m->max_batch; }
+size_t dt_model_param_count(const dt_model *m) { return m->nparams; }
+float *dt_model_params(dt_model *m) { return m->params; }
+float *dt_model_grads(dt_model *m) { return m->grads; }
+int dt_model_tensor_count(const dt_model *m) { return m->ntensors; }
+
+const dt_param_info *dt_model_tensor(const dt_model *m, int i)
+{
+    DT_ASSERT(i >= 0 && i < m->ntensors);
+    return &m->tensors[i];
+}
+
+const dt_param_info *dt_model_find_tensor(const dt_model *m, const char *name)
+{
+    for (int i = 0; i < m->ntensors; i++)
+        if (strcmp(m->tensors[i].name, name) == 0)
+            return &m->tensors[i];
+    return NULL;
+}
+
+size_t dt_model_activation_bytes(const dt_model *m) { return m->activation_bytes; }
+
+void dt_model_init_params(dt_model *m, uint64_t seed)
+{
+    for (int i = 0; i < m->nlayers; i++) {
+        dt_layer *l = &m->layers[i];
+        if (l->param_count == 0)
+            continue;
+        /* kaiming_uniform_(a=sqrt(5)) gives bound 1/sqrt(fan_in); the bias uses the
+         * weight's fan_in (torch.nn.Linear/Conv2d reset_parameters). */
+        const double bound = 1.0 / sqrt((double)l->ops->fan_in(l));
+        const uint32_t c3 = ((uint32_t)DT_RNG_STREAM_INIT << 24) | (uint32_t)i;
+        float *t[2] = {l->w, l->b};
+        size_t cnt[2] = {l->weight_count, l->bias_count};
+        for (int k = 0; k < 2; k++) {
+            for (size_t e = 0; e < cnt[k]; e += 4) {
+                uint32_t w[4];
+                dt_philox(seed, (uint32_t)(e / 4), (uint32_t)((uint64_t)e >> 34), (uint32_t)k,
+                          c3, w);
+                for (size_t j = 0; j < 4 && e + j < cnt[k]; j++)
+                    t[k][e + j] = (float)(bound * (2.0 * dt_u01d(w[j]) - 1.0));
+            }
+        }
+    }
+}
+
+float *dt_model_activation(dt_model *m, int i)
+{
+    DT_ASSERT(i >= 0 && i <= m->nlayers);
+    return m->act[i];
+}
+
+float *dt_model_input(dt_model *m) { return m->act[0]; }
+const float *dt_model_output(const dt_model *m) { return m->act[m->nlayers]; }
+
+float *dt_model_activation_grad(dt_model *m, int i)
+{
+    DT_ASSERT(i >= 0 && i <= m->nlayers);
+    return m->gbuf[i % 2];
+}
+
+void dt_model_set_input_grad(dt_model *m, int enabled) { m->input_grad = enabled != 0; }
+
+static dt_status check_range(const dt_model *m, int first, int last, int64_t batch)
+{
+    DT_ASSERT(first >= 0 && first <= last && last <= m->nlayers);
+    if (batch < 0 || batch > m->max_batch)
+        return dt_fail(DT_ERR_INVALID, "model: batch %lld outside [0, %lld]", (long long)batch,
+                       (long long)m->max_batch);
+    return DT_OK;
+}
+
+dt_status dt_model_forward_range(dt_model *m, int first, int last, int64_t batch,
+                                 const dt_forward_ctx *ctx)
+{
+    dt_status st = check_range(m, first, last, batch);
+    if (st != DT_OK)
+        return st;
+    for (int i = first; i < last; i++) {
+        dt_layer *l = &m->layers[i];
+        l->ops->forward(l, m->act[i], m->act[i + 1], batch, ctx);
+    }
+    return DT_OK;
+}
+
+dt_status dt_model_forward(dt_model *m, int64_t batch, const dt_forward_ctx *ctx)
+{
+    return dt_model_forward_range(m, 0, m->nlayers, batch, ctx);
+}
+
+dt_status dt_model_backward_range(dt_model *m, int first, int last, int64_t batch,
+                                  const dt_backward_hooks *hooks)
+{
+    dt_status st = check_range(m, first, last, batch);
+    if (st != DT_OK)
+        return st;
+    for (int i = last - 1; i >= first; i--) {
+        dt_layer *l = &m->layers[i];
+        float *dx = (i > 0 || m->input_grad) ? m->gbuf[i % 2] : NULL;
+        st = l->ops->backward(l, m->act[i], m->act[i + 1], m->gbuf[(i + 1) % 2], dx, batch,
+                              hooks);
+        if (st != DT_OK)
+            return st;
+        if (hooks != NULL && hooks->grads_ready != NULL && l->param_count > 0) {
+            st = hooks->grads_ready(hooks->ctx, i, l->param_offset, l->param_count);
+            if (st != DT_OK)
+                return st;
+        }
+        st = dt_hooks_progress(hooks);
+        if (st != DT_OK)
+            return st;
+    }
+    return DT_OK;
+}
+
+dt_status dt_model_backward(dt_model *m, int64_t batch, const dt_backward_hooks *hooks)
+{
+    return dt_model_backward_range(m, 0, m->nlayers, batch, hooks);
+}
+
+void dt_model_zero_grads(dt_model *m) { memset(m->grads, 0, m->nparams * sizeof(float)); }
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+uint64_t dt_model_signature(const dt_model *m)
+{
+    uint64_t h = 14695981039346656037ull;
+    for (int i = 0; i <= m->nlayers; i++) {
+        const dt_shape *s = &m->shapes[i];
+        int64_t v[1 + DT_MAX_DIMS] = {s->ndim};
+        for (int d = 0; d < s->ndim; d++)
+            v[1 + d] = s->d[d];
+        h = fnv(h, v, sizeof v);
+    }
+    for (int i = 0; i < m->nlayers; i++) {
+        const dt_layer_spec *sp = &m->layers[i].spec;
+        int64_t v[7] = {sp->kind, sp->out_features, sp->out_channels, sp->kernel, sp->stride,
+                        sp->padding, sp->bias};
+        h = fnv(h, v, sizeof v);
+        h = fnv(h, &sp->p, sizeof sp->p);
+        h = fnv(h, sp->name, strlen(sp->name));
+    }
+    return h;
+}

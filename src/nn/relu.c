@@ -1,0 +1,38 @@
+/* relu.c — torch.nn.ReLU: y = max(x, 0) with NaN propagated; the gradient at 0 is 0. */
+#include "nn/layer_internal.h"
+
+static dt_status relu_plan(dt_layer *l)
+{
+    l->out = l->in;
+    return DT_OK;
+}
+
+static void relu_forward(dt_layer *l, const float *restrict x, float *restrict y, int64_t batch,
+                         const dt_forward_ctx *ctx)
+{
+    (void)ctx;
+    const int64_t n = batch * l->in_numel;
+    for (int64_t i = 0; i < n; i++)
+        y[i] = (x[i] > 0.0f || x[i] != x[i]) ? x[i] : 0.0f;
+}
+
+static dt_status relu_backward(dt_layer *l, const float *restrict x, const float *restrict y,
+                               const float *restrict dy, float *restrict dx, int64_t batch,
+                               const dt_backward_hooks *hooks)
+{
+    (void)y;
+    (void)hooks;
+    if (dx == NULL)
+        return DT_OK;
+    const int64_t n = batch * l->in_numel;
+    for (int64_t i = 0; i < n; i++)
+        dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+    return DT_OK;
+}
+
+const dt_layer_ops dt_relu_ops = {
+    .kind = DT_LAYER_RELU,
+    .plan = relu_plan,
+    .forward = relu_forward,
+    .backward = relu_backward,
+};

@@ -1,0 +1,141 @@
+/* optim.c — SGD, Adam and AdamW on flat ranges, with PyTorch 1.13's update order
+ * (torch/optim/_functional sgd/adam/adamw, single-tensor path). See optim.h. */
+#include <math.h>
+#include <string.h>
+
+#include "dtrain/optim.h"
+
+struct dt_optim {
+    dt_optim_config cfg;
+    size_t count;
+    int64_t t;
+    int nbufs;
+    float *buf[2]; /* SGD: momentum buffer; Adam: exp_avg, exp_avg_sq */
+};
+
+dt_status dt_optim_config_check(const dt_optim_config *c)
+{
+    if ((int)c->kind < 0 || c->kind >= DT_OPTIM_KIND_COUNT)
+        return dt_fail(DT_ERR_INVALID, "optim: unknown kind %d", (int)c->kind);
+    if (!(c->weight_decay >= 0.0))
+        return dt_fail(DT_ERR_INVALID, "optim.weight_decay must be >= 0, got %g", c->weight_decay);
+    if (c->kind == DT_OPTIM_SGD) {
+        if (!(c->momentum >= 0.0))
+            return dt_fail(DT_ERR_INVALID, "optim.momentum must be >= 0, got %g", c->momentum);
+        if (c->nesterov && (c->momentum <= 0.0 || c->dampening != 0.0))
+            return dt_fail(DT_ERR_INVALID,
+                           "optim.nesterov requires optim.momentum > 0 and optim.dampening = 0");
+        return DT_OK;
+    }
+    if (!(c->beta1 >= 0.0 && c->beta1 < 1.0) || !(c->beta2 >= 0.0 && c->beta2 < 1.0))
+        return dt_fail(DT_ERR_INVALID, "optim.beta1 and optim.beta2 must be in [0, 1), got %g, %g",
+                       c->beta1, c->beta2);
+    if (!(c->eps >= 0.0))
+        return dt_fail(DT_ERR_INVALID, "optim.eps must be >= 0, got %g", c->eps);
+    return DT_OK;
+}
+
+dt_status dt_optim_create(const dt_optim_config *cfg, size_t count, dt_optim **out)
+{
+    DT_ASSERT(cfg != NULL && out != NULL);
+    dt_status st = DT_OK;
+    dt_optim *o = NULL;
+    *out = NULL;
+    DT_TRY(dt_optim_config_check(cfg));
+    DT_TRY(dt_alloc(sizeof *o, "optimizer", (void **)&o));
+    o->cfg = *cfg;
+    o->count = count;
+    o->nbufs = cfg->kind == DT_OPTIM_SGD ? (cfg->momentum != 0.0 ? 1 : 0) : 2;
+    for (int i = 0; i < o->nbufs; i++)
+        DT_TRY(dt_alloc(count * sizeof(float), "optimizer state", (void **)&o->buf[i]));
+    *out = o;
+    return DT_OK;
+fail:
+    dt_optim_free(o);
+    return st;
+}
+
+void dt_optim_free(dt_optim *o)
+{
+    if (o == NULL)
+        return;
+    dt_free(o->buf[0]);
+    dt_free(o->buf[1]);
+    dt_free(o);
+}
+
+static void sgd_step(const dt_optim_config *c, float *restrict p, const float *restrict g,
+                     float *restrict buf, size_t n, float lr, int first)
+{
+    const float wd = (float)c->weight_decay, mu = (float)c->momentum;
+    const float damp = (float)(1.0 - c->dampening);
+    for (size_t i = 0; i < n; i++) {
+        float d = g[i];
+        if (wd != 0.0f)
+            d = d + wd * p[i];
+        if (buf != NULL) {
+            /* The buffer starts as d itself (no dampening on the first step). */
+            buf[i] = first ? d : mu * buf[i] + damp * d;
+            d = c->nesterov ? d + mu * buf[i] : buf[i];
+        }
+        p[i] = p[i] - lr * d;
+    }
+}
+
+static void adam_step(const dt_optim_config *c, float *restrict p, const float *restrict g,
+                      float *restrict m, float *restrict v, size_t n, double lr, int64_t t,
+                      int decoupled)
+{
+    /* Corrections in double: in float, 1 - 0.999 is off by 1.3e-5 relative (FACTS.md). */
+    const double bc1 = 1.0 - pow(c->beta1, (double)t);
+    const double bc2 = 1.0 - pow(c->beta2, (double)t);
+    const float step_size = (float)(lr / bc1);
+    const float bc2_sqrt = (float)sqrt(bc2);
+    const float b1 = (float)c->beta1, b2 = (float)c->beta2, eps = (float)c->eps;
+    const float omb1 = (float)(1.0 - c->beta1), omb2 = (float)(1.0 - c->beta2);
+    const float wd = (float)c->weight_decay;
+    const float decay = (float)(1.0 - lr * c->weight_decay);
+    for (size_t i = 0; i < n; i++) {
+        float gi = g[i];
+        if (decoupled)
+            p[i] = p[i] * decay;
+        else if (wd != 0.0f)
+            gi = gi + wd * p[i];
+        m[i] = b1 * m[i] + omb1 * gi;
+        v[i] = b2 * v[i] + omb2 * gi * gi;
+        /* PyTorch: denom = sqrt(v) / sqrt(bc2) + eps; addcdiv computes p + (-step*m)/denom */
+        float denom = sqrtf(v[i]) / bc2_sqrt + eps;
+        p[i] = p[i] + (-step_size * m[i]) / denom;
+    }
+}
+
+void dt_optim_step(dt_optim *o, float *params, const float *grads, size_t count, double lr)
+{
+    DT_ASSERT(o != NULL && count == o->count);
+    o->t++;
+    switch (o->cfg.kind) {
+    case DT_OPTIM_SGD:
+        sgd_step(&o->cfg, params, grads, o->buf[0], count, (float)lr, o->t == 1);
+        break;
+    case DT_OPTIM_ADAM:
+        adam_step(&o->cfg, params, grads, o->buf[0], o->buf[1], count, lr, o->t, 0);
+        break;
+    case DT_OPTIM_ADAMW:
+        adam_step(&o->cfg, params, grads, o->buf[0], o->buf[1], count, lr, o->t, 1);
+        break;
+    default:
+        DT_ASSERT(0 && "unknown optimizer kind");
+    }
+}
+
+int64_t dt_optim_steps(const dt_optim *o) { return o->t; }
+void dt_optim_set_steps(dt_optim *o, int64_t t) { o->t = t; }
+
+int dt_optim_state_buffers(dt_optim *o, float **bufs, int max)
+{
+    for (int i = 0; i < o->nbufs && i < max; i++)
+        bufs[i] = o->buf[i];
+    return o->nbufs;
+}
+
+size_t dt_optim_state_bytes(const dt_optim *o) { return (size_t)o->nbufs * o->count * sizeof(float); }
