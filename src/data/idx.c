@@ -1,0 +1,306 @@
+/* idx.c — the IDX files of MNIST and Fashion-MNIST, gzip-compressed or raw.
+ *
+ * Format (http://yann.lecun.com/exdb/mnist/, "THE IDX FILE FORMAT"): a 4-byte magic
+ * (0, 0, data type, number of dimensions), one big-endian uint32 per dimension, then the
+ * data in row-major order. Images are magic 0x00000803 (unsigned byte, n x rows x cols),
+ * labels 0x00000801 (unsigned byte, n).
+ *
+ * zlib's gzread reads gzip and raw files alike (it looks at the content, not the name).
+ * The reader trusts nothing in the file: after the header it reads exactly the size the
+ * dimensions promise, growing its buffer as data arrives (a forged header cannot make
+ * it allocate more than twice what the file really holds), then insists on end of file:
+ * a short file and trailing bytes are both errors, each naming the file. */
+#include "data/data_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <zlib.h>
+
+#define IDX_TYPE_U8 0x08
+#define IDX_MAGIC_IMAGES 0x00000803u
+#define IDX_MAGIC_LABELS 0x00000801u
+#define IDX_MAX_DIMS 3
+/* gzread takes an unsigned count and returns an int: read in chunks below INT_MAX. */
+#define IDX_CHUNK ((size_t)1 << 30)
+
+/* Records why the last read stopped early or failed. gzread returns a short count both at
+ * a clean end of file and when a gzip stream is cut off (Z_BUF_ERROR), so its error
+ * state must be consulted after every short read (zlib.h, gzread). */
+static dt_status idx_gz_status(gzFile gz, const char *path)
+{
+    int errnum = Z_OK;
+    const char *msg = gzerror(gz, &errnum);
+    if (errnum == Z_OK)
+        return DT_OK;
+    /* zlib prefixes its message with the path; ours names the file already. */
+    size_t plen = strlen(path);
+    if (strncmp(msg, path, plen) == 0 && msg[plen] == ':' && msg[plen + 1] == ' ')
+        msg += plen + 2;
+    if (errnum == Z_ERRNO)
+        return dt_fail(DT_ERR_IO, "idx: %s: read failed: %s", path, strerror(errno));
+    if (errnum == Z_BUF_ERROR)
+        return dt_fail(DT_ERR_FORMAT, "idx: %s: gzip stream is truncated (%s)", path, msg);
+    if (errnum == Z_MEM_ERROR)
+        return dt_fail(DT_ERR_NOMEM, "idx: %s: zlib is out of memory", path);
+    return dt_fail(DT_ERR_FORMAT, "idx: %s: gzip data is corrupt (%s)", path, msg);
+}
+
+/* Reads up to nbytes; *got < nbytes only at end of file. */
+static dt_status idx_read(gzFile gz, const char *path, void *buf, size_t nbytes, size_t *got)
+{
+    size_t done = 0;
+    while (done < nbytes) {
+        size_t chunk = nbytes - done < IDX_CHUNK ? nbytes - done : IDX_CHUNK;
+        int r = gzread(gz, (unsigned char *)buf + done, (unsigned)chunk);
+        if (r <= 0) {
+            dt_status st = idx_gz_status(gz, path);
+            if (st != DT_OK)
+                return st;
+            if (r < 0)
+                return dt_fail(DT_ERR_IO, "idx: %s: read failed", path);
+            break;
+        }
+        done += (size_t)r;
+    }
+    *got = done;
+    return DT_OK;
+}
+
+static uint32_t idx_be32(const unsigned char *p)
+{
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
+
+/* Reads one IDX file of unsigned bytes with `want_ndim` dimensions. On success *data
+ * (malloc'd, caller frees) holds exactly the product of dims[] bytes. `kind` ("images",
+ * "labels") only makes the messages clearer. */
+static dt_status idx_read_file(const char *path, int want_ndim, const char *kind,
+                               int64_t dims[IDX_MAX_DIMS], uint8_t **data)
+{
+    dt_status st = DT_OK;
+    unsigned char *buf = NULL;
+    const uint32_t want_magic = ((uint32_t)IDX_TYPE_U8 << 8) | (uint32_t)want_ndim;
+    *data = NULL;
+
+    errno = 0;
+    gzFile gz = gzopen(path, "rb");
+    if (gz == NULL)
+        return dt_fail(errno ? DT_ERR_IO : DT_ERR_NOMEM, "idx: %s: cannot open: %s", path,
+                       errno ? strerror(errno) : "out of memory");
+    /* A larger input buffer than zlib's 8 KiB default: fewer read calls on 26 MB files. */
+    gzbuffer(gz, 1u << 17);
+
+    unsigned char head[4 + 4 * IDX_MAX_DIMS];
+    size_t head_bytes = 4 + 4 * (size_t)want_ndim, got = 0;
+    DT_TRY(idx_read(gz, path, head, 4, &got));
+    if (got < 4) {
+        st = dt_fail(DT_ERR_FORMAT, "idx: %s: truncated: %zu bytes, shorter than the 4-byte magic",
+                     path, got);
+        goto fail;
+    }
+    const uint32_t magic = idx_be32(head);
+    if (head[0] != 0 || head[1] != 0) {
+        st = dt_fail(DT_ERR_FORMAT, "idx: %s: not an IDX file: magic 0x%08x, expected 0x%08x",
+                     path, (unsigned)magic, (unsigned)want_magic);
+        goto fail;
+    }
+    if (head[2] != IDX_TYPE_U8) {
+        st = dt_fail(DT_ERR_FORMAT,
+                     "idx: %s: data type 0x%02x is not unsigned byte (0x08): magic 0x%08x, "
+                     "expected 0x%08x",
+                     path, (unsigned)head[2], (unsigned)magic, (unsigned)want_magic);
+        goto fail;
+    }
+    if (head[3] != want_ndim) {
+        st = dt_fail(DT_ERR_FORMAT,
+                     "idx: %s: %u dimensions, expected %d for %s: magic 0x%08x, expected "
+                     "0x%08x",
+                     path, (unsigned)head[3], want_ndim, kind, (unsigned)magic,
+                     (unsigned)want_magic);
+        goto fail;
+    }
+    DT_TRY(idx_read(gz, path, head + 4, head_bytes - 4, &got));
+    if (got < head_bytes - 4) {
+        st = dt_fail(DT_ERR_FORMAT, "idx: %s: truncated: %zu bytes, shorter than the %zu-byte "
+                     "header", path, 4 + got, head_bytes);
+        goto fail;
+    }
+    size_t expected = 1;
+    for (int d = 0; d < want_ndim; d++) {
+        dims[d] = (int64_t)idx_be32(head + 4 + 4 * d);
+        if (dims[d] == 0) {
+            st = dt_fail(DT_ERR_FORMAT, "idx: %s: dimension %d of %s is 0", path, d, kind);
+            goto fail;
+        }
+        if (dt_mul_size(expected, (size_t)dims[d], &expected) != DT_OK) {
+            st = dt_fail(DT_ERR_FORMAT, "idx: %s: dimensions overflow the address space",
+                         path);
+            goto fail;
+        }
+    }
+
+    /* Grow towards `expected` by doubling, so memory follows the data actually present. */
+    size_t cap = expected < ((size_t)1 << 20) ? expected : ((size_t)1 << 20);
+    size_t done = 0;
+    buf = malloc(cap);
+    if (buf == NULL) {
+        st = dt_fail(DT_ERR_NOMEM, "idx: %s: cannot allocate %zu bytes", path, cap);
+        goto fail;
+    }
+    while (done < expected) {
+        if (done == cap) {
+            size_t ncap = cap > expected / 2 ? expected : 2 * cap;
+            unsigned char *nbuf = realloc(buf, ncap);
+            if (nbuf == NULL) {
+                st = dt_fail(DT_ERR_NOMEM, "idx: %s: cannot allocate %zu bytes", path, ncap);
+                goto fail;
+            }
+            buf = nbuf;
+            cap = ncap;
+        }
+        DT_TRY(idx_read(gz, path, buf + done, cap - done, &got));
+        done += got;
+        if (done < cap)
+            break; /* end of file */
+    }
+    if (done < expected) {
+        if (want_ndim == 3)
+            st = dt_fail(DT_ERR_FORMAT,
+                         "idx: %s: truncated: %zu data bytes, expected %zu (%lld x %lld x %lld)",
+                         path, done, expected, (long long)dims[0], (long long)dims[1],
+                         (long long)dims[2]);
+        else
+            st = dt_fail(DT_ERR_FORMAT, "idx: %s: truncated: %zu data bytes, expected %zu", path,
+                         done, expected);
+        goto fail;
+    }
+    /* Count whatever follows: the message says how much is there. */
+    size_t trailing = 0;
+    for (;;) {
+        unsigned char scratch[4096];
+        DT_TRY(idx_read(gz, path, scratch, sizeof scratch, &got));
+        trailing += got;
+        if (got < sizeof scratch)
+            break;
+    }
+    if (trailing > 0) {
+        st = dt_fail(DT_ERR_FORMAT, "idx: %s: %zu trailing bytes after the %zu data bytes the "
+                     "header promises", path, trailing, expected);
+        goto fail;
+    }
+    int zrc = gzclose_r(gz);
+    gz = NULL;
+    if (zrc != Z_OK) {
+        st = dt_fail(zrc == Z_ERRNO ? DT_ERR_IO : DT_ERR_FORMAT, "idx: %s: gzip error %d on close",
+                     path, zrc);
+        goto fail;
+    }
+    *data = buf;
+    return DT_OK;
+
+fail:
+    if (gz != NULL)
+        gzclose_r(gz);
+    free(buf);
+    return st;
+}
+
+dt_status dt_idx_load(const char *images_path, const char *labels_path, int64_t num_classes,
+                      dt_dataset *out)
+{
+    DT_ASSERT(images_path != NULL && labels_path != NULL && out != NULL);
+    dt_status st = DT_OK;
+    uint8_t *images = NULL, *raw_labels = NULL;
+    int32_t *labels = NULL;
+    memset(out, 0, sizeof *out);
+    if (num_classes < 1)
+        return dt_fail(DT_ERR_INVALID, "idx: %s: num_classes must be >= 1, got %lld",
+                       labels_path, (long long)num_classes);
+
+    int64_t idims[IDX_MAX_DIMS], ldims[IDX_MAX_DIMS];
+    /* Labels first: small, and a mismatch is found before 47 MB of pixels are inflated. */
+    DT_TRY(idx_read_file(labels_path, 1, "labels", ldims, &raw_labels));
+    DT_TRY(idx_read_file(images_path, 3, "images", idims, &images));
+    if (idims[0] != ldims[0]) {
+        st = dt_fail(DT_ERR_MISMATCH, "idx: %s has %lld images but %s has %lld labels",
+                     images_path, (long long)idims[0], labels_path, (long long)ldims[0]);
+        goto fail;
+    }
+    const int64_t n = idims[0];
+    labels = malloc((size_t)n * sizeof *labels);
+    if (labels == NULL) {
+        st = dt_fail(DT_ERR_NOMEM, "idx: %s: cannot allocate %lld labels", labels_path,
+                     (long long)n);
+        goto fail;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        if ((int64_t)raw_labels[i] >= num_classes) {
+            st = dt_fail(DT_ERR_FORMAT, "idx: %s: label %u at %lld is not below %lld",
+                         labels_path, (unsigned)raw_labels[i], (long long)i,
+                         (long long)num_classes);
+            goto fail;
+        }
+        labels[i] = raw_labels[i];
+    }
+    free(raw_labels);
+    raw_labels = NULL;
+
+    out->n = n;
+    out->sample_shape.ndim = 3;
+    out->sample_shape.d[0] = 1;
+    out->sample_shape.d[1] = idims[1];
+    out->sample_shape.d[2] = idims[2];
+    out->features = DT_FEATURES_U8;
+    out->x_u8 = images;
+    out->scale = DT_PIXEL_SCALE;
+    out->shift = DT_PIXEL_SHIFT;
+    out->targets = DT_TARGETS_LABELS;
+    out->labels = labels;
+    out->num_classes = num_classes;
+    st = dt_dataset_adopt(out, images, labels, images_path);
+    if (st != DT_OK)
+        memset(out, 0, sizeof *out); /* adopt freed both blocks */
+    return st;
+
+fail:
+    free(images);
+    free(raw_labels);
+    free(labels);
+    memset(out, 0, sizeof *out);
+    return st;
+}
+
+/* Picks "<dir>/<name>" or, failing that, "<dir>/<name>.gz" into path. The raw file wins
+ * when both exist: it is what a user who decompressed the download made, and it loads
+ * without inflating. Returns 0 when neither exists. */
+static int idx_pick(const char *dir, const char *name, char *path, size_t nbytes)
+{
+    struct stat sb;
+    snprintf(path, nbytes, "%s/%s", dir, name);
+    if (stat(path, &sb) == 0)
+        return 1;
+    snprintf(path, nbytes, "%s/%s.gz", dir, name);
+    return stat(path, &sb) == 0;
+}
+
+dt_status dt_idx_load_dir(const char *dir, const char *split, int64_t num_classes,
+                          dt_dataset *out)
+{
+    DT_ASSERT(dir != NULL && split != NULL && out != NULL);
+    memset(out, 0, sizeof *out);
+    char images_name[256], labels_name[256], images[4096], labels[4096];
+    int a = snprintf(images_name, sizeof images_name, "%s-images-idx3-ubyte", split);
+    int b = snprintf(labels_name, sizeof labels_name, "%s-labels-idx1-ubyte", split);
+    if (a < 0 || b < 0 || (size_t)a >= sizeof images_name || (size_t)b >= sizeof labels_name)
+        return dt_fail(DT_ERR_INVALID, "idx: split name \"%.64s...\" is too long", split);
+    if (strlen(dir) + sizeof images_name + 8 > sizeof images)
+        return dt_fail(DT_ERR_INVALID, "idx: directory path \"%.64s...\" is too long", dir);
+    if (!idx_pick(dir, images_name, images, sizeof images))
+        return dt_fail(DT_ERR_IO, "idx: %s: no %s or %s.gz", dir, images_name, images_name);
+    if (!idx_pick(dir, labels_name, labels, sizeof labels))
+        return dt_fail(DT_ERR_IO, "idx: %s: no %s or %s.gz", dir, labels_name, labels_name);
+    return dt_idx_load(images, labels, num_classes, out);
+}
