@@ -1,0 +1,500 @@
+/* test_grad_layers.c — every layer kind, twice over:
+ *  1. the double-precision reference's backward against central finite differences of its
+ *     own forward (inputs away from ReLU kinks, distinct values in every pooling window);
+ *  2. the fast float kernels, run through dt_model_create/forward/backward, against that
+ *     reference, forward and backward (input gradient and parameter gradients), at batch 0,
+ *     1, a batch below the planned maximum and the maximum itself, with NaN in the rows past
+ *     the batch so that a kernel reading them poisons its result. */
+#include "dt_test.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtrain/model.h"
+#include "grad_util.h"
+
+/* ---- specs ------------------------------------------------------------------------------- */
+
+static dt_layer_spec spec_linear(int64_t out, int bias)
+{
+    dt_layer_spec s = dt_layer_spec_default(DT_LAYER_LINEAR);
+    s.out_features = out;
+    s.bias = bias;
+    return s;
+}
+
+static dt_layer_spec spec_conv(int64_t cout, int64_t k, int64_t stride, int64_t pad, int bias)
+{
+    dt_layer_spec s = dt_layer_spec_default(DT_LAYER_CONV2D);
+    s.out_channels = cout;
+    s.kernel = k;
+    s.stride = stride;
+    s.padding = pad;
+    s.bias = bias;
+    return s;
+}
+
+static dt_layer_spec spec_pool(int64_t k, int64_t stride)
+{
+    dt_layer_spec s = dt_layer_spec_default(DT_LAYER_MAXPOOL2D);
+    s.kernel = k;
+    s.stride = stride;
+    return s;
+}
+
+static dt_layer_spec spec_dropout(double p)
+{
+    dt_layer_spec s = dt_layer_spec_default(DT_LAYER_DROPOUT);
+    s.p = p;
+    return s;
+}
+
+static dt_shape shape1(int64_t f) { return (dt_shape){.ndim = 1, .d = {f}}; }
+static dt_shape shape3(int64_t c, int64_t h, int64_t w)
+{
+    return (dt_shape){.ndim = 3, .d = {c, h, w}};
+}
+
+static double *dalloc(size_t n)
+{
+    double *p = calloc(n ? n : 1, sizeof(double));
+    assert_non_null(p);
+    return p;
+}
+
+static float *falloc(size_t n)
+{
+    float *p = calloc(n ? n : 1, sizeof(float));
+    assert_non_null(p);
+    return p;
+}
+
+/* ---- 1. finite differences of the reference ---------------------------------------------- */
+
+/* Central differences with h = 1e-5 in double: truncation h^2 f'''/6 and roundoff
+ * 1e-16 |L| / h are both near 1e-10 here, so 1e-7 leaves a wide margin while any wrong
+ * term (a missed tap, a misplaced index) is off by 1e-2 or more. */
+#define FD_H 1e-5
+#define FD_TOL 1e-7
+
+typedef struct fd_ctx {
+    const ref_layer *l;
+    double *x, *params;
+    const uint8_t *keep;
+    const double *g; /* L = sum(y * g) */
+    int64_t batch;
+    double *y;
+} fd_ctx;
+
+static double fd_objective(const fd_ctx *c)
+{
+    ref_layer_forward(c->l, c->x, c->params, c->params + c->l->weight_count, c->keep, c->batch,
+                      c->y);
+    double s = 0.0;
+    for (int64_t i = 0; i < c->batch * c->l->out_numel; i++)
+        s += c->y[i] * c->g[i];
+    return s;
+}
+
+/* out[i] = (L(v_i + h) - L(v_i - h)) / 2h for each element of v (x or the parameters). */
+static void fd_numeric(const fd_ctx *c, double *v, size_t n, double *out)
+{
+    for (size_t i = 0; i < n; i++) {
+        const double save = v[i];
+        v[i] = save + FD_H;
+        const double lp = fd_objective(c);
+        v[i] = save - FD_H;
+        const double lm = fd_objective(c);
+        v[i] = save;
+        out[i] = (lp - lm) / (2.0 * FD_H);
+    }
+}
+
+static void fd_check(const char *name, dt_layer_spec spec, dt_shape in, int64_t batch,
+                     gu_fill_kind fill, uint64_t seed)
+{
+    ref_layer l;
+    assert_true(ref_layer_init(&l, &spec, &in));
+    const size_t nx = (size_t)(batch * l.in_numel), ny = (size_t)(batch * l.out_numel);
+    const size_t np = l.weight_count + l.bias_count;
+    float *tmp = falloc(nx > np ? (nx > ny ? nx : ny) : (np > ny ? np : ny));
+    double *x = dalloc(nx), *params = dalloc(np), *g = dalloc(ny), *y = dalloc(ny);
+    double *dx = dalloc(nx), *dp = dalloc(np), *fx = dalloc(nx), *fp = dalloc(np);
+    uint8_t *keep = calloc(nx ? nx : 1, 1);
+    assert_non_null(keep);
+    gu_fill(tmp, nx, seed, fill);
+    gu_to_double(tmp, x, nx);
+    gu_fill(tmp, np, seed + 1, GU_UNIFORM);
+    gu_to_double(tmp, params, np);
+    gu_fill(tmp, ny, seed + 2, GU_UNIFORM);
+    gu_to_double(tmp, g, ny);
+    dt_test_fill_uniform(tmp, nx, seed + 3, 0.0f, 1.0f);
+    for (size_t i = 0; i < nx; i++)
+        keep[i] = tmp[i] >= (float)spec.p;
+
+    fd_ctx c = {.l = &l, .x = x, .params = params, .keep = keep, .g = g, .batch = batch, .y = y};
+    ref_layer_backward(&l, x, params, keep, g, batch, dx, dp, dp + l.weight_count);
+    fd_numeric(&c, x, nx, fx);
+    fd_numeric(&c, params, np, fp);
+
+    char label[96];
+    snprintf(label, sizeof label, "%s: dx (reference vs finite differences)", name);
+    DT_ASSERT_CLOSE_D(label, dx, fx, nx, FD_TOL, FD_TOL);
+    snprintf(label, sizeof label, "%s: dparams (reference vs finite differences)", name);
+    DT_ASSERT_CLOSE_D(label, dp, fp, np, FD_TOL, FD_TOL);
+    free(tmp);
+    free(x);
+    free(params);
+    free(g);
+    free(y);
+    free(dx);
+    free(dp);
+    free(fx);
+    free(fp);
+    free(keep);
+}
+
+static void test_fd_linear(void **state)
+{
+    (void)state;
+    fd_check("linear 7->5", spec_linear(5, 1), shape1(7), 3, GU_UNIFORM, 11);
+    fd_check("linear 4->3 no bias", spec_linear(3, 0), shape1(4), 2, GU_UNIFORM, 12);
+    fd_check("linear 1->1 batch 1", spec_linear(1, 1), shape1(1), 1, GU_UNIFORM, 13);
+}
+
+static void test_fd_conv2d(void **state)
+{
+    (void)state;
+    fd_check("conv 2->3 k3", spec_conv(3, 3, 1, 0, 1), shape3(2, 5, 4), 2, GU_UNIFORM, 21);
+    fd_check("conv 3->2 k3 s2 p1", spec_conv(2, 3, 2, 1, 1), shape3(3, 7, 6), 2, GU_UNIFORM, 22);
+    fd_check("conv 1->2 k2 s3 p2 no bias", spec_conv(2, 2, 3, 2, 0), shape3(1, 5, 6), 1,
+             GU_UNIFORM, 23);
+    fd_check("conv 2->2 k1", spec_conv(2, 1, 1, 0, 1), shape3(2, 3, 3), 2, GU_UNIFORM, 24);
+}
+
+static void test_fd_maxpool2d(void **state)
+{
+    (void)state;
+    fd_check("maxpool k2", spec_pool(2, 0), shape3(2, 6, 6), 2, GU_DISTINCT, 31);
+    fd_check("maxpool k3 s2", spec_pool(3, 2), shape3(2, 7, 5), 2, GU_DISTINCT, 32);
+    fd_check("maxpool k2 s1 (overlapping)", spec_pool(2, 1), shape3(1, 5, 5), 2, GU_DISTINCT, 33);
+    fd_check("maxpool k2 odd 5x7", spec_pool(2, 0), shape3(2, 5, 7), 1, GU_DISTINCT, 34);
+}
+
+static void test_fd_elementwise(void **state)
+{
+    (void)state;
+    fd_check("relu (10)", dt_layer_spec_default(DT_LAYER_RELU), shape1(10), 3, GU_AWAY_ZERO, 41);
+    fd_check("relu (2,3,3)", dt_layer_spec_default(DT_LAYER_RELU), shape3(2, 3, 3), 2,
+             GU_AWAY_ZERO, 42);
+    fd_check("dropout p=0.4 (given mask)", spec_dropout(0.4), shape1(20), 3, GU_UNIFORM, 43);
+    fd_check("dropout p=1 (given mask)", spec_dropout(1.0), shape1(6), 2, GU_UNIFORM, 44);
+    fd_check("flatten (2,3,4)", dt_layer_spec_default(DT_LAYER_FLATTEN), shape3(2, 3, 4), 2,
+             GU_UNIFORM, 45);
+    fd_check("log_softmax (7)", dt_layer_spec_default(DT_LAYER_LOG_SOFTMAX), shape1(7), 4,
+             GU_UNIFORM, 46);
+    fd_check("log_softmax (1)", dt_layer_spec_default(DT_LAYER_LOG_SOFTMAX), shape1(1), 2,
+             GU_UNIFORM, 47);
+}
+
+/* ---- 2. the float kernels against the reference ------------------------------------------ */
+
+typedef struct model_case {
+    const char *name;
+    dt_layer_spec specs[3];
+    int nlayers;
+    dt_shape in;
+    int64_t max_batch;
+    gu_fill_kind fill;
+    int64_t k; /* longest reduction in forward or backward, for the tolerance */
+} model_case;
+
+/* The model's plan must be PyTorch's: shapes, parameter count, tensor table (weight then
+ * bias per layer, PyTorch layouts, Sequential names, contiguous offsets). */
+static void check_plan(const model_case *mc, dt_model *m, const gu_chain *c)
+{
+    assert_int_equal(dt_model_layer_count(m), mc->nlayers);
+    assert_int_equal(dt_model_max_batch(m), mc->max_batch);
+    for (int i = 0; i <= mc->nlayers; i++) {
+        const dt_shape *want = i == 0 ? &mc->in : &c->l[i - 1].out;
+        const dt_shape *got = dt_model_shape(m, i);
+        char a[64], b[64];
+        if (got->ndim != want->ndim ||
+            memcmp(got->d, want->d, sizeof(int64_t) * (size_t)want->ndim) != 0)
+            fail_msg("%s: shape entering layer %d is %s, PyTorch's is %s", mc->name, i,
+                     dt_shape_str(got, a, sizeof a), dt_shape_str(want, b, sizeof b));
+    }
+    assert_int_equal(dt_model_param_count(m), c->nparams);
+    int t = 0;
+    for (int i = 0; i < mc->nlayers; i++) {
+        const ref_layer *l = &c->l[i];
+        if (l->weight_count == 0)
+            continue;
+        assert_true(t < dt_model_tensor_count(m));
+        const dt_param_info *w = dt_model_tensor(m, t++);
+        char name[64];
+        snprintf(name, sizeof name, "%d.weight", i);
+        assert_string_equal(w->name, name);
+        assert_int_equal(w->layer, i);
+        assert_int_equal(w->offset, c->offset[i]);
+        assert_int_equal(w->count, l->weight_count);
+        if (l->spec.kind == DT_LAYER_LINEAR) {
+            assert_int_equal(w->ndim, 2);
+            assert_int_equal(w->shape[0], l->out.d[0]);
+            assert_int_equal(w->shape[1], l->in.d[0]);
+        } else {
+            assert_int_equal(w->ndim, 4);
+            assert_int_equal(w->shape[0], l->conv.cout);
+            assert_int_equal(w->shape[1], l->conv.cin);
+            assert_int_equal(w->shape[2], l->conv.k);
+            assert_int_equal(w->shape[3], l->conv.k);
+        }
+        if (l->bias_count == 0)
+            continue;
+        assert_true(t < dt_model_tensor_count(m));
+        const dt_param_info *b = dt_model_tensor(m, t++);
+        snprintf(name, sizeof name, "%d.bias", i);
+        assert_string_equal(b->name, name);
+        assert_int_equal(b->offset, c->offset[i] + l->weight_count);
+        assert_int_equal(b->count, l->bias_count);
+        assert_int_equal(b->ndim, 1);
+        assert_int_equal(b->shape[0], (int64_t)l->bias_count);
+        assert_ptr_equal(dt_model_find_tensor(m, name), b);
+    }
+    assert_int_equal(dt_model_tensor_count(m), t);
+}
+
+static void run_model_case(const model_case *mc, int64_t batch, uint64_t seed)
+{
+    gu_chain c;
+    assert_true(gu_chain_init(&c, mc->specs, mc->nlayers, &mc->in));
+    dt_model *m = NULL;
+    DT_ASSERT_OK(dt_model_create(mc->specs, mc->nlayers, &mc->in, mc->max_batch, &m));
+    check_plan(mc, m, &c);
+    const int n = mc->nlayers;
+    const int64_t in_numel = c.l[0].in_numel, out_numel = c.l[n - 1].out_numel;
+    const size_t np = c.nparams, nx = (size_t)(batch * in_numel), ny = (size_t)(batch * out_numel);
+    const size_t nx_max = (size_t)(mc->max_batch * in_numel);
+    const size_t ny_max = (size_t)(mc->max_batch * out_numel);
+
+    /* Parameters, input and output gradient: rows past the batch hold NaN. */
+    float *params = dt_model_params(m);
+    gu_fill(params, np, seed, GU_UNIFORM);
+    assert_ptr_equal(dt_model_activation(m, 0), dt_model_input(m));
+    float *x = dt_model_input(m);
+    gu_fill_nan(x, nx_max);
+    gu_fill(x, nx, seed + 1, mc->fill);
+
+    double *dparams = dalloc(np), *ref_dp = dalloc(np), *ref_dx = dalloc(nx), *dy = dalloc(ny);
+    double *acts[GU_MAX_LAYERS + 1];
+    for (int i = 0; i <= n; i++)
+        acts[i] = dalloc((size_t)(batch * (i == 0 ? in_numel : c.l[i - 1].out_numel)));
+    gu_to_double(params, dparams, np);
+    gu_to_double(x, acts[0], nx);
+
+    const dt_forward_ctx eval = {.train = 0};
+    DT_ASSERT_OK(dt_model_forward(m, batch, &eval));
+    gu_chain_forward(&c, dparams, acts, NULL, batch);
+    assert_ptr_equal(dt_model_output(m), dt_model_activation(m, n));
+    char label[128];
+    const double tol = gu_tol(mc->k);
+    snprintf(label, sizeof label, "%s batch %lld: output", mc->name, (long long)batch);
+    DT_ASSERT_CLOSE_F(label, dt_model_output(m), acts[n], ny, tol, tol);
+
+    float *g = dt_model_activation_grad(m, n);
+    gu_fill_nan(g, ny_max);
+    gu_fill(g, ny, seed + 2, GU_UNIFORM);
+    gu_to_double(g, dy, ny);
+    dt_model_zero_grads(m);
+    DT_ASSERT_OK(dt_model_backward(m, batch, NULL));
+    gu_chain_backward(&c, dparams, acts, NULL, dy, batch, ref_dp, ref_dx);
+    snprintf(label, sizeof label, "%s batch %lld: input gradient", mc->name, (long long)batch);
+    DT_ASSERT_CLOSE_F(label, dt_model_activation_grad(m, 0), ref_dx, nx, tol, tol);
+    for (int t = 0; t < dt_model_tensor_count(m); t++) {
+        const dt_param_info *pi = dt_model_tensor(m, t);
+        snprintf(label, sizeof label, "%s batch %lld: gradient of %s", mc->name,
+                 (long long)batch, pi->name);
+        DT_ASSERT_CLOSE_F(label, dt_model_grads(m) + pi->offset, ref_dp + pi->offset, pi->count,
+                          tol, tol);
+    }
+
+    /* A second forward and backward of the same batch accumulates (+=), as .grad does. */
+    DT_ASSERT_OK(dt_model_forward(m, batch, &eval));
+    /* Backward may reuse the output-gradient buffer as scratch: write dy again. */
+    gu_fill(dt_model_activation_grad(m, n), ny, seed + 2, GU_UNIFORM);
+    DT_ASSERT_OK(dt_model_backward(m, batch, NULL));
+    for (size_t i = 0; i < np; i++)
+        ref_dp[i] *= 2.0;
+    snprintf(label, sizeof label, "%s batch %lld: gradients after two backwards", mc->name,
+             (long long)batch);
+    DT_ASSERT_CLOSE_F(label, dt_model_grads(m), ref_dp, np, tol, tol);
+
+    for (int i = 0; i <= n; i++)
+        free(acts[i]);
+    free(dparams);
+    free(ref_dp);
+    free(ref_dx);
+    free(dy);
+    dt_model_free(m);
+}
+
+/* Batch 0: a rank with no samples still runs forward and backward (FACTS.md); its
+ * gradients stay exactly zero and nothing reads the NaN past the batch. */
+static void run_model_case_empty(const model_case *mc)
+{
+    dt_model *m = NULL;
+    DT_ASSERT_OK(dt_model_create(mc->specs, mc->nlayers, &mc->in, mc->max_batch, &m));
+    gu_fill(dt_model_params(m), dt_model_param_count(m), 5, GU_UNIFORM);
+    gu_fill_nan(dt_model_input(m), (size_t)(mc->max_batch * dt_shape_numel(&mc->in)));
+    const dt_forward_ctx eval = {.train = 0};
+    DT_ASSERT_OK(dt_model_forward(m, 0, &eval));
+    const dt_shape *out = dt_model_shape(m, mc->nlayers);
+    gu_fill_nan(dt_model_activation_grad(m, mc->nlayers),
+                (size_t)(mc->max_batch * dt_shape_numel(out)));
+    dt_model_zero_grads(m);
+    DT_ASSERT_OK(dt_model_backward(m, 0, NULL));
+    const float *gr = dt_model_grads(m);
+    for (size_t i = 0; i < dt_model_param_count(m); i++)
+        if (gr[i] != 0.0f)
+            fail_msg("%s batch 0: gradient [%zu] is %g, expected 0", mc->name, i, (double)gr[i]);
+    dt_model_free(m);
+}
+
+static void run_model_cases(const model_case *cases, size_t ncases)
+{
+    for (size_t i = 0; i < ncases; i++) {
+        const model_case *mc = &cases[i];
+        run_model_case_empty(mc);
+        const int64_t mid = mc->max_batch > 2 ? mc->max_batch - 1 : 1;
+        const int64_t batches[] = {1, mid, mc->max_batch};
+        for (size_t b = 0; b < sizeof batches / sizeof batches[0]; b++)
+            run_model_case(mc, batches[b], 1000 + 17 * i + b);
+    }
+}
+
+static void test_kernel_linear(void **state)
+{
+    (void)state;
+    const model_case cases[] = {
+        {"linear 7->5", {spec_linear(5, 1)}, 1, shape1(7), 4, GU_UNIFORM, 7},
+        {"linear 13->4 no bias", {spec_linear(4, 0)}, 1, shape1(13), 3, GU_UNIFORM, 13},
+        {"linear 1->1", {spec_linear(1, 1)}, 1, shape1(1), 2, GU_UNIFORM, 2},
+        {"linear 100->33", {spec_linear(33, 1)}, 1, shape1(100), 5, GU_UNIFORM, 100},
+    };
+    run_model_cases(cases, sizeof cases / sizeof cases[0]);
+}
+
+static void test_kernel_conv2d(void **state)
+{
+    (void)state;
+    /* k: the longest of C_in k k (forward), C_out k k (input gradient) and batch OH OW
+     * (weight gradient). */
+    const model_case cases[] = {
+        {"conv 2->3 k3", {spec_conv(3, 3, 1, 0, 1)}, 1, shape3(2, 6, 5), 3, GU_UNIFORM, 27},
+        {"conv 3->4 k3 s2 p1", {spec_conv(4, 3, 2, 1, 1)}, 1, shape3(3, 7, 7), 3, GU_UNIFORM, 48},
+        {"conv 1->2 k2 s3 p2 no bias", {spec_conv(2, 2, 3, 2, 0)}, 1, shape3(1, 5, 6), 4,
+         GU_UNIFORM, 36},
+        {"conv 4->2 k1", {spec_conv(2, 1, 1, 0, 1)}, 1, shape3(4, 3, 3), 2, GU_UNIFORM, 18},
+        {"conv 3->5 k5 p2", {spec_conv(5, 5, 1, 2, 1)}, 1, shape3(3, 9, 7), 3, GU_UNIFORM, 189},
+        {"conv 2->3 k3 s2 even", {spec_conv(3, 3, 2, 0, 1)}, 1, shape3(2, 8, 8), 3, GU_UNIFORM,
+         27},
+    };
+    run_model_cases(cases, sizeof cases / sizeof cases[0]);
+}
+
+static void test_kernel_maxpool2d(void **state)
+{
+    (void)state;
+    const model_case cases[] = {
+        {"maxpool k2", {spec_pool(2, 0)}, 1, shape3(2, 6, 6), 3, GU_DISTINCT, 1},
+        {"maxpool k3 s2", {spec_pool(3, 2)}, 1, shape3(3, 7, 5), 3, GU_DISTINCT, 1},
+        {"maxpool k2 s1", {spec_pool(2, 1)}, 1, shape3(1, 5, 5), 2, GU_DISTINCT, 4},
+        {"maxpool k2 odd 5x7", {spec_pool(2, 0)}, 1, shape3(2, 5, 7), 4, GU_DISTINCT, 1},
+        {"maxpool k3 s1", {spec_pool(3, 1)}, 1, shape3(2, 4, 6), 3, GU_DISTINCT, 9},
+    };
+    run_model_cases(cases, sizeof cases / sizeof cases[0]);
+}
+
+static void test_kernel_elementwise(void **state)
+{
+    (void)state;
+    const model_case cases[] = {
+        {"relu (10)", {dt_layer_spec_default(DT_LAYER_RELU)}, 1, shape1(10), 3, GU_AWAY_ZERO, 1},
+        {"relu (2,3,3)", {dt_layer_spec_default(DT_LAYER_RELU)}, 1, shape3(2, 3, 3), 4,
+         GU_AWAY_ZERO, 1},
+        {"flatten (2,3,4)", {dt_layer_spec_default(DT_LAYER_FLATTEN)}, 1, shape3(2, 3, 4), 3,
+         GU_UNIFORM, 1},
+        {"log_softmax (7)", {dt_layer_spec_default(DT_LAYER_LOG_SOFTMAX)}, 1, shape1(7), 4,
+         GU_UNIFORM, 7},
+        {"log_softmax (1)", {dt_layer_spec_default(DT_LAYER_LOG_SOFTMAX)}, 1, shape1(1), 2,
+         GU_UNIFORM, 1},
+        {"dropout eval", {spec_dropout(0.5)}, 1, shape1(9), 3, GU_UNIFORM, 1},
+    };
+    run_model_cases(cases, sizeof cases / sizeof cases[0]);
+}
+
+static void test_kernel_pairs(void **state)
+{
+    (void)state;
+    const model_case cases[] = {
+        {"conv -> relu", {spec_conv(3, 3, 1, 1, 1), dt_layer_spec_default(DT_LAYER_RELU)}, 2,
+         shape3(2, 5, 5), 3, GU_UNIFORM, 27},
+        {"flatten -> linear", {dt_layer_spec_default(DT_LAYER_FLATTEN), spec_linear(4, 1)}, 2,
+         shape3(2, 3, 3), 3, GU_UNIFORM, 18},
+        {"linear -> log_softmax", {spec_linear(6, 1), dt_layer_spec_default(DT_LAYER_LOG_SOFTMAX)},
+         2, shape1(5), 4, GU_UNIFORM, 6},
+        {"conv -> maxpool -> flatten",
+         {spec_conv(2, 3, 1, 0, 1), spec_pool(2, 0), dt_layer_spec_default(DT_LAYER_FLATTEN)}, 3,
+         shape3(1, 7, 7), 3, GU_UNIFORM, 9},
+    };
+    run_model_cases(cases, sizeof cases / sizeof cases[0]);
+}
+
+/* Specs PyTorch would refuse are refused, with a message. */
+static void test_invalid_specs(void **state)
+{
+    (void)state;
+    struct {
+        dt_layer_spec spec;
+        dt_shape in;
+    } bad[] = {
+        {spec_linear(0, 1), {1, {4}}},
+        {spec_conv(2, 5, 1, 0, 1), {3, {1, 4, 4}}},  /* kernel larger than the input */
+        {spec_conv(2, 3, 1, 0, 1), {1, {9}}},        /* conv on a feature vector */
+        {spec_pool(3, 0), {3, {1, 2, 2}}},           /* window larger than the input */
+        {spec_dropout(1.5), {1, {4}}},
+        {dt_layer_spec_default(DT_LAYER_LOG_SOFTMAX), {3, {1, 2, 2}}},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ref_layer l;
+        assert_false(ref_layer_init(&l, &bad[i].spec, &bad[i].in)); /* PyTorch refuses too */
+        dt_model *m = NULL;
+        dt_error_clear();
+        dt_status st = dt_model_create(&bad[i].spec, 1, &bad[i].in, 4, &m);
+        if (st != DT_ERR_INVALID)
+            fail_msg("bad spec %zu (%s): dt_model_create returned %s, expected %s", i,
+                     dt_layer_kind_name(bad[i].spec.kind), dt_status_str(st),
+                     dt_status_str(DT_ERR_INVALID));
+        assert_null(m);
+        assert_true(strlen(dt_last_error()) > 0);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fd_linear),
+        cmocka_unit_test(test_fd_conv2d),
+        cmocka_unit_test(test_fd_maxpool2d),
+        cmocka_unit_test(test_fd_elementwise),
+        cmocka_unit_test(test_kernel_linear),
+        cmocka_unit_test(test_kernel_conv2d),
+        cmocka_unit_test(test_kernel_maxpool2d),
+        cmocka_unit_test(test_kernel_elementwise),
+        cmocka_unit_test(test_kernel_pairs),
+        cmocka_unit_test(test_invalid_specs),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
