@@ -1,0 +1,432 @@
+/* csv.c — numeric CSV files: features and float targets, or integer class labels.
+ *
+ * Rules (RFC 4180 where it applies to numbers; anything it leaves open is decided here):
+ * - Every field of a data row is a finite number, parsed with strtof (strtod for labels)
+ *   and checked to span the whole field; spaces and tabs around a field are ignored.
+ *   Anything else (empty, "1.5x", "nan", "inf", 1e39 beyond float range, quotes) is an
+ *   error naming file:line:column, the column being the byte position in the line.
+ * - Header: opts->header 1 means the first line names the columns, 0 that it is data,
+ *   -1 detects: the first line is a header when one of its fields is not a number.
+ *   Header fields may be double-quoted (with "" for a quote); only their count matters.
+ * - Every row has exactly the first line's number of fields; a ragged row is an error,
+ *   never skipped or padded.
+ * - Line ends are LF or CRLF. A UTF-8 byte-order mark at the start is skipped.
+ * - Empty lines at the end of the file are ignored; an empty line followed by more data
+ *   is an error: it usually means two files were concatenated or a row was lost, and a
+ *   loader that skips rows silently hides exactly that.
+ * - Target columns are 0-based; a negative index counts from the end (-1 is the last).
+ *   Features are the remaining columns in file order, targets in the order given. In
+ *   labels mode the single target column holds non-negative integers (written "3" or
+ *   "3.0" or "3.000000000000000000e+00" as numpy.savetxt does), below num_classes, or
+ *   num_classes becomes the largest label + 1 when it is 0. */
+#include "data/data_internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+dt_csv_options dt_csv_options_default(void)
+{
+    static const int last_column = -1;
+    dt_csv_options o;
+    memset(&o, 0, sizeof o);
+    o.header = -1;
+    o.delimiter = ',';
+    o.target_cols = &last_column;
+    o.n_target_cols = 1;
+    o.labels = 0;
+    o.num_classes = 0;
+    return o;
+}
+
+/* Reads the whole file into a NUL-terminated malloc'd buffer (caller frees). */
+static dt_status csv_slurp(const char *path, char **out, size_t *nbytes)
+{
+    dt_status st = DT_OK;
+    char *buf = NULL;
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return dt_fail(DT_ERR_IO, "csv: %s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0) {
+        st = dt_fail(DT_ERR_IO, "csv: %s: cannot stat: %s", path, strerror(errno));
+        goto fail;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        st = dt_fail(DT_ERR_IO, "csv: %s: not a regular file", path);
+        goto fail;
+    }
+    size_t size = (size_t)sb.st_size;
+    buf = malloc(size + 1);
+    if (buf == NULL) {
+        st = dt_fail(DT_ERR_NOMEM, "csv: %s: cannot allocate %zu bytes", path, size + 1);
+        goto fail;
+    }
+    if (fread(buf, 1, size, f) != size) {
+        st = dt_fail(DT_ERR_IO, "csv: %s: short read of %zu bytes", path, size);
+        goto fail;
+    }
+    buf[size] = '\0';
+    fclose(f);
+    *out = buf;
+    *nbytes = size;
+    return DT_OK;
+
+fail:
+    fclose(f);
+    free(buf);
+    return st;
+}
+
+static int csv_is_space(char c, char delim) { return (c == ' ' || c == '\t') && c != delim; }
+
+/* Trims spaces and tabs (unless one is the delimiter) from both ends of [*fs, *fe). */
+static void csv_trim(char **fs, char **fe, char delim)
+{
+    while (*fs < *fe && csv_is_space(**fs, delim))
+        (*fs)++;
+    while (*fe > *fs && csv_is_space((*fe)[-1], delim))
+        (*fe)--;
+}
+
+/* Parses [fs, fe) as a whole number field. The buffer is writable: the byte at fe is
+ * swapped for a NUL while strtod/strtof looks, so that they cannot run past the field. */
+static int csv_parse_float(char *fs, char *fe, float *out)
+{
+    if (fs == fe)
+        return 0;
+    char saved = *fe;
+    *fe = '\0';
+    char *end = NULL;
+    float v = strtof(fs, &end);
+    *fe = saved;
+    if (end != fe || !isfinite(v))
+        return 0;
+    *out = v;
+    return 1;
+}
+
+/* Whether [fs, fe) reads fully as a number, finite or not: header detection asks only
+ * this, so a first row holding "nan" is reported as a bad field instead of being taken
+ * for a header. */
+static int csv_is_number(char *fs, char *fe)
+{
+    if (fs == fe)
+        return 0;
+    char saved = *fe;
+    *fe = '\0';
+    char *end = NULL;
+    (void)strtod(fs, &end);
+    *fe = saved;
+    return end == fe;
+}
+
+static int csv_parse_double(char *fs, char *fe, double *out)
+{
+    if (fs == fe)
+        return 0;
+    char saved = *fe;
+    *fe = '\0';
+    char *end = NULL;
+    double v = strtod(fs, &end);
+    *fe = saved;
+    if (end != fe || !isfinite(v))
+        return 0;
+    *out = v;
+    return 1;
+}
+
+/* Counts the fields of the first line, honouring double quotes (a header may quote its
+ * names), and says whether every field is a number. Returns 0 on an unterminated or
+ * misplaced quote, with *bad_col the 0-based byte position. */
+static int csv_scan_first(char *line, char *end, char delim, int64_t *count, int *all_numeric,
+                          size_t *bad_col)
+{
+    int64_t n = 0;
+    int numeric = 1;
+    char *p = line;
+    for (;;) {
+        char *fs = p, *fe;
+        while (fs < end && csv_is_space(*fs, delim))
+            fs++;
+        if (fs < end && *fs == '"') {
+            char *q = fs + 1;
+            for (;;) {
+                if (q >= end) {
+                    *bad_col = (size_t)(fs - line);
+                    return 0;
+                }
+                if (*q == '"') {
+                    if (q + 1 < end && q[1] == '"') {
+                        q += 2;
+                        continue;
+                    }
+                    break;
+                }
+                q++;
+            }
+            fe = q + 1;
+            while (fe < end && csv_is_space(*fe, delim))
+                fe++;
+            if (fe < end && *fe != delim) {
+                *bad_col = (size_t)(fe - line);
+                return 0;
+            }
+            numeric = 0;
+        } else {
+            fe = memchr(fs, delim, (size_t)(end - fs));
+            if (fe == NULL)
+                fe = end;
+            char *ts = fs, *te = fe;
+            csv_trim(&ts, &te, delim);
+            if (!csv_is_number(ts, te))
+                numeric = 0;
+        }
+        n++;
+        if (fe >= end)
+            break;
+        p = fe + 1;
+    }
+    *count = n;
+    *all_numeric = numeric;
+    return 1;
+}
+
+dt_status dt_csv_load(const char *path, const dt_csv_options *opts, dt_dataset *out)
+{
+    DT_ASSERT(path != NULL && opts != NULL && out != NULL);
+    dt_status st = DT_OK;
+    char *text = NULL;
+    float *x = NULL, *y = NULL;
+    int32_t *labels = NULL;
+    int64_t *col_slot = NULL; /* per column: feature index >= 0, or -(target index) - 1 */
+    memset(out, 0, sizeof *out);
+
+    const char delim = opts->delimiter;
+    if (delim == '\0' || delim == '\n' || delim == '\r' || delim == '"' ||
+        strchr("0123456789+-.eE", delim) != NULL)
+        return dt_fail(DT_ERR_INVALID, "csv: %s: delimiter '%c' (0x%02x) cannot separate numbers",
+                       path, delim ? delim : '?', (unsigned)(unsigned char)delim);
+    if (opts->header < -1 || opts->header > 1)
+        return dt_fail(DT_ERR_INVALID, "csv: %s: header must be 1, 0 or -1 (detect), got %d",
+                       path, opts->header);
+    if (opts->n_target_cols < 1 || opts->target_cols == NULL)
+        return dt_fail(DT_ERR_INVALID, "csv: %s: at least one target column is required", path);
+    if (opts->labels && opts->n_target_cols != 1)
+        return dt_fail(DT_ERR_INVALID,
+                       "csv: %s: labels mode takes exactly one target column, got %d", path,
+                       opts->n_target_cols);
+    if (opts->num_classes < 0)
+        return dt_fail(DT_ERR_INVALID, "csv: %s: num_classes must be >= 0, got %lld", path,
+                       (long long)opts->num_classes);
+
+    size_t size = 0;
+    DT_TRY(csv_slurp(path, &text, &size));
+    char *p = text, *const eof = text + size;
+    if (size >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0)
+        p += 3;
+
+    int64_t ncols = 0, nfeat = 0, ntarg = opts->n_target_cols, n = 0, cap = 0;
+    int64_t lineno = 0, first_line = 0, blank_line = 0, max_label = -1;
+    int seen_first = 0;
+    while (p < eof) {
+        char *nl = memchr(p, '\n', (size_t)(eof - p));
+        char *line = p, *end = nl ? nl : eof;
+        p = nl ? nl + 1 : eof;
+        lineno++;
+        if (end > line && end[-1] == '\r')
+            end--;
+        if (end == line) {
+            if (blank_line == 0)
+                blank_line = lineno;
+            continue;
+        }
+        if (blank_line != 0) {
+            st = dt_fail(DT_ERR_FORMAT,
+                         "csv: %s:%lld: empty line %s (empty lines are allowed only at the "
+                         "end of the file)",
+                         path, (long long)blank_line,
+                         seen_first ? "inside the data" : "before the first row");
+            goto fail;
+        }
+
+        if (!seen_first) {
+            /* The first line fixes the column count and, maybe, is the header. */
+            seen_first = 1;
+            first_line = lineno;
+            int numeric = 1;
+            size_t bad = 0;
+            if (!csv_scan_first(line, end, delim, &ncols, &numeric, &bad)) {
+                st = dt_fail(DT_ERR_FORMAT, "csv: %s:%lld:%zu: unterminated or misplaced quote",
+                             path, (long long)lineno, bad + 1);
+                goto fail;
+            }
+            if (ncols < 2) {
+                st = dt_fail(DT_ERR_FORMAT,
+                             "csv: %s:%lld: one column (delimiter '%c'); features and targets "
+                             "need at least two",
+                             path, (long long)lineno, delim);
+                goto fail;
+            }
+            col_slot = malloc((size_t)ncols * sizeof *col_slot);
+            if (col_slot == NULL) {
+                st = dt_fail(DT_ERR_NOMEM, "csv: %s: cannot allocate %lld columns", path,
+                             (long long)ncols);
+                goto fail;
+            }
+            for (int64_t c = 0; c < ncols; c++)
+                col_slot[c] = INT64_MAX;
+            for (int t = 0; t < opts->n_target_cols; t++) {
+                int64_t c = opts->target_cols[t];
+                if (c < 0)
+                    c += ncols;
+                if (c < 0 || c >= ncols) {
+                    st = dt_fail(DT_ERR_INVALID, "csv: %s: target column %d is outside the "
+                                 "%lld columns", path, opts->target_cols[t], (long long)ncols);
+                    goto fail;
+                }
+                if (col_slot[c] != INT64_MAX) {
+                    st = dt_fail(DT_ERR_INVALID, "csv: %s: column %lld is named twice as a "
+                                 "target", path, (long long)c);
+                    goto fail;
+                }
+                col_slot[c] = -(int64_t)t - 1;
+            }
+            nfeat = ncols - ntarg;
+            if (nfeat < 1) {
+                st = dt_fail(DT_ERR_INVALID, "csv: %s: all %lld columns are targets; no "
+                             "features are left", path, (long long)ncols);
+                goto fail;
+            }
+            for (int64_t c = 0, f = 0; c < ncols; c++)
+                if (col_slot[c] == INT64_MAX)
+                    col_slot[c] = f++;
+
+            /* Rows are at most the lines left; size everything once. */
+            cap = 1;
+            for (const char *q = p; (q = memchr(q, '\n', (size_t)(eof - q))) != NULL; q++)
+                cap++;
+            size_t nx, ny;
+            if (dt_mul_size((size_t)cap, (size_t)nfeat * sizeof(float), &nx) != DT_OK ||
+                dt_mul_size((size_t)cap, (size_t)ntarg * sizeof(float), &ny) != DT_OK) {
+                st = dt_fail(DT_ERR_NOMEM, "csv: %s: %lld rows x %lld columns overflow", path,
+                             (long long)cap, (long long)ncols);
+                goto fail;
+            }
+            x = malloc(nx);
+            if (opts->labels)
+                labels = malloc((size_t)cap * sizeof *labels);
+            else
+                y = malloc(ny);
+            if (x == NULL || (labels == NULL && y == NULL)) {
+                st = dt_fail(DT_ERR_NOMEM, "csv: %s: cannot allocate %lld rows x %lld columns",
+                             path, (long long)cap, (long long)ncols);
+                goto fail;
+            }
+            int header = opts->header == -1 ? !numeric : opts->header;
+            if (header)
+                continue;
+        }
+
+        /* A data row: count first, so a ragged row is reported as such. */
+        int64_t fields = 1;
+        for (const char *q = line; (q = memchr(q, delim, (size_t)(end - q))) != NULL; q++)
+            fields++;
+        if (fields != ncols) {
+            st = dt_fail(DT_ERR_FORMAT, "csv: %s:%lld: %lld fields, expected %lld as on line %lld",
+                         path, (long long)lineno, (long long)fields, (long long)ncols,
+                         (long long)first_line);
+            goto fail;
+        }
+        char *fs = line;
+        for (int64_t c = 0; c < ncols; c++) {
+            char *fe = memchr(fs, delim, (size_t)(end - fs));
+            if (fe == NULL)
+                fe = end;
+            char *ts = fs, *te = fe;
+            csv_trim(&ts, &te, delim);
+            const size_t col = (size_t)(ts - line) + 1;
+            const int len = (int)(te - ts < 40 ? te - ts : 40);
+            const int64_t slot = col_slot[c];
+            if (ts == te) {
+                st = dt_fail(DT_ERR_FORMAT, "csv: %s:%lld:%zu: field %lld is empty", path,
+                             (long long)lineno, col, (long long)c + 1);
+                goto fail;
+            }
+            if (slot < 0 && opts->labels) {
+                double v = 0;
+                if (!csv_parse_double(ts, te, &v) || v < 0 || v != floor(v) ||
+                    v > 2147483647.0) {
+                    st = dt_fail(DT_ERR_FORMAT, "csv: %s:%lld:%zu: label \"%.*s\" in field %lld is "
+                                 "not a non-negative integer", path, (long long)lineno, col,
+                                 len, ts, (long long)c + 1);
+                    goto fail;
+                }
+                if (opts->num_classes > 0 && (int64_t)v >= opts->num_classes) {
+                    st = dt_fail(DT_ERR_FORMAT, "csv: %s:%lld:%zu: label %lld is not below %lld",
+                                 path, (long long)lineno, col, (long long)v,
+                                 (long long)opts->num_classes);
+                    goto fail;
+                }
+                labels[n] = (int32_t)v;
+                if ((int64_t)v > max_label)
+                    max_label = (int64_t)v;
+            } else {
+                float v = 0;
+                if (!csv_parse_float(ts, te, &v)) {
+                    st = dt_fail(DT_ERR_FORMAT, "csv: %s:%lld:%zu: field %lld \"%.*s\" is not a "
+                                 "finite float", path, (long long)lineno, col, (long long)c + 1,
+                                 len, ts);
+                    goto fail;
+                }
+                if (slot >= 0)
+                    x[n * nfeat + slot] = v;
+                else
+                    y[n * ntarg + (-slot - 1)] = v;
+            }
+            fs = fe + 1;
+        }
+        n++;
+    }
+    if (n == 0) {
+        st = dt_fail(DT_ERR_FORMAT, seen_first ? "csv: %s: a header but no data rows"
+                                               : "csv: %s: no data (the file is empty)", path);
+        goto fail;
+    }
+
+    out->n = n;
+    out->sample_shape.ndim = 1;
+    out->sample_shape.d[0] = nfeat;
+    out->features = DT_FEATURES_F32;
+    out->x_f32 = x;
+    out->scale = 1.0f;
+    out->shift = 0.0f;
+    if (opts->labels) {
+        out->targets = DT_TARGETS_LABELS;
+        out->labels = labels;
+        out->num_classes = opts->num_classes > 0 ? opts->num_classes : max_label + 1;
+    } else {
+        out->targets = DT_TARGETS_F32;
+        out->y_f32 = y;
+        out->target_width = ntarg;
+    }
+    free(text);
+    free(col_slot);
+    st = dt_dataset_adopt(out, x, opts->labels ? (void *)labels : (void *)y, path);
+    if (st != DT_OK)
+        memset(out, 0, sizeof *out); /* adopt freed both blocks */
+    return st;
+
+fail:
+    free(text);
+    free(col_slot);
+    free(x);
+    free(y);
+    free(labels);
+    memset(out, 0, sizeof *out);
+    return st;
+}

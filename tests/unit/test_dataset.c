@@ -1,0 +1,158 @@
+/* test_dataset.c — gather (uint8 conversion, float copies, targets) and split views. */
+#include "dt_test.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtrain/data.h"
+
+enum { N = 6, C = 1, H = 2, W = 3, NUMEL = C * H * W };
+
+static uint8_t pix[N * NUMEL];
+static int32_t img_labels[N] = {4, 1, 0, 3, 2, 1};
+
+/* A uint8 image set as a view over static arrays (owned_ stays NULL). */
+static dt_dataset image_view(void)
+{
+    for (int i = 0; i < N * NUMEL; i++)
+        pix[i] = (uint8_t)(i * 53 % 256);
+    pix[0] = 0;
+    pix[1] = 255;
+    pix[2] = 128;
+    dt_dataset ds;
+    memset(&ds, 0, sizeof ds);
+    ds.n = N;
+    ds.sample_shape.ndim = 3;
+    ds.sample_shape.d[0] = C;
+    ds.sample_shape.d[1] = H;
+    ds.sample_shape.d[2] = W;
+    ds.features = DT_FEATURES_U8;
+    ds.x_u8 = pix;
+    ds.scale = DT_PIXEL_SCALE;
+    ds.shift = DT_PIXEL_SHIFT;
+    ds.targets = DT_TARGETS_LABELS;
+    ds.labels = img_labels;
+    ds.num_classes = 5;
+    return ds;
+}
+
+static void test_gather_u8(void **state)
+{
+    (void)state;
+    dt_dataset ds = image_view();
+    assert_int_equal(dt_dataset_sample_numel(&ds), NUMEL);
+    const int64_t idx[4] = {0, 5, 5, 2};
+    float x[4 * NUMEL];
+    int32_t lab[4];
+    float junk = 12345.0f;
+    dt_dataset_gather(&ds, idx, 4, x, lab, &junk); /* y is ignored for a labelled set */
+    assert_true(junk == 12345.0f);
+    double ref[4 * NUMEL];
+    float bits[4 * NUMEL];
+    for (int b = 0; b < 4; b++)
+        for (int k = 0; k < NUMEL; k++) {
+            uint8_t v = pix[idx[b] * NUMEL + k];
+            ref[b * NUMEL + k] = ((double)v / 255.0 - 0.5) / 0.5; /* the seeds' Normalize */
+            bits[b * NUMEL + k] = (float)v * DT_PIXEL_SCALE + DT_PIXEL_SHIFT;
+        }
+    /* The documented arithmetic exactly, and PyTorch's (x/255 - 0.5)/0.5 to float ulps. */
+    assert_true(dt_check_equal_bits("x bits", x, bits, 4 * NUMEL));
+    DT_ASSERT_CLOSE_F("x", x, ref, 4 * NUMEL, 2.5e-7, 0.0);
+    assert_true(x[0] == -1.0f && x[1] == 1.0f);
+    for (int b = 0; b < 4; b++)
+        assert_int_equal(lab[b], img_labels[idx[b]]);
+
+    /* A different scaling is honoured; x and labels may each be skipped. */
+    ds.scale = 1.0f;
+    ds.shift = 0.0f;
+    dt_dataset_gather(&ds, idx + 1, 1, x, NULL, NULL);
+    for (int k = 0; k < NUMEL; k++)
+        assert_true(x[k] == (float)pix[5 * NUMEL + k]);
+    lab[0] = -7;
+    dt_dataset_gather(&ds, idx + 3, 1, NULL, lab, NULL);
+    assert_int_equal(lab[0], img_labels[2]);
+    dt_dataset_gather(&ds, NULL, 0, x, lab, NULL); /* an empty batch touches nothing */
+    assert_int_equal(lab[0], img_labels[2]);
+}
+
+static void test_gather_f32(void **state)
+{
+    (void)state;
+    const dt_synth_linreg cfg = {.n = 20, .p = 4, .q = 2, .noise = 0.1, .seed = 3};
+    dt_dataset ds;
+    DT_ASSERT_OK(dt_synth_linreg_make(&cfg, &ds, NULL, NULL));
+    const int64_t idx[3] = {19, 0, 7};
+    float x[12], y[6];
+    int32_t lab = -5;
+    dt_dataset_gather(&ds, idx, 3, x, &lab, y); /* labels ignored for a float-target set */
+    assert_int_equal(lab, -5);
+    for (int b = 0; b < 3; b++) {
+        assert_true(dt_check_equal_bits("x", x + 4 * b, ds.x_f32 + 4 * idx[b], 4));
+        assert_true(dt_check_equal_bits("y", y + 2 * b, ds.y_f32 + 2 * idx[b], 2));
+    }
+    dt_dataset_free(&ds);
+    assert_int_equal(ds.n, 0);
+    assert_null(ds.x_f32);
+    assert_null(ds.owned_);
+    dt_dataset_free(&ds); /* a zeroed set: safe */
+    dt_dataset_free(NULL);
+}
+
+static void test_split(void **state)
+{
+    (void)state;
+    const dt_synth_linreg cfg = {.n = 10, .p = 3, .q = 2, .noise = 0.0, .seed = 11};
+    dt_dataset whole, train, test;
+    DT_ASSERT_OK(dt_synth_linreg_make(&cfg, &whole, NULL, NULL));
+    DT_ASSERT_OK(dt_dataset_split(&whole, 4, &train, &test));
+    assert_int_equal(train.n, 6);
+    assert_int_equal(test.n, 4);
+    assert_null(train.owned_);
+    assert_null(test.owned_);
+    /* Views share the storage: no copies. */
+    assert_ptr_equal(train.x_f32, whole.x_f32);
+    assert_ptr_equal(test.x_f32, whole.x_f32 + 6 * 3);
+    assert_ptr_equal(test.y_f32, whole.y_f32 + 6 * 2);
+    assert_int_equal(test.target_width, 2);
+    assert_int_equal(test.sample_shape.d[0], 3);
+    /* Gathering sample i of the test view is gathering sample 6 + i of the whole. */
+    const int64_t i_test[2] = {0, 3}, i_whole[2] = {6, 9};
+    float a[6], b[6], ya[4], yb[4];
+    dt_dataset_gather(&test, i_test, 2, a, NULL, ya);
+    dt_dataset_gather(&whole, i_whole, 2, b, NULL, yb);
+    assert_true(dt_check_equal_bits("x", a, b, 6));
+    assert_true(dt_check_equal_bits("y", ya, yb, 4));
+
+    /* Labelled uint8 sets too; the edges 0 and n are valid, beyond them is not. */
+    dt_dataset img = image_view();
+    DT_ASSERT_OK(dt_dataset_split(&img, 2, &train, &test));
+    assert_ptr_equal(test.x_u8, pix + 4 * NUMEL);
+    assert_ptr_equal(test.labels, img_labels + 4);
+    assert_int_equal(test.num_classes, 5);
+    DT_ASSERT_OK(dt_dataset_split(&img, 0, &train, &test));
+    assert_int_equal(train.n, N);
+    assert_int_equal(test.n, 0);
+    DT_ASSERT_OK(dt_dataset_split(&img, N, &train, &test));
+    assert_int_equal(train.n, 0);
+    DT_ASSERT_STATUS(dt_dataset_split(&img, N + 1, &train, &test), DT_ERR_INVALID);
+    DT_ASSERT_ERROR_HAS("cannot split 7 test samples off a data set of 6");
+    DT_ASSERT_STATUS(dt_dataset_split(&img, -1, &train, &test), DT_ERR_INVALID);
+    /* Freeing a view frees nothing (ASan would see a double free at the end otherwise)
+     * and leaves the whole set readable. */
+    DT_ASSERT_OK(dt_dataset_split(&whole, 4, &train, &test));
+    dt_dataset_free(&train);
+    dt_dataset_free(&test);
+    dt_dataset_gather(&whole, i_whole, 2, a, NULL, ya);
+    assert_true(dt_check_equal_bits("x after freeing views", a, b, 6));
+    dt_dataset_free(&whole);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gather_u8),
+        cmocka_unit_test(test_gather_f32),
+        cmocka_unit_test(test_split),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
