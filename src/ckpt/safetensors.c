@@ -1,0 +1,752 @@
+/* safetensors.c — reading and writing safetensors files.
+ *
+ * Format (https://github.com/huggingface/safetensors, README "Format"): an unsigned
+ * 64-bit little-endian header length N, N bytes of UTF-8 JSON — an object mapping each
+ * tensor name to {"dtype", "shape", "data_offsets": [begin, end]} plus an optional
+ * "__metadata__" object of string to string — possibly padded with spaces, then the byte
+ * buffer. Offsets are relative to the buffer; data is little-endian and row-major.
+ *
+ * The reader enforces what the README requires and the reference implementation checks:
+ * a header of at most 100 MB that begins with '{', no duplicate keys, and a byte buffer
+ * that the tensors tile exactly — no overlaps, no holes ("this prevents the creation of
+ * polyglot files"), nothing after the last tensor. It reads the whole file into one
+ * buffer; tensors point into it.
+ *
+ * The writer is deterministic: tensors in the caller's order with contiguous data, each
+ * entry exactly {"dtype":"F32","shape":[..],"data_offsets":[b,e]}, "__metadata__" first
+ * when there is any, no whitespace, and the header padded with spaces to a multiple of 8
+ * so the buffer starts 8-byte aligned. It replaces the target atomically. */
+#include "dtrain/safetensors.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+/* The reference implementation's MAX_HEADER_SIZE. */
+#define ST_MAX_HEADER ((uint64_t)100000000)
+/* Integers above 2^53 do not survive cJSON's doubles; no real offset or dim is that big. */
+#define ST_MAX_INT 9007199254740992.0
+
+static const char *const st_dtype_names[DT_ST_DTYPE_COUNT] = {
+    [DT_ST_F32] = "F32", [DT_ST_F64] = "F64", [DT_ST_I32] = "I32",
+    [DT_ST_I64] = "I64", [DT_ST_U8] = "U8",
+};
+static const size_t st_dtype_sizes[DT_ST_DTYPE_COUNT] = {
+    [DT_ST_F32] = 4, [DT_ST_F64] = 8, [DT_ST_I32] = 4, [DT_ST_I64] = 8, [DT_ST_U8] = 1,
+};
+
+const char *dt_st_dtype_name(dt_st_dtype dtype)
+{
+    DT_ASSERT((int)dtype >= 0 && dtype < DT_ST_DTYPE_COUNT);
+    return st_dtype_names[dtype];
+}
+
+size_t dt_st_dtype_size(dt_st_dtype dtype)
+{
+    DT_ASSERT((int)dtype >= 0 && dtype < DT_ST_DTYPE_COUNT);
+    return st_dtype_sizes[dtype];
+}
+
+/* The format stores little-endian bytes and both sides copy them as they are. */
+static int st_host_is_little_endian(void)
+{
+    const uint16_t one = 1;
+    unsigned char b;
+    memcpy(&b, &one, 1);
+    return b == 1;
+}
+
+/* RFC 3629 UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF. The
+ * reference reader refuses a header that is not valid UTF-8, so the writer must too. */
+static int st_valid_utf8(const unsigned char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        unsigned c = s[i];
+        size_t len;
+        uint32_t cp, min;
+        if (c < 0x80) {
+            i++;
+            continue;
+        } else if ((c & 0xE0) == 0xC0) {
+            len = 2, cp = c & 0x1F, min = 0x80;
+        } else if ((c & 0xF0) == 0xE0) {
+            len = 3, cp = c & 0x0F, min = 0x800;
+        } else if ((c & 0xF8) == 0xF0) {
+            len = 4, cp = c & 0x07, min = 0x10000;
+        } else {
+            return 0;
+        }
+        if (n - i < len)
+            return 0;
+        for (size_t k = 1; k < len; k++) {
+            if ((s[i + k] & 0xC0) != 0x80)
+                return 0;
+            cp = (cp << 6) | (s[i + k] & 0x3F);
+        }
+        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+            return 0;
+        i += len;
+    }
+    return 1;
+}
+
+/* ---- reading ------------------------------------------------------------------------ */
+
+typedef struct st_entry {
+    dt_st_tensor t;
+    uint64_t begin, end;
+    int order; /* position in the JSON, to break ties between empty tensors */
+} st_entry;
+
+struct dt_st_file {
+    char *path;
+    unsigned char *buf; /* the whole file */
+    size_t size;
+    cJSON *root;        /* tensor names and metadata strings point into it */
+    st_entry *entries;  /* sorted by data offset */
+    dt_st_tensor *tensors;
+    int count;
+    const char **meta;  /* key, value, key, value, ... */
+    int nmeta;
+};
+
+static int st_is_integer(const cJSON *j) {
+    if (!cJSON_IsNumber(j))
+        return 0;
+    double v = j->valuedouble;
+    return v >= 0.0 && v <= ST_MAX_INT && v == floor(v);
+}
+
+static int st_entry_cmp(const void *pa, const void *pb)
+{
+    const st_entry *a = pa, *b = pb;
+    if (a->begin != b->begin)
+        return a->begin < b->begin ? -1 : 1;
+    if (a->end != b->end)
+        return a->end < b->end ? -1 : 1;
+    return (a->order > b->order) - (a->order < b->order);
+}
+
+static dt_status st_read_file(const char *path, unsigned char **out, size_t *size)
+{
+    dt_status st = DT_OK;
+    unsigned char *buf = NULL;
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return dt_fail(DT_ERR_IO, "safetensors: %s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0) {
+        st = dt_fail(DT_ERR_IO, "safetensors: %s: cannot stat: %s", path, strerror(errno));
+        goto fail;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        st = dt_fail(DT_ERR_IO, "safetensors: %s: not a regular file", path);
+        goto fail;
+    }
+    *size = (size_t)sb.st_size;
+    buf = malloc(*size > 0 ? *size : 1);
+    if (buf == NULL) {
+        st = dt_fail(DT_ERR_NOMEM, "safetensors: %s: cannot allocate %zu bytes", path, *size);
+        goto fail;
+    }
+    if (fread(buf, 1, *size, f) != *size) {
+        st = dt_fail(DT_ERR_IO, "safetensors: %s: short read of %zu bytes", path, *size);
+        goto fail;
+    }
+    fclose(f);
+    *out = buf;
+    return DT_OK;
+
+fail:
+    fclose(f);
+    free(buf);
+    return st;
+}
+
+/* Parses one tensor entry `j` named `name` into e; data_size bounds its offsets. */
+static dt_status st_parse_entry(const char *path, const char *name, const cJSON *j,
+                                uint64_t data_size, st_entry *e)
+{
+    if (!cJSON_IsObject(j))
+        return dt_fail(DT_ERR_FORMAT, "safetensors: %s: tensor '%s': entry is not a JSON object",
+                       path, name);
+    const cJSON *dtype = NULL, *shape = NULL, *offsets = NULL;
+    for (const cJSON *k = j->child; k != NULL; k = k->next) {
+        const cJSON **slot = strcmp(k->string, "dtype") == 0          ? &dtype
+                             : strcmp(k->string, "shape") == 0        ? &shape
+                             : strcmp(k->string, "data_offsets") == 0 ? &offsets
+                                                                      : NULL;
+        if (slot == NULL)
+            return dt_fail(DT_ERR_FORMAT, "safetensors: %s: tensor '%s': unknown key '%s'", path,
+                           name, k->string);
+        if (*slot != NULL)
+            return dt_fail(DT_ERR_FORMAT, "safetensors: %s: tensor '%s': key '%s' appears twice",
+                           path, name, k->string);
+        *slot = k;
+    }
+    if (dtype == NULL || shape == NULL || offsets == NULL)
+        return dt_fail(DT_ERR_FORMAT, "safetensors: %s: tensor '%s': missing '%s'", path, name,
+                       dtype == NULL ? "dtype" : shape == NULL ? "shape" : "data_offsets");
+
+    if (!cJSON_IsString(dtype))
+        return dt_fail(DT_ERR_FORMAT, "safetensors: %s: tensor '%s': dtype is not a string", path,
+                       name);
+    int dt = -1;
+    for (int d = 0; d < DT_ST_DTYPE_COUNT; d++)
+        if (strcmp(dtype->valuestring, st_dtype_names[d]) == 0)
+            dt = d;
+    if (dt < 0)
+        return dt_fail(DT_ERR_UNSUPPORTED,
+                       "safetensors: %s: tensor '%s': dtype %s is not supported (F32, F64, I32, "
+                       "I64, U8)",
+                       path, name, dtype->valuestring);
+    e->t.dtype = (dt_st_dtype)dt;
+
+    if (!cJSON_IsArray(shape))
+        return dt_fail(DT_ERR_FORMAT, "safetensors: %s: tensor '%s': shape is not an array", path,
+                       name);
+    int ndim = cJSON_GetArraySize(shape);
+    if (ndim > DT_ST_MAX_DIMS)
+        return dt_fail(DT_ERR_UNSUPPORTED,
+                       "safetensors: %s: tensor '%s': %d dimensions, at most %d are supported",
+                       path, name, ndim, DT_ST_MAX_DIMS);
+    e->t.ndim = ndim;
+    int d = 0, has_zero = 0;
+    for (const cJSON *s = shape->child; s != NULL; s = s->next, d++) {
+        if (!st_is_integer(s))
+            return dt_fail(DT_ERR_FORMAT,
+                           "safetensors: %s: tensor '%s': shape[%d] is not a non-negative "
+                           "integer",
+                           path, name, d);
+        e->t.shape[d] = (int64_t)s->valuedouble;
+        has_zero |= e->t.shape[d] == 0;
+    }
+    /* The byte count; an empty tensor is empty however large its other dimensions. */
+    uint64_t nbytes = has_zero ? 0 : st_dtype_sizes[dt];
+    for (d = 0; d < ndim && nbytes != 0; d++) {
+        uint64_t dim = (uint64_t)e->t.shape[d];
+        if (nbytes > UINT64_MAX / dim)
+            return dt_fail(DT_ERR_FORMAT, "safetensors: %s: tensor '%s': shape overflows 64 bits",
+                           path, name);
+        nbytes *= dim;
+    }
+
+    if (!cJSON_IsArray(offsets) || cJSON_GetArraySize(offsets) != 2 ||
+        !st_is_integer(offsets->child) || !st_is_integer(offsets->child->next))
+        return dt_fail(DT_ERR_FORMAT,
+                       "safetensors: %s: tensor '%s': data_offsets is not two non-negative "
+                       "integers",
+                       path, name);
+    e->begin = (uint64_t)offsets->child->valuedouble;
+    e->end = (uint64_t)offsets->child->next->valuedouble;
+    if (e->begin > e->end)
+        return dt_fail(DT_ERR_FORMAT,
+                       "safetensors: %s: tensor '%s': data_offsets [%llu, %llu] end before they "
+                       "begin",
+                       path, name, (unsigned long long)e->begin, (unsigned long long)e->end);
+    if (e->end - e->begin != nbytes)
+        return dt_fail(DT_ERR_FORMAT,
+                       "safetensors: %s: tensor '%s': shape needs %llu bytes of %s but "
+                       "data_offsets [%llu, %llu] span %llu",
+                       path, name, (unsigned long long)nbytes, st_dtype_names[dt],
+                       (unsigned long long)e->begin, (unsigned long long)e->end,
+                       (unsigned long long)(e->end - e->begin));
+    if (e->end > data_size)
+        return dt_fail(DT_ERR_FORMAT,
+                       "safetensors: %s: tensor '%s': data_offsets [%llu, %llu] run past the "
+                       "%llu-byte data region",
+                       path, name, (unsigned long long)e->begin, (unsigned long long)e->end,
+                       (unsigned long long)data_size);
+    e->t.name = name;
+    e->t.nbytes = (size_t)nbytes;
+    return DT_OK;
+}
+
+static dt_status st_parse_metadata(dt_st_file *f, const cJSON *j)
+{
+    if (!cJSON_IsObject(j))
+        return dt_fail(DT_ERR_FORMAT, "safetensors: %s: __metadata__ is not a JSON object",
+                       f->path);
+    int n = cJSON_GetArraySize(j);
+    f->meta = malloc(2 * (size_t)(n > 0 ? n : 1) * sizeof *f->meta);
+    if (f->meta == NULL)
+        return dt_fail(DT_ERR_NOMEM, "safetensors: %s: cannot allocate %d metadata entries",
+                       f->path, n);
+    for (const cJSON *k = j->child; k != NULL; k = k->next) {
+        if (!cJSON_IsString(k))
+            return dt_fail(DT_ERR_FORMAT,
+                           "safetensors: %s: __metadata__ '%s' is not a string", f->path,
+                           k->string);
+        for (int m = 0; m < f->nmeta; m++)
+            if (strcmp(f->meta[2 * m], k->string) == 0)
+                return dt_fail(DT_ERR_FORMAT,
+                               "safetensors: %s: __metadata__ key '%s' appears twice", f->path,
+                               k->string);
+        f->meta[2 * f->nmeta] = k->string;
+        f->meta[2 * f->nmeta + 1] = k->valuestring;
+        f->nmeta++;
+    }
+    return DT_OK;
+}
+
+dt_status dt_st_open(const char *path, dt_st_file **out)
+{
+    DT_ASSERT(path != NULL && out != NULL);
+    dt_status st = DT_OK;
+    *out = NULL;
+    if (!st_host_is_little_endian())
+        return dt_fail(DT_ERR_UNSUPPORTED, "safetensors: %s: big-endian hosts are not supported",
+                       path);
+    dt_st_file *f = calloc(1, sizeof *f);
+    if (f == NULL)
+        return dt_fail(DT_ERR_NOMEM, "safetensors: %s: cannot allocate the file record", path);
+    f->path = malloc(strlen(path) + 1);
+    if (f->path == NULL) {
+        st = dt_fail(DT_ERR_NOMEM, "safetensors: %s: cannot allocate the path", path);
+        goto fail;
+    }
+    strcpy(f->path, path);
+    DT_TRY(st_read_file(path, &f->buf, &f->size));
+
+    if (f->size < 8) {
+        st = dt_fail(DT_ERR_FORMAT, "safetensors: %s: %zu bytes, shorter than the 8-byte header "
+                     "length", path, f->size);
+        goto fail;
+    }
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--)
+        hlen = (hlen << 8) | f->buf[i];
+    if (hlen > ST_MAX_HEADER) {
+        st = dt_fail(DT_ERR_FORMAT, "safetensors: %s: header length %llu exceeds the limit of "
+                     "%llu bytes", path, (unsigned long long)hlen,
+                     (unsigned long long)ST_MAX_HEADER);
+        goto fail;
+    }
+    if (hlen > f->size - 8) {
+        st = dt_fail(DT_ERR_FORMAT, "safetensors: %s: header length %llu runs past the end of "
+                     "the %zu-byte file", path, (unsigned long long)hlen, f->size);
+        goto fail;
+    }
+    const char *head = (const char *)f->buf + 8;
+    if (hlen == 0 || head[0] != '{') {
+        st = dt_fail(DT_ERR_FORMAT, "safetensors: %s: header does not start with '{'", path);
+        goto fail;
+    }
+    if (!st_valid_utf8((const unsigned char *)head, (size_t)hlen)) {
+        st = dt_fail(DT_ERR_FORMAT, "safetensors: %s: header is not valid UTF-8", path);
+        goto fail;
+    }
+    const char *parse_end = NULL;
+    f->root = cJSON_ParseWithLengthOpts(head, (size_t)hlen, &parse_end, 0);
+    if (f->root == NULL) {
+        st = dt_fail(DT_ERR_FORMAT, "safetensors: %s: header is not valid JSON (at byte %lld of "
+                     "%llu)", path, parse_end ? (long long)(parse_end - head) : -1LL,
+                     (unsigned long long)hlen);
+        goto fail;
+    }
+    for (const char *q = parse_end; q < head + hlen; q++) {
+        if (*q != ' ' && *q != '\t' && *q != '\n' && *q != '\r') {
+            st = dt_fail(DT_ERR_FORMAT, "safetensors: %s: header has bytes after its JSON "
+                         "object (at byte %lld)", path, (long long)(q - head));
+            goto fail;
+        }
+    }
+    if (!cJSON_IsObject(f->root)) {
+        st = dt_fail(DT_ERR_FORMAT, "safetensors: %s: header is not a JSON object", path);
+        goto fail;
+    }
+
+    const uint64_t data_size = f->size - 8 - hlen;
+    const unsigned char *data = f->buf + 8 + hlen;
+    int n = cJSON_GetArraySize(f->root);
+    f->entries = calloc((size_t)(n > 0 ? n : 1), sizeof *f->entries);
+    f->tensors = calloc((size_t)(n > 0 ? n : 1), sizeof *f->tensors);
+    if (f->entries == NULL || f->tensors == NULL) {
+        st = dt_fail(DT_ERR_NOMEM, "safetensors: %s: cannot allocate %d entries", path, n);
+        goto fail;
+    }
+    int order = 0, seen_meta = 0;
+    for (const cJSON *k = f->root->child; k != NULL; k = k->next, order++) {
+        if (strcmp(k->string, "__metadata__") == 0) {
+            if (seen_meta++) {
+                st = dt_fail(DT_ERR_FORMAT, "safetensors: %s: __metadata__ appears twice", path);
+                goto fail;
+            }
+            DT_TRY(st_parse_metadata(f, k));
+            continue;
+        }
+        for (int i = 0; i < f->count; i++) {
+            if (strcmp(f->entries[i].t.name, k->string) == 0) {
+                st = dt_fail(DT_ERR_FORMAT, "safetensors: %s: tensor '%s' appears twice", path,
+                             k->string);
+                goto fail;
+            }
+        }
+        st_entry *e = &f->entries[f->count];
+        DT_TRY(st_parse_entry(path, k->string, k, data_size, e));
+        e->order = order;
+        f->count++;
+    }
+
+    /* The tensors must tile the buffer: sorted by offset, each starts where the last ended. */
+    qsort(f->entries, (size_t)f->count, sizeof *f->entries, st_entry_cmp);
+    uint64_t at = 0;
+    const char *last = NULL;
+    for (int i = 0; i < f->count; i++) {
+        const st_entry *e = &f->entries[i];
+        if (e->begin < at) {
+            st = dt_fail(DT_ERR_FORMAT,
+                         "safetensors: %s: tensors '%s' and '%s' overlap (bytes [%llu, %llu) of "
+                         "the data region)",
+                         path, last, e->t.name, (unsigned long long)e->begin,
+                         (unsigned long long)at);
+            goto fail;
+        }
+        if (e->begin > at) {
+            st = dt_fail(DT_ERR_FORMAT,
+                         "safetensors: %s: bytes [%llu, %llu) of the data region, before tensor "
+                         "'%s', belong to no tensor",
+                         path, (unsigned long long)at, (unsigned long long)e->begin, e->t.name);
+            goto fail;
+        }
+        at = e->end;
+        last = e->t.name;
+    }
+    if (at != data_size) {
+        st = dt_fail(DT_ERR_FORMAT,
+                     "safetensors: %s: %llu bytes after the last tensor belong to no tensor",
+                     path, (unsigned long long)(data_size - at));
+        goto fail;
+    }
+    for (int i = 0; i < f->count; i++) {
+        f->entries[i].t.data = data + f->entries[i].begin;
+        f->tensors[i] = f->entries[i].t;
+    }
+    *out = f;
+    return DT_OK;
+
+fail:
+    dt_st_close(f);
+    return st;
+}
+
+void dt_st_close(dt_st_file *f)
+{
+    if (f == NULL)
+        return;
+    cJSON_Delete(f->root);
+    free(f->entries);
+    free(f->tensors);
+    free(f->meta);
+    free(f->buf);
+    free(f->path);
+    free(f);
+}
+
+int dt_st_count(const dt_st_file *f)
+{
+    DT_ASSERT(f != NULL);
+    return f->count;
+}
+
+const dt_st_tensor *dt_st_get(const dt_st_file *f, int i)
+{
+    DT_ASSERT(f != NULL && i >= 0 && i < f->count);
+    return &f->tensors[i];
+}
+
+const dt_st_tensor *dt_st_find(const dt_st_file *f, const char *name)
+{
+    DT_ASSERT(f != NULL && name != NULL);
+    for (int i = 0; i < f->count; i++)
+        if (strcmp(f->tensors[i].name, name) == 0)
+            return &f->tensors[i];
+    return NULL;
+}
+
+const char *dt_st_metadata(const dt_st_file *f, const char *key)
+{
+    DT_ASSERT(f != NULL && key != NULL);
+    for (int m = 0; m < f->nmeta; m++)
+        if (strcmp(f->meta[2 * m], key) == 0)
+            return f->meta[2 * m + 1];
+    return NULL;
+}
+
+const char *dt_st_path(const dt_st_file *f)
+{
+    DT_ASSERT(f != NULL);
+    return f->path;
+}
+
+/* ---- writing ------------------------------------------------------------------------ */
+
+typedef struct st_buf {
+    char *p;
+    size_t len, cap;
+    int oom;
+} st_buf;
+
+static void st_put(st_buf *b, const char *s, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (p == NULL) {
+            b->oom = 1;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+static void st_puts(st_buf *b, const char *s) { st_put(b, s, strlen(s)); }
+
+static void st_put_u64(st_buf *b, uint64_t v)
+{
+    char tmp[24];
+    int n = snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)v);
+    st_put(b, tmp, (size_t)n);
+}
+
+/* A JSON string (RFC 8259 section 7): quote, backslash and control characters escaped,
+ * everything else (UTF-8 included) as it is. */
+static void st_put_json_string(st_buf *b, const char *s)
+{
+    st_put(b, "\"", 1);
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        char esc[8];
+        if (*c == '"' || *c == '\\') {
+            esc[0] = '\\';
+            esc[1] = (char)*c;
+            st_put(b, esc, 2);
+        } else if (*c < 0x20) {
+            snprintf(esc, sizeof esc, "\\u%04x", (unsigned)*c);
+            st_put(b, esc, 6);
+        } else {
+            st_put(b, (const char *)c, 1);
+        }
+    }
+    st_put(b, "\"", 1);
+}
+
+static dt_status st_check_args(const char *path, const dt_st_tensor *t, int n,
+                               const char *const *meta, int nmeta)
+{
+    if (n < 0 || nmeta < 0 || (n > 0 && t == NULL) || (nmeta > 0 && meta == NULL))
+        return dt_fail(DT_ERR_INVALID, "safetensors: %s: bad tensor or metadata list", path);
+    for (int i = 0; i < n; i++) {
+        const char *name = t[i].name;
+        if (name == NULL || !st_valid_utf8((const unsigned char *)name, strlen(name)))
+            return dt_fail(DT_ERR_INVALID, "safetensors: %s: tensor %d: name is %s", path, i,
+                           name == NULL ? "NULL" : "not valid UTF-8");
+        if (strcmp(name, "__metadata__") == 0)
+            return dt_fail(DT_ERR_INVALID, "safetensors: %s: tensor %d: '__metadata__' is "
+                           "reserved", path, i);
+        for (int j = 0; j < i; j++)
+            if (strcmp(t[j].name, name) == 0)
+                return dt_fail(DT_ERR_INVALID, "safetensors: %s: tensor '%s' is given twice",
+                               path, name);
+        if ((int)t[i].dtype < 0 || t[i].dtype >= DT_ST_DTYPE_COUNT)
+            return dt_fail(DT_ERR_INVALID, "safetensors: %s: tensor '%s': unknown dtype %d", path,
+                           name, (int)t[i].dtype);
+        if (t[i].ndim < 0 || t[i].ndim > DT_ST_MAX_DIMS)
+            return dt_fail(DT_ERR_INVALID, "safetensors: %s: tensor '%s': %d dimensions (0..%d)",
+                           path, name, t[i].ndim, DT_ST_MAX_DIMS);
+        size_t nbytes = st_dtype_sizes[t[i].dtype];
+        for (int d = 0; d < t[i].ndim; d++) {
+            if (t[i].shape[d] < 0)
+                return dt_fail(DT_ERR_INVALID, "safetensors: %s: tensor '%s': shape[%d] = %lld",
+                               path, name, d, (long long)t[i].shape[d]);
+            if (dt_mul_size(nbytes, (size_t)t[i].shape[d], &nbytes) != DT_OK)
+                return dt_fail(DT_ERR_INVALID, "safetensors: %s: tensor '%s': shape overflows",
+                               path, name);
+        }
+        if (nbytes != t[i].nbytes)
+            return dt_fail(DT_ERR_INVALID,
+                           "safetensors: %s: tensor '%s': shape needs %zu bytes of %s, nbytes "
+                           "is %zu",
+                           path, name, nbytes, st_dtype_names[t[i].dtype], t[i].nbytes);
+        if (nbytes > 0 && t[i].data == NULL)
+            return dt_fail(DT_ERR_INVALID, "safetensors: %s: tensor '%s': data is NULL", path,
+                           name);
+    }
+    for (int m = 0; m < nmeta; m++) {
+        const char *k = meta[2 * m], *v = meta[2 * m + 1];
+        if (k == NULL || v == NULL ||
+            !st_valid_utf8((const unsigned char *)k, strlen(k)) ||
+            !st_valid_utf8((const unsigned char *)v, strlen(v)))
+            return dt_fail(DT_ERR_INVALID,
+                           "safetensors: %s: metadata pair %d is NULL or not valid UTF-8", path,
+                           m);
+        for (int j = 0; j < m; j++)
+            if (strcmp(meta[2 * j], k) == 0)
+                return dt_fail(DT_ERR_INVALID, "safetensors: %s: metadata key '%s' is given "
+                               "twice", path, k);
+    }
+    return DT_OK;
+}
+
+/* Writes everything or fails with errno's reason. */
+static int st_fwrite(FILE *f, const void *p, size_t n) { return n == 0 || fwrite(p, 1, n, f) == n; }
+
+/* Creates a fresh temporary file next to `path` (same directory, so rename is atomic)
+ * with O_EXCL: no two writers share one, and the umask applies as for any new file. The
+ * name mixes the pid, the clock and the attempt, so no global counter is needed. */
+static dt_status st_create_tmp(const char *path, char *tmp, size_t tmp_size, int *fd_out)
+{
+    for (unsigned attempt = 0; attempt < 100; attempt++) {
+        unsigned long long stamp = (unsigned long long)(dt_now() * 1e9) + attempt;
+        snprintf(tmp, tmp_size, "%s.tmp.%ld.%llx", path, (long)getpid(), stamp);
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
+        if (fd >= 0) {
+            *fd_out = fd;
+            return DT_OK;
+        }
+        if (errno != EEXIST)
+            return dt_fail(DT_ERR_IO, "safetensors: %s: cannot create %s: %s", path, tmp,
+                           strerror(errno));
+    }
+    return dt_fail(DT_ERR_IO, "safetensors: %s: cannot find a free temporary name", path);
+}
+
+dt_status dt_st_write(const char *path, const dt_st_tensor *tensors, int n,
+                      const char *const *meta, int nmeta)
+{
+    DT_ASSERT(path != NULL);
+    dt_status st = DT_OK;
+    st_buf h = {0};
+    char *tmp = NULL;
+    FILE *f = NULL;
+    int fd = -1, created = 0;
+    if (!st_host_is_little_endian())
+        return dt_fail(DT_ERR_UNSUPPORTED, "safetensors: %s: big-endian hosts are not supported",
+                       path);
+    DT_TRY(st_check_args(path, tensors, n, meta, nmeta));
+
+    st_puts(&h, "{");
+    if (nmeta > 0) {
+        st_puts(&h, "\"__metadata__\":{");
+        for (int m = 0; m < nmeta; m++) {
+            if (m > 0)
+                st_puts(&h, ",");
+            st_put_json_string(&h, meta[2 * m]);
+            st_puts(&h, ":");
+            st_put_json_string(&h, meta[2 * m + 1]);
+        }
+        st_puts(&h, "}");
+    }
+    uint64_t offset = 0;
+    for (int i = 0; i < n; i++) {
+        const dt_st_tensor *t = &tensors[i];
+        if (i > 0 || nmeta > 0)
+            st_puts(&h, ",");
+        st_put_json_string(&h, t->name);
+        st_puts(&h, ":{\"dtype\":\"");
+        st_puts(&h, st_dtype_names[t->dtype]);
+        st_puts(&h, "\",\"shape\":[");
+        for (int d = 0; d < t->ndim; d++) {
+            if (d > 0)
+                st_puts(&h, ",");
+            st_put_u64(&h, (uint64_t)t->shape[d]);
+        }
+        st_puts(&h, "],\"data_offsets\":[");
+        st_put_u64(&h, offset);
+        st_puts(&h, ",");
+        offset += t->nbytes;
+        st_put_u64(&h, offset);
+        st_puts(&h, "]}");
+    }
+    st_puts(&h, "}");
+    /* Spaces up to a multiple of 8: the buffer then starts 8-byte aligned in the file. */
+    while (!h.oom && h.len % 8 != 0)
+        st_puts(&h, " ");
+    if (h.oom) {
+        st = dt_fail(DT_ERR_NOMEM, "safetensors: %s: cannot allocate the header", path);
+        goto fail;
+    }
+    if ((uint64_t)h.len > ST_MAX_HEADER) {
+        st = dt_fail(DT_ERR_INVALID, "safetensors: %s: header of %zu bytes exceeds the limit of "
+                     "%llu", path, h.len, (unsigned long long)ST_MAX_HEADER);
+        goto fail;
+    }
+
+    size_t tmp_size = strlen(path) + 64;
+    tmp = malloc(tmp_size);
+    if (tmp == NULL) {
+        st = dt_fail(DT_ERR_NOMEM, "safetensors: %s: cannot allocate a path", path);
+        goto fail;
+    }
+    DT_TRY(st_create_tmp(path, tmp, tmp_size, &fd));
+    created = 1;
+    f = fdopen(fd, "wb");
+    if (f == NULL) {
+        st = dt_fail(DT_ERR_IO, "safetensors: %s: fdopen: %s", tmp, strerror(errno));
+        goto fail;
+    }
+    fd = -1; /* f owns it now */
+    unsigned char len8[8];
+    for (int i = 0; i < 8; i++)
+        len8[i] = (unsigned char)((uint64_t)h.len >> (8 * i));
+    int ok = st_fwrite(f, len8, 8) && st_fwrite(f, h.p, h.len);
+    for (int i = 0; ok && i < n; i++)
+        ok = st_fwrite(f, tensors[i].data, tensors[i].nbytes);
+    if (!ok || fflush(f) != 0 || fsync(fileno(f)) != 0) {
+        st = dt_fail(DT_ERR_IO, "safetensors: %s: cannot write %s: %s", path, tmp,
+                     strerror(errno));
+        goto fail;
+    }
+    int rc = fclose(f);
+    f = NULL;
+    if (rc != 0) {
+        st = dt_fail(DT_ERR_IO, "safetensors: %s: cannot close %s: %s", path, tmp,
+                     strerror(errno));
+        goto fail;
+    }
+    if (rename(tmp, path) != 0) {
+        st = dt_fail(DT_ERR_IO, "safetensors: %s: cannot rename %s over it: %s", path, tmp,
+                     strerror(errno));
+        goto fail;
+    }
+    /* Make the rename itself durable. The file is complete and in place whatever happens
+     * here, and some file systems refuse fsync on a directory, so a failure is not an
+     * error of this write. */
+    char *slash = strrchr(tmp, '/');
+    if (slash != NULL)
+        *(slash == tmp ? slash + 1 : slash) = '\0';
+    int dfd = open(slash != NULL ? tmp : ".", O_RDONLY);
+    if (dfd >= 0) {
+        (void)fsync(dfd);
+        close(dfd);
+    }
+    free(tmp);
+    free(h.p);
+    return DT_OK;
+
+fail:
+    if (f != NULL)
+        fclose(f);
+    if (fd >= 0)
+        close(fd);
+    if (created)
+        remove(tmp);
+    free(tmp);
+    free(h.p);
+    return st;
+}
