@@ -47,14 +47,18 @@ typedef struct dt_dataset {
 dt_status dt_idx_load(const char *images_path, const char *labels_path, int64_t num_classes,
                       dt_dataset *out);
 
-/* The standard file names in a directory ("train" or "t10k"), .gz or not. */
+/* The standard file names in a directory ("train" or "t10k"), .gz or not: the raw file
+ * is taken when both exist; a missing file is a DT_ERR_IO naming it. On any failure of
+ * a loader in this header, *out is left zeroed. */
 dt_status dt_idx_load_dir(const char *dir, const char *split, int64_t num_classes,
                           dt_dataset *out);
 
 typedef struct dt_csv_options {
-    int header;             /* 1: the first line names the columns; -1: detect */
+    int header;             /* 1: the first line names the columns; 0: it is data; -1:
+                               detect (a header when one of its fields is not a number) */
     char delimiter;         /* ',' by default */
-    const int *target_cols; /* 0-based columns that are targets; borrowed */
+    const int *target_cols; /* 0-based columns that are targets, negative counting from
+                               the end (-1 is the last, the default); borrowed */
     int n_target_cols;      /* 1 or more */
     int labels;             /* 1: one integer target column holding class labels */
     int64_t num_classes;    /* with labels: 0 means max label + 1 */
@@ -64,7 +68,10 @@ dt_csv_options dt_csv_options_default(void);
 
 /* Reads a numeric CSV: every row must have the same number of fields; a field that is
  * not a finite number is an error naming file:line:column; ragged rows are rejected, not
- * skipped. Features are the non-target columns, as float32 of shape (columns). */
+ * skipped. Features are the non-target columns, as float32 of shape (columns); targets
+ * keep the order of target_cols. LF or CRLF line ends; spaces around fields are ignored;
+ * empty lines at the end of the file are ignored, an empty line before more data is an
+ * error. Labels may be written as floats with no fraction ("3.0"). */
 dt_status dt_csv_load(const char *path, const dt_csv_options *opts, dt_dataset *out);
 
 typedef struct dt_synth_linreg {
@@ -87,12 +94,15 @@ int64_t dt_dataset_sample_numel(const dt_dataset *ds);
 
 /* Copies samples idx[0..count) into x (count, numel) as float, and their targets into
  * labels (count) or y (count, target_width), whichever the data set has (the other may
- * be NULL). Indices must be in [0, n). Allocates nothing. */
+ * be NULL; a NULL x or labels/y skips that part). Indices must be in [0, n). Allocates
+ * nothing. */
 void dt_dataset_gather(const dt_dataset *ds, const int64_t *idx, int64_t count, float *x,
                        int32_t *labels, float *y);
 
-/* Splits off the last `n_test` samples into a second data set view: `train` keeps the
- * first n - n_test. Both share storage; only `whole` owns it and must outlive them. */
+/* Splits off the last `n_test` samples (0 <= n_test <= n, else DT_ERR_INVALID) into a
+ * second data set view: `train` keeps the first n - n_test. Both share storage; only
+ * `whole` owns it and must outlive them, so neither view may be `whole` itself. Freeing
+ * a view is a no-op. */
 dt_status dt_dataset_split(const dt_dataset *whole, int64_t n_test, dt_dataset *train,
                            dt_dataset *test);
 

@@ -3,9 +3,12 @@
  * a JSON header {name: {dtype, shape, data_offsets}, "__metadata__": {str: str}}, then
  * the raw little-endian tensor data).
  *
- * The reader distrusts its input: header length within the file, valid JSON, known
- * dtypes, shapes whose byte size equals data_offsets' span, offsets inside the data
- * region and not overlapping. Errors name the file and the tensor. */
+ * The reader distrusts its input: header length within the file (and at most 100 MB),
+ * valid UTF-8 JSON, known dtypes, shapes whose byte size equals data_offsets' span,
+ * offsets inside the data region, not overlapping and leaving no gap or trailing bytes
+ * (the format requires the tensors to tile the buffer). Errors name the file and the
+ * tensor: DT_ERR_FORMAT for a malformed file, DT_ERR_UNSUPPORTED for a dtype other than
+ * the five below or more than DT_ST_MAX_DIMS dimensions, DT_ERR_IO for open/read. */
 #ifndef DTRAIN_SAFETENSORS_H
 #define DTRAIN_SAFETENSORS_H
 
@@ -38,7 +41,11 @@ typedef struct dt_st_tensor {
     dt_st_dtype dtype;
     int ndim;
     int64_t shape[DT_ST_MAX_DIMS];
-    const void *data; /* little-endian; borrowed from the file or the caller */
+    const void *data; /* little-endian; borrowed from the file or the caller. In a file
+                         read back, the data region starts 8-byte aligned when the header
+                         length is a multiple of 8 (dt_st_write's and the reference
+                         writer's files), so all-F32 files give float-aligned tensors;
+                         otherwise copy out with memcpy */
     size_t nbytes;
 } dt_st_tensor;
 
