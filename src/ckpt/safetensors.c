@@ -110,15 +110,16 @@ struct dt_st_file {
     char *path;
     unsigned char *buf; /* the whole file */
     size_t size;
-    cJSON *root;        /* tensor names and metadata strings point into it */
-    st_entry *entries;  /* sorted by data offset */
+    cJSON *root;       /* tensor names and metadata strings point into it */
+    st_entry *entries; /* sorted by data offset */
     dt_st_tensor *tensors;
     int count;
-    const char **meta;  /* key, value, key, value, ... */
+    const char **meta; /* key, value, key, value, ... */
     int nmeta;
 };
 
-static int st_is_integer(const cJSON *j) {
+static int st_is_integer(const cJSON *j)
+{
     if (!cJSON_IsNumber(j))
         return 0;
     double v = j->valuedouble;
@@ -194,7 +195,9 @@ static dt_status st_parse_entry(const char *path, const char *name, const cJSON 
     }
     if (dtype == NULL || shape == NULL || offsets == NULL)
         return dt_fail(DT_ERR_FORMAT, "safetensors: %s: tensor '%s': missing '%s'", path, name,
-                       dtype == NULL ? "dtype" : shape == NULL ? "shape" : "data_offsets");
+                       dtype == NULL   ? "dtype"
+                       : shape == NULL ? "shape"
+                                       : "data_offsets");
 
     if (!cJSON_IsString(dtype))
         return dt_fail(DT_ERR_FORMAT, "safetensors: %s: tensor '%s': dtype is not a string", path,
@@ -282,9 +285,8 @@ static dt_status st_parse_metadata(dt_st_file *f, const cJSON *j)
                        f->path, n);
     for (const cJSON *k = j->child; k != NULL; k = k->next) {
         if (!cJSON_IsString(k))
-            return dt_fail(DT_ERR_FORMAT,
-                           "safetensors: %s: __metadata__ '%s' is not a string", f->path,
-                           k->string);
+            return dt_fail(DT_ERR_FORMAT, "safetensors: %s: __metadata__ '%s' is not a string",
+                           f->path, k->string);
         for (int m = 0; m < f->nmeta; m++)
             if (strcmp(f->meta[2 * m], k->string) == 0)
                 return dt_fail(DT_ERR_FORMAT,
@@ -317,22 +319,27 @@ dt_status dt_st_open(const char *path, dt_st_file **out)
     DT_TRY(st_read_file(path, &f->buf, &f->size));
 
     if (f->size < 8) {
-        st = dt_fail(DT_ERR_FORMAT, "safetensors: %s: %zu bytes, shorter than the 8-byte header "
-                     "length", path, f->size);
+        st = dt_fail(DT_ERR_FORMAT,
+                     "safetensors: %s: %zu bytes, shorter than the 8-byte header "
+                     "length",
+                     path, f->size);
         goto fail;
     }
     uint64_t hlen = 0;
     for (int i = 7; i >= 0; i--)
         hlen = (hlen << 8) | f->buf[i];
     if (hlen > ST_MAX_HEADER) {
-        st = dt_fail(DT_ERR_FORMAT, "safetensors: %s: header length %llu exceeds the limit of "
-                     "%llu bytes", path, (unsigned long long)hlen,
-                     (unsigned long long)ST_MAX_HEADER);
+        st = dt_fail(DT_ERR_FORMAT,
+                     "safetensors: %s: header length %llu exceeds the limit of "
+                     "%llu bytes",
+                     path, (unsigned long long)hlen, (unsigned long long)ST_MAX_HEADER);
         goto fail;
     }
     if (hlen > f->size - 8) {
-        st = dt_fail(DT_ERR_FORMAT, "safetensors: %s: header length %llu runs past the end of "
-                     "the %zu-byte file", path, (unsigned long long)hlen, f->size);
+        st = dt_fail(DT_ERR_FORMAT,
+                     "safetensors: %s: header length %llu runs past the end of "
+                     "the %zu-byte file",
+                     path, (unsigned long long)hlen, f->size);
         goto fail;
     }
     const char *head = (const char *)f->buf + 8;
@@ -347,15 +354,19 @@ dt_status dt_st_open(const char *path, dt_st_file **out)
     const char *parse_end = NULL;
     f->root = cJSON_ParseWithLengthOpts(head, (size_t)hlen, &parse_end, 0);
     if (f->root == NULL) {
-        st = dt_fail(DT_ERR_FORMAT, "safetensors: %s: header is not valid JSON (at byte %lld of "
-                     "%llu)", path, parse_end ? (long long)(parse_end - head) : -1LL,
+        st = dt_fail(DT_ERR_FORMAT,
+                     "safetensors: %s: header is not valid JSON (at byte %lld of "
+                     "%llu)",
+                     path, parse_end ? (long long)(parse_end - head) : -1LL,
                      (unsigned long long)hlen);
         goto fail;
     }
     for (const char *q = parse_end; q < head + hlen; q++) {
         if (*q != ' ' && *q != '\t' && *q != '\n' && *q != '\r') {
-            st = dt_fail(DT_ERR_FORMAT, "safetensors: %s: header has bytes after its JSON "
-                         "object (at byte %lld)", path, (long long)(q - head));
+            st = dt_fail(DT_ERR_FORMAT,
+                         "safetensors: %s: header has bytes after its JSON "
+                         "object (at byte %lld)",
+                         path, (long long)(q - head));
             goto fail;
         }
     }
@@ -422,8 +433,8 @@ dt_status dt_st_open(const char *path, dt_st_file **out)
     }
     if (at != data_size) {
         st = dt_fail(DT_ERR_FORMAT,
-                     "safetensors: %s: %llu bytes after the last tensor belong to no tensor",
-                     path, (unsigned long long)(data_size - at));
+                     "safetensors: %s: %llu bytes after the last tensor belong to no tensor", path,
+                     (unsigned long long)(data_size - at));
         goto fail;
     }
     for (int i = 0; i < f->count; i++) {
@@ -516,7 +527,10 @@ static void st_put(st_buf *b, const char *s, size_t n)
     b->p[b->len] = '\0';
 }
 
-static void st_puts(st_buf *b, const char *s) { st_put(b, s, strlen(s)); }
+static void st_puts(st_buf *b, const char *s)
+{
+    st_put(b, s, strlen(s));
+}
 
 static void st_put_u64(st_buf *b, uint64_t v)
 {
@@ -557,12 +571,14 @@ static dt_status st_check_args(const char *path, const dt_st_tensor *t, int n,
             return dt_fail(DT_ERR_INVALID, "safetensors: %s: tensor %d: name is %s", path, i,
                            name == NULL ? "NULL" : "not valid UTF-8");
         if (strcmp(name, "__metadata__") == 0)
-            return dt_fail(DT_ERR_INVALID, "safetensors: %s: tensor %d: '__metadata__' is "
-                           "reserved", path, i);
+            return dt_fail(DT_ERR_INVALID,
+                           "safetensors: %s: tensor %d: '__metadata__' is "
+                           "reserved",
+                           path, i);
         for (int j = 0; j < i; j++)
             if (strcmp(t[j].name, name) == 0)
-                return dt_fail(DT_ERR_INVALID, "safetensors: %s: tensor '%s' is given twice",
-                               path, name);
+                return dt_fail(DT_ERR_INVALID, "safetensors: %s: tensor '%s' is given twice", path,
+                               name);
         if ((int)t[i].dtype < 0 || t[i].dtype >= DT_ST_DTYPE_COUNT)
             return dt_fail(DT_ERR_INVALID, "safetensors: %s: tensor '%s': unknown dtype %d", path,
                            name, (int)t[i].dtype);
@@ -589,22 +605,25 @@ static dt_status st_check_args(const char *path, const dt_st_tensor *t, int n,
     }
     for (int m = 0; m < nmeta; m++) {
         const char *k = meta[2 * m], *v = meta[2 * m + 1];
-        if (k == NULL || v == NULL ||
-            !st_valid_utf8((const unsigned char *)k, strlen(k)) ||
+        if (k == NULL || v == NULL || !st_valid_utf8((const unsigned char *)k, strlen(k)) ||
             !st_valid_utf8((const unsigned char *)v, strlen(v)))
             return dt_fail(DT_ERR_INVALID,
-                           "safetensors: %s: metadata pair %d is NULL or not valid UTF-8", path,
-                           m);
+                           "safetensors: %s: metadata pair %d is NULL or not valid UTF-8", path, m);
         for (int j = 0; j < m; j++)
             if (strcmp(meta[2 * j], k) == 0)
-                return dt_fail(DT_ERR_INVALID, "safetensors: %s: metadata key '%s' is given "
-                               "twice", path, k);
+                return dt_fail(DT_ERR_INVALID,
+                               "safetensors: %s: metadata key '%s' is given "
+                               "twice",
+                               path, k);
     }
     return DT_OK;
 }
 
 /* Writes everything or fails with errno's reason. */
-static int st_fwrite(FILE *f, const void *p, size_t n) { return n == 0 || fwrite(p, 1, n, f) == n; }
+static int st_fwrite(FILE *f, const void *p, size_t n)
+{
+    return n == 0 || fwrite(p, 1, n, f) == n;
+}
 
 /* Creates a fresh temporary file next to `path` (same directory, so rename is atomic)
  * with O_EXCL: no two writers share one, and the umask applies as for any new file. The
@@ -626,8 +645,8 @@ static dt_status st_create_tmp(const char *path, char *tmp, size_t tmp_size, int
     return dt_fail(DT_ERR_IO, "safetensors: %s: cannot find a free temporary name", path);
 }
 
-dt_status dt_st_write(const char *path, const dt_st_tensor *tensors, int n,
-                      const char *const *meta, int nmeta)
+dt_status dt_st_write(const char *path, const dt_st_tensor *tensors, int n, const char *const *meta,
+                      int nmeta)
 {
     DT_ASSERT(path != NULL);
     dt_status st = DT_OK;
@@ -682,8 +701,10 @@ dt_status dt_st_write(const char *path, const dt_st_tensor *tensors, int n,
         goto fail;
     }
     if ((uint64_t)h.len > ST_MAX_HEADER) {
-        st = dt_fail(DT_ERR_INVALID, "safetensors: %s: header of %zu bytes exceeds the limit of "
-                     "%llu", path, h.len, (unsigned long long)ST_MAX_HEADER);
+        st = dt_fail(DT_ERR_INVALID,
+                     "safetensors: %s: header of %zu bytes exceeds the limit of "
+                     "%llu",
+                     path, h.len, (unsigned long long)ST_MAX_HEADER);
         goto fail;
     }
 
@@ -708,15 +729,13 @@ dt_status dt_st_write(const char *path, const dt_st_tensor *tensors, int n,
     for (int i = 0; ok && i < n; i++)
         ok = st_fwrite(f, tensors[i].data, tensors[i].nbytes);
     if (!ok || fflush(f) != 0 || fsync(fileno(f)) != 0) {
-        st = dt_fail(DT_ERR_IO, "safetensors: %s: cannot write %s: %s", path, tmp,
-                     strerror(errno));
+        st = dt_fail(DT_ERR_IO, "safetensors: %s: cannot write %s: %s", path, tmp, strerror(errno));
         goto fail;
     }
     int rc = fclose(f);
     f = NULL;
     if (rc != 0) {
-        st = dt_fail(DT_ERR_IO, "safetensors: %s: cannot close %s: %s", path, tmp,
-                     strerror(errno));
+        st = dt_fail(DT_ERR_IO, "safetensors: %s: cannot close %s: %s", path, tmp, strerror(errno));
         goto fail;
     }
     if (rename(tmp, path) != 0) {

@@ -82,7 +82,10 @@ fail:
     return st;
 }
 
-static int csv_is_space(char c, char delim) { return (c == ' ' || c == '\t') && c != delim; }
+static int csv_is_space(char c, char delim)
+{
+    return (c == ' ' || c == '\t') && c != delim;
+}
 
 /* Trims spaces and tabs (unless one is the delimiter) from both ends of [*fs, *fe). */
 static void csv_trim(char **fs, char **fe, char delim)
@@ -212,8 +215,8 @@ dt_status dt_csv_load(const char *path, const dt_csv_options *opts, dt_dataset *
         return dt_fail(DT_ERR_INVALID, "csv: %s: delimiter '%c' (0x%02x) cannot separate numbers",
                        path, delim ? delim : '?', (unsigned)(unsigned char)delim);
     if (opts->header < -1 || opts->header > 1)
-        return dt_fail(DT_ERR_INVALID, "csv: %s: header must be 1, 0 or -1 (detect), got %d",
-                       path, opts->header);
+        return dt_fail(DT_ERR_INVALID, "csv: %s: header must be 1, 0 or -1 (detect), got %d", path,
+                       opts->header);
     if (opts->n_target_cols < 1 || opts->target_cols == NULL)
         return dt_fail(DT_ERR_INVALID, "csv: %s: at least one target column is required", path);
     if (opts->labels && opts->n_target_cols != 1)
@@ -285,21 +288,27 @@ dt_status dt_csv_load(const char *path, const dt_csv_options *opts, dt_dataset *
                 if (c < 0)
                     c += ncols;
                 if (c < 0 || c >= ncols) {
-                    st = dt_fail(DT_ERR_INVALID, "csv: %s: target column %d is outside the "
-                                 "%lld columns", path, opts->target_cols[t], (long long)ncols);
+                    st = dt_fail(DT_ERR_INVALID,
+                                 "csv: %s: target column %d is outside the "
+                                 "%lld columns",
+                                 path, opts->target_cols[t], (long long)ncols);
                     goto fail;
                 }
                 if (col_slot[c] != INT64_MAX) {
-                    st = dt_fail(DT_ERR_INVALID, "csv: %s: column %lld is named twice as a "
-                                 "target", path, (long long)c);
+                    st = dt_fail(DT_ERR_INVALID,
+                                 "csv: %s: column %lld is named twice as a "
+                                 "target",
+                                 path, (long long)c);
                     goto fail;
                 }
                 col_slot[c] = -(int64_t)t - 1;
             }
             nfeat = ncols - ntarg;
             if (nfeat < 1) {
-                st = dt_fail(DT_ERR_INVALID, "csv: %s: all %lld columns are targets; no "
-                             "features are left", path, (long long)ncols);
+                st = dt_fail(DT_ERR_INVALID,
+                             "csv: %s: all %lld columns are targets; no "
+                             "features are left",
+                             path, (long long)ncols);
                 goto fail;
             }
             for (int64_t c = 0, f = 0; c < ncols; c++)
@@ -359,11 +368,11 @@ dt_status dt_csv_load(const char *path, const dt_csv_options *opts, dt_dataset *
             }
             if (slot < 0 && opts->labels) {
                 double v = 0;
-                if (!csv_parse_double(ts, te, &v) || v < 0 || v != floor(v) ||
-                    v > 2147483647.0) {
-                    st = dt_fail(DT_ERR_FORMAT, "csv: %s:%lld:%zu: label \"%.*s\" in field %lld is "
-                                 "not a non-negative integer", path, (long long)lineno, col,
-                                 len, ts, (long long)c + 1);
+                if (!csv_parse_double(ts, te, &v) || v < 0 || v != floor(v) || v > 2147483647.0) {
+                    st = dt_fail(DT_ERR_FORMAT,
+                                 "csv: %s:%lld:%zu: label \"%.*s\" in field %lld is "
+                                 "not a non-negative integer",
+                                 path, (long long)lineno, col, len, ts, (long long)c + 1);
                     goto fail;
                 }
                 if (opts->num_classes > 0 && (int64_t)v >= opts->num_classes) {
@@ -378,9 +387,10 @@ dt_status dt_csv_load(const char *path, const dt_csv_options *opts, dt_dataset *
             } else {
                 float v = 0;
                 if (!csv_parse_float(ts, te, &v)) {
-                    st = dt_fail(DT_ERR_FORMAT, "csv: %s:%lld:%zu: field %lld \"%.*s\" is not a "
-                                 "finite float", path, (long long)lineno, col, (long long)c + 1,
-                                 len, ts);
+                    st = dt_fail(DT_ERR_FORMAT,
+                                 "csv: %s:%lld:%zu: field %lld \"%.*s\" is not a "
+                                 "finite float",
+                                 path, (long long)lineno, col, (long long)c + 1, len, ts);
                     goto fail;
                 }
                 if (slot >= 0)
@@ -393,8 +403,10 @@ dt_status dt_csv_load(const char *path, const dt_csv_options *opts, dt_dataset *
         n++;
     }
     if (n == 0) {
-        st = dt_fail(DT_ERR_FORMAT, seen_first ? "csv: %s: a header but no data rows"
-                                               : "csv: %s: no data (the file is empty)", path);
+        st = dt_fail(DT_ERR_FORMAT,
+                     seen_first ? "csv: %s: a header but no data rows"
+                                : "csv: %s: no data (the file is empty)",
+                     path);
         goto fail;
     }
 

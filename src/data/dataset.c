@@ -90,7 +90,8 @@ dt_status dt_dataset_split(const dt_dataset *whole, int64_t n_test, dt_dataset *
     DT_ASSERT(train != whole && test != whole);
     const dt_dataset w = *whole;
     if (n_test < 0 || n_test > w.n)
-        return dt_fail(DT_ERR_INVALID, "data: cannot split %lld test samples off a data set of %lld",
+        return dt_fail(DT_ERR_INVALID,
+                       "data: cannot split %lld test samples off a data set of %lld",
                        (long long)n_test, (long long)w.n);
     const int64_t n_train = w.n - n_test;
     const int64_t numel = dt_dataset_sample_numel(&w);

@@ -103,8 +103,8 @@ static dt_status idx_read_file(const char *path, int want_ndim, const char *kind
     }
     const uint32_t magic = idx_be32(head);
     if (head[0] != 0 || head[1] != 0) {
-        st = dt_fail(DT_ERR_FORMAT, "idx: %s: not an IDX file: magic 0x%08x, expected 0x%08x",
-                     path, (unsigned)magic, (unsigned)want_magic);
+        st = dt_fail(DT_ERR_FORMAT, "idx: %s: not an IDX file: magic 0x%08x, expected 0x%08x", path,
+                     (unsigned)magic, (unsigned)want_magic);
         goto fail;
     }
     if (head[2] != IDX_TYPE_U8) {
@@ -124,8 +124,10 @@ static dt_status idx_read_file(const char *path, int want_ndim, const char *kind
     }
     DT_TRY(idx_read(gz, path, head + 4, head_bytes - 4, &got));
     if (got < head_bytes - 4) {
-        st = dt_fail(DT_ERR_FORMAT, "idx: %s: truncated: %zu bytes, shorter than the %zu-byte "
-                     "header", path, 4 + got, head_bytes);
+        st = dt_fail(DT_ERR_FORMAT,
+                     "idx: %s: truncated: %zu bytes, shorter than the %zu-byte "
+                     "header",
+                     path, 4 + got, head_bytes);
         goto fail;
     }
     size_t expected = 1;
@@ -136,8 +138,7 @@ static dt_status idx_read_file(const char *path, int want_ndim, const char *kind
             goto fail;
         }
         if (dt_mul_size(expected, (size_t)dims[d], &expected) != DT_OK) {
-            st = dt_fail(DT_ERR_FORMAT, "idx: %s: dimensions overflow the address space",
-                         path);
+            st = dt_fail(DT_ERR_FORMAT, "idx: %s: dimensions overflow the address space", path);
             goto fail;
         }
     }
@@ -187,8 +188,10 @@ static dt_status idx_read_file(const char *path, int want_ndim, const char *kind
             break;
     }
     if (trailing > 0) {
-        st = dt_fail(DT_ERR_FORMAT, "idx: %s: %zu trailing bytes after the %zu data bytes the "
-                     "header promises", path, trailing, expected);
+        st = dt_fail(DT_ERR_FORMAT,
+                     "idx: %s: %zu trailing bytes after the %zu data bytes the "
+                     "header promises",
+                     path, trailing, expected);
         goto fail;
     }
     int zrc = gzclose_r(gz);
@@ -217,16 +220,16 @@ dt_status dt_idx_load(const char *images_path, const char *labels_path, int64_t 
     int32_t *labels = NULL;
     memset(out, 0, sizeof *out);
     if (num_classes < 1)
-        return dt_fail(DT_ERR_INVALID, "idx: %s: num_classes must be >= 1, got %lld",
-                       labels_path, (long long)num_classes);
+        return dt_fail(DT_ERR_INVALID, "idx: %s: num_classes must be >= 1, got %lld", labels_path,
+                       (long long)num_classes);
 
     int64_t idims[IDX_MAX_DIMS], ldims[IDX_MAX_DIMS];
     /* Labels first: small, and a mismatch is found before 47 MB of pixels are inflated. */
     DT_TRY(idx_read_file(labels_path, 1, "labels", ldims, &raw_labels));
     DT_TRY(idx_read_file(images_path, 3, "images", idims, &images));
     if (idims[0] != ldims[0]) {
-        st = dt_fail(DT_ERR_MISMATCH, "idx: %s has %lld images but %s has %lld labels",
-                     images_path, (long long)idims[0], labels_path, (long long)ldims[0]);
+        st = dt_fail(DT_ERR_MISMATCH, "idx: %s has %lld images but %s has %lld labels", images_path,
+                     (long long)idims[0], labels_path, (long long)ldims[0]);
         goto fail;
     }
     const int64_t n = idims[0];
@@ -238,9 +241,8 @@ dt_status dt_idx_load(const char *images_path, const char *labels_path, int64_t 
     }
     for (int64_t i = 0; i < n; i++) {
         if ((int64_t)raw_labels[i] >= num_classes) {
-            st = dt_fail(DT_ERR_FORMAT, "idx: %s: label %u at %lld is not below %lld",
-                         labels_path, (unsigned)raw_labels[i], (long long)i,
-                         (long long)num_classes);
+            st = dt_fail(DT_ERR_FORMAT, "idx: %s: label %u at %lld is not below %lld", labels_path,
+                         (unsigned)raw_labels[i], (long long)i, (long long)num_classes);
             goto fail;
         }
         labels[i] = raw_labels[i];
@@ -286,8 +288,7 @@ static int idx_pick(const char *dir, const char *name, char *path, size_t nbytes
     return stat(path, &sb) == 0;
 }
 
-dt_status dt_idx_load_dir(const char *dir, const char *split, int64_t num_classes,
-                          dt_dataset *out)
+dt_status dt_idx_load_dir(const char *dir, const char *split, int64_t num_classes, dt_dataset *out)
 {
     DT_ASSERT(dir != NULL && split != NULL && out != NULL);
     memset(out, 0, sizeof *out);

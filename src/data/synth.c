@@ -35,8 +35,7 @@ enum { SYNTH_X = 0, SYNTH_W = 1, SYNTH_B = 2, SYNTH_NOISE = 3 };
 
 static void synth_words(uint64_t seed, uint32_t array, uint64_t e, uint32_t w[4])
 {
-    dt_philox(seed, (uint32_t)e, (uint32_t)(e >> 32), array,
-              (uint32_t)DT_RNG_STREAM_DATA << 24, w);
+    dt_philox(seed, (uint32_t)e, (uint32_t)(e >> 32), array, (uint32_t)DT_RNG_STREAM_DATA << 24, w);
 }
 
 static double synth_uniform(uint64_t seed, uint32_t array, uint64_t e)
@@ -67,8 +66,10 @@ dt_status dt_synth_linreg_make(const dt_synth_linreg *cfg, dt_dataset *out, floa
         return dt_fail(DT_ERR_INVALID, "synth: n, p and q must be >= 1, got n=%lld p=%lld q=%lld",
                        (long long)cfg->n, (long long)cfg->p, (long long)cfg->q);
     if (!(cfg->noise >= 0.0) || !isfinite(cfg->noise))
-        return dt_fail(DT_ERR_INVALID, "synth: noise must be a finite standard deviation >= 0, "
-                       "got %g", cfg->noise);
+        return dt_fail(DT_ERR_INVALID,
+                       "synth: noise must be a finite standard deviation >= 0, "
+                       "got %g",
+                       cfg->noise);
     const int64_t n = cfg->n, p = cfg->p, q = cfg->q;
     size_t nx, ny, nw;
     if (dt_mul_size((size_t)n, (size_t)p, &nx) != DT_OK ||

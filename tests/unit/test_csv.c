@@ -143,7 +143,8 @@ static void test_labels(void **state)
     o.labels = 1;
     dt_dataset ds;
     /* numpy.savetxt writes labels as floats; "3.0" and "3" are the same label. */
-    const char *p = csv_file("l.csv", "x0,x1,label\n0.5,1,2\n1.5,2,3.0\n2.5,3,1.000000000000000000e+00\n");
+    const char *p =
+        csv_file("l.csv", "x0,x1,label\n0.5,1,2\n1.5,2,3.0\n2.5,3,1.000000000000000000e+00\n");
     DT_ASSERT_OK(dt_csv_load(p, &o, &ds));
     assert_int_equal(ds.targets, DT_TARGETS_LABELS);
     assert_int_equal(ds.n, 3);
@@ -302,9 +303,12 @@ static void test_many_rows(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_header_and_values), cmocka_unit_test(test_delimiters_targets_spaces),
-        cmocka_unit_test(test_labels),            cmocka_unit_test(test_bad_fields),
-        cmocka_unit_test(test_rows_and_lines),    cmocka_unit_test(test_many_rows),
+        cmocka_unit_test(test_header_and_values),
+        cmocka_unit_test(test_delimiters_targets_spaces),
+        cmocka_unit_test(test_labels),
+        cmocka_unit_test(test_bad_fields),
+        cmocka_unit_test(test_rows_and_lines),
+        cmocka_unit_test(test_many_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -130,18 +130,19 @@ static void test_truncated_and_trailing(void **state)
     const char *lab = good_label_file("t-lab", 0);
     for (int gz = 0; gz < 2; gz++) {
         const uint32_t dims[3] = {N, ROWS, COLS};
-        const char *img = write_idx(gz ? "short.gz" : "short", 0x803, dims, 3, pixels,
-                                    sizeof pixels - 1, gz);
+        const char *img =
+            write_idx(gz ? "short.gz" : "short", 0x803, dims, 3, pixels, sizeof pixels - 1, gz);
         expect_reject(img, lab, 10, DT_ERR_FORMAT,
                       "truncated: 59 data bytes, expected 60 (5 x 3 x 4)", img);
         unsigned char more[sizeof pixels + 2] = {0};
         img = write_idx(gz ? "long.gz" : "long", 0x803, dims, 3, more, sizeof more, gz);
-        expect_reject(img, lab, 10, DT_ERR_FORMAT, "2 trailing bytes after the 60 data bytes",
-                      img);
+        expect_reject(img, lab, 10, DT_ERR_FORMAT, "2 trailing bytes after the 60 data bytes", img);
         /* Cut inside the dimensions. */
         img = write_idx(gz ? "head.gz" : "head", 0x803, dims, 1, NULL, 0, gz);
-        expect_reject(img, lab, 10, DT_ERR_FORMAT, "truncated: 8 bytes, shorter than the 16-byte "
-                      "header", img);
+        expect_reject(img, lab, 10, DT_ERR_FORMAT,
+                      "truncated: 8 bytes, shorter than the 16-byte "
+                      "header",
+                      img);
         img = tmp_path(gz ? "empty.gz" : "empty");
         assert_int_equal(dt_test_write_file(img, "", 0), 0);
         expect_reject(img, lab, 10, DT_ERR_FORMAT, "truncated: 0 bytes", img);
@@ -297,9 +298,9 @@ static void test_fashion_mnist(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_raw_and_gzip),     cmocka_unit_test(test_truncated_and_trailing),
-        cmocka_unit_test(test_magic_and_dims),   cmocka_unit_test(test_counts_and_labels),
-        cmocka_unit_test(test_gzip_corrupt),     cmocka_unit_test(test_load_dir),
+        cmocka_unit_test(test_raw_and_gzip),   cmocka_unit_test(test_truncated_and_trailing),
+        cmocka_unit_test(test_magic_and_dims), cmocka_unit_test(test_counts_and_labels),
+        cmocka_unit_test(test_gzip_corrupt),   cmocka_unit_test(test_load_dir),
         cmocka_unit_test(test_fashion_mnist),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -66,18 +66,34 @@ static uint8_t u8[5] = {0, 1, 127, 128, 255};
 static int make_tensors(dt_st_tensor *t)
 {
     memset(t, 0, 6 * sizeof *t);
-    t[0] = (dt_st_tensor){.name = "1.weight", .dtype = DT_ST_F32, .ndim = 2, .shape = {2, 3},
-                          .data = f32, .nbytes = sizeof f32};
-    t[1] = (dt_st_tensor){.name = "f64 \"quoted\"\\back\nline", .dtype = DT_ST_F64, .ndim = 1,
-                          .shape = {4}, .data = f64, .nbytes = sizeof f64};
-    t[2] = (dt_st_tensor){.name = "scalar", .dtype = DT_ST_I32, .ndim = 0, .data = i32,
-                          .nbytes = sizeof i32};
-    t[3] = (dt_st_tensor){.name = "empty", .dtype = DT_ST_F32, .ndim = 2, .shape = {0, 3},
-                          .data = NULL, .nbytes = 0};
-    t[4] = (dt_st_tensor){.name = "i64", .dtype = DT_ST_I64, .ndim = 1, .shape = {2},
-                          .data = i64, .nbytes = sizeof i64};
-    t[5] = (dt_st_tensor){.name = "bytes \xc3\xa9", .dtype = DT_ST_U8, .ndim = 3,
-                          .shape = {5, 1, 1}, .data = u8, .nbytes = sizeof u8};
+    t[0] = (dt_st_tensor){.name = "1.weight",
+                          .dtype = DT_ST_F32,
+                          .ndim = 2,
+                          .shape = {2, 3},
+                          .data = f32,
+                          .nbytes = sizeof f32};
+    t[1] = (dt_st_tensor){.name = "f64 \"quoted\"\\back\nline",
+                          .dtype = DT_ST_F64,
+                          .ndim = 1,
+                          .shape = {4},
+                          .data = f64,
+                          .nbytes = sizeof f64};
+    t[2] = (dt_st_tensor){
+        .name = "scalar", .dtype = DT_ST_I32, .ndim = 0, .data = i32, .nbytes = sizeof i32};
+    t[3] = (dt_st_tensor){
+        .name = "empty", .dtype = DT_ST_F32, .ndim = 2, .shape = {0, 3}, .data = NULL, .nbytes = 0};
+    t[4] = (dt_st_tensor){.name = "i64",
+                          .dtype = DT_ST_I64,
+                          .ndim = 1,
+                          .shape = {2},
+                          .data = i64,
+                          .nbytes = sizeof i64};
+    t[5] = (dt_st_tensor){.name = "bytes \xc3\xa9",
+                          .dtype = DT_ST_U8,
+                          .ndim = 3,
+                          .shape = {5, 1, 1},
+                          .data = u8,
+                          .nbytes = sizeof u8};
     return 6;
 }
 
@@ -146,8 +162,8 @@ static void test_deterministic_bytes(void **state)
 
     /* The exact layout for a small case: the format's own rules, nothing incidental. */
     const float w[2] = {1.0f, 2.0f};
-    const dt_st_tensor one = {.name = "w", .dtype = DT_ST_F32, .ndim = 1, .shape = {2},
-                              .data = w, .nbytes = 8};
+    const dt_st_tensor one = {
+        .name = "w", .dtype = DT_ST_F32, .ndim = 1, .shape = {2}, .data = w, .nbytes = 8};
     const char *const m[2] = {"k", "v"};
     DT_ASSERT_OK(dt_st_write(a, &one, 1, m, 1));
     ba = slurp(a, &na);
@@ -170,8 +186,8 @@ static void test_atomic_replace(void **state)
     const char *path = tmp_path("over.safetensors");
     assert_int_equal(dt_test_write_file(path, "old contents", 12), 0);
     const uint8_t v[3] = {1, 2, 3};
-    const dt_st_tensor t = {.name = "v", .dtype = DT_ST_U8, .ndim = 1, .shape = {3}, .data = v,
-                            .nbytes = 3};
+    const dt_st_tensor t = {
+        .name = "v", .dtype = DT_ST_U8, .ndim = 1, .shape = {3}, .data = v, .nbytes = 3};
     DT_ASSERT_OK(dt_st_write(path, &t, 1, NULL, 0));
     dt_st_file *f = NULL;
     DT_ASSERT_OK(dt_st_open(path, &f));
@@ -253,85 +269,90 @@ static void test_reject_lengths_and_json(void **state)
                   "__metadata__ is not a JSON object");
 }
 
+/* One malformed file per case: its header, the data bytes after it, what must come back. */
+typedef struct reject_case {
+    const char *file, *header;
+    size_t ndata;
+    dt_status status;
+    const char *needle;
+} reject_case;
+
+static void run_cases(const reject_case *c, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        expect_reject(write_st(c[i].file, c[i].header, c[i].ndata), c[i].status, c[i].needle);
+}
+
+/* A header with one tensor entry "w" whose body is `body`. */
+#define W(body) "{\"w\":{" body "}}"
+
 static void test_reject_entries(void **state)
 {
     (void)state;
-#define T(name, body) "\"" name "\":{" body "}"
-    expect_reject(write_st("dtype.st", "{" T("w", "\"dtype\":\"BF16\",\"shape\":[2],"
-                                                  "\"data_offsets\":[0,4]") "}", 4),
-                  DT_ERR_UNSUPPORTED, "tensor 'w': dtype BF16 is not supported");
-    expect_reject(write_st("dtype2.st", "{" T("w", "\"dtype\":\"Q4\",\"shape\":[2],"
-                                                   "\"data_offsets\":[0,4]") "}", 4),
-                  DT_ERR_UNSUPPORTED, "tensor 'w': dtype Q4 is not supported");
-    expect_reject(write_st("dtype3.st", "{" T("w", "\"dtype\":4,\"shape\":[1],"
-                                                   "\"data_offsets\":[0,4]") "}", 4),
-                  DT_ERR_FORMAT, "tensor 'w': dtype is not a string");
-    expect_reject(write_st("size.st", "{" T("w", "\"dtype\":\"F32\",\"shape\":[3],"
-                                                 "\"data_offsets\":[0,8]") "}", 8),
-                  DT_ERR_FORMAT,
-                  "tensor 'w': shape needs 12 bytes of F32 but data_offsets [0, 8] span 8");
-    expect_reject(write_st("neg.st", "{" T("w", "\"dtype\":\"F32\",\"shape\":[-2],"
-                                                "\"data_offsets\":[0,8]") "}", 8),
-                  DT_ERR_FORMAT, "tensor 'w': shape[0] is not a non-negative integer");
-    expect_reject(write_st("frac.st", "{" T("w", "\"dtype\":\"F32\",\"shape\":[2, 1.5],"
-                                                 "\"data_offsets\":[0,12]") "}", 12),
-                  DT_ERR_FORMAT, "tensor 'w': shape[1] is not a non-negative integer");
-    expect_reject(write_st("ovf.st", "{" T("w", "\"dtype\":\"F64\",\"shape\":[4294967296,"
-                                                "4294967296],\"data_offsets\":[0,8]") "}", 8),
-                  DT_ERR_FORMAT, "tensor 'w': shape overflows 64 bits");
-    expect_reject(write_st("dims.st", "{" T("w", "\"dtype\":\"U8\",\"shape\":[1,1,1,1,1,1,1,1,1],"
-                                                 "\"data_offsets\":[0,1]") "}", 1),
-                  DT_ERR_UNSUPPORTED, "tensor 'w': 9 dimensions, at most 8 are supported");
-    expect_reject(write_st("noff.st", "{" T("w", "\"dtype\":\"F32\",\"shape\":[1]") "}", 4),
-                  DT_ERR_FORMAT, "tensor 'w': missing 'data_offsets'");
-    expect_reject(write_st("key.st", "{" T("w", "\"dtype\":\"F32\",\"shape\":[1],"
-                                                "\"data_offsets\":[0,4],\"x\":0") "}", 4),
-                  DT_ERR_FORMAT, "tensor 'w': unknown key 'x'");
-    expect_reject(write_st("key2.st", "{" T("w", "\"dtype\":\"F32\",\"dtype\":\"F32\","
-                                                 "\"shape\":[1],\"data_offsets\":[0,4]") "}", 4),
-                  DT_ERR_FORMAT, "tensor 'w': key 'dtype' appears twice");
-    expect_reject(write_st("offs.st", "{" T("w", "\"dtype\":\"F32\",\"shape\":[1],"
-                                                 "\"data_offsets\":[0]") "}", 4),
-                  DT_ERR_FORMAT, "tensor 'w': data_offsets is not two non-negative integers");
-    expect_reject(write_st("back.st", "{" T("w", "\"dtype\":\"U8\",\"shape\":[0],"
-                                                 "\"data_offsets\":[4,0]") "}", 4),
-                  DT_ERR_FORMAT, "tensor 'w': data_offsets [4, 0] end before they begin");
-    /* Offsets outside the file: the data region holds 8 bytes. */
-    expect_reject(write_st("out.st", "{" T("w", "\"dtype\":\"F32\",\"shape\":[4],"
-                                                "\"data_offsets\":[0,16]") "}", 8),
-                  DT_ERR_FORMAT, "tensor 'w': data_offsets [0, 16] run past the 8-byte data "
-                                 "region");
-    expect_reject(write_st("dup.st", "{" T("w", "\"dtype\":\"F32\",\"shape\":[1],"
-                                                "\"data_offsets\":[0,4]") ","
-                                      T("w", "\"dtype\":\"F32\",\"shape\":[1],"
-                                             "\"data_offsets\":[4,8]") "}", 8),
-                  DT_ERR_FORMAT, "tensor 'w' appears twice");
+    static const reject_case cases[] = {
+        {"dtype.st", W("\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[0,4]"), 4,
+         DT_ERR_UNSUPPORTED, "tensor 'w': dtype BF16 is not supported"},
+        {"dtype2.st", W("\"dtype\":\"Q4\",\"shape\":[2],\"data_offsets\":[0,4]"), 4,
+         DT_ERR_UNSUPPORTED, "tensor 'w': dtype Q4 is not supported"},
+        {"dtype3.st", W("\"dtype\":4,\"shape\":[1],\"data_offsets\":[0,4]"), 4, DT_ERR_FORMAT,
+         "tensor 'w': dtype is not a string"},
+        {"size.st", W("\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]"), 8, DT_ERR_FORMAT,
+         "tensor 'w': shape needs 12 bytes of F32 but data_offsets [0, 8] span 8"},
+        {"neg.st", W("\"dtype\":\"F32\",\"shape\":[-2],\"data_offsets\":[0,8]"), 8, DT_ERR_FORMAT,
+         "tensor 'w': shape[0] is not a non-negative integer"},
+        {"frac.st", W("\"dtype\":\"F32\",\"shape\":[2, 1.5],\"data_offsets\":[0,12]"), 12,
+         DT_ERR_FORMAT, "tensor 'w': shape[1] is not a non-negative integer"},
+        {"ovf.st", W("\"dtype\":\"F64\",\"shape\":[4294967296,4294967296],\"data_offsets\":[0,8]"),
+         8, DT_ERR_FORMAT, "tensor 'w': shape overflows 64 bits"},
+        {"dims.st", W("\"dtype\":\"U8\",\"shape\":[1,1,1,1,1,1,1,1,1],\"data_offsets\":[0,1]"), 1,
+         DT_ERR_UNSUPPORTED, "tensor 'w': 9 dimensions, at most 8 are supported"},
+        {"noff.st", W("\"dtype\":\"F32\",\"shape\":[1]"), 4, DT_ERR_FORMAT,
+         "tensor 'w': missing 'data_offsets'"},
+        {"key.st", W("\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4],\"x\":0"), 4,
+         DT_ERR_FORMAT, "tensor 'w': unknown key 'x'"},
+        {"key2.st", W("\"dtype\":\"F32\",\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]"),
+         4, DT_ERR_FORMAT, "tensor 'w': key 'dtype' appears twice"},
+        {"offs.st", W("\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0]"), 4, DT_ERR_FORMAT,
+         "tensor 'w': data_offsets is not two non-negative integers"},
+        {"back.st", W("\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[4,0]"), 4, DT_ERR_FORMAT,
+         "tensor 'w': data_offsets [4, 0] end before they begin"},
+        /* Offsets outside the file: the data region holds 8 bytes. */
+        {"out.st", W("\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]"), 8, DT_ERR_FORMAT,
+         "tensor 'w': data_offsets [0, 16] run past the 8-byte data region"},
+        {"dup.st",
+         "{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+         "\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
+         8, DT_ERR_FORMAT, "tensor 'w' appears twice"},
+    };
+    run_cases(cases, sizeof cases / sizeof cases[0]);
 }
 
 static void test_reject_layout(void **state)
 {
     (void)state;
-    expect_reject(write_st("overlap.st", "{" T("a", "\"dtype\":\"F32\",\"shape\":[2],"
-                                                    "\"data_offsets\":[0,8]") ","
-                                          T("b", "\"dtype\":\"F32\",\"shape\":[2],"
-                                                 "\"data_offsets\":[4,12]") "}", 12),
-                  DT_ERR_FORMAT, "tensors 'a' and 'b' overlap (bytes [4, 8)");
-    expect_reject(write_st("hole.st", "{" T("a", "\"dtype\":\"F32\",\"shape\":[1],"
-                                                 "\"data_offsets\":[0,4]") ","
-                                       T("b", "\"dtype\":\"F32\",\"shape\":[1],"
-                                              "\"data_offsets\":[8,12]") "}", 12),
-                  DT_ERR_FORMAT, "bytes [4, 8) of the data region, before tensor 'b', belong "
-                                 "to no tensor");
-    expect_reject(write_st("tail.st", "{" T("a", "\"dtype\":\"F32\",\"shape\":[1],"
-                                                 "\"data_offsets\":[0,4]") "}", 7),
-                  DT_ERR_FORMAT, "3 bytes after the last tensor belong to no tensor");
+    static const reject_case cases[] = {
+        {"overlap.st",
+         "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+         "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}",
+         12, DT_ERR_FORMAT, "tensors 'a' and 'b' overlap (bytes [4, 8)"},
+        {"hole.st",
+         "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+         "\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]}}",
+         12, DT_ERR_FORMAT,
+         "bytes [4, 8) of the data region, before tensor 'b', belong to no tensor"},
+        {"tail.st", "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 7,
+         DT_ERR_FORMAT, "3 bytes after the last tensor belong to no tensor"},
+    };
+    run_cases(cases, sizeof cases / sizeof cases[0]);
 
     /* Accepted: another writer's key order, spaces and padding; tensors listed out of
      * offset order come back sorted by offset. */
-    const char *ok = write_st("other.st", "{ \"b\" : {\"shape\":[1], \"dtype\":\"I32\", "
-                                          "\"data_offsets\":[4,8]}, \"__metadata__\":{},"
-                                          "\"a\":{\"data_offsets\":[0,4],\"dtype\":\"F32\","
-                                          "\"shape\":[]}}      ", 8);
+    const char *ok = write_st("other.st",
+                              "{ \"b\" : {\"shape\":[1], \"dtype\":\"I32\", "
+                              "\"data_offsets\":[4,8]}, \"__metadata__\":{},"
+                              "\"a\":{\"data_offsets\":[0,4],\"dtype\":\"F32\","
+                              "\"shape\":[]}}      ",
+                              8);
     dt_st_file *f = NULL;
     DT_ASSERT_OK(dt_st_open(ok, &f));
     assert_int_equal(dt_st_count(f), 2);
@@ -342,7 +363,62 @@ static void test_reject_layout(void **state)
     const unsigned char *bytes = dt_st_get(f, 1)->data;
     assert_int_equal(bytes[0], 4); /* write_raw fills data byte i with i */
     dt_st_close(f);
-#undef T
+}
+
+/* A file from the reference writer (tests/data/gen_st_reference.py): its own tensor order
+ * (by dtype alignment, then name), its padding, its metadata. Values recomputed here. */
+static void test_reference_writer_file(void **state)
+{
+    (void)state;
+    const char *path = dt_test_src_path("tests/data/st_reference.safetensors");
+    dt_st_file *f = NULL;
+    DT_ASSERT_OK(dt_st_open(path, &f));
+    assert_int_equal(dt_st_count(f), 6);
+    assert_string_equal(dt_st_metadata(f, "format"), "pt");
+    assert_string_equal(dt_st_metadata(f, "input_scale"), "0.00784313725490196");
+    static const char *const order[6] = {"steps",    "3.weight", "1.bias",
+                                         "1.weight", "count",    "mask"};
+    for (int i = 0; i < 6; i++)
+        assert_string_equal(dt_st_get(f, i)->name, order[i]);
+
+    const dt_st_tensor *t = dt_st_find(f, "1.weight");
+    assert_non_null(t);
+    assert_int_equal(t->dtype, DT_ST_F32);
+    assert_int_equal(t->ndim, 2);
+    assert_int_equal(t->shape[0], 3);
+    assert_int_equal(t->shape[1], 4);
+    float w[12], wref[12];
+    memcpy(w, t->data, sizeof w);
+    for (int i = 0; i < 12; i++)
+        wref[i] = (float)i * 0.25f - 1.0f;
+    assert_true(dt_check_equal_bits("1.weight", w, wref, 12));
+    t = dt_st_find(f, "1.bias");
+    float b[3], bref[3] = {-0.0f, -0.5f, -1.0f}; /* 0 x -0.5 is -0 */
+    assert_int_equal(t->nbytes, sizeof b);
+    memcpy(b, t->data, sizeof b);
+    assert_true(dt_check_equal_bits("1.bias", b, bref, 3));
+    t = dt_st_find(f, "3.weight");
+    assert_int_equal(t->dtype, DT_ST_F64);
+    double d[6];
+    memcpy(d, t->data, sizeof d);
+    for (int i = 0; i < 6; i++)
+        assert_true(d[i] == (double)i / 3.0);
+    t = dt_st_find(f, "steps");
+    assert_int_equal(t->dtype, DT_ST_I64);
+    int64_t s[3];
+    memcpy(s, t->data, sizeof s);
+    assert_true(s[0] == 7 && s[1] == -9 && s[2] == (int64_t)1 << 40);
+    t = dt_st_find(f, "mask");
+    assert_int_equal(t->dtype, DT_ST_U8);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(((const uint8_t *)t->data)[i], 60 * i);
+    t = dt_st_find(f, "count");
+    assert_int_equal(t->dtype, DT_ST_I32);
+    assert_int_equal(t->ndim, 0);
+    int32_t c;
+    memcpy(&c, t->data, sizeof c);
+    assert_int_equal(c, 42);
+    dt_st_close(f);
 }
 
 int main(void)
@@ -354,6 +430,7 @@ int main(void)
         cmocka_unit_test(test_reject_lengths_and_json),
         cmocka_unit_test(test_reject_entries),
         cmocka_unit_test(test_reject_layout),
+        cmocka_unit_test(test_reference_writer_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

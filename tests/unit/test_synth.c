@@ -13,8 +13,7 @@
 static uint32_t word(uint64_t seed, uint32_t array, uint64_t e, int k)
 {
     uint32_t w[4];
-    dt_philox(seed, (uint32_t)e, (uint32_t)(e >> 32), array, (uint32_t)DT_RNG_STREAM_DATA << 24,
-              w);
+    dt_philox(seed, (uint32_t)e, (uint32_t)(e >> 32), array, (uint32_t)DT_RNG_STREAM_DATA << 24, w);
     return w[k];
 }
 
