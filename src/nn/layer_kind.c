@@ -1,0 +1,77 @@
+/* layer_kind.c — the layer kinds' names (the words a config uses), PyTorch's default
+ * layer arguments, and the per-sample shape helpers. One name table serves both
+ * directions so that a kind's name cannot differ between parsing and printing. */
+#include <stdio.h>
+#include <string.h>
+
+#include "dtrain/nn.h"
+
+static const char *const layer_names[DT_LAYER_KIND_COUNT] = {
+    [DT_LAYER_LINEAR] = "linear",       [DT_LAYER_CONV2D] = "conv2d",
+    [DT_LAYER_MAXPOOL2D] = "maxpool2d", [DT_LAYER_RELU] = "relu",
+    [DT_LAYER_DROPOUT] = "dropout",     [DT_LAYER_FLATTEN] = "flatten",
+    [DT_LAYER_LOG_SOFTMAX] = "log_softmax",
+};
+
+int64_t dt_shape_numel(const dt_shape *s)
+{
+    DT_ASSERT(s != NULL && s->ndim >= 0 && s->ndim <= DT_MAX_DIMS);
+    int64_t n = 1;
+    for (int i = 0; i < s->ndim; i++)
+        n *= s->d[i];
+    return n;
+}
+
+const char *dt_shape_str(const dt_shape *s, char *buf, size_t nbytes)
+{
+    DT_ASSERT(s != NULL && buf != NULL && nbytes > 0);
+    DT_ASSERT(s->ndim >= 0 && s->ndim <= DT_MAX_DIMS);
+    size_t used = 0;
+    buf[0] = '\0';
+    int n = snprintf(buf, nbytes, "(");
+    used = n > 0 ? (size_t)n : 0;
+    for (int i = 0; i < s->ndim && used < nbytes; i++) {
+        n = snprintf(buf + used, nbytes - used, "%s%lld", i > 0 ? ", " : "", (long long)s->d[i]);
+        used += n > 0 ? (size_t)n : 0;
+    }
+    if (used < nbytes)
+        snprintf(buf + used, nbytes - used, ")");
+    return buf;
+}
+
+dt_layer_spec dt_layer_spec_default(dt_layer_kind kind)
+{
+    DT_ASSERT((int)kind >= 0 && kind < DT_LAYER_KIND_COUNT);
+    dt_layer_spec s;
+    memset(&s, 0, sizeof s);
+    s.kind = kind;
+    /* torch.nn.Conv2d: stride 1, padding 0, bias on. torch.nn.MaxPool2d: stride None,
+     * which means the kernel size (0 here). torch.nn.Dropout: p 0.5. */
+    s.stride = kind == DT_LAYER_MAXPOOL2D ? 0 : 1;
+    s.padding = 0;
+    s.bias = 1;
+    s.p = 0.5;
+    return s;
+}
+
+const char *dt_layer_kind_name(dt_layer_kind kind)
+{
+    if ((int)kind < 0 || kind >= DT_LAYER_KIND_COUNT)
+        return "unknown";
+    return layer_names[kind];
+}
+
+dt_status dt_layer_kind_parse(const char *name, dt_layer_kind *out)
+{
+    DT_ASSERT(name != NULL && out != NULL);
+    for (int k = 0; k < DT_LAYER_KIND_COUNT; k++) {
+        if (strcmp(name, layer_names[k]) == 0) {
+            *out = (dt_layer_kind)k;
+            return DT_OK;
+        }
+    }
+    return dt_fail(DT_ERR_INVALID,
+                   "unknown layer kind '%s' (one of: linear, conv2d, maxpool2d, relu, dropout, "
+                   "flatten, log_softmax)",
+                   name);
+}
