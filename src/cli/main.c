@@ -1,15 +1,48 @@
-/* main.c — the dtrain command: dispatches to subcommands. */
+/* main.c — the dtrain command: one table of subcommands drives dispatch and --help. */
 #include <stdio.h>
 #include <string.h>
 
-#include "dtrain/core.h"
+#include "cli.h"
+
+typedef struct dt_command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} dt_command;
+
+static const dt_command commands[] = {
+    {"train", dt_cmd_train, "train a model (one process, or data-parallel under mpirun)"},
+};
+#define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: dtrain <command> [options]   (dtrain <command> --help for details)\n\n"
+                 "dtrain trains neural networks in one process or across MPI ranks.\n\n"
+                 "commands:\n");
+    for (int i = 0; i < N_COMMANDS; i++)
+        fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\nexamples:\n"
+                 "  dtrain train                              the seeds' ConvNet on Fashion-MNIST\n"
+                 "  dtrain train examples/mlp.ini --epochs 3  the MLP example\n"
+                 "  mpirun -np 4 dtrain train examples/mlp.ini  data-parallel on 4 ranks\n");
+}
 
 int main(int argc, char **argv)
 {
-    if (argc < 2 || strcmp(argv[1], "--help") == 0) {
-        printf("usage: dtrain <command> [options]\n");
-        return argc < 2 ? 2 : 0;
+    if (argc < 2) {
+        usage(stderr);
+        return DT_EXIT_USAGE;
     }
-    fprintf(stderr, "dtrain: unknown command '%s'\n", argv[1]);
-    return 2;
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return DT_EXIT_OK;
+    }
+    for (int i = 0; i < N_COMMANDS; i++)
+        if (strcmp(argv[1], commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "dtrain: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return DT_EXIT_USAGE;
 }

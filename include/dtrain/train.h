@@ -1,0 +1,102 @@
+/* train.h — the training loop that composes model, loss, optimizer, data and (later)
+ * the parallel strategies, driven by one dt_config.
+ *
+ * The sample order of a run is fixed by the config alone: each epoch's permutation comes
+ * from (seed, epoch) (or file order with data.shuffle off); each optimizer step takes the
+ * next global batch of G = batch x dp x accumulation samples (fewer for the last one
+ * under last_batch = uneven), split into dp x accumulation consecutive parts (micro-step
+ * j, rank r takes part j*dp + r; the first G mod parts parts take one extra sample). The
+ * loss divides by the samples of the whole global step, so a run on N ranks computes the
+ * same gradient as one process with an N-times batch. */
+#ifndef DTRAIN_TRAIN_H
+#define DTRAIN_TRAIN_H
+
+#include <stdint.h>
+
+#include "dtrain/config.h"
+#include "dtrain/core.h"
+#include "dtrain/data.h"
+#include "dtrain/model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct dt_trainer dt_trainer;
+typedef struct dt_comm dt_comm; /* comm.h */
+
+/* Reported after every optimizer step (global figures). */
+typedef struct dt_step_info {
+    int64_t epoch;        /* 0-based */
+    int64_t step;         /* optimizer steps taken so far in the run, 1-based */
+    int64_t epoch_step;   /* 1-based within the epoch */
+    int64_t epoch_steps;  /* steps in this epoch */
+    int64_t samples;      /* samples in this step, all ranks */
+    double loss;          /* mean loss of this step's samples */
+    double lr;            /* learning rate used */
+    double samples_per_s; /* over the epoch so far */
+    double elapsed_s;     /* since the epoch began */
+} dt_step_info;
+
+/* Reported after every epoch (global figures). */
+typedef struct dt_epoch_info {
+    int64_t epoch;        /* 0-based */
+    int64_t steps;        /* optimizer steps in the run so far */
+    double train_loss;    /* mean over the epoch's training samples */
+    double test_loss;     /* sum over the test set / its size (NAN when eval is off) */
+    double test_accuracy; /* fraction (NAN for regression or eval off) */
+    double samples_per_s; /* training samples / epoch wall time (eval excluded) */
+    double epoch_s;       /* wall time of the training part */
+} dt_epoch_info;
+
+/* Callbacks; any may be NULL. Returning non-OK stops the run with that status. */
+typedef struct dt_train_callbacks {
+    void *ctx;
+    dt_status (*on_step)(void *ctx, const dt_step_info *info);
+    dt_status (*on_epoch)(void *ctx, const dt_epoch_info *info);
+} dt_train_callbacks;
+
+/* Loads the data sets the config names, builds the model and optimizer, sizes every
+ * buffer. Parameters start from dt_model_init_params(train.seed). `world` is the
+ * communicator of all ranks taking part (borrowed; NULL for a single process without
+ * MPI). Collective when world has more than one rank: every rank calls it. Caller frees
+ * with dt_trainer_free. */
+dt_status dt_trainer_create(const dt_config *cfg, dt_comm *world, dt_trainer **out);
+void dt_trainer_free(dt_trainer *t);
+
+/* Runs train.epochs epochs (or until train.max_steps). */
+dt_status dt_trainer_run(dt_trainer *t, const dt_train_callbacks *cb);
+
+/* Test loss and accuracy of the current parameters (accuracy NAN for regression). */
+dt_status dt_trainer_evaluate(dt_trainer *t, double *loss, double *accuracy);
+
+dt_model *dt_trainer_model(dt_trainer *t);
+const dt_dataset *dt_trainer_train_set(const dt_trainer *t);
+const dt_dataset *dt_trainer_test_set(const dt_trainer *t);
+/* Steps per epoch and samples per global step under the config. */
+int64_t dt_trainer_steps_per_epoch(const dt_trainer *t);
+int64_t dt_trainer_global_batch(const dt_trainer *t);
+
+/* Loads the data sets of cfg->data into train and test (owned by *storage; free both
+ * with dt_dataset_free(storage) and, when distinct, dt_dataset_free(test_storage)). */
+dt_status dt_data_load(const dt_config *cfg, dt_dataset *storage, dt_dataset *test_storage,
+                       dt_dataset *train, dt_dataset *test);
+
+/* ---- weights in and out (safetensors, PyTorch layouts and names) ------------------- */
+
+/* Writes every parameter tensor under its PyTorch name (dt_param_info.name) in PyTorch's
+ * layout, with __metadata__ describing the input scaling ("input_mean", "input_std") and
+ * "format": "pt". Atomic (temporary file + rename). */
+dt_status dt_weights_save(const dt_model *m, const char *path, double input_mean,
+                          double input_std);
+/* Loads every parameter tensor: each model tensor must be present with dtype F32 and the
+ * same shape; extra tensors in the file are an error too. Messages name the tensor. */
+dt_status dt_weights_load(dt_model *m, const char *path);
+
+/* Sets the BLAS library's thread count when it exposes one (OpenBLAS); returns 1 if it did. */
+int dt_blas_set_threads(int n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

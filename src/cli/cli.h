@@ -1,0 +1,79 @@
+/* cli.h — the command-line tool's shared pieces: the subcommand table, the option table
+ * that drives both parsing and --help, launcher detection and rank-0 output. */
+#ifndef DT_CLI_H
+#define DT_CLI_H
+
+#include <stdio.h>
+
+#include "dtrain/config.h"
+
+/* Exit codes: 0 ok, 1 failure, 2 usage. */
+enum { DT_EXIT_OK = 0, DT_EXIT_FAIL = 1, DT_EXIT_USAGE = 2 };
+
+typedef enum dt_opt_kind {
+    DT_OPT_CONFIG_KEY, /* --epochs N: a shorthand for --set train.epochs=N */
+    DT_OPT_CONFIG_ON,  /* --comm-check: sets a boolean key to on */
+    DT_OPT_SET,        /* --set key=value */
+    DT_OPT_STRING,     /* --metrics FILE: stored for the command */
+    DT_OPT_FLAG        /* --progress: stored as 1 */
+} dt_opt_kind;
+
+typedef struct dt_cli_option {
+    const char *name;    /* "--epochs" */
+    const char *metavar; /* "N", or NULL for flags */
+    dt_opt_kind kind;
+    const char *key;     /* config key for CONFIG_KEY/CONFIG_ON; a slot name otherwise */
+    const char *help;
+} dt_cli_option;
+
+/* Values of STRING and FLAG options after parsing, by slot name. */
+typedef struct dt_cli_values {
+    const char *strings[16];
+    const char *string_keys[16];
+    int nstrings;
+    const char *flags[16];
+    int nflags;
+    const char *positional; /* the CONFIG argument */
+} dt_cli_values;
+
+const char *dt_cli_string(const dt_cli_values *v, const char *slot);
+int dt_cli_flag(const dt_cli_values *v, const char *slot);
+
+/* Parses argv[1..argc) of a subcommand against `opts`: the config file (first positional)
+ * is loaded first, then every --set and shorthand in order. Prints a message naming the
+ * option on error and returns DT_EXIT_USAGE or DT_EXIT_FAIL; DT_EXIT_OK on success; -1
+ * when --help was printed. */
+int dt_cli_parse(const char *cmd, const dt_cli_option *opts, int nopts, int argc, char **argv,
+                 dt_config *cfg, dt_cli_values *vals, int allow_positional);
+
+/* Prints the options (with each shorthand's real default from dt_config_default()) and,
+ * when `keys` is set, every config key with its default. */
+void dt_cli_print_help(FILE *out, const char *usage, const char *summary,
+                       const dt_cli_option *opts, int nopts, int keys);
+
+/* Launcher detection: 1 when this process was started by mpirun/mpiexec/srun (their
+ * environment variables), so MPI must be initialised; 0 for a plain run. */
+int dt_cli_launched(void);
+/* Ranks on this node as the launcher announces them (1 when unknown). */
+int dt_cli_local_ranks(void);
+/* Default BLAS threads: OPENBLAS_NUM_THREADS if set, else cores / ranks on this node. */
+int dt_cli_default_threads(void);
+
+/* The processes of this run: MPI is initialised only under a launcher (a plain run is
+ * world size 1 without MPI: a singleton MPI_Init costs 0.3 s and forks a daemon). */
+typedef struct dt_comm dt_comm;
+typedef struct dt_cli_world {
+    int mpi;        /* MPI was initialised by us */
+    int rank, size; /* in the world */
+    dt_comm *comm;  /* NULL without MPI */
+} dt_cli_world;
+
+int dt_cli_world_open(dt_cli_world *w, int *argc, char ***argv, const dt_config *cfg);
+/* Ends the job after a failure on this rank: MPI_Abort when other ranks could wait on
+ * this one, so that a mistake never becomes a hang. Returns `code` otherwise. */
+int dt_cli_world_fail(dt_cli_world *w, int code);
+void dt_cli_world_close(dt_cli_world *w);
+
+int dt_cmd_train(int argc, char **argv);
+
+#endif

@@ -1,0 +1,225 @@
+/* cmd_train.c — `dtrain train [CONFIG] [options]`: trains a model and reports progress,
+ * per-epoch metrics, and optionally a JSON-lines metrics file and the final weights. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "dtrain/train.h"
+
+static const dt_cli_option train_opts[] = {
+    {"--set", "KEY=VALUE", DT_OPT_SET, NULL, "override any config key (repeatable)"},
+    {"--epochs", "N", DT_OPT_CONFIG_KEY, "train.epochs", "epochs to train"},
+    {"--batch", "N", DT_OPT_CONFIG_KEY, "train.batch", "samples per step on each rank"},
+    {"--global-batch", "N", DT_OPT_CONFIG_KEY, "parallel.global_batch",
+     "samples per optimizer step over all ranks and micro-steps (0: batch x dp x accumulation)"},
+    {"--lr", "X", DT_OPT_CONFIG_KEY, "optim.lr", "learning rate"},
+    {"--seed", "N", DT_OPT_CONFIG_KEY, "train.seed", "seed of initialisation, shuffle, dropout"},
+    {"--threads", "N", DT_OPT_CONFIG_KEY, "train.threads",
+     "BLAS threads per rank (0: OPENBLAS_NUM_THREADS, else cores / ranks on the node)"},
+    {"--data", "DIR", DT_OPT_CONFIG_KEY, "data.dir", "directory of the IDX files"},
+    {"--shuffle", "on|off", DT_OPT_CONFIG_KEY, "data.shuffle", "permute samples each epoch"},
+    {"--max-steps", "N", DT_OPT_CONFIG_KEY, "train.max_steps", "stop after N optimizer steps"},
+    {"--log-every", "N", DT_OPT_CONFIG_KEY, "train.log_every",
+     "log (and record in --metrics) every N steps; 0: per epoch only"},
+    {"--dp", "N", DT_OPT_CONFIG_KEY, "parallel.dp", "data-parallel ranks (0: all)"},
+    {"--accumulation", "K", DT_OPT_CONFIG_KEY, "parallel.accumulation",
+     "micro-steps per optimizer step"},
+    {"--zero", "0|1", DT_OPT_CONFIG_KEY, "parallel.zero", "ZeRO stage (1 shards optimizer state)"},
+    {"--comm-algorithm", "A", DT_OPT_CONFIG_KEY, "comm.algorithm", "auto, mpi or ring"},
+    {"--comm-timeout", "S", DT_OPT_CONFIG_KEY, "comm.timeout",
+     "seconds before a stuck collective is reported"},
+    {"--comm-check", NULL, DT_OPT_CONFIG_ON, "comm.check",
+     "check that all ranks call the same collective with the same count"},
+    {"--init-weights", "FILE", DT_OPT_STRING, "init-weights",
+     "start from these weights (safetensors, PyTorch names and layouts)"},
+    {"--save-weights", "FILE", DT_OPT_STRING, "save-weights",
+     "write the final weights (safetensors, loadable by torch load_state_dict)"},
+    {"--metrics", "FILE", DT_OPT_STRING, "metrics", "write one JSON object per epoch (and step)"},
+    {"--progress", NULL, DT_OPT_FLAG, "progress", "draw a progress bar even when not on a terminal"},
+    {"--no-progress", NULL, DT_OPT_FLAG, "no-progress", "plain log lines even on a terminal"},
+};
+#define N_TRAIN_OPTS ((int)(sizeof train_opts / sizeof train_opts[0]))
+
+typedef struct run_ctx {
+    const dt_config *cfg;
+    int rank;
+    int bar;            /* draw a progress bar */
+    FILE *metrics;      /* rank 0 only */
+    int64_t global_batch;
+} run_ctx;
+
+static void write_json(FILE *f, cJSON *o)
+{
+    char *s = cJSON_PrintUnformatted(o);
+    if (s != NULL) {
+        fprintf(f, "%s\n", s);
+        fflush(f);
+        cJSON_free(s);
+    }
+    cJSON_Delete(o);
+}
+
+static dt_status on_step(void *vctx, const dt_step_info *s)
+{
+    run_ctx *c = vctx;
+    if (c->rank != 0)
+        return DT_OK;
+    const int64_t every = c->cfg->train.log_every;
+    if (c->bar) {
+        const int width = 30;
+        int filled = (int)(width * s->epoch_step / s->epoch_steps);
+        double eta = s->samples_per_s > 0
+                         ? (double)(s->epoch_steps - s->epoch_step) * (double)c->global_batch /
+                               s->samples_per_s
+                         : 0.0;
+        fprintf(stderr, "\repoch %lld [%.*s%*s] %lld/%lld loss %.4f %.0f samples/s ETA %.0fs ",
+                (long long)s->epoch + 1, filled, "##############################",
+                width - filled, "", (long long)s->epoch_step, (long long)s->epoch_steps, s->loss,
+                s->samples_per_s, eta);
+        if (s->epoch_step == s->epoch_steps)
+            fputc('\n', stderr);
+        fflush(stderr);
+    } else if (every > 0 && s->step % every == 0) {
+        printf("epoch %lld step %lld/%lld loss %.6f lr %.3g %.0f samples/s\n",
+               (long long)s->epoch + 1, (long long)s->epoch_step, (long long)s->epoch_steps,
+               s->loss, s->lr, s->samples_per_s);
+        fflush(stdout);
+    }
+    if (c->metrics != NULL && every > 0 && s->step % every == 0) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "event", "step");
+        cJSON_AddNumberToObject(o, "epoch", (double)s->epoch + 1);
+        cJSON_AddNumberToObject(o, "step", (double)s->step);
+        cJSON_AddNumberToObject(o, "samples", (double)s->samples);
+        cJSON_AddNumberToObject(o, "loss", s->loss);
+        cJSON_AddNumberToObject(o, "lr", s->lr);
+        write_json(c->metrics, o);
+    }
+    return DT_OK;
+}
+
+static dt_status on_epoch(void *vctx, const dt_epoch_info *e)
+{
+    run_ctx *c = vctx;
+    if (c->rank != 0)
+        return DT_OK;
+    if (c->bar)
+        fputc('\r', stderr);
+    printf("epoch %lld: train loss %.4f", (long long)e->epoch + 1, e->train_loss);
+    if (!isnan(e->test_loss))
+        printf("  test loss %.4f", e->test_loss);
+    if (!isnan(e->test_accuracy))
+        printf("  test accuracy %.4f", e->test_accuracy);
+    printf("  %.0f samples/s  (%.1f s)\n", e->samples_per_s, e->epoch_s);
+    fflush(stdout);
+    if (c->metrics != NULL) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "event", "epoch");
+        cJSON_AddNumberToObject(o, "epoch", (double)e->epoch + 1);
+        cJSON_AddNumberToObject(o, "steps", (double)e->steps);
+        cJSON_AddNumberToObject(o, "train_loss", e->train_loss);
+        if (isnan(e->test_loss))
+            cJSON_AddNullToObject(o, "test_loss");
+        else
+            cJSON_AddNumberToObject(o, "test_loss", e->test_loss);
+        if (isnan(e->test_accuracy))
+            cJSON_AddNullToObject(o, "test_accuracy");
+        else
+            cJSON_AddNumberToObject(o, "test_accuracy", e->test_accuracy);
+        cJSON_AddNumberToObject(o, "samples_per_s", e->samples_per_s);
+        cJSON_AddNumberToObject(o, "epoch_s", e->epoch_s);
+        write_json(c->metrics, o);
+    }
+    return DT_OK;
+}
+
+static void print_train_help(void)
+{
+    dt_cli_print_help(stdout, "dtrain train [CONFIG] [options]",
+                      "Trains the model that CONFIG describes (default: the seeds' ConvNet on\n"
+                      "Fashion-MNIST). Under mpirun or srun every rank runs this command and\n"
+                      "training is data-parallel; only rank 0 prints and writes files.\n"
+                      "Pixels are scaled as (x/255 - data.mean) / data.std.",
+                      train_opts, N_TRAIN_OPTS, 1);
+}
+
+int dt_cmd_train(int argc, char **argv)
+{
+    dt_config cfg = dt_config_default();
+    dt_cli_values vals;
+    int rc = dt_cli_parse("train", train_opts, N_TRAIN_OPTS, argc, argv, &cfg, &vals, 1);
+    if (rc == -1) {
+        print_train_help();
+        return DT_EXIT_OK;
+    }
+    if (rc != DT_EXIT_OK)
+        return rc;
+    if (dt_config_check(&cfg) != DT_OK) {
+        fprintf(stderr, "dtrain: %s\n", dt_last_error());
+        return DT_EXIT_USAGE;
+    }
+    dt_cli_world world;
+    rc = dt_cli_world_open(&world, &argc, &argv, &cfg);
+    if (rc != DT_EXIT_OK)
+        return rc;
+    const int threads = cfg.train.threads > 0 ? cfg.train.threads : dt_cli_default_threads();
+    dt_blas_set_threads(threads);
+
+    dt_trainer *t = NULL;
+    FILE *metrics = NULL;
+    const char *init = dt_cli_string(&vals, "init-weights");
+    const char *save = dt_cli_string(&vals, "save-weights");
+    const char *mpath = dt_cli_string(&vals, "metrics");
+    if (dt_trainer_create(&cfg, world.comm, &t) != DT_OK)
+        goto fail;
+    if (init != NULL && dt_weights_load(dt_trainer_model(t), init) != DT_OK)
+        goto fail;
+    if (world.rank == 0 && mpath != NULL) {
+        metrics = fopen(mpath, "w");
+        if (metrics == NULL) {
+            dt_fail(DT_ERR_IO, "metrics: cannot open %s for writing", mpath);
+            goto fail;
+        }
+    }
+    int tty = isatty(STDERR_FILENO) && !dt_cli_launched();
+    run_ctx ctx = {.cfg = &cfg, .rank = world.rank, .metrics = metrics,
+                   .global_batch = dt_trainer_global_batch(t),
+                   .bar = dt_cli_flag(&vals, "progress") ||
+                          (tty && !dt_cli_flag(&vals, "no-progress"))};
+    if (world.rank == 0) {
+        const dt_dataset *tr = dt_trainer_train_set(t), *te = dt_trainer_test_set(t);
+        printf("dtrain: %s%s%d rank%s, %lld training and %lld test samples, %zu parameters, "
+               "%lld steps per epoch of %lld samples, %d BLAS thread%s per rank\n",
+               cfg.source[0] ? cfg.source : "built-in ConvNet", ", ", world.size,
+               world.size == 1 ? "" : "s", (long long)tr->n, (long long)te->n,
+               dt_model_param_count(dt_trainer_model(t)),
+               (long long)dt_trainer_steps_per_epoch(t), (long long)dt_trainer_global_batch(t),
+               threads, threads == 1 ? "" : "s");
+        fflush(stdout);
+    }
+    dt_train_callbacks cb = {.ctx = &ctx, .on_step = on_step, .on_epoch = on_epoch};
+    if (dt_trainer_run(t, &cb) != DT_OK)
+        goto fail;
+    if (world.rank == 0 && save != NULL) {
+        if (dt_weights_save(dt_trainer_model(t), save, cfg.data.mean, cfg.data.std) != DT_OK)
+            goto fail;
+        printf("dtrain: weights written to %s\n", save);
+    }
+    if (metrics != NULL)
+        fclose(metrics);
+    dt_trainer_free(t);
+    dt_cli_world_close(&world);
+    return DT_EXIT_OK;
+fail:
+    if (world.size > 1)
+        fprintf(stderr, "dtrain: rank %d: %s\n", world.rank, dt_last_error());
+    else
+        fprintf(stderr, "dtrain: %s\n", dt_last_error());
+    if (metrics != NULL)
+        fclose(metrics);
+    dt_trainer_free(t);
+    return dt_cli_world_fail(&world, DT_EXIT_FAIL);
+}

@@ -1,0 +1,197 @@
+/* options.c — one table per subcommand drives parsing and --help (STYLE.md rule 18). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+const char *dt_cli_string(const dt_cli_values *v, const char *slot)
+{
+    for (int i = 0; i < v->nstrings; i++)
+        if (strcmp(v->string_keys[i], slot) == 0)
+            return v->strings[i];
+    return NULL;
+}
+
+int dt_cli_flag(const dt_cli_values *v, const char *slot)
+{
+    for (int i = 0; i < v->nflags; i++)
+        if (strcmp(v->flags[i], slot) == 0)
+            return 1;
+    return 0;
+}
+
+static const dt_cli_option *find_opt(const dt_cli_option *opts, int nopts, const char *name,
+                                     size_t len)
+{
+    for (int i = 0; i < nopts; i++)
+        if (strlen(opts[i].name) == len && strncmp(opts[i].name, name, len) == 0)
+            return &opts[i];
+    return NULL;
+}
+
+static int apply_key(dt_config *cfg, const char *key, const char *value, const char *origin)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s=%s", key, value);
+    if (dt_config_set(cfg, buf, origin) != DT_OK) {
+        fprintf(stderr, "dtrain: %s\n", dt_last_error());
+        return DT_EXIT_USAGE;
+    }
+    return DT_EXIT_OK;
+}
+
+int dt_cli_parse(const char *cmd, const dt_cli_option *opts, int nopts, int argc, char **argv,
+                 dt_config *cfg, dt_cli_values *vals, int allow_positional)
+{
+    memset(vals, 0, sizeof *vals);
+    /* Pass 1: find --help and the config file, so the file applies before overrides. */
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
+            return -1;
+        if (a[0] == '-' && a[1] == '-') {
+            const char *eq = strchr(a, '=');
+            const dt_cli_option *o = find_opt(opts, nopts, a, eq ? (size_t)(eq - a) : strlen(a));
+            if (o == NULL) {
+                fprintf(stderr, "dtrain %s: unknown option '%s' (see dtrain %s --help)\n", cmd,
+                        a, cmd);
+                return DT_EXIT_USAGE;
+            }
+            if (o->metavar != NULL && eq == NULL) {
+                if (i + 1 >= argc) {
+                    fprintf(stderr, "dtrain %s: option %s needs a value (%s)\n", cmd, o->name,
+                            o->metavar);
+                    return DT_EXIT_USAGE;
+                }
+                i++;
+            } else if (o->metavar == NULL && eq != NULL) {
+                fprintf(stderr, "dtrain %s: option %s takes no value\n", cmd, o->name);
+                return DT_EXIT_USAGE;
+            }
+            continue;
+        }
+        if (!allow_positional || vals->positional != NULL) {
+            fprintf(stderr, "dtrain %s: unexpected argument '%s'\n", cmd, a);
+            return DT_EXIT_USAGE;
+        }
+        vals->positional = a;
+    }
+    if (vals->positional != NULL && dt_config_load(vals->positional, cfg) != DT_OK) {
+        fprintf(stderr, "dtrain: %s\n", dt_last_error());
+        return DT_EXIT_FAIL;
+    }
+    /* Pass 2: apply options in order. */
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!(a[0] == '-' && a[1] == '-'))
+            continue;
+        const char *eq = strchr(a, '=');
+        const dt_cli_option *o = find_opt(opts, nopts, a, eq ? (size_t)(eq - a) : strlen(a));
+        const char *value = NULL;
+        if (o->metavar != NULL)
+            value = eq ? eq + 1 : argv[++i];
+        int rc = DT_EXIT_OK;
+        switch (o->kind) {
+        case DT_OPT_CONFIG_KEY:
+            rc = apply_key(cfg, o->key, value, o->name);
+            break;
+        case DT_OPT_CONFIG_ON:
+            rc = apply_key(cfg, o->key, "on", o->name);
+            break;
+        case DT_OPT_SET:
+            if (dt_config_set(cfg, value, "--set") != DT_OK) {
+                fprintf(stderr, "dtrain: %s\n", dt_last_error());
+                rc = DT_EXIT_USAGE;
+            }
+            break;
+        case DT_OPT_STRING:
+            if (vals->nstrings < 16) {
+                vals->string_keys[vals->nstrings] = o->key;
+                vals->strings[vals->nstrings++] = value;
+            }
+            break;
+        case DT_OPT_FLAG:
+            if (vals->nflags < 16)
+                vals->flags[vals->nflags++] = o->key;
+            break;
+        }
+        if (rc != DT_EXIT_OK)
+            return rc;
+    }
+    return DT_EXIT_OK;
+}
+
+static int key_index(const char *key)
+{
+    for (int i = 0; i < dt_config_key_count(); i++)
+        if (strcmp(dt_config_key_name(i), key) == 0)
+            return i;
+    return -1;
+}
+
+void dt_cli_print_help(FILE *out, const char *usage, const char *summary,
+                       const dt_cli_option *opts, int nopts, int keys)
+{
+    const dt_config def = dt_config_default();
+    fprintf(out, "usage: %s\n\n%s\n\noptions:\n", usage, summary);
+    for (int i = 0; i < nopts; i++) {
+        const dt_cli_option *o = &opts[i];
+        char left[64];
+        snprintf(left, sizeof left, "%s%s%s", o->name, o->metavar ? " " : "",
+                 o->metavar ? o->metavar : "");
+        fprintf(out, "  %-24s %s", left, o->help);
+        if (o->kind == DT_OPT_CONFIG_KEY || o->kind == DT_OPT_CONFIG_ON) {
+            int k = key_index(o->key);
+            if (k >= 0) {
+                char val[256];
+                dt_config_key_format(&def, k, val, sizeof val);
+                fprintf(out, " (%s; default %s)", o->key, val);
+            }
+        }
+        fputc('\n', out);
+    }
+    if (!keys)
+        return;
+    fprintf(out, "\nconfig keys (in a CONFIG file as [section] key = value, or --set "
+                 "section.key=value), with their defaults:\n");
+    for (int i = 0; i < dt_config_key_count(); i++) {
+        char val[1024];
+        dt_config_key_format(&def, i, val, sizeof val);
+        fprintf(out, "  %-24s %s\n  %-24s   default: %s\n", dt_config_key_name(i),
+                dt_config_key_help(i), "", val);
+    }
+}
+
+int dt_cli_launched(void)
+{
+    static const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE", "PMI_RANK",
+                                 "MPI_LOCALNRANKS", "SLURM_STEP_NUM_TASKS"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        if (getenv(vars[i]) != NULL)
+            return 1;
+    return 0;
+}
+
+int dt_cli_local_ranks(void)
+{
+    static const char *vars[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
+                                 "SLURM_NTASKS_PER_NODE", "PMI_SIZE"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v != NULL && atoi(v) > 0)
+            return atoi(v);
+    }
+    return 1;
+}
+
+int dt_cli_default_threads(void)
+{
+    const char *env = getenv("OPENBLAS_NUM_THREADS");
+    if (env != NULL && atoi(env) > 0)
+        return atoi(env);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int per = (int)(cores > 0 ? cores : 1) / dt_cli_local_ranks();
+    return per > 0 ? per : 1;
+}

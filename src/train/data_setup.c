@@ -1,0 +1,63 @@
+/* data_setup.c — turns the [data] section of a config into train and test data sets. */
+#include <string.h>
+
+#include "dtrain/train.h"
+
+dt_status dt_data_load(const dt_config *cfg, dt_dataset *storage, dt_dataset *test_storage,
+                       dt_dataset *train, dt_dataset *test)
+{
+    dt_status st = DT_OK;
+    memset(storage, 0, sizeof *storage);
+    memset(test_storage, 0, sizeof *test_storage);
+    const float scale = (float)(1.0 / (255.0 * cfg->data.std));
+    const float shift = (float)(-cfg->data.mean / cfg->data.std);
+    switch (cfg->data.kind) {
+    case DT_DATA_IDX:
+        DT_TRY(dt_idx_load_dir(cfg->data.dir, "train", cfg->data.num_classes, storage));
+        DT_TRY(dt_idx_load_dir(cfg->data.dir, "t10k", cfg->data.num_classes, test_storage));
+        storage->scale = test_storage->scale = scale;
+        storage->shift = test_storage->shift = shift;
+        *train = *storage;
+        *test = *test_storage;
+        return DT_OK;
+    case DT_DATA_CSV: {
+        dt_csv_options o = dt_csv_options_default();
+        o.header = cfg->data.csv_header;
+        o.target_cols = cfg->data.csv_targets;
+        o.n_target_cols = cfg->data.n_csv_targets;
+        o.labels = cfg->data.csv_labels;
+        o.num_classes = cfg->data.num_classes;
+        DT_TRY(dt_csv_load(cfg->data.train_file, &o, storage));
+        if (cfg->data.test_file[0] != '\0') {
+            DT_TRY(dt_csv_load(cfg->data.test_file, &o, test_storage));
+            *train = *storage;
+            *test = *test_storage;
+            return DT_OK;
+        }
+        break;
+    }
+    case DT_DATA_SYNTH_LINREG: {
+        dt_synth_linreg s = {.n = cfg->data.synth_samples,
+                             .p = cfg->data.synth_features,
+                             .q = cfg->data.synth_targets,
+                             .noise = cfg->data.synth_noise,
+                             .seed = cfg->data.synth_seed};
+        DT_TRY(dt_synth_linreg_make(&s, storage, NULL, NULL));
+        break;
+    }
+    default:
+        return dt_fail(DT_ERR_INVALID, "data.kind: unknown kind %d", (int)cfg->data.kind);
+    }
+    /* One file: hold out the last test_samples samples. */
+    if (cfg->data.test_samples < 0 || cfg->data.test_samples >= storage->n) {
+        st = dt_fail(DT_ERR_INVALID, "data.test_samples: %lld leaves no training samples out "
+                     "of %lld", (long long)cfg->data.test_samples, (long long)storage->n);
+        goto fail;
+    }
+    DT_TRY(dt_dataset_split(storage, cfg->data.test_samples, train, test));
+    return DT_OK;
+fail:
+    dt_dataset_free(storage);
+    dt_dataset_free(test_storage);
+    return st;
+}
