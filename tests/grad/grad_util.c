@@ -48,7 +48,59 @@ void gu_fill_nan(float *x, size_t n)
         x[i] = NAN;
 }
 
-double gu_tol(int64_t k) { return 2e-6 + 1e-7 * (double)k; }
+double gu_tol(int64_t k)
+{
+    return 2e-6 + 1e-7 * (double)k;
+}
+
+dt_layer_spec gu_linear(int64_t out, int bias)
+{
+    dt_layer_spec s = dt_layer_spec_default(DT_LAYER_LINEAR);
+    s.out_features = out;
+    s.bias = bias;
+    return s;
+}
+
+dt_layer_spec gu_conv(int64_t cout, int64_t k, int64_t stride, int64_t pad, int bias)
+{
+    dt_layer_spec s = dt_layer_spec_default(DT_LAYER_CONV2D);
+    s.out_channels = cout;
+    s.kernel = k;
+    s.stride = stride;
+    s.padding = pad;
+    s.bias = bias;
+    return s;
+}
+
+dt_layer_spec gu_pool(int64_t k, int64_t stride)
+{
+    dt_layer_spec s = dt_layer_spec_default(DT_LAYER_MAXPOOL2D);
+    s.kernel = k;
+    s.stride = stride;
+    return s;
+}
+
+dt_layer_spec gu_dropout(double p)
+{
+    dt_layer_spec s = dt_layer_spec_default(DT_LAYER_DROPOUT);
+    s.p = p;
+    return s;
+}
+
+dt_layer_spec gu_kind(dt_layer_kind kind)
+{
+    return dt_layer_spec_default(kind);
+}
+
+dt_shape gu_shape1(int64_t f)
+{
+    return (dt_shape){.ndim = 1, .d = {f}};
+}
+
+dt_shape gu_shape3(int64_t c, int64_t h, int64_t w)
+{
+    return (dt_shape){.ndim = 3, .d = {c, h, w}};
+}
 
 int gu_chain_init(gu_chain *c, const dt_layer_spec *specs, int n, const dt_shape *in)
 {

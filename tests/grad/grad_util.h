@@ -32,6 +32,15 @@ void gu_fill_nan(float *x, size_t n);
  * that every layer adds. At the shapes tested (k <= 100) this stays near 1e-5. */
 double gu_tol(int64_t k);
 
+/* Layer specs and shapes, spelled short for case tables. */
+dt_layer_spec gu_linear(int64_t out, int bias);
+dt_layer_spec gu_conv(int64_t cout, int64_t k, int64_t stride, int64_t pad, int bias);
+dt_layer_spec gu_pool(int64_t k, int64_t stride);
+dt_layer_spec gu_dropout(double p);
+dt_layer_spec gu_kind(dt_layer_kind kind); /* relu, flatten, log_softmax */
+dt_shape gu_shape1(int64_t f);
+dt_shape gu_shape3(int64_t c, int64_t h, int64_t w);
+
 /* A chain of reference layers with weights laid out as in a dt_model's flat buffer. */
 #define GU_MAX_LAYERS 8
 typedef struct gu_chain {

@@ -66,8 +66,8 @@ static int64_t conv_src(const ref_conv_geom *g, int64_t o, int64_t u)
     return o * g->stride + u - g->pad;
 }
 
-void ref_conv2d_forward(const ref_conv_geom *g, const double *x, const double *w,
-                        const double *b, int64_t batch, double *y)
+void ref_conv2d_forward(const ref_conv_geom *g, const double *x, const double *w, const double *b,
+                        int64_t batch, double *y)
 {
     const int64_t K = g->k;
     for (int64_t n = 0; n < batch; n++)
@@ -88,8 +88,8 @@ void ref_conv2d_forward(const ref_conv_geom *g, const double *x, const double *w
                 }
 }
 
-void ref_conv2d_backward(const ref_conv_geom *g, const double *x, const double *w,
-                         const double *dy, int64_t batch, double *dx, double *dw, double *db)
+void ref_conv2d_backward(const ref_conv_geom *g, const double *x, const double *w, const double *dy,
+                         int64_t batch, double *dx, double *dw, double *db)
 {
     const int64_t K = g->k;
     if (dx != NULL)
@@ -200,7 +200,10 @@ void ref_relu_backward(const double *x, const double *dy, size_t n, double *dx)
         dx[i] = x[i] > 0.0 ? dy[i] : 0.0;
 }
 
-static double dropout_scale(double p) { return p < 1.0 ? 1.0 / (1.0 - p) : 0.0; }
+static double dropout_scale(double p)
+{
+    return p < 1.0 ? 1.0 / (1.0 - p) : 0.0;
+}
 
 void ref_dropout_forward(const double *x, const uint8_t *keep, double p, size_t n, double *y)
 {
@@ -209,8 +212,7 @@ void ref_dropout_forward(const double *x, const uint8_t *keep, double p, size_t 
         y[i] = keep[i] ? x[i] * s : 0.0;
 }
 
-void ref_dropout_backward(const uint8_t *keep, const double *dy, double p, size_t n,
-                          double *dx)
+void ref_dropout_backward(const uint8_t *keep, const double *dy, double p, size_t n, double *dx)
 {
     const double s = dropout_scale(p);
     for (size_t i = 0; i < n; i++)
@@ -255,8 +257,8 @@ void ref_log_softmax_backward(const double *x, const double *dy, int64_t batch, 
 
 /* ---- losses ------------------------------------------------------------------------------ */
 
-void ref_loss_cross_entropy(const double *out, const int32_t *labels, int64_t batch,
-                            int64_t width, double divisor, double *loss_sum, double *dout)
+void ref_loss_cross_entropy(const double *out, const int32_t *labels, int64_t batch, int64_t width,
+                            double divisor, double *loss_sum, double *dout)
 {
     double total = 0.0;
     for (int64_t n = 0; n < batch; n++) {
@@ -333,9 +335,13 @@ int ref_layer_init(ref_layer *l, const dt_layer_spec *spec, const dt_shape *in)
     case DT_LAYER_CONV2D:
         if (in->ndim != 3)
             return 0;
-        l->conv = (ref_conv_geom){.cin = in->d[0], .h = in->d[1], .w = in->d[2],
-                                  .cout = spec->out_channels, .k = spec->kernel,
-                                  .stride = spec->stride, .pad = spec->padding};
+        l->conv = (ref_conv_geom){.cin = in->d[0],
+                                  .h = in->d[1],
+                                  .w = in->d[2],
+                                  .cout = spec->out_channels,
+                                  .k = spec->kernel,
+                                  .stride = spec->stride,
+                                  .pad = spec->padding};
         if (!ref_conv_geom_init(&l->conv))
             return 0;
         l->out.d[0] = l->conv.cout;
@@ -347,8 +353,8 @@ int ref_layer_init(ref_layer *l, const dt_layer_spec *spec, const dt_shape *in)
     case DT_LAYER_MAXPOOL2D:
         if (in->ndim != 3)
             return 0;
-        l->pool = (ref_pool_geom){.c = in->d[0], .h = in->d[1], .w = in->d[2],
-                                  .k = spec->kernel, .stride = spec->stride};
+        l->pool = (ref_pool_geom){
+            .c = in->d[0], .h = in->d[1], .w = in->d[2], .k = spec->kernel, .stride = spec->stride};
         if (!ref_pool_geom_init(&l->pool))
             return 0;
         l->out.d[1] = l->pool.oh;
@@ -410,9 +416,8 @@ void ref_layer_forward(const ref_layer *l, const double *x, const double *w, con
     }
 }
 
-void ref_layer_backward(const ref_layer *l, const double *x, const double *w,
-                        const uint8_t *keep, const double *dy, int64_t batch, double *dx,
-                        double *dw, double *db)
+void ref_layer_backward(const ref_layer *l, const double *x, const double *w, const uint8_t *keep,
+                        const double *dy, int64_t batch, double *dx, double *dw, double *db)
 {
     const size_t n = (size_t)(batch * l->in_numel);
     switch (l->spec.kind) {

@@ -26,20 +26,20 @@ void ref_linear_backward(const double *x, const double *w, const double *dy, int
                          int64_t in, int64_t out, double *dx, double *dw, double *db);
 
 typedef struct ref_conv_geom {
-    int64_t cin, h, w;     /* input per sample */
-    int64_t cout, k;       /* square kernel */
-    int64_t stride, pad;   /* zero padding on each side */
-    int64_t oh, ow;        /* floor((h + 2 pad - k) / stride) + 1 */
+    int64_t cin, h, w;   /* input per sample */
+    int64_t cout, k;     /* square kernel */
+    int64_t stride, pad; /* zero padding on each side */
+    int64_t oh, ow;      /* floor((h + 2 pad - k) / stride) + 1 */
 } ref_conv_geom;
 
 /* Fills oh/ow; returns 0 when the kernel does not fit the padded input. */
 int ref_conv_geom_init(ref_conv_geom *g);
 /* y (B, Co, OH, OW)[n,o,i,j] = b[o] + sum_{c,u,v} w[o,c,u,v] x[n,c,i*s+u-p,j*s+v-p]
  * (outside the input counts as zero; PyTorch's cross-correlation). b may be NULL. */
-void ref_conv2d_forward(const ref_conv_geom *g, const double *x, const double *w,
-                        const double *b, int64_t batch, double *y);
-void ref_conv2d_backward(const ref_conv_geom *g, const double *x, const double *w,
-                         const double *dy, int64_t batch, double *dx, double *dw, double *db);
+void ref_conv2d_forward(const ref_conv_geom *g, const double *x, const double *w, const double *b,
+                        int64_t batch, double *y);
+void ref_conv2d_backward(const ref_conv_geom *g, const double *x, const double *w, const double *dy,
+                         int64_t batch, double *dx, double *dw, double *db);
 
 typedef struct ref_pool_geom {
     int64_t c, h, w;
@@ -64,8 +64,7 @@ void ref_relu_backward(const double *x, const double *dy, size_t n, double *dx);
 
 /* Dropout with a given keep mask (1 keeps): y = keep ? x / (1 - p) : 0; p = 1 gives 0. */
 void ref_dropout_forward(const double *x, const uint8_t *keep, double p, size_t n, double *y);
-void ref_dropout_backward(const uint8_t *keep, const double *dy, double p, size_t n,
-                          double *dx);
+void ref_dropout_backward(const uint8_t *keep, const double *dy, double p, size_t n, double *dx);
 
 /* Row-wise over (B, F): y = x - max - log sum exp(x - max); dx = dy - exp(y) sum(dy). */
 void ref_log_softmax_forward(const double *x, int64_t batch, int64_t f, double *y);
@@ -75,8 +74,8 @@ void ref_log_softmax_backward(const double *x, const double *dy, int64_t batch, 
 /* ---- losses: *loss_sum = sum of per-sample losses; dout = d(loss_sum / divisor)/d out -- */
 
 /* Cross-entropy on logits: per sample logsumexp(x) - x[label]. */
-void ref_loss_cross_entropy(const double *out, const int32_t *labels, int64_t batch,
-                            int64_t width, double divisor, double *loss_sum, double *dout);
+void ref_loss_cross_entropy(const double *out, const int32_t *labels, int64_t batch, int64_t width,
+                            double divisor, double *loss_sum, double *dout);
 /* NLL on log-probabilities: per sample -x[label]. */
 void ref_loss_nll(const double *out, const int32_t *labels, int64_t batch, int64_t width,
                   double divisor, double *loss_sum, double *dout);
@@ -104,8 +103,7 @@ int ref_layer_init(ref_layer *l, const dt_layer_spec *spec, const dt_shape *in);
  * identity), ignored by other kinds. */
 void ref_layer_forward(const ref_layer *l, const double *x, const double *w, const double *b,
                        const uint8_t *keep, int64_t batch, double *y);
-void ref_layer_backward(const ref_layer *l, const double *x, const double *w,
-                        const uint8_t *keep, const double *dy, int64_t batch, double *dx,
-                        double *dw, double *db);
+void ref_layer_backward(const ref_layer *l, const double *x, const double *w, const uint8_t *keep,
+                        const double *dy, int64_t batch, double *dx, double *dw, double *db);
 
 #endif

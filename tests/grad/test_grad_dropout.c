@@ -30,11 +30,14 @@ static dt_model *make(double p, int with_relu_first)
 }
 
 /* The input row of the sample at `pos`: depends on the position only, never zero. */
-static void sample_row(int64_t pos, float *row) { gu_fill(row, N, 500 + (uint64_t)pos, GU_POSITIVE); }
+static void sample_row(int64_t pos, float *row)
+{
+    gu_fill(row, N, 500 + (uint64_t)pos, GU_POSITIVE);
+}
 
 /* Forward of the samples at positions[0..batch) in that row order; copies the output. */
-static void run(dt_model *m, const int64_t *positions, int64_t batch, uint64_t seed,
-                uint64_t epoch, float *out)
+static void run(dt_model *m, const int64_t *positions, int64_t batch, uint64_t seed, uint64_t epoch,
+                float *out)
 {
     float *x = dt_model_input(m);
     for (int64_t r = 0; r < batch; r++)
@@ -75,11 +78,14 @@ static void test_mask_independent_of_batch(void **state)
     run(m, p1, 1, 7, 3, y1);
     run(m, p4a, 4, 7, 3, y4a);
     run(m, p4b, 4, 7, 3, y4b);
-    assert_true(dt_check_equal_bits("position 5: batch 8 row 3 vs batch 1 row 0", y1, y8 + 3 * N, N));
-    assert_true(dt_check_equal_bits("position 5: batch 8 row 3 vs batch 4 row 0", y4a, y8 + 3 * N, N));
+    assert_true(
+        dt_check_equal_bits("position 5: batch 8 row 3 vs batch 1 row 0", y1, y8 + 3 * N, N));
+    assert_true(
+        dt_check_equal_bits("position 5: batch 8 row 3 vs batch 4 row 0", y4a, y8 + 3 * N, N));
     assert_true(dt_check_equal_bits("position 5: batch 8 row 3 vs batch 4 row 3", y4b + 3 * N,
                                     y8 + 3 * N, N));
-    assert_true(dt_check_equal_bits("position 40: batch 8 row 0 vs batch 4 row 2", y4a + 2 * N, y8, N));
+    assert_true(
+        dt_check_equal_bits("position 40: batch 8 row 0 vs batch 4 row 2", y4a + 2 * N, y8, N));
     assert_true(dt_check_equal_bits("position 9: batch 4 row 1 vs row 0", y4a + N, y4b, N));
     /* The mask is a real one: some elements dropped, some kept, in every row. */
     for (int r = 0; r < MAX_BATCH; r++) {
@@ -164,8 +170,8 @@ static void test_rate(void **state)
         const double rate = (double)zeros / (double)total;
         const double sd = sqrt(ps[k] * (1.0 - ps[k]) / (double)total);
         if (fabs(rate - ps[k]) > 5.0 * sd)
-            fail_msg("dropout p=%g: dropped %.5f of %zu elements (5 sd = %.5f)", ps[k], rate,
-                     total, 5.0 * sd);
+            fail_msg("dropout p=%g: dropped %.5f of %zu elements (5 sd = %.5f)", ps[k], rate, total,
+                     5.0 * sd);
         dt_model_free(m);
     }
 }
@@ -186,8 +192,8 @@ static void test_extremes(void **state)
     assert_true(dt_check_equal_bits("p = 0 forward", y, x, MAX_BATCH * N));
     memcpy(dt_model_activation_grad(m, 1), dy, sizeof dy);
     DT_ASSERT_OK(dt_model_backward(m, MAX_BATCH, NULL));
-    assert_true(dt_check_equal_bits("p = 0 backward", dt_model_activation_grad(m, 0), dy,
-                                    MAX_BATCH * N));
+    assert_true(
+        dt_check_equal_bits("p = 0 backward", dt_model_activation_grad(m, 0), dy, MAX_BATCH * N));
     dt_model_free(m);
 
     m = make(1.0, 0);

@@ -15,48 +15,6 @@
 #include "dtrain/model.h"
 #include "grad_util.h"
 
-/* ---- specs ------------------------------------------------------------------------------- */
-
-static dt_layer_spec spec_linear(int64_t out, int bias)
-{
-    dt_layer_spec s = dt_layer_spec_default(DT_LAYER_LINEAR);
-    s.out_features = out;
-    s.bias = bias;
-    return s;
-}
-
-static dt_layer_spec spec_conv(int64_t cout, int64_t k, int64_t stride, int64_t pad, int bias)
-{
-    dt_layer_spec s = dt_layer_spec_default(DT_LAYER_CONV2D);
-    s.out_channels = cout;
-    s.kernel = k;
-    s.stride = stride;
-    s.padding = pad;
-    s.bias = bias;
-    return s;
-}
-
-static dt_layer_spec spec_pool(int64_t k, int64_t stride)
-{
-    dt_layer_spec s = dt_layer_spec_default(DT_LAYER_MAXPOOL2D);
-    s.kernel = k;
-    s.stride = stride;
-    return s;
-}
-
-static dt_layer_spec spec_dropout(double p)
-{
-    dt_layer_spec s = dt_layer_spec_default(DT_LAYER_DROPOUT);
-    s.p = p;
-    return s;
-}
-
-static dt_shape shape1(int64_t f) { return (dt_shape){.ndim = 1, .d = {f}}; }
-static dt_shape shape3(int64_t c, int64_t h, int64_t w)
-{
-    return (dt_shape){.ndim = 3, .d = {c, h, w}};
-}
-
 static double *dalloc(size_t n)
 {
     double *p = calloc(n ? n : 1, sizeof(double));
@@ -159,44 +117,40 @@ static void fd_check(const char *name, dt_layer_spec spec, dt_shape in, int64_t 
 static void test_fd_linear(void **state)
 {
     (void)state;
-    fd_check("linear 7->5", spec_linear(5, 1), shape1(7), 3, GU_UNIFORM, 11);
-    fd_check("linear 4->3 no bias", spec_linear(3, 0), shape1(4), 2, GU_UNIFORM, 12);
-    fd_check("linear 1->1 batch 1", spec_linear(1, 1), shape1(1), 1, GU_UNIFORM, 13);
+    fd_check("linear 7->5", gu_linear(5, 1), gu_shape1(7), 3, GU_UNIFORM, 11);
+    fd_check("linear 4->3 no bias", gu_linear(3, 0), gu_shape1(4), 2, GU_UNIFORM, 12);
+    fd_check("linear 1->1 batch 1", gu_linear(1, 1), gu_shape1(1), 1, GU_UNIFORM, 13);
 }
 
 static void test_fd_conv2d(void **state)
 {
     (void)state;
-    fd_check("conv 2->3 k3", spec_conv(3, 3, 1, 0, 1), shape3(2, 5, 4), 2, GU_UNIFORM, 21);
-    fd_check("conv 3->2 k3 s2 p1", spec_conv(2, 3, 2, 1, 1), shape3(3, 7, 6), 2, GU_UNIFORM, 22);
-    fd_check("conv 1->2 k2 s3 p2 no bias", spec_conv(2, 2, 3, 2, 0), shape3(1, 5, 6), 1,
+    fd_check("conv 2->3 k3", gu_conv(3, 3, 1, 0, 1), gu_shape3(2, 5, 4), 2, GU_UNIFORM, 21);
+    fd_check("conv 3->2 k3 s2 p1", gu_conv(2, 3, 2, 1, 1), gu_shape3(3, 7, 6), 2, GU_UNIFORM, 22);
+    fd_check("conv 1->2 k2 s3 p2 no bias", gu_conv(2, 2, 3, 2, 0), gu_shape3(1, 5, 6), 1,
              GU_UNIFORM, 23);
-    fd_check("conv 2->2 k1", spec_conv(2, 1, 1, 0, 1), shape3(2, 3, 3), 2, GU_UNIFORM, 24);
+    fd_check("conv 2->2 k1", gu_conv(2, 1, 1, 0, 1), gu_shape3(2, 3, 3), 2, GU_UNIFORM, 24);
 }
 
 static void test_fd_maxpool2d(void **state)
 {
     (void)state;
-    fd_check("maxpool k2", spec_pool(2, 0), shape3(2, 6, 6), 2, GU_DISTINCT, 31);
-    fd_check("maxpool k3 s2", spec_pool(3, 2), shape3(2, 7, 5), 2, GU_DISTINCT, 32);
-    fd_check("maxpool k2 s1 (overlapping)", spec_pool(2, 1), shape3(1, 5, 5), 2, GU_DISTINCT, 33);
-    fd_check("maxpool k2 odd 5x7", spec_pool(2, 0), shape3(2, 5, 7), 1, GU_DISTINCT, 34);
+    fd_check("maxpool k2", gu_pool(2, 0), gu_shape3(2, 6, 6), 2, GU_DISTINCT, 31);
+    fd_check("maxpool k3 s2", gu_pool(3, 2), gu_shape3(2, 7, 5), 2, GU_DISTINCT, 32);
+    fd_check("maxpool k2 s1 (overlapping)", gu_pool(2, 1), gu_shape3(1, 5, 5), 2, GU_DISTINCT, 33);
+    fd_check("maxpool k2 odd 5x7", gu_pool(2, 0), gu_shape3(2, 5, 7), 1, GU_DISTINCT, 34);
 }
 
 static void test_fd_elementwise(void **state)
 {
     (void)state;
-    fd_check("relu (10)", dt_layer_spec_default(DT_LAYER_RELU), shape1(10), 3, GU_AWAY_ZERO, 41);
-    fd_check("relu (2,3,3)", dt_layer_spec_default(DT_LAYER_RELU), shape3(2, 3, 3), 2,
-             GU_AWAY_ZERO, 42);
-    fd_check("dropout p=0.4 (given mask)", spec_dropout(0.4), shape1(20), 3, GU_UNIFORM, 43);
-    fd_check("dropout p=1 (given mask)", spec_dropout(1.0), shape1(6), 2, GU_UNIFORM, 44);
-    fd_check("flatten (2,3,4)", dt_layer_spec_default(DT_LAYER_FLATTEN), shape3(2, 3, 4), 2,
-             GU_UNIFORM, 45);
-    fd_check("log_softmax (7)", dt_layer_spec_default(DT_LAYER_LOG_SOFTMAX), shape1(7), 4,
-             GU_UNIFORM, 46);
-    fd_check("log_softmax (1)", dt_layer_spec_default(DT_LAYER_LOG_SOFTMAX), shape1(1), 2,
-             GU_UNIFORM, 47);
+    fd_check("relu (10)", gu_kind(DT_LAYER_RELU), gu_shape1(10), 3, GU_AWAY_ZERO, 41);
+    fd_check("relu (2,3,3)", gu_kind(DT_LAYER_RELU), gu_shape3(2, 3, 3), 2, GU_AWAY_ZERO, 42);
+    fd_check("dropout p=0.4 (given mask)", gu_dropout(0.4), gu_shape1(20), 3, GU_UNIFORM, 43);
+    fd_check("dropout p=1 (given mask)", gu_dropout(1.0), gu_shape1(6), 2, GU_UNIFORM, 44);
+    fd_check("flatten (2,3,4)", gu_kind(DT_LAYER_FLATTEN), gu_shape3(2, 3, 4), 2, GU_UNIFORM, 45);
+    fd_check("log_softmax (7)", gu_kind(DT_LAYER_LOG_SOFTMAX), gu_shape1(7), 4, GU_UNIFORM, 46);
+    fd_check("log_softmax (1)", gu_kind(DT_LAYER_LOG_SOFTMAX), gu_shape1(1), 2, GU_UNIFORM, 47);
 }
 
 /* ---- 2. the float kernels against the reference ------------------------------------------ */
@@ -314,8 +268,8 @@ static void run_model_case(const model_case *mc, int64_t batch, uint64_t seed)
     DT_ASSERT_CLOSE_F(label, dt_model_activation_grad(m, 0), ref_dx, nx, tol, tol);
     for (int t = 0; t < dt_model_tensor_count(m); t++) {
         const dt_param_info *pi = dt_model_tensor(m, t);
-        snprintf(label, sizeof label, "%s batch %lld: gradient of %s", mc->name,
-                 (long long)batch, pi->name);
+        snprintf(label, sizeof label, "%s batch %lld: gradient of %s", mc->name, (long long)batch,
+                 pi->name);
         DT_ASSERT_CLOSE_F(label, dt_model_grads(m) + pi->offset, ref_dp + pi->offset, pi->count,
                           tol, tol);
     }
@@ -377,12 +331,14 @@ static void run_model_cases(const model_case *cases, size_t ncases)
 static void test_kernel_linear(void **state)
 {
     (void)state;
+    /* clang-format off */
     const model_case cases[] = {
-        {"linear 7->5", {spec_linear(5, 1)}, 1, shape1(7), 4, GU_UNIFORM, 7},
-        {"linear 13->4 no bias", {spec_linear(4, 0)}, 1, shape1(13), 3, GU_UNIFORM, 13},
-        {"linear 1->1", {spec_linear(1, 1)}, 1, shape1(1), 2, GU_UNIFORM, 2},
-        {"linear 100->33", {spec_linear(33, 1)}, 1, shape1(100), 5, GU_UNIFORM, 100},
+        {"linear 7->5", {gu_linear(5, 1)}, 1, gu_shape1(7), 4, GU_UNIFORM, 7},
+        {"linear 13->4 no bias", {gu_linear(4, 0)}, 1, gu_shape1(13), 3, GU_UNIFORM, 13},
+        {"linear 1->1", {gu_linear(1, 1)}, 1, gu_shape1(1), 2, GU_UNIFORM, 2},
+        {"linear 100->33", {gu_linear(33, 1)}, 1, gu_shape1(100), 5, GU_UNIFORM, 100},
     };
+    /* clang-format on */
     run_model_cases(cases, sizeof cases / sizeof cases[0]);
 }
 
@@ -391,64 +347,68 @@ static void test_kernel_conv2d(void **state)
     (void)state;
     /* k: the longest of C_in k k (forward), C_out k k (input gradient) and batch OH OW
      * (weight gradient). */
+    /* clang-format off */
     const model_case cases[] = {
-        {"conv 2->3 k3", {spec_conv(3, 3, 1, 0, 1)}, 1, shape3(2, 6, 5), 3, GU_UNIFORM, 27},
-        {"conv 3->4 k3 s2 p1", {spec_conv(4, 3, 2, 1, 1)}, 1, shape3(3, 7, 7), 3, GU_UNIFORM, 48},
-        {"conv 1->2 k2 s3 p2 no bias", {spec_conv(2, 2, 3, 2, 0)}, 1, shape3(1, 5, 6), 4,
-         GU_UNIFORM, 36},
-        {"conv 4->2 k1", {spec_conv(2, 1, 1, 0, 1)}, 1, shape3(4, 3, 3), 2, GU_UNIFORM, 18},
-        {"conv 3->5 k5 p2", {spec_conv(5, 5, 1, 2, 1)}, 1, shape3(3, 9, 7), 3, GU_UNIFORM, 189},
-        {"conv 2->3 k3 s2 even", {spec_conv(3, 3, 2, 0, 1)}, 1, shape3(2, 8, 8), 3, GU_UNIFORM,
-         27},
+        {"conv 2->3 k3", {gu_conv(3, 3, 1, 0, 1)}, 1, gu_shape3(2, 6, 5), 3, GU_UNIFORM, 27},
+        {"conv 3->4 k3 s2 p1", {gu_conv(4, 3, 2, 1, 1)}, 1, gu_shape3(3, 7, 7), 3, GU_UNIFORM, 48},
+        {"conv 1->2 k2 s3 p2 no bias", {gu_conv(2, 2, 3, 2, 0)}, 1,
+         gu_shape3(1, 5, 6), 4, GU_UNIFORM, 36},
+        {"conv 4->2 k1", {gu_conv(2, 1, 1, 0, 1)}, 1, gu_shape3(4, 3, 3), 2, GU_UNIFORM, 18},
+        {"conv 3->5 k5 p2", {gu_conv(5, 5, 1, 2, 1)}, 1, gu_shape3(3, 9, 7), 3, GU_UNIFORM, 189},
+        {"conv 2->3 k3 s2 even", {gu_conv(3, 3, 2, 0, 1)}, 1,
+         gu_shape3(2, 8, 8), 3, GU_UNIFORM, 27},
     };
+    /* clang-format on */
     run_model_cases(cases, sizeof cases / sizeof cases[0]);
 }
 
 static void test_kernel_maxpool2d(void **state)
 {
     (void)state;
+    /* clang-format off */
     const model_case cases[] = {
-        {"maxpool k2", {spec_pool(2, 0)}, 1, shape3(2, 6, 6), 3, GU_DISTINCT, 1},
-        {"maxpool k3 s2", {spec_pool(3, 2)}, 1, shape3(3, 7, 5), 3, GU_DISTINCT, 1},
-        {"maxpool k2 s1", {spec_pool(2, 1)}, 1, shape3(1, 5, 5), 2, GU_DISTINCT, 4},
-        {"maxpool k2 odd 5x7", {spec_pool(2, 0)}, 1, shape3(2, 5, 7), 4, GU_DISTINCT, 1},
-        {"maxpool k3 s1", {spec_pool(3, 1)}, 1, shape3(2, 4, 6), 3, GU_DISTINCT, 9},
+        {"maxpool k2", {gu_pool(2, 0)}, 1, gu_shape3(2, 6, 6), 3, GU_DISTINCT, 1},
+        {"maxpool k3 s2", {gu_pool(3, 2)}, 1, gu_shape3(3, 7, 5), 3, GU_DISTINCT, 1},
+        {"maxpool k2 s1", {gu_pool(2, 1)}, 1, gu_shape3(1, 5, 5), 2, GU_DISTINCT, 4},
+        {"maxpool k2 odd 5x7", {gu_pool(2, 0)}, 1, gu_shape3(2, 5, 7), 4, GU_DISTINCT, 1},
+        {"maxpool k3 s1", {gu_pool(3, 1)}, 1, gu_shape3(2, 4, 6), 3, GU_DISTINCT, 9},
     };
+    /* clang-format on */
     run_model_cases(cases, sizeof cases / sizeof cases[0]);
 }
 
 static void test_kernel_elementwise(void **state)
 {
     (void)state;
+    /* clang-format off */
     const model_case cases[] = {
-        {"relu (10)", {dt_layer_spec_default(DT_LAYER_RELU)}, 1, shape1(10), 3, GU_AWAY_ZERO, 1},
-        {"relu (2,3,3)", {dt_layer_spec_default(DT_LAYER_RELU)}, 1, shape3(2, 3, 3), 4,
-         GU_AWAY_ZERO, 1},
-        {"flatten (2,3,4)", {dt_layer_spec_default(DT_LAYER_FLATTEN)}, 1, shape3(2, 3, 4), 3,
-         GU_UNIFORM, 1},
-        {"log_softmax (7)", {dt_layer_spec_default(DT_LAYER_LOG_SOFTMAX)}, 1, shape1(7), 4,
-         GU_UNIFORM, 7},
-        {"log_softmax (1)", {dt_layer_spec_default(DT_LAYER_LOG_SOFTMAX)}, 1, shape1(1), 2,
-         GU_UNIFORM, 1},
-        {"dropout eval", {spec_dropout(0.5)}, 1, shape1(9), 3, GU_UNIFORM, 1},
+        {"relu (10)", {gu_kind(DT_LAYER_RELU)}, 1, gu_shape1(10), 3, GU_AWAY_ZERO, 1},
+        {"relu (2,3,3)", {gu_kind(DT_LAYER_RELU)}, 1, gu_shape3(2, 3, 3), 4, GU_AWAY_ZERO, 1},
+        {"flatten (2,3,4)", {gu_kind(DT_LAYER_FLATTEN)}, 1, gu_shape3(2, 3, 4), 3, GU_UNIFORM, 1},
+        {"log_softmax (7)", {gu_kind(DT_LAYER_LOG_SOFTMAX)}, 1, gu_shape1(7), 4, GU_UNIFORM, 7},
+        {"log_softmax (1)", {gu_kind(DT_LAYER_LOG_SOFTMAX)}, 1, gu_shape1(1), 2, GU_UNIFORM, 1},
+        {"dropout eval", {gu_dropout(0.5)}, 1, gu_shape1(9), 3, GU_UNIFORM, 1},
     };
+    /* clang-format on */
     run_model_cases(cases, sizeof cases / sizeof cases[0]);
 }
 
 static void test_kernel_pairs(void **state)
 {
     (void)state;
+    /* clang-format off */
     const model_case cases[] = {
-        {"conv -> relu", {spec_conv(3, 3, 1, 1, 1), dt_layer_spec_default(DT_LAYER_RELU)}, 2,
-         shape3(2, 5, 5), 3, GU_UNIFORM, 27},
-        {"flatten -> linear", {dt_layer_spec_default(DT_LAYER_FLATTEN), spec_linear(4, 1)}, 2,
-         shape3(2, 3, 3), 3, GU_UNIFORM, 18},
-        {"linear -> log_softmax", {spec_linear(6, 1), dt_layer_spec_default(DT_LAYER_LOG_SOFTMAX)},
-         2, shape1(5), 4, GU_UNIFORM, 6},
+        {"conv -> relu", {gu_conv(3, 3, 1, 1, 1), gu_kind(DT_LAYER_RELU)}, 2,
+         gu_shape3(2, 5, 5), 3, GU_UNIFORM, 27},
+        {"flatten -> linear", {gu_kind(DT_LAYER_FLATTEN), gu_linear(4, 1)}, 2,
+         gu_shape3(2, 3, 3), 3, GU_UNIFORM, 18},
+        {"linear -> log_softmax", {gu_linear(6, 1), gu_kind(DT_LAYER_LOG_SOFTMAX)}, 2,
+         gu_shape1(5), 4, GU_UNIFORM, 6},
         {"conv -> maxpool -> flatten",
-         {spec_conv(2, 3, 1, 0, 1), spec_pool(2, 0), dt_layer_spec_default(DT_LAYER_FLATTEN)}, 3,
-         shape3(1, 7, 7), 3, GU_UNIFORM, 9},
+         {gu_conv(2, 3, 1, 0, 1), gu_pool(2, 0), gu_kind(DT_LAYER_FLATTEN)}, 3,
+         gu_shape3(1, 7, 7), 3, GU_UNIFORM, 9},
     };
+    /* clang-format on */
     run_model_cases(cases, sizeof cases / sizeof cases[0]);
 }
 
@@ -460,12 +420,12 @@ static void test_invalid_specs(void **state)
         dt_layer_spec spec;
         dt_shape in;
     } bad[] = {
-        {spec_linear(0, 1), {1, {4}}},
-        {spec_conv(2, 5, 1, 0, 1), {3, {1, 4, 4}}},  /* kernel larger than the input */
-        {spec_conv(2, 3, 1, 0, 1), {1, {9}}},        /* conv on a feature vector */
-        {spec_pool(3, 0), {3, {1, 2, 2}}},           /* window larger than the input */
-        {spec_dropout(1.5), {1, {4}}},
-        {dt_layer_spec_default(DT_LAYER_LOG_SOFTMAX), {3, {1, 2, 2}}},
+        {gu_linear(0, 1), {1, {4}}},
+        {gu_conv(2, 5, 1, 0, 1), {3, {1, 4, 4}}}, /* kernel larger than the input */
+        {gu_conv(2, 3, 1, 0, 1), {1, {9}}},       /* conv on a feature vector */
+        {gu_pool(3, 0), {3, {1, 2, 2}}},          /* window larger than the input */
+        {gu_dropout(1.5), {1, {4}}},
+        {gu_kind(DT_LAYER_LOG_SOFTMAX), {3, {1, 2, 2}}},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ref_layer l;
@@ -485,16 +445,11 @@ static void test_invalid_specs(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fd_linear),
-        cmocka_unit_test(test_fd_conv2d),
-        cmocka_unit_test(test_fd_maxpool2d),
-        cmocka_unit_test(test_fd_elementwise),
-        cmocka_unit_test(test_kernel_linear),
-        cmocka_unit_test(test_kernel_conv2d),
-        cmocka_unit_test(test_kernel_maxpool2d),
-        cmocka_unit_test(test_kernel_elementwise),
-        cmocka_unit_test(test_kernel_pairs),
-        cmocka_unit_test(test_invalid_specs),
+        cmocka_unit_test(test_fd_linear),        cmocka_unit_test(test_fd_conv2d),
+        cmocka_unit_test(test_fd_maxpool2d),     cmocka_unit_test(test_fd_elementwise),
+        cmocka_unit_test(test_kernel_linear),    cmocka_unit_test(test_kernel_conv2d),
+        cmocka_unit_test(test_kernel_maxpool2d), cmocka_unit_test(test_kernel_elementwise),
+        cmocka_unit_test(test_kernel_pairs),     cmocka_unit_test(test_invalid_specs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -184,8 +184,8 @@ static void test_empty_batch(void **state)
         int32_t labels[1] = {0};
         double sum = -1.0;
         int64_t correct = -1;
-        DT_ASSERT_OK(dt_loss_compute((dt_loss_kind)k, out, 0, 4, labels, t, 64.0, &sum, dout,
-                                     &correct));
+        DT_ASSERT_OK(
+            dt_loss_compute((dt_loss_kind)k, out, 0, 4, labels, t, 64.0, &sum, dout, &correct));
         assert_true(sum == 0.0);
         assert_int_equal(correct, 0);
         for (int i = 0; i < 4; i++)

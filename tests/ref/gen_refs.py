@@ -400,18 +400,34 @@ def gen_schedule(path):
 
 # ---- optimizers ------------------------------------------------------------------------------
 
+def optim_desc(kind, c):
+    """The optimizer's full settings; test_ref_optim.c formats its config the same way."""
+    if kind == "sgd":
+        return "kind=sgd momentum=%g dampening=%g nesterov=%d weight_decay=%g" % (
+            c["momentum"], c["dampening"], c["nesterov"], c["weight_decay"])
+    return "kind=%s beta1=%g beta2=%g eps=%g weight_decay=%g" % (
+        kind, c["beta1"], c["beta2"], c["eps"], c["weight_decay"])
+
+
 def optim_case(w, name, kind, sched, steps=6, n=12, **kw):
-    p = torch.nn.Parameter(uniform((n,)))
+    c = dict(momentum=0.0, dampening=0.0, nesterov=0, weight_decay=0.0, beta1=0.9,
+             beta2=0.999, eps=1e-8)
+    assert set(kw) <= set(c), kw
+    c.update(kw)
+    # Half the parameters O(1), so that weight decay shows; half within 1e-3 of zero, so
+    # that float32's spacing there (1e-10) is far below the update and the C test can
+    # check each step's update to 2e-6 relative (a bias correction computed in float is
+    # off by 6e-6).
+    p = torch.nn.Parameter(torch.cat([uniform((n // 2,)), uniform((n - n // 2,), -1e-3, 1e-3)]))
     p0 = p.detach().clone()
     if kind == "sgd":
-        opt = torch.optim.SGD([p], lr=sched["lr"], momentum=kw.get("momentum", 0.0),
-                              dampening=kw.get("dampening", 0.0),
-                              weight_decay=kw.get("weight_decay", 0.0),
-                              nesterov=bool(kw.get("nesterov", 0)))
+        opt = torch.optim.SGD([p], lr=sched["lr"], momentum=c["momentum"],
+                              dampening=c["dampening"], weight_decay=c["weight_decay"],
+                              nesterov=bool(c["nesterov"]))
     else:
         cls = torch.optim.Adam if kind == "adam" else torch.optim.AdamW
-        opt = cls([p], lr=sched["lr"], betas=(kw.get("beta1", 0.9), kw.get("beta2", 0.999)),
-                  eps=kw.get("eps", 1e-8), weight_decay=kw["weight_decay"])
+        opt = cls([p], lr=sched["lr"], betas=(c["beta1"], c["beta2"]), eps=c["eps"],
+                  weight_decay=c["weight_decay"])
     lrs = checked_lrs(sched, steps)
     grads = uniform((steps, n))
     # A few tiny gradients, so that Adam's eps (added after the bias correction) matters.
@@ -427,8 +443,7 @@ def optim_case(w, name, kind, sched, steps=6, n=12, **kw):
     w.add(name + ".grads", grads)
     w.add(name + ".lr", torch.tensor(lrs))
     w.add(name + ".params", torch.stack(params))
-    desc = "kind=%s " % kind + " ".join("%s=%g" % (k, v) for k, v in kw.items())
-    w.meta[name] = desc + " steps=%d n=%d | %s" % (steps, n, sched_desc(sched))
+    w.meta[name] = "%s steps=%d n=%d | %s" % (optim_desc(kind, c), steps, n, sched_desc(sched))
 
 
 def gen_optim(path):
