@@ -58,7 +58,8 @@ static dt_status conv_plan(dt_layer *l)
     conv_dims d = dims_of(l);
     l->weight_count = (size_t)(d.co * d.K);
     l->bias_count = s->bias ? (size_t)d.co : 0;
-    l->ws_bytes = (size_t)(d.K * d.P) * sizeof(float);
+    /* One sample's columns, then P ones for the bias gradient's matrix-vector product. */
+    l->ws_bytes = (size_t)(d.K * d.P + d.P) * sizeof(float);
     return DT_OK;
 }
 
@@ -98,7 +99,9 @@ static dt_status conv_backward(dt_layer *l, const float *x, const float *y, cons
 {
     (void)y;
     const conv_dims d = dims_of(l);
-    float *col = l->ws;
+    float *col = l->ws, *ones = l->ws + d.K * d.P;
+    for (int64_t p = 0; p < d.P; p++)
+        ones[p] = 1.0f;
     if (dx != NULL)
         memset(dx, 0, (size_t)(batch * l->in_numel) * sizeof(float));
     for (int64_t n = 0; n < batch; n++) {
@@ -107,8 +110,9 @@ static dt_status conv_backward(dt_layer *l, const float *x, const float *y, cons
         dt_im2col(xn, d.ci, d.h, d.w, d.k, d.stride, d.pad, d.oh, d.ow, col);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)d.co, (int)d.K, (int)d.P, 1.0f,
                     dyn, (int)d.P, col, (int)d.P, 1.0f, l->dw, (int)d.K);
-        if (l->db != NULL)
-            dt_sum_channels_add(dyn, d.co, d.P, l->db);
+        if (l->db != NULL) /* db (Co) += dy_n (Co, P) @ 1 (P) */
+            cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)d.co, (int)d.P, 1.0f, dyn, (int)d.P,
+                        ones, 1, 1.0f, l->db, 1);
         if (dx != NULL) {
             /* col is free again: reuse it for dcol. */
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)d.K, (int)d.P, (int)d.co,

@@ -39,6 +39,22 @@ static void pool_forward(dt_layer *l, const float *x, float *y, int64_t batch,
             const float *xc = x + (n * C + c) * H * W;
             float *yc = y + (n * C + c) * OH * OW;
             int32_t *ac = arg + (n * C + c) * OH * OW;
+            if (k == 2 && s == 2) {
+                /* The seeds' MaxPool2d(2): the same rule, unrolled over the 2x2 window. */
+                for (int64_t oh = 0; oh < OH; oh++) {
+                    const float *r0 = xc + 2 * oh * W, *r1 = r0 + W;
+                    for (int64_t ow = 0; ow < OW; ow++) {
+                        int64_t j = 2 * ow, best = j;
+                        float m = r0[j];
+                        if (r0[j + 1] > m || r0[j + 1] != r0[j + 1]) { m = r0[j + 1]; best = j + 1; }
+                        if (r1[j] > m || r1[j] != r1[j]) { m = r1[j]; best = W + j; }
+                        if (r1[j + 1] > m || r1[j + 1] != r1[j + 1]) { m = r1[j + 1]; best = W + j + 1; }
+                        yc[oh * OW + ow] = m;
+                        ac[oh * OW + ow] = (int32_t)(c * H * W + 2 * oh * W + best);
+                    }
+                }
+                continue;
+            }
             for (int64_t oh = 0; oh < OH; oh++) {
                 for (int64_t ow = 0; ow < OW; ow++) {
                     int64_t best = oh * s * W + ow * s;
