@@ -412,6 +412,138 @@ static void test_kernel_pairs(void **state)
     run_model_cases(cases, sizeof cases / sizeof cases[0]);
 }
 
+/* ---- 3. ranges, hooks and the input-gradient switch ------------------------------------- */
+
+typedef struct hook_log {
+    int calls, progress;
+    int layer[16];
+    size_t offset[16], count[16];
+    int fail_at; /* return an error from this grads_ready call (-1: never) */
+} hook_log;
+
+static dt_status log_ready(void *ctx, int layer, size_t offset, size_t count)
+{
+    hook_log *h = ctx;
+    if (h->calls == h->fail_at)
+        return dt_fail(DT_ERR_MPI, "test hook: refusing layer %d", layer);
+    if (h->calls < 16) {
+        h->layer[h->calls] = layer;
+        h->offset[h->calls] = offset;
+        h->count[h->calls] = count;
+    }
+    h->calls++;
+    return DT_OK;
+}
+
+static dt_status log_progress(void *ctx)
+{
+    ((hook_log *)ctx)->progress++;
+    return DT_OK;
+}
+
+/* A small ConvNet run whole, then as ranges split at every layer boundary (as a pipeline
+ * stage runs it): the same bits. Backward hooks: one grads_ready per layer with
+ * parameters, last layer first, over exactly that layer's weight and bias; progress at
+ * least once per layer; an error from a hook stops the backward with that status. Turning
+ * the input gradient off leaves the parameter gradients' bits alone. */
+static void test_ranges_and_hooks(void **state)
+{
+    (void)state;
+    const dt_layer_spec specs[] = {gu_conv(3, 3, 1, 1, 1), gu_kind(DT_LAYER_RELU),
+                                   gu_pool(2, 0),          gu_kind(DT_LAYER_FLATTEN),
+                                   gu_linear(5, 1),        gu_kind(DT_LAYER_LOG_SOFTMAX)};
+    const int n = 6;
+    const dt_shape in = gu_shape3(2, 6, 6);
+    const int64_t batch = 3;
+    dt_model *m = NULL;
+    DT_ASSERT_OK(dt_model_create(specs, n, &in, 4, &m));
+    gu_fill(dt_model_params(m), dt_model_param_count(m), 71, GU_UNIFORM);
+    const size_t nx = (size_t)(batch * dt_shape_numel(&in));
+    const size_t ny = (size_t)(batch * dt_shape_numel(dt_model_shape(m, n)));
+    const size_t np = dt_model_param_count(m);
+    float *x = falloc(nx), *dy = falloc(ny), *y0 = falloc(ny), *dx0 = falloc(nx);
+    float *g0 = falloc(np);
+    gu_fill(x, nx, 72, GU_UNIFORM);
+    gu_fill(dy, ny, 73, GU_UNIFORM);
+    const dt_forward_ctx eval = {.train = 0};
+
+    memcpy(dt_model_input(m), x, nx * sizeof(float));
+    DT_ASSERT_OK(dt_model_forward(m, batch, &eval));
+    memcpy(y0, dt_model_output(m), ny * sizeof(float));
+    memcpy(dt_model_activation_grad(m, n), dy, ny * sizeof(float));
+    dt_model_zero_grads(m);
+    hook_log h = {.fail_at = -1};
+    const dt_backward_hooks hooks = {.ctx = &h, .grads_ready = log_ready, .progress = log_progress};
+    DT_ASSERT_OK(dt_model_backward(m, batch, &hooks));
+    memcpy(dx0, dt_model_activation_grad(m, 0), nx * sizeof(float));
+    memcpy(g0, dt_model_grads(m), np * sizeof(float));
+
+    /* Hooks: layer 4 (linear) then layer 0 (conv). */
+    assert_int_equal(h.calls, 2);
+    const int want_layer[2] = {4, 0};
+    for (int c = 0; c < 2; c++) {
+        assert_int_equal(h.layer[c], want_layer[c]);
+        char wname[32], bname[32];
+        snprintf(wname, sizeof wname, "%d.weight", want_layer[c]);
+        snprintf(bname, sizeof bname, "%d.bias", want_layer[c]);
+        const dt_param_info *w = dt_model_find_tensor(m, wname);
+        const dt_param_info *b = dt_model_find_tensor(m, bname);
+        assert_non_null(w);
+        assert_non_null(b);
+        assert_int_equal(h.offset[c], w->offset);
+        assert_int_equal(h.count[c], w->count + b->count);
+    }
+    if (h.progress < n)
+        fail_msg("progress hook called %d times over %d layers", h.progress, n);
+
+    /* Ranges split at every boundary k. */
+    for (int k = 1; k < n; k++) {
+        memcpy(dt_model_input(m), x, nx * sizeof(float));
+        DT_ASSERT_OK(dt_model_forward_range(m, 0, k, batch, &eval));
+        DT_ASSERT_OK(dt_model_forward_range(m, k, n, batch, &eval));
+        char label[64];
+        snprintf(label, sizeof label, "forward split at %d", k);
+        assert_true(dt_check_equal_bits(label, dt_model_output(m), y0, ny));
+        memcpy(dt_model_activation_grad(m, n), dy, ny * sizeof(float));
+        dt_model_zero_grads(m);
+        DT_ASSERT_OK(dt_model_backward_range(m, k, n, batch, NULL));
+        DT_ASSERT_OK(dt_model_backward_range(m, 0, k, batch, NULL));
+        snprintf(label, sizeof label, "input gradient, backward split at %d", k);
+        assert_true(dt_check_equal_bits(label, dt_model_activation_grad(m, 0), dx0, nx));
+        snprintf(label, sizeof label, "parameter gradients, backward split at %d", k);
+        assert_true(dt_check_equal_bits(label, dt_model_grads(m), g0, np));
+    }
+
+    /* No input gradient: the same parameter gradients. */
+    dt_model_set_input_grad(m, 0);
+    memcpy(dt_model_input(m), x, nx * sizeof(float));
+    DT_ASSERT_OK(dt_model_forward(m, batch, &eval));
+    memcpy(dt_model_activation_grad(m, n), dy, ny * sizeof(float));
+    dt_model_zero_grads(m);
+    DT_ASSERT_OK(dt_model_backward(m, batch, NULL));
+    assert_true(dt_check_equal_bits("parameter gradients without the input gradient",
+                                    dt_model_grads(m), g0, np));
+    dt_model_set_input_grad(m, 1);
+
+    /* A failing hook stops the backward with its status and message. */
+    hook_log bad = {.fail_at = 0};
+    const dt_backward_hooks bad_hooks = {.ctx = &bad, .grads_ready = log_ready};
+    DT_ASSERT_OK(dt_model_forward(m, batch, &eval));
+    memcpy(dt_model_activation_grad(m, n), dy, ny * sizeof(float));
+    DT_ASSERT_STATUS(dt_model_backward(m, batch, &bad_hooks), DT_ERR_MPI);
+    DT_ASSERT_ERROR_HAS("refusing layer 4");
+    assert_int_equal(bad.calls, 0);
+
+    /* A batch above the plan is refused. */
+    DT_ASSERT_STATUS(dt_model_forward(m, 5, &eval), DT_ERR_INVALID);
+    free(x);
+    free(dy);
+    free(y0);
+    free(dx0);
+    free(g0);
+    dt_model_free(m);
+}
+
 /* Specs PyTorch would refuse are refused, with a message. */
 static void test_invalid_specs(void **state)
 {
@@ -449,7 +581,8 @@ int main(void)
         cmocka_unit_test(test_fd_maxpool2d),     cmocka_unit_test(test_fd_elementwise),
         cmocka_unit_test(test_kernel_linear),    cmocka_unit_test(test_kernel_conv2d),
         cmocka_unit_test(test_kernel_maxpool2d), cmocka_unit_test(test_kernel_elementwise),
-        cmocka_unit_test(test_kernel_pairs),     cmocka_unit_test(test_invalid_specs),
+        cmocka_unit_test(test_kernel_pairs),     cmocka_unit_test(test_ranges_and_hooks),
+        cmocka_unit_test(test_invalid_specs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
