@@ -196,8 +196,9 @@ void ref_relu_forward(const double *x, size_t n, double *y)
 
 void ref_relu_backward(const double *x, const double *dy, size_t n, double *dx)
 {
+    /* PyTorch's threshold_backward: zero where x <= 0, so NaN passes the gradient on. */
     for (size_t i = 0; i < n; i++)
-        dx[i] = x[i] > 0.0 ? dy[i] : 0.0;
+        dx[i] = x[i] <= 0.0 ? 0.0 : dy[i];
 }
 
 static double dropout_scale(double p)
@@ -207,9 +208,10 @@ static double dropout_scale(double p)
 
 void ref_dropout_forward(const double *x, const uint8_t *keep, double p, size_t n, double *y)
 {
+    /* PyTorch multiplies by a noise tensor (0 or 1/(1-p)): a dropped NaN stays NaN. */
     const double s = dropout_scale(p);
     for (size_t i = 0; i < n; i++)
-        y[i] = keep[i] ? x[i] * s : 0.0;
+        y[i] = x[i] * (keep[i] ? s : 0.0);
 }
 
 void ref_dropout_backward(const uint8_t *keep, const double *dy, double p, size_t n, double *dx)

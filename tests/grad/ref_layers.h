@@ -58,11 +58,13 @@ void ref_maxpool2d_forward(const ref_pool_geom *g, const double *x, int64_t batc
 void ref_maxpool2d_backward(const ref_pool_geom *g, const double *x, const double *dy,
                             int64_t batch, double *dx);
 
-/* y = x > 0 ? x : 0 (NaN propagates); dx = x > 0 ? dy : 0 (the gradient at 0 is 0). */
+/* y = x > 0 ? x : 0 (NaN propagates); dx = x <= 0 ? 0 : dy (the gradient at 0 is 0; at
+ * NaN it passes, as in PyTorch's threshold_backward). */
 void ref_relu_forward(const double *x, size_t n, double *y);
 void ref_relu_backward(const double *x, const double *dy, size_t n, double *dx);
 
-/* Dropout with a given keep mask (1 keeps): y = keep ? x / (1 - p) : 0; p = 1 gives 0. */
+/* Dropout with a given keep mask (1 keeps): y = x * (keep ? 1/(1-p) : 0), PyTorch's
+ * product with its noise tensor (a dropped NaN stays NaN); p = 1 gives x * 0. */
 void ref_dropout_forward(const double *x, const uint8_t *keep, double p, size_t n, double *y);
 void ref_dropout_backward(const uint8_t *keep, const double *dy, double p, size_t n, double *dx);
 

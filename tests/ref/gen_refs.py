@@ -32,6 +32,7 @@ import os
 import struct
 import sys
 import warnings
+import zlib
 
 import torch
 import torch.nn as nn
@@ -104,7 +105,12 @@ def read_st(path):
 
 # ---- deterministic data, exactly representable in float32 -----------------------------------
 
-GEN = torch.Generator().manual_seed(20240601)
+GEN = torch.Generator()
+
+
+def reseed(case):
+    """Each case draws from its own seed, so adding a case leaves the others' bytes alone."""
+    GEN.manual_seed(20240601 + zlib.crc32(case.encode("utf-8")))
 
 
 def f32(t):
@@ -183,6 +189,7 @@ def run_case(w, name, model, x, meta):
 
 
 def layer_case(w, name, kind, in_shape, batch, x=None, **kw):
+    reseed(name)
     model = nn.Sequential(make_layer(kind, in_shape, kw))
     set_params(model)
     if x is None:
@@ -237,17 +244,26 @@ def gen_layers(path):
                               [-2.0, -1.0, 0.0, 0.0]]]]))
     layer_case(w, "pool_tie", "maxpool2d", (1, 4, 4), 1, x=tie, kernel=2, stride=0)
     # NaN propagates and takes the gradient.
+    reseed("pool_nan.x")
     nan = distinct((1, 1, 4, 4))
     nan[0, 0, 1, 1] = float("nan")
     layer_case(w, "pool_nan", "maxpool2d", (1, 4, 4), 1, x=nan, kernel=2, stride=0)
     layer_case(w, "relu_vec", "relu", (10,), 3)
     layer_case(w, "relu_chw", "relu", (2, 3, 3), 2)
+    # NaN propagates forward, and PyTorch's backward (zero where the input is <= 0) passes
+    # the gradient through at NaN.
+    reseed("relu_nan.x")
+    rnan = away_from_zero((2, 5))
+    rnan[0, 1] = float("nan")
+    rnan[1, 3] = float("nan")
+    layer_case(w, "relu_nan", "relu", (5,), 2, x=rnan)
     layer_case(w, "flatten", "flatten", (2, 3, 4), 2)
     layer_case(w, "logsm_a", "log_softmax", (7,), 4)
     layer_case(w, "logsm_wide", "log_softmax", (10,), 2, wide=1)
 
     # A small ConvNet through the whole model: Sequential indices name its tensors
     # (0.weight, 4.bias), as in dtrain's weight files.
+    reseed("chain")
     for attempt in range(100):
         model = nn.Sequential(nn.Conv2d(2, 3, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
                               nn.Flatten(), nn.Linear(27, 5), nn.LogSoftmax(dim=1))
@@ -266,6 +282,7 @@ def gen_layers(path):
 # ---- losses ----------------------------------------------------------------------------------
 
 def loss_case(w, name, kind, batch, width, divisor, scale=1.0):
+    reseed(name)
     out = uniform((batch, width), -scale, scale)
     if kind == "nll":
         out = f32(F.log_softmax(out, dim=1))
@@ -413,6 +430,7 @@ def optim_case(w, name, kind, sched, steps=6, n=12, **kw):
     c = dict(momentum=0.0, dampening=0.0, nesterov=0, weight_decay=0.0, beta1=0.9,
              beta2=0.999, eps=1e-8)
     assert set(kw) <= set(c), kw
+    reseed(name)
     c.update(kw)
     # Half the parameters O(1), so that weight decay shows; half within 1e-3 of zero, so
     # that float32's spacing there (1e-10) is far below the update and the C test can

@@ -28,7 +28,9 @@ typedef struct layer_case {
 
 static const double REF_TOL = 1e-12; /* double reference vs PyTorch float64: rounding only */
 
-static void run_case(const dt_st_file *f, const layer_case *lc)
+/* Runs one case: dtrain's float kernels when `kernels` is set, the double reference
+ * always. */
+static void run_case(const dt_st_file *f, const layer_case *lc, int kernels)
 {
     ru_check_meta(f, lc->name, lc->meta);
     gu_chain c;
@@ -71,24 +73,26 @@ static void run_case(const dt_st_file *f, const layer_case *lc)
     float *dy = ru_f32(ru_tensor(f, lc->name, "dy", DT_ST_F64, out->ndim + 1, ys));
     double *dx = ru_f64(ru_tensor(f, lc->name, "dx", DT_ST_F64, lc->in.ndim + 1, xs));
 
-    /* dtrain's float kernels. */
-    memcpy(dt_model_input(m), x, nx * sizeof(float));
-    const dt_forward_ctx eval = {.train = 0};
-    DT_ASSERT_OK(dt_model_forward(m, lc->batch, &eval));
     char label[160];
-    const double tol = gu_tol(lc->k);
-    snprintf(label, sizeof label, "%s: output (dtrain vs PyTorch)", lc->name);
-    DT_ASSERT_CLOSE_F(label, dt_model_output(m), y, ny, tol, tol);
-    memcpy(dt_model_activation_grad(m, n), dy, ny * sizeof(float));
-    dt_model_zero_grads(m);
-    DT_ASSERT_OK(dt_model_backward(m, lc->batch, NULL));
-    snprintf(label, sizeof label, "%s: input gradient (dtrain vs PyTorch)", lc->name);
-    DT_ASSERT_CLOSE_F(label, dt_model_activation_grad(m, 0), dx, nx, tol, tol);
-    for (int t = 0; t < dt_model_tensor_count(m); t++) {
-        const dt_param_info *pi = dt_model_tensor(m, t);
-        snprintf(label, sizeof label, "%s: gradient of %s (dtrain vs PyTorch)", lc->name, pi->name);
-        DT_ASSERT_CLOSE_F(label, dt_model_grads(m) + pi->offset, ref_grads + pi->offset, pi->count,
-                          tol, tol);
+    if (kernels) { /* dtrain's float kernels */
+        const double tol = gu_tol(lc->k);
+        memcpy(dt_model_input(m), x, nx * sizeof(float));
+        const dt_forward_ctx eval = {.train = 0};
+        DT_ASSERT_OK(dt_model_forward(m, lc->batch, &eval));
+        snprintf(label, sizeof label, "%s: output (dtrain vs PyTorch)", lc->name);
+        DT_ASSERT_CLOSE_F(label, dt_model_output(m), y, ny, tol, tol);
+        memcpy(dt_model_activation_grad(m, n), dy, ny * sizeof(float));
+        dt_model_zero_grads(m);
+        DT_ASSERT_OK(dt_model_backward(m, lc->batch, NULL));
+        snprintf(label, sizeof label, "%s: input gradient (dtrain vs PyTorch)", lc->name);
+        DT_ASSERT_CLOSE_F(label, dt_model_activation_grad(m, 0), dx, nx, tol, tol);
+        for (int t = 0; t < dt_model_tensor_count(m); t++) {
+            const dt_param_info *pi = dt_model_tensor(m, t);
+            snprintf(label, sizeof label, "%s: gradient of %s (dtrain vs PyTorch)", lc->name,
+                     pi->name);
+            DT_ASSERT_CLOSE_F(label, dt_model_grads(m) + pi->offset, ref_grads + pi->offset,
+                              pi->count, tol, tol);
+        }
     }
 
     /* The double reference layers: PyTorch's float64 to rounding. */
@@ -127,11 +131,11 @@ static void run_case(const dt_st_file *f, const layer_case *lc)
     dt_model_free(m);
 }
 
-static void run_cases(const layer_case *cases, size_t n)
+static void run_cases(const layer_case *cases, size_t n, int kernels)
 {
     dt_st_file *f = ru_open("layers.safetensors");
     for (size_t i = 0; i < n; i++)
-        run_case(f, &cases[i]);
+        run_case(f, &cases[i], kernels);
     dt_st_close(f);
 }
 
@@ -148,7 +152,7 @@ static void test_linear(void **state)
          "kind=linear in=1 batch=1 out_features=1 bias=1"},
     };
     /* clang-format on */
-    run_cases(cases, sizeof cases / sizeof cases[0]);
+    run_cases(cases, sizeof cases / sizeof cases[0], 1);
 }
 
 static void test_conv2d(void **state)
@@ -168,7 +172,7 @@ static void test_conv2d(void **state)
          "kind=conv2d in=4,3,3 batch=1 out_channels=2 kernel=1 stride=1 padding=0 bias=1"},
     };
     /* clang-format on */
-    run_cases(cases, sizeof cases / sizeof cases[0]);
+    run_cases(cases, sizeof cases / sizeof cases[0], 1);
 }
 
 static void test_maxpool2d(void **state)
@@ -193,7 +197,7 @@ static void test_maxpool2d(void **state)
          "kind=maxpool2d in=1,4,4 batch=1 kernel=2 stride=0"},
     };
     /* clang-format on */
-    run_cases(cases, sizeof cases / sizeof cases[0]);
+    run_cases(cases, sizeof cases / sizeof cases[0], 1);
 }
 
 static void test_elementwise(void **state)
@@ -214,7 +218,7 @@ static void test_elementwise(void **state)
          "kind=log_softmax in=10 batch=2"},
     };
     /* clang-format on */
-    run_cases(cases, sizeof cases / sizeof cases[0]);
+    run_cases(cases, sizeof cases / sizeof cases[0], 1);
 }
 
 static void test_convnet(void **state)
@@ -230,7 +234,20 @@ static void test_convnet(void **state)
          "batch=3"},
     };
     /* clang-format on */
-    run_cases(cases, sizeof cases / sizeof cases[0]);
+    run_cases(cases, sizeof cases / sizeof cases[0], 1);
+}
+
+/* PyTorch's NaN rules, checked on the double reference: ReLU propagates NaN forward and
+ * passes the gradient on at NaN (threshold_backward zeroes only where x <= 0). */
+static void test_nan_rules_reference(void **state)
+{
+    (void)state;
+    /* clang-format off */
+    const layer_case cases[] = {
+        {"relu_nan", {gu_kind(DT_LAYER_RELU)}, 1, gu_shape1(5), 2, 1, "kind=relu in=5 batch=2"},
+    };
+    /* clang-format on */
+    run_cases(cases, sizeof cases / sizeof cases[0], 0);
 }
 
 int main(void)
@@ -238,7 +255,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_linear),    cmocka_unit_test(test_conv2d),
         cmocka_unit_test(test_maxpool2d), cmocka_unit_test(test_elementwise),
-        cmocka_unit_test(test_convnet),
+        cmocka_unit_test(test_convnet),   cmocka_unit_test(test_nan_rules_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
