@@ -34,6 +34,7 @@ import sys
 import warnings
 import zlib
 
+import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -60,7 +61,8 @@ class StWriter:
         assert name not in self.names, name
         t = t.detach().contiguous().cpu()
         dtype = DTYPES[t.dtype]
-        data = t.numpy().astype(t.numpy().dtype.newbyteorder("<")).tobytes()
+        arr = t.numpy()
+        data = arr.astype(arr.dtype.newbyteorder("<")).tobytes()
         self.tensors.append((name, dtype, list(t.shape), data))
         self.names.add(name)
 
@@ -86,21 +88,20 @@ class StWriter:
         return offset + 8 + len(text)
 
 
-def read_st(path):
-    """Reads back a file written above (a self-check of the writer)."""
+def check_written(path, w):
+    """Reads the file back and compares every tensor's dtype, shape and bytes with what was
+    added: the hand-written format is the only thing between PyTorch and the C tests."""
     with open(path, "rb") as f:
         blob = f.read()
     (n,) = struct.unpack("<Q", blob[:8])
     header = json.loads(blob[8:8 + n].decode("utf-8"))
-    header.pop("__metadata__", None)
-    out = {}
-    np_types = {"F64": "<f8", "F32": "<f4", "I64": "<i8"}
-    import numpy as np
-    for name, h in header.items():
+    if header.pop("__metadata__", {}) != w.meta or len(header) != len(w.tensors):
+        sys.exit("gen_refs: %s: header does not match what was written" % path)
+    for name, dtype, shape, data in w.tensors:
+        h = header[name]
         a, b = h["data_offsets"]
-        arr = np.frombuffer(blob[8 + n + a:8 + n + b], dtype=np_types[h["dtype"]])
-        out[name] = arr.reshape(h["shape"])
-    return out
+        if h["dtype"] != dtype or h["shape"] != shape or blob[8 + n + a:8 + n + b] != data:
+            sys.exit("gen_refs: %s: tensor %s does not read back" % (path, name))
 
 
 # ---- deterministic data, exactly representable in float32 -----------------------------------
@@ -220,7 +221,7 @@ def chain_margins_ok(model, x):
     return bool(((top2[:, 0, :] - top2[:, 1, :])[pos] >= 1e-3).all())
 
 
-def gen_layers(path):
+def gen_layers():
     w = StWriter()
     layer_case(w, "linear_a", "linear", (7,), 3, out_features=5, bias=1)
     layer_case(w, "linear_nobias", "linear", (13,), 2, out_features=4, bias=0)
@@ -264,7 +265,7 @@ def gen_layers(path):
     # A small ConvNet through the whole model: Sequential indices name its tensors
     # (0.weight, 4.bias), as in dtrain's weight files.
     reseed("chain")
-    for attempt in range(100):
+    for _ in range(100):
         model = nn.Sequential(nn.Conv2d(2, 3, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
                               nn.Flatten(), nn.Linear(27, 5), nn.LogSoftmax(dim=1))
         set_params(model)
@@ -276,7 +277,7 @@ def gen_layers(path):
     run_case(w, "chain", model, x,
              "chain=conv2d(3,k3,s1,p1),relu,maxpool2d(2),flatten,linear(5),log_softmax "
              "in=2,6,6 batch=3")
-    return w.write(path)
+    return w
 
 
 # ---- losses ----------------------------------------------------------------------------------
@@ -308,7 +309,7 @@ def loss_case(w, name, kind, batch, width, divisor, scale=1.0):
     w.meta[name] = "kind=%s batch=%d width=%d divisor=%g" % (kind, batch, width, divisor)
 
 
-def gen_loss(path):
+def gen_loss():
     w = StWriter()
     # Divisors differ from the batch: data parallelism passes the global sample count.
     loss_case(w, "ce_a", "cross_entropy", 5, 7, 8.0)
@@ -317,7 +318,7 @@ def gen_loss(path):
     loss_case(w, "nll_a", "nll", 4, 6, 3.0)
     loss_case(w, "mse_a", "mse", 3, 4, 5.0)
     loss_case(w, "mse_1", "mse", 2, 1, 7.0)
-    return w.write(path)
+    return w
 
 
 # ---- schedules (formulas of include/dtrain/optim.h) ------------------------------------------
@@ -407,12 +408,12 @@ SCHEDULES = [
 ]
 
 
-def gen_schedule(path):
+def gen_schedule():
     w = StWriter()
     for name, s, steps in SCHEDULES:
         w.add(name + ".lr", torch.tensor(checked_lrs(s, steps)))
         w.meta[name] = sched_desc(s) + " steps=%d" % steps
-    return w.write(path)
+    return w
 
 
 # ---- optimizers ------------------------------------------------------------------------------
@@ -464,7 +465,7 @@ def optim_case(w, name, kind, sched, steps=6, n=12, **kw):
     w.meta[name] = "%s steps=%d n=%d | %s" % (optim_desc(kind, c), steps, n, sched_desc(sched))
 
 
-def gen_optim(path):
+def gen_optim():
     w = StWriter()
     optim_case(w, "sgd_plain", "sgd", schedule("step", 0.1, warmup_steps=2, warmup_start=0.5,
                                                step_size=2, gamma=0.5))
@@ -484,7 +485,7 @@ def gen_optim(path):
                schedule("cosine", 0.01, warmup_steps=1, warmup_start=0.2, total_steps=5,
                         min_lr=0.0),
                weight_decay=0.05)
-    return w.write(path)
+    return w
 
 
 # ---- main ------------------------------------------------------------------------------------
@@ -503,8 +504,9 @@ def main():
                       ("schedule.safetensors", gen_schedule),
                       ("optim.safetensors", gen_optim)):
         path = os.path.join(args.out, fname)
-        nbytes = fn(path)
-        read_st(path)  # the writer's output parses back
+        w = fn()
+        nbytes = w.write(path)
+        check_written(path, w)
         total += nbytes
         print("gen_refs: wrote %s (%d bytes)" % (path, nbytes))
     print("gen_refs: %d bytes in all" % total)
