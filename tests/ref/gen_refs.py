@@ -244,10 +244,13 @@ def gen_layers():
                               [-1.0, -3.0, 0.0, 0.0],
                               [-2.0, -1.0, 0.0, 0.0]]]]))
     layer_case(w, "pool_tie", "maxpool2d", (1, 4, 4), 1, x=tie, kernel=2, stride=0)
-    # NaN propagates and takes the gradient.
+    # NaN propagates and takes the gradient; of two NaNs in a window, the later one in
+    # row-major order (PyTorch takes every NaN it meets).
     reseed("pool_nan.x")
     nan = distinct((1, 1, 4, 4))
     nan[0, 0, 1, 1] = float("nan")
+    nan[0, 0, 0, 3] = float("nan")
+    nan[0, 0, 1, 2] = float("nan")
     layer_case(w, "pool_nan", "maxpool2d", (1, 4, 4), 1, x=nan, kernel=2, stride=0)
     layer_case(w, "relu_vec", "relu", (10,), 3)
     layer_case(w, "relu_chw", "relu", (2, 3, 3), 2)
