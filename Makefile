@@ -33,11 +33,11 @@ test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE slow $(CTEST_ARGS)
 	$(MAKE) test-asan
 
-# Unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
+# Unit, gradient and reference tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
 test-asan: deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DDT_SANITIZE=ON $(CMAKE_ARGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
-	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) -L unit
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) -L 'unit|grad|ref'
 
 test-slow: build
 	cd $(BUILD) && ctest --output-on-failure -L slow

@@ -54,7 +54,8 @@ typedef struct dt_layer_spec {
     double p;               /* dropout probability in [0, 1] */
 } dt_layer_spec;
 
-/* A spec of `kind` with PyTorch's defaults (stride 1, bias on, p 0.5). */
+/* A spec of `kind` with PyTorch's defaults (conv2d stride 1, maxpool2d stride 0 = kernel,
+ * bias on, dropout p 0.5). */
 dt_layer_spec dt_layer_spec_default(dt_layer_kind kind);
 
 /* "linear", "conv2d", ...: the names the config uses. */

@@ -69,7 +69,8 @@ size_t dt_optim_state_bytes(const dt_optim *o);
 typedef enum dt_sched_kind {
     DT_SCHED_CONSTANT = 0,
     DT_SCHED_STEP,   /* lr * gamma^floor(s / step_size) */
-    DT_SCHED_COSINE, /* min_lr + (lr - min_lr) * (1 + cos(pi * s / total)) / 2 */
+    DT_SCHED_COSINE, /* min_lr + (lr - min_lr) * (1 + cos(pi * s / total)) / 2 for s <
+                        total_steps, then min_lr (PyTorch's CosineAnnealingLR rises again) */
     DT_SCHED_KIND_COUNT
 } dt_sched_kind;
 

@@ -46,7 +46,8 @@ static void dropout_forward(dt_layer *l, const float *restrict x, float *restric
             for (int64_t j = 0; j < 4 && e + j < n; j++) {
                 uint8_t k = dt_u01f(w[j]) >= p;
                 kr[e + j] = k;
-                yr[e + j] = k ? xr[e + j] * scale : 0.0f;
+                /* x * noise as in PyTorch: a dropped NaN stays NaN */
+                yr[e + j] = xr[e + j] * (k ? scale : 0.0f);
             }
         }
     }

@@ -1,4 +1,5 @@
-/* relu.c — torch.nn.ReLU: y = max(x, 0) with NaN propagated; the gradient at 0 is 0. */
+/* relu.c — torch.nn.ReLU: y = max(x, 0) with NaN propagated; the gradient is 0 where
+ * x <= 0 (so at 0 too) and passes through elsewhere, NaN included, as in PyTorch 1.13. */
 #include "nn/layer_internal.h"
 
 static dt_status relu_plan(dt_layer *l)
@@ -26,7 +27,7 @@ static dt_status relu_backward(dt_layer *l, const float *restrict x, const float
         return DT_OK;
     const int64_t n = batch * l->in_numel;
     for (int64_t i = 0; i < n; i++)
-        dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+        dx[i] = x[i] <= 0.0f ? 0.0f : dy[i]; /* PyTorch: NaN inputs pass the gradient */
     return DT_OK;
 }
 
