@@ -98,6 +98,11 @@ typedef struct dt_config {
         int check;               /* verify operation/count/type agree before each */
     } comm;
     char source[DT_CONFIG_PATH_MAX]; /* the config file loaded last, "" if none */
+    /* Which optimizer settings (optim.momentum, ..., optim.eps) were set through
+     * dt_config_load or dt_config_set: setting optim.kind keeps those and gives the others
+     * the new kind's PyTorch defaults (AdamW's weight decay 0.01). Bits are config.c's;
+     * 0 in dt_config_default(). */
+    unsigned optim_explicit;
 } dt_config;
 
 /* The built-in defaults: the seeds' ConvNet on Fashion-MNIST with Adam 1e-3. */

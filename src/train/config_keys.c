@@ -1,0 +1,615 @@
+/* config_keys.c — the one table of configuration keys. Each row names a key
+ * ("section.key"), its type, where its value lives in dt_config (an offset), the range a
+ * value must fall in, and a one-line help text. The file parser, --set and the help text
+ * (which formats each key's value in dt_config_default()) all go through this table, so
+ * a key cannot be parsed one way and documented another (STYLE.md rule 18).
+ *
+ * Single values are checked here, where the file and line are still known; checks that
+ * involve several keys are dt_config_check's (config.c). */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "train/config_internal.h"
+
+/* Enum-typed fields are read and written through an int: the enums are int-sized. */
+_Static_assert(sizeof(dt_data_kind) == sizeof(int), "enum size");
+_Static_assert(sizeof(dt_loss_kind) == sizeof(int), "enum size");
+_Static_assert(sizeof(dt_optim_kind) == sizeof(int), "enum size");
+_Static_assert(sizeof(dt_sched_kind) == sizeof(int), "enum size");
+_Static_assert(sizeof(dt_last_batch) == sizeof(int), "enum size");
+_Static_assert(sizeof(dt_comm_algo_choice) == sizeof(int), "enum size");
+
+/* ---- numbers -------------------------------------------------------------------------- */
+
+dt_status dt_cfg_parse_int64(const char *text, int64_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (text[0] == '\0' || isspace((unsigned char)text[0]) || *end != '\0')
+        return dt_fail(DT_ERR_INVALID, "'%s' is not an integer", text);
+    if (errno == ERANGE)
+        return dt_fail(DT_ERR_INVALID, "'%s' is out of range for a 64-bit integer", text);
+    *out = (int64_t)v;
+    return DT_OK;
+}
+
+dt_status dt_cfg_parse_uint64(const char *text, uint64_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    /* strtoull accepts "-1" and wraps it to 2^64 - 1: only digits are taken. */
+    if (!isdigit((unsigned char)text[0]))
+        return dt_fail(DT_ERR_INVALID, "'%s' is not a non-negative integer", text);
+    unsigned long long v = strtoull(text, &end, 10);
+    if (*end != '\0')
+        return dt_fail(DT_ERR_INVALID, "'%s' is not a non-negative integer", text);
+    if (errno == ERANGE)
+        return dt_fail(DT_ERR_INVALID, "'%s' is out of range for a 64-bit integer", text);
+    *out = (uint64_t)v;
+    return DT_OK;
+}
+
+dt_status dt_cfg_parse_double(const char *text, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (text[0] == '\0' || isspace((unsigned char)text[0]) || *end != '\0')
+        return dt_fail(DT_ERR_INVALID, "'%s' is not a number", text);
+    if (!isfinite(v) || (errno == ERANGE && fabs(v) > 1.0))
+        return dt_fail(DT_ERR_INVALID, "'%s' is not a finite number", text);
+    *out = v;
+    return DT_OK;
+}
+
+dt_status dt_cfg_parse_bool(const char *text, int *out)
+{
+    static const char *const yes[] = {"on", "yes", "true", "1"};
+    static const char *const no[] = {"off", "no", "false", "0"};
+    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
+        if (strcasecmp(text, yes[i]) == 0) {
+            *out = 1;
+            return DT_OK;
+        }
+        if (strcasecmp(text, no[i]) == 0) {
+            *out = 0;
+            return DT_OK;
+        }
+    }
+    return dt_fail(DT_ERR_INVALID, "'%s' is not a boolean (on/off, yes/no, true/false, 1/0)",
+                   text);
+}
+
+void dt_cfg_format_double(double v, char *buf, size_t nbytes)
+{
+    /* Whole numbers as integers ("300", not "3e+02"), up to where doubles stay exact. */
+    if (v == floor(v) && fabs(v) < 1e15) {
+        snprintf(buf, nbytes, "%.0f", v == 0.0 ? 0.0 : v);
+        return;
+    }
+    /* 17 significant digits always round-trip; fewer usually do and read better. */
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(buf, nbytes, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v)
+            return;
+    }
+}
+
+/* ---- enum names ------------------------------------------------------------------------ */
+/* Each returns NULL for a value outside its enum, which ends the name search. */
+static const char *data_kind_name(int v)
+{
+    static const char *const n[DT_DATA_KIND_COUNT] = {
+        [DT_DATA_IDX] = "idx", [DT_DATA_CSV] = "csv", [DT_DATA_SYNTH_LINREG] = "synthetic"};
+    return v >= 0 && v < DT_DATA_KIND_COUNT ? n[v] : NULL;
+}
+/* data.csv_header holds -1 (detect), 0 (no) or 1 (yes). */
+static const char *csv_header_name(int v)
+{
+    return v == -1 ? "auto" : v == 0 ? "no" : v == 1 ? "yes" : NULL;
+}
+static const char *loss_name(int v)
+{
+    return v >= 0 && v < DT_LOSS_KIND_COUNT ? dt_loss_kind_name((dt_loss_kind)v) : NULL;
+}
+static const char *optim_name(int v)
+{
+    return v >= 0 && v < DT_OPTIM_KIND_COUNT ? dt_optim_kind_name((dt_optim_kind)v) : NULL;
+}
+static const char *sched_name(int v)
+{
+    return v >= 0 && v < DT_SCHED_KIND_COUNT ? dt_sched_kind_name((dt_sched_kind)v) : NULL;
+}
+static const char *last_batch_name(int v)
+{
+    static const char *const n[DT_LAST_BATCH_COUNT] = {
+        [DT_LAST_BATCH_UNEVEN] = "uneven", [DT_LAST_BATCH_DROP] = "drop",
+        [DT_LAST_BATCH_PAD] = "pad"};
+    return v >= 0 && v < DT_LAST_BATCH_COUNT ? n[v] : NULL;
+}
+static const char *lr_scaling_name(int v) { return v == 0 ? "none" : v == 1 ? "linear" : NULL; }
+static const char *comm_algo_name(int v)
+{
+    static const char *const n[DT_COMM_CHOICE_COUNT] = {
+        [DT_COMM_CHOICE_AUTO] = "auto", [DT_COMM_CHOICE_MPI] = "mpi",
+        [DT_COMM_CHOICE_RING] = "ring"};
+    return v >= 0 && v < DT_COMM_CHOICE_COUNT ? n[v] : NULL;
+}
+
+/* ---- the table ------------------------------------------------------------------------- */
+typedef enum key_type {
+    KEY_INT,     /* int */
+    KEY_INT64,   /* int64_t */
+    KEY_UINT64,  /* uint64_t */
+    KEY_DOUBLE,  /* double */
+    KEY_BOOL,    /* int, 0 or 1 */
+    KEY_ENUM,    /* an int-sized enum; names from `names` over [first, ...] */
+    KEY_PATH,    /* char[DT_CONFIG_PATH_MAX] */
+    KEY_TARGETS, /* data.csv_targets: int list + count */
+    KEY_LAYERS,  /* model.layers */
+    KEY_OPTIM,   /* optim.kind: an enum that also resets defaults (see set_optim_kind) */
+} key_type;
+
+/* Range flags: which bounds apply and whether they are strict. */
+enum { LO = 1, LO_STRICT = 2, HI = 4, HI_STRICT = 8 };
+
+typedef struct key_def {
+    const char *name;
+    key_type type;
+    size_t offset;
+    const char *(*names)(int v); /* KEY_ENUM, KEY_OPTIM */
+    int first;                   /* KEY_ENUM: the first value (csv_header starts at -1) */
+    unsigned range;              /* LO | HI | ... for numbers */
+    double lo, hi;
+    unsigned optim_bit;          /* nonzero: setting it marks an explicit optim setting */
+    const char *help;
+} key_def;
+
+#define OFF(field) offsetof(dt_config, field)
+#define NUM(nm, ty, field, rng, l, h, text) {nm, ty, OFF(field), NULL, 0, rng, l, h, 0, text}
+#define ENUMK(nm, field, fn, first, text) {nm, KEY_ENUM, OFF(field), fn, first, 0, 0, 0, 0, text}
+#define OPT(nm, ty, field, rng, l, h, bit, text) {nm, ty, OFF(field), NULL, 0, rng, l, h, bit, text}
+#define OTHER(nm, ty, field, text) {nm, ty, OFF(field), NULL, 0, 0, 0, 0, 0, text}
+
+static const key_def keys[] = {
+    /* [data] */
+    ENUMK("data.kind", data.kind, data_kind_name, 0,
+          "data source: idx (Fashion-MNIST style files in data.dir) | csv | synthetic "
+          "(linear regression)"),
+    OTHER("data.dir", KEY_PATH, data.dir,
+          "directory holding train-*/t10k-* IDX files (gzip or raw)"),
+    OTHER("data.train_file", KEY_PATH, data.train_file, "CSV file of training samples"),
+    OTHER("data.test_file", KEY_PATH, data.test_file,
+          "CSV file of test samples; empty: hold out data.test_samples of the training file"),
+    ENUMK("data.csv_header", data.csv_header, csv_header_name, -1,
+          "CSV first line names the columns: auto (detect) | yes | no"),
+    OTHER("data.csv_targets", KEY_TARGETS, data.csv_targets,
+          "CSV target columns, comma separated, 0-based; negative counts from the end"),
+    NUM("data.csv_labels", KEY_BOOL, data.csv_labels, 0, 0, 0,
+        "CSV target column holds class labels (classification), not values"),
+    NUM("data.num_classes", KEY_INT64, data.num_classes, LO | HI, 0, INT32_MAX,
+        "number of classes; 0 with CSV labels: the largest label + 1"),
+    NUM("data.mean", KEY_DOUBLE, data.mean, 0, 0, 0,
+        "pixel scaling: uint8 x becomes (x/255 - mean) / std"),
+    NUM("data.std", KEY_DOUBLE, data.std, LO | LO_STRICT, 0, 0,
+        "pixel scaling: uint8 x becomes (x/255 - mean) / std"),
+    NUM("data.synth_samples", KEY_INT64, data.synth_samples, LO | HI, 1, INT32_MAX,
+        "synthetic: samples, training and test together"),
+    NUM("data.synth_features", KEY_INT64, data.synth_features, LO | HI, 1, 1 << 20,
+        "synthetic: features p of Y = X W^T + b + noise"),
+    NUM("data.synth_targets", KEY_INT64, data.synth_targets, LO | HI, 1, 1 << 20,
+        "synthetic: targets q of Y = X W^T + b + noise"),
+    NUM("data.synth_noise", KEY_DOUBLE, data.synth_noise, LO, 0, 0,
+        "synthetic: standard deviation of the Gaussian noise"),
+    NUM("data.synth_seed", KEY_UINT64, data.synth_seed, 0, 0, 0,
+        "synthetic: seed of X, W, b and the noise"),
+    NUM("data.test_samples", KEY_INT64, data.test_samples, LO | HI, 0, INT32_MAX,
+        "synthetic, or CSV without data.test_file: samples held out for testing"),
+    NUM("data.shuffle", KEY_BOOL, data.shuffle, 0, 0, 0,
+        "permute the training set each epoch from (train.seed, epoch); off: file order"),
+    /* [model] */
+    OTHER("model.layers", KEY_LAYERS, layers,
+          "the layer stack, separated by ',' or continuation lines: [name:] kind args, "
+          "e.g. 'conv1: conv2d 32 3 stride=1 padding=0', 'linear 128', 'maxpool2d 2', "
+          "'dropout 0.25', relu, flatten, log_softmax"),
+    /* [loss] */
+    ENUMK("loss.kind", loss, loss_name, 0,
+          "loss: cross_entropy (on logits) | nll (on log-probabilities) | mse"),
+    /* [optim] */
+    {"optim.kind", KEY_OPTIM, OFF(optim.kind), optim_name, 0, 0, 0, 0, 0,
+     "optimizer: sgd | adam | adamw; keys not set explicitly take the kind's PyTorch "
+     "defaults"},
+    NUM("optim.lr", KEY_DOUBLE, schedule.lr, LO | LO_STRICT, 0, 0,
+        "learning rate (the schedule's base rate)"),
+    OPT("optim.momentum", KEY_DOUBLE, optim.momentum, LO, 0, 0, 1u << 0, "sgd: momentum"),
+    OPT("optim.dampening", KEY_DOUBLE, optim.dampening, LO | HI, 0, 1, 1u << 1,
+        "sgd: dampening of the momentum"),
+    OPT("optim.nesterov", KEY_BOOL, optim.nesterov, 0, 0, 0, 1u << 2,
+        "sgd: Nesterov momentum (needs momentum > 0 and dampening 0)"),
+    OPT("optim.weight_decay", KEY_DOUBLE, optim.weight_decay, LO, 0, 0, 1u << 3,
+        "weight decay: L2 added to the gradient (sgd, adam), decoupled (adamw, default "
+        "0.01)"),
+    OPT("optim.beta1", KEY_DOUBLE, optim.beta1, LO | HI | HI_STRICT, 0, 1, 1u << 4,
+        "adam, adamw: decay of the first moment"),
+    OPT("optim.beta2", KEY_DOUBLE, optim.beta2, LO | HI | HI_STRICT, 0, 1, 1u << 5,
+        "adam, adamw: decay of the second moment"),
+    OPT("optim.eps", KEY_DOUBLE, optim.eps, LO, 0, 0, 1u << 6,
+        "adam, adamw: added to the denominator after the bias correction"),
+    /* [schedule] */
+    ENUMK("schedule.kind", schedule.kind, sched_name, 0,
+          "learning-rate schedule after the warm-up: constant | step | cosine"),
+    NUM("schedule.warmup_steps", KEY_INT64, schedule.warmup_steps, LO, 0, 0,
+        "steps of linear warm-up from warmup_start * lr to lr"),
+    NUM("schedule.warmup_start", KEY_DOUBLE, schedule.warmup_start, LO | HI, 0, 1,
+        "warm-up: factor of lr at step 0"),
+    NUM("schedule.step_size", KEY_INT64, schedule.step_size, LO, 1, 0,
+        "step: steps between decays"),
+    NUM("schedule.gamma", KEY_DOUBLE, schedule.gamma, LO | LO_STRICT, 0, 0,
+        "step: decay factor"),
+    NUM("schedule.total_steps", KEY_INT64, schedule.total_steps, LO, 0, 0,
+        "cosine: steps after the warm-up over which lr decays to min_lr; 0: the whole run"),
+    NUM("schedule.min_lr", KEY_DOUBLE, schedule.min_lr, LO, 0, 0, "cosine: final learning rate"),
+    /* [train] */
+    NUM("train.epochs", KEY_INT64, train.epochs, LO, 0, 0,
+        "passes over the training set (0: only train.max_steps limits)"),
+    NUM("train.batch", KEY_INT64, train.batch, LO | HI, 1, INT32_MAX,
+        "samples per step on each rank (per-rank batch, as PyTorch DDP)"),
+    NUM("train.seed", KEY_UINT64, train.seed, 0, 0, 0,
+        "seed of the initial weights, the shuffle and the dropout masks"),
+    NUM("train.threads", KEY_INT, train.threads, LO | HI, 0, 1024,
+        "BLAS threads per rank; 0: OPENBLAS_NUM_THREADS, else cores / ranks on the node"),
+    NUM("train.max_steps", KEY_INT64, train.max_steps, LO, 0, 0,
+        "stop after this many optimizer steps; 0: no limit"),
+    NUM("train.log_every", KEY_INT64, train.log_every, LO, 0, 0,
+        "steps between log lines; 0: once per epoch"),
+    NUM("train.eval", KEY_BOOL, train.eval, 0, 0, 0,
+        "evaluate on the test set after each epoch"),
+    /* [parallel] */
+    NUM("parallel.dp", KEY_INT, parallel.dp, LO | HI, 0, 1 << 20,
+        "data-parallel ranks; 0: world size / (tp * pp)"),
+    NUM("parallel.tp", KEY_INT, parallel.tp, LO | HI, 0, 1 << 20,
+        "tensor-parallel ranks; 0: 1"),
+    NUM("parallel.pp", KEY_INT, parallel.pp, LO | HI, 0, 1 << 20,
+        "pipeline stages; 0: 1"),
+    NUM("parallel.global_batch", KEY_INT64, parallel.global_batch, LO | HI, 0, INT32_MAX,
+        "samples per optimizer step over all ranks and micro-steps; 0: batch * dp * "
+        "accumulation"),
+    NUM("parallel.accumulation", KEY_INT, parallel.accumulation, LO | HI, 1, 1 << 20,
+        "micro-steps per optimizer step (gradients reduced on the last only)"),
+    ENUMK("parallel.last_batch", parallel.last_batch, last_batch_name, 0,
+          "partial last global batch: uneven (split unevenly) | drop | pad (repeat "
+          "samples, as DistributedSampler)"),
+    ENUMK("parallel.lr_scaling", parallel.lr_scaling_linear, lr_scaling_name, 0,
+          "learning-rate scaling with data parallelism: none | linear (lr * dp)"),
+    NUM("parallel.bucket_cap_mb", KEY_DOUBLE, parallel.bucket_cap_mb, LO | LO_STRICT, 0, 0,
+        "gradient bucket size in MiB (PyTorch DDP's bucket_cap_mb)"),
+    NUM("parallel.first_bucket_mb", KEY_DOUBLE, parallel.first_bucket_mb, LO | LO_STRICT, 0,
+        0, "size of the first gradient bucket in MiB"),
+    NUM("parallel.zero", KEY_INT, parallel.zero, LO | HI, 0, 1,
+        "ZeRO stage: 0 (off) or 1 (optimizer state sharded over the dp group)"),
+    NUM("parallel.overlap", KEY_BOOL, parallel.overlap, 0, 0, 0,
+        "start each bucket's all-reduce during backward"),
+    /* [comm] */
+    ENUMK("comm.algorithm", comm.algorithm, comm_algo_name, 0,
+          "all-reduce algorithm: auto | mpi | ring"),
+    NUM("comm.deterministic", KEY_BOOL, comm.deterministic, 0, 0, 0,
+        "reduce in rank order (a left fold) so results do not depend on the algorithm"),
+    NUM("comm.timeout", KEY_DOUBLE, comm.timeout_s, LO | LO_STRICT, 0, 0,
+        "seconds a collective may take before the watchdog reports who is missing"),
+    NUM("comm.check", KEY_BOOL, comm.check, 0, 0, 0,
+        "verify that ranks agree on operation, count and type before each collective"),
+};
+
+#define NKEYS ((int)(sizeof keys / sizeof keys[0]))
+
+int dt_config_key_count(void) { return NKEYS; }
+
+const char *dt_config_key_name(int i)
+{
+    DT_ASSERT(i >= 0 && i < NKEYS);
+    return keys[i].name;
+}
+
+const char *dt_config_key_help(int i)
+{
+    DT_ASSERT(i >= 0 && i < NKEYS);
+    return keys[i].help;
+}
+
+int dt_cfg_key_find(const char *name)
+{
+    for (int i = 0; i < NKEYS; i++)
+        if (strcmp(keys[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+int dt_cfg_section_known(const char *section, size_t len)
+{
+    for (int i = 0; i < NKEYS; i++)
+        if (strncmp(keys[i].name, section, len) == 0 && keys[i].name[len] == '.')
+            return 1;
+    return 0;
+}
+
+const char *dt_cfg_section_list(void)
+{
+    return "data, model, loss, optim, schedule, train, parallel, comm";
+}
+
+/* ---- applying and formatting values ---------------------------------------------------- */
+
+static void *field(dt_config *cfg, const key_def *k) { return (char *)cfg + k->offset; }
+static const void *cfield(const dt_config *cfg, const key_def *k)
+{
+    return (const char *)cfg + k->offset;
+}
+
+static dt_status check_range(const key_def *k, double v, const char *text)
+{
+    int bad = ((k->range & LO) && (v < k->lo || ((k->range & LO_STRICT) && v == k->lo))) ||
+              ((k->range & HI) && (v > k->hi || ((k->range & HI_STRICT) && v == k->hi)));
+    if (!bad)
+        return DT_OK;
+    char lo[32], hi[32];
+    dt_cfg_format_double(k->lo, lo, sizeof lo);
+    dt_cfg_format_double(k->hi, hi, sizeof hi);
+    if ((k->range & LO) && (k->range & HI))
+        return dt_fail(DT_ERR_INVALID, "%s is out of range (must be in %s%s, %s%s)", text,
+                       k->range & LO_STRICT ? "(" : "[", lo, hi, k->range & HI_STRICT ? ")" : "]");
+    if (k->range & LO)
+        return dt_fail(DT_ERR_INVALID, "%s is out of range (must be %s %s)", text,
+                       k->range & LO_STRICT ? ">" : ">=", lo);
+    return dt_fail(DT_ERR_INVALID, "%s is out of range (must be %s %s)", text,
+                   k->range & HI_STRICT ? "<" : "<=", hi);
+}
+
+static dt_status parse_enum(const key_def *k, const char *text, int *out)
+{
+    char choices[160] = "";
+    size_t used = 0;
+    for (int v = k->first; k->names(v) != NULL; v++) {
+        if (strcasecmp(text, k->names(v)) == 0) {
+            *out = v;
+            return DT_OK;
+        }
+        int n = snprintf(choices + used, sizeof choices - used, "%s%s", used ? ", " : "",
+                         k->names(v));
+        if (n > 0 && used + (size_t)n < sizeof choices)
+            used += (size_t)n;
+    }
+    return dt_fail(DT_ERR_INVALID, "unknown value '%s' (one of: %s)", text, choices);
+}
+
+/* Strips one pair of double quotes, which lets a file write an empty or space-edged path. */
+static dt_status apply_path(char *dst, const char *text)
+{
+    size_t n = strlen(text);
+    if (n >= 2 && text[0] == '"' && text[n - 1] == '"') {
+        text++;
+        n -= 2;
+    }
+    if (n >= DT_CONFIG_PATH_MAX)
+        return dt_fail(DT_ERR_INVALID, "path of %zu characters is longer than %d", n,
+                       DT_CONFIG_PATH_MAX - 1);
+    memcpy(dst, text, n);
+    dst[n] = '\0';
+    return DT_OK;
+}
+
+/* Calls fn(ctx, item) for each ','-separated item of text, trimmed. A trailing ',' is
+ * allowed so that a list can go on on the next line; an empty item elsewhere is an error. */
+static dt_status for_each_item(const char *text, const char *what,
+                               dt_status (*fn)(void *ctx, const char *item), void *ctx)
+{
+    if (text[strspn(text, " \t\r\n")] == '\0')
+        return DT_OK; /* "layers =" with the layers on the indented lines below */
+    const char *p = text;
+    for (int j = 0;; j++) {
+        const char *comma = strchr(p, ',');
+        const char *a = p, *b = comma != NULL ? comma : p + strlen(p);
+        while (a < b && isspace((unsigned char)*a))
+            a++;
+        while (b > a && isspace((unsigned char)b[-1]))
+            b--;
+        if (a == b) {
+            if (comma == NULL && j > 0)
+                return DT_OK; /* a trailing ',': the list goes on on the next line */
+            return dt_fail(DT_ERR_INVALID, "empty %s in '%s'", what, text);
+        }
+        char item[320];
+        if ((size_t)(b - a) >= sizeof item)
+            return dt_fail(DT_ERR_INVALID, "%s '%.40s...' is too long", what, a);
+        memcpy(item, a, (size_t)(b - a));
+        item[b - a] = '\0';
+        dt_status st = fn(ctx, item);
+        if (st != DT_OK || comma == NULL)
+            return st;
+        p = comma + 1;
+    }
+}
+
+static dt_status add_layer(void *ctx, const char *item)
+{
+    dt_config *cfg = ctx;
+    if (cfg->nlayers >= DT_CONFIG_MAX_LAYERS)
+        return dt_fail(DT_ERR_INVALID, "more than %d layers", DT_CONFIG_MAX_LAYERS);
+    if (dt_layer_spec_parse(item, &cfg->layers[cfg->nlayers]) != DT_OK) {
+        dt_error_prefix("layer %d: ", cfg->nlayers);
+        return DT_ERR_INVALID;
+    }
+    cfg->nlayers++;
+    return DT_OK;
+}
+
+static dt_status add_target(void *ctx, const char *item)
+{
+    dt_config *cfg = ctx;
+    int64_t v = 0;
+    if (dt_cfg_parse_int64(item, &v) != DT_OK)
+        return DT_ERR_INVALID;
+    if (v < -4096 || v > 65535)
+        return dt_fail(DT_ERR_INVALID, "column %lld is out of range", (long long)v);
+    for (int i = 0; i < cfg->data.n_csv_targets; i++)
+        if (cfg->data.csv_targets[i] == (int)v)
+            return dt_fail(DT_ERR_INVALID, "column %lld is listed twice", (long long)v);
+    if (cfg->data.n_csv_targets >= DT_CONFIG_MAX_TARGETS)
+        return dt_fail(DT_ERR_INVALID, "more than %d target columns", DT_CONFIG_MAX_TARGETS);
+    cfg->data.csv_targets[cfg->data.n_csv_targets++] = (int)v;
+    return DT_OK;
+}
+
+/* optim.kind: the new kind's PyTorch defaults replace every optimizer setting the user has
+ * not set explicitly (cfg->optim_explicit); explicit ones stay. So "weight_decay = 0" then
+ * "kind = adamw" keeps 0, while "kind = adamw" alone gives AdamW's 0.01, in either order. */
+static void set_optim_kind(dt_config *cfg, dt_optim_kind kind)
+{
+    const dt_optim_config d = dt_optim_config_default(kind);
+    dt_optim_config *o = &cfg->optim;
+    for (int i = 0; i < NKEYS; i++) {
+        const key_def *k = &keys[i];
+        if (k->optim_bit == 0 || (cfg->optim_explicit & k->optim_bit))
+            continue;
+        /* The field's offset inside dt_optim_config picks the same field of d. */
+        const size_t in_optim = k->offset - OFF(optim);
+        const size_t size = k->type == KEY_BOOL ? sizeof(int) : sizeof(double);
+        memcpy((char *)o + in_optim, (const char *)&d + in_optim, size);
+    }
+    o->kind = kind;
+}
+
+static dt_status apply_value(dt_config *cfg, const key_def *k, const char *text, int continued)
+{
+    if (continued && k->type != KEY_LAYERS && k->type != KEY_TARGETS)
+        return dt_fail(DT_ERR_INVALID, "takes one value, but an indented line continues it "
+                       "(only lists may go on over indented lines)");
+    void *f = field(cfg, k);
+    int64_t i64 = 0;
+    double d = 0.0;
+    int iv = 0;
+    switch (k->type) {
+    case KEY_INT:
+    case KEY_INT64:
+        if (dt_cfg_parse_int64(text, &i64) != DT_OK)
+            return DT_ERR_INVALID;
+        if (k->type == KEY_INT && (i64 < INT_MIN || i64 > INT_MAX))
+            return dt_fail(DT_ERR_INVALID, "%s is out of range for an int", text);
+        if (check_range(k, (double)i64, text) != DT_OK)
+            return DT_ERR_INVALID;
+        if (k->type == KEY_INT)
+            *(int *)f = (int)i64;
+        else
+            *(int64_t *)f = i64;
+        return DT_OK;
+    case KEY_UINT64:
+        return dt_cfg_parse_uint64(text, (uint64_t *)f);
+    case KEY_DOUBLE:
+        if (dt_cfg_parse_double(text, &d) != DT_OK || check_range(k, d, text) != DT_OK)
+            return DT_ERR_INVALID;
+        *(double *)f = d;
+        return DT_OK;
+    case KEY_BOOL:
+        if (dt_cfg_parse_bool(text, &iv) != DT_OK)
+            return DT_ERR_INVALID;
+        *(int *)f = iv;
+        return DT_OK;
+    case KEY_ENUM:
+        if (parse_enum(k, text, &iv) != DT_OK)
+            return DT_ERR_INVALID;
+        *(int *)f = iv;
+        return DT_OK;
+    case KEY_OPTIM:
+        if (parse_enum(k, text, &iv) != DT_OK)
+            return DT_ERR_INVALID;
+        set_optim_kind(cfg, (dt_optim_kind)iv);
+        return DT_OK;
+    case KEY_PATH:
+        return apply_path((char *)f, text);
+    case KEY_TARGETS:
+        if (!continued)
+            cfg->data.n_csv_targets = 0;
+        return for_each_item(text, "column", add_target, cfg);
+    case KEY_LAYERS:
+        if (!continued)
+            cfg->nlayers = 0;
+        return for_each_item(text, "layer", add_layer, cfg);
+    }
+    DT_ASSERT(0);
+    return DT_ERR_INVALID;
+}
+
+dt_status dt_cfg_key_apply(dt_config *cfg, int i, const char *value, int continued)
+{
+    DT_ASSERT(cfg != NULL && value != NULL && i >= 0 && i < NKEYS);
+    const key_def *k = &keys[i];
+    if (apply_value(cfg, k, value, continued) != DT_OK) {
+        dt_error_prefix("%s: ", k->name);
+        return DT_ERR_INVALID;
+    }
+    cfg->optim_explicit |= k->optim_bit;
+    return DT_OK;
+}
+
+void dt_config_key_format(const dt_config *cfg, int i, char *buf, size_t nbytes)
+{
+    DT_ASSERT(cfg != NULL && buf != NULL && nbytes > 0 && i >= 0 && i < NKEYS);
+    const key_def *k = &keys[i];
+    const void *f = cfield(cfg, k);
+    const char *name = NULL;
+    buf[0] = '\0';
+    switch (k->type) {
+    case KEY_INT:
+        snprintf(buf, nbytes, "%d", *(const int *)f);
+        return;
+    case KEY_INT64:
+        snprintf(buf, nbytes, "%" PRId64, *(const int64_t *)f);
+        return;
+    case KEY_UINT64:
+        snprintf(buf, nbytes, "%" PRIu64, *(const uint64_t *)f);
+        return;
+    case KEY_DOUBLE:
+        dt_cfg_format_double(*(const double *)f, buf, nbytes);
+        return;
+    case KEY_BOOL:
+        snprintf(buf, nbytes, "%s", *(const int *)f ? "on" : "off");
+        return;
+    case KEY_ENUM:
+    case KEY_OPTIM:
+        name = k->names(*(const int *)f);
+        snprintf(buf, nbytes, "%s", name != NULL ? name : "(invalid)");
+        return;
+    case KEY_PATH:
+        /* Quoted when empty or space-edged, so the text reads back as the same path. */
+        {
+            const char *s = f;
+            size_t n = strlen(s);
+            int quote = n == 0 || isspace((unsigned char)s[0]) ||
+                        isspace((unsigned char)s[n - 1]);
+            snprintf(buf, nbytes, quote ? "\"%s\"" : "%s", s);
+        }
+        return;
+    case KEY_TARGETS:
+    case KEY_LAYERS: {
+        size_t used = 0;
+        int count = k->type == KEY_TARGETS ? cfg->data.n_csv_targets : cfg->nlayers;
+        for (int j = 0; j < count && used < nbytes; j++) {
+            char item[160];
+            if (k->type == KEY_TARGETS)
+                snprintf(item, sizeof item, "%d", cfg->data.csv_targets[j]);
+            else
+                dt_layer_spec_format(&cfg->layers[j], item, sizeof item);
+            int n = snprintf(buf + used, nbytes - used, "%s%s", j ? ", " : "", item);
+            used += n > 0 ? (size_t)n : 0;
+        }
+        return;
+    }
+    }
+}

@@ -1,0 +1,288 @@
+/* layer_spec.c — one layer's description as text, both ways:
+ *
+ *     [name:] kind [positional arguments] [option=value ...]
+ *
+ *     conv2d 32 3 stride=1 padding=0 bias=off   out_channels kernel
+ *     fc1: linear 128                            out_features; tensors fc1.weight, fc1.bias
+ *     maxpool2d 2 stride=2                       kernel (stride defaults to the kernel)
+ *     dropout 0.25                               p (default 0.5, as torch.nn.Dropout)
+ *     relu | flatten | log_softmax               no arguments
+ *
+ * The format writes the canonical form (defaults left out), which parses back to the same
+ * spec, so `--help`, logs and checkpoints show what a config would have to say. Each
+ * value is range-checked here; whether a layer fits its input is the model's question. */
+#include <ctype.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "dtrain/config.h"
+#include "train/config_internal.h"
+
+#define LAYER_TEXT_MAX 256
+#define LAYER_MAX_TOKENS 16
+
+/* Dimensions are bounded so that no product in the model's planning can overflow from a
+ * typo ("linear 1280000000000"). */
+#define DIM_MAX ((int64_t)INT32_MAX)
+
+typedef struct kind_syntax {
+    int required, optional;  /* positional arguments */
+    const char *positional;  /* their names, for messages */
+    const char *options;     /* the option=value names it accepts, space separated */
+} kind_syntax;
+
+static const kind_syntax syntax[DT_LAYER_KIND_COUNT] = {
+    [DT_LAYER_LINEAR] = {1, 0, "out_features", "bias"},
+    [DT_LAYER_CONV2D] = {2, 0, "out_channels kernel", "stride padding bias"},
+    [DT_LAYER_MAXPOOL2D] = {1, 0, "kernel", "stride"},
+    [DT_LAYER_RELU] = {0, 0, "", ""},
+    [DT_LAYER_DROPOUT] = {0, 1, "p", ""},
+    [DT_LAYER_FLATTEN] = {0, 0, "", ""},
+    [DT_LAYER_LOG_SOFTMAX] = {0, 0, "", ""},
+};
+
+static int has_word(const char *list, const char *word)
+{
+    size_t n = strlen(word);
+    for (const char *p = list; *p != '\0';) {
+        while (*p == ' ')
+            p++;
+        const char *end = p;
+        while (*end != '\0' && *end != ' ')
+            end++;
+        if ((size_t)(end - p) == n && strncmp(p, word, n) == 0)
+            return 1;
+        p = end;
+    }
+    return 0;
+}
+
+/* An integer in [lo, DIM_MAX]; `what` names it in the message. */
+static dt_status parse_dim(const char *text, const char *what, int64_t lo, int64_t *out)
+{
+    int64_t v = 0;
+    if (dt_cfg_parse_int64(text, &v) != DT_OK) {
+        dt_error_prefix("%s: ", what);
+        return DT_ERR_INVALID;
+    }
+    if (v < lo || v > DIM_MAX)
+        return dt_fail(DT_ERR_INVALID, "%s: %lld is out of range (must be in [%lld, %lld])",
+                       what, (long long)v, (long long)lo, (long long)DIM_MAX);
+    *out = v;
+    return DT_OK;
+}
+
+/* A layer name becomes the prefix of tensor names ("fc1.weight"), which PyTorch's
+ * state_dict keys must be able to match: letters, digits and '_', not only digits (those
+ * are the names unnamed layers get from their index). */
+static dt_status check_name(const char *name, size_t len)
+{
+    if (len == 0)
+        return dt_fail(DT_ERR_INVALID, "empty layer name before ':'");
+    if (len >= DT_NAME_MAX)
+        return dt_fail(DT_ERR_INVALID, "layer name '%.*s' is longer than %d characters",
+                       (int)len, name, DT_NAME_MAX - 1);
+    int letters = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)name[i];
+        if (!(isalnum(c) || c == '_'))
+            return dt_fail(DT_ERR_INVALID,
+                           "layer name '%.*s' may hold only letters, digits and '_'", (int)len,
+                           name);
+        letters += !isdigit(c);
+    }
+    if (letters == 0)
+        return dt_fail(DT_ERR_INVALID,
+                       "layer name '%.*s' is only digits, which unnamed layers use (their index)",
+                       (int)len, name);
+    return DT_OK;
+}
+
+static dt_status parse_option(dt_layer_spec *s, const char *key, const char *value)
+{
+    if (strcmp(key, "bias") == 0) {
+        if (dt_cfg_parse_bool(value, &s->bias) != DT_OK) {
+            dt_error_prefix("bias: ");
+            return DT_ERR_INVALID;
+        }
+        return DT_OK;
+    }
+    if (strcmp(key, "stride") == 0)
+        /* maxpool2d's stride 0 means "the kernel size", as PyTorch's stride=None. */
+        return parse_dim(value, "stride", s->kind == DT_LAYER_MAXPOOL2D ? 0 : 1, &s->stride);
+    if (strcmp(key, "padding") == 0)
+        return parse_dim(value, "padding", 0, &s->padding);
+    return dt_fail(DT_ERR_INVALID, "unknown option '%s'", key);
+}
+
+static dt_status parse_positional(dt_layer_spec *s, int index, const char *text)
+{
+    switch (s->kind) {
+    case DT_LAYER_LINEAR:
+        return parse_dim(text, "out_features", 1, &s->out_features);
+    case DT_LAYER_CONV2D:
+        return index == 0 ? parse_dim(text, "out_channels", 1, &s->out_channels)
+                          : parse_dim(text, "kernel", 1, &s->kernel);
+    case DT_LAYER_MAXPOOL2D:
+        return parse_dim(text, "kernel", 1, &s->kernel);
+    case DT_LAYER_DROPOUT:
+        if (dt_cfg_parse_double(text, &s->p) != DT_OK) {
+            dt_error_prefix("p: ");
+            return DT_ERR_INVALID;
+        }
+        if (!(s->p >= 0.0 && s->p <= 1.0))
+            return dt_fail(DT_ERR_INVALID, "p: %g is out of range (must be in [0, 1])", s->p);
+        return DT_OK;
+    default:
+        /* Kinds without arguments never get here: the caller counts first. */
+        DT_ASSERT(0);
+        return DT_ERR_INVALID;
+    }
+}
+
+/* Parses the trimmed, NUL-terminated `buf` (modified in place). */
+static dt_status parse_body(char *buf, dt_layer_spec *out)
+{
+    char *body = buf;
+    char name[DT_NAME_MAX] = "";
+    char *colon = strchr(buf, ':');
+    if (colon != NULL) {
+        char *end = colon;
+        while (end > buf && isspace((unsigned char)end[-1]))
+            end--;
+        if (check_name(buf, (size_t)(end - buf)) != DT_OK)
+            return DT_ERR_INVALID;
+        memcpy(name, buf, (size_t)(end - buf));
+        name[end - buf] = '\0';
+        body = colon + 1;
+    }
+
+    char *tok[LAYER_MAX_TOKENS];
+    int ntok = 0;
+    for (char *p = body;;) {
+        while (isspace((unsigned char)*p))
+            p++;
+        if (*p == '\0')
+            break;
+        if (ntok == LAYER_MAX_TOKENS)
+            return dt_fail(DT_ERR_INVALID, "more than %d words", LAYER_MAX_TOKENS);
+        tok[ntok++] = p;
+        while (*p != '\0' && !isspace((unsigned char)*p))
+            p++;
+        if (*p != '\0')
+            *p++ = '\0';
+    }
+    if (ntok == 0)
+        return dt_fail(DT_ERR_INVALID, "no layer kind%s", name[0] ? " after the name" : "");
+
+    dt_layer_kind kind;
+    if (dt_layer_kind_parse(tok[0], &kind) != DT_OK)
+        return DT_ERR_INVALID;
+    dt_layer_spec s = dt_layer_spec_default(kind);
+    memcpy(s.name, name, sizeof s.name);
+    const kind_syntax *syn = &syntax[kind];
+
+    int npos = 0;
+    char seen[LAYER_MAX_TOKENS][16];
+    int nseen = 0;
+    for (int i = 1; i < ntok; i++) {
+        char *eq = strchr(tok[i], '=');
+        if (eq == NULL) {
+            if (npos >= syn->required + syn->optional) {
+                if (syn->required + syn->optional == 0)
+                    return dt_fail(DT_ERR_INVALID, "%s takes no arguments, got '%s'", tok[0],
+                                   tok[i]);
+                return dt_fail(DT_ERR_INVALID, "%s takes %d argument%s (%s), got another: '%s'",
+                               tok[0], syn->required + syn->optional,
+                               syn->required + syn->optional == 1 ? "" : "s", syn->positional,
+                               tok[i]);
+            }
+            if (parse_positional(&s, npos, tok[i]) != DT_OK)
+                return DT_ERR_INVALID;
+            npos++;
+            continue;
+        }
+        *eq = '\0';
+        const char *key = tok[i], *value = eq + 1;
+        if (!has_word(syn->options, key)) {
+            if (syn->options[0] == '\0')
+                return dt_fail(DT_ERR_INVALID, "%s takes no options, got '%s'", tok[0], key);
+            return dt_fail(DT_ERR_INVALID, "%s has no option '%s' (options: %s)", tok[0], key,
+                           syn->options);
+        }
+        for (int j = 0; j < nseen; j++)
+            if (strcmp(seen[j], key) == 0)
+                return dt_fail(DT_ERR_INVALID, "option '%s' given twice", key);
+        snprintf(seen[nseen++], sizeof seen[0], "%s", key);
+        if (parse_option(&s, key, value) != DT_OK)
+            return DT_ERR_INVALID;
+    }
+    if (npos < syn->required)
+        return dt_fail(DT_ERR_INVALID, "%s needs %d argument%s (%s), got %d", tok[0],
+                       syn->required, syn->required == 1 ? "" : "s", syn->positional, npos);
+    *out = s;
+    return DT_OK;
+}
+
+dt_status dt_layer_spec_parse(const char *text, dt_layer_spec *out)
+{
+    DT_ASSERT(text != NULL && out != NULL);
+    while (isspace((unsigned char)*text))
+        text++;
+    size_t n = strlen(text);
+    while (n > 0 && isspace((unsigned char)text[n - 1]))
+        n--;
+    if (n >= LAYER_TEXT_MAX)
+        return dt_fail(DT_ERR_INVALID, "layer '%.40s...': longer than %d characters", text,
+                       LAYER_TEXT_MAX - 1);
+    char buf[LAYER_TEXT_MAX];
+    memcpy(buf, text, n);
+    buf[n] = '\0';
+    if (parse_body(buf, out) != DT_OK) {
+        dt_error_prefix("layer '%.*s': ", (int)n, text);
+        return DT_ERR_INVALID;
+    }
+    return DT_OK;
+}
+
+void dt_layer_spec_format(const dt_layer_spec *s, char *buf, size_t nbytes)
+{
+    DT_ASSERT(s != NULL && buf != NULL && nbytes > 0);
+    char args[128] = "";
+    char p[40];
+    switch (s->kind) {
+    case DT_LAYER_LINEAR:
+        snprintf(args, sizeof args, " %lld%s", (long long)s->out_features,
+                 s->bias ? "" : " bias=off");
+        break;
+    case DT_LAYER_CONV2D: {
+        int n = snprintf(args, sizeof args, " %lld %lld", (long long)s->out_channels,
+                         (long long)s->kernel);
+        if (s->stride != 1 && n > 0 && (size_t)n < sizeof args)
+            n += snprintf(args + n, sizeof args - (size_t)n, " stride=%lld", (long long)s->stride);
+        if (s->padding != 0 && n > 0 && (size_t)n < sizeof args)
+            n += snprintf(args + n, sizeof args - (size_t)n, " padding=%lld",
+                          (long long)s->padding);
+        if (!s->bias && n > 0 && (size_t)n < sizeof args)
+            snprintf(args + n, sizeof args - (size_t)n, " bias=off");
+        break;
+    }
+    case DT_LAYER_MAXPOOL2D:
+        /* A stride equal to the kernel is the default either way (0 or the kernel). */
+        if (s->stride != 0 && s->stride != s->kernel)
+            snprintf(args, sizeof args, " %lld stride=%lld", (long long)s->kernel,
+                     (long long)s->stride);
+        else
+            snprintf(args, sizeof args, " %lld", (long long)s->kernel);
+        break;
+    case DT_LAYER_DROPOUT:
+        dt_cfg_format_double(s->p, p, sizeof p);
+        snprintf(args, sizeof args, " %s", p);
+        break;
+    default:
+        break;
+    }
+    snprintf(buf, nbytes, "%s%s%s%s", s->name, s->name[0] ? ": " : "",
+             dt_layer_kind_name(s->kind), args);
+}
