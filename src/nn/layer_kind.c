@@ -7,9 +7,9 @@
 #include "dtrain/nn.h"
 
 static const char *const layer_names[DT_LAYER_KIND_COUNT] = {
-    [DT_LAYER_LINEAR] = "linear",       [DT_LAYER_CONV2D] = "conv2d",
-    [DT_LAYER_MAXPOOL2D] = "maxpool2d", [DT_LAYER_RELU] = "relu",
-    [DT_LAYER_DROPOUT] = "dropout",     [DT_LAYER_FLATTEN] = "flatten",
+    [DT_LAYER_LINEAR] = "linear",           [DT_LAYER_CONV2D] = "conv2d",
+    [DT_LAYER_MAXPOOL2D] = "maxpool2d",     [DT_LAYER_RELU] = "relu",
+    [DT_LAYER_DROPOUT] = "dropout",         [DT_LAYER_FLATTEN] = "flatten",
     [DT_LAYER_LOG_SOFTMAX] = "log_softmax",
 };
 

@@ -84,6 +84,5 @@ dt_status dt_sched_kind_parse(const char *name, dt_sched_kind *out)
             return DT_OK;
         }
     }
-    return dt_fail(DT_ERR_INVALID, "unknown schedule '%s' (one of: constant, step, cosine)",
-                   name);
+    return dt_fail(DT_ERR_INVALID, "unknown schedule '%s' (one of: constant, step, cosine)", name);
 }

@@ -41,9 +41,9 @@ dt_config dt_config_default(void)
 
     /* The seeds' ConvNet, with the names its PyTorch class gives its parameters. */
     static const char *const convnet[] = {
-        "conv1: conv2d 32 3", "relu", "conv2: conv2d 64 3", "relu", "maxpool2d 2",
-        "dropout 0.25", "flatten", "fc1: linear 128", "relu", "dropout 0.5",
-        "fc2: linear 10", "log_softmax"};
+        "conv1: conv2d 32 3", "relu",       "conv2: conv2d 64 3", "relu", "maxpool2d 2",
+        "dropout 0.25",       "flatten",    "fc1: linear 128",    "relu", "dropout 0.5",
+        "fc2: linear 10",     "log_softmax"};
     c.nlayers = (int)(sizeof convnet / sizeof convnet[0]);
     for (int i = 0; i < c.nlayers; i++) {
         dt_status st = dt_layer_spec_parse(convnet[i], &c.layers[i]);
@@ -171,8 +171,7 @@ static void check_raw_line(load_ctx *c, const char *text)
     if (*s == '[') {
         const char *close = memchr(s, ']', n);
         if (close == NULL) {
-            dt_fail(DT_ERR_INVALID, "section header '%.*s' has no ']'", (int)(n > 60 ? 60 : n),
-                    s);
+            dt_fail(DT_ERR_INVALID, "section header '%.*s' has no ']'", (int)(n > 60 ? 60 : n), s);
             load_fail(c);
             return;
         }
@@ -207,8 +206,10 @@ static char *read_line(char *str, int num, void *stream)
     size_t n = strlen(str);
     /* A line that fills the buffer would reach inih in pieces, each taken for a line. */
     if (n > 0 && str[n - 1] != '\n' && (n >= (size_t)num - 1)) {
-        dt_fail(DT_ERR_INVALID, "line longer than %d characters (the INI reader's limit); "
-                "split a long model.layers over indented continuation lines", num - 3);
+        dt_fail(DT_ERR_INVALID,
+                "line longer than %d characters (the INI reader's limit); "
+                "split a long model.layers over indented continuation lines",
+                num - 3);
         load_fail(c);
         return NULL;
     }
@@ -253,8 +254,10 @@ static int on_value(void *user, const char *section, const char *name, const cha
     }
     DT_ASSERT(k < MAX_KEYS);
     if (continued && value[0] == '[') {
-        dt_fail(DT_ERR_INVALID, "'%s' is indented, so it continues %s: a section header must "
-                "start its line", value, key);
+        dt_fail(DT_ERR_INVALID,
+                "'%s' is indented, so it continues %s: a section header must "
+                "start its line",
+                value, key);
         goto fail;
     }
     if (!continued) {
@@ -386,8 +389,8 @@ static dt_status check_layers(const dt_config *c)
     if (c->nlayers < 1)
         return dt_fail(DT_ERR_INVALID, "config: model.layers: the model has no layers");
     if (c->nlayers > DT_CONFIG_MAX_LAYERS)
-        return dt_fail(DT_ERR_INVALID, "config: model.layers: %d layers, at most %d",
-                       c->nlayers, DT_CONFIG_MAX_LAYERS);
+        return dt_fail(DT_ERR_INVALID, "config: model.layers: %d layers, at most %d", c->nlayers,
+                       DT_CONFIG_MAX_LAYERS);
     for (int i = 0; i < c->nlayers; i++) {
         /* Specs filled by hand never went through the parser: format and parse them. */
         const dt_layer_spec *s = &c->layers[i];
@@ -395,8 +398,10 @@ static dt_status check_layers(const dt_config *c)
             return dt_fail(DT_ERR_INVALID, "config: model.layers: layer %d: unknown kind %d", i,
                            (int)s->kind);
         if (memchr(s->name, '\0', sizeof s->name) == NULL)
-            return dt_fail(DT_ERR_INVALID, "config: model.layers: layer %d: name is not "
-                           "terminated", i);
+            return dt_fail(DT_ERR_INVALID,
+                           "config: model.layers: layer %d: name is not "
+                           "terminated",
+                           i);
         char text[200];
         dt_layer_spec check;
         dt_layer_spec_format(s, text, sizeof text);
@@ -405,12 +410,16 @@ static dt_status check_layers(const dt_config *c)
             return DT_ERR_INVALID;
         }
         if (s->kind == DT_LAYER_DROPOUT && !(s->p >= 0.0 && s->p <= 1.0))
-            return dt_fail(DT_ERR_INVALID, "config: model.layers: layer %d: dropout p %g is "
-                           "not in [0, 1]", i, s->p);
+            return dt_fail(DT_ERR_INVALID,
+                           "config: model.layers: layer %d: dropout p %g is "
+                           "not in [0, 1]",
+                           i, s->p);
         for (int j = 0; j < i && s->name[0] != '\0'; j++)
             if (strcmp(s->name, c->layers[j].name) == 0)
-                return dt_fail(DT_ERR_INVALID, "config: model.layers: layers %d and %d are both "
-                               "named '%s'", j, i, s->name);
+                return dt_fail(DT_ERR_INVALID,
+                               "config: model.layers: layers %d and %d are both "
+                               "named '%s'",
+                               j, i, s->name);
     }
     return DT_OK;
 }
@@ -422,29 +431,35 @@ static dt_status check_data(const dt_config *c)
     case DT_DATA_IDX:
         if (c->data.dir[0] == '\0')
             return dt_fail(DT_ERR_INVALID, "config: data.dir: empty (data.kind idx needs the "
-                           "directory of the IDX files)");
+                                           "directory of the IDX files)");
         if (c->data.num_classes < 2)
-            return dt_fail(DT_ERR_INVALID, "config: data.num_classes must be >= 2 for IDX data, "
-                           "got %lld", (long long)c->data.num_classes);
+            return dt_fail(DT_ERR_INVALID,
+                           "config: data.num_classes must be >= 2 for IDX data, "
+                           "got %lld",
+                           (long long)c->data.num_classes);
         if (regression)
-            return dt_fail(DT_ERR_INVALID, "config: loss.kind mse needs regression targets, but "
+            return dt_fail(DT_ERR_INVALID,
+                           "config: loss.kind mse needs regression targets, but "
                            "data.kind idx has class labels (use cross_entropy or nll)");
         break;
     case DT_DATA_CSV:
         if (c->data.train_file[0] == '\0')
             return dt_fail(DT_ERR_INVALID, "config: data.train_file: empty (data.kind csv needs "
-                           "it)");
+                                           "it)");
         if (c->data.n_csv_targets < 1 || c->data.n_csv_targets > DT_CONFIG_MAX_TARGETS)
             return dt_fail(DT_ERR_INVALID, "config: data.csv_targets: %d columns, need 1 to %d",
                            c->data.n_csv_targets, DT_CONFIG_MAX_TARGETS);
         if (c->data.csv_labels && c->data.n_csv_targets != 1)
-            return dt_fail(DT_ERR_INVALID, "config: data.csv_labels needs exactly one column in "
-                           "data.csv_targets, got %d", c->data.n_csv_targets);
+            return dt_fail(DT_ERR_INVALID,
+                           "config: data.csv_labels needs exactly one column in "
+                           "data.csv_targets, got %d",
+                           c->data.n_csv_targets);
         if (c->data.csv_labels && regression)
             return dt_fail(DT_ERR_INVALID, "config: loss.kind mse needs regression targets, but "
-                           "data.csv_labels is on");
+                                           "data.csv_labels is on");
         if (!c->data.csv_labels && !regression)
-            return dt_fail(DT_ERR_INVALID, "config: loss.kind %s needs class labels: set "
+            return dt_fail(DT_ERR_INVALID,
+                           "config: loss.kind %s needs class labels: set "
                            "data.csv_labels = on, or use loss.kind mse",
                            dt_loss_kind_name(c->loss));
         if (c->data.test_file[0] == '\0' && c->data.test_samples < 0)
@@ -453,15 +468,17 @@ static dt_status check_data(const dt_config *c)
     case DT_DATA_SYNTH_LINREG:
         if (c->data.synth_samples < 1 || c->data.synth_features < 1 || c->data.synth_targets < 1)
             return dt_fail(DT_ERR_INVALID, "config: data.synth_samples, data.synth_features and "
-                           "data.synth_targets must be >= 1");
+                                           "data.synth_targets must be >= 1");
         if (c->data.test_samples < 0 || c->data.test_samples >= c->data.synth_samples)
-            return dt_fail(DT_ERR_INVALID, "config: data.test_samples (%lld) must be in [0, "
+            return dt_fail(DT_ERR_INVALID,
+                           "config: data.test_samples (%lld) must be in [0, "
                            "data.synth_samples (%lld)) so that training samples remain",
                            (long long)c->data.test_samples, (long long)c->data.synth_samples);
         if (!(c->data.synth_noise >= 0.0))
             return dt_fail(DT_ERR_INVALID, "config: data.synth_noise must be >= 0");
         if (!regression)
-            return dt_fail(DT_ERR_INVALID, "config: loss.kind %s needs class labels, but "
+            return dt_fail(DT_ERR_INVALID,
+                           "config: loss.kind %s needs class labels, but "
                            "data.kind synthetic has regression targets (use mse)",
                            dt_loss_kind_name(c->loss));
         break;
@@ -469,8 +486,10 @@ static dt_status check_data(const dt_config *c)
         return dt_fail(DT_ERR_INVALID, "config: data.kind: unknown kind %d", (int)c->data.kind);
     }
     if (!(c->data.std > 0.0) || c->data.mean != c->data.mean)
-        return dt_fail(DT_ERR_INVALID, "config: data.std must be > 0 (got %g) and data.mean a "
-                       "number", c->data.std);
+        return dt_fail(DT_ERR_INVALID,
+                       "config: data.std must be > 0 (got %g) and data.mean a "
+                       "number",
+                       c->data.std);
     return DT_OK;
 }
 
@@ -494,8 +513,10 @@ static dt_status check_optim(const dt_config *c)
         return DT_ERR_INVALID;
     }
     if (s.kind == DT_SCHED_COSINE && s.min_lr > s.lr)
-        return dt_fail(DT_ERR_INVALID, "config: schedule.min_lr (%g) is above optim.lr (%g): a "
-                       "cosine schedule decays to min_lr", s.min_lr, s.lr);
+        return dt_fail(DT_ERR_INVALID,
+                       "config: schedule.min_lr (%g) is above optim.lr (%g): a "
+                       "cosine schedule decays to min_lr",
+                       s.min_lr, s.lr);
     return DT_OK;
 }
 
@@ -508,12 +529,12 @@ static dt_status check_run(const dt_config *c)
         return dt_fail(DT_ERR_INVALID, "config: train.epochs and train.max_steps must be >= 0");
     if (c->train.epochs < 1 && c->train.max_steps < 1)
         return dt_fail(DT_ERR_INVALID, "config: train.epochs is 0 and train.max_steps is 0: "
-                       "set at least one of them to limit training");
+                                       "set at least one of them to limit training");
     if (c->train.threads < 0 || c->train.log_every < 0)
         return dt_fail(DT_ERR_INVALID, "config: train.threads and train.log_every must be >= 0");
     if (c->parallel.dp < 0 || c->parallel.tp < 0 || c->parallel.pp < 0)
         return dt_fail(DT_ERR_INVALID, "config: parallel.dp, parallel.tp and parallel.pp must "
-                       "be >= 0 (0: derive)");
+                                       "be >= 0 (0: derive)");
     if (c->parallel.accumulation < 1)
         return dt_fail(DT_ERR_INVALID, "config: parallel.accumulation must be >= 1, got %d",
                        c->parallel.accumulation);
@@ -527,7 +548,7 @@ static dt_status check_run(const dt_config *c)
                        c->parallel.lr_scaling_linear);
     if (!(c->parallel.bucket_cap_mb > 0.0) || !(c->parallel.first_bucket_mb > 0.0))
         return dt_fail(DT_ERR_INVALID, "config: parallel.bucket_cap_mb and "
-                       "parallel.first_bucket_mb must be > 0");
+                                       "parallel.first_bucket_mb must be > 0");
     if (c->parallel.zero != 0 && c->parallel.zero != 1)
         return dt_fail(DT_ERR_INVALID, "config: parallel.zero must be 0 or 1, got %d",
                        c->parallel.zero);

@@ -84,8 +84,7 @@ dt_status dt_cfg_parse_bool(const char *text, int *out)
             return DT_OK;
         }
     }
-    return dt_fail(DT_ERR_INVALID, "'%s' is not a boolean (on/off, yes/no, true/false, 1/0)",
-                   text);
+    return dt_fail(DT_ERR_INVALID, "'%s' is not a boolean (on/off, yes/no, true/false, 1/0)", text);
 }
 
 void dt_cfg_format_double(double v, char *buf, size_t nbytes)
@@ -130,17 +129,20 @@ static const char *sched_name(int v)
 }
 static const char *last_batch_name(int v)
 {
-    static const char *const n[DT_LAST_BATCH_COUNT] = {
-        [DT_LAST_BATCH_UNEVEN] = "uneven", [DT_LAST_BATCH_DROP] = "drop",
-        [DT_LAST_BATCH_PAD] = "pad"};
+    static const char *const n[DT_LAST_BATCH_COUNT] = {[DT_LAST_BATCH_UNEVEN] = "uneven",
+                                                       [DT_LAST_BATCH_DROP] = "drop",
+                                                       [DT_LAST_BATCH_PAD] = "pad"};
     return v >= 0 && v < DT_LAST_BATCH_COUNT ? n[v] : NULL;
 }
-static const char *lr_scaling_name(int v) { return v == 0 ? "none" : v == 1 ? "linear" : NULL; }
+static const char *lr_scaling_name(int v)
+{
+    return v == 0 ? "none" : v == 1 ? "linear" : NULL;
+}
 static const char *comm_algo_name(int v)
 {
-    static const char *const n[DT_COMM_CHOICE_COUNT] = {
-        [DT_COMM_CHOICE_AUTO] = "auto", [DT_COMM_CHOICE_MPI] = "mpi",
-        [DT_COMM_CHOICE_RING] = "ring"};
+    static const char *const n[DT_COMM_CHOICE_COUNT] = {[DT_COMM_CHOICE_AUTO] = "auto",
+                                                        [DT_COMM_CHOICE_MPI] = "mpi",
+                                                        [DT_COMM_CHOICE_RING] = "ring"};
     return v >= 0 && v < DT_COMM_CHOICE_COUNT ? n[v] : NULL;
 }
 
@@ -169,15 +171,17 @@ typedef struct key_def {
     int first;                   /* KEY_ENUM: the first value (csv_header starts at -1) */
     unsigned range;              /* LO | HI | ... for numbers */
     double lo, hi;
-    unsigned optim_bit;          /* nonzero: setting it marks an explicit optim setting */
+    unsigned optim_bit; /* nonzero: setting it marks an explicit optim setting */
     const char *help;
 } key_def;
 
+/* clang-format off */
 #define OFF(field) offsetof(dt_config, field)
 #define NUM(nm, ty, field, rng, l, h, text) {nm, ty, OFF(field), NULL, 0, rng, l, h, 0, text}
 #define ENUMK(nm, field, fn, first, text) {nm, KEY_ENUM, OFF(field), fn, first, 0, 0, 0, 0, text}
 #define OPT(nm, ty, field, rng, l, h, bit, text) {nm, ty, OFF(field), NULL, 0, rng, l, h, bit, text}
 #define OTHER(nm, ty, field, text) {nm, ty, OFF(field), NULL, 0, 0, 0, 0, 0, text}
+/* clang-format on */
 
 static const key_def keys[] = {
     /* [data] */
@@ -252,8 +256,7 @@ static const key_def keys[] = {
         "warm-up: factor of lr at step 0"),
     NUM("schedule.step_size", KEY_INT64, schedule.step_size, LO, 1, 0,
         "step: steps between decays"),
-    NUM("schedule.gamma", KEY_DOUBLE, schedule.gamma, LO | LO_STRICT, 0, 0,
-        "step: decay factor"),
+    NUM("schedule.gamma", KEY_DOUBLE, schedule.gamma, LO | LO_STRICT, 0, 0, "step: decay factor"),
     NUM("schedule.total_steps", KEY_INT64, schedule.total_steps, LO, 0, 0,
         "cosine: steps after the warm-up over which lr decays to min_lr; 0: the whole run"),
     NUM("schedule.min_lr", KEY_DOUBLE, schedule.min_lr, LO, 0, 0, "cosine: final learning rate"),
@@ -270,15 +273,12 @@ static const key_def keys[] = {
         "stop after this many optimizer steps; 0: no limit"),
     NUM("train.log_every", KEY_INT64, train.log_every, LO, 0, 0,
         "steps between log lines; 0: once per epoch"),
-    NUM("train.eval", KEY_BOOL, train.eval, 0, 0, 0,
-        "evaluate on the test set after each epoch"),
+    NUM("train.eval", KEY_BOOL, train.eval, 0, 0, 0, "evaluate on the test set after each epoch"),
     /* [parallel] */
     NUM("parallel.dp", KEY_INT, parallel.dp, LO | HI, 0, 1 << 20,
         "data-parallel ranks; 0: world size / (tp * pp)"),
-    NUM("parallel.tp", KEY_INT, parallel.tp, LO | HI, 0, 1 << 20,
-        "tensor-parallel ranks; 0: 1"),
-    NUM("parallel.pp", KEY_INT, parallel.pp, LO | HI, 0, 1 << 20,
-        "pipeline stages; 0: 1"),
+    NUM("parallel.tp", KEY_INT, parallel.tp, LO | HI, 0, 1 << 20, "tensor-parallel ranks; 0: 1"),
+    NUM("parallel.pp", KEY_INT, parallel.pp, LO | HI, 0, 1 << 20, "pipeline stages; 0: 1"),
     NUM("parallel.global_batch", KEY_INT64, parallel.global_batch, LO | HI, 0, INT32_MAX,
         "samples per optimizer step over all ranks and micro-steps; 0: batch * dp * "
         "accumulation"),
@@ -291,8 +291,8 @@ static const key_def keys[] = {
           "learning-rate scaling with data parallelism: none | linear (lr * dp)"),
     NUM("parallel.bucket_cap_mb", KEY_DOUBLE, parallel.bucket_cap_mb, LO | LO_STRICT, 0, 0,
         "gradient bucket size in MiB (PyTorch DDP's bucket_cap_mb)"),
-    NUM("parallel.first_bucket_mb", KEY_DOUBLE, parallel.first_bucket_mb, LO | LO_STRICT, 0,
-        0, "size of the first gradient bucket in MiB"),
+    NUM("parallel.first_bucket_mb", KEY_DOUBLE, parallel.first_bucket_mb, LO | LO_STRICT, 0, 0,
+        "size of the first gradient bucket in MiB"),
     NUM("parallel.zero", KEY_INT, parallel.zero, LO | HI, 0, 1,
         "ZeRO stage: 0 (off) or 1 (optimizer state sharded over the dp group)"),
     NUM("parallel.overlap", KEY_BOOL, parallel.overlap, 0, 0, 0,
@@ -310,7 +310,10 @@ static const key_def keys[] = {
 
 #define NKEYS ((int)(sizeof keys / sizeof keys[0]))
 
-int dt_config_key_count(void) { return NKEYS; }
+int dt_config_key_count(void)
+{
+    return NKEYS;
+}
 
 const char *dt_config_key_name(int i)
 {
@@ -347,7 +350,10 @@ const char *dt_cfg_section_list(void)
 
 /* ---- applying and formatting values ---------------------------------------------------- */
 
-static void *field(dt_config *cfg, const key_def *k) { return (char *)cfg + k->offset; }
+static void *field(dt_config *cfg, const key_def *k)
+{
+    return (char *)cfg + k->offset;
+}
 static const void *cfield(const dt_config *cfg, const key_def *k)
 {
     return (const char *)cfg + k->offset;
@@ -381,8 +387,8 @@ static dt_status parse_enum(const key_def *k, const char *text, int *out)
             *out = v;
             return DT_OK;
         }
-        int n = snprintf(choices + used, sizeof choices - used, "%s%s", used ? ", " : "",
-                         k->names(v));
+        int n =
+            snprintf(choices + used, sizeof choices - used, "%s%s", used ? ", " : "", k->names(v));
         if (n > 0 && used + (size_t)n < sizeof choices)
             used += (size_t)n;
     }
@@ -490,7 +496,7 @@ static dt_status apply_value(dt_config *cfg, const key_def *k, const char *text,
 {
     if (continued && k->type != KEY_LAYERS && k->type != KEY_TARGETS)
         return dt_fail(DT_ERR_INVALID, "takes one value, but an indented line continues it "
-                       "(only lists may go on over indented lines)");
+                                       "(only lists may go on over indented lines)");
     void *f = field(cfg, k);
     int64_t i64 = 0;
     double d = 0.0;
@@ -591,8 +597,7 @@ void dt_config_key_format(const dt_config *cfg, int i, char *buf, size_t nbytes)
         {
             const char *s = f;
             size_t n = strlen(s);
-            int quote = n == 0 || isspace((unsigned char)s[0]) ||
-                        isspace((unsigned char)s[n - 1]);
+            int quote = n == 0 || isspace((unsigned char)s[0]) || isspace((unsigned char)s[n - 1]);
             snprintf(buf, nbytes, quote ? "\"%s\"" : "%s", s);
         }
         return;

@@ -27,9 +27,9 @@
 #define DIM_MAX ((int64_t)INT32_MAX)
 
 typedef struct kind_syntax {
-    int required, optional;  /* positional arguments */
-    const char *positional;  /* their names, for messages */
-    const char *options;     /* the option=value names it accepts, space separated */
+    int required, optional; /* positional arguments */
+    const char *positional; /* their names, for messages */
+    const char *options;    /* the option=value names it accepts, space separated */
 } kind_syntax;
 
 static const kind_syntax syntax[DT_LAYER_KIND_COUNT] = {
@@ -67,8 +67,8 @@ static dt_status parse_dim(const char *text, const char *what, int64_t lo, int64
         return DT_ERR_INVALID;
     }
     if (v < lo || v > DIM_MAX)
-        return dt_fail(DT_ERR_INVALID, "%s: %lld is out of range (must be in [%lld, %lld])",
-                       what, (long long)v, (long long)lo, (long long)DIM_MAX);
+        return dt_fail(DT_ERR_INVALID, "%s: %lld is out of range (must be in [%lld, %lld])", what,
+                       (long long)v, (long long)lo, (long long)DIM_MAX);
     *out = v;
     return DT_OK;
 }
@@ -81,8 +81,8 @@ static dt_status check_name(const char *name, size_t len)
     if (len == 0)
         return dt_fail(DT_ERR_INVALID, "empty layer name before ':'");
     if (len >= DT_NAME_MAX)
-        return dt_fail(DT_ERR_INVALID, "layer name '%.*s' is longer than %d characters",
-                       (int)len, name, DT_NAME_MAX - 1);
+        return dt_fail(DT_ERR_INVALID, "layer name '%.*s' is longer than %d characters", (int)len,
+                       name, DT_NAME_MAX - 1);
     int letters = 0;
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)name[i];
@@ -219,8 +219,8 @@ static dt_status parse_body(char *buf, dt_layer_spec *out)
             return DT_ERR_INVALID;
     }
     if (npos < syn->required)
-        return dt_fail(DT_ERR_INVALID, "%s needs %d argument%s (%s), got %d", tok[0],
-                       syn->required, syn->required == 1 ? "" : "s", syn->positional, npos);
+        return dt_fail(DT_ERR_INVALID, "%s needs %d argument%s (%s), got %d", tok[0], syn->required,
+                       syn->required == 1 ? "" : "s", syn->positional, npos);
     *out = s;
     return DT_OK;
 }
@@ -262,8 +262,8 @@ void dt_layer_spec_format(const dt_layer_spec *s, char *buf, size_t nbytes)
         if (s->stride != 1 && n > 0 && (size_t)n < sizeof args)
             n += snprintf(args + n, sizeof args - (size_t)n, " stride=%lld", (long long)s->stride);
         if (s->padding != 0 && n > 0 && (size_t)n < sizeof args)
-            n += snprintf(args + n, sizeof args - (size_t)n, " padding=%lld",
-                          (long long)s->padding);
+            n +=
+                snprintf(args + n, sizeof args - (size_t)n, " padding=%lld", (long long)s->padding);
         if (!s->bias && n > 0 && (size_t)n < sizeof args)
             snprintf(args + n, sizeof args - (size_t)n, " bias=off");
         break;
@@ -283,6 +283,6 @@ void dt_layer_spec_format(const dt_layer_spec *s, char *buf, size_t nbytes)
     default:
         break;
     }
-    snprintf(buf, nbytes, "%s%s%s%s", s->name, s->name[0] ? ": " : "",
-             dt_layer_kind_name(s->kind), args);
+    snprintf(buf, nbytes, "%s%s%s%s", s->name, s->name[0] ? ": " : "", dt_layer_kind_name(s->kind),
+             args);
 }

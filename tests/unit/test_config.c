@@ -38,13 +38,13 @@ static const char *fmt(const dt_config *cfg, const char *key)
     return buf;
 }
 
-#define ASSERT_FMT(cfg, key, expected)                                                     \
-    do {                                                                                   \
-        const char *got_ = fmt((cfg), (key));                                              \
-        if (strcmp(got_, (expected)) != 0)                                                 \
-            print_error("%s:%d: %s formats as '%s', expected '%s'\n", __FILE__, __LINE__,  \
-                        (key), got_, (expected));                                          \
-        assert_string_equal(got_, (expected));                                             \
+#define ASSERT_FMT(cfg, key, expected)                                                             \
+    do {                                                                                           \
+        const char *got_ = fmt((cfg), (key));                                                      \
+        if (strcmp(got_, (expected)) != 0)                                                         \
+            print_error("%s:%d: %s formats as '%s', expected '%s'\n", __FILE__, __LINE__, (key),   \
+                        got_, (expected));                                                         \
+        assert_string_equal(got_, (expected));                                                     \
     } while (0)
 
 /* Expects `assignment` to fail with DT_ERR_INVALID, a message containing `needle`, and
@@ -128,7 +128,8 @@ static void test_int_keys(void **state)
     expect_set_fails("train.epochs=0x10", "'0x10' is not an integer");
     expect_set_fails("train.epochs=99999999999999999999", "out of range for a 64-bit integer");
     expect_set_fails("train.epochs=-1", "train.epochs: -1 is out of range (must be >= 0)");
-    expect_set_fails("train.batch=0", "train.batch: 0 is out of range (must be in [1, 2147483647])");
+    expect_set_fails("train.batch=0",
+                     "train.batch: 0 is out of range (must be in [1, 2147483647])");
     expect_set_fails("train.threads=-2", "train.threads: -2 is out of range");
     expect_set_fails("train.threads=99999999999", "out of range for an int");
     expect_set_fails("parallel.zero=2", "parallel.zero: 2 is out of range (must be in [0, 1])");
@@ -244,8 +245,7 @@ static void test_set_errors_name_origin(void **state)
     DT_ASSERT_STATUS(dt_config_set(&c, "train.epochs=abc", "--set"), DT_ERR_INVALID);
     assert_string_equal(dt_last_error(), "config: --set: train.epochs: 'abc' is not an integer");
     DT_ASSERT_STATUS(dt_config_set(&c, "train.epochs=abc", "--epochs"), DT_ERR_INVALID);
-    assert_string_equal(dt_last_error(),
-                        "config: --epochs: train.epochs: 'abc' is not an integer");
+    assert_string_equal(dt_last_error(), "config: --epochs: train.epochs: 'abc' is not an integer");
     DT_ASSERT_STATUS(dt_config_set(&c, "train.epochs", "--set"), DT_ERR_INVALID);
     assert_string_equal(dt_last_error(), "config: --set: 'train.epochs' is not section.key=value");
     DT_ASSERT_STATUS(dt_config_set(&c, "optim.lrr=1", "--set"), DT_ERR_INVALID);
@@ -264,8 +264,9 @@ static void test_file_errors_name_line(void **state)
         const char *text, *message;
         dt_status status;
     } cases[] = {
-        {"[train]\nepochs = 3\n\n[optim]\nlrr = 0.1\n", "bad.ini:5: unknown key 'optim.lrr' "
-                                                        "(did you mean optim.lr?)",
+        {"[train]\nepochs = 3\n\n[optim]\nlrr = 0.1\n",
+         "bad.ini:5: unknown key 'optim.lrr' "
+         "(did you mean optim.lr?)",
          DT_ERR_INVALID},
         {"# comment\n[train]\nepochs = 3\n[trian]\nbatch = 4\n",
          "bad.ini:4: unknown section [trian] (sections: data, model, loss, optim, schedule, "
@@ -275,8 +276,9 @@ static void test_file_errors_name_line(void **state)
         {"[data]\nkind = idx\n[train]\n; note\nepochs = abc\n",
          "bad.ini:5: train.epochs: 'abc' is not an integer", DT_ERR_INVALID},
         {"[train]\nbatch = 0\n", "bad.ini:2: train.batch: 0 is out of range", DT_ERR_INVALID},
-        {"[train]\nepochs 3\n", "bad.ini:2: 'epochs 3' is not 'key = value', '[section]' or a "
-                                "comment",
+        {"[train]\nepochs 3\n",
+         "bad.ini:2: 'epochs 3' is not 'key = value', '[section]' or a "
+         "comment",
          DT_ERR_INVALID},
         {"[train\nepochs = 3\n", "bad.ini:1: section header '[train' has no ']'", DT_ERR_INVALID},
         {"epochs = 3\n", "bad.ini:1: key 'epochs' is outside any [section]", DT_ERR_INVALID},
@@ -333,28 +335,29 @@ static void test_file_errors_name_line(void **state)
 static void test_file_values_and_layers(void **state)
 {
     (void)state;
-    const char *path = write_ini(
-        "good.ini", "\xEF\xBB\xBF# a BOM, then keys before any section in full\n"
-                    "train.epochs = 3\n"
-                    "[model]\n"
-                    "; the first occurrence in a file replaces the built-in ConvNet\n"
-                    "layers =\n"
-                    "    flatten,            # comment after a layer\n"
-                    "\n"
-                    "    hidden: linear 128, relu\n"
-                    "    dropout 0.2, linear 10 bias=off\n"
-                    "[loss]\n"
-                    "kind = cross_entropy ; inline comment\n"
-                    "[ data ]\n"
-                    "  csv_targets = 0,\n"
-                    "     2\n"
-                    "test_file = \"\"\n");
+    const char *path =
+        write_ini("good.ini", "\xEF\xBB\xBF# a BOM, then keys before any section in full\n"
+                              "train.epochs = 3\n"
+                              "[model]\n"
+                              "; the first occurrence in a file replaces the built-in ConvNet\n"
+                              "layers =\n"
+                              "    flatten,            # comment after a layer\n"
+                              "\n"
+                              "    hidden: linear 128, relu\n"
+                              "    dropout 0.2, linear 10 bias=off\n"
+                              "[loss]\n"
+                              "kind = cross_entropy ; inline comment\n"
+                              "[ data ]\n"
+                              "  csv_targets = 0,\n"
+                              "     2\n"
+                              "test_file = \"\"\n");
     dt_config c = dt_config_default();
     DT_ASSERT_OK(dt_config_load(path, &c));
     assert_int_equal(c.train.epochs, 3);
     assert_int_equal(c.nlayers, 5);
-    ASSERT_FMT(&c, "model.layers", "flatten, hidden: linear 128, relu, dropout 0.2, "
-                                   "linear 10 bias=off");
+    ASSERT_FMT(&c, "model.layers",
+               "flatten, hidden: linear 128, relu, dropout 0.2, "
+               "linear 10 bias=off");
     assert_int_equal(c.loss, DT_LOSS_CROSS_ENTROPY);
     assert_int_equal(c.data.n_csv_targets, 2);
     assert_int_equal(c.data.csv_targets[1], 2);
@@ -537,7 +540,7 @@ static void test_help_table(void **state)
 {
     (void)state;
     const dt_config def = dt_config_default();
-    static const char *const sections[] = {"data",  "model", "loss",     "optim",
+    static const char *const sections[] = {"data",     "model", "loss",     "optim",
                                            "schedule", "train", "parallel", "comm"};
     const int n = dt_config_key_count();
     assert_true(n >= 55);
@@ -653,13 +656,13 @@ static void test_optim_kind_defaults(void **state)
 
 /* Sets one field by hand (as a program using the library may), expects the check to fail
  * naming `needle`. */
-#define EXPECT_CHECK_FAILS(stmt, needle)                                                   \
-    do {                                                                                   \
-        dt_config c = dt_config_default();                                                 \
-        stmt;                                                                              \
-        dt_error_clear();                                                                  \
-        DT_ASSERT_STATUS(dt_config_check(&c), DT_ERR_INVALID);                             \
-        DT_ASSERT_ERROR_HAS(needle);                                                       \
+#define EXPECT_CHECK_FAILS(stmt, needle)                                                           \
+    do {                                                                                           \
+        dt_config c = dt_config_default();                                                         \
+        stmt;                                                                                      \
+        dt_error_clear();                                                                          \
+        DT_ASSERT_STATUS(dt_config_check(&c), DT_ERR_INVALID);                                     \
+        DT_ASSERT_ERROR_HAS(needle);                                                               \
     } while (0)
 
 static void test_check(void **state)
@@ -689,9 +692,9 @@ static void test_check(void **state)
     EXPECT_CHECK_FAILS((c.data.kind = DT_DATA_CSV, strcpy(c.data.train_file, "x.csv"),
                         c.data.csv_labels = 1, c.data.n_csv_targets = 2),
                        "data.csv_labels needs exactly one column");
-    EXPECT_CHECK_FAILS((c.data.kind = DT_DATA_SYNTH_LINREG, c.loss = DT_LOSS_MSE,
-                        c.data.test_samples = 4096),
-                       "data.test_samples (4096) must be in [0, data.synth_samples (4096))");
+    EXPECT_CHECK_FAILS(
+        (c.data.kind = DT_DATA_SYNTH_LINREG, c.loss = DT_LOSS_MSE, c.data.test_samples = 4096),
+        "data.test_samples (4096) must be in [0, data.synth_samples (4096))");
     EXPECT_CHECK_FAILS(c.data.kind = DT_DATA_SYNTH_LINREG,
                        "loss.kind nll needs class labels, but data.kind synthetic");
     EXPECT_CHECK_FAILS(c.parallel.accumulation = 0, "config: parallel.accumulation must be >= 1");
