@@ -113,11 +113,11 @@ dt_status dt_trainer_create(const dt_config *cfg, dt_comm *world, dt_trainer **o
                     (void **)&t->targets));
     if (world != NULL && t->dp_size > 1)
         DT_TRY(dt_dp_create(world, t->model, cfg, &t->dp));
-    if (t->dp != NULL && dt_dp_optim_count(t->dp) != dt_model_param_count(t->model)) {
-        DT_TRY(dt_optim_create(&cfg->optim, dt_dp_optim_count(t->dp), &t->optim));
-    } else {
-        DT_TRY(dt_optim_create(&cfg->optim, dt_model_param_count(t->model), &t->optim));
-    }
+    /* The optimizer owns the whole buffer, or this rank's ZeRO-1 slice of it. */
+    DT_TRY(dt_optim_create(&cfg->optim,
+                           t->dp != NULL ? dt_dp_optim_count(t->dp)
+                                         : dt_model_param_count(t->model),
+                           &t->optim));
     *out = t;
     return DT_OK;
 fail:
