@@ -46,10 +46,13 @@ test-slow: build
 check-accuracy: build
 	scripts/check-accuracy.sh $(BUILD)/dtrain
 
-# Regenerates the PyTorch reference files under tests/ref (needs python3-torch).
+# Regenerates the PyTorch reference files under tests/ref and tests/e2e (needs
+# python3-torch), then checks that PyTorch loads the weights dtrain writes.
 refs: build
 	scripts/install-deps.sh --with-torch
 	/usr/bin/python3 tests/ref/gen_refs.py --dtrain $(BUILD)/dtrain
+	/usr/bin/python3 tests/e2e/gen_e2e.py
+	/usr/bin/python3 tests/e2e/check_torch_loads.py $(BUILD)/dtrain
 
 bench: build
 	bench/run.sh $(BUILD)
