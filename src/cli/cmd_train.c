@@ -48,6 +48,7 @@ typedef struct run_ctx {
     int rank;
     int bar;            /* draw a progress bar */
     FILE *metrics;      /* rank 0 only */
+    int bar_open;       /* a progress bar line is on the terminal, unterminated */
     int64_t global_batch;
 } run_ctx;
 
@@ -79,7 +80,8 @@ static dt_status on_step(void *vctx, const dt_step_info *s)
                 (long long)s->epoch + 1, filled, "##############################",
                 width - filled, "", (long long)s->epoch_step, (long long)s->epoch_steps, s->loss,
                 s->samples_per_s, eta);
-        if (s->epoch_step == s->epoch_steps)
+        c->bar_open = s->epoch_step != s->epoch_steps;
+        if (!c->bar_open)
             fputc('\n', stderr);
         fflush(stderr);
     } else if (every > 0 && s->step % every == 0) {
@@ -106,8 +108,10 @@ static dt_status on_epoch(void *vctx, const dt_epoch_info *e)
     run_ctx *c = vctx;
     if (c->rank != 0)
         return DT_OK;
-    if (c->bar)
-        fputc('\r', stderr);
+    if (c->bar_open) { /* stopped mid-epoch (--max-steps): end the bar's line */
+        fputc('\n', stderr);
+        c->bar_open = 0;
+    }
     printf("epoch %lld: train loss %.4f", (long long)e->epoch + 1, e->train_loss);
     if (!isnan(e->test_loss))
         printf("  test loss %.4f", e->test_loss);
