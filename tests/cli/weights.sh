@@ -1,0 +1,96 @@
+#!/bin/sh
+# weights.sh PYTHON CASE — weights in and out through the CLI.
+#
+#   roundtrip  an MLP trained 5 steps and saved (--save-weights), then loaded into a fresh
+#              run (--init-weights), gives the same test loss and accuracy, bit for bit,
+#              and saves a byte-identical file.
+#   fixed      PyTorch's initial MLP weights (tests/e2e/mlp_init.safetensors) loaded and
+#              saved unchanged: the file holds the same tensors, names, shapes and bytes as
+#              PyTorch's, and matches the committed tests/cli/mlp_init_saved.safetensors
+#              byte for byte (header order, metadata, offsets: the format does not drift).
+#
+# dtrain cannot save or evaluate without training (train.epochs 0 with train.max_steps 0
+# is refused), so a run that must leave the weights as loaded takes one optimizer step at a
+# learning rate of exactly 0: a one-step linear warm-up starting from 0 x lr
+# (schedule.warmup_steps=1, schedule.warmup_start=0). The step's lr is checked to be 0.
+#
+# The reference was written by dtrain with the `fixed` run below; after a deliberate
+# format change, rewrite it with that command line and check it with st_compare.py.
+set -u
+PY=${1:?usage: weights.sh PYTHON CASE}
+CASE=${2:?usage: weights.sh PYTHON CASE}
+DTRAIN=${DTRAIN:?DTRAIN must name the dtrain binary (ctest sets it)}
+SRC=${DT_SOURCE_DIR:?DT_SOURCE_DIR must name the source tree (ctest sets it)}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/dtrain-cli-XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+
+run() {
+    name=$1
+    shift
+    echo "\$ dtrain $*"
+    "$DTRAIN" "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
+    code=$?
+    sed 's/^/  /' "$tmp/$name.out" "$tmp/$name.err"
+    if [ $code -ne 0 ]; then
+        echo "FAIL: exit status $code, expected 0"
+        exit 1
+    fi
+}
+
+mlp="$SRC/examples/mlp.ini"
+no_step="--max-steps 1 --set schedule.warmup_steps=1 --set schedule.warmup_start=0 --log-every 1"
+names=1.weight,1.bias,4.weight,4.bias
+
+case $CASE in
+roundtrip)
+    run a train "$mlp" --threads 1 --no-progress --max-steps 5 \
+        --save-weights "$tmp/a.safetensors" --metrics "$tmp/a.jsonl"
+    # shellcheck disable=SC2086 # no_step is a list of words
+    run b train "$mlp" --threads 1 --no-progress $no_step \
+        --init-weights "$tmp/a.safetensors" --save-weights "$tmp/b.safetensors" \
+        --metrics "$tmp/b.jsonl"
+    "$PY" - "$tmp/a.jsonl" "$tmp/b.jsonl" <<'EOF' || fail=1
+import json, sys
+a, b = ([json.loads(l) for l in open(p)] for p in sys.argv[1:3])
+ea = [o for o in a if o["event"] == "epoch"][-1]
+eb = [o for o in b if o["event"] == "epoch"][-1]
+sb = [o for o in b if o["event"] == "step"]
+if [o["lr"] for o in sb] != [0]:
+    sys.exit(f"FAIL: the loading run's step records {sb}: expected one step at lr 0")
+print(f"saved after 5 steps: test loss {ea['test_loss']!r}, accuracy {ea['test_accuracy']!r}")
+print(f"loaded:              test loss {eb['test_loss']!r}, accuracy {eb['test_accuracy']!r}")
+if (ea["test_loss"], ea["test_accuracy"]) != (eb["test_loss"], eb["test_accuracy"]):
+    sys.exit("FAIL: the loaded weights do not give the saved run's test loss and accuracy")
+EOF
+    "$PY" "$SRC/tests/cli/st_compare.py" "$tmp/b.safetensors" "$tmp/a.safetensors" \
+        --names "$names" || fail=1
+    if ! cmp "$tmp/a.safetensors" "$tmp/b.safetensors"; then
+        echo "FAIL: the file saved after loading differs from the file loaded"
+        fail=1
+    fi
+    ;;
+fixed)
+    # shellcheck disable=SC2086 # no_step is a list of words
+    run w train "$mlp" --threads 1 --no-progress $no_step --set train.eval=off \
+        --init-weights "$SRC/tests/e2e/mlp_init.safetensors" \
+        --save-weights "$tmp/w.safetensors"
+    if ! grep -q '^epoch 1 step 1/938 loss [0-9.]* lr 0 ' "$tmp/w.out"; then
+        echo "FAIL: the saving run did not take its one step at lr 0"
+        fail=1
+    fi
+    "$PY" "$SRC/tests/cli/st_compare.py" "$tmp/w.safetensors" \
+        "$SRC/tests/e2e/mlp_init.safetensors" --names "$names" || fail=1
+    if ! cmp "$tmp/w.safetensors" "$SRC/tests/cli/mlp_init_saved.safetensors"; then
+        echo "FAIL: dtrain's file differs from tests/cli/mlp_init_saved.safetensors"
+        fail=1
+    fi
+    ;;
+*)
+    echo "weights.sh: unknown case '$CASE'" >&2
+    exit 2
+    ;;
+esac
+
+[ $fail -eq 0 ] && echo "ok: weights $CASE"
+exit $fail
