@@ -1,21 +1,43 @@
 #!/usr/bin/env python3
 """Training throughput of the seeds' MLP and ConvNet in PyTorch, the peer dtrain is measured
-against (bench/run.sh runs it with Debian's python3-torch and with the newest PyTorch from
-PyPI in bench/.venv, in the same run as dtrain).
+against (bench/run.py runs it with Debian's python3-torch and with the newest PyTorch from
+PyPI in bench/.venv, in the same run as bench_train).
 
-Prints one JSON object: samples/s in steady state, time from process start to the first
-training step, and peak resident memory. Same batch, threads, data and optimizer as
-`dtrain train`: Fashion-MNIST in memory as uint8, converted batch by batch, Adam 1e-3.
+Measured exactly as bench/bench_train.c measures dtrain (docs/BENCHMARKS.md):
+  step time     the interval between the ends of consecutive training steps (batch gather
+                and conversion included), median over --steps intervals after --warmup;
+  setup_s       launch to the start of training (data loaded, model and optimizer built);
+  first_step_s  launch to the end of the first training step;
+  peak_rss_mb   the process's peak resident memory (getrusage ru_maxrss).
+"Launch" is BENCH_T0 (CLOCK_MONOTONIC seconds, set by bench/run.py just before it starts
+the process) or, without it, the process start time from /proc (1/CLK_TCK resolution).
+Prints one JSON object. Same batch, threads, data and optimizer as `dtrain train`:
+Fashion-MNIST in memory as uint8, converted batch by batch, Adam 1e-3.
 """
-import argparse
-import gzip
-import json
 import os
-import resource
-import sys
 import time
 
-T0 = time.monotonic()
+
+def launch_time():
+    """CLOCK_MONOTONIC time of this process's launch (as bench_train.c's launch_time)."""
+    env = os.environ.get("BENCH_T0", "")
+    if env:
+        return float(env)
+    with open("/proc/self/stat") as f:
+        stat = f.read()
+    start = int(stat[stat.rindex(")") + 2:].split()[19])  # field 22, starttime
+    since_start = (time.clock_gettime(time.CLOCK_BOOTTIME)
+                   - start / os.sysconf("SC_CLK_TCK"))
+    return time.monotonic() - since_start
+
+
+LAUNCH = launch_time()
+
+import argparse  # noqa: E402
+import gzip  # noqa: E402
+import json  # noqa: E402
+import resource  # noqa: E402
+import sys  # noqa: E402
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -44,12 +66,29 @@ class ConvNet(nn.Module):
         return torch.log_softmax(self.fc2(x), dim=1)
 
 
+def build(name):
+    """The model and its loss, as examples/mlp.ini and examples/convnet.ini describe them."""
+    if name == "mlp":
+        return mlp(), nn.CrossEntropyLoss()
+    return ConvNet(), nn.NLLLoss()
+
+
 def load(data_dir):
+    """Fashion-MNIST's training set as uint8 images (N, 1, 28, 28) and int64 labels."""
     with gzip.open(os.path.join(data_dir, "train-images-idx3-ubyte.gz")) as f:
         x = np.frombuffer(f.read(), dtype=np.uint8, offset=16).reshape(-1, 1, 28, 28)
     with gzip.open(os.path.join(data_dir, "train-labels-idx1-ubyte.gz")) as f:
         y = np.frombuffer(f.read(), dtype=np.uint8, offset=8)
     return torch.from_numpy(x.copy()), torch.from_numpy(y.astype(np.int64))
+
+
+def batch_of(x, y, idx):
+    """One batch converted from uint8 as dtrain converts it: (x/255 - 0.5)/0.5."""
+    return (x[idx].float() / 255.0 - 0.5) / 0.5, y[idx]
+
+
+def peak_rss_mb():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
 
 
 def main():
@@ -63,31 +102,39 @@ def main():
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
+    t = time.monotonic()
     x, y = load(a.data)
-    model = mlp() if a.model == "mlp" else ConvNet()
-    loss_fn = nn.CrossEntropyLoss() if a.model == "mlp" else nn.NLLLoss()
+    load_s = time.monotonic() - t
+    model, loss_fn = build(a.model)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    perm = torch.randperm(x.shape[0])
-    first_step = None
+    n = x.shape[0]
+    perm = torch.randperm(n)
+    setup_s = time.monotonic() - LAUNCH
+    # Step 1 ends the first interval; warmup + steps intervals follow it (as bench_train).
     times = []
-    for s in range(a.warmup + a.steps):
-        t = time.monotonic()
-        idx = perm[(s * a.batch) % (x.shape[0] - a.batch):][:a.batch]
-        xb = (x[idx].float() / 255.0 - 0.5) / 0.5
+    first_step_s = None
+    last = None
+    for s in range(1 + a.warmup + a.steps):
+        start = (s * a.batch) % (n - a.batch)
+        xb, yb = batch_of(x, y, perm[start:start + a.batch])
         opt.zero_grad()
-        loss = loss_fn(model(xb), y[idx])
+        loss = loss_fn(model(xb), yb)
         loss.backward()
         opt.step()
-        if first_step is None:
-            first_step = t - T0
-        times.append(time.monotonic() - t)
+        now = time.monotonic()
+        if last is None:
+            first_step_s = now - LAUNCH
+        else:
+            times.append(now - last)
+        last = now
     steady = sorted(times[a.warmup:])
     median = steady[len(steady) // 2]
     print(json.dumps({
         "impl": "pytorch " + torch.__version__, "model": a.model, "batch": a.batch,
-        "threads": a.threads, "samples_per_s": a.batch / median,
-        "step_ms_median": median * 1e3, "first_step_s": first_step,
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+        "threads": a.threads, "steps": len(steady), "samples_per_s": a.batch / median,
+        "step_ms_median": median * 1e3, "step_ms_min": steady[0] * 1e3,
+        "setup_s": setup_s, "first_step_s": first_step_s, "load_s": load_s,
+        "peak_rss_mb": peak_rss_mb(),
     }))
     return 0
 

@@ -1,0 +1,152 @@
+"""Shared pieces of the benchmark drivers bench/run.py and bench/ddp.py (standard library
+only: they run under Debian's /usr/bin/python3 and never import torch themselves).
+
+- the peers: dtrain, Debian's PyTorch 1.13 and the newest PyTorch from PyPI (bench/.venv);
+- launching one measurement with BENCH_T0 (CLOCK_MONOTONIC seconds just before the
+  process starts: both bench_train.c and torch_train.py count their start-up from it)
+  and the thread count in every threading library's environment variable;
+- the machine's 2-process/1-process parallel ratio (FACTS.md: the 2 vCPUs sometimes
+  deliver only about 1.1 CPUs of parallel work for minutes, so every scaling or 2-thread
+  figure is printed beside it);
+- medians and plain-text tables.
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+VENV_PYTHON = os.path.join(HERE, ".venv", "bin", "python")
+DEBIAN_PYTHON = "/usr/bin/python3"
+# Below this 2-process/1-process ratio the cores are not delivering two CPUs' worth of
+# work and 2-thread or 2-rank figures are flagged (issue 12 names 1.8).
+PARALLEL_RATIO_MIN = 1.8
+MODELS = {"mlp": "examples/mlp.ini", "convnet": "examples/convnet.ini"}
+
+
+class Peer:
+    """One implementation in the comparison: a label, how to run it, or why it cannot."""
+
+    def __init__(self, key, label, python=None, missing=None):
+        self.key = key
+        self.label = label
+        self.python = python
+        self.missing = missing  # None when runnable, else a short reason for the table
+
+
+def torch_version(python):
+    """The torch version `python` imports, or None (a missing torch is not an error)."""
+    if not os.path.exists(python):
+        return None
+    try:
+        r = subprocess.run([python, "-c", "import torch; print(torch.__version__)"],
+                           capture_output=True, text=True, timeout=300)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
+def torch_peers():
+    """Debian's PyTorch and the newest from PyPI, each marked "not installed" if absent."""
+    peers = []
+    v = torch_version(DEBIAN_PYTHON)
+    peers.append(Peer("torch_debian", "PyTorch %s (Debian)" % (v or "1.13"), DEBIAN_PYTHON,
+                      None if v else "not installed"))
+    v = torch_version(VENV_PYTHON)
+    peers.append(Peer("torch_pypi", "PyTorch %s (PyPI)" % (v or "newest"), VENV_PYTHON,
+                      None if v else "not installed"))
+    return peers
+
+
+def thread_env(threads):
+    """The environment of one measurement: every threading library limited to `threads`
+    (Debian's torch calls OpenBLAS, whose thread count torch.set_num_threads may not
+    reach), launch time set by launch()."""
+    env = dict(os.environ)
+    for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[k] = str(threads)
+    env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+    env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+    env["GLOO_SOCKET_IFNAME"] = "lo"
+    return env
+
+
+def launch(cmd, env, timeout):
+    """Runs one measurement; returns its last stdout line parsed as JSON, or raises
+    RuntimeError with the command and its stderr."""
+    env = dict(env)
+    env["BENCH_T0"] = "%.9f" % time.monotonic()
+    try:
+        r = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError("%s: timed out after %d s" % (" ".join(cmd), timeout))
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
+    if r.returncode != 0 or not lines:
+        raise RuntimeError("%s: exit %d\n%s" % (" ".join(cmd), r.returncode,
+                                                 (r.stderr or r.stdout)[-2000:]))
+    return json.loads(lines[-1])
+
+
+def parallel_ratio(sgemm_peak, seconds=2.0):
+    """Throughput of the same single-threaded CPU-bound loop (sgemm_peak --spin) run in two
+    processes at once, unbound, over one process alone: 2.0 is two full cores."""
+    env = thread_env(1)
+    cmd = [sgemm_peak, "--spin", str(seconds)]
+    one = launch(cmd, env, 60)["spin_calls_per_s"]
+    procs = [subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    both = 0.0
+    for p in procs:
+        out, _ = p.communicate(timeout=60)
+        if p.returncode != 0:
+            raise RuntimeError("%s: exit %d" % (" ".join(cmd), p.returncode))
+        both += json.loads(out.strip().splitlines()[-1])["spin_calls_per_s"]
+    return both / one
+
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def fmt(v, spec):
+    return "-" if v is None else format(v, spec)
+
+
+def table(title, header, rows):
+    """A plain-text table: header and rows are lists of strings."""
+    widths = [max(len(str(r[i])) for r in [header] + rows) for i in range(len(header))]
+    out = [title]
+    out.append("  ".join(str(h).rjust(w) if i else str(h).ljust(w)
+                         for i, (h, w) in enumerate(zip(header, widths))))
+    out.append("  ".join("-" * w for w in widths))
+    for r in rows:
+        out.append("  ".join(str(c).rjust(w) if i else str(c).ljust(w)
+                             for i, (c, w) in enumerate(zip(r, widths))))
+    return "\n".join(out) + "\n"
+
+
+class Recorder:
+    """Appends every measurement to bench/out/<name>-<time>.jsonl as it arrives, so that an
+    interrupted run keeps what it measured."""
+
+    def __init__(self, name):
+        os.makedirs(os.path.join(HERE, "out"), exist_ok=True)
+        self.path = os.path.join(HERE, "out", "%s-%s.jsonl" %
+                                 (name, time.strftime("%Y%m%d-%H%M%S")))
+        self.f = open(self.path, "w")
+
+    def write(self, obj):
+        self.f.write(json.dumps(obj) + "\n")
+        self.f.flush()
+
+    def close(self):
+        self.f.close()
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
