@@ -1,69 +1,20 @@
 /* test_alloc_step.c — the training step allocates nothing (DESIGN.md: planned memory).
- * This program replaces malloc and friends for the whole process (OpenBLAS included) with
- * counting wrappers around glibc's, and counts calls between the second and the last
- * step of short runs of an MLP and a ConvNet. Not run under AddressSanitizer, which
- * replaces malloc itself. */
+ * Counts calls to malloc and friends in the whole process (alloc_count.c) between the
+ * second and the last step of short runs of an MLP and a ConvNet. Not run under
+ * AddressSanitizer, which replaces malloc itself. */
 #include "dt_test.h"
 
 #include <stdio.h>
 #include <string.h>
 
+#include "alloc_count.h"
 #include "dtrain/train.h"
-
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void *__libc_memalign(size_t, size_t);
-extern void __libc_free(void *);
-
-static volatile int counting;
-static volatile long allocations;
-
-void *malloc(size_t n);
-void *calloc(size_t a, size_t b);
-void *realloc(void *p, size_t n);
-void *aligned_alloc(size_t al, size_t n);
-int posix_memalign(void **out, size_t al, size_t n);
-void free(void *p);
-
-void *malloc(size_t n)
-{
-    if (counting)
-        allocations++;
-    return __libc_malloc(n);
-}
-void *calloc(size_t a, size_t b)
-{
-    if (counting)
-        allocations++;
-    return __libc_calloc(a, b);
-}
-void *realloc(void *p, size_t n)
-{
-    if (counting)
-        allocations++;
-    return __libc_realloc(p, n);
-}
-void *aligned_alloc(size_t al, size_t n)
-{
-    if (counting)
-        allocations++;
-    return __libc_memalign(al, n);
-}
-int posix_memalign(void **out, size_t al, size_t n)
-{
-    if (counting)
-        allocations++;
-    *out = __libc_memalign(al, n);
-    return *out ? 0 : 12;
-}
-void free(void *p) { __libc_free(p); }
 
 static dt_status count_from_step_2(void *ctx, const dt_step_info *s)
 {
     (void)ctx;
     if (s->step == 1)
-        counting = 1; /* the first step may warm up BLAS buffers */
+        dt_alloc_count_enable(1); /* the first step may warm up BLAS buffers */
     return DT_OK;
 }
 
@@ -71,14 +22,14 @@ static void run_counted(dt_config *cfg, const char *what)
 {
     dt_trainer *t = NULL;
     DT_ASSERT_OK(dt_trainer_create(cfg, NULL, &t));
-    allocations = 0;
+    dt_alloc_count_reset();
     dt_train_callbacks cb = {.on_step = count_from_step_2};
     DT_ASSERT_OK(dt_trainer_run(t, &cb));
-    counting = 0;
-    if (allocations != 0)
-        fprintf(stderr, "%s: %ld allocations during steps 2..%lld\n", what, allocations,
+    dt_alloc_count_enable(0);
+    if (dt_alloc_count() != 0)
+        fprintf(stderr, "%s: %ld allocations during steps 2..%lld\n", what, dt_alloc_count(),
                 (long long)cfg->train.max_steps);
-    assert_int_equal(allocations, 0);
+    assert_int_equal(dt_alloc_count(), 0);
     dt_trainer_free(t);
 }
 

@@ -1,0 +1,358 @@
+/* test_dp.c — data-parallel training equals single-process training (issue 12).
+ *
+ * Every case trains the same config twice from the same initial weights on the same
+ * samples: once data-parallel over all ranks of the job, with per-rank batch b, and once in
+ * a single process (on every rank, without communication) with the whole global batch.
+ * Dropout is on: its masks are keyed by sample position, not by rank. The parameters must
+ * agree within 1e-5 after 20 steps, with plain SGD (which catches a sum where an average
+ * belongs: Adam's update barely notices a constant gradient factor) and with Adam. All
+ * replicas must hold bitwise-identical parameters. */
+#include "dt_test.h"
+
+#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtrain/comm_mpi.h"
+#include "dtrain/train.h"
+
+static dt_comm *world;
+static int rank, size;
+
+static void set(dt_config *c, const char *kv)
+{
+    if (dt_config_set(c, kv, "test") != DT_OK) {
+        fprintf(stderr, "config: %s\n", dt_last_error());
+        fail();
+    }
+}
+
+static dt_config linreg_config(void)
+{
+    dt_config c = dt_config_default();
+    set(&c, "data.kind=synthetic");
+    set(&c, "data.synth_samples=1000");
+    set(&c, "data.test_samples=100");
+    set(&c, "model.layers=linear 4");
+    set(&c, "loss.kind=mse");
+    set(&c, "train.eval=off");
+    set(&c, "train.epochs=5");
+    set(&c, "train.max_steps=20");
+    return c;
+}
+
+static dt_config mlp_config(void)
+{
+    dt_config c = dt_config_default();
+    set(&c, "model.layers=flatten, linear 32, relu, dropout 0.2, linear 10");
+    set(&c, "loss.kind=cross_entropy");
+    set(&c, "train.eval=off");
+    set(&c, "train.max_steps=20");
+    return c;
+}
+
+/* Trains `cfg` over `comm` (NULL: this process alone) and copies the parameters out. */
+static void train(const dt_config *cfg, dt_comm *comm, float **params, size_t *n,
+                  double *last_loss)
+{
+    dt_trainer *t = NULL;
+    DT_ASSERT_OK(dt_trainer_create(cfg, comm, &t));
+    DT_ASSERT_OK(dt_trainer_run(t, NULL));
+    dt_model *m = dt_trainer_model(t);
+    *n = dt_model_param_count(m);
+    *params = malloc(*n * sizeof(float));
+    memcpy(*params, dt_model_params(m), *n * sizeof(float));
+    if (last_loss != NULL) {
+        double acc = 0;
+        DT_ASSERT_OK(dt_trainer_evaluate(t, last_loss, &acc));
+    }
+    dt_trainer_free(t);
+}
+
+static uint64_t hash_floats(const float *x, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    const unsigned char *b = (const unsigned char *)x;
+    for (size_t i = 0; i < n * sizeof(float); i++)
+        h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+/* The DP run with per-rank batch b against one process with the global batch. */
+static void check_equivalent(const char *name, dt_config dpcfg, dt_config single)
+{
+    float *a = NULL, *b = NULL;
+    size_t na = 0, nb = 0;
+    train(&dpcfg, world, &a, &na, NULL);
+    train(&single, NULL, &b, &nb, NULL);
+    assert_int_equal(na, nb);
+    char label[160];
+    snprintf(label, sizeof label, "%s (rank %d of %d)", name, rank, size);
+    DT_ASSERT_CLOSE_FF(label, a, b, na, 1e-5, 0.0);
+    /* Replicas bitwise identical: compare hashes across ranks. */
+    uint64_t h = hash_floats(a, na), h0 = h;
+    MPI_Bcast(&h0, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    if (h != h0)
+        fprintf(stderr, "%s: rank %d's parameters differ from rank 0's\n", name, rank);
+    assert_true(h == h0);
+    free(a);
+    free(b);
+}
+
+static void batch_times(dt_config *c, long b, long factor)
+{
+    char kv[64];
+    snprintf(kv, sizeof kv, "train.batch=%ld", b * factor);
+    set(c, kv);
+}
+
+static void run_pair(const char *name, dt_config base, long b, const char *extra_dp,
+                     const char *extra_single)
+{
+    dt_config dpc = base, one = base;
+    batch_times(&dpc, b, 1);
+    batch_times(&one, b, size);
+    if (extra_dp)
+        set(&dpc, extra_dp);
+    if (extra_single)
+        set(&one, extra_single);
+    check_equivalent(name, dpc, one);
+}
+
+static void test_linreg_sgd(void **state)
+{
+    (void)state;
+    dt_config c = linreg_config();
+    set(&c, "optim.kind=sgd");
+    set(&c, "optim.lr=0.05");
+    set(&c, "optim.momentum=0.9");
+    run_pair("linreg sgd", c, 16, NULL, NULL);
+}
+
+static void test_linreg_adam(void **state)
+{
+    (void)state;
+    dt_config c = linreg_config();
+    set(&c, "optim.lr=0.01");
+    run_pair("linreg adam", c, 16, NULL, NULL);
+}
+
+static void test_mlp_sgd(void **state)
+{
+    (void)state;
+    dt_config c = mlp_config();
+    set(&c, "optim.kind=sgd");
+    set(&c, "optim.lr=0.1");
+    run_pair("mlp sgd", c, 16, NULL, NULL);
+}
+
+static void test_mlp_adam(void **state)
+{
+    (void)state;
+    dt_config c = mlp_config();
+    run_pair("mlp adam", c, 16, NULL, NULL);
+}
+
+static void test_mlp_zero1(void **state)
+{
+    (void)state;
+    dt_config c = mlp_config();
+    set(&c, "optim.kind=sgd");
+    set(&c, "optim.lr=0.1");
+    set(&c, "optim.momentum=0.9");
+    run_pair("mlp sgd zero-1", c, 16, "parallel.zero=1", NULL);
+    dt_config a = mlp_config();
+    run_pair("mlp adam zero-1", a, 16, "parallel.zero=1", NULL);
+}
+
+static void test_accumulation(void **state)
+{
+    (void)state;
+    /* k = 2 micro-steps of b on N ranks equals one process with batch N*k*b. */
+    dt_config c = mlp_config();
+    set(&c, "optim.kind=sgd");
+    set(&c, "optim.lr=0.1");
+    dt_config dpc = c, one = c;
+    set(&dpc, "train.batch=8");
+    set(&dpc, "parallel.accumulation=2");
+    batch_times(&one, 16, size);
+    check_equivalent("mlp accumulation k=2", dpc, one);
+}
+
+static void test_global_batch_uneven(void **state)
+{
+    (void)state;
+    /* --global-batch 64 over N ranks (22/21/21 at N = 3) equals batch 64 in one process. */
+    dt_config c = mlp_config();
+    set(&c, "optim.kind=sgd");
+    set(&c, "optim.lr=0.1");
+    dt_config dpc = c, one = c;
+    set(&dpc, "parallel.global_batch=64");
+    set(&one, "train.batch=64");
+    check_equivalent("mlp global batch 64", dpc, one);
+}
+
+static void test_partial_last_batch(void **state)
+{
+    (void)state;
+    /* 1000 - 100 = 900 training samples; the global batch 16N does not divide them for
+     * N = 3 or 4 (and 100 = 900 mod 40... ): several epochs cross the partial batch. */
+    dt_config c = linreg_config();
+    set(&c, "optim.kind=sgd");
+    set(&c, "optim.lr=0.05");
+    set(&c, "data.synth_samples=1007");
+    set(&c, "train.max_steps=0");
+    set(&c, "train.epochs=2");
+    run_pair("linreg last batch uneven", c, 16, "parallel.last_batch=uneven",
+             "parallel.last_batch=uneven");
+    run_pair("linreg last batch drop", c, 16, "parallel.last_batch=drop",
+             "parallel.last_batch=drop");
+}
+
+/* ---- the ConvNet --------------------------------------------------------------------- */
+
+static dt_config convnet_config(long per_rank_batch, long factor, long steps)
+{
+    dt_config c = dt_config_default(); /* the seeds' ConvNet, dropout on */
+    char kv[64];
+    snprintf(kv, sizeof kv, "train.batch=%ld", per_rank_batch * factor);
+    set(&c, kv);
+    snprintf(kv, sizeof kv, "train.max_steps=%ld", steps);
+    set(&c, kv);
+    set(&c, "train.eval=off");
+    return c;
+}
+
+typedef struct curve {
+    double loss[32];
+    int n;
+} curve;
+
+static dt_status record_loss(void *ctx, const dt_step_info *s)
+{
+    curve *c = ctx;
+    if (c->n < 32)
+        c->loss[c->n++] = s->loss;
+    return DT_OK;
+}
+
+static void test_convnet_first_gradient(void **state)
+{
+    (void)state;
+    /* After the first step's all-reduce every gradient tensor equals the single-process
+     * gradient of the N-times batch within 1e-5 in relative norm: only the summation
+     * order differs. */
+    dt_trainer *a = NULL, *b = NULL;
+    dt_config dpc = convnet_config(8, 1, 1), one = convnet_config(8, size, 1);
+    DT_ASSERT_OK(dt_trainer_create(&dpc, world, &a));
+    DT_ASSERT_OK(dt_trainer_run(a, NULL));
+    DT_ASSERT_OK(dt_trainer_create(&one, NULL, &b));
+    DT_ASSERT_OK(dt_trainer_run(b, NULL));
+    dt_model *ma = dt_trainer_model(a), *mb = dt_trainer_model(b);
+    const float *ga = dt_model_grads(ma), *gb = dt_model_grads(mb);
+    double worst = 0.0;
+    for (int i = 0; i < dt_model_tensor_count(ma); i++) {
+        const dt_param_info *p = dt_model_tensor(ma, i);
+        double d2 = 0.0, r2 = 0.0;
+        for (size_t e = 0; e < p->count; e++) {
+            double d = (double)ga[p->offset + e] - (double)gb[p->offset + e];
+            d2 += d * d;
+            r2 += (double)gb[p->offset + e] * (double)gb[p->offset + e];
+        }
+        double rel = sqrt(d2) / (sqrt(r2) > 0 ? sqrt(r2) : 1.0);
+        if (rel > worst)
+            worst = rel;
+        if (rel > 1e-5)
+            fprintf(stderr, "convnet gradient %s: relative norm difference %.3g > 1e-5 (rank %d "
+                    "of %d)\n", p->name, rel, rank, size);
+        assert_true(rel <= 1e-5);
+    }
+    if (rank == 0)
+        printf("convnet first-step gradients at %d ranks: worst relative norm difference "
+               "%.3g\n", size, worst);
+    dt_trainer_free(a);
+    dt_trainer_free(b);
+}
+
+static void test_convnet_loss_curve(void **state)
+{
+    (void)state;
+    /* Over 20 Adam steps the parameters drift apart by summation-order ulps that Adam
+     * amplifies where gradients are near eps (PyTorch itself: 2e-4 between 2 ranks and one
+     * process, FACTS.md), so the loss curves are compared instead, within 1e-3 relative.
+     * Measured here (Intel Xeon, OpenBLAS 0.3.21): 5.5e-8 at 2 ranks, 1.1e-7 at 4; the
+     * first-step gradients differ by 1.1e-7 and 1.5e-7 in relative norm. */
+    curve ca = {.n = 0}, cb = {.n = 0};
+    dt_train_callbacks ra = {.ctx = &ca, .on_step = record_loss};
+    dt_train_callbacks rb = {.ctx = &cb, .on_step = record_loss};
+    dt_config dpc = convnet_config(8, 1, 20), one = convnet_config(8, size, 20);
+    dt_trainer *a = NULL, *b = NULL;
+    DT_ASSERT_OK(dt_trainer_create(&dpc, world, &a));
+    DT_ASSERT_OK(dt_trainer_run(a, &ra));
+    DT_ASSERT_OK(dt_trainer_create(&one, NULL, &b));
+    DT_ASSERT_OK(dt_trainer_run(b, &rb));
+    assert_int_equal(ca.n, 20);
+    assert_int_equal(cb.n, 20);
+    double worst = 0.0;
+    for (int i = 0; i < 20; i++) {
+        double rel = fabs(ca.loss[i] - cb.loss[i]) / fabs(cb.loss[i]);
+        if (rel > worst)
+            worst = rel;
+    }
+    if (rank == 0)
+        printf("convnet loss curve over 20 Adam steps at %d ranks: worst relative difference "
+               "%.3g\n", size, worst);
+    DT_ASSERT_CLOSE_D("convnet losses", ca.loss, cb.loss, 20, 0.0, 1e-3);
+    dt_trainer_free(a);
+    dt_trainer_free(b);
+}
+
+static void test_mismatched_model_refused(void **state)
+{
+    (void)state;
+    if (size < 2)
+        skip();
+    dt_config c = mlp_config();
+    set(&c, "train.batch=8");
+    if (rank == size - 1)
+        set(&c, "model.layers=flatten, linear 33, relu, dropout 0.2, linear 10");
+    dt_trainer *t = NULL;
+    dt_status st = dt_trainer_create(&c, world, &t);
+    if (st == DT_OK)
+        st = dt_trainer_run(t, NULL);
+    dt_trainer_free(t);
+    assert_int_equal(st, DT_ERR_MISMATCH);
+    char want[64];
+    snprintf(want, sizeof want, "rank %d", size - 1);
+    DT_ASSERT_ERROR_HAS(want);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    dt_blas_set_threads(1);
+    if (dt_comm_create_mpi(MPI_COMM_WORLD, "world", &world) != DT_OK) {
+        fprintf(stderr, "comm: %s\n", dt_last_error());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_linreg_sgd),       cmocka_unit_test(test_linreg_adam),
+        cmocka_unit_test(test_mlp_sgd),          cmocka_unit_test(test_mlp_adam),
+        cmocka_unit_test(test_mlp_zero1),        cmocka_unit_test(test_accumulation),
+        cmocka_unit_test(test_global_batch_uneven), cmocka_unit_test(test_partial_last_batch),
+        cmocka_unit_test(test_convnet_first_gradient),
+        cmocka_unit_test(test_convnet_loss_curve),
+        cmocka_unit_test(test_mismatched_model_refused),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    dt_comm_free(world);
+    /* One rank's failure must fail the job: agree on the worst result. */
+    int any = 0;
+    MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Finalize();
+    return any ? 1 : 0;
+}

@@ -1,0 +1,84 @@
+/* test_dp_alloc.c — a data-parallel training step allocates nothing in our code with the
+ * ring all-reduce (issue 12). Counts malloc and friends in the whole process (alloc_count.c)
+ * from the second step to the last. With MPI's own all-reduce the count is reported, not
+ * checked: Open MPI allocates a temporary buffer inside MPI_Iallreduce on every call
+ * (FACTS.md). */
+#include "dt_test.h"
+
+#include <mpi.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "alloc_count.h"
+#include "dtrain/comm_mpi.h"
+#include "dtrain/train.h"
+
+static dt_comm *world;
+static int rank;
+
+static dt_status count_from_step_2(void *ctx, const dt_step_info *s)
+{
+    (void)ctx;
+    if (s->step == 1)
+        dt_alloc_count_enable(1);
+    return DT_OK;
+}
+
+static long steps_allocations(const char *algorithm)
+{
+    dt_config c = dt_config_default();
+    char kv[64];
+    snprintf(kv, sizeof kv, "comm.algorithm=%s", algorithm);
+    DT_ASSERT_OK(dt_config_set(&c, "model.layers=flatten, linear 128, relu, dropout 0.2, "
+                                   "linear 10", "test"));
+    DT_ASSERT_OK(dt_config_set(&c, "loss.kind=cross_entropy", "test"));
+    DT_ASSERT_OK(dt_config_set(&c, "train.max_steps=8", "test"));
+    DT_ASSERT_OK(dt_config_set(&c, "train.eval=off", "test"));
+    DT_ASSERT_OK(dt_config_set(&c, kv, "test"));
+    dt_comm_options o = dt_comm_options_default();
+    DT_ASSERT_OK(dt_comm_algo_parse(algorithm, &o.algorithm));
+    DT_ASSERT_OK(dt_comm_set_options(world, &o));
+    dt_trainer *t = NULL;
+    DT_ASSERT_OK(dt_trainer_create(&c, world, &t));
+    dt_alloc_count_reset();
+    dt_train_callbacks cb = {.on_step = count_from_step_2};
+    DT_ASSERT_OK(dt_trainer_run(t, &cb));
+    dt_alloc_count_enable(0);
+    long n = dt_alloc_count();
+    dt_trainer_free(t);
+    return n;
+}
+
+static void test_ring_step_allocates_nothing(void **state)
+{
+    (void)state;
+    long n = steps_allocations("ring");
+    if (n != 0)
+        fprintf(stderr, "rank %d: %ld allocations in steps 2..8 with the ring\n", rank, n);
+    assert_int_equal(n, 0);
+}
+
+static void test_mpi_allreduce_allocations_reported(void **state)
+{
+    (void)state;
+    long n = steps_allocations("mpi");
+    printf("rank %d: MPI's own all-reduce: %ld allocations in steps 2..8 (not ours)\n", rank, n);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    dt_blas_set_threads(1);
+    if (dt_comm_create_mpi(MPI_COMM_WORLD, "world", &world) != DT_OK)
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ring_step_allocates_nothing),
+        cmocka_unit_test(test_mpi_allreduce_allocations_reported),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL), any = 0;
+    dt_comm_free(world);
+    MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Finalize();
+    return any ? 1 : 0;
+}
