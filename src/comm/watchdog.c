@@ -1,0 +1,238 @@
+/* watchdog.c — naming who never arrived when a collective hangs.
+ *
+ * A blocking MPI call cannot time out and nothing in MPI tells a waiting rank who has
+ * arrived, so every wait polls against a deadline (options.timeout_s). When a request
+ * passes it, this rank asks every other rank of the group, on the control communicator,
+ * what it is doing: it posts non-blocking sends of its own record (sequence, operation,
+ * count, type, ...) and receives for the answers, and polls them for a short grace period.
+ * The missing rank is not calling anything, so nothing here may block: ranks that answer
+ * are alive inside this layer (waiting in the same collective, or in another one, which
+ * the answer names); ranks not heard from within the grace period never arrived.
+ *
+ * Answering is cheap and rate-limited: every progress call of a group with pending work
+ * probes for questions at most every 2 ms. Ranks that time out too answer each other
+ * inside their own exchange. The result is DT_ERR_TIMEOUT with a message naming the
+ * operation, group, sequence number, count and missing ranks; the full report adds this
+ * rank's last DT_COMM_HISTORY operations. The handle is unusable afterwards (its pending
+ * MPI operations can never complete): the CLI prints the report and calls MPI_Abort. */
+#include <stdio.h>
+#include <string.h>
+
+#include "comm/comm_internal.h"
+
+enum { W_SEQ = 0, W_COLL, W_COUNT, W_DTYPE, W_OP, W_ROOT, W_STATE, W_WAITED_MS };
+enum { STATE_IDLE = 0, STATE_WAITING = 1, STATE_TIMED_OUT = 2, STATE_UNHEARD = -1 };
+
+/* This rank's record: the oldest collective it is waiting in on this group, or idle. */
+static void my_record(const dt_comm *c, const dt_comm_req *q, int64_t *rec, double now)
+{
+    if (q == NULL)
+        for (int i = 0; i < DT_COMM_MAX_PENDING; i++) {
+            const dt_comm_req *o = &c->pool[i];
+            if (o->state == DT_REQ_ACTIVE && o->is_coll && (q == NULL || o->seq < q->seq))
+                q = o;
+        }
+    memset(rec, 0, DT_WD_FIELDS * sizeof *rec);
+    if (q == NULL) {
+        rec[W_SEQ] = (int64_t)c->coll_seq;
+        rec[W_COLL] = -1;
+        rec[W_STATE] = STATE_IDLE;
+        return;
+    }
+    rec[W_SEQ] = (int64_t)q->seq;
+    rec[W_COLL] = q->a.coll;
+    rec[W_COUNT] = (int64_t)q->total;
+    rec[W_DTYPE] = q->a.dtype;
+    rec[W_OP] = q->a.op;
+    rec[W_ROOT] = q->a.root;
+    rec[W_STATE] = STATE_WAITING;
+    rec[W_WAITED_MS] = (int64_t)((now - q->t_start) * 1000.0);
+}
+
+/* Receives one question (already probed) and answers it; the question is the asker's
+ * record, kept in `heard` when given. */
+static void answer_one(dt_comm *c, int src, int64_t *heard, double now)
+{
+    int64_t ask[DT_WD_FIELDS];
+    MPI_Recv(ask, DT_WD_FIELDS, MPI_INT64_T, src, DT_TAG_WD_ASK, c->ctrl, MPI_STATUS_IGNORE);
+    if (heard != NULL)
+        memcpy(heard + (size_t)src * DT_WD_FIELDS, ask, sizeof ask);
+    int64_t *ans = c->wd_answer + (size_t)src * DT_WD_FIELDS;
+    my_record(c, NULL, ans, now);
+    MPI_Request rq;
+    /* The answer buffer is this asker's own, kept for the handle's lifetime, so the send
+     * may finish whenever it likes: free the request now. */
+    if (MPI_Isend(ans, DT_WD_FIELDS, MPI_INT64_T, src, DT_TAG_WD_REPLY, c->ctrl, &rq) ==
+        MPI_SUCCESS)
+        MPI_Request_free(&rq);
+}
+
+static void answer_all(dt_comm *c, int64_t *heard, double now)
+{
+    for (;;) {
+        int flag = 0;
+        MPI_Status status;
+        if (MPI_Iprobe(MPI_ANY_SOURCE, DT_TAG_WD_ASK, c->ctrl, &flag, &status) != MPI_SUCCESS ||
+            !flag)
+            return;
+        answer_one(c, status.MPI_SOURCE, heard, now);
+    }
+}
+
+void dt_cx_wd_answer(dt_comm *c, double now)
+{
+    if (now < c->next_probe)
+        return;
+    c->next_probe = now + 0.002;
+    answer_all(c, NULL, now);
+}
+
+static int rec_same(const int64_t *a, const dt_comm_req *q)
+{
+    return a[W_SEQ] == (int64_t)q->seq && a[W_COLL] == q->a.coll;
+}
+
+/* Appends text to a comma-separated list. */
+static void add(char *buf, size_t n, int *first, const char *text)
+{
+    /* Lists longer than the buffer are cut: the summary stays within dt_last_error()'s. */
+    size_t used = strlen(buf);
+    const char *parts[2] = {*first ? "" : ", ", text};
+    for (int i = 0; i < 2; i++)
+        for (const char *t = parts[i]; *t != '\0' && used + 1 < n; t++)
+            buf[used++] = *t;
+    buf[used] = '\0';
+    *first = 0;
+}
+
+static double grace_period(double timeout)
+{
+    double g = timeout / 2;
+    if (!(g >= 0.5))
+        g = 0.5;
+    return g > 5.0 ? 5.0 : g;
+}
+
+/* Marks the handle failed: every pending request is abandoned. */
+static void fail_handle(dt_comm *c, dt_status st, const char *summary)
+{
+    c->failed = 1;
+    c->fail_status = st;
+    snprintf(c->fail_msg, sizeof c->fail_msg, "%s", summary);
+    for (int i = 0; i < DT_COMM_MAX_PENDING; i++) {
+        dt_comm_req *o = &c->pool[i];
+        if (o->state == DT_REQ_ACTIVE) {
+            dt_cx_history_end(c, o->hist_id);
+            o->state = DT_REQ_ABANDONED;
+            o->status = st;
+        }
+    }
+}
+
+static dt_status report(dt_comm *c, dt_status st, const char *summary)
+{
+    snprintf(c->report, DT_REPORT_BYTES, "%s\n", summary);
+    size_t used = strlen(c->report);
+    dt_cx_history_format(c, c->report + used, DT_REPORT_BYTES - used);
+    fail_handle(c, st, summary);
+    return dt_fail(st, "%s", summary);
+}
+
+dt_status dt_cx_watchdog(dt_comm_req *q)
+{
+    dt_comm *c = q->comm;
+    int n = c->size, r = c->rank;
+    double now = dt_now();
+    char what[256], summary[1024];
+    dt_cx_describe(q, what, sizeof what);
+
+    if (!q->is_coll) {
+        /* Point to point: the peer is known; it never posted the matching call. */
+        snprintf(summary, sizeof summary,
+                 "%s: not complete after %.1f s on rank %d (world %d): rank %d (world %d) "
+                 "never %s",
+                 what, now - q->t_start, r, dt_comm_world_rank(c, r), q->a.peer,
+                 dt_comm_world_rank(c, q->a.peer),
+                 q->a.coll == DT_COMM_SEND ? "received it" : "sent it");
+        return report(c, DT_ERR_TIMEOUT, summary);
+    }
+
+    int64_t *recs = c->wd_recs;
+    MPI_Request *rq = c->wd_reqs; /* [0, n): answers, [n, 2n): questions */
+    for (int p = 0; p < n; p++) {
+        recs[(size_t)p * DT_WD_FIELDS + W_STATE] = STATE_UNHEARD;
+        rq[p] = rq[n + p] = MPI_REQUEST_NULL;
+    }
+    int64_t *me = recs + (size_t)r * DT_WD_FIELDS;
+    my_record(c, q, me, now);
+    me[W_STATE] = STATE_TIMED_OUT;
+    for (int p = 0; p < n; p++) {
+        if (p == r)
+            continue;
+        MPI_Irecv(recs + (size_t)p * DT_WD_FIELDS, DT_WD_FIELDS, MPI_INT64_T, p,
+                  DT_TAG_WD_REPLY, c->ctrl, &rq[p]);
+        MPI_Isend(me, DT_WD_FIELDS, MPI_INT64_T, p, DT_TAG_WD_ASK, c->ctrl, &rq[n + p]);
+    }
+    double grace = grace_period(c->opt.timeout_s), end = now + grace;
+    dt_cx_poller poll = {0, 0.0};
+    for (;;) {
+        int heard_all = 1, changed = 0;
+        for (int p = 0; p < n; p++) {
+            if (p == r || recs[(size_t)p * DT_WD_FIELDS + W_STATE] != STATE_UNHEARD)
+                continue;
+            int flag = 0;
+            if (rq[p] != MPI_REQUEST_NULL)
+                MPI_Test(&rq[p], &flag, MPI_STATUS_IGNORE);
+            changed |= flag;
+            heard_all &= recs[(size_t)p * DT_WD_FIELDS + W_STATE] != STATE_UNHEARD;
+        }
+        /* Ranks that timed out too ask us: their question is their record. */
+        answer_all(c, recs, dt_now());
+        if (heard_all || dt_now() > end)
+            break;
+        dt_cx_poll_idle(&poll, changed);
+    }
+    /* Take back the receives nobody answered; questions to silent ranks may stay queued. */
+    for (int p = 0; p < 2 * n; p++) {
+        if (rq[p] == MPI_REQUEST_NULL)
+            continue;
+        if (p < n)
+            MPI_Cancel(&rq[p]);
+        MPI_Request_free(&rq[p]);
+    }
+
+    char missing[400] = "", elsewhere[500] = "", arrived[200] = "";
+    int fm = 1, fe = 1, fa = 1, nmissing = 0;
+    for (int p = 0; p < n; p++) {
+        if (p == r)
+            continue;
+        const int64_t *rp = recs + (size_t)p * DT_WD_FIELDS;
+        int w = dt_comm_world_rank(c, p);
+        char t[200];
+        if (rp[W_STATE] == STATE_UNHEARD) {
+            snprintf(t, sizeof t, "rank %d (world %d)", p, w);
+            add(missing, sizeof missing, &fm, t);
+            nmissing++;
+        } else if (rec_same(rp, q)) {
+            snprintf(t, sizeof t, "%d", p);
+            add(arrived, sizeof arrived, &fa, t);
+        } else if (rp[W_STATE] == STATE_IDLE) {
+            snprintf(t, sizeof t, "rank %d (world %d) is in no collective of this group "
+                                  "(its next is #%lld)", p, w, (long long)rp[W_SEQ]);
+            add(elsewhere, sizeof elsewhere, &fe, t);
+        } else {
+            snprintf(t, sizeof t, "rank %d (world %d) waits in %s #%lld (%lld %s)", p, w,
+                     dt_comm_coll_name((dt_comm_coll)rp[W_COLL]), (long long)rp[W_SEQ],
+                     (long long)rp[W_COUNT], dt_comm_dtype_name((dt_comm_dtype)rp[W_DTYPE]));
+            add(elsewhere, sizeof elsewhere, &fe, t);
+        }
+    }
+    snprintf(summary, sizeof summary,
+             "%s: not complete after %.1f s on rank %d (world %d), algorithm %s; "
+             "never arrived: %s%s%s; arrived: %s (no answer within %.1f s means never "
+             "arrived)",
+             what, now - q->t_start, r, dt_comm_world_rank(c, r), dt_cx_impl_name(q->impl),
+             nmissing ? missing : "none", fe ? "" : "; ", elsewhere, fa ? "none" : arrived,
+             grace);
+    return report(c, DT_ERR_TIMEOUT, summary);
+}

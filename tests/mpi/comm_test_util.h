@@ -1,0 +1,36 @@
+/* comm_test_util.h — shared helpers of the comm layer's MPI tests: per-rank test data,
+ * an independent serial reference of every reduction, loud element comparisons, and a
+ * verdict agreed by all ranks (so that one rank's failed check never leaves the others
+ * waiting in the next collective). */
+#ifndef DT_COMM_TEST_UTIL_H
+#define DT_COMM_TEST_UTIL_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dtrain/comm.h"
+#include "dtrain/comm_mpi.h"
+
+/* Data of group member `member` (its world rank, so sub-groups get distinct data):
+ * EXACT: small integers (|x| <= 8) in every type, so that every summation order gives the
+ * same bits; RANDOM: uniform [-1, 1) floats and full-range integers. */
+enum { CT_EXACT = 0, CT_RANDOM = 1 };
+void ct_fill(dt_comm_dtype t, void *buf, size_t n, int member, uint64_t seed, int kind);
+
+/* out[i] = left fold over the group's members in group-rank order of their data at element
+ * offset `first` + i, with AVG dividing once; written independently of the library. */
+void ct_reference(dt_comm *c, dt_comm_dtype t, dt_comm_redop op, void *out, size_t first,
+                  size_t n, size_t full, uint64_t seed, int kind);
+
+/* Bytewise element comparison; on a mismatch prints name, rank, first bad index, expected
+ * and actual values and the number of bad elements, and returns 0. */
+int ct_check(const char *name, dt_comm_dtype t, const void *got, const void *ref, size_t n);
+
+/* 1 when `ok` holds on every rank of MPI_COMM_WORLD (raw MPI, not the layer under test). */
+int ct_all(int ok);
+
+/* malloc or abort (tests only). */
+void *ct_alloc(size_t nbytes);
+
+#endif
