@@ -2,7 +2,7 @@
 # help.sh — `dtrain --help` and `dtrain train --help` exit 0, print to stdout only, and show
 # the real defaults: each shorthand names its config key and default, and every config
 # key is listed with a default. The defaults checked here are the ones the examples and
-# the issue state (2 epochs, batch 64, Adam at 1e-3, Fashion-MNIST, the seeds' ConvNet).
+# the issue state (2 epochs, batch 32, a cosine schedule, Adam at 1e-3, Fashion-MNIST, the seeds' ConvNet).
 set -u
 DTRAIN=${DTRAIN:?DTRAIN must name the dtrain binary (ctest sets it)}
 SRC=${DT_SOURCE_DIR:?DT_SOURCE_DIR must name the source tree (ctest sets it)}
@@ -50,7 +50,7 @@ fi
 t="$tmp/train"
 expect_line "$t" '^usage: dtrain train \[CONFIG\] \[options\]'
 expect_line "$t" '^  --epochs N .*\(train\.epochs; default 2\)$'
-expect_line "$t" '^  --batch N .*\(train\.batch; default 64\)$'
+expect_line "$t" '^  --batch N .*\(train\.batch; default 32\)$'
 expect_line "$t" '^  --lr X .*\(optim\.lr; default 0\.001\)$'
 expect_line "$t" '^  --seed N .*\(train\.seed; default 1\)$'
 expect_line "$t" '^  --data DIR .*\(data\.dir; default /usr/share/datasets/fashion-mnist\)$'

@@ -79,11 +79,11 @@ static void test_defaults(void **state)
     assert_int_equal(c.layers[4].stride, 0); /* maxpool2d: stride = kernel */
     assert_int_equal(c.loss, DT_LOSS_NLL);
     assert_int_equal(c.optim.kind, DT_OPTIM_ADAM);
-    assert_true(c.schedule.lr == 1e-3 && c.schedule.kind == DT_SCHED_CONSTANT);
+    assert_true(c.schedule.lr == 1e-3 && c.schedule.kind == DT_SCHED_COSINE);
     assert_true(c.optim.beta1 == 0.9 && c.optim.beta2 == 0.999 && c.optim.eps == 1e-8);
     assert_true(c.optim.weight_decay == 0.0);
     assert_int_equal(c.train.epochs, 2);
-    assert_int_equal(c.train.batch, 64);
+    assert_int_equal(c.train.batch, 32);
     assert_int_equal(c.train.seed, 1);
     assert_int_equal(c.train.threads, 0);
     assert_int_equal(c.train.eval, 1);
@@ -586,7 +586,7 @@ static void test_help_table(void **state)
         }
     }
     ASSERT_FMT(&def, "train.epochs", "2");
-    ASSERT_FMT(&def, "train.batch", "64");
+    ASSERT_FMT(&def, "train.batch", "32");
     ASSERT_FMT(&def, "optim.lr", "0.001");
     ASSERT_FMT(&def, "optim.beta2", "0.999");
     ASSERT_FMT(&def, "optim.eps", "1e-08");
