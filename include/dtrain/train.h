@@ -70,6 +70,21 @@ dt_status dt_trainer_run(dt_trainer *t, const dt_train_callbacks *cb);
 /* Test loss and accuracy of the current parameters (accuracy NAN for regression). */
 dt_status dt_trainer_evaluate(dt_trainer *t, double *loss, double *accuracy);
 
+/* Data-parallel communication figures of the run so far (all zero in one process). */
+typedef struct dt_train_comm_stats {
+    int dp;                /* data-parallel ranks */
+    int buckets;           /* gradient buckets per step */
+    size_t bytes_per_step; /* gradient bytes all-reduced per optimizer step */
+    int64_t steps;         /* optimizer steps that synchronised gradients */
+    double wait_s;         /* total time spent after backward waiting for gradients */
+} dt_train_comm_stats;
+void dt_trainer_comm_stats(const dt_trainer *t, dt_train_comm_stats *out);
+
+/* The median time of one step's gradient all-reduces run alone, blocking (reps rounds on a
+ * scratch copy): with wait_s / steps, the fraction of communication hidden behind backward
+ * is 1 - wait per step / this. 0 in one process. Collective over the data-parallel group. */
+dt_status dt_trainer_time_comm_alone(dt_trainer *t, int reps, double *seconds);
+
 dt_model *dt_trainer_model(dt_trainer *t);
 const dt_dataset *dt_trainer_train_set(const dt_trainer *t);
 const dt_dataset *dt_trainer_test_set(const dt_trainer *t);

@@ -207,6 +207,23 @@ int dt_cmd_train(int argc, char **argv)
     dt_train_callbacks cb = {.ctx = &ctx, .on_step = on_step, .on_epoch = on_epoch};
     if (dt_trainer_run(t, &cb) != DT_OK)
         goto fail;
+    dt_train_comm_stats cs;
+    dt_trainer_comm_stats(t, &cs);
+    if (cs.dp > 1 && cs.steps > 0) {
+        /* How much of the gradient all-reduce backward hid: compare the wait after backward
+         * with the same all-reduces run alone (every rank takes part). */
+        double alone = 0.0;
+        if (dt_trainer_time_comm_alone(t, 5, &alone) != DT_OK)
+            goto fail;
+        if (world.rank == 0) {
+            double wait = cs.wait_s / (double)cs.steps;
+            printf("dtrain: data-parallel over %d ranks: %d bucket%s, %.2f MB all-reduced per "
+                   "step, %.2f ms waited per step after backward, %.2f ms alone: %.0f%% of the "
+                   "communication hidden\n", cs.dp, cs.buckets, cs.buckets == 1 ? "" : "s",
+                   (double)cs.bytes_per_step / 1e6, wait * 1e3, alone * 1e3,
+                   alone > 0 ? 100.0 * (1.0 - (wait < alone ? wait / alone : 1.0)) : 0.0);
+        }
+    }
     if (world.rank == 0 && save != NULL) {
         if (dt_weights_save(dt_trainer_model(t), save, cfg.data.mean, cfg.data.std) != DT_OK)
             goto fail;

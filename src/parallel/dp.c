@@ -13,6 +13,7 @@
  * parameters whose optimizer state it owns, and the parameters are all-gathered. */
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dtrain/comm.h"
@@ -41,6 +42,8 @@ struct dt_dp {
     size_t shard_offset, shard_count;
     size_t *shard_counts, *shard_displs; /* [size] */
     float *shard_grad;     /* [shard_count]: this rank's summed gradient slice */
+    double wait_s;         /* time spent in finish waiting for gradients */
+    int64_t steps;
 };
 
 dt_status dt_dp_layout(dt_comm *world, const dt_config *cfg, int *dp_rank, int *dp_size)
@@ -226,6 +229,7 @@ const dt_backward_hooks *dt_dp_hooks(dt_dp *dp)
 dt_status dt_dp_finish(dt_dp *dp, double *loss_sum)
 {
     dt_status st = DT_OK;
+    const double t0 = dt_now();
     if (!dp->zero) {
         for (int k = 0; k < dp->nbuckets; k++)
             if (dp->buckets[k].req == NULL)
@@ -234,8 +238,55 @@ dt_status dt_dp_finish(dt_dp *dp, double *loss_sum)
             DT_TRY(dt_comm_wait(&dp->buckets[k].req));
         }
     }
+    dp->wait_s += dt_now() - t0;
+    dp->steps++;
     DT_TRY(dt_comm_allreduce(dp->comm, loss_sum, loss_sum, 1, DT_COMM_FLOAT64, DT_COMM_SUM));
 fail:
+    return st;
+}
+
+void dt_dp_stats(const dt_dp *dp, double *wait_s, int64_t *steps, int *buckets,
+                 size_t *bytes_per_step)
+{
+    *wait_s = dp->wait_s;
+    *steps = dp->steps;
+    *buckets = dp->nbuckets;
+    *bytes_per_step = dt_model_param_count(dp->model) * sizeof(float);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+dt_status dt_dp_time_alone(dt_dp *dp, int reps, double *seconds)
+{
+    dt_status st = DT_OK;
+    float *g = dt_model_grads(dp->model), *saved = NULL;
+    double *times = NULL;
+    const size_t n = dt_model_param_count(dp->model);
+    DT_ASSERT(reps >= 1);
+    DT_TRY(dt_alloc(n * sizeof(float), "gradient copy", (void **)&saved));
+    DT_TRY(dt_alloc((size_t)reps * sizeof(double), "timings", (void **)&times));
+    memcpy(saved, g, n * sizeof(float));
+    for (int r = 0; r < reps; r++) {
+        DT_TRY(dt_comm_barrier(dp->comm));
+        const double t0 = dt_now();
+        for (int k = 0; k < dp->nbuckets; k++) {
+            float *b = g + dp->buckets[k].offset;
+            DT_TRY(dt_comm_allreduce(dp->comm, b, b, dp->buckets[k].count, DT_COMM_FLOAT32,
+                                     DT_COMM_SUM));
+        }
+        times[r] = dt_now() - t0;
+    }
+    qsort(times, (size_t)reps, sizeof *times, cmp_double);
+    *seconds = times[reps / 2];
+fail:
+    if (saved != NULL)
+        memcpy(g, saved, n * sizeof(float));
+    dt_free(saved);
+    dt_free(times);
     return st;
 }
 

@@ -34,4 +34,11 @@ dt_status dt_dp_optim_step(dt_dp *dp, dt_optim *o, double lr);
 /* Sums n doubles across the data-parallel group, in place. */
 dt_status dt_dp_sum_doubles(dt_dp *dp, double *vals, int n);
 
+/* Communication figures since creation (dt_train_comm_stats in train.h). */
+void dt_dp_stats(const dt_dp *dp, double *wait_s, int64_t *steps, int *buckets,
+                 size_t *bytes_per_step);
+/* Runs one step's bucket all-reduces `reps` times, blocking, on a scratch copy of the
+ * gradients, and returns the median time of one round. Collective. */
+dt_status dt_dp_time_alone(dt_dp *dp, int reps, double *seconds);
+
 #endif

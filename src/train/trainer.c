@@ -142,6 +142,20 @@ void dt_trainer_free(dt_trainer *t)
 }
 
 dt_model *dt_trainer_model(dt_trainer *t) { return t->model; }
+
+void dt_trainer_comm_stats(const dt_trainer *t, dt_train_comm_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    out->dp = t->dp_size;
+    if (t->dp != NULL)
+        dt_dp_stats(t->dp, &out->wait_s, &out->steps, &out->buckets, &out->bytes_per_step);
+}
+
+dt_status dt_trainer_time_comm_alone(dt_trainer *t, int reps, double *seconds)
+{
+    *seconds = 0.0;
+    return t->dp != NULL ? dt_dp_time_alone(t->dp, reps, seconds) : DT_OK;
+}
 const dt_dataset *dt_trainer_train_set(const dt_trainer *t) { return &t->train; }
 const dt_dataset *dt_trainer_test_set(const dt_trainer *t) { return &t->test; }
 int64_t dt_trainer_steps_per_epoch(const dt_trainer *t) { return t->steps_per_epoch; }
