@@ -211,6 +211,24 @@ static void test_partial_last_batch(void **state)
              "parallel.last_batch=drop");
 }
 
+static void test_rank_without_samples(void **state)
+{
+    (void)state;
+    /* 997 - 100 = 897 = 14 x 64 + 1 training samples: each epoch's last global step holds
+     * one sample, so every rank but rank 0 has none; they still join every collective, and
+     * the result equals one process with batch 64 keeping its 1-sample last batch. */
+    dt_config c = linreg_config();
+    set(&c, "optim.kind=sgd");
+    set(&c, "optim.lr=0.05");
+    set(&c, "data.synth_samples=997");
+    set(&c, "train.max_steps=0");
+    set(&c, "train.epochs=2");
+    dt_config dpc = c, one = c;
+    set(&dpc, "parallel.global_batch=64");
+    set(&one, "train.batch=64");
+    check_equivalent("linreg 1-sample last step", dpc, one);
+}
+
 /* ---- the ConvNet --------------------------------------------------------------------- */
 
 static dt_config convnet_config(long per_rank_batch, long factor, long steps)
@@ -344,6 +362,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_mlp_sgd),          cmocka_unit_test(test_mlp_adam),
         cmocka_unit_test(test_mlp_zero1),        cmocka_unit_test(test_accumulation),
         cmocka_unit_test(test_global_batch_uneven), cmocka_unit_test(test_partial_last_batch),
+        cmocka_unit_test(test_rank_without_samples),
         cmocka_unit_test(test_convnet_first_gradient),
         cmocka_unit_test(test_convnet_loss_curve),
         cmocka_unit_test(test_mismatched_model_refused),
