@@ -12,6 +12,12 @@
  * the process) or, without it, the process start time from /proc (1/CLK_TCK resolution).
  * Also prints the model's FLOPs per training step (bench/model_gemms.h). One JSON line.
  *
+ * Under mpirun (or srun) every rank runs it and trains data-parallel over all ranks, as
+ * `dtrain train` does: --batch is per rank, samples/s and FLOPs are global (all ranks),
+ * memory is rank 0's, and the fraction of the gradient all-reduce hidden behind backward is
+ * added (bench/ddp.py). Only rank 0 prints. The config's schedule is replaced by a constant
+ * learning rate, as torch_train.py's Adam 1e-3.
+ *
  * Usage: bench_train CONFIG [--batch N] [--threads N] [--steps N] [--warmup N]
  *        bench_train CONFIG --load-only     time reading the config's data sets alone */
 #include <stdio.h>
@@ -21,6 +27,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <mpi.h>
+
+#include "dtrain/comm_mpi.h"
 #include "dtrain/train.h"
 #include "model_gemms.h"
 
@@ -112,6 +121,78 @@ static int load_only(const char *path, const dt_config *cfg, double launch)
     return 0;
 }
 
+/* Under a launcher (mpirun, srun) every rank runs this program and trains data-parallel
+ * over all of them, as `dtrain train` does; otherwise it is one process without MPI. */
+static int launched(void)
+{
+    static const char *vars[] = {
+        "OMPI_COMM_WORLD_SIZE", "PMIX_RANK",           "PMI_SIZE", "PMI_RANK",
+        "MPI_LOCALNRANKS",      "SLURM_STEP_NUM_TASKS"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        if (getenv(vars[i]) != NULL)
+            return 1;
+    return 0;
+}
+
+typedef struct world {
+    int mpi, rank, size;
+    dt_comm *comm; /* NULL in one process */
+} world;
+
+static dt_status world_open(world *w, int *argc, char ***argv, const dt_config *cfg)
+{
+    w->mpi = 0;
+    w->rank = 0;
+    w->size = 1;
+    w->comm = NULL;
+    if (!launched())
+        return DT_OK;
+    int provided = 0;
+    /* one thread calls MPI, as in the CLI */
+    if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+        return dt_fail(DT_ERR_MPI, "bench_train: MPI_Init failed");
+    w->mpi = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &w->rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &w->size);
+    dt_comm_options opt = dt_comm_options_default();
+    opt.algorithm = (dt_comm_algo)cfg->comm.algorithm;
+    opt.deterministic = cfg->comm.deterministic;
+    opt.timeout_s = cfg->comm.timeout_s;
+    opt.check = cfg->comm.check;
+    if (dt_comm_create_mpi(MPI_COMM_WORLD, "world", &w->comm) != DT_OK)
+        return DT_ERR_MPI;
+    return dt_comm_set_options(w->comm, &opt);
+}
+
+static void world_close(world *w)
+{
+    dt_comm_free(w->comm);
+    w->comm = NULL;
+    if (w->mpi)
+        MPI_Finalize();
+    w->mpi = 0;
+}
+
+/* Sets the config for a benchmark run: batch, threads, a step count that never ends an
+ * epoch early, no evaluation, and a constant learning rate (torch_train.py's Adam 1e-3). */
+static dt_status bench_config(dt_config *cfg, long batch, long threads, long total_steps)
+{
+    char set[64];
+    snprintf(set, sizeof set, "train.batch=%ld", batch);
+    if (dt_config_set(cfg, set, "bench") != DT_OK)
+        return DT_ERR_INVALID;
+    snprintf(set, sizeof set, "train.threads=%ld", threads);
+    if (dt_config_set(cfg, set, "bench") != DT_OK)
+        return DT_ERR_INVALID;
+    snprintf(set, sizeof set, "train.max_steps=%ld", total_steps);
+    if (dt_config_set(cfg, set, "bench") != DT_OK ||
+        dt_config_set(cfg, "train.eval=off", "bench") != DT_OK ||
+        dt_config_set(cfg, "train.epochs=1000", "bench") != DT_OK ||
+        dt_config_set(cfg, "schedule.kind=constant", "bench") != DT_OK)
+        return DT_ERR_INVALID;
+    return DT_OK;
+}
+
 int main(int argc, char **argv)
 {
     static timing tm; /* 32 KiB of step times: static, not on the stack */
@@ -159,28 +240,25 @@ int main(int argc, char **argv)
         return 2;
     }
     dt_config cfg = dt_config_default();
-    char set[64];
-    if (dt_config_load(argv[1], &cfg) != DT_OK)
-        goto fail;
+    if (dt_config_load(argv[1], &cfg) != DT_OK) {
+        fprintf(stderr, "bench_train: %s\n", dt_last_error());
+        return 1;
+    }
     if (only_load)
         return load_only(argv[1], &cfg, tm.launch);
-    snprintf(set, sizeof set, "train.batch=%ld", batch);
-    if (dt_config_set(&cfg, set, "bench") != DT_OK)
-        goto fail;
     /* step 1 ends the first interval; warmup + steps intervals follow it */
-    snprintf(set, sizeof set, "train.max_steps=%ld", steps + warmup + 1);
-    if (dt_config_set(&cfg, set, "bench") != DT_OK ||
-        dt_config_set(&cfg, "train.eval=off", "bench") != DT_OK ||
-        dt_config_set(&cfg, "train.epochs=1000", "bench") != DT_OK)
-        goto fail;
-    snprintf(set, sizeof set, "train.threads=%ld", threads);
-    if (dt_config_set(&cfg, set, "bench") != DT_OK)
-        goto fail;
+    if (bench_config(&cfg, batch, threads, steps + warmup + 1) != DT_OK) {
+        fprintf(stderr, "bench_train: %s\n", dt_last_error());
+        return 1;
+    }
     dt_blas_set_threads((int)threads);
+    world w;
     dt_trainer *t = NULL;
-    if (dt_trainer_create(&cfg, NULL, &t) != DT_OK)
+    if (world_open(&w, &argc, &argv, &cfg) != DT_OK || dt_trainer_create(&cfg, w.comm, &t) != DT_OK)
         goto fail;
-    const double flops = bench_model_step_flops(dt_trainer_model(t), batch);
+    /* FLOPs of the whole global step, all ranks together */
+    const int64_t global_batch = dt_trainer_global_batch(t);
+    const double flops = bench_model_step_flops(dt_trainer_model(t), global_batch);
     /* activations and workspaces, parameters, gradients and the optimizer's state */
     const dt_optim_kind ok = cfg.optim.kind;
     const double state = ok == DT_OPTIM_SGD ? (cfg.optim.momentum > 0 ? 1.0 : 0.0) : 2.0;
@@ -191,30 +269,54 @@ int main(int argc, char **argv)
     tm.n = 0;
     double setup = monotonic_now() - tm.launch;
     dt_train_callbacks cb = {.ctx = &tm, .on_step = on_step};
-    if (dt_trainer_run(t, &cb) != DT_OK) {
-        dt_trainer_free(t);
+    if (dt_trainer_run(t, &cb) != DT_OK)
+        goto fail;
+    if (tm.n < (int)warmup + 1) {
+        dt_fail(DT_ERR_INVALID, "bench_train: only %d steps ran, %ld asked", tm.n + 1,
+                steps + warmup + 1);
         goto fail;
     }
-    if (tm.n < (int)warmup + 1) {
-        fprintf(stderr, "bench_train: only %d steps ran (an epoch shorter than %ld steps?)\n",
-                tm.n + 1, steps + warmup + 1);
-        dt_trainer_free(t);
-        return 1;
+    /* Data parallel: how much of the gradient all-reduce backward hid (as `dtrain train`
+     * reports it): the wait after backward against the same all-reduces alone. */
+    dt_train_comm_stats cs;
+    dt_trainer_comm_stats(t, &cs);
+    double alone = 0.0, wait = 0.0;
+    if (cs.dp > 1 && cs.steps > 0) {
+        if (dt_trainer_time_comm_alone(t, 5, &alone) != DT_OK)
+            goto fail;
+        wait = cs.wait_s / (double)cs.steps;
     }
     int n = tm.n - (int)warmup;
     double *d = tm.dt + warmup;
     qsort(d, (size_t)n, sizeof *d, cmp);
     double median = d[n / 2];
-    printf("{\"impl\": \"dtrain\", \"config\": \"%s\", \"batch\": %ld, \"threads\": %ld, "
-           "\"steps\": %d, \"samples_per_s\": %.1f, \"step_ms_median\": %.4f, "
-           "\"step_ms_min\": %.4f, \"setup_s\": %.4f, \"first_step_s\": %.4f, "
-           "\"peak_rss_mb\": %.1f, \"planned_mb\": %.1f, \"flop_per_step\": %.0f, "
-           "\"gflops\": %.3f}\n",
-           argv[1], batch, threads, n, (double)batch / median, median * 1e3, d[0] * 1e3, setup,
-           tm.first_step_at, peak_rss_mb(), planned_mb, flops, flops / median * 1e-9);
+    if (w.rank == 0) {
+        printf("{\"impl\": \"dtrain\", \"config\": \"%s\", \"batch\": %ld, \"threads\": %ld, "
+               "\"world_size\": %d, \"global_batch\": %lld, \"steps\": %d, "
+               "\"samples_per_s\": %.1f, \"step_ms_median\": %.4f, \"step_ms_min\": %.4f, "
+               "\"setup_s\": %.4f, \"first_step_s\": %.4f, \"peak_rss_mb\": %.1f, "
+               "\"planned_mb\": %.1f, \"flop_per_step\": %.0f, \"gflops\": %.3f",
+               argv[1], batch, threads, w.size, (long long)global_batch, n,
+               (double)global_batch / median, median * 1e3, d[0] * 1e3, setup, tm.first_step_at,
+               peak_rss_mb(), planned_mb, flops, flops / median * 1e-9);
+        if (cs.dp > 1)
+            printf(", \"comm_buckets\": %d, \"comm_mb_per_step\": %.3f, \"comm_wait_ms\": %.4f, "
+                   "\"comm_alone_ms\": %.4f, \"comm_hidden\": %.4f",
+                   cs.buckets, (double)cs.bytes_per_step / 1e6, wait * 1e3, alone * 1e3,
+                   alone > 0 ? 1.0 - (wait < alone ? wait / alone : 1.0) : 0.0);
+        printf("}\n");
+    }
     dt_trainer_free(t);
+    world_close(&w);
     return 0;
 fail:
-    fprintf(stderr, "bench_train: %s\n", dt_last_error());
+    fprintf(stderr, "bench_train: rank %d: %s\n", w.rank, dt_last_error());
+    dt_trainer_free(t);
+    if (w.mpi && w.size > 1) {
+        /* the other ranks may be waiting in a collective: end the job */
+        fflush(stderr);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    world_close(&w);
     return 1;
 }
