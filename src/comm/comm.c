@@ -87,6 +87,7 @@ static void free_mem(dt_comm *c)
     dt_free(c->world_ranks);
     dt_free(c->wd_recs);
     dt_free(c->wd_answer);
+    dt_free(c->wd_seen);
     dt_free(c->wd_reqs);
     dt_free(c->report);
     dt_cx_history_release(c->hist);
@@ -149,6 +150,10 @@ static dt_status comm_new(int rank, int size, const char *name, dt_cx_history *s
     c->wd_recs = p;
     DT_TRY(dt_alloc(n * DT_WD_FIELDS * sizeof(int64_t), "comm watchdog", &p));
     c->wd_answer = p;
+    DT_TRY(dt_alloc(n * DT_WD_FIELDS * sizeof(int64_t), "comm watchdog", &p));
+    c->wd_seen = p;
+    for (size_t i = 0; i < n; i++)
+        c->wd_seen[i * DT_WD_FIELDS + DT_WD_STATE_FIELD] = -1; /* nothing heard */
     DT_TRY(dt_alloc(2 * n * sizeof(MPI_Request), "comm watchdog", &p));
     c->wd_reqs = p;
     DT_TRY(dt_alloc(DT_REPORT_BYTES, "comm report", &p));

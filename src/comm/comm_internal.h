@@ -40,6 +40,7 @@ enum { DT_PH_CHECK = 0, DT_PH_SLOTS, DT_PH_RUN, DT_PH_DONE };
 #define DT_MPI_PIECES 4   /* MPI calls of one split request in flight at once */
 #define DT_CHECK_FIELDS 8 /* int64 per rank in a --comm-check record */
 #define DT_WD_FIELDS 8    /* int64 per rank in a watchdog record */
+#define DT_WD_STATE_FIELD 6 /* its state: -1 nothing heard, 0 idle, 1 waiting, 2 timed out */
 #define DT_SLOT_GROUPS 2  /* requests that may hold receive buffers at once */
 #define DT_REPORT_BYTES 8192
 
@@ -184,6 +185,7 @@ struct dt_comm {
     char req_error[1024]; /* the last failed request's message, for its test/wait */
     int64_t *wd_recs;     /* size * DT_WD_FIELDS: records heard in an exchange */
     int64_t *wd_answer;   /* size * DT_WD_FIELDS: answers sent, one buffer per asker */
+    int64_t *wd_seen;     /* size * DT_WD_FIELDS: the last question heard from each rank */
     MPI_Request *wd_reqs; /* 2 * size */
     char *report;         /* DT_REPORT_BYTES */
 };

@@ -21,6 +21,7 @@
 #include "comm/comm_internal.h"
 
 enum { W_SEQ = 0, W_COLL, W_COUNT, W_DTYPE, W_OP, W_ROOT, W_STATE, W_WAITED_MS };
+_Static_assert(W_STATE == DT_WD_STATE_FIELD, "the state field is shared with comm.c");
 enum { STATE_IDLE = 0, STATE_WAITING = 1, STATE_TIMED_OUT = 2, STATE_UNHEARD = -1 };
 
 /* This rank's record: the oldest collective it is waiting in on this group, or idle. */
@@ -55,6 +56,9 @@ static void answer_one(dt_comm *c, int src, int64_t *heard, double now)
 {
     int64_t ask[DT_WD_FIELDS];
     MPI_Recv(ask, DT_WD_FIELDS, MPI_INT64_T, src, DT_TAG_WD_ASK, c->ctrl, MPI_STATUS_IGNORE);
+    /* Kept: if this rank's own deadline comes later (it started later), the asker will have
+     * given up by then, but its question already said where it was. */
+    memcpy(c->wd_seen + (size_t)src * DT_WD_FIELDS, ask, sizeof ask);
     if (heard != NULL)
         memcpy(heard + (size_t)src * DT_WD_FIELDS, ask, sizeof ask);
     int64_t *ans = c->wd_answer + (size_t)src * DT_WD_FIELDS;
@@ -160,7 +164,11 @@ dt_status dt_cx_watchdog(dt_comm_req *q)
     int64_t *recs = c->wd_recs;
     MPI_Request *rq = c->wd_reqs; /* [0, n): answers, [n, 2n): questions */
     for (int p = 0; p < n; p++) {
-        recs[(size_t)p * DT_WD_FIELDS + W_STATE] = STATE_UNHEARD;
+        const int64_t *seen = c->wd_seen + (size_t)p * DT_WD_FIELDS;
+        if (seen[W_STATE] == STATE_TIMED_OUT && seen[W_SEQ] == (int64_t)q->seq)
+            memcpy(recs + (size_t)p * DT_WD_FIELDS, seen, DT_WD_FIELDS * sizeof *seen);
+        else
+            recs[(size_t)p * DT_WD_FIELDS + W_STATE] = STATE_UNHEARD;
         rq[p] = rq[n + p] = MPI_REQUEST_NULL;
     }
     int64_t *me = recs + (size_t)r * DT_WD_FIELDS;
@@ -169,8 +177,9 @@ dt_status dt_cx_watchdog(dt_comm_req *q)
     for (int p = 0; p < n; p++) {
         if (p == r)
             continue;
-        MPI_Irecv(recs + (size_t)p * DT_WD_FIELDS, DT_WD_FIELDS, MPI_INT64_T, p,
-                  DT_TAG_WD_REPLY, c->ctrl, &rq[p]);
+        if (recs[(size_t)p * DT_WD_FIELDS + W_STATE] == STATE_UNHEARD)
+            MPI_Irecv(recs + (size_t)p * DT_WD_FIELDS, DT_WD_FIELDS, MPI_INT64_T, p,
+                      DT_TAG_WD_REPLY, c->ctrl, &rq[p]);
         MPI_Isend(me, DT_WD_FIELDS, MPI_INT64_T, p, DT_TAG_WD_ASK, c->ctrl, &rq[n + p]);
     }
     double grace = grace_period(c->opt.timeout_s), end = now + grace;
@@ -229,8 +238,8 @@ dt_status dt_cx_watchdog(dt_comm_req *q)
     }
     snprintf(summary, sizeof summary,
              "%s: not complete after %.1f s on rank %d (world %d), algorithm %s; "
-             "never arrived: %s%s%s; arrived: %s (no answer within %.1f s means never "
-             "arrived)",
+             "never arrived: %s%s%s; arrived too: %s (no answer within %.1f s means "
+             "never arrived)",
              what, now - q->t_start, r, dt_comm_world_rank(c, r), dt_cx_impl_name(q->impl),
              nmissing ? missing : "none", fe ? "" : "; ", elsewhere, fa ? "none" : arrived,
              grace);

@@ -3,7 +3,34 @@
 set(DT_COMM_TEST_SUPPORT ${CMAKE_CURRENT_LIST_DIR}/comm_test_util.c
     ${CMAKE_CURRENT_LIST_DIR}/comm_cases.c)
 
+# The single-process world without MPI: a plain unit test.
+dt_add_test(NAME test_comm_self SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_comm_self.c LABELS unit
+            TIMEOUT 30)
+
 dt_add_mpi_test(NAME test_comm_coll SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_comm_coll.c
                 ${DT_COMM_TEST_SUPPORT} NP 1 2 3 4 SLOW_NP 5 TIMEOUT 120)
 dt_add_mpi_test(NAME test_comm_det SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_comm_det.c
                 ${DT_COMM_TEST_SUPPORT} NP 1 2 3 4 SLOW_NP 5 TIMEOUT 120)
+dt_add_mpi_test(NAME test_comm_watchdog SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_comm_watchdog.c
+                ${DT_COMM_TEST_SUPPORT} NP 2 3 4 SLOW_NP 5 TIMEOUT 60)
+dt_add_mpi_test(NAME test_comm_check SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_comm_check.c
+                ${DT_COMM_TEST_SUPPORT} NP 2 3 4 SLOW_NP 5 TIMEOUT 60)
+
+# Programs run by shell scripts (not by dt_add_mpi_test): built like the tests.
+function(dt_comm_program name)
+  add_executable(${name} ${ARGN})
+  target_compile_options(${name} PRIVATE ${DT_WARNINGS} ${DT_FLAGS})
+  target_link_libraries(${name} PRIVATE dt_testsupport)
+endfunction()
+
+dt_comm_program(test_comm_kill ${CMAKE_CURRENT_LIST_DIR}/test_comm_kill.c)
+# Registered directly: dt_add_cli_test's property list splits the ENVIRONMENT string at
+# its semicolons, so the test would run without DT_TEST_ENV (and mpirun refuses root).
+foreach(np 2 4)
+  add_test(NAME test_comm_kill_np${np}
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/comm_kill.sh ${MPIEXEC_BIN}
+                   $<TARGET_FILE:test_comm_kill> ${np})
+  set_tests_properties(test_comm_kill_np${np} PROPERTIES LABELS mpi TIMEOUT 30
+                       RESOURCE_LOCK mpi ENVIRONMENT "${DT_TEST_ENV}"
+                       PASS_REGULAR_EXPRESSION "killed rank ended the job")
+endforeach()
