@@ -79,6 +79,11 @@ void dt_free(void *ptr);
 /* count * size with overflow detection; sets DT_ERR_INVALID on overflow. */
 dt_status dt_mul_size(size_t count, size_t size, size_t *out);
 
+/* Reads the regular file `path` whole into a new buffer with a NUL byte appended (not
+ * counted in *nbytes). Errors are DT_ERR_IO or DT_ERR_NOMEM with a message "<what>: <path>:
+ * ...". Caller frees *out with dt_free. */
+dt_status dt_read_file(const char *path, const char *what, char **out, size_t *nbytes);
+
 /* Monotonic wall clock in seconds. */
 double dt_now(void);
 

@@ -13,6 +13,7 @@
 
 #include <stdint.h>
 
+#include "dtrain/comm.h"
 #include "dtrain/config.h"
 #include "dtrain/core.h"
 #include "dtrain/data.h"
@@ -23,7 +24,6 @@ extern "C" {
 #endif
 
 typedef struct dt_trainer dt_trainer;
-typedef struct dt_comm dt_comm; /* comm.h */
 
 /* Reported after every optimizer step (global figures). */
 typedef struct dt_step_info {
@@ -107,6 +107,9 @@ dt_status dt_weights_save(const dt_model *m, const char *path, double input_mean
 /* Loads every parameter tensor: each model tensor must be present with dtype F32 and the
  * same shape; extra tensors in the file are an error too. Messages name the tensor. */
 dt_status dt_weights_load(dt_model *m, const char *path);
+
+/* The communication settings of cfg's [comm] section, over dt_comm_options_default(). */
+void dt_config_comm_options(const dt_config *cfg, dt_comm_options *out);
 
 /* Sets the BLAS library's thread count when it exposes one (OpenBLAS); returns 1 if it did. */
 int dt_blas_set_threads(int n);

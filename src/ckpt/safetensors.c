@@ -24,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -134,42 +133,6 @@ static int st_entry_cmp(const void *pa, const void *pb)
     if (a->end != b->end)
         return a->end < b->end ? -1 : 1;
     return (a->order > b->order) - (a->order < b->order);
-}
-
-static dt_status st_read_file(const char *path, unsigned char **out, size_t *size)
-{
-    dt_status st = DT_OK;
-    unsigned char *buf = NULL;
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return dt_fail(DT_ERR_IO, "safetensors: %s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fileno(f), &sb) != 0) {
-        st = dt_fail(DT_ERR_IO, "safetensors: %s: cannot stat: %s", path, strerror(errno));
-        goto fail;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        st = dt_fail(DT_ERR_IO, "safetensors: %s: not a regular file", path);
-        goto fail;
-    }
-    *size = (size_t)sb.st_size;
-    buf = malloc(*size > 0 ? *size : 1);
-    if (buf == NULL) {
-        st = dt_fail(DT_ERR_NOMEM, "safetensors: %s: cannot allocate %zu bytes", path, *size);
-        goto fail;
-    }
-    if (fread(buf, 1, *size, f) != *size) {
-        st = dt_fail(DT_ERR_IO, "safetensors: %s: short read of %zu bytes", path, *size);
-        goto fail;
-    }
-    fclose(f);
-    *out = buf;
-    return DT_OK;
-
-fail:
-    fclose(f);
-    free(buf);
-    return st;
 }
 
 /* Parses one tensor entry `j` named `name` into e; data_size bounds its offsets. */
@@ -316,7 +279,11 @@ dt_status dt_st_open(const char *path, dt_st_file **out)
         goto fail;
     }
     strcpy(f->path, path);
-    DT_TRY(st_read_file(path, &f->buf, &f->size));
+    {
+        char *raw = NULL;
+        DT_TRY(dt_read_file(path, "safetensors", &raw, &f->size));
+        f->buf = (unsigned char *)raw;
+    }
 
     if (f->size < 8) {
         st = dt_fail(DT_ERR_FORMAT,
@@ -457,7 +424,7 @@ void dt_st_close(dt_st_file *f)
     free(f->entries);
     free(f->tensors);
     free(f->meta);
-    free(f->buf);
+    dt_free(f->buf);
     free(f->path);
     free(f);
 }

@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "dtrain/comm_mpi.h"
+#include "dtrain/train.h"
 
 int dt_cli_world_open(dt_cli_world *w, int *argc, char ***argv, const dt_config *cfg)
 {
@@ -25,11 +26,8 @@ int dt_cli_world_open(dt_cli_world *w, int *argc, char ***argv, const dt_config 
     w->mpi = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &w->rank);
     MPI_Comm_size(MPI_COMM_WORLD, &w->size);
-    dt_comm_options opt = dt_comm_options_default();
-    opt.algorithm = (dt_comm_algo)cfg->comm.algorithm;
-    opt.deterministic = cfg->comm.deterministic;
-    opt.timeout_s = cfg->comm.timeout_s;
-    opt.check = cfg->comm.check;
+    dt_comm_options opt;
+    dt_config_comm_options(cfg, &opt);
     if (dt_comm_create_mpi(MPI_COMM_WORLD, "world", &w->comm) != DT_OK ||
         dt_comm_set_options(w->comm, &opt) != DT_OK) {
         fprintf(stderr, "dtrain: rank %d: %s\n", w->rank, dt_last_error());

@@ -21,12 +21,10 @@
  *   num_classes becomes the largest label + 1 when it is 0. */
 #include "data/data_internal.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 dt_csv_options dt_csv_options_default(void)
 {
@@ -40,46 +38,6 @@ dt_csv_options dt_csv_options_default(void)
     o.labels = 0;
     o.num_classes = 0;
     return o;
-}
-
-/* Reads the whole file into a NUL-terminated malloc'd buffer (caller frees). */
-static dt_status csv_slurp(const char *path, char **out, size_t *nbytes)
-{
-    dt_status st = DT_OK;
-    char *buf = NULL;
-    *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return dt_fail(DT_ERR_IO, "csv: %s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fileno(f), &sb) != 0) {
-        st = dt_fail(DT_ERR_IO, "csv: %s: cannot stat: %s", path, strerror(errno));
-        goto fail;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        st = dt_fail(DT_ERR_IO, "csv: %s: not a regular file", path);
-        goto fail;
-    }
-    size_t size = (size_t)sb.st_size;
-    buf = malloc(size + 1);
-    if (buf == NULL) {
-        st = dt_fail(DT_ERR_NOMEM, "csv: %s: cannot allocate %zu bytes", path, size + 1);
-        goto fail;
-    }
-    if (fread(buf, 1, size, f) != size) {
-        st = dt_fail(DT_ERR_IO, "csv: %s: short read of %zu bytes", path, size);
-        goto fail;
-    }
-    buf[size] = '\0';
-    fclose(f);
-    *out = buf;
-    *nbytes = size;
-    return DT_OK;
-
-fail:
-    fclose(f);
-    free(buf);
-    return st;
 }
 
 static int csv_is_space(char c, char delim)
@@ -228,7 +186,7 @@ dt_status dt_csv_load(const char *path, const dt_csv_options *opts, dt_dataset *
                        (long long)opts->num_classes);
 
     size_t size = 0;
-    DT_TRY(csv_slurp(path, &text, &size));
+    DT_TRY(dt_read_file(path, "csv", &text, &size));
     char *p = text, *const eof = text + size;
     if (size >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0)
         p += 3;
@@ -426,7 +384,7 @@ dt_status dt_csv_load(const char *path, const dt_csv_options *opts, dt_dataset *
         out->y_f32 = y;
         out->target_width = ntarg;
     }
-    free(text);
+    dt_free(text);
     free(col_slot);
     st = dt_dataset_adopt(out, x, opts->labels ? (void *)labels : (void *)y, path);
     if (st != DT_OK)
@@ -434,7 +392,7 @@ dt_status dt_csv_load(const char *path, const dt_csv_options *opts, dt_dataset *
     return st;
 
 fail:
-    free(text);
+    dt_free(text);
     free(col_slot);
     free(x);
     free(y);

@@ -1,0 +1,47 @@
+/* file.c — reading a whole file, for the readers that validate a file as one buffer. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "dtrain/core.h"
+
+dt_status dt_read_file(const char *path, const char *what, char **out, size_t *nbytes)
+{
+    dt_status st = DT_OK;
+    char *buf = NULL;
+    *out = NULL;
+    *nbytes = 0;
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return dt_fail(DT_ERR_IO, "%s: %s: cannot open: %s", what, path, strerror(errno));
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0) {
+        st = dt_fail(DT_ERR_IO, "%s: %s: cannot stat: %s", what, path, strerror(errno));
+        goto fail;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        st = dt_fail(DT_ERR_IO, "%s: %s: not a regular file", what, path);
+        goto fail;
+    }
+    const size_t size = (size_t)sb.st_size;
+    buf = malloc(size + 1);
+    if (buf == NULL) {
+        st = dt_fail(DT_ERR_NOMEM, "%s: %s: cannot allocate %zu bytes", what, path, size + 1);
+        goto fail;
+    }
+    if (fread(buf, 1, size, f) != size) {
+        st = dt_fail(DT_ERR_IO, "%s: %s: short read of %zu bytes", what, path, size);
+        goto fail;
+    }
+    buf[size] = '\0';
+    fclose(f);
+    *out = buf;
+    *nbytes = size;
+    return DT_OK;
+fail:
+    fclose(f);
+    free(buf);
+    return st;
+}
