@@ -1,6 +1,10 @@
 # inputs.sh — shell functions (POSIX sh) that write small binary inputs for the CLI
 # tests: IDX files and safetensors files, well-formed or deliberately not. Sourced by
 # reject.sh; nothing here runs on its own.
+# shellcheck shell=sh
+# The printf formats below are built on purpose: octal escapes are how POSIX printf
+# writes arbitrary bytes.
+# shellcheck disable=SC2059
 
 # byte N: writes one byte of value N (0..255).
 byte() {
