@@ -78,7 +78,8 @@ def launch(cmd, env, timeout):
     """Runs one measurement; returns its last stdout line parsed as JSON, or raises
     RuntimeError with the command and its stderr."""
     env = dict(env)
-    env["BENCH_T0"] = "%.9f" % time.monotonic()
+    t0 = time.monotonic()
+    env["BENCH_T0"] = "%.9f" % t0
     try:
         r = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
                            timeout=timeout)
@@ -88,7 +89,7 @@ def launch(cmd, env, timeout):
     if r.returncode != 0 or not lines:
         raise RuntimeError("%s: exit %d\n%s" % (" ".join(cmd), r.returncode,
                                                  (r.stderr or r.stdout)[-2000:]))
-    return json.loads(lines[-1])
+    return dict(json.loads(lines[-1]), wall_s=time.monotonic() - t0)
 
 
 def parallel_ratio(sgemm_peak, seconds=2.0):

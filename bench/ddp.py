@@ -18,6 +18,7 @@ Usage (bench/ddp.sh calls it): /usr/bin/python3 bench/ddp.py --build BUILD_DIR [
 import argparse
 import os
 import sys
+import time
 
 import benchlib as bl
 
@@ -90,6 +91,7 @@ def reason(error):
 
 
 def main():
+    started = time.monotonic()
     a = args_parse()
     build = os.path.abspath(a.build)
     sgemm_peak = os.path.join(build, "sgemm_peak")
@@ -164,6 +166,7 @@ def main():
     for (model, key, ranks), e in sorted(errors.items()):
         out.append("failed: %s %s %d rank(s): %s" % (model, key, ranks, reason(e)))
     out.append("")
+    out.append("took %.1f min" % ((time.monotonic() - started) / 60))
     out.append("JSON lines: %s" % os.path.relpath(rec.path, bl.ROOT))
     rec.close()
     print("\n".join(out))

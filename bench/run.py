@@ -18,6 +18,7 @@ import os
 import platform
 import subprocess
 import sys
+import time
 
 import benchlib as bl
 
@@ -81,6 +82,7 @@ def train_cmd(peer, model, threads, a, build):
 
 
 def main():
+    started = time.monotonic()
     a = args_parse()
     build = os.path.abspath(a.build)
     bench_train = os.path.join(build, "bench_train")
@@ -149,7 +151,8 @@ def main():
     summary = summarize(a, peers, results, sgemm)
     for s in summary:
         rec.write(dict(s, event="summary"))
-    print(report(a, info, peers, summary, ratio_before, ratio_after, rec.path))
+    print(report(a, info, peers, summary, ratio_before, ratio_after, rec.path,
+                 time.monotonic() - started))
     rec.close()
     return 0
 
@@ -207,7 +210,7 @@ def startup(s, key):
     return "%s / %.3f / %.3f" % (bl.fmt(v["load_s"], ".3f"), v["setup_s"], v["first_step_s"])
 
 
-def report(a, info, peers, summary, ratio_before, ratio_after, path):
+def report(a, info, peers, summary, ratio_before, ratio_after, path, took_s):
     lbl = {p.key: (p.label if p.missing is None else "%s: %s" % (p.label, p.missing))
            for p in peers}
     tp, tn = "torch_debian", "torch_pypi"
@@ -285,6 +288,7 @@ def report(a, info, peers, summary, ratio_before, ratio_after, path):
         out.append("  %s: dtrain's planned memory %.0f MB of its %.0f MB peak (the rest: data "
                    "sets, code)" % (name, d["planned_mb"], d["peak_rss_mb"]))
     out.append("")
+    out.append("took %.1f min" % (took_s / 60))
     out.append("JSON lines: %s" % os.path.relpath(path, bl.ROOT))
     return "\n".join(out)
 
