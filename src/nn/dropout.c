@@ -19,15 +19,16 @@ static dt_status dropout_plan(dt_layer *l)
     return DT_OK;
 }
 
-static void dropout_forward(dt_layer *l, const float *restrict x, float *restrict y,
-                            int64_t batch, const dt_forward_ctx *ctx)
+static void dropout_forward(dt_layer *l, const float *x, float *y, int64_t batch,
+                            const dt_forward_ctx *ctx)
 {
     const int64_t n = l->in_numel;
     uint8_t *keep = l->state;
     l->active = ctx != NULL && ctx->train && l->spec.p > 0.0;
     if (!l->active) {
-        for (int64_t i = 0; i < batch * n; i++)
-            y[i] = x[i];
+        if (y != x)
+            for (int64_t i = 0; i < batch * n; i++)
+                y[i] = x[i];
         return;
     }
     DT_ASSERT(ctx->positions != NULL);
@@ -76,6 +77,7 @@ static dt_status dropout_backward(dt_layer *l, const float *x, const float *y, c
 
 const dt_layer_ops dt_dropout_ops = {
     .kind = DT_LAYER_DROPOUT,
+    .in_place = 1,
     .plan = dropout_plan,
     .forward = dropout_forward,
     .backward = dropout_backward,

@@ -1,5 +1,5 @@
 /* flatten.c — torch.nn.Flatten: (C, H, W) -> (C*H*W) in C-major (row-major) order. The
- * data do not move; the copy keeps every layer's output in its own planned buffer. */
+ * data do not move: run in place, the layer is free. */
 #include <string.h>
 
 #include "nn/layer_internal.h"
@@ -15,7 +15,8 @@ static void flatten_forward(dt_layer *l, const float *x, float *y, int64_t batch
                             const dt_forward_ctx *ctx)
 {
     (void)ctx;
-    memcpy(y, x, (size_t)(batch * l->in_numel) * sizeof(float));
+    if (y != x)
+        memcpy(y, x, (size_t)(batch * l->in_numel) * sizeof(float));
 }
 
 static dt_status flatten_backward(dt_layer *l, const float *x, const float *y, const float *dy,
@@ -31,6 +32,7 @@ static dt_status flatten_backward(dt_layer *l, const float *x, const float *y, c
 
 const dt_layer_ops dt_flatten_ops = {
     .kind = DT_LAYER_FLATTEN,
+    .in_place = 1,
     .plan = flatten_plan,
     .forward = flatten_forward,
     .backward = flatten_backward,

@@ -16,6 +16,13 @@ typedef struct dt_layer dt_layer;
 
 typedef struct dt_layer_ops {
     dt_layer_kind kind;
+    /* 1: forward may write its output over its input (an element-wise map whose backward
+     * needs neither x nor y beyond what it saved, or only y): the model then plans one
+     * buffer for both, which saves the ConvNet's largest activations. */
+    int in_place;
+    /* 1: backward reads the layer's own output y (log_softmax), so a following layer must
+     * not overwrite it in place. */
+    int needs_output;
     /* From l->spec and l->in: sets l->out, l->param_count (weight_count + bias_count),
      * l->state_bytes (per sample, saved by forward for backward) and l->ws_bytes (shared
      * scratch for one call). Rejects a bad spec/shape with DT_ERR_INVALID. */
@@ -27,7 +34,8 @@ typedef struct dt_layer_ops {
     /* y (batch, out) from x (batch, in). */
     void (*forward)(dt_layer *l, const float *x, float *y, int64_t batch,
                     const dt_forward_ctx *ctx);
-    /* Accumulates parameter gradients; writes dx (batch, in) when dx != NULL. */
+    /* Accumulates parameter gradients; writes dx (batch, in) when dx != NULL. When the
+     * layer ran in place, x and y are the same buffer and hold the output. */
     dt_status (*backward)(dt_layer *l, const float *x, const float *y, const float *dy, float *dx,
                           int64_t batch, const dt_backward_hooks *hooks);
 } dt_layer_ops;

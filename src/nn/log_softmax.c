@@ -56,6 +56,7 @@ static dt_status lsm_backward(dt_layer *l, const float *x, const float *y, const
 
 const dt_layer_ops dt_log_softmax_ops = {
     .kind = DT_LAYER_LOG_SOFTMAX,
+    .needs_output = 1,
     .plan = lsm_plan,
     .forward = lsm_forward,
     .backward = lsm_backward,

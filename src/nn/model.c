@@ -41,6 +41,15 @@ static const dt_layer_ops *ops_for(dt_layer_kind kind)
     }
 }
 
+/* Whether boundary i (> 0) reuses boundary i-1's buffer: layer i-1 runs in place. */
+static int shares_input(const dt_model *m, int i)
+{
+    if (i < 2)
+        return 0; /* boundary 0 is the model input, which the caller owns */
+    const dt_layer *l = &m->layers[i - 1], *prev = &m->layers[i - 2];
+    return l->ops->in_place && !prev->ops->needs_output;
+}
+
 static void tensor_name(const dt_layer *l, const char *suffix, char *buf, size_t nbytes)
 {
     /* torch.nn.Sequential names tensors by the module's index; a named layer uses its name
@@ -115,8 +124,11 @@ dt_status dt_model_create(const dt_layer_spec *specs, int nlayers, const dt_shap
         if (l->out_numel > max_numel)
             max_numel = l->out_numel;
     }
+    /* A layer that can run in place shares its input's buffer, unless that input is the
+     * model's input (the caller's data) or the output of a layer whose backward reads it. */
     for (int i = 0; i <= nlayers; i++)
-        act_total += (size_t)(max_batch * dt_shape_numel(&m->shapes[i]));
+        if (!shares_input(m, i))
+            act_total += (size_t)(max_batch * dt_shape_numel(&m->shapes[i]));
 
     /* Allocate once. */
     m->nparams = nparams;
@@ -137,6 +149,10 @@ dt_status dt_model_create(const dt_layer_spec *specs, int nlayers, const dt_shap
     float *a = m->act_arena;
     unsigned char *s = m->state_arena;
     for (int i = 0; i <= nlayers; i++) {
+        if (shares_input(m, i)) {
+            m->act[i] = m->act[i - 1];
+            continue;
+        }
         m->act[i] = a;
         a += (size_t)(max_batch * dt_shape_numel(&m->shapes[i]));
     }

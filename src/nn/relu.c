@@ -8,7 +8,7 @@ static dt_status relu_plan(dt_layer *l)
     return DT_OK;
 }
 
-static void relu_forward(dt_layer *l, const float *restrict x, float *restrict y, int64_t batch,
+static void relu_forward(dt_layer *l, const float *x, float *y, int64_t batch,
                          const dt_forward_ctx *ctx)
 {
     (void)ctx;
@@ -17,22 +17,25 @@ static void relu_forward(dt_layer *l, const float *restrict x, float *restrict y
         y[i] = (x[i] > 0.0f || x[i] != x[i]) ? x[i] : 0.0f;
 }
 
-static dt_status relu_backward(dt_layer *l, const float *restrict x, const float *restrict y,
+static dt_status relu_backward(dt_layer *l, const float *x, const float *restrict y,
                                const float *restrict dy, float *restrict dx, int64_t batch,
                                const dt_backward_hooks *hooks)
 {
-    (void)y;
+    /* From the output, so that the layer can run in place: y <= 0 exactly where x <= 0
+     * (y = x elsewhere, NaN included). */
+    (void)x;
     (void)hooks;
     if (dx == NULL)
         return DT_OK;
     const int64_t n = batch * l->in_numel;
     for (int64_t i = 0; i < n; i++)
-        dx[i] = x[i] <= 0.0f ? 0.0f : dy[i]; /* PyTorch: NaN inputs pass the gradient */
+        dx[i] = y[i] <= 0.0f ? 0.0f : dy[i]; /* PyTorch: NaN inputs pass the gradient */
     return DT_OK;
 }
 
 const dt_layer_ops dt_relu_ops = {
     .kind = DT_LAYER_RELU,
+    .in_place = 1,
     .plan = relu_plan,
     .forward = relu_forward,
     .backward = relu_backward,
