@@ -34,3 +34,17 @@ foreach(np 2 4)
                        RESOURCE_LOCK mpi ENVIRONMENT "${DT_TEST_ENV}"
                        PASS_REGULAR_EXPRESSION "killed rank ended the job")
 endforeach()
+
+# bench-comm through its entry point (src/cli/cmd_bench_comm.c), at small sizes.
+dt_comm_program(bench_comm_driver ${CMAKE_CURRENT_LIST_DIR}/bench_comm_driver.c
+                ${PROJECT_SOURCE_DIR}/src/cli/cmd_bench_comm.c)
+target_include_directories(bench_comm_driver PRIVATE ${PROJECT_SOURCE_DIR}/src/cli)
+target_compile_definitions(bench_comm_driver PRIVATE _POSIX_C_SOURCE=200809L)
+foreach(np 2 4)
+  add_test(NAME test_bench_comm_np${np}
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/bench_comm.sh ${MPIEXEC_BIN}
+                   $<TARGET_FILE:bench_comm_driver> ${np})
+  set_tests_properties(test_bench_comm_np${np} PROPERTIES LABELS mpi TIMEOUT 120
+                       RESOURCE_LOCK mpi ENVIRONMENT "${DT_TEST_ENV}"
+                       PASS_REGULAR_EXPRESSION "bench-comm ok")
+endforeach()
