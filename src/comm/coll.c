@@ -105,13 +105,11 @@ dt_status dt_comm_start(dt_comm *comm, const dt_comm_args *args, dt_comm_req **o
     }
     st = dt_cx_validate(c, q);
     if (st != DT_OK) {
-        q->state = DT_REQ_FREE;
-        c->nactive--;
+        dt_cx_release(q);
         return st;
     }
     if (!q->is_coll && !c->is_mpi) {
-        q->state = DT_REQ_FREE;
-        c->nactive--;
+        dt_cx_release(q);
         return dt_fail(DT_ERR_UNSUPPORTED, "comm: %s on group '%s': no point-to-point "
                                            "messages in a single-process world",
                        dt_comm_coll_name(q->a.coll), c->name);

@@ -141,11 +141,14 @@ static dt_status comm_new(int rank, int size, const char *name, dt_cx_history *s
         q->comm = c;
         q->nwin = nwin;
         q->state = DT_REQ_FREE;
+        q->act_index = -1;
+        c->freel[DT_COMM_MAX_PENDING - 1 - i] = q; /* pool[0] on top */
         layout_request(c, q, (char *)c->pool_mem + per * (size_t)i, &used);
         for (size_t k = 0; k < nwin; k++)
             q->mr[k] = q->ms[k] = q->md[k] = q->mds[k] = MPI_REQUEST_NULL;
         q->check_req = MPI_REQUEST_NULL;
     }
+    c->nfree = DT_COMM_MAX_PENDING;
     DT_TRY(dt_alloc(n * DT_WD_FIELDS * sizeof(int64_t), "comm watchdog", &p));
     c->wd_recs = p;
     DT_TRY(dt_alloc(n * DT_WD_FIELDS * sizeof(int64_t), "comm watchdog", &p));

@@ -111,6 +111,7 @@ typedef struct dt_direct_state {
 struct dt_comm_req {
     dt_comm *comm;
     int state, phase;
+    int act_index;       /* position in comm->act while taken */
     dt_status status;
     dt_comm_args a;      /* the call, with sendbuf/recvbuf normalised */
     dt_impl impl;
@@ -173,9 +174,12 @@ struct dt_comm {
     dt_comm_req *slot_owner[DT_SLOT_GROUPS];
     char *scratch[DT_SLOT_GROUPS]; /* per group: partial sums that need a home */
     size_t scratch_bytes[DT_SLOT_GROUPS];
-    /* the request pool */
+    /* the request pool: free ones on a stack, taken ones in act[0, nactive) */
     dt_comm_req *pool;
     void *pool_mem;
+    dt_comm_req *freel[DT_COMM_MAX_PENDING];
+    int nfree;
+    dt_comm_req *act[DT_COMM_MAX_PENDING];
     int nactive;
     /* the watchdog */
     int failed;
@@ -214,6 +218,7 @@ const char *dt_cx_impl_name(dt_impl impl);
 
 /* ---- nb.c: the request pool and progress ---- */
 dt_status dt_cx_acquire(dt_comm *c, dt_comm_req **out);
+void dt_cx_release(dt_comm_req *q);
 /* Whether the request needs a receive-buffer group. */
 int dt_cx_wants_slots(const dt_comm_req *q);
 /* After the check: takes slots if needed and starts the algorithm. */

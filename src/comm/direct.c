@@ -13,6 +13,9 @@
 
 static int slot_of(int p, int r) { return p < r ? p : p - 1; }
 
+/* Receives go in mr[0, n-1), sends right after them, so that one MPI_Testall (one pass of
+ * MPI's progress engine) polls both. */
+
 dt_status dt_cx_direct_begin(dt_comm_req *q)
 {
     dt_comm *c = q->comm;
@@ -36,7 +39,7 @@ dt_status dt_cx_direct_begin(dt_comm_req *q)
                 err = MPI_Irecv(dt_cx_slot(q, k), (int)q->total, type, p, tag, c->data,
                                 &q->mr[k]);
             if (err == MPI_SUCCESS && (a->coll == DT_COMM_ALLREDUCE || p == a->root))
-                err = MPI_Isend(src, (int)q->total, type, p, tag, c->data, &q->ms[k]);
+                err = MPI_Isend(src, (int)q->total, type, p, tag, c->data, &q->mr[n - 1 + k]);
         }
         break;
     case DT_COMM_ALLGATHER: {
@@ -50,7 +53,7 @@ dt_status dt_cx_direct_begin(dt_comm_req *q)
             err = MPI_Irecv(recv + q->boff[p] * es, (int)q->blen[p], type, p, tag, c->data,
                             &q->mr[k]);
             if (err == MPI_SUCCESS)
-                err = MPI_Isend(own, (int)q->blen[r], type, p, tag, c->data, &q->ms[k]);
+                err = MPI_Isend(own, (int)q->blen[r], type, p, tag, c->data, &q->mr[n - 1 + k]);
         }
         break;
     }
@@ -68,18 +71,16 @@ int dt_cx_direct_step(dt_comm_req *q)
 {
     dt_comm *c = q->comm;
     const dt_comm_args *a = &q->a;
-    int n = c->size, r = c->rank, done_r = 0, done_s = 0, err;
+    int n = c->size, r = c->rank, done = 0, err;
     if (q->phase != DT_PH_RUN)
         return 0;
-    err = MPI_Testall((int)q->d.nreq, q->mr, &done_r, MPI_STATUSES_IGNORE);
-    if (err == MPI_SUCCESS)
-        err = MPI_Testall((int)q->d.nreq, q->ms, &done_s, MPI_STATUSES_IGNORE);
+    err = MPI_Testall((int)(2 * q->d.nreq), q->mr, &done, MPI_STATUSES_IGNORE);
     if (err != MPI_SUCCESS) {
         dt_cx_finish(q, dt_cx_mpi_fail(q, "MPI_Testall (direct)", err));
         return 1;
     }
     /* In place the fold overwrites what the sends read: it waits for both. */
-    if (!done_r || !done_s)
+    if (!done)
         return 0;
     if (a->coll == DT_COMM_ALLREDUCE || (a->coll == DT_COMM_REDUCE && r == a->root)) {
         char *recv = a->recvbuf;

@@ -33,7 +33,8 @@ uint64_t dt_cx_history_begin(dt_comm *c, const dt_comm_req *q)
     dt_comm_record *rec = &h->rec[id % DT_COMM_HISTORY];
     rec->seq = q->seq;
     rec->coll = q->a.coll;
-    snprintf(rec->group, sizeof rec->group, "%s", c->name);
+    /* c->name is NUL-padded to its full size: a copy, not a format, on every call */
+    memcpy(rec->group, c->name, sizeof rec->group);
     rec->count = q->total;
     rec->nbytes = q->nbytes;
     rec->dtype = q->a.dtype;

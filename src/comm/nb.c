@@ -17,45 +17,53 @@
 
 dt_status dt_cx_acquire(dt_comm *c, dt_comm_req **out)
 {
-    for (int i = 0; i < DT_COMM_MAX_PENDING; i++) {
-        dt_comm_req *q = &c->pool[i];
-        if (q->state != DT_REQ_FREE)
-            continue;
-        q->state = DT_REQ_ACTIVE;
-        q->phase = DT_PH_RUN;
-        q->status = DT_OK;
-        q->impl = DT_IMPL_LOCAL;
-        q->issued = 0;
-        q->group = -1;
-        q->in_place = 0;
-        q->hist_id = UINT64_MAX;
-        q->check_req = MPI_REQUEST_NULL;
-        memset(&q->m, 0, sizeof q->m);
-        memset(&q->ring, 0, sizeof q->ring);
-        memset(&q->d, 0, sizeof q->d);
-        for (size_t k = 0; k < q->nwin; k++)
-            q->mr[k] = q->ms[k] = q->md[k] = q->mds[k] = MPI_REQUEST_NULL;
-        c->nactive++;
-        *out = q;
-        return DT_OK;
-    }
-    return dt_fail(DT_ERR_INVALID,
-                   "comm: %d requests pending on group '%s': wait on some before starting more",
-                   DT_COMM_MAX_PENDING, c->name);
+    if (c->nfree == 0)
+        return dt_fail(DT_ERR_INVALID,
+                       "comm: %d requests pending on group '%s': wait on some before starting "
+                       "more",
+                       DT_COMM_MAX_PENDING, c->name);
+    dt_comm_req *q = c->freel[--c->nfree];
+    q->state = DT_REQ_ACTIVE;
+    q->phase = DT_PH_RUN;
+    q->status = DT_OK;
+    q->impl = DT_IMPL_LOCAL;
+    q->issued = 0;
+    q->group = -1;
+    q->in_place = 0;
+    q->hist_id = UINT64_MAX;
+    q->check_req = MPI_REQUEST_NULL;
+    /* The engines' states are set by their begin functions; the windows are all
+     * MPI_REQUEST_NULL between uses (MPI resets completed requests; release() the rest). */
+    q->act_index = c->nactive;
+    c->act[c->nactive++] = q;
+    *out = q;
+    return DT_OK;
 }
 
-static void release(dt_comm_req *q)
+void dt_cx_release(dt_comm_req *q)
 {
+    dt_comm *c = q->comm;
+    int i = q->act_index;
+    c->act[i] = c->act[--c->nactive];
+    c->act[i]->act_index = i;
+    if (q->status != DT_OK) {
+        /* A failed request may leave MPI operations behind (a collective cannot be
+         * cancelled): drop the handles, so the next use of this slot starts clean. */
+        for (size_t k = 0; k < q->nwin; k++)
+            q->mr[k] = q->ms[k] = q->md[k] = q->mds[k] = MPI_REQUEST_NULL;
+        q->check_req = MPI_REQUEST_NULL;
+    }
     q->state = DT_REQ_FREE;
-    q->comm->nactive--;
+    q->act_index = -1;
+    c->freel[c->nfree++] = q;
 }
 
 /* The request with collective sequence number `seq`, or NULL when it has been released. */
 static dt_comm_req *find_seq(dt_comm *c, uint64_t seq)
 {
-    for (int i = 0; i < DT_COMM_MAX_PENDING; i++) {
-        dt_comm_req *q = &c->pool[i];
-        if (q->state != DT_REQ_FREE && q->is_coll && q->seq == seq)
+    for (int i = 0; i < c->nactive; i++) {
+        dt_comm_req *q = c->act[i];
+        if (q->is_coll && q->seq == seq)
             return q;
     }
     return NULL;
@@ -99,8 +107,8 @@ int dt_cx_take_slots(dt_comm_req *q)
 {
     dt_comm *c = q->comm;
     /* Strict sequence order: no older request still waiting for a group. */
-    for (int i = 0; i < DT_COMM_MAX_PENDING; i++) {
-        const dt_comm_req *o = &c->pool[i];
+    for (int i = 0; i < c->nactive; i++) {
+        const dt_comm_req *o = c->act[i];
         if (o != q && o->state == DT_REQ_ACTIVE && o->phase != DT_PH_DONE && o->is_coll &&
             o->seq < q->seq && o->group < 0 && dt_cx_wants_slots(o))
             return 0;
@@ -150,12 +158,14 @@ void dt_cx_finish(dt_comm_req *q, dt_status st)
         /* Kept so that test/wait can say it again: the thread's message may be overwritten
          * by then. */
         snprintf(c->req_error, sizeof c->req_error, "%s", dt_last_error());
-        /* Receives of ours still posted would match later traffic: take them back. */
-        MPI_Request *arrs[2] = {q->mr, q->md};
-        for (int a = 0; a < 2 && c->is_mpi && q->impl != DT_IMPL_MPI; a++)
+        /* Receives of ours still posted would match later traffic: take them back; sends
+         * finish on their own. (MPI's collectives cannot be cancelled.) */
+        MPI_Request *arrs[4] = {q->mr, q->md, q->ms, q->mds};
+        for (int a = 0; a < 4 && c->is_mpi && q->impl != DT_IMPL_MPI; a++)
             for (size_t k = 0; k < q->nwin; k++)
                 if (arrs[a][k] != MPI_REQUEST_NULL) {
-                    MPI_Cancel(&arrs[a][k]);
+                    if (a < 2)
+                        MPI_Cancel(&arrs[a][k]);
                     MPI_Request_free(&arrs[a][k]);
                 }
     }
@@ -227,20 +237,16 @@ dt_status dt_cx_progress(dt_comm *c, int *changed)
     int any = 0;
     if (c->failed)
         return refail(c);
-    if (c->nactive > 0) {
-        for (int i = 0; i < DT_COMM_MAX_PENDING; i++) {
-            dt_comm_req *q = &c->pool[i];
-            if (q->state == DT_REQ_ACTIVE)
-                any |= dt_cx_step(q);
-        }
-    }
+    for (int i = 0; i < c->nactive; i++)
+        if (c->act[i]->state == DT_REQ_ACTIVE)
+            any |= dt_cx_step(c->act[i]);
     if (c->is_mpi && c->size > 1) {
         double now = dt_now();
         dt_cx_wd_answer(c, now);
         /* The oldest request past its deadline triggers the watchdog. */
         dt_comm_req *late = NULL;
-        for (int i = 0; i < DT_COMM_MAX_PENDING && c->nactive > 0; i++) {
-            dt_comm_req *q = &c->pool[i];
+        for (int i = 0; i < c->nactive; i++) {
+            dt_comm_req *q = c->act[i];
             if (q->state == DT_REQ_ACTIVE && now > q->deadline &&
                 (late == NULL || q->t_start < late->t_start))
                 late = q;
@@ -286,7 +292,7 @@ static dt_status collect(dt_comm_req **reqp)
     dt_status st = q->status;
     if (st != DT_OK)
         dt_fail(st, "%s", q->comm->req_error);
-    release(q);
+    dt_cx_release(q);
     *reqp = NULL;
     return st;
 }

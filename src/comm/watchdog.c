@@ -28,8 +28,8 @@ enum { STATE_IDLE = 0, STATE_WAITING = 1, STATE_TIMED_OUT = 2, STATE_UNHEARD = -
 static void my_record(const dt_comm *c, const dt_comm_req *q, int64_t *rec, double now)
 {
     if (q == NULL)
-        for (int i = 0; i < DT_COMM_MAX_PENDING; i++) {
-            const dt_comm_req *o = &c->pool[i];
+        for (int i = 0; i < c->nactive; i++) {
+            const dt_comm_req *o = c->act[i];
             if (o->state == DT_REQ_ACTIVE && o->is_coll && (q == NULL || o->seq < q->seq))
                 q = o;
         }
@@ -123,8 +123,8 @@ static void fail_handle(dt_comm *c, dt_status st, const char *summary)
     c->failed = 1;
     c->fail_status = st;
     snprintf(c->fail_msg, sizeof c->fail_msg, "%s", summary);
-    for (int i = 0; i < DT_COMM_MAX_PENDING; i++) {
-        dt_comm_req *o = &c->pool[i];
+    for (int i = 0; i < c->nactive; i++) {
+        dt_comm_req *o = c->act[i];
         if (o->state == DT_REQ_ACTIVE) {
             dt_cx_history_end(c, o->hist_id);
             o->state = DT_REQ_ABANDONED;
