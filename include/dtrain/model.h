@@ -85,7 +85,9 @@ dt_status dt_model_backward_range(dt_model *m, int first, int last, int64_t batc
 dt_status dt_model_backward(dt_model *m, int64_t batch, const dt_backward_hooks *hooks);
 
 /* Whether backward computes dL/d(model input) into dt_model_activation_grad(m, 0)
- * (default on; training turns it off to skip the first layer's input gradient). */
+ * (default on). Training turns it off: backward then stops at the first layer with
+ * parameters, which skips its input gradient, and leaves the activation gradients below it
+ * undefined. */
 void dt_model_set_input_grad(dt_model *m, int enabled);
 
 /* Zeroes the gradient buffer. */

@@ -92,7 +92,8 @@ const dt_dataset *dt_trainer_test_set(const dt_trainer *t);
 int64_t dt_trainer_steps_per_epoch(const dt_trainer *t);
 int64_t dt_trainer_global_batch(const dt_trainer *t);
 
-/* Loads the data sets of cfg->data into train and test (owned by *storage; free both
+/* Loads the data sets of cfg->data into train and test; with train.eval off a separate
+ * test file is not read and the test set is empty. (Owned by *storage; free both
  * with dt_dataset_free(storage) and, when distinct, dt_dataset_free(test_storage)). */
 dt_status dt_data_load(const dt_config *cfg, dt_dataset *storage, dt_dataset *test_storage,
                        dt_dataset *train, dt_dataset *test);

@@ -3,6 +3,19 @@
 
 #include "dtrain/train.h"
 
+/* A test set of no samples shaped like `like` (evaluation off). */
+static void empty_like(const dt_dataset *like, dt_dataset *out)
+{
+    memset(out, 0, sizeof *out);
+    out->sample_shape = like->sample_shape;
+    out->features = like->features;
+    out->targets = like->targets;
+    out->num_classes = like->num_classes;
+    out->target_width = like->target_width;
+    out->scale = like->scale;
+    out->shift = like->shift;
+}
+
 dt_status dt_data_load(const dt_config *cfg, dt_dataset *storage, dt_dataset *test_storage,
                        dt_dataset *train, dt_dataset *test)
 {
@@ -14,7 +27,11 @@ dt_status dt_data_load(const dt_config *cfg, dt_dataset *storage, dt_dataset *te
     switch (cfg->data.kind) {
     case DT_DATA_IDX:
         DT_TRY(dt_idx_load_dir(cfg->data.dir, "train", cfg->data.num_classes, storage));
-        DT_TRY(dt_idx_load_dir(cfg->data.dir, "t10k", cfg->data.num_classes, test_storage));
+        /* Without evaluation the test set would only take memory (7.8 MB here). */
+        if (cfg->train.eval)
+            DT_TRY(dt_idx_load_dir(cfg->data.dir, "t10k", cfg->data.num_classes, test_storage));
+        else
+            empty_like(storage, test_storage);
         storage->scale = test_storage->scale = scale;
         storage->shift = test_storage->shift = shift;
         *train = *storage;
@@ -29,7 +46,10 @@ dt_status dt_data_load(const dt_config *cfg, dt_dataset *storage, dt_dataset *te
         o.num_classes = cfg->data.num_classes;
         DT_TRY(dt_csv_load(cfg->data.train_file, &o, storage));
         if (cfg->data.test_file[0] != '\0') {
-            DT_TRY(dt_csv_load(cfg->data.test_file, &o, test_storage));
+            if (cfg->train.eval)
+                DT_TRY(dt_csv_load(cfg->data.test_file, &o, test_storage));
+            else
+                empty_like(storage, test_storage);
             *train = *storage;
             *test = *test_storage;
             return DT_OK;
