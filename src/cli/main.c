@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cmd_bench_comm.h"
 
 typedef struct dt_command {
     const char *name;
@@ -12,6 +13,8 @@ typedef struct dt_command {
 
 static const dt_command commands[] = {
     {"train", dt_cmd_train, "train a model (one process, or data-parallel under mpirun)"},
+    {"bench-comm", dt_cmd_bench_comm,
+     "time every collective and algorithm (under mpirun) and check every result"},
 };
 #define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
 
