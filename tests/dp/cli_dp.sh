@@ -1,0 +1,57 @@
+#!/bin/sh
+# cli_dp.sh — `mpirun -np 2 dtrain train` end to end: a data-parallel run writes its metrics
+# and weights once (rank 0) and says it ran on 2 ranks; a model that differs on one rank, a
+# layout that does not fit the job and an unsupported layout each end the job with a
+# non-zero status and a message naming the problem, within the test's timeout (no hang).
+set -u
+DTRAIN=${DTRAIN:?ctest sets DTRAIN}
+MPIRUN=${MPIRUN:?ctest sets MPIRUN}
+SRC=${DT_SOURCE_DIR:?ctest sets DT_SOURCE_DIR}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/dtrain-dp-XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+MLP="$SRC/examples/mlp.ini"
+
+# expect_fail NAME REGEX CMD...: CMD must exit non-zero and print a line matching REGEX.
+expect_fail() {
+    name=$1 regex=$2
+    shift 2
+    "$@" >"$tmp/$name.out" 2>&1
+    code=$?
+    if [ $code -eq 0 ]; then
+        echo "FAIL $name: exit status 0, expected a failure"; fail=1
+    elif ! grep -Eq "$regex" "$tmp/$name.out"; then
+        echo "FAIL $name: no line matches /$regex/ in:"; sed 's/^/  /' "$tmp/$name.out"; fail=1
+    else
+        echo "ok $name (exit $code): $(grep -E "$regex" "$tmp/$name.out" | head -1)"
+    fi
+}
+
+# A data-parallel run.
+"$MPIRUN" -np 2 "$DTRAIN" train "$MLP" --max-steps 6 --log-every 3 --no-progress \
+    --metrics "$tmp/m.jsonl" --save-weights "$tmp/w.safetensors" >"$tmp/run.out" 2>&1
+code=$?
+sed 's/^/  /' "$tmp/run.out"
+[ $code -eq 0 ] || { echo "FAIL run: exit status $code"; fail=1; }
+grep -q "2 ranks" "$tmp/run.out" || { echo "FAIL run: no '2 ranks' in the output"; fail=1; }
+[ "$(grep -c '^epoch 1:' "$tmp/run.out")" -eq 1 ] ||
+    { echo "FAIL run: the epoch line must be printed once (rank 0 only)"; fail=1; }
+[ "$(grep -c '"event":"epoch"' "$tmp/m.jsonl")" -eq 1 ] ||
+    { echo "FAIL run: one epoch record expected in the metrics file"; fail=1; }
+[ "$(grep -c '"event":"step"' "$tmp/m.jsonl")" -eq 2 ] ||
+    { echo "FAIL run: two step records expected (steps 3 and 6)"; fail=1; }
+[ -s "$tmp/w.safetensors" ] || { echo "FAIL run: no weights written"; fail=1; }
+
+# Rank 1 builds a different model (MPMD launch): both ranks stop, rank 1 is named.
+expect_fail mismatch 'model on rank 1 differs from rank 0' \
+    "$MPIRUN" -np 1 "$DTRAIN" train "$MLP" --max-steps 2 : \
+    -np 1 "$DTRAIN" train "$MLP" --max-steps 2 \
+    --set "model.layers=flatten, linear 64, relu, dropout 0.2, linear 10"
+
+# A layout that does not fit the job, and one that is not built.
+expect_fail layout 'dp 3 x tp 1 x pp 1 = 3 does not match the 2 ranks' \
+    "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" --max-steps 2 --dp 3
+expect_fail tp 'tensor and pipeline parallelism are not built yet' \
+    "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" --max-steps 2 --set parallel.tp=2
+
+exit $fail
