@@ -163,10 +163,10 @@ dt_status dt_comm_reserve(dt_comm *comm, size_t nbytes);
 /* Counters since creation. `allocations` counts buffer growths made inside calls (0 in a
  * steady state after dt_comm_reserve); `buffer_bytes` is what the handle holds. */
 typedef struct dt_comm_stats {
-    uint64_t collectives;  /* started, every kind but send/recv */
-    uint64_t p2p;          /* sends and receives started */
-    uint64_t allocations;  /* buffer growths inside calls */
-    size_t buffer_bytes;   /* persistent buffers held */
+    uint64_t collectives; /* started, every kind but send/recv */
+    uint64_t p2p;         /* sends and receives started */
+    uint64_t allocations; /* buffer growths inside calls */
+    size_t buffer_bytes;  /* persistent buffers held */
 } dt_comm_stats;
 void dt_comm_get_stats(const dt_comm *comm, dt_comm_stats *out);
 
@@ -215,8 +215,8 @@ dt_status dt_comm_barrier(dt_comm *comm);
 
 /* Point to point, tag in [0, DT_COMM_TAG_MAX). A receive's count must equal the matching
  * send's. Messages between two ranks with one tag arrive in order. Not collective. */
-dt_status dt_comm_send(dt_comm *comm, const void *buf, size_t count, dt_comm_dtype dtype,
-                       int peer, int tag);
+dt_status dt_comm_send(dt_comm *comm, const void *buf, size_t count, dt_comm_dtype dtype, int peer,
+                       int tag);
 dt_status dt_comm_recv(dt_comm *comm, void *buf, size_t count, dt_comm_dtype dtype, int peer,
                        int tag);
 
@@ -230,8 +230,8 @@ dt_status dt_comm_ireduce_scatter(dt_comm *comm, const void *sendbuf, void *recv
                                   size_t recvcount, dt_comm_dtype dtype, dt_comm_redop op,
                                   dt_comm_req **req);
 dt_status dt_comm_ireduce_scatterv(dt_comm *comm, const void *sendbuf, void *recvbuf,
-                                   const size_t *counts, dt_comm_dtype dtype,
-                                   dt_comm_redop op, dt_comm_req **req);
+                                   const size_t *counts, dt_comm_dtype dtype, dt_comm_redop op,
+                                   dt_comm_req **req);
 dt_status dt_comm_iallgather(dt_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
                              dt_comm_dtype dtype, dt_comm_req **req);
 dt_status dt_comm_iallgatherv(dt_comm *comm, const void *sendbuf, void *recvbuf,
@@ -242,8 +242,8 @@ dt_status dt_comm_ibcast(dt_comm *comm, void *buf, size_t count, dt_comm_dtype d
 dt_status dt_comm_ireduce(dt_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
                           dt_comm_dtype dtype, dt_comm_redop op, int root, dt_comm_req **req);
 dt_status dt_comm_ibarrier(dt_comm *comm, dt_comm_req **req);
-dt_status dt_comm_isend(dt_comm *comm, const void *buf, size_t count, dt_comm_dtype dtype,
-                        int peer, int tag, dt_comm_req **req);
+dt_status dt_comm_isend(dt_comm *comm, const void *buf, size_t count, dt_comm_dtype dtype, int peer,
+                        int tag, dt_comm_req **req);
 dt_status dt_comm_irecv(dt_comm *comm, void *buf, size_t count, dt_comm_dtype dtype, int peer,
                         int tag, dt_comm_req **req);
 
@@ -252,16 +252,16 @@ dt_status dt_comm_irecv(dt_comm *comm, void *buf, size_t count, dt_comm_dtype dt
 typedef struct dt_comm_args {
     dt_comm_coll coll;
     const void *sendbuf;
-    void *recvbuf;         /* bcast, send, recv: the one buffer */
-    size_t count;          /* allreduce/bcast/reduce/p2p: elements; reduce-scatter: per
-                              rank (recvcount); allgather: per rank */
-    const size_t *counts;  /* v-variants (NULL: equal blocks of `count`) */
-    const size_t *displs;  /* allgatherv (NULL: packed in rank order) */
+    void *recvbuf;        /* bcast, send, recv: the one buffer */
+    size_t count;         /* allreduce/bcast/reduce/p2p: elements; reduce-scatter: per
+                             rank (recvcount); allgather: per rank */
+    const size_t *counts; /* v-variants (NULL: equal blocks of `count`) */
+    const size_t *displs; /* allgatherv (NULL: packed in rank order) */
     dt_comm_dtype dtype;
     dt_comm_redop op;
-    int root;              /* bcast, reduce */
-    int peer, tag;         /* send, recv */
-    dt_comm_algo algo;     /* DEFAULT: the handle's options.algorithm */
+    int root;          /* bcast, reduce */
+    int peer, tag;     /* send, recv */
+    dt_comm_algo algo; /* DEFAULT: the handle's options.algorithm */
 } dt_comm_args;
 /* dt_comm_args for `coll` with every other field zero/NULL and algo DEFAULT. */
 dt_comm_args dt_comm_args_init(dt_comm_coll coll);
@@ -290,15 +290,15 @@ dt_status dt_comm_waitall(dt_comm_req **reqs, size_t n);
 
 /* One remembered operation of this rank (collectives and point to point). */
 typedef struct dt_comm_record {
-    uint64_t seq;           /* collective sequence number on its group (p2p: its own) */
+    uint64_t seq; /* collective sequence number on its group (p2p: its own) */
     dt_comm_coll coll;
-    char group[24];         /* the group's name */
-    size_t count;           /* elements of the whole vector */
+    char group[24]; /* the group's name */
+    size_t count;   /* elements of the whole vector */
     size_t nbytes;
     dt_comm_dtype dtype;
-    const char *algo;       /* static: "mpi", "ring", "det" (the deterministic fold),
-                               "direct" (small, one round) or "local" (a group of one) */
-    double t_start, t_end;  /* dt_now() seconds; t_end 0 while pending */
+    const char *algo;      /* static: "mpi", "ring", "det" (the deterministic fold),
+                              "direct" (small, one round) or "local" (a group of one) */
+    double t_start, t_end; /* dt_now() seconds; t_end 0 while pending */
 } dt_comm_record;
 
 /* Copies up to `max` of this rank's last DT_COMM_HISTORY operations, oldest first; returns
@@ -326,7 +326,12 @@ dt_status dt_comm_algo_parse(const char *text, dt_comm_algo *out);
  * so tensor-parallel groups are consecutive ranks. Each axis has a group: the ranks that
  * differ only along it (the dp group shares tp_rank and pp_rank, and so on). */
 typedef struct dt_grid dt_grid;
-typedef enum dt_grid_axis { DT_GRID_DP = 0, DT_GRID_TP, DT_GRID_PP, DT_GRID_AXIS_COUNT } dt_grid_axis;
+typedef enum dt_grid_axis {
+    DT_GRID_DP = 0,
+    DT_GRID_TP,
+    DT_GRID_PP,
+    DT_GRID_AXIS_COUNT
+} dt_grid_axis;
 
 /* Builds the grid over `world` (borrowed; must outlive the grid). A size 0 means "derive":
  * tp and pp default to 1, dp to world / (tp * pp). A layout whose product differs from the

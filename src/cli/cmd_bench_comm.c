@@ -32,7 +32,14 @@
 
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
-typedef enum bench_algo { ALG_BARE = 0, ALG_MPI, ALG_RING, ALG_DET, ALG_AUTO, ALG_COUNT } bench_algo;
+typedef enum bench_algo {
+    ALG_BARE = 0,
+    ALG_MPI,
+    ALG_RING,
+    ALG_DET,
+    ALG_AUTO,
+    ALG_COUNT
+} bench_algo;
 static const char *const alg_names[ALG_COUNT] = {"bare-mpi", "mpi", "ring", "det", "auto"};
 
 #define N_OPS 5
@@ -58,8 +65,7 @@ static const bench_option options[] = {
     {"--iters", "N", "0", "timed iterations per size; 0 = about 50 ms of them (3 to 1000)"},
     {"--warmup", "N", "2", "untimed iterations per size before the timed ones"},
     {"--ops", "LIST", "allreduce,reduce_scatter,allgather,bcast,reduce", "collectives"},
-    {"--algos", "LIST", "bare-mpi,mpi,ring,det,auto",
-     "algorithms (each runs where it applies)"},
+    {"--algos", "LIST", "bare-mpi,mpi,ring,det,auto", "algorithms (each runs where it applies)"},
     {"--type", "T", "float32", "float32, float64, int32, int64 or uint8"},
     {"--timeout", "S", "300", "the comm layer's watchdog deadline per call, seconds"},
     {"--json", "FILE", "", "also write one JSON object per row (JSON lines)"},
@@ -308,17 +314,31 @@ static double measured_ratio(MPI_Comm comm, int rank)
 /* ---- data and the exact answer ---- */
 
 /* Rank p's element i: a small integer, so every sum of a few ranks is exact. */
-static double value(int p, size_t i) { return (double)((i * 7 + (size_t)p * 3) % 11); }
+static double value(int p, size_t i)
+{
+    return (double)((i * 7 + (size_t)p * 3) % 11);
+}
 
 static void put(dt_comm_dtype t, void *buf, size_t i, double v)
 {
     switch (t) {
-    case DT_COMM_FLOAT32: ((float *)buf)[i] = (float)v; break;
-    case DT_COMM_FLOAT64: ((double *)buf)[i] = v; break;
-    case DT_COMM_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
-    case DT_COMM_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
-    case DT_COMM_UINT8: ((uint8_t *)buf)[i] = (uint8_t)((uint64_t)v % 256u); break;
-    default: break;
+    case DT_COMM_FLOAT32:
+        ((float *)buf)[i] = (float)v;
+        break;
+    case DT_COMM_FLOAT64:
+        ((double *)buf)[i] = v;
+        break;
+    case DT_COMM_INT32:
+        ((int32_t *)buf)[i] = (int32_t)v;
+        break;
+    case DT_COMM_INT64:
+        ((int64_t *)buf)[i] = (int64_t)v;
+        break;
+    case DT_COMM_UINT8:
+        ((uint8_t *)buf)[i] = (uint8_t)((uint64_t)v % 256u);
+        break;
+    default:
+        break;
     }
 }
 
@@ -326,12 +346,18 @@ static void put(dt_comm_dtype t, void *buf, size_t i, double v)
 static int equals(dt_comm_dtype t, const void *buf, size_t i, double v)
 {
     switch (t) {
-    case DT_COMM_FLOAT32: return ((const float *)buf)[i] == (float)v;
-    case DT_COMM_FLOAT64: return ((const double *)buf)[i] == v;
-    case DT_COMM_INT32: return ((const int32_t *)buf)[i] == (int32_t)v;
-    case DT_COMM_INT64: return ((const int64_t *)buf)[i] == (int64_t)v;
-    case DT_COMM_UINT8: return ((const uint8_t *)buf)[i] == (uint8_t)((uint64_t)v % 256u);
-    default: return 0;
+    case DT_COMM_FLOAT32:
+        return ((const float *)buf)[i] == (float)v;
+    case DT_COMM_FLOAT64:
+        return ((const double *)buf)[i] == v;
+    case DT_COMM_INT32:
+        return ((const int32_t *)buf)[i] == (int32_t)v;
+    case DT_COMM_INT64:
+        return ((const int64_t *)buf)[i] == (int64_t)v;
+    case DT_COMM_UINT8:
+        return ((const uint8_t *)buf)[i] == (uint8_t)((uint64_t)v % 256u);
+    default:
+        return 0;
     }
 }
 
@@ -347,7 +373,7 @@ static double sum_over_ranks(int n, size_t i)
 
 typedef struct bench {
     bench_opts o;
-    MPI_Comm mpi;   /* our duplicate of the world, for the bare-mpi rows */
+    MPI_Comm mpi; /* our duplicate of the world, for the bare-mpi rows */
     dt_comm *comm;
     int rank, size;
     size_t esize;
@@ -366,8 +392,7 @@ typedef struct row {
 static int applies(dt_comm_coll op, bench_algo alg)
 {
     if (alg == ALG_RING)
-        return op == DT_COMM_ALLREDUCE || op == DT_COMM_REDUCE_SCATTER ||
-               op == DT_COMM_ALLGATHER;
+        return op == DT_COMM_ALLREDUCE || op == DT_COMM_REDUCE_SCATTER || op == DT_COMM_ALLGATHER;
     if (alg == ALG_DET)
         return op == DT_COMM_ALLREDUCE || op == DT_COMM_REDUCE_SCATTER || op == DT_COMM_REDUCE;
     return 1;
@@ -377,11 +402,20 @@ static int run_once(bench *b, dt_comm_coll op, bench_algo alg, const row *r)
 {
     MPI_Datatype mt = MPI_FLOAT;
     switch (b->o.type) {
-    case DT_COMM_FLOAT64: mt = MPI_DOUBLE; break;
-    case DT_COMM_INT32: mt = MPI_INT32_T; break;
-    case DT_COMM_INT64: mt = MPI_INT64_T; break;
-    case DT_COMM_UINT8: mt = MPI_UINT8_T; break;
-    default: break;
+    case DT_COMM_FLOAT64:
+        mt = MPI_DOUBLE;
+        break;
+    case DT_COMM_INT32:
+        mt = MPI_INT32_T;
+        break;
+    case DT_COMM_INT64:
+        mt = MPI_INT64_T;
+        break;
+    case DT_COMM_UINT8:
+        mt = MPI_UINT8_T;
+        break;
+    default:
+        break;
     }
     if (alg == ALG_BARE) {
         int c = (int)r->count, per = (int)r->per, err = MPI_SUCCESS;
@@ -395,11 +429,14 @@ static int run_once(bench *b, dt_comm_coll op, bench_algo alg, const row *r)
         case DT_COMM_ALLGATHER:
             err = MPI_Allgather(b->send, per, mt, b->recv, per, mt, b->mpi);
             break;
-        case DT_COMM_BCAST: err = MPI_Bcast(b->recv, c, mt, 0, b->mpi); break;
+        case DT_COMM_BCAST:
+            err = MPI_Bcast(b->recv, c, mt, 0, b->mpi);
+            break;
         case DT_COMM_REDUCE:
             err = MPI_Reduce(b->send, b->recv, c, mt, MPI_SUM, 0, b->mpi);
             break;
-        default: break;
+        default:
+            break;
         }
         if (err != MPI_SUCCESS) {
             fprintf(stderr, "dtrain bench-comm: rank %d: MPI error %d in %s\n", b->rank, err,
@@ -414,8 +451,9 @@ static int run_once(bench *b, dt_comm_coll op, bench_algo alg, const row *r)
     a.count = op == DT_COMM_REDUCE_SCATTER || op == DT_COMM_ALLGATHER ? r->per : r->count;
     a.dtype = b->o.type;
     a.op = DT_COMM_SUM;
-    a.algo = alg == ALG_MPI ? DT_COMM_ALGO_MPI : alg == ALG_RING ? DT_COMM_ALGO_RING
-                                                                 : DT_COMM_ALGO_AUTO;
+    a.algo = alg == ALG_MPI    ? DT_COMM_ALGO_MPI
+             : alg == ALG_RING ? DT_COMM_ALGO_RING
+                               : DT_COMM_ALGO_AUTO;
     dt_status st = dt_comm_run(b->comm, &a);
     if (st != DT_OK) {
         fprintf(stderr, "dtrain bench-comm: rank %d: %s\n%s", b->rank, dt_last_error(),
@@ -459,8 +497,8 @@ static long long verify(bench *b, dt_comm_coll op, bench_algo alg, const row *r,
         break;
     case DT_COMM_REDUCE_SCATTER:
         for (size_t i = 0; i < r->per; i++)
-            wrong += !equals(b->o.type, b->recv, i,
-                             sum_over_ranks(n, (size_t)b->rank * r->per + i));
+            wrong +=
+                !equals(b->o.type, b->recv, i, sum_over_ranks(n, (size_t)b->rank * r->per + i));
         break;
     case DT_COMM_ALLGATHER:
         for (int p = 0; p < n; p++)
@@ -471,7 +509,8 @@ static long long verify(bench *b, dt_comm_coll op, bench_algo alg, const row *r,
         for (size_t i = 0; i < r->count; i++)
             wrong += !equals(b->o.type, b->recv, i, value(0, i));
         break;
-    default: break;
+    default:
+        break;
     }
     return wrong;
 }
@@ -534,8 +573,8 @@ static void header(bench *b, dt_comm_coll op)
     printf("# machine parallel ratio (2 threads / 1 thread, CPU binding removed): %.2f "
            "(2.00 = two full cores)\n",
            b->ratio);
-    printf("# %12s %12s %8s %15s %9s %11s %11s %11s %7s\n", "size(B)", "count", "type",
-           "operation", "algorithm", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "wrong");
+    printf("# %12s %12s %8s %15s %9s %11s %11s %11s %7s\n", "size(B)", "count", "type", "operation",
+           "algorithm", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "wrong");
     fflush(stdout);
 }
 
@@ -546,8 +585,8 @@ static void print_row(bench *b, dt_comm_coll op, bench_algo alg, const row *r)
     double algbw = r->time_s > 0 ? (double)r->bytes / r->time_s / 1e9 : 0;
     double busbw = algbw * bus_factor(op, b->size);
     printf("  %12zu %12zu %8s %15s %9s %11.2f %11.3f %11.3f %7lld\n", r->bytes, r->count,
-           dt_comm_dtype_name(b->o.type), dt_comm_coll_name(op), alg_names[alg],
-           r->time_s * 1e6, algbw, busbw, r->wrong);
+           dt_comm_dtype_name(b->o.type), dt_comm_coll_name(op), alg_names[alg], r->time_s * 1e6,
+           algbw, busbw, r->wrong);
     fflush(stdout);
     if (b->json)
         fprintf(b->json,
@@ -555,9 +594,8 @@ static void print_row(bench *b, dt_comm_coll op, bench_algo alg, const row *r)
                 "\"operation\": \"%s\", \"algorithm\": \"%s\", \"time_us\": %.3f, "
                 "\"algbw_GBps\": %.4f, \"busbw_GBps\": %.4f, \"wrong\": %lld, \"iters\": %ld, "
                 "\"parallel_ratio\": %.3f}\n",
-                b->size, r->bytes, r->count, dt_comm_dtype_name(b->o.type),
-                dt_comm_coll_name(op), alg_names[alg], r->time_s * 1e6, algbw, busbw, r->wrong,
-                r->iters, b->ratio);
+                b->size, r->bytes, r->count, dt_comm_dtype_name(b->o.type), dt_comm_coll_name(op),
+                alg_names[alg], r->time_s * 1e6, algbw, busbw, r->wrong, r->iters, b->ratio);
 }
 
 static int run_all(bench *b)
@@ -624,8 +662,8 @@ int dt_cmd_bench_comm(int argc, char **argv)
     MPI_Allreduce(&have, &all, 1, MPI_INT, MPI_MIN, b.mpi);
     if (!all) {
         if (!have)
-            fprintf(stderr, "dtrain bench-comm: rank %d: cannot allocate 2 x %zu bytes\n",
-                    b.rank, b.o.max_bytes);
+            fprintf(stderr, "dtrain bench-comm: rank %d: cannot allocate 2 x %zu bytes\n", b.rank,
+                    b.o.max_bytes);
         goto done;
     }
     memset(b.send, 0, b.o.max_bytes + b.esize); /* first touch outside the timed loops */

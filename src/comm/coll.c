@@ -47,7 +47,8 @@ static dt_impl choose(const dt_comm *c, const dt_comm_req *q)
         if (algo == DT_COMM_ALGO_MPI || (algo == DT_COMM_ALGO_AUTO && !large))
             return DT_IMPL_MPI;
         return DT_IMPL_RING;
-    default: return DT_IMPL_MPI;
+    default:
+        return DT_IMPL_MPI;
     }
 }
 
@@ -72,7 +73,8 @@ static void run_local(dt_comm_req *q)
         if (!q->in_place && own)
             memcpy(recv + q->boff[0] * q->esize, send, own);
         break;
-    default: break;
+    default:
+        break;
     }
 }
 
@@ -110,8 +112,9 @@ dt_status dt_comm_start(dt_comm *comm, const dt_comm_args *args, dt_comm_req **o
     }
     if (!q->is_coll && !c->is_mpi) {
         dt_cx_release(q);
-        return dt_fail(DT_ERR_UNSUPPORTED, "comm: %s on group '%s': no point-to-point "
-                                           "messages in a single-process world",
+        return dt_fail(DT_ERR_UNSUPPORTED,
+                       "comm: %s on group '%s': no point-to-point "
+                       "messages in a single-process world",
                        dt_comm_coll_name(q->a.coll), c->name);
     }
     q->impl = choose(c, q);
@@ -197,8 +200,8 @@ dt_status dt_comm_reduce_scatter(dt_comm *comm, const void *sendbuf, void *recvb
 }
 
 dt_status dt_comm_ireduce_scatterv(dt_comm *comm, const void *sendbuf, void *recvbuf,
-                                   const size_t *counts, dt_comm_dtype dtype,
-                                   dt_comm_redop op, dt_comm_req **req)
+                                   const size_t *counts, dt_comm_dtype dtype, dt_comm_redop op,
+                                   dt_comm_req **req)
 {
     DT_ASSERT(counts != NULL);
     dt_comm_args a = reduction(DT_COMM_REDUCE_SCATTER, sendbuf, recvbuf, 0, dtype, op);
@@ -305,8 +308,8 @@ dt_status dt_comm_barrier(dt_comm *comm)
     return dt_comm_run(comm, &a);
 }
 
-static dt_comm_args p2p(dt_comm_coll coll, const void *buf, size_t count, dt_comm_dtype t,
-                        int peer, int tag)
+static dt_comm_args p2p(dt_comm_coll coll, const void *buf, size_t count, dt_comm_dtype t, int peer,
+                        int tag)
 {
     dt_comm_args a = dt_comm_args_init(coll);
     a.recvbuf = (void *)(uintptr_t)buf; /* a send only reads it */
@@ -317,15 +320,15 @@ static dt_comm_args p2p(dt_comm_coll coll, const void *buf, size_t count, dt_com
     return a;
 }
 
-dt_status dt_comm_isend(dt_comm *comm, const void *buf, size_t count, dt_comm_dtype dtype,
-                        int peer, int tag, dt_comm_req **req)
+dt_status dt_comm_isend(dt_comm *comm, const void *buf, size_t count, dt_comm_dtype dtype, int peer,
+                        int tag, dt_comm_req **req)
 {
     dt_comm_args a = p2p(DT_COMM_SEND, buf, count, dtype, peer, tag);
     return dt_comm_start(comm, &a, req);
 }
 
-dt_status dt_comm_send(dt_comm *comm, const void *buf, size_t count, dt_comm_dtype dtype,
-                       int peer, int tag)
+dt_status dt_comm_send(dt_comm *comm, const void *buf, size_t count, dt_comm_dtype dtype, int peer,
+                       int tag)
 {
     dt_comm_args a = p2p(DT_COMM_SEND, buf, count, dtype, peer, tag);
     return dt_comm_run(comm, &a);

@@ -12,7 +12,10 @@
 
 #include "comm/comm_internal.h"
 
-static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
+static size_t ceil_div(size_t a, size_t b)
+{
+    return (a + b - 1) / b;
+}
 
 /* One MPI call for the whole v-collective: every count, offset and the extent fit. */
 static int fits_single(const dt_comm_req *q)
@@ -37,12 +40,16 @@ dt_status dt_cx_mpi_begin(dt_comm_req *q)
     switch (a->coll) {
     case DT_COMM_ALLREDUCE:
     case DT_COMM_REDUCE:
-    case DT_COMM_BCAST: M->npieces = ceil_div(q->total, m); break;
+    case DT_COMM_BCAST:
+        M->npieces = ceil_div(q->total, m);
+        break;
     case DT_COMM_SEND:
     case DT_COMM_RECV: /* a zero-length message still matches its partner */
         M->npieces = q->total == 0 ? 1 : ceil_div(q->total, m);
         break;
-    case DT_COMM_BARRIER: M->npieces = 1; break;
+    case DT_COMM_BARRIER:
+        M->npieces = 1;
+        break;
     case DT_COMM_REDUCE_SCATTER:
     case DT_COMM_ALLGATHER:
         if (q->total == 0) {
@@ -62,7 +69,8 @@ dt_status dt_cx_mpi_begin(dt_comm_req *q)
                        q->blen[c->rank] * es);
         }
         break;
-    default: break;
+    default:
+        break;
     }
     dt_cx_mpi_step(q);
     return DT_OK;
@@ -86,36 +94,38 @@ static int issue(dt_comm_req *q, int k)
 
     switch (a->coll) {
     case DT_COMM_ALLREDUCE:
-        return MPI_Iallreduce(q->in_place ? MPI_IN_PLACE : send + off * es, recv + off * es,
-                              len, type, op, c->data, rq);
+        return MPI_Iallreduce(q->in_place ? MPI_IN_PLACE : send + off * es, recv + off * es, len,
+                              type, op, c->data, rq);
     case DT_COMM_REDUCE:
         if (r == a->root)
-            return MPI_Ireduce(q->in_place ? MPI_IN_PLACE : send + off * es, recv + off * es,
-                               len, type, op, a->root, c->data, rq);
+            return MPI_Ireduce(q->in_place ? MPI_IN_PLACE : send + off * es, recv + off * es, len,
+                               type, op, a->root, c->data, rq);
         return MPI_Ireduce(send + off * es, NULL, len, type, op, a->root, c->data, rq);
-    case DT_COMM_BCAST: return MPI_Ibcast(recv + off * es, len, type, a->root, c->data, rq);
+    case DT_COMM_BCAST:
+        return MPI_Ibcast(recv + off * es, len, type, a->root, c->data, rq);
     case DT_COMM_SEND:
         return MPI_Isend(recv + off * es, len, type, a->peer, a->tag, c->data, rq);
     case DT_COMM_RECV:
         return MPI_Irecv(recv + off * es, len, type, a->peer, a->tag, c->data, rq);
-    case DT_COMM_BARRIER: return MPI_Ibarrier(c->data, rq);
-    default: break;
+    case DT_COMM_BARRIER:
+        return MPI_Ibarrier(c->data, rq);
+    default:
+        break;
     }
 
     if (M->single) {
         if (a->coll == DT_COMM_REDUCE_SCATTER) {
             /* In place, MPI reads the whole vector from recvbuf and leaves the result at
              * its start; the buffer's start is sendbuf. */
-            char *base = q->in_place ? (char *)recv - (recv == send ? 0 : q->boff[r] * es)
-                                     : recv;
-            return MPI_Ireduce_scatter(q->in_place ? MPI_IN_PLACE : send, base, q->icnt, type,
-                                       op, c->data, rq);
+            char *base = q->in_place ? (char *)recv - (recv == send ? 0 : q->boff[r] * es) : recv;
+            return MPI_Ireduce_scatter(q->in_place ? MPI_IN_PLACE : send, base, q->icnt, type, op,
+                                       c->data, rq);
         }
         if (a->counts == NULL && a->displs == NULL)
             return MPI_Iallgather(q->in_place ? MPI_IN_PLACE : send, q->icnt[r], type, recv,
                                   q->icnt[0], type, c->data, rq);
-        return MPI_Iallgatherv(q->in_place ? MPI_IN_PLACE : send, q->icnt[r], type, recv,
-                               q->icnt, q->idsp, type, c->data, rq);
+        return MPI_Iallgatherv(q->in_place ? MPI_IN_PLACE : send, q->icnt[r], type, recv, q->icnt,
+                               q->idsp, type, c->data, rq);
     }
 
     /* Per-block pieces: (cur_b, cur_o) walks the blocks, skipping empty ones. */
@@ -131,15 +141,14 @@ static int issue(dt_comm_req *q, int k)
     /* Reduce-scatter: the block's rank is the root of its pieces. In place the result
      * stays in the own block and is moved to recvbuf at the end. */
     if (b != r)
-        return MPI_Ireduce(send + (q->boff[b] + o) * es, NULL, (int)pl, type, op, b, c->data,
-                           rq);
+        return MPI_Ireduce(send + (q->boff[b] + o) * es, NULL, (int)pl, type, op, b, c->data, rq);
     if (q->in_place) {
         char *base = (char *)recv - (recv == send ? 0 : q->boff[r] * es);
         return MPI_Ireduce(MPI_IN_PLACE, base + (q->boff[b] + o) * es, (int)pl, type, op, b,
                            c->data, rq);
     }
-    return MPI_Ireduce(send + (q->boff[b] + o) * es, recv + o * es, (int)pl, type, op, b,
-                       c->data, rq);
+    return MPI_Ireduce(send + (q->boff[b] + o) * es, recv + o * es, (int)pl, type, op, b, c->data,
+                       rq);
 }
 
 /* After the last piece: AVG's division, and the in-place reduce-scatter's move. */

@@ -27,7 +27,10 @@ dt_comm_options dt_comm_options_default(void)
     return o;
 }
 
-static size_t align64(size_t x) { return (x + 63u) & ~(size_t)63u; }
+static size_t align64(size_t x)
+{
+    return (x + 63u) & ~(size_t)63u;
+}
 
 /* Carves `bytes` from *p (64-byte aligned); with *p == NULL it only counts. */
 static void *carve(char **p, size_t *total, size_t bytes)
@@ -242,8 +245,9 @@ dt_status dt_comm_create_mpi(MPI_Comm comm, const char *name, dt_comm **out)
     MPI_Initialized(&init);
     MPI_Finalized(&fin);
     if (!init || fin)
-        return dt_fail(DT_ERR_INVALID, "comm: MPI is %s: initialise it first, or use "
-                                       "dt_comm_create_self for a single process",
+        return dt_fail(DT_ERR_INVALID,
+                       "comm: MPI is %s: initialise it first, or use "
+                       "dt_comm_create_self for a single process",
                        fin ? "already finalised" : "not initialised");
     if (comm == MPI_COMM_NULL)
         return dt_fail(DT_ERR_INVALID, "comm: MPI_COMM_NULL given for group '%s'",
@@ -343,8 +347,9 @@ dt_status dt_comm_set_options(dt_comm *comm, const dt_comm_options *opt)
         return dt_fail(DT_ERR_INVALID, "comm: options.check %d: must be 0 or 1", opt->check);
     if (align64(opt->chunk_bytes) != comm->slot_bytes) {
         if (comm->nactive > 0)
-            return dt_fail(DT_ERR_INVALID, "comm: group '%s': cannot change chunk_bytes while "
-                                           "%d requests are pending",
+            return dt_fail(DT_ERR_INVALID,
+                           "comm: group '%s': cannot change chunk_bytes while "
+                           "%d requests are pending",
                            comm->name, comm->nactive);
         dt_comm_options old = comm->opt;
         comm->opt = *opt;
@@ -354,7 +359,8 @@ dt_status dt_comm_set_options(dt_comm *comm, const dt_comm_options *opt)
             alloc_slots(comm);
             return st;
         }
-        comm->stats.buffer_bytes = comm->slots ? DT_SLOT_GROUPS * comm->nslots * comm->slot_bytes : 0;
+        comm->stats.buffer_bytes =
+            comm->slots ? DT_SLOT_GROUPS * comm->nslots * comm->slot_bytes : 0;
         for (int g = 0; g < DT_SLOT_GROUPS; g++)
             comm->stats.buffer_bytes += comm->scratch_bytes[g];
     }

@@ -37,11 +37,11 @@ typedef enum dt_impl {
 enum { DT_REQ_FREE = 0, DT_REQ_ACTIVE, DT_REQ_COMPLETE, DT_REQ_ABANDONED };
 enum { DT_PH_CHECK = 0, DT_PH_SLOTS, DT_PH_RUN, DT_PH_DONE };
 
-#define DT_MPI_PIECES 4   /* MPI calls of one split request in flight at once */
-#define DT_CHECK_FIELDS 8 /* int64 per rank in a --comm-check record */
-#define DT_WD_FIELDS 8    /* int64 per rank in a watchdog record */
+#define DT_MPI_PIECES 4     /* MPI calls of one split request in flight at once */
+#define DT_CHECK_FIELDS 8   /* int64 per rank in a --comm-check record */
+#define DT_WD_FIELDS 8      /* int64 per rank in a watchdog record */
 #define DT_WD_STATE_FIELD 6 /* its state: -1 nothing heard, 0 idle, 1 waiting, 2 timed out */
-#define DT_SLOT_GROUPS 2  /* requests that may hold receive buffers at once */
+#define DT_SLOT_GROUPS 2    /* requests that may hold receive buffers at once */
 #define DT_REPORT_BYTES 8192
 
 /* Tags on the data communicator: user point to point below DT_COMM_TAG_MAX, then two per
@@ -52,10 +52,10 @@ enum { DT_TAG_WD_ASK = 1, DT_TAG_WD_REPLY = 2 };
 
 /* One receive of the ring/det window, in posting order. */
 typedef struct dt_rent {
-    int g;        /* ring step, or -1 for a det receive */
-    int peer;     /* det: the sending rank */
-    size_t j;     /* chunk index within the block */
-    int slot;     /* receive buffer slot, -1 for a receive straight into the result */
+    int g;    /* ring step, or -1 for a det receive */
+    int peer; /* det: the sending rank */
+    size_t j; /* chunk index within the block */
+    int slot; /* receive buffer slot, -1 for a receive straight into the result */
     int done;
 } dt_rent;
 
@@ -77,22 +77,26 @@ typedef struct dt_mpi_state {
  * on at step g+1 once it was received and reduced at step g. */
 typedef struct dt_ring_state {
     int rs_steps, nsteps;
-    int shift;          /* ring reduce-scatter block offset: 0 (all-reduce), -1 (RS) */
-    int own;            /* the block this rank all-gathers first */
-    size_t E;           /* chunk elements */
-    char *W;            /* the full-length work vector partial sums and results live in */
-    const char *S;      /* this rank's input vector (sendbuf, or W in place) */
-    char *fin;          /* reduce-scatter only: where the own block's result goes */
-    const char *ag0;    /* source of all-gather step 0 (own block) */
-    int sg; size_t sj;  /* next send to post */
-    int rg; size_t rj;  /* next receive to post */
-    int pg; size_t pj;  /* next receive to process */
+    int shift;       /* ring reduce-scatter block offset: 0 (all-reduce), -1 (RS) */
+    int own;         /* the block this rank all-gathers first */
+    size_t E;        /* chunk elements */
+    char *W;         /* the full-length work vector partial sums and results live in */
+    const char *S;   /* this rank's input vector (sendbuf, or W in place) */
+    char *fin;       /* reduce-scatter only: where the own block's result goes */
+    const char *ag0; /* source of all-gather step 0 (own block) */
+    int sg;
+    size_t sj; /* next send to post */
+    int rg;
+    size_t rj; /* next receive to post */
+    int pg;
+    size_t pj;            /* next receive to process */
     size_t rhead, rcount; /* receive window FIFO */
     size_t nsend;         /* sends in flight */
     size_t nslot_free;    /* free slots: the first nslot_free entries of slotstack */
     /* det: direct reduce-scatter to the block owners */
     int det;
-    size_t dsj; int dsk;  /* next direct send: chunk, peer offset 1..N-1 */
+    size_t dsj;
+    int dsk;              /* next direct send: chunk, peer offset 1..N-1 */
     size_t drj;           /* next chunk group of receives to post */
     size_t dfold;         /* chunks of the own block folded */
     size_t dgroups;       /* chunk groups of receives the slots allow at once */
@@ -111,36 +115,36 @@ typedef struct dt_direct_state {
 struct dt_comm_req {
     dt_comm *comm;
     int state, phase;
-    int act_index;       /* position in comm->act while taken */
+    int act_index; /* position in comm->act while taken */
     dt_status status;
-    dt_comm_args a;      /* the call, with sendbuf/recvbuf normalised */
+    dt_comm_args a; /* the call, with sendbuf/recvbuf normalised */
     dt_impl impl;
     int is_coll;
-    int issued;          /* every MPI collective call of this request has been started */
+    int issued; /* every MPI collective call of this request has been started */
     uint64_t seq;
     size_t esize;
-    size_t total;        /* elements of the whole vector */
-    size_t nbytes;       /* bytes of the whole vector */
+    size_t total;  /* elements of the whole vector */
+    size_t nbytes; /* bytes of the whole vector */
     int in_place;
     double t_start, deadline;
     uint64_t hist_id;
-    int group;           /* receive-buffer group held, -1 for none */
+    int group; /* receive-buffer group held, -1 for none */
     int idle_polls;
     /* arrays sized at handle creation (no allocation per call) */
     size_t *boff, *blen; /* per rank blocks, in elements */
     int *icnt, *idsp;    /* MPI's int counts/displacements */
     int64_t *check;      /* size * DT_CHECK_FIELDS */
     MPI_Request check_req;
-    const void **srcs;   /* size: the fold's inputs */
-    MPI_Request *mr;     /* ring receives (FIFO), MPI pieces, direct receives */
-    MPI_Request *ms;     /* ring sends, direct sends */
-    MPI_Request *md;     /* det receives (FIFO) */
-    MPI_Request *mds;    /* det sends */
+    const void **srcs; /* size: the fold's inputs */
+    MPI_Request *mr;   /* ring receives (FIFO), MPI pieces, direct receives */
+    MPI_Request *ms;   /* ring sends, direct sends */
+    MPI_Request *md;   /* det receives (FIFO) */
+    MPI_Request *mds;  /* det sends */
     dt_rent *rent, *dent;
     dt_sent *sent, *dsent;
-    int *idx;            /* MPI_Testsome's indices */
-    int *slotstack;      /* nslots */
-    size_t nwin;         /* capacity of each window array */
+    int *idx;       /* MPI_Testsome's indices */
+    int *slotstack; /* nslots */
+    size_t nwin;    /* capacity of each window array */
     dt_mpi_state m;
     dt_ring_state ring;
     dt_direct_state d;
@@ -158,15 +162,15 @@ struct dt_comm {
     int rank, size;
     int is_mpi;
     MPI_Comm data, ctrl;
-    MPI_Op u8_sum;       /* wrapping uint8 sum (see validate.c) */
+    MPI_Op u8_sum; /* wrapping uint8 sum (see validate.c) */
     char name[24];
-    int *world_ranks;    /* group rank -> rank in the top-level handle's communicator */
+    int *world_ranks; /* group rank -> rank in the top-level handle's communicator */
     dt_comm_options opt;
-    size_t max_count;    /* elements per MPI call or message (INT_MAX) */
+    size_t max_count; /* elements per MPI call or message (INT_MAX) */
     dt_cx_history *hist;
-    uint64_t coll_seq;   /* the next collective's sequence number */
+    uint64_t coll_seq; /* the next collective's sequence number */
     uint64_t p2p_seq;
-    uint64_t issue_seq;  /* oldest collective that may not have started all its MPI calls */
+    uint64_t issue_seq; /* oldest collective that may not have started all its MPI calls */
     dt_comm_stats stats;
     /* persistent receive buffers: DT_SLOT_GROUPS groups of nslots slots of slot_bytes */
     char *slots;

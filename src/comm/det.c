@@ -128,8 +128,8 @@ dt_status dt_cx_det_step(dt_comm_req *q, int *changed)
                 continue;
             int slot = q->slotstack[--R->nslot_free];
             size_t pos = (R->dhead + R->dcount) % q->nwin;
-            err = MPI_Irecv(dt_cx_slot(q, slot), (int)len, type, p, R->tag_rs, c->data,
-                            &q->md[pos]);
+            err =
+                MPI_Irecv(dt_cx_slot(q, slot), (int)len, type, p, R->tag_rs, c->data, &q->md[pos]);
             if (err != MPI_SUCCESS)
                 return dt_cx_mpi_fail(q, "MPI_Irecv (det)", err);
             q->dent[pos] = (dt_rent){.g = -1, .peer = p, .j = R->drj, .slot = slot, .done = 0};

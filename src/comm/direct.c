@@ -11,7 +11,10 @@
 
 #include "comm/comm_internal.h"
 
-static int slot_of(int p, int r) { return p < r ? p : p - 1; }
+static int slot_of(int p, int r)
+{
+    return p < r ? p : p - 1;
+}
 
 /* Receives go in mr[0, n-1), sends right after them, so that one MPI_Testall (one pass of
  * MPI's progress engine) polls both. */
@@ -36,8 +39,7 @@ dt_status dt_cx_direct_begin(dt_comm_req *q)
                 continue;
             int k = slot_of(p, r);
             if (a->coll == DT_COMM_ALLREDUCE || r == a->root)
-                err = MPI_Irecv(dt_cx_slot(q, k), (int)q->total, type, p, tag, c->data,
-                                &q->mr[k]);
+                err = MPI_Irecv(dt_cx_slot(q, k), (int)q->total, type, p, tag, c->data, &q->mr[k]);
             if (err == MPI_SUCCESS && (a->coll == DT_COMM_ALLREDUCE || p == a->root))
                 err = MPI_Isend(src, (int)q->total, type, p, tag, c->data, &q->mr[n - 1 + k]);
         }
@@ -57,7 +59,9 @@ dt_status dt_cx_direct_begin(dt_comm_req *q)
         }
         break;
     }
-    default: DT_ASSERT(!"direct: unsupported operation"); break;
+    default:
+        DT_ASSERT(!"direct: unsupported operation");
+        break;
     }
     if (err != MPI_SUCCESS)
         return dt_cx_mpi_fail(q, "starting the direct exchange", err);

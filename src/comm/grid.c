@@ -9,9 +9,9 @@
 #include "comm/comm_internal.h"
 
 struct dt_grid {
-    dt_comm *world;                   /* borrowed */
-    int size[DT_GRID_AXIS_COUNT];     /* D, T, P */
-    int rank[DT_GRID_AXIS_COUNT];     /* this rank's coordinates */
+    dt_comm *world;               /* borrowed */
+    int size[DT_GRID_AXIS_COUNT]; /* D, T, P */
+    int rank[DT_GRID_AXIS_COUNT]; /* this rank's coordinates */
     dt_comm *group[DT_GRID_AXIS_COUNT];
 };
 
@@ -30,18 +30,21 @@ dt_status dt_grid_create(dt_comm *world, int dp, int tp, int pp, dt_grid **out)
     int n = dt_comm_size(world), r = dt_comm_rank(world);
     *out = NULL;
     if (dp < 0 || tp < 0 || pp < 0)
-        return dt_fail(DT_ERR_INVALID, "comm: grid: dp %d, tp %d, pp %d: sizes must be >= 0 "
-                                       "(0 derives one)",
+        return dt_fail(DT_ERR_INVALID,
+                       "comm: grid: dp %d, tp %d, pp %d: sizes must be >= 0 "
+                       "(0 derives one)",
                        dp, tp, pp);
     int T = tp ? tp : 1, P = pp ? pp : 1;
     if (dp == 0 && n % (T * P) != 0)
-        return dt_fail(DT_ERR_INVALID, "comm: grid: tp %d x pp %d = %d does not divide the %d "
-                                       "ranks, so dp cannot be derived",
+        return dt_fail(DT_ERR_INVALID,
+                       "comm: grid: tp %d x pp %d = %d does not divide the %d "
+                       "ranks, so dp cannot be derived",
                        T, P, T * P, n);
     int D = dp ? dp : n / (T * P);
     if ((long long)D * T * P != n)
-        return dt_fail(DT_ERR_INVALID, "comm: grid: dp %d x tp %d x pp %d = %lld ranks, but the "
-                                       "world has %d: the product must equal the world size",
+        return dt_fail(DT_ERR_INVALID,
+                       "comm: grid: dp %d x tp %d x pp %d = %lld ranks, but the "
+                       "world has %d: the product must equal the world size",
                        D, T, P, (long long)D * T * P, n);
     DT_TRY(dt_alloc(sizeof *g, "comm grid", &p));
     g = p;

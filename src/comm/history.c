@@ -73,8 +73,9 @@ void dt_cx_history_format(const dt_comm *c, char *buf, size_t n)
     if (n == 0)
         return;
     buf[0] = '\0';
-    int w = snprintf(buf, n, "last %llu operations of rank %d (world %d), oldest first; times "
-                             "in s since the handle's creation:\n",
+    int w = snprintf(buf, n,
+                     "last %llu operations of rank %d (world %d), oldest first; times "
+                     "in s since the handle's creation:\n",
                      (unsigned long long)k, c->rank, dt_comm_world_rank(c, c->rank));
     for (uint64_t i = 0; i < k && w >= 0 && (used += (size_t)w) < n; i++) {
         const dt_comm_record *r = &h->rec[(h->next - k + i) % DT_COMM_HISTORY];
@@ -84,8 +85,9 @@ void dt_cx_history_format(const dt_comm *c, char *buf, size_t n)
                      (r->t_end - r->t_start) * 1e3);
         else
             snprintf(end, sizeof end, "not complete after %.3f s", now - r->t_start);
-        w = snprintf(buf + used, n - used, "  #%llu %s on '%s': %zu %s (%zu bytes), %s; start "
-                                           "%.6f, %s\n",
+        w = snprintf(buf + used, n - used,
+                     "  #%llu %s on '%s': %zu %s (%zu bytes), %s; start "
+                     "%.6f, %s\n",
                      (unsigned long long)r->seq, dt_comm_coll_name(r->coll), r->group, r->count,
                      dt_comm_dtype_name(r->dtype), r->nbytes, r->algo, r->t_start - h->t0, end);
     }

@@ -94,12 +94,15 @@ void dt_cx_issued(dt_comm_req *q)
 int dt_cx_wants_slots(const dt_comm_req *q)
 {
     switch (q->impl) {
-    case DT_IMPL_RING: return q->a.coll != DT_COMM_ALLGATHER;
-    case DT_IMPL_DET: return 1;
+    case DT_IMPL_RING:
+        return q->a.coll != DT_COMM_ALLGATHER;
+    case DT_IMPL_DET:
+        return 1;
     case DT_IMPL_DIRECT:
         return q->a.coll == DT_COMM_ALLREDUCE ||
                (q->a.coll == DT_COMM_REDUCE && q->a.root == q->comm->rank);
-    default: return 0;
+    default:
+        return 0;
     }
 }
 
@@ -193,11 +196,19 @@ void dt_cx_enter_run(dt_comm_req *q)
     q->phase = DT_PH_RUN;
     dt_status st;
     switch (q->impl) {
-    case DT_IMPL_MPI: st = dt_cx_mpi_begin(q); break;
+    case DT_IMPL_MPI:
+        st = dt_cx_mpi_begin(q);
+        break;
     case DT_IMPL_RING:
-    case DT_IMPL_DET: st = dt_cx_ring_begin(q); break;
-    case DT_IMPL_DIRECT: st = dt_cx_direct_begin(q); break;
-    default: st = DT_OK; break;
+    case DT_IMPL_DET:
+        st = dt_cx_ring_begin(q);
+        break;
+    case DT_IMPL_DIRECT:
+        st = dt_cx_direct_begin(q);
+        break;
+    default:
+        st = DT_OK;
+        break;
     }
     if (st != DT_OK)
         dt_cx_finish(q, st);
@@ -208,7 +219,8 @@ int dt_cx_step(dt_comm_req *q)
     if (q->state != DT_REQ_ACTIVE)
         return 0;
     switch (q->phase) {
-    case DT_PH_CHECK: return dt_cx_check_step(q);
+    case DT_PH_CHECK:
+        return dt_cx_check_step(q);
     case DT_PH_SLOTS:
         if (!dt_cx_take_slots(q))
             return 0;
@@ -216,13 +228,18 @@ int dt_cx_step(dt_comm_req *q)
         return 1;
     case DT_PH_RUN:
         switch (q->impl) {
-        case DT_IMPL_MPI: return dt_cx_mpi_step(q);
+        case DT_IMPL_MPI:
+            return dt_cx_mpi_step(q);
         case DT_IMPL_RING:
-        case DT_IMPL_DET: return dt_cx_ring_step(q);
-        case DT_IMPL_DIRECT: return dt_cx_direct_step(q);
-        default: return 0;
+        case DT_IMPL_DET:
+            return dt_cx_ring_step(q);
+        case DT_IMPL_DIRECT:
+            return dt_cx_direct_step(q);
+        default:
+            return 0;
         }
-    default: return 0;
+    default:
+        return 0;
     }
 }
 

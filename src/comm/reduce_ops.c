@@ -19,21 +19,21 @@
 #define MAX_I(a, b) ((a) >= (b) ? (a) : (b))
 #define MIN_I(a, b) ((a) <= (b) ? (a) : (b))
 
-#define DEF_BINARY(T, NAME, ADD, MAX_V, MIN_V)                                                        \
-    static void NAME(void *dst_, const void *a_, const void *b_, size_t n, int op)         \
-    {                                                                                      \
-        T *dst = dst_;                                                                     \
-        const T *a = a_, *b = b_;                                                          \
-        if (op == DT_COMM_MAX) {                                                           \
-            for (size_t i = 0; i < n; i++)                                                 \
-                dst[i] = MAX_V(a[i], b[i]);                                                \
-        } else if (op == DT_COMM_MIN) {                                                    \
-            for (size_t i = 0; i < n; i++)                                                 \
-                dst[i] = MIN_V(a[i], b[i]);                                                \
-        } else {                                                                           \
-            for (size_t i = 0; i < n; i++)                                                 \
-                dst[i] = ADD(a[i], b[i]);                                                  \
-        }                                                                                  \
+#define DEF_BINARY(T, NAME, ADD, MAX_V, MIN_V)                                                     \
+    static void NAME(void *dst_, const void *a_, const void *b_, size_t n, int op)                 \
+    {                                                                                              \
+        T *dst = dst_;                                                                             \
+        const T *a = a_, *b = b_;                                                                  \
+        if (op == DT_COMM_MAX) {                                                                   \
+            for (size_t i = 0; i < n; i++)                                                         \
+                dst[i] = MAX_V(a[i], b[i]);                                                        \
+        } else if (op == DT_COMM_MIN) {                                                            \
+            for (size_t i = 0; i < n; i++)                                                         \
+                dst[i] = MIN_V(a[i], b[i]);                                                        \
+        } else {                                                                                   \
+            for (size_t i = 0; i < n; i++)                                                         \
+                dst[i] = ADD(a[i], b[i]);                                                          \
+        }                                                                                          \
     }
 
 DEF_BINARY(float, binary_f32, ADD_F, MAX_F, MIN_F)
@@ -46,12 +46,24 @@ void dt_cx_reduce2(void *dst, const void *a, const void *b, size_t n, dt_comm_dt
                    dt_comm_redop op)
 {
     switch (t) {
-    case DT_COMM_FLOAT32: binary_f32(dst, a, b, n, (int)op); break;
-    case DT_COMM_FLOAT64: binary_f64(dst, a, b, n, (int)op); break;
-    case DT_COMM_INT32: binary_i32(dst, a, b, n, (int)op); break;
-    case DT_COMM_INT64: binary_i64(dst, a, b, n, (int)op); break;
-    case DT_COMM_UINT8: binary_u8(dst, a, b, n, (int)op); break;
-    default: DT_ASSERT(!"dtype validated before"); break;
+    case DT_COMM_FLOAT32:
+        binary_f32(dst, a, b, n, (int)op);
+        break;
+    case DT_COMM_FLOAT64:
+        binary_f64(dst, a, b, n, (int)op);
+        break;
+    case DT_COMM_INT32:
+        binary_i32(dst, a, b, n, (int)op);
+        break;
+    case DT_COMM_INT64:
+        binary_i64(dst, a, b, n, (int)op);
+        break;
+    case DT_COMM_UINT8:
+        binary_u8(dst, a, b, n, (int)op);
+        break;
+    default:
+        DT_ASSERT(!"dtype validated before");
+        break;
     }
 }
 
@@ -59,18 +71,18 @@ void dt_cx_reduce2(void *dst, const void *a, const void *b, size_t n, dt_comm_dt
  * alias any input (the own contribution of an in-place call) and the inner loops stay
  * simple enough to vectorize. The order per element is the left fold src[0], src[1], ... */
 #define FOLD_BLOCK 512
-#define DEF_FOLD(T, NAME, BINARY)                                                          \
-    static void NAME(void *dst_, const void *const *src, int k, size_t n, int op)          \
-    {                                                                                      \
-        T acc[FOLD_BLOCK];                                                                 \
-        T *dst = dst_;                                                                     \
-        for (size_t base = 0; base < n; base += FOLD_BLOCK) {                              \
-            size_t m = n - base < FOLD_BLOCK ? n - base : FOLD_BLOCK;                      \
-            memcpy(acc, (const T *)src[0] + base, m * sizeof(T));                          \
-            for (int s = 1; s < k; s++)                                                    \
-                BINARY(acc, acc, (const T *)src[s] + base, m, op);                         \
-            memcpy(dst + base, acc, m * sizeof(T));                                        \
-        }                                                                                  \
+#define DEF_FOLD(T, NAME, BINARY)                                                                  \
+    static void NAME(void *dst_, const void *const *src, int k, size_t n, int op)                  \
+    {                                                                                              \
+        T acc[FOLD_BLOCK];                                                                         \
+        T *dst = dst_;                                                                             \
+        for (size_t base = 0; base < n; base += FOLD_BLOCK) {                                      \
+            size_t m = n - base < FOLD_BLOCK ? n - base : FOLD_BLOCK;                              \
+            memcpy(acc, (const T *)src[0] + base, m * sizeof(T));                                  \
+            for (int s = 1; s < k; s++)                                                            \
+                BINARY(acc, acc, (const T *)src[s] + base, m, op);                                 \
+            memcpy(dst + base, acc, m * sizeof(T));                                                \
+        }                                                                                          \
     }
 
 DEF_FOLD(float, fold_f32, binary_f32)
@@ -84,12 +96,24 @@ void dt_cx_fold(void *dst, const void *const *src, int k, size_t n, dt_comm_dtyp
 {
     DT_ASSERT(k >= 1);
     switch (t) {
-    case DT_COMM_FLOAT32: fold_f32(dst, src, k, n, (int)op); break;
-    case DT_COMM_FLOAT64: fold_f64(dst, src, k, n, (int)op); break;
-    case DT_COMM_INT32: fold_i32(dst, src, k, n, (int)op); break;
-    case DT_COMM_INT64: fold_i64(dst, src, k, n, (int)op); break;
-    case DT_COMM_UINT8: fold_u8(dst, src, k, n, (int)op); break;
-    default: DT_ASSERT(!"dtype validated before"); break;
+    case DT_COMM_FLOAT32:
+        fold_f32(dst, src, k, n, (int)op);
+        break;
+    case DT_COMM_FLOAT64:
+        fold_f64(dst, src, k, n, (int)op);
+        break;
+    case DT_COMM_INT32:
+        fold_i32(dst, src, k, n, (int)op);
+        break;
+    case DT_COMM_INT64:
+        fold_i64(dst, src, k, n, (int)op);
+        break;
+    case DT_COMM_UINT8:
+        fold_u8(dst, src, k, n, (int)op);
+        break;
+    default:
+        DT_ASSERT(!"dtype validated before");
+        break;
     }
 }
 
@@ -128,6 +152,8 @@ void dt_cx_divide(void *x, size_t count, dt_comm_dtype t, int n)
             p[i] = (uint8_t)(p[i] / (unsigned)n);
         break;
     }
-    default: DT_ASSERT(!"dtype validated before"); break;
+    default:
+        DT_ASSERT(!"dtype validated before");
+        break;
     }
 }

@@ -138,7 +138,9 @@ dt_status dt_cx_ring_begin(dt_comm_req *q)
             memcpy(R->W + q->boff[r] * es, a->sendbuf, q->blen[r] * es);
         }
         break;
-    default: DT_ASSERT(!"ring: unsupported operation"); break;
+    default:
+        DT_ASSERT(!"ring: unsupported operation");
+        break;
     }
 
     size_t nslot = q->group >= 0 ? c->nslots : 0;

@@ -17,8 +17,8 @@ static const char *const coll_names[DT_COMM_COLL_COUNT] = {
     [DT_COMM_REDUCE] = "reduce",       [DT_COMM_BARRIER] = "barrier",
     [DT_COMM_SEND] = "send",           [DT_COMM_RECV] = "recv",
 };
-static const char *const dtype_names[DT_COMM_DTYPE_COUNT] = {"float32", "float64", "int32",
-                                                             "int64", "uint8"};
+static const char *const dtype_names[DT_COMM_DTYPE_COUNT] = {"float32", "float64", "int32", "int64",
+                                                             "uint8"};
 static const size_t dtype_sizes[DT_COMM_DTYPE_COUNT] = {4, 8, 4, 8, 1};
 static const char *const redop_names[DT_COMM_REDOP_COUNT] = {"sum", "avg", "max", "min"};
 static const char *const algo_names[DT_COMM_ALGO_COUNT] = {"auto", "mpi", "ring"};
@@ -60,13 +60,19 @@ dt_status dt_comm_algo_parse(const char *text, dt_comm_algo *out)
 MPI_Datatype dt_cx_mpi_type(dt_comm_dtype dtype)
 {
     switch (dtype) {
-    case DT_COMM_FLOAT32: return MPI_FLOAT;
-    case DT_COMM_FLOAT64: return MPI_DOUBLE;
-    case DT_COMM_INT32: return MPI_INT32_T;
-    case DT_COMM_INT64: return MPI_INT64_T;
+    case DT_COMM_FLOAT32:
+        return MPI_FLOAT;
+    case DT_COMM_FLOAT64:
+        return MPI_DOUBLE;
+    case DT_COMM_INT32:
+        return MPI_INT32_T;
+    case DT_COMM_INT64:
+        return MPI_INT64_T;
     /* MPI_UINT8_T, not MPI_BYTE: MPI_BYTE only takes bitwise operations. */
-    case DT_COMM_UINT8: return MPI_UINT8_T;
-    default: return MPI_DATATYPE_NULL;
+    case DT_COMM_UINT8:
+        return MPI_UINT8_T;
+    default:
+        return MPI_DATATYPE_NULL;
     }
 }
 
@@ -78,10 +84,14 @@ MPI_Op dt_cx_mpi_op(const dt_comm *c, dt_comm_dtype dtype, dt_comm_redop op)
         return c->u8_sum;
     switch (op) {
     case DT_COMM_SUM:
-    case DT_COMM_AVG: return MPI_SUM; /* MPI has no average: sum, then divide once */
-    case DT_COMM_MAX: return MPI_MAX;
-    case DT_COMM_MIN: return MPI_MIN;
-    default: return MPI_OP_NULL;
+    case DT_COMM_AVG:
+        return MPI_SUM; /* MPI has no average: sum, then divide once */
+    case DT_COMM_MAX:
+        return MPI_MAX;
+    case DT_COMM_MIN:
+        return MPI_MIN;
+    default:
+        return MPI_OP_NULL;
     }
 }
 
@@ -96,8 +106,8 @@ void dt_cx_describe(const dt_comm_req *q, char *buf, size_t n)
     else
         snprintf(buf, n, "comm: %s of %zu %s %s rank %d (world %d), tag %d, on group '%s'",
                  dt_comm_coll_name(a->coll), q->total, dt_comm_dtype_name(a->dtype),
-                 a->coll == DT_COMM_SEND ? "to" : "from", a->peer,
-                 dt_comm_world_rank(c, a->peer), a->tag, c->name);
+                 a->coll == DT_COMM_SEND ? "to" : "from", a->peer, dt_comm_world_rank(c, a->peer),
+                 a->tag, c->name);
 }
 
 dt_status dt_cx_mpi_fail(const dt_comm_req *q, const char *call, int err)
@@ -229,8 +239,7 @@ dt_status dt_cx_validate(dt_comm *c, dt_comm_req *q)
         if (a->displs)
             return bad(q, "reduce-scatter takes counts, not displacements", NULL);
         /* fall through */
-    case DT_COMM_ALLGATHER:
-    {
+    case DT_COMM_ALLGATHER: {
         dt_status st = layout_blocks(q, &extent);
         if (st != DT_OK)
             return st;
@@ -248,7 +257,9 @@ dt_status dt_cx_validate(dt_comm *c, dt_comm_req *q)
     size_t in_bytes = 0, out_bytes = 0;
     int root_here = a->root == c->rank;
     switch (a->coll) {
-    case DT_COMM_ALLREDUCE: in_bytes = out_bytes = q->nbytes; break;
+    case DT_COMM_ALLREDUCE:
+        in_bytes = out_bytes = q->nbytes;
+        break;
     case DT_COMM_REDUCE:
         in_bytes = q->nbytes;
         out_bytes = root_here ? q->nbytes : 0;
@@ -278,17 +289,21 @@ dt_status dt_cx_validate(dt_comm *c, dt_comm_req *q)
         if (sb == rb && out_bytes) {
             q->in_place = 1;
         } else if (overlap(sb, in_bytes, rb, out_bytes)) {
-            return bad(q, "sendbuf and recvbuf overlap; only sendbuf == recvbuf (in place) "
-                          "is allowed", NULL);
+            return bad(q,
+                       "sendbuf and recvbuf overlap; only sendbuf == recvbuf (in place) "
+                       "is allowed",
+                       NULL);
         }
         break;
     case DT_COMM_REDUCE_SCATTER:
         if (rb == sb || (sb && rb == sb + q->boff[c->rank] * es)) {
             q->in_place = 1;
         } else if (overlap(sb, in_bytes, rb, out_bytes)) {
-            snprintf(m, sizeof m, "sendbuf and recvbuf overlap; in place means recvbuf == "
-                                  "sendbuf or recvbuf == sendbuf + %zu elements (rank %d's "
-                                  "block)", q->boff[c->rank], c->rank);
+            snprintf(m, sizeof m,
+                     "sendbuf and recvbuf overlap; in place means recvbuf == "
+                     "sendbuf or recvbuf == sendbuf + %zu elements (rank %d's "
+                     "block)",
+                     q->boff[c->rank], c->rank);
             return bad(q, m, NULL);
         }
         break;
@@ -296,13 +311,15 @@ dt_status dt_cx_validate(dt_comm *c, dt_comm_req *q)
         if (rb && sb == rb + q->boff[c->rank] * es) {
             q->in_place = 1;
         } else if (overlap(sb, in_bytes, rb, out_bytes)) {
-            snprintf(m, sizeof m, "sendbuf and recvbuf overlap; in place means sendbuf == "
-                                  "recvbuf + %zu elements (rank %d's block)",
+            snprintf(m, sizeof m,
+                     "sendbuf and recvbuf overlap; in place means sendbuf == "
+                     "recvbuf + %zu elements (rank %d's block)",
                      q->boff[c->rank], c->rank);
             return bad(q, m, NULL);
         }
         break;
-    default: break;
+    default:
+        break;
     }
     return DT_OK;
 }

@@ -122,7 +122,12 @@ static void fail_handle(dt_comm *c, dt_status st, const char *summary)
 {
     c->failed = 1;
     c->fail_status = st;
-    snprintf(c->fail_msg, sizeof c->fail_msg, "%s", summary);
+    /* cut to the message buffer's size (dt_last_error() holds 1024 bytes too) */
+    size_t len = strlen(summary);
+    if (len >= sizeof c->fail_msg)
+        len = sizeof c->fail_msg - 1;
+    memcpy(c->fail_msg, summary, len);
+    c->fail_msg[len] = '\0';
     for (int i = 0; i < c->nactive; i++) {
         dt_comm_req *o = c->act[i];
         if (o->state == DT_REQ_ACTIVE) {
@@ -147,7 +152,7 @@ dt_status dt_cx_watchdog(dt_comm_req *q)
     dt_comm *c = q->comm;
     int n = c->size, r = c->rank;
     double now = dt_now();
-    char what[256], summary[1024];
+    char what[256], summary[2048];
     dt_cx_describe(q, what, sizeof what);
 
     if (!q->is_coll) {
@@ -226,8 +231,10 @@ dt_status dt_cx_watchdog(dt_comm_req *q)
             snprintf(t, sizeof t, "%d", p);
             add(arrived, sizeof arrived, &fa, t);
         } else if (rp[W_STATE] == STATE_IDLE) {
-            snprintf(t, sizeof t, "rank %d (world %d) is in no collective of this group "
-                                  "(its next is #%lld)", p, w, (long long)rp[W_SEQ]);
+            snprintf(t, sizeof t,
+                     "rank %d (world %d) is in no collective of this group "
+                     "(its next is #%lld)",
+                     p, w, (long long)rp[W_SEQ]);
             add(elsewhere, sizeof elsewhere, &fe, t);
         } else {
             snprintf(t, sizeof t, "rank %d (world %d) waits in %s #%lld (%lld %s)", p, w,
@@ -241,7 +248,6 @@ dt_status dt_cx_watchdog(dt_comm_req *q)
              "never arrived: %s%s%s; arrived too: %s (no answer within %.1f s means "
              "never arrived)",
              what, now - q->t_start, r, dt_comm_world_rank(c, r), dt_cx_impl_name(q->impl),
-             nmissing ? missing : "none", fe ? "" : "; ", elsewhere, fa ? "none" : arrived,
-             grace);
+             nmissing ? missing : "none", fe ? "" : "; ", elsewhere, fa ? "none" : arrived, grace);
     return report(c, DT_ERR_TIMEOUT, summary);
 }

@@ -119,8 +119,7 @@ int ct_run_case(dt_comm *c, const ct_case *k, uint64_t seed)
         recv = ct_alloc(extent * es);
         ref = ct_alloc(extent * es);
         for (int b = 0; b < n; b++)
-            ct_fill(k->t, ref + displs[b] * es, counts[b], dt_comm_world_rank(c, b), seed,
-                    k->kind);
+            ct_fill(k->t, ref + displs[b] * es, counts[b], dt_comm_world_rank(c, b), seed, k->kind);
         ct_fill(k->t, send, counts[r], me, seed, k->kind);
         if (k->in_place) {
             memcpy(recv + displs[r] * es, send, counts[r] * es);
@@ -154,8 +153,7 @@ int ct_run_case(dt_comm *c, const ct_case *k, uint64_t seed)
         abort();
     }
     if (st != DT_OK) {
-        fprintf(stderr, "FAIL rank %d: %s: %s: %s\n", me, name, dt_status_str(st),
-                dt_last_error());
+        fprintf(stderr, "FAIL rank %d: %s: %s: %s\n", me, name, dt_status_str(st), dt_last_error());
         ok = 0;
     }
     free(send);

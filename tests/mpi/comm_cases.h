@@ -10,11 +10,11 @@ typedef struct ct_case {
     dt_comm_algo algo;
     dt_comm_dtype t;
     dt_comm_redop op;
-    size_t count;  /* allreduce/bcast/reduce: elements; RS/AG: per rank, or the total (v) */
-    int v;         /* reduce-scatter/all-gather: uneven blocks (the v-variant) */
-    int in_place;  /* 0 no; 1 MPI_IN_PLACE's meaning; 2 reduce-scatter into the own block */
+    size_t count; /* allreduce/bcast/reduce: elements; RS/AG: per rank, or the total (v) */
+    int v;        /* reduce-scatter/all-gather: uneven blocks (the v-variant) */
+    int in_place; /* 0 no; 1 MPI_IN_PLACE's meaning; 2 reduce-scatter into the own block */
     int root;
-    int kind;      /* CT_EXACT or CT_RANDOM */
+    int kind;        /* CT_EXACT or CT_RANDOM */
     int nonblocking; /* start, then progress/test until done, instead of the blocking call */
 } ct_case;
 

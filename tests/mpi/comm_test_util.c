@@ -25,38 +25,49 @@ void ct_fill(dt_comm_dtype t, void *buf, size_t n, int member, uint64_t seed, in
         int small = (int)(h % 17) - 8;
         double u = (double)(h >> 11) * 0x1.0p-53 * 2.0 - 1.0;
         switch (t) {
-        case DT_COMM_FLOAT32: ((float *)buf)[i] = kind == CT_EXACT ? (float)small : (float)u; break;
-        case DT_COMM_FLOAT64: ((double *)buf)[i] = kind == CT_EXACT ? small : u; break;
-        case DT_COMM_INT32: ((int32_t *)buf)[i] = kind == CT_EXACT ? small : (int32_t)(uint32_t)h; break;
-        case DT_COMM_INT64: ((int64_t *)buf)[i] = kind == CT_EXACT ? small : (int64_t)h; break;
-        case DT_COMM_UINT8: ((uint8_t *)buf)[i] = (uint8_t)(kind == CT_EXACT ? h % 9 : h); break;
-        default: abort();
+        case DT_COMM_FLOAT32:
+            ((float *)buf)[i] = kind == CT_EXACT ? (float)small : (float)u;
+            break;
+        case DT_COMM_FLOAT64:
+            ((double *)buf)[i] = kind == CT_EXACT ? small : u;
+            break;
+        case DT_COMM_INT32:
+            ((int32_t *)buf)[i] = kind == CT_EXACT ? small : (int32_t)(uint32_t)h;
+            break;
+        case DT_COMM_INT64:
+            ((int64_t *)buf)[i] = kind == CT_EXACT ? small : (int64_t)h;
+            break;
+        case DT_COMM_UINT8:
+            ((uint8_t *)buf)[i] = (uint8_t)(kind == CT_EXACT ? h % 9 : h);
+            break;
+        default:
+            abort();
         }
     }
 }
 
 /* The reference semantics of comm.h, written out per type. */
-#define REF_LOOP(T, ADD, DIV, ISNAN)                                                            \
-    do {                                                                                   \
-        T *o = out;                                                                        \
-        const T *x = tmp;                                                                  \
-        for (int p = 0; p < n_members; p++) {                                              \
-            ct_fill(t, tmp, full, dt_comm_world_rank(c, p), seed, kind);                   \
-            for (size_t i = 0; i < n; i++) {                                               \
-                T a = o[i], b = x[first + i];                                              \
-                if (p == 0)                                                                \
-                    o[i] = b;                                                              \
-                else if (op == DT_COMM_MAX)                                                \
-                    o[i] = (a >= b || ISNAN(a)) ? a : b;                                    \
-                else if (op == DT_COMM_MIN)                                                \
-                    o[i] = (a <= b || ISNAN(a)) ? a : b;                                    \
-                else                                                                       \
-                    o[i] = ADD(a, b);                                                      \
-            }                                                                              \
-        }                                                                                  \
-        if (op == DT_COMM_AVG)                                                             \
-            for (size_t i = 0; i < n; i++)                                                 \
-                o[i] = DIV(o[i], n_members);                                               \
+#define REF_LOOP(T, ADD, DIV, ISNAN)                                                               \
+    do {                                                                                           \
+        T *o = out;                                                                                \
+        const T *x = tmp;                                                                          \
+        for (int p = 0; p < n_members; p++) {                                                      \
+            ct_fill(t, tmp, full, dt_comm_world_rank(c, p), seed, kind);                           \
+            for (size_t i = 0; i < n; i++) {                                                       \
+                T a = o[i], b = x[first + i];                                                      \
+                if (p == 0)                                                                        \
+                    o[i] = b;                                                                      \
+                else if (op == DT_COMM_MAX)                                                        \
+                    o[i] = (a >= b || ISNAN(a)) ? a : b;                                           \
+                else if (op == DT_COMM_MIN)                                                        \
+                    o[i] = (a <= b || ISNAN(a)) ? a : b;                                           \
+                else                                                                               \
+                    o[i] = ADD(a, b);                                                              \
+            }                                                                                      \
+        }                                                                                          \
+        if (op == DT_COMM_AVG)                                                                     \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = DIV(o[i], n_members);                                                       \
     } while (0)
 
 #define ISNAN_F(a) ((a) != (a))
@@ -70,18 +81,29 @@ void ct_fill(dt_comm_dtype t, void *buf, size_t n, int member, uint64_t seed, in
 #define DIV_I(a, n) ((a) / (n))
 #define DIV_U8(a, n) ((uint8_t)((a) / (unsigned)(n)))
 
-void ct_reference(dt_comm *c, dt_comm_dtype t, dt_comm_redop op, void *out, size_t first,
-                  size_t n, size_t full, uint64_t seed, int kind)
+void ct_reference(dt_comm *c, dt_comm_dtype t, dt_comm_redop op, void *out, size_t first, size_t n,
+                  size_t full, uint64_t seed, int kind)
 {
     int n_members = dt_comm_size(c);
     void *tmp = ct_alloc(full * dt_comm_dtype_size(t) + 1);
     switch (t) {
-    case DT_COMM_FLOAT32: REF_LOOP(float, ADD_PLAIN, DIV_F, ISNAN_F); break;
-    case DT_COMM_FLOAT64: REF_LOOP(double, ADD_PLAIN, DIV_D, ISNAN_F); break;
-    case DT_COMM_INT32: REF_LOOP(int32_t, ADD_W32, DIV_I, ISNAN_NO); break;
-    case DT_COMM_INT64: REF_LOOP(int64_t, ADD_W64, DIV_I, ISNAN_NO); break;
-    case DT_COMM_UINT8: REF_LOOP(uint8_t, ADD_W8, DIV_U8, ISNAN_NO); break;
-    default: abort();
+    case DT_COMM_FLOAT32:
+        REF_LOOP(float, ADD_PLAIN, DIV_F, ISNAN_F);
+        break;
+    case DT_COMM_FLOAT64:
+        REF_LOOP(double, ADD_PLAIN, DIV_D, ISNAN_F);
+        break;
+    case DT_COMM_INT32:
+        REF_LOOP(int32_t, ADD_W32, DIV_I, ISNAN_NO);
+        break;
+    case DT_COMM_INT64:
+        REF_LOOP(int64_t, ADD_W64, DIV_I, ISNAN_NO);
+        break;
+    case DT_COMM_UINT8:
+        REF_LOOP(uint8_t, ADD_W8, DIV_U8, ISNAN_NO);
+        break;
+    default:
+        abort();
     }
     free(tmp);
 }
@@ -89,12 +111,24 @@ void ct_reference(dt_comm *c, dt_comm_dtype t, dt_comm_redop op, void *out, size
 static void show(dt_comm_dtype t, const void *p, size_t i, char *buf, size_t n)
 {
     switch (t) {
-    case DT_COMM_FLOAT32: snprintf(buf, n, "%.9g", (double)((const float *)p)[i]); break;
-    case DT_COMM_FLOAT64: snprintf(buf, n, "%.17g", ((const double *)p)[i]); break;
-    case DT_COMM_INT32: snprintf(buf, n, "%d", (int)((const int32_t *)p)[i]); break;
-    case DT_COMM_INT64: snprintf(buf, n, "%lld", (long long)((const int64_t *)p)[i]); break;
-    case DT_COMM_UINT8: snprintf(buf, n, "%u", (unsigned)((const uint8_t *)p)[i]); break;
-    default: snprintf(buf, n, "?"); break;
+    case DT_COMM_FLOAT32:
+        snprintf(buf, n, "%.9g", (double)((const float *)p)[i]);
+        break;
+    case DT_COMM_FLOAT64:
+        snprintf(buf, n, "%.17g", ((const double *)p)[i]);
+        break;
+    case DT_COMM_INT32:
+        snprintf(buf, n, "%d", (int)((const int32_t *)p)[i]);
+        break;
+    case DT_COMM_INT64:
+        snprintf(buf, n, "%lld", (long long)((const int64_t *)p)[i]);
+        break;
+    case DT_COMM_UINT8:
+        snprintf(buf, n, "%u", (unsigned)((const uint8_t *)p)[i]);
+        break;
+    default:
+        snprintf(buf, n, "?");
+        break;
     }
 }
 
@@ -114,8 +148,9 @@ int ct_check(const char *name, dt_comm_dtype t, const void *got, const void *ref
     char e[64], a[64];
     show(t, ref, first, e, sizeof e);
     show(t, got, first, a, sizeof a);
-    fprintf(stderr, "FAIL rank %d: %s (%s): %zu of %zu elements differ; first at index %zu: "
-                    "expected %s, got %s\n",
+    fprintf(stderr,
+            "FAIL rank %d: %s (%s): %zu of %zu elements differ; first at index %zu: "
+            "expected %s, got %s\n",
             rank, name, dt_comm_dtype_name(t), bad, n, first, e, a);
     return 0;
 }

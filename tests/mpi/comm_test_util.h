@@ -20,8 +20,8 @@ void ct_fill(dt_comm_dtype t, void *buf, size_t n, int member, uint64_t seed, in
 
 /* out[i] = left fold over the group's members in group-rank order of their data at element
  * offset `first` + i, with AVG dividing once; written independently of the library. */
-void ct_reference(dt_comm *c, dt_comm_dtype t, dt_comm_redop op, void *out, size_t first,
-                  size_t n, size_t full, uint64_t seed, int kind);
+void ct_reference(dt_comm *c, dt_comm_dtype t, dt_comm_redop op, void *out, size_t first, size_t n,
+                  size_t full, uint64_t seed, int kind);
 
 /* Bytewise element comparison; on a mismatch prints name, rank, first bad index, expected
  * and actual values and the number of bad elements, and returns 0. */

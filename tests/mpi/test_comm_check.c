@@ -30,8 +30,13 @@ static void test_agreeing_calls_run(void **state)
     uint64_t seed = 1;
     for (int ai = 0; ai < 3; ai++)
         for (int coll = 0; coll <= DT_COMM_REDUCE; coll++) {
-            ct_case k = {.coll = (dt_comm_coll)coll, .algo = algos[ai], .t = DT_COMM_FLOAT32,
-                         .op = DT_COMM_SUM, .count = 1003, .v = 1, .root = size - 1,
+            ct_case k = {.coll = (dt_comm_coll)coll,
+                         .algo = algos[ai],
+                         .t = DT_COMM_FLOAT32,
+                         .op = DT_COMM_SUM,
+                         .count = 1003,
+                         .v = 1,
+                         .root = size - 1,
                          .nonblocking = ai == 1};
             ok &= ct_run_case(world, &k, seed++);
         }
@@ -45,8 +50,8 @@ static int expect_mismatch(dt_status st, const char *side0, const char *side_odd
     int ok = 1;
     char expect[200];
     if (st != DT_ERR_MISMATCH) {
-        fprintf(stderr, "FAIL rank %d: got %s (%s), expected a mismatch\n", rank,
-                dt_status_str(st), dt_last_error());
+        fprintf(stderr, "FAIL rank %d: got %s (%s), expected a mismatch\n", rank, dt_status_str(st),
+                dt_last_error());
         return 0;
     }
     const char *msg = dt_last_error();
@@ -95,8 +100,8 @@ static void test_different_count(void **state)
     int odd = size > 1 ? 1 : 0, ok = 1;
     double x[9] = {0};
     dt_comm_req *q = NULL;
-    DT_ASSERT_OK(dt_comm_iallreduce(world, x, x, rank == odd ? 8 : 7, DT_COMM_FLOAT64,
-                                    DT_COMM_MAX, &q));
+    DT_ASSERT_OK(
+        dt_comm_iallreduce(world, x, x, rank == odd ? 8 : 7, DT_COMM_FLOAT64, DT_COMM_MAX, &q));
     dt_status st = dt_comm_wait(&q);
     assert_null(q);
     ok &= expect_mismatch(st, "count 7 float64 max", "count 8 float64 max", odd);
@@ -108,8 +113,8 @@ static void test_different_type_and_root(void **state)
     (void)state;
     int odd = size - 1, ok = 1;
     int32_t x[16] = {0};
-    dt_status st = dt_comm_allgather(world, x, x + 16 - 1, 1,
-                                     rank == odd ? DT_COMM_INT32 : DT_COMM_FLOAT32);
+    dt_status st =
+        dt_comm_allgather(world, x, x + 16 - 1, 1, rank == odd ? DT_COMM_INT32 : DT_COMM_FLOAT32);
     ok &= expect_mismatch(st, "count", "int32", odd);
     st = dt_comm_bcast(world, x, 4, DT_COMM_INT32, rank == odd ? odd : 0);
     char s1[64];

@@ -32,8 +32,13 @@ static int float_sum_matrix(dt_comm *c, uint64_t seed)
         for (size_t ci = 0; ci < 4; ci++) {
             size_t cnt = counts[ci];
             for (int ip = 0; ip < 2; ip++) {
-                ct_case k = {.coll = DT_COMM_ALLREDUCE, .algo = algos[ai], .t = DT_COMM_FLOAT32,
-                             .op = DT_COMM_SUM, .count = cnt, .in_place = ip, .root = n - 1};
+                ct_case k = {.coll = DT_COMM_ALLREDUCE,
+                             .algo = algos[ai],
+                             .t = DT_COMM_FLOAT32,
+                             .op = DT_COMM_SUM,
+                             .count = cnt,
+                             .in_place = ip,
+                             .root = n - 1};
                 ok &= ct_run_case(c, &k, seed++);
                 k.coll = DT_COMM_REDUCE;
                 ok &= ct_run_case(c, &k, seed++);
@@ -43,8 +48,13 @@ static int float_sum_matrix(dt_comm *c, uint64_t seed)
                 k.coll = DT_COMM_REDUCE_SCATTER;
                 ok &= ct_run_case(c, &k, seed++);
             }
-            ct_case k = {.coll = DT_COMM_REDUCE_SCATTER, .algo = algos[ai], .t = DT_COMM_FLOAT32,
-                         .op = DT_COMM_SUM, .count = cnt, .v = 1, .in_place = 2};
+            ct_case k = {.coll = DT_COMM_REDUCE_SCATTER,
+                         .algo = algos[ai],
+                         .t = DT_COMM_FLOAT32,
+                         .op = DT_COMM_SUM,
+                         .count = cnt,
+                         .v = 1,
+                         .in_place = 2};
             ok &= ct_run_case(c, &k, seed++);
             k.coll = DT_COMM_BCAST;
             k.in_place = 0;
@@ -88,10 +98,14 @@ static void test_types_and_ops(void **state)
                                        (op == DT_COMM_SUM || op == DT_COMM_AVG)
                                    ? CT_EXACT
                                    : CT_RANDOM;
-                    ct_case k = {.coll = DT_COMM_ALLREDUCE, .algo = algos[ai],
-                                 .t = (dt_comm_dtype)t, .op = (dt_comm_redop)op,
-                                 .count = counts[ci], .in_place = (int)(ci & 1),
-                                 .root = (int)ci % n, .kind = kind};
+                    ct_case k = {.coll = DT_COMM_ALLREDUCE,
+                                 .algo = algos[ai],
+                                 .t = (dt_comm_dtype)t,
+                                 .op = (dt_comm_redop)op,
+                                 .count = counts[ci],
+                                 .in_place = (int)(ci & 1),
+                                 .root = (int)ci % n,
+                                 .kind = kind};
                     ok &= ct_run_case(world, &k, seed++);
                     k.coll = DT_COMM_REDUCE;
                     ok &= ct_run_case(world, &k, seed++);
@@ -126,9 +140,14 @@ static void test_small_chunks(void **state)
             static const size_t counts[] = {1, 7, 10007};
             for (size_t ci = 0; ci < 3; ci++)
                 for (int ip = 0; ip < 2; ip++) {
-                    ct_case k = {.coll = DT_COMM_ALLREDUCE, .algo = DT_COMM_ALGO_RING,
-                                 .t = DT_COMM_FLOAT64, .op = DT_COMM_AVG, .count = counts[ci],
-                                 .in_place = ip, .v = 1, .root = 0};
+                    ct_case k = {.coll = DT_COMM_ALLREDUCE,
+                                 .algo = DT_COMM_ALGO_RING,
+                                 .t = DT_COMM_FLOAT64,
+                                 .op = DT_COMM_AVG,
+                                 .count = counts[ci],
+                                 .in_place = ip,
+                                 .v = 1,
+                                 .root = 0};
                     ok &= ct_run_case(c, &k, seed++);
                     k.coll = DT_COMM_REDUCE_SCATTER;
                     ok &= ct_run_case(c, &k, seed++);
@@ -164,8 +183,13 @@ static void test_subgroups(void **state)
     static const size_t counts[] = {0, 7, 100003};
     for (int ai = 0; ai < NALGO; ai++)
         for (size_t ci = 0; ci < 3; ci++) {
-            ct_case k = {.coll = DT_COMM_ALLREDUCE, .algo = algos[ai], .t = DT_COMM_FLOAT32,
-                         .op = DT_COMM_SUM, .count = counts[ci], .v = 1, .in_place = 1,
+            ct_case k = {.coll = DT_COMM_ALLREDUCE,
+                         .algo = algos[ai],
+                         .t = DT_COMM_FLOAT32,
+                         .op = DT_COMM_SUM,
+                         .count = counts[ci],
+                         .v = 1,
+                         .in_place = 1,
                          .root = hn - 1};
             for (int coll = 0; coll <= DT_COMM_REDUCE; coll++) {
                 k.coll = (dt_comm_coll)coll;
@@ -208,8 +232,9 @@ static void test_grid(void **state)
                           : ax == DT_GRID_TP ? dt_grid_world_rank(g, d, k, p)
                                              : dt_grid_world_rank(g, d, t, k);
             if (sum != expect) {
-                fprintf(stderr, "FAIL rank %d: grid %dx%dx%d axis %s: sum of members %lld, "
-                                "expected %lld\n",
+                fprintf(stderr,
+                        "FAIL rank %d: grid %dx%dx%d axis %s: sum of members %lld, "
+                        "expected %lld\n",
                         wr, D, T, P, dt_grid_axis_name((dt_grid_axis)ax), (long long)sum,
                         (long long)expect);
                 ok = 0;
@@ -269,9 +294,15 @@ static void test_nonblocking_overlap(void **state)
     uint64_t seed = 5100;
     for (int coll = 0; coll <= DT_COMM_REDUCE; coll++)
         for (int ai = 0; ai < NALGO; ai++) {
-            ct_case k = {.coll = (dt_comm_coll)coll, .algo = algos[ai], .t = DT_COMM_INT32,
-                         .op = DT_COMM_MAX, .count = 30011, .v = 1, .root = 1 % n,
-                         .kind = CT_RANDOM, .nonblocking = 1};
+            ct_case k = {.coll = (dt_comm_coll)coll,
+                         .algo = algos[ai],
+                         .t = DT_COMM_INT32,
+                         .op = DT_COMM_MAX,
+                         .count = 30011,
+                         .v = 1,
+                         .root = 1 % n,
+                         .kind = CT_RANDOM,
+                         .nonblocking = 1};
             ok &= ct_run_case(world, &k, seed++);
         }
     DT_ASSERT_OK(dt_comm_waitall(NULL, 0));
@@ -352,8 +383,13 @@ static void test_split_above_limit(void **state)
     for (int ai = 0; ai < NALGO; ai++)
         for (int coll = 0; coll <= DT_COMM_REDUCE; coll++)
             for (int ip = 0; ip < 2; ip++) {
-                ct_case k = {.coll = (dt_comm_coll)coll, .algo = algos[ai], .t = DT_COMM_FLOAT32,
-                             .op = DT_COMM_AVG, .count = 40013, .v = 1, .in_place = ip,
+                ct_case k = {.coll = (dt_comm_coll)coll,
+                             .algo = algos[ai],
+                             .t = DT_COMM_FLOAT32,
+                             .op = DT_COMM_AVG,
+                             .count = 40013,
+                             .v = 1,
+                             .in_place = ip,
                              .root = n - 1};
                 ok &= ct_run_case(c, &k, seed++);
                 if (coll == DT_COMM_REDUCE_SCATTER || coll == DT_COMM_ALLGATHER) {
@@ -362,8 +398,11 @@ static void test_split_above_limit(void **state)
                     ok &= ct_run_case(c, &k, seed++);
                 }
             }
-    ct_case big = {.coll = DT_COMM_ALLREDUCE, .algo = DT_COMM_ALGO_MPI, .t = DT_COMM_FLOAT32,
-                   .op = DT_COMM_SUM, .count = 1000003};
+    ct_case big = {.coll = DT_COMM_ALLREDUCE,
+                   .algo = DT_COMM_ALGO_MPI,
+                   .t = DT_COMM_FLOAT32,
+                   .op = DT_COMM_SUM,
+                   .count = 1000003};
     ok &= ct_run_case(c, &big, seed++);
     /* point to point in pieces */
     size_t cnt = 10000;
@@ -516,11 +555,16 @@ int main(int argc, char **argv)
     if (dt_comm_set_options(world, &o) != DT_OK)
         MPI_Abort(MPI_COMM_WORLD, 1);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_float_sum_matrix),  cmocka_unit_test(test_types_and_ops),
-        cmocka_unit_test(test_small_chunks),      cmocka_unit_test(test_subgroups),
-        cmocka_unit_test(test_grid),              cmocka_unit_test(test_nonblocking_overlap),
-        cmocka_unit_test(test_no_allocation),     cmocka_unit_test(test_point_to_point),
-        cmocka_unit_test(test_split_above_limit), cmocka_unit_test(test_refused_arguments),
+        cmocka_unit_test(test_float_sum_matrix),
+        cmocka_unit_test(test_types_and_ops),
+        cmocka_unit_test(test_small_chunks),
+        cmocka_unit_test(test_subgroups),
+        cmocka_unit_test(test_grid),
+        cmocka_unit_test(test_nonblocking_overlap),
+        cmocka_unit_test(test_no_allocation),
+        cmocka_unit_test(test_point_to_point),
+        cmocka_unit_test(test_split_above_limit),
+        cmocka_unit_test(test_refused_arguments),
         cmocka_unit_test(test_algorithm_choice),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);

@@ -45,11 +45,16 @@ static void test_rank_order_fold(void **state)
                     if (coll == DT_COMM_ALLGATHER || coll == DT_COMM_BCAST)
                         continue;
                     for (int ip = 0; ip < 2; ip++) {
-                        ct_case k = {.coll = (dt_comm_coll)coll, .algo = algos[ai],
+                        ct_case k = {.coll = (dt_comm_coll)coll,
+                                     .algo = algos[ai],
                                      .t = ci % 2 ? DT_COMM_FLOAT32 : DT_COMM_FLOAT64,
-                                     .op = ip ? DT_COMM_AVG : DT_COMM_SUM, .count = counts[ci],
-                                     .v = 1, .in_place = ip, .root = n - 1,
-                                     .kind = CT_RANDOM, .nonblocking = (int)(ci == 3)};
+                                     .op = ip ? DT_COMM_AVG : DT_COMM_SUM,
+                                     .count = counts[ci],
+                                     .v = 1,
+                                     .in_place = ip,
+                                     .root = n - 1,
+                                     .kind = CT_RANDOM,
+                                     .nonblocking = (int)(ci == 3)};
                         ok &= ct_run_case(world, &k, seed++);
                     }
                 }

@@ -52,7 +52,8 @@ static void test_collectives_are_copies(void **state)
 
     dt_comm_stats s;
     dt_comm_get_stats(c, &s);
-    assert_int_equal(s.collectives, 14); /* 8 all-reduces and 6 others; refused calls do not count */
+    assert_int_equal(s.collectives,
+                     14); /* 8 all-reduces and 6 others; refused calls do not count */
     assert_int_equal(s.allocations, 0);
     dt_comm_record rec[DT_COMM_HISTORY];
     size_t k = dt_comm_history(c, rec, DT_COMM_HISTORY);

@@ -70,8 +70,8 @@ static void never_arrives(dt_comm *c)
         const char *msg = dt_last_error();
         snprintf(expect, sizeof expect, "never arrived: rank %d (world %d)", late, late);
         ok &= has(msg, expect);
-        snprintf(expect, sizeof expect, "comm: allreduce #1 (1000 float32) on group '%s' (%d ranks)",
-                 name, size);
+        snprintf(expect, sizeof expect,
+                 "comm: allreduce #1 (1000 float32) on group '%s' (%d ranks)", name, size);
         ok &= has(msg, expect);
         if (size > 2) {
             snprintf(expect, sizeof expect, "arrived too: %d", rank == 0 ? 1 : 0);
