@@ -77,6 +77,7 @@ typedef struct dt_train_comm_stats {
     size_t bytes_per_step; /* gradient bytes all-reduced per optimizer step */
     int64_t steps;         /* optimizer steps that synchronised gradients */
     double wait_s;         /* total time spent after backward waiting for gradients */
+    size_t optim_state_bytes; /* optimizer state held by this rank (ZeRO-1: its slice) */
 } dt_train_comm_stats;
 void dt_trainer_comm_stats(const dt_trainer *t, dt_train_comm_stats *out);
 

@@ -213,15 +213,22 @@ int dt_cmd_train(int argc, char **argv)
         /* How much of the gradient all-reduce backward hid: compare the wait after backward
          * with the same all-reduces run alone (every rank takes part). */
         double alone = 0.0;
-        if (dt_trainer_time_comm_alone(t, 5, &alone) != DT_OK)
+        if (!cfg.parallel.zero && dt_trainer_time_comm_alone(t, 5, &alone) != DT_OK)
             goto fail;
         if (world.rank == 0) {
             double wait = cs.wait_s / (double)cs.steps;
-            printf("dtrain: data-parallel over %d ranks: %d bucket%s, %.2f MB all-reduced per "
-                   "step, %.2f ms waited per step after backward, %.2f ms alone: %.0f%% of the "
-                   "communication hidden\n", cs.dp, cs.buckets, cs.buckets == 1 ? "" : "s",
-                   (double)cs.bytes_per_step / 1e6, wait * 1e3, alone * 1e3,
-                   alone > 0 ? 100.0 * (1.0 - (wait < alone ? wait / alone : 1.0)) : 0.0);
+            printf("dtrain: data-parallel over %d ranks: %.2f MB of gradients per step, %.2f ms "
+                   "waited per step for communication", cs.dp, (double)cs.bytes_per_step / 1e6,
+                   wait * 1e3);
+            if (cfg.parallel.zero)
+                printf(" (ZeRO-1's reduce-scatter and all-gather, not overlapped)\n");
+            else
+                printf(" after backward; %d bucket%s %.2f ms alone: %.0f%% hidden\n",
+                       cs.buckets, cs.buckets == 1 ? " takes" : "s take", alone * 1e3,
+                       alone > 0 ? 100.0 * (1.0 - (wait < alone ? wait / alone : 1.0)) : 0.0);
+            printf("dtrain: optimizer state %.2f MB per rank%s\n",
+                   (double)cs.optim_state_bytes / 1e6,
+                   cfg.parallel.zero ? " (ZeRO-1: sharded over the data-parallel ranks)" : "");
         }
     }
     if (world.rank == 0 && save != NULL) {

@@ -298,12 +298,17 @@ dt_status dt_dp_optim_step(dt_dp *dp, dt_optim *o, double lr)
         dt_optim_step(o, p, g, dt_model_param_count(dp->model), lr);
         return DT_OK;
     }
-    /* ZeRO-1: sum gradients into this rank's slice, update it, share the parameters. */
+    /* ZeRO-1: sum gradients into this rank's slice, update it, share the parameters. The
+     * collectives are not overlapped with backward: their whole time counts as waiting. */
+    const double t0 = dt_now();
     DT_TRY(dt_comm_reduce_scatterv(dp->comm, g, dp->shard_grad, dp->shard_counts,
                                    DT_COMM_FLOAT32, DT_COMM_SUM));
+    dp->wait_s += dt_now() - t0;
     dt_optim_step(o, p + dp->shard_offset, dp->shard_grad, dp->shard_count, lr);
+    const double t1 = dt_now();
     DT_TRY(dt_comm_allgatherv(dp->comm, p + dp->shard_offset, p, dp->shard_counts,
                               dp->shard_displs, DT_COMM_FLOAT32));
+    dp->wait_s += dt_now() - t1;
 fail:
     return st;
 }

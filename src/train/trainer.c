@@ -147,6 +147,7 @@ void dt_trainer_comm_stats(const dt_trainer *t, dt_train_comm_stats *out)
 {
     memset(out, 0, sizeof *out);
     out->dp = t->dp_size;
+    out->optim_state_bytes = dt_optim_state_bytes(t->optim);
     if (t->dp != NULL)
         dt_dp_stats(t->dp, &out->wait_s, &out->steps, &out->buckets, &out->bytes_per_step);
 }
