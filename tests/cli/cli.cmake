@@ -2,7 +2,8 @@
 # status, and its help, metrics and weights files are what they claim. Each test runs a
 # shell script under tests/cli/ that checks the exit status itself: ctest ignores the
 # status of a test with a PASS_REGULAR_EXPRESSION (dt_add_cli_test's EXPECT), so the
-# message regex is handed to the script instead. Inputs are generated into a temporary directory per test.
+# message regex is handed to the script instead. Each test generates its inputs in a
+# temporary directory of its own.
 set(DT_CLI_DIR ${CMAKE_CURRENT_LIST_DIR})
 # Any python3 reads the JSON lines and safetensors headers (standard library only).
 find_program(DT_PYTHON3 NAMES python3)
@@ -11,20 +12,11 @@ if(NOT DT_PYTHON3)
   set(DT_PYTHON3 python3)
 endif()
 
-# dt_cli_test(NAME COMMAND...): one CLI test with the environment of dt_add_cli_test
-# (DTRAIN, DT_SOURCE_DIR, one BLAS thread). Registered here rather than through
-# dt_add_cli_test, whose set_tests_properties(${props}) splits the ENVIRONMENT and LABELS
-# lists into separate arguments and fails at configure time.
-function(dt_cli_test name)
-  add_test(NAME ${name} COMMAND ${ARGN} WORKING_DIRECTORY ${PROJECT_BINARY_DIR})
-  set(env ${DT_TEST_ENV} DTRAIN=$<TARGET_FILE:dtrain>)
-  set_tests_properties(${name} PROPERTIES LABELS cli TIMEOUT 60 ENVIRONMENT "${env}")
-endfunction()
-
 # dt_cli_reject(CASE CODE REGEX): tests/cli/reject.sh builds CASE's input; dtrain must
 # exit with CODE (1 failure, 2 usage) and print a message matching REGEX on stderr.
 function(dt_cli_reject case code regex)
-  dt_cli_test(cli_reject_${case} sh ${DT_CLI_DIR}/reject.sh ${case} ${code} ${regex})
+  dt_add_cli_test(NAME cli_reject_${case} TIMEOUT 30
+                  COMMAND sh ${DT_CLI_DIR}/reject.sh ${case} ${code} ${regex})
 endfunction()
 
 # IDX files (--data DIR with small fake files; the message names the file).
@@ -103,7 +95,9 @@ dt_cli_reject(st_extra_tensor 1
   [=[^dtrain: weights: .*/w\.safetensors: tensor '1\.weight' has no place in the model$]=])
 
 # What works: help, metrics, weights out and back in.
-dt_cli_test(cli_help sh ${DT_CLI_DIR}/help.sh)
-dt_cli_test(cli_metrics sh ${DT_CLI_DIR}/metrics.sh ${DT_PYTHON3})
-dt_cli_test(cli_weights_roundtrip sh ${DT_CLI_DIR}/weights.sh ${DT_PYTHON3} roundtrip)
-dt_cli_test(cli_weights_fixed sh ${DT_CLI_DIR}/weights.sh ${DT_PYTHON3} fixed)
+dt_add_cli_test(NAME cli_help TIMEOUT 30 COMMAND sh ${DT_CLI_DIR}/help.sh)
+dt_add_cli_test(NAME cli_metrics TIMEOUT 60 COMMAND sh ${DT_CLI_DIR}/metrics.sh ${DT_PYTHON3})
+dt_add_cli_test(NAME cli_weights_roundtrip TIMEOUT 60
+                COMMAND sh ${DT_CLI_DIR}/weights.sh ${DT_PYTHON3} roundtrip)
+dt_add_cli_test(NAME cli_weights_fixed TIMEOUT 60
+                COMMAND sh ${DT_CLI_DIR}/weights.sh ${DT_PYTHON3} fixed)
