@@ -441,7 +441,8 @@ static int run_once(bench *b, dt_comm_coll op, bench_algo alg, const row *r)
         if (err != MPI_SUCCESS) {
             fprintf(stderr, "dtrain bench-comm: rank %d: MPI error %d in %s\n", b->rank, err,
                     dt_comm_coll_name(op));
-            return 0;
+            fflush(stderr);
+            MPI_Abort(MPI_COMM_WORLD, EXIT_FAIL); /* the others would wait for this rank */
         }
         return 1;
     }
@@ -458,7 +459,8 @@ static int run_once(bench *b, dt_comm_coll op, bench_algo alg, const row *r)
     if (st != DT_OK) {
         fprintf(stderr, "dtrain bench-comm: rank %d: %s\n%s", b->rank, dt_last_error(),
                 dt_comm_last_report(b->comm));
-        return 0;
+        fflush(stderr);
+        MPI_Abort(MPI_COMM_WORLD, EXIT_FAIL); /* the others would wait for this rank */
     }
     return 1;
 }
@@ -526,14 +528,18 @@ static int measure(bench *b, dt_comm_coll op, bench_algo alg, row *r)
     }
     int ok = 1;
     fill(b, op, r);
-    for (long w = 0; w < b->o.warmup && ok; w++)
-        ok = run_once(b, op, alg, r);
-    long iters = b->o.iters;
-    if (iters == 0 && ok) {
-        /* about 50 ms of timed calls, from one call timed here (slowest rank decides) */
+    /* The last warm-up call (or one extra call without warm-up) is timed: with --iters 0 it
+     * sets the count, about 50 ms of calls, the slowest rank deciding. */
+    double one = 0;
+    long calls = b->o.warmup > 0 ? b->o.warmup : (b->o.iters == 0);
+    for (long w = 0; w < calls && ok; w++) {
         double t0 = MPI_Wtime();
         ok = run_once(b, op, alg, r);
-        double one = MPI_Wtime() - t0, worst = 0;
+        one = MPI_Wtime() - t0;
+    }
+    long iters = b->o.iters;
+    if (iters == 0) {
+        double worst = 0;
         MPI_Allreduce(&one, &worst, 1, MPI_DOUBLE, MPI_MAX, b->mpi);
         iters = worst > 0 ? (long)(0.05 / worst) : 1000;
         iters = iters < 3 ? 3 : iters > 1000 ? 1000 : iters;
