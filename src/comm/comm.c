@@ -82,6 +82,8 @@ static void free_mem(dt_comm *c)
 {
     if (c == NULL)
         return;
+    if (c->hist != NULL)
+        dt_cx_family_leave(c);
     dt_free(c->pool_mem);
     dt_free(c->pool);
     dt_free(c->slots);
@@ -166,6 +168,7 @@ static dt_status comm_new(int rank, int size, const char *name, dt_cx_history *s
     c->report = p;
     DT_TRY(alloc_slots(c));
     c->stats.buffer_bytes = c->slots ? DT_SLOT_GROUPS * c->nslots * c->slot_bytes : 0;
+    dt_cx_family_join(c);
     *out = c;
     return DT_OK;
 fail:
@@ -292,6 +295,7 @@ void dt_comm_free(dt_comm *comm)
     if (busy) {
         /* MPI may still write into our receive buffers (an abandoned operation after a
          * timeout): keep them, which is a bounded leak on a path that ends the job. */
+        dt_cx_family_leave(comm);
         dt_cx_history_release(comm->hist);
         return;
     }

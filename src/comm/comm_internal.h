@@ -151,11 +151,17 @@ struct dt_comm_req {
 };
 
 /* The per-rank history, shared by a handle and every handle split or duplicated from it. */
+/* It also lists the family's handles: a wait on one handle steps the others' requests and
+ * answers their watchdog questions, so that our state machines never depend on which
+ * handle the caller happens to wait on (MPI's own operations progress in any MPI call). */
+#define DT_FAMILY_MAX 32
 typedef struct dt_cx_history {
     int refs;
     double t0;
     uint64_t next; /* records written so far */
     dt_comm_record rec[DT_COMM_HISTORY];
+    dt_comm *members[DT_FAMILY_MAX];
+    int nmembers;
 } dt_cx_history;
 
 struct dt_comm {
@@ -285,6 +291,10 @@ void dt_cx_wd_answer(dt_comm *c, double now);
 /* ---- history.c ---- */
 dt_status dt_cx_history_create(dt_cx_history **out);
 void dt_cx_history_release(dt_cx_history *h);
+/* Adds/removes a handle to/from its family's list (beyond DT_FAMILY_MAX handles the extra
+ * ones are only progressed by their own calls). */
+void dt_cx_family_join(dt_comm *c);
+void dt_cx_family_leave(dt_comm *c);
 uint64_t dt_cx_history_begin(dt_comm *c, const dt_comm_req *q);
 void dt_cx_history_end(dt_comm *c, uint64_t id);
 /* Appends the history as text to buf (NUL-terminated, truncated at n). */

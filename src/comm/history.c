@@ -26,6 +26,23 @@ void dt_cx_history_release(dt_cx_history *h)
         dt_free(h);
 }
 
+void dt_cx_family_join(dt_comm *c)
+{
+    dt_cx_history *h = c->hist;
+    if (h->nmembers < DT_FAMILY_MAX)
+        h->members[h->nmembers++] = c;
+}
+
+void dt_cx_family_leave(dt_comm *c)
+{
+    dt_cx_history *h = c->hist;
+    for (int i = 0; i < h->nmembers; i++)
+        if (h->members[i] == c) {
+            h->members[i] = h->members[--h->nmembers];
+            return;
+        }
+}
+
 uint64_t dt_cx_history_begin(dt_comm *c, const dt_comm_req *q)
 {
     dt_cx_history *h = c->hist;

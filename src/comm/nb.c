@@ -249,6 +249,25 @@ static dt_status refail(const dt_comm *c)
     return dt_fail(c->fail_status, "%s", c->fail_msg);
 }
 
+/* Steps the other handles of c's family and answers their watchdog questions; their
+ * deadlines are checked by their own waits. */
+static int progress_family(dt_comm *c, double now)
+{
+    const dt_cx_history *h = c->hist;
+    int any = 0;
+    for (int k = 0; k < h->nmembers; k++) {
+        dt_comm *m = h->members[k];
+        if (m == c || m->failed)
+            continue;
+        for (int i = 0; i < m->nactive; i++)
+            if (m->act[i]->state == DT_REQ_ACTIVE)
+                any |= dt_cx_step(m->act[i]);
+        if (m->is_mpi && m->size > 1)
+            dt_cx_wd_answer(m, now);
+    }
+    return any;
+}
+
 dt_status dt_cx_progress(dt_comm *c, int *changed)
 {
     int any = 0;
@@ -257,9 +276,12 @@ dt_status dt_cx_progress(dt_comm *c, int *changed)
     for (int i = 0; i < c->nactive; i++)
         if (c->act[i]->state == DT_REQ_ACTIVE)
             any |= dt_cx_step(c->act[i]);
-    if (c->is_mpi && c->size > 1) {
+    if (c->is_mpi) {
         double now = dt_now();
-        dt_cx_wd_answer(c, now);
+        if (c->hist->nmembers > 1)
+            any |= progress_family(c, now);
+        if (c->size > 1)
+            dt_cx_wd_answer(c, now);
         /* The oldest request past its deadline triggers the watchdog. */
         dt_comm_req *late = NULL;
         for (int i = 0; i < c->nactive; i++) {

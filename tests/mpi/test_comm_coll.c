@@ -471,6 +471,45 @@ static void test_refused_arguments(void **state)
     DT_ASSERT_ERROR_HAS("nccl");
 }
 
+/* Waiting on one handle advances the others of its family: even ranks start a ring
+ * all-reduce on A and then block on B, odd ranks the other way round. If a wait only stepped
+ * its own handle's state machines, each side would wait for the other forever. */
+static void test_cross_handle_progress(void **state)
+{
+    (void)state;
+    dt_comm *a = NULL, *b = NULL;
+    DT_ASSERT_OK(dt_comm_dup(world, "A", &a));
+    DT_ASSERT_OK(dt_comm_dup(world, "B", &b));
+    dt_comm_options o = test_options();
+    o.algorithm = DT_COMM_ALGO_RING;
+    o.chunk_bytes = 4096; /* many chunks: many steps that need the other side */
+    o.direct_max_bytes = 0;
+    DT_ASSERT_OK(dt_comm_set_options(a, &o));
+    DT_ASSERT_OK(dt_comm_set_options(b, &o));
+    size_t cnt = 200003;
+    int me = dt_comm_rank(world), ok = 1;
+    float *x = ct_alloc(cnt * sizeof(float)), *y = ct_alloc(cnt * sizeof(float));
+    float *ref = ct_alloc(cnt * sizeof(float));
+    ct_fill(DT_COMM_FLOAT32, x, cnt, me, 8000, CT_EXACT);
+    ct_fill(DT_COMM_FLOAT32, y, cnt, me, 8001, CT_EXACT);
+    dt_comm *first = me % 2 ? b : a, *second = me % 2 ? a : b;
+    float *xf = me % 2 ? y : x, *xs = me % 2 ? x : y;
+    dt_comm_req *q = NULL;
+    DT_ASSERT_OK(dt_comm_iallreduce(first, xf, xf, cnt, DT_COMM_FLOAT32, DT_COMM_SUM, &q));
+    DT_ASSERT_OK(dt_comm_allreduce(second, xs, xs, cnt, DT_COMM_FLOAT32, DT_COMM_SUM));
+    DT_ASSERT_OK(dt_comm_wait(&q));
+    ct_reference(world, DT_COMM_FLOAT32, DT_COMM_SUM, ref, 0, cnt, cnt, 8000, CT_EXACT);
+    ok &= ct_check("all-reduce on A", DT_COMM_FLOAT32, x, ref, cnt);
+    ct_reference(world, DT_COMM_FLOAT32, DT_COMM_SUM, ref, 0, cnt, cnt, 8001, CT_EXACT);
+    ok &= ct_check("all-reduce on B", DT_COMM_FLOAT32, y, ref, cnt);
+    free(x);
+    free(y);
+    free(ref);
+    dt_comm_free(a);
+    dt_comm_free(b);
+    assert_true(ct_all(ok));
+}
+
 static const char *last_algo(dt_comm *c, dt_comm_record *rec)
 {
     dt_comm_record all[DT_COMM_HISTORY];
@@ -566,6 +605,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_split_above_limit),
         cmocka_unit_test(test_refused_arguments),
         cmocka_unit_test(test_algorithm_choice),
+        cmocka_unit_test(test_cross_handle_progress),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     dt_comm_free(world);
