@@ -103,13 +103,15 @@ typedef struct dt_comm_options {
     int deterministic;       /* 1: every reduction is the rank-order left fold (below) */
     double timeout_s;        /* watchdog deadline per collective, > 0 (INFINITY: none) */
     int check;               /* 1: verify operation/count/type/root agree before each */
-    size_t direct_max_bytes; /* AUTO: our one-round exchange at or below this size */
+    size_t direct_max_bytes; /* AUTO: our one-round exchange at or below this size
+                                (at most chunk_bytes: one message fits one slot) */
     size_t ring_min_bytes;   /* AUTO: the ring at or above this size, MPI's below */
     size_t chunk_bytes;      /* pipelining unit of the ring and the deterministic fold */
 } dt_comm_options;
 
 /* algorithm AUTO, deterministic off, timeout 300 s, check off, and the thresholds and
- * chunk measured on the project's machines (docs/comm.md). */
+ * chunk measured on the project's machines (docs/comm.md): direct up to 16 KiB, the ring
+ * from 1 MiB, 256 KiB chunks. */
 dt_comm_options dt_comm_options_default(void);
 
 /* Deterministic order. With options.deterministic every element of every reduction
@@ -270,9 +272,11 @@ dt_status dt_comm_start(dt_comm *comm, const dt_comm_args *args, dt_comm_req **r
 dt_status dt_comm_run(dt_comm *comm, const dt_comm_args *args);
 
 /* Advances every pending request of the handle (MPI_Test on MPI's, one step of our state
- * machines). Cheap; call it between pieces of computation so that communication overlaps
- * it. Returns DT_ERR_TIMEOUT when a pending request has passed its deadline (see above);
- * other failures of a request come back from its test/wait. */
+ * machines), and of the handles split or duplicated from the same handle (its family: test
+ * and wait do the same, so a wait on one group never stalls another's ring). Cheap; call it
+ * between pieces of computation so that communication overlaps it. Returns DT_ERR_TIMEOUT
+ * when a pending request of this handle has passed its deadline (see above); other failures
+ * of a request come back from its test/wait. */
 dt_status dt_comm_progress(dt_comm *comm);
 
 /* *done = 1 when the request has completed; *req is then released and set to NULL. A
