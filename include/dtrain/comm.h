@@ -66,7 +66,7 @@ typedef enum dt_comm_redop {
 /* Algorithms. MPI: MPI's own non-blocking collectives. RING: ours (reduce-scatter then
  * all-gather over point-to-point messages, pipelined in chunks, persistent buffers). AUTO:
  * below options.direct_max_bytes our one-round exchange (small messages: MPI's non-blocking
- * all-reduce costs 3x its blocking one here), up to options.ring_min_bytes MPI's, the ring
+ * all-reduce costs 2-3x its blocking one here), up to options.ring_min_bytes MPI's, the ring
  * from there. DEFAULT in a call means "the handle's options.algorithm". The order of the
  * values matches dt_comm_algo_choice in config.h. */
 typedef enum dt_comm_algo {

@@ -2,7 +2,7 @@
  * other rank and folds what it receives in rank order.
  *
  * For a few KiB, latency is everything: Open MPI's non-blocking all-reduce (the only kind a
- * watchdog can poll) took 3x its blocking one at 1 KiB here, while one round of
+ * watchdog can poll) took 2-3x its blocking one at 1 KiB here, while one round of
  * MPI_Isend/MPI_Irecv cost about what the blocking all-reduce does. The fold runs over ranks
  * 0, 1, ..., N-1, so the result is also the deterministic order, bitwise equal on every
  * rank. Used for all-reduce, reduce (non-roots only send) and all-gather up to
