@@ -309,9 +309,10 @@ typedef struct dt_comm_record {
  * how many. The history is shared by a handle and the handles split from it. */
 size_t dt_comm_history(const dt_comm *comm, dt_comm_record *out, size_t max);
 
-/* The full text of the last watchdog or check report on this handle (the summary that
- * dt_last_error() holds, then the history), or "" when none. Borrowed until the next
- * report. The CLI prints it before ending the job. */
+/* The full text of the last watchdog or check report on this handle or any handle of its
+ * family (split or duplicated from the same one: the world's handle gives the dp group's
+ * report): the summary that dt_last_error() holds, then the history; "" when none.
+ * Borrowed until the next report. The CLI prints it before ending the job. */
 const char *dt_comm_last_report(const dt_comm *comm);
 
 /* Static names ("allreduce", "float32", "sum", "ring"); "?" when out of range. */

@@ -94,7 +94,6 @@ static void free_mem(dt_comm *c)
     dt_free(c->wd_answer);
     dt_free(c->wd_seen);
     dt_free(c->wd_reqs);
-    dt_free(c->report);
     dt_cx_history_release(c->hist);
     dt_free(c);
 }
@@ -164,8 +163,7 @@ static dt_status comm_new(int rank, int size, const char *name, dt_cx_history *s
         c->wd_seen[i * DT_WD_FIELDS + DT_WD_STATE_FIELD] = -1; /* nothing heard */
     DT_TRY(dt_alloc(2 * n * sizeof(MPI_Request), "comm watchdog", &p));
     c->wd_reqs = p;
-    DT_TRY(dt_alloc(DT_REPORT_BYTES, "comm report", &p));
-    c->report = p;
+    c->report = c->hist->report;
     DT_TRY(alloc_slots(c));
     c->stats.buffer_bytes = c->slots ? DT_SLOT_GROUPS * c->nslots * c->slot_bytes : 0;
     dt_cx_family_join(c);

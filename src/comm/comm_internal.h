@@ -162,6 +162,7 @@ typedef struct dt_cx_history {
     dt_comm_record rec[DT_COMM_HISTORY];
     dt_comm *members[DT_FAMILY_MAX];
     int nmembers;
+    char report[DT_REPORT_BYTES]; /* the family's last watchdog or check report */
 } dt_cx_history;
 
 struct dt_comm {
@@ -201,7 +202,7 @@ struct dt_comm {
     int64_t *wd_answer;   /* size * DT_WD_FIELDS: answers sent, one buffer per asker */
     int64_t *wd_seen;     /* size * DT_WD_FIELDS: the last question heard from each rank */
     MPI_Request *wd_reqs; /* 2 * size */
-    char *report;         /* DT_REPORT_BYTES */
+    char *report;         /* the family's report buffer (hist->report) */
 };
 
 /* ---- validate.c: types, operations, arguments ---- */

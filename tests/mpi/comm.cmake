@@ -24,15 +24,13 @@ function(dt_comm_program name)
 endfunction()
 
 dt_comm_program(test_comm_kill ${CMAKE_CURRENT_LIST_DIR}/test_comm_kill.c)
-# Registered directly: dt_add_cli_test's property list splits the ENVIRONMENT string at
-# its semicolons, so the test would run without DT_TEST_ENV (and mpirun refuses root).
+# The scripts print their verdict line only when every check passed (EXPECT ignores the
+# exit status).
 foreach(np 2 4)
-  add_test(NAME test_comm_kill_np${np}
-           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/comm_kill.sh ${MPIEXEC_BIN}
-                   $<TARGET_FILE:test_comm_kill> ${np})
-  set_tests_properties(test_comm_kill_np${np} PROPERTIES LABELS mpi TIMEOUT 30
-                       RESOURCE_LOCK mpi ENVIRONMENT "${DT_TEST_ENV}"
-                       PASS_REGULAR_EXPRESSION "killed rank ended the job")
+  dt_add_cli_test(NAME test_comm_kill_np${np} MPI LABELS mpi TIMEOUT 30
+                  COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/comm_kill.sh ${MPIEXEC_BIN}
+                          $<TARGET_FILE:test_comm_kill> ${np}
+                  EXPECT "killed rank ended the job")
 endforeach()
 
 # bench-comm through its entry point (src/cli/cmd_bench_comm.c), at small sizes.
@@ -41,10 +39,8 @@ dt_comm_program(bench_comm_driver ${CMAKE_CURRENT_LIST_DIR}/bench_comm_driver.c
 target_include_directories(bench_comm_driver PRIVATE ${PROJECT_SOURCE_DIR}/src/cli)
 target_compile_definitions(bench_comm_driver PRIVATE _POSIX_C_SOURCE=200809L)
 foreach(np 2 4)
-  add_test(NAME test_bench_comm_np${np}
-           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/bench_comm.sh ${MPIEXEC_BIN}
-                   $<TARGET_FILE:bench_comm_driver> ${np})
-  set_tests_properties(test_bench_comm_np${np} PROPERTIES LABELS mpi TIMEOUT 120
-                       RESOURCE_LOCK mpi ENVIRONMENT "${DT_TEST_ENV}"
-                       PASS_REGULAR_EXPRESSION "bench-comm ok")
+  dt_add_cli_test(NAME test_bench_comm_np${np} MPI LABELS mpi TIMEOUT 120
+                  COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/bench_comm.sh ${MPIEXEC_BIN}
+                          $<TARGET_FILE:bench_comm_driver> ${np}
+                  EXPECT "bench-comm ok")
 endforeach()

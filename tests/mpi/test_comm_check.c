@@ -123,6 +123,23 @@ static void test_different_type_and_root(void **state)
     assert_true(ct_all(ok));
 }
 
+/* A report made on a sub-group is what the world's handle returns too (the CLI holds the
+ * world's handle when it prints the report). */
+static void test_report_reaches_the_world(void **state)
+{
+    (void)state;
+    dt_comm *sub = NULL;
+    DT_ASSERT_OK(dt_comm_split(world, 0, -rank, "sub", &sub)); /* reversed order */
+    int8_t x[4] = {0};
+    dt_status st = dt_comm_bcast(sub, x, rank == 0 ? 3 : 4, DT_COMM_UINT8, 0);
+    int ok = st == DT_ERR_MISMATCH;
+    ok &= has(dt_comm_last_report(world), "on group 'sub'");
+    ok &= has(dt_comm_last_report(world), "last ");
+    ok &= has(dt_comm_last_report(sub), "on group 'sub'");
+    dt_comm_free(sub);
+    assert_true(ct_all(ok));
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -146,6 +163,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_different_operation),
         cmocka_unit_test(test_different_count),
         cmocka_unit_test(test_different_type_and_root),
+        cmocka_unit_test(test_report_reaches_the_world),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     dt_comm_free(world);
