@@ -529,9 +529,6 @@ static dt_status check_run(const dt_config *c)
                        (long long)c->train.batch);
     if (c->train.epochs < 0 || c->train.max_steps < 0)
         return dt_fail(DT_ERR_INVALID, "config: train.epochs and train.max_steps must be >= 0");
-    if (c->train.epochs < 1 && c->train.max_steps < 1)
-        return dt_fail(DT_ERR_INVALID, "config: train.epochs is 0 and train.max_steps is 0: "
-                                       "set at least one of them to limit training");
     if (c->train.threads < 0 || c->train.log_every < 0)
         return dt_fail(DT_ERR_INVALID, "config: train.threads and train.log_every must be >= 0");
     if (c->parallel.dp < 0 || c->parallel.tp < 0 || c->parallel.pp < 0)

@@ -262,7 +262,8 @@ static const key_def keys[] = {
     NUM("schedule.min_lr", KEY_DOUBLE, schedule.min_lr, LO, 0, 0, "cosine: final learning rate"),
     /* [train] */
     NUM("train.epochs", KEY_INT64, train.epochs, LO, 0, 0,
-        "passes over the training set (0: only train.max_steps limits)"),
+        "passes over the training set (0: only train.max_steps limits; both 0: no training, "
+        "evaluate only)"),
     NUM("train.batch", KEY_INT64, train.batch, LO | HI, 1, INT32_MAX,
         "samples per step on each rank (per-rank batch, as PyTorch DDP)"),
     NUM("train.seed", KEY_UINT64, train.seed, 0, 0, 0,

@@ -273,7 +273,17 @@ dt_status dt_trainer_run(dt_trainer *t, const dt_train_callbacks *cb)
     float *params = dt_model_params(t->model);
     float *grads = dt_model_grads(t->model);
     const size_t nparams = dt_model_param_count(t->model);
-    for (int64_t epoch = 0; epoch < c->train.epochs; epoch++) {
+    if (c->train.epochs == 0 && c->train.max_steps == 0) {
+        /* Nothing to train: evaluate the parameters as they are (loaded weights, say). */
+        dt_epoch_info e = {.epoch = 0, .steps = t->step, .train_loss = NAN, .test_loss = NAN,
+                           .test_accuracy = NAN};
+        DT_TRY(dt_trainer_evaluate(t, &e.test_loss, &e.test_accuracy));
+        if (cb != NULL && cb->on_epoch != NULL)
+            DT_TRY(cb->on_epoch(cb->ctx, &e));
+        return DT_OK;
+    }
+    /* epochs 0: only max_steps limits the run. */
+    for (int64_t epoch = 0; c->train.epochs == 0 || epoch < c->train.epochs; epoch++) {
         order_for_epoch(t, epoch);
         double t0 = dt_now(), epoch_loss = 0.0;
         int64_t epoch_samples = 0;

@@ -65,7 +65,11 @@ need(len(steps) + len(epochs) == len(mlp), f"records of unknown kind in {mlp}")
 need([o.get("step") for o in steps] == [2, 4], f"step records {steps}, expected steps 2 and 4")
 for o in steps:
     need(number(o, "epoch") == 1 and number(o, "samples") == 64, f"step record {o}")
-    need(number(o, "loss") > 0 and number(o, "lr") == 0.001, f"step record {o}")
+    # examples/mlp.ini: cosine decay from 2e-3 to 0 over the run's 5 steps; step s (from 1)
+    # trains at 2e-3 * (1 + cos(pi * (s - 1) / 5)) / 2.
+    want_lr = 2e-3 * (1 + math.cos(math.pi * (o["step"] - 1) / 5)) / 2
+    need(number(o, "loss") > 0 and abs(number(o, "lr") - want_lr) <= 1e-15,
+         f"step record {o}: expected lr {want_lr!r}")
 need(len(epochs) == 1, f"{len(epochs)} epoch records, expected 1")
 e = epochs[0]
 need(number(e, "epoch") == 1 and number(e, "steps") == 5, f"epoch record {e}")
