@@ -13,7 +13,14 @@
  * Beside every table it prints the machine's 2-thread/1-thread parallel ratio, measured on
  * rank 0 with its CPU binding removed while the other ranks sleep: these 2-vCPU machines
  * sometimes deliver only about 1.1 CPUs of parallel work, and a bandwidth figure means
- * little without it. */
+ * little without it.
+ *
+ * It also prints the bound that the machine's memory bandwidth sets: every rank copies
+ * MEMBW_BYTES at once and the copy rates are summed (X bytes per second over the machine).
+ * A collective between ranks on one machine copies each byte it moves at least once (Open
+ * MPI's shared-memory transport copies once with CMA, twice without), and bus bandwidth is
+ * what each of the n ranks moves per second, so busbw <= X / n. Reductions read and write
+ * more than a copy, so even a perfect all-reduce stays below it. */
 #if defined(__linux__)
 #define _GNU_SOURCE /* sched_setaffinity: mpirun binds ranks to cores, the ratio needs both */
 #include <sched.h>
@@ -311,6 +318,39 @@ static double measured_ratio(MPI_Comm comm, int rank)
     return r;
 }
 
+/* ---- the bound set by memory bandwidth ---- */
+
+/* 64 MiB: far beyond any cache here, the size of the largest default message. */
+#define MEMBW_BYTES ((size_t)64 << 20)
+
+/* Every rank copies MEMBW_BYTES at the same time, three times; the best of each rank's rates,
+ * summed over the ranks, is the machine's copy bandwidth X (bytes/s). Returns X / n in GB/s,
+ * the bus bandwidth no collective can exceed (file comment), or 0 when n = 1 or the buffers
+ * cannot be had. Collective. */
+static double memory_bound(MPI_Comm comm, int size)
+{
+    char *src = malloc(MEMBW_BYTES), *dst = malloc(MEMBW_BYTES);
+    int have = src != NULL && dst != NULL, all = 0;
+    MPI_Allreduce(&have, &all, 1, MPI_INT, MPI_MIN, comm);
+    double best = 0, sum = 0;
+    if (all) {
+        memset(src, 1, MEMBW_BYTES); /* first touch outside the timing */
+        memset(dst, 0, MEMBW_BYTES);
+        for (int rep = 0; rep < 3; rep++) {
+            MPI_Barrier(comm);
+            double t0 = now_s();
+            memcpy(dst, src, MEMBW_BYTES);
+            double t = now_s() - t0;
+            if (t > 0 && (double)MEMBW_BYTES / t > best)
+                best = (double)MEMBW_BYTES / t;
+        }
+    }
+    MPI_Allreduce(&best, &sum, 1, MPI_DOUBLE, MPI_SUM, comm);
+    free(src);
+    free(dst);
+    return all && size > 1 ? sum / size / 1e9 : 0;
+}
+
 /* ---- data and the exact answer ---- */
 
 /* Rank p's element i: a small integer, so every sum of a few ranks is exact. */
@@ -380,6 +420,7 @@ typedef struct bench {
     char *send, *recv;
     FILE *json;
     double ratio;
+    double mem_bound; /* GB/s per rank that the machine's copy bandwidth allows; 0 at n = 1 */
 } bench;
 
 typedef struct row {
@@ -579,6 +620,10 @@ static void header(bench *b, dt_comm_coll op)
     printf("# machine parallel ratio (2 threads / 1 thread, CPU binding removed): %.2f "
            "(2.00 = two full cores)\n",
            b->ratio);
+    if (b->mem_bound > 0)
+        printf("# memory bound: the ranks copy %.2f GB/s in all (%d x 64 MiB memcpy at once); "
+               "bus bandwidth <= %.3f GB/s per rank\n",
+               b->mem_bound * b->size, b->size, b->mem_bound);
     printf("# %12s %12s %8s %15s %9s %11s %11s %11s %7s\n", "size(B)", "count", "type", "operation",
            "algorithm", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "wrong");
     fflush(stdout);
@@ -599,9 +644,10 @@ static void print_row(bench *b, dt_comm_coll op, bench_algo alg, const row *r)
                 "{\"ranks\": %d, \"size\": %zu, \"count\": %zu, \"type\": \"%s\", "
                 "\"operation\": \"%s\", \"algorithm\": \"%s\", \"time_us\": %.3f, "
                 "\"algbw_GBps\": %.4f, \"busbw_GBps\": %.4f, \"wrong\": %lld, \"iters\": %ld, "
-                "\"parallel_ratio\": %.3f}\n",
+                "\"parallel_ratio\": %.3f, \"mem_bound_GBps\": %.4f}\n",
                 b->size, r->bytes, r->count, dt_comm_dtype_name(b->o.type), dt_comm_coll_name(op),
-                alg_names[alg], r->time_s * 1e6, algbw, busbw, r->wrong, r->iters, b->ratio);
+                alg_names[alg], r->time_s * 1e6, algbw, busbw, r->wrong, r->iters, b->ratio,
+                b->mem_bound);
 }
 
 static int run_all(bench *b)
@@ -612,6 +658,7 @@ static int run_all(bench *b)
         if (!(b->o.ops_mask & (1u << oi)))
             continue;
         b->ratio = measured_ratio(b->mpi, b->rank);
+        b->mem_bound = memory_bound(b->mpi, b->size);
         header(b, op);
         for (size_t bytes = b->o.min_bytes; bytes <= b->o.max_bytes; bytes *= 2) {
             row r = {0};

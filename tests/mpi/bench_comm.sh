@@ -1,6 +1,6 @@
 #!/bin/sh
 # bench_comm.sh MPIRUN DRIVER NP — bench-comm at small sizes: exit 0, a table with every
-# column, the parallel ratio, and JSON lines with zero wrong elements for every row.
+# column, the parallel ratio, the memory bound, and JSON lines with zero wrong elements for every row.
 mpirun=$1
 driver=$2
 np=$3
@@ -15,6 +15,12 @@ fail() { echo "FAIL: $1"; rm -f "$json" "$out"; exit 1; }
 grep -q "size(B)  *count  *type  *operation  *algorithm  *time(us)  *algbw(GB/s)  *busbw(GB/s)  *wrong" "$out" ||
     fail "no table header"
 grep -q "machine parallel ratio" "$out" || fail "no parallel ratio"
+# The memory bound: a positive GB/s figure at 2 ranks or more, in the table and every JSON row.
+if [ "$np" -gt 1 ]; then
+    grep -q "^# memory bound: .*bus bandwidth <= [0-9]*[.][0-9]* GB/s per rank" "$out" ||
+        fail "no memory bound line"
+    grep -q '"mem_bound_GBps": 0.0000' "$json" && fail "a JSON row without the memory bound"
+fi
 rows=$(grep -c '"wrong": 0,' "$json")
 all=$(wc -l <"$json")
 # 8 sizes; rows: allreduce 5 algorithms, reduce_scatter 5, allgather 4, bcast 3, reduce 4
