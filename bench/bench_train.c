@@ -29,6 +29,7 @@
 
 #include <mpi.h>
 
+#include "cli/blas_core.h"
 #include "dtrain/comm_mpi.h"
 #include "dtrain/train.h"
 #include "model_gemms.h"
@@ -195,7 +196,8 @@ static dt_status bench_config(dt_config *cfg, long batch, long threads, long tot
 
 int main(int argc, char **argv)
 {
-    static timing tm; /* 32 KiB of step times: static, not on the stack */
+    dt_cli_blas_reexec(argv); /* the kernels dtrain runs with (cli/blas_core.h) */
+    static timing tm;         /* 32 KiB of step times: static, not on the stack */
     tm.launch = launch_time();
     const char *usage = "usage: bench_train CONFIG [--batch N] [--threads N] [--steps N] "
                         "[--warmup N] | CONFIG --load-only\n";
@@ -299,6 +301,9 @@ int main(int argc, char **argv)
                argv[1], batch, threads, w.size, (long long)global_batch, n,
                (double)global_batch / median, median * 1e3, d[0] * 1e3, setup, tm.first_step_at,
                peak_rss_mb(), planned_mb, flops, flops / median * 1e-9);
+        char blas[128];
+        dt_cli_blas_describe(blas, sizeof blas);
+        printf(", \"blas\": \"%s\"", blas);
         if (cs.dp > 1)
             printf(", \"comm_buckets\": %d, \"comm_mb_per_step\": %.3f, \"comm_wait_ms\": %.4f, "
                    "\"comm_alone_ms\": %.4f, \"comm_hidden\": %.4f",

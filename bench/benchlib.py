@@ -61,11 +61,35 @@ def torch_peers():
     return peers
 
 
+# The OPENBLAS_CORETYPE every measured process gets (init_blas): dtrain starts itself again
+# with the right kernels where OpenBLAS falls back to old ones on a CPU it does not know
+# (src/core/blas.c), and Debian's torch, which calls the same OpenBLAS for its linear layers,
+# gets the same kernels so that the comparison is between the programs, not the detection.
+BLAS_CORETYPE = None
+
+
+def init_blas(build):
+    """Asks sgemm_peak which OPENBLAS_CORETYPE dtrain runs with on this machine."""
+    global BLAS_CORETYPE
+    r = subprocess.run([os.path.join(build, "sgemm_peak"), "--coretype"], capture_output=True,
+                       text=True)
+    BLAS_CORETYPE = r.stdout.strip() or None if r.returncode == 0 else None
+    return BLAS_CORETYPE
+
+
+def coretype_note():
+    if not BLAS_CORETYPE:
+        return ""
+    return "; every peer runs with OPENBLAS_CORETYPE=%s" % BLAS_CORETYPE
+
+
 def thread_env(threads):
     """The environment of one measurement: every threading library limited to `threads`
     (Debian's torch calls OpenBLAS, whose thread count torch.set_num_threads may not
-    reach), launch time set by launch()."""
+    reach), the OpenBLAS kernels dtrain uses (init_blas), launch time set by launch()."""
     env = dict(os.environ)
+    if BLAS_CORETYPE:
+        env["OPENBLAS_CORETYPE"] = BLAS_CORETYPE
     for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         env[k] = str(threads)
     env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
@@ -107,6 +131,14 @@ def parallel_ratio(sgemm_peak, seconds=2.0):
             raise RuntimeError("%s: exit %d" % (" ".join(cmd), p.returncode))
         both += json.loads(out.strip().splitlines()[-1])["spin_calls_per_s"]
     return both / one
+
+
+def dtrain_blas(results):
+    """The BLAS kernels dtrain's runs reported (bench_train's "blas"), for the machine line."""
+    for r in results:
+        if r.get("blas"):
+            return r["blas"]
+    return "unknown"
 
 
 def median(values):

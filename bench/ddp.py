@@ -99,6 +99,7 @@ def main():
         if not os.access(exe, os.X_OK):
             sys.exit("ddp.py: %s missing: build first" % exe)
     rec = bl.Recorder("ddp")
+    rec.write({"event": "machine", "openblas_coretype": bl.init_blas(build)})
     peers = [bl.Peer("dtrain", "dtrain")] + bl.torch_peers()
     for p in peers:
         bl.log("peer: %s%s" % (p.label, " (%s)" % p.missing if p.missing else ""))
@@ -153,7 +154,10 @@ def main():
                          "%.0f%%" % (100 * hidden) if hidden is not None else "-"])
     out = ["dtrain data-parallel benchmark: %d ranks x 1 thread, batch %d per rank, median of "
            "%d run(s)%s" % (a.ranks, a.batch, a.reps,
-                            " (--quick: NOT a measurement)" if a.quick else ""), ""]
+                            " (--quick: NOT a measurement)" if a.quick else ""),
+           "dtrain's BLAS: " + bl.dtrain_blas(r for k, rs in results.items()
+                                               if k[1] == "dtrain" for r in rs)
+           + bl.coretype_note(), ""]
     out.append(bl.table("Throughput, global samples/s, and scaling efficiency thr(%d) / "
                         "(%d thr(1))" % (a.ranks, a.ranks),
                         ["model", "implementation", "1 process", "%d ranks" % a.ranks,

@@ -91,7 +91,7 @@ def main():
         if not os.access(exe, os.X_OK):
             sys.exit("run.py: %s missing: build first (make, or cmake --build %s)" % (exe, build))
     rec = bl.Recorder("train")
-    info = machine_info()
+    info = dict(machine_info(), openblas_coretype=bl.init_blas(build))
     rec.write(info)
     peers = [bl.Peer("dtrain", "dtrain")] + bl.torch_peers()
     for p in peers:
@@ -186,6 +186,7 @@ def summarize(a, peers, results, sgemm):
                     "step_ms_median": bl.median([r["step_ms_median"] for r in runs]),
                     "planned_mb": bl.median([r.get("planned_mb") for r in runs]),
                     "gflops": flop * sps / a.batch * 1e-9 if flop else None,
+                    "blas": bl.dtrain_blas(runs),
                 }
             out.append(s)
     return out
@@ -218,7 +219,9 @@ def report(a, info, peers, summary, ratio_before, ratio_after, path, took_s):
            (a.batch, a.reps, " (--quick: NOT a measurement)" if a.quick else ""),
            "machine: %s, %s CPUs, kernel %s; commit %s" % (info["cpu"], info["cpus"],
                                                           info["kernel"], info["commit"]),
-           "peers: " + "; ".join(lbl[p.key] for p in peers), ""]
+           "peers: " + "; ".join(lbl[p.key] for p in peers),
+           "dtrain's BLAS: " + next((s["dtrain"]["blas"] for s in summary if s.get("dtrain")),
+                                    "unknown") + bl.coretype_note(), ""]
     rows = [[s["model"], str(s["threads"]), cell(s, "dtrain", "samples_per_s", ".0f"),
              cell(s, tp, "samples_per_s", ".0f"), cell(s, tn, "samples_per_s", ".0f"),
              ratio(s, "dtrain", tp, "samples_per_s"), ratio(s, "dtrain", tn, "samples_per_s")]

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli/blas_core.h"
 #include "dtrain/train.h"
 #include "model_gemms.h"
 
@@ -127,8 +128,17 @@ static int spin(double seconds)
 
 int main(int argc, char **argv)
 {
+    dt_cli_blas_reexec(argv); /* the kernels dtrain runs with (cli/blas_core.h) */
     const char *usage = "usage: sgemm_peak CONFIG [--batch N] [--threads N] [--min-time S]\n"
-                        "       sgemm_peak --spin SECONDS\n";
+                        "       sgemm_peak --spin SECONDS\n"
+                        "       sgemm_peak --coretype\n";
+    if (argc == 2 && strcmp(argv[1], "--coretype") == 0) {
+        /* The OPENBLAS_CORETYPE dtrain runs with here (after the start-over above), or an
+         * empty line when OpenBLAS's own choice stands: bench/ gives every peer the same. */
+        const char *c = getenv("OPENBLAS_CORETYPE");
+        printf("%s\n", c != NULL ? c : "");
+        return 0;
+    }
     if (argc == 3 && strcmp(argv[1], "--spin") == 0)
         return spin(strtod(argv[2], NULL));
     if (argc < 2 || argc % 2 != 0) {

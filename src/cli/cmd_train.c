@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli/blas_core.h"
 #include "dtrain/train.h"
 
 static const dt_cli_option train_opts[] = {
@@ -38,7 +39,8 @@ static const dt_cli_option train_opts[] = {
     {"--save-weights", "FILE", DT_OPT_STRING, "save-weights",
      "write the final weights (safetensors, loadable by torch load_state_dict)"},
     {"--metrics", "FILE", DT_OPT_STRING, "metrics", "write one JSON object per epoch (and step)"},
-    {"--progress", NULL, DT_OPT_FLAG, "progress", "draw a progress bar even when not on a terminal"},
+    {"--progress", NULL, DT_OPT_FLAG, "progress",
+     "draw a progress bar even when not on a terminal"},
     {"--no-progress", NULL, DT_OPT_FLAG, "no-progress", "plain log lines even on a terminal"},
 };
 #define N_TRAIN_OPTS ((int)(sizeof train_opts / sizeof train_opts[0]))
@@ -46,9 +48,9 @@ static const dt_cli_option train_opts[] = {
 typedef struct run_ctx {
     const dt_config *cfg;
     int rank;
-    int bar;            /* draw a progress bar */
-    FILE *metrics;      /* rank 0 only */
-    int bar_open;       /* a progress bar line is on the terminal, unterminated */
+    int bar;       /* draw a progress bar */
+    FILE *metrics; /* rank 0 only */
+    int bar_open;  /* a progress bar line is on the terminal, unterminated */
     int64_t global_batch;
 } run_ctx;
 
@@ -72,14 +74,13 @@ static dt_status on_step(void *vctx, const dt_step_info *s)
     if (c->bar) {
         const int width = 30;
         int filled = (int)(width * s->epoch_step / s->epoch_steps);
-        double eta = s->samples_per_s > 0
-                         ? (double)(s->epoch_steps - s->epoch_step) * (double)c->global_batch /
-                               s->samples_per_s
-                         : 0.0;
+        double eta = s->samples_per_s > 0 ? (double)(s->epoch_steps - s->epoch_step) *
+                                                (double)c->global_batch / s->samples_per_s
+                                          : 0.0;
         fprintf(stderr, "\repoch %lld [%.*s%*s] %lld/%lld loss %.4f %.0f samples/s ETA %.0fs ",
-                (long long)s->epoch + 1, filled, "##############################",
-                width - filled, "", (long long)s->epoch_step, (long long)s->epoch_steps, s->loss,
-                s->samples_per_s, eta);
+                (long long)s->epoch + 1, filled, "##############################", width - filled,
+                "", (long long)s->epoch_step, (long long)s->epoch_steps, s->loss, s->samples_per_s,
+                eta);
         c->bar_open = s->epoch_step != s->epoch_steps;
         if (!c->bar_open)
             fputc('\n', stderr);
@@ -189,19 +190,23 @@ int dt_cmd_train(int argc, char **argv)
         }
     }
     int tty = isatty(STDERR_FILENO) && !dt_cli_launched();
-    run_ctx ctx = {.cfg = &cfg, .rank = world.rank, .metrics = metrics,
+    run_ctx ctx = {.cfg = &cfg,
+                   .rank = world.rank,
+                   .metrics = metrics,
                    .global_batch = dt_trainer_global_batch(t),
                    .bar = dt_cli_flag(&vals, "progress") ||
                           (tty && !dt_cli_flag(&vals, "no-progress"))};
     if (world.rank == 0) {
         const dt_dataset *tr = dt_trainer_train_set(t), *te = dt_trainer_test_set(t);
+        char blas[128];
+        dt_cli_blas_describe(blas, sizeof blas);
         printf("dtrain: %s%s%d rank%s, %lld training and %lld test samples, %zu parameters, "
-               "%lld steps per epoch of %lld samples, %d BLAS thread%s per rank\n",
+               "%lld steps per epoch of %lld samples, %d BLAS thread%s per rank%s%s\n",
                cfg.source[0] ? cfg.source : "built-in ConvNet", ", ", world.size,
                world.size == 1 ? "" : "s", (long long)tr->n, (long long)te->n,
-               dt_model_param_count(dt_trainer_model(t)),
-               (long long)dt_trainer_steps_per_epoch(t), (long long)dt_trainer_global_batch(t),
-               threads, threads == 1 ? "" : "s");
+               dt_model_param_count(dt_trainer_model(t)), (long long)dt_trainer_steps_per_epoch(t),
+               (long long)dt_trainer_global_batch(t), threads, threads == 1 ? "" : "s",
+               blas[0] ? ", " : "", blas);
         fflush(stdout);
     }
     dt_train_callbacks cb = {.ctx = &ctx, .on_step = on_step, .on_epoch = on_epoch};
@@ -218,13 +223,13 @@ int dt_cmd_train(int argc, char **argv)
         if (world.rank == 0) {
             double wait = cs.wait_s / (double)cs.steps;
             printf("dtrain: data-parallel over %d ranks: %.2f MB of gradients per step, %.2f ms "
-                   "waited per step for communication", cs.dp, (double)cs.bytes_per_step / 1e6,
-                   wait * 1e3);
+                   "waited per step for communication",
+                   cs.dp, (double)cs.bytes_per_step / 1e6, wait * 1e3);
             if (cfg.parallel.zero)
                 printf(" (ZeRO-1's reduce-scatter and all-gather, not overlapped)\n");
             else
-                printf(" after backward; %d bucket%s %.2f ms alone: %.0f%% hidden\n",
-                       cs.buckets, cs.buckets == 1 ? " takes" : "s take", alone * 1e3,
+                printf(" after backward; %d bucket%s %.2f ms alone: %.0f%% hidden\n", cs.buckets,
+                       cs.buckets == 1 ? " takes" : "s take", alone * 1e3,
                        alone > 0 ? 100.0 * (1.0 - (wait < alone ? wait / alone : 1.0)) : 0.0);
             printf("dtrain: optimizer state %.2f MB per rank%s\n",
                    (double)cs.optim_state_bytes / 1e6,

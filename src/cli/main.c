@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli/blas_core.h"
 #include "cmd_bench_comm.h"
 
 typedef struct dt_command {
@@ -33,6 +34,7 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
+    dt_cli_blas_reexec(argv);
     if (argc < 2) {
         usage(stderr);
         return DT_EXIT_USAGE;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "dtrain/rng.h"
+#include "dtrain/train.h"
 
 static void test_status_and_message(void **state)
 {
@@ -75,13 +76,39 @@ static void test_u01(void **state)
     assert_true(mean > 0.49 && mean < 0.51);
 }
 
+/* The kernel advice (src/core/blas.c): never when the user chose (OPENBLAS_CORETYPE), and
+ * only ever an AVX2 or AVX-512 set the CPU can run. */
+static void test_blas_core(void **state)
+{
+    (void)state;
+    const char *core = dt_blas_core();
+    const char *better = dt_blas_better_core();
+    if (core == NULL) { /* not OpenBLAS: nothing to advise */
+        assert_null(better);
+        return;
+    }
+    if (better != NULL) {
+        assert_true(strcmp(better, "SkylakeX") == 0 || strcmp(better, "Haswell") == 0);
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_cpu_init();
+        assert_true(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
+#endif
+    }
+    if (getenv("OPENBLAS_CORETYPE") != NULL) { /* the user chose: no advice */
+        assert_null(better);
+        return;
+    }
+    assert_int_equal(setenv("OPENBLAS_CORETYPE", "Prescott", 1), 0);
+    assert_null(dt_blas_better_core());
+    unsetenv("OPENBLAS_CORETYPE");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_status_and_message),
-        cmocka_unit_test(test_alloc),
-        cmocka_unit_test(test_permutation),
-        cmocka_unit_test(test_u01),
+        cmocka_unit_test(test_status_and_message), cmocka_unit_test(test_alloc),
+        cmocka_unit_test(test_permutation),        cmocka_unit_test(test_u01),
+        cmocka_unit_test(test_blas_core),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
