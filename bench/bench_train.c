@@ -286,7 +286,7 @@ int main(int argc, char **argv)
     if (cs.dp > 1 && cs.steps > 0) {
         if (dt_trainer_time_comm_alone(t, 5, &alone) != DT_OK)
             goto fail;
-        wait = cs.wait_s / (double)cs.steps;
+        wait = cs.exposed_s / (double)cs.steps;
     }
     int n = tm.n - (int)warmup;
     double *d = tm.dt + warmup;
@@ -306,8 +306,9 @@ int main(int argc, char **argv)
         printf(", \"blas\": \"%s\"", blas);
         if (cs.dp > 1)
             printf(", \"comm_buckets\": %d, \"comm_mb_per_step\": %.3f, \"comm_wait_ms\": %.4f, "
-                   "\"comm_alone_ms\": %.4f, \"comm_hidden\": %.4f",
-                   cs.buckets, (double)cs.bytes_per_step / 1e6, wait * 1e3, alone * 1e3,
+                   "\"comm_wait_rank0_ms\": %.4f, \"comm_alone_ms\": %.4f, \"comm_hidden\": %.4f",
+                   cs.buckets, (double)cs.bytes_per_step / 1e6, wait * 1e3,
+                   cs.wait_s / (double)cs.steps * 1e3, alone * 1e3,
                    alone > 0 ? 1.0 - (wait < alone ? wait / alone : 1.0) : 0.0);
         printf("}\n");
     }

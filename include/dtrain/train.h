@@ -72,18 +72,23 @@ dt_status dt_trainer_evaluate(dt_trainer *t, double *loss, double *accuracy);
 
 /* Data-parallel communication figures of the run so far (all zero in one process). */
 typedef struct dt_train_comm_stats {
-    int dp;                /* data-parallel ranks */
-    int buckets;           /* gradient buckets per step */
-    size_t bytes_per_step; /* gradient bytes all-reduced per optimizer step */
-    int64_t steps;         /* optimizer steps that synchronised gradients */
-    double wait_s;         /* total time spent after backward waiting for gradients */
+    int dp;                   /* data-parallel ranks */
+    int buckets;              /* gradient buckets per step */
+    size_t bytes_per_step;    /* gradient bytes all-reduced per optimizer step */
+    int64_t steps;            /* optimizer steps that synchronised gradients */
+    double wait_s;            /* total time this rank spent after backward waiting for gradients
+                                 (communication, and the ranks that ended backward later) */
+    double exposed_s;         /* the communication backward did not hide: per step, the wait of
+                                 the rank that ended backward last (the smallest), summed; the
+                                 same on every rank. ZeRO-1's collectives count whole. */
     size_t optim_state_bytes; /* optimizer state held by this rank (ZeRO-1: its slice) */
 } dt_train_comm_stats;
 void dt_trainer_comm_stats(const dt_trainer *t, dt_train_comm_stats *out);
 
 /* The median time of one step's gradient all-reduces run alone, blocking (reps rounds on a
- * scratch copy): with wait_s / steps, the fraction of communication hidden behind backward
- * is 1 - wait per step / this. 0 in one process. Collective over the data-parallel group. */
+ * scratch copy): with exposed_s / steps, the fraction of communication hidden behind
+ * backward is 1 - exposed per step / this. 0 in one process. Collective over the data-parallel
+ * group. */
 dt_status dt_trainer_time_comm_alone(dt_trainer *t, int reps, double *seconds);
 
 dt_model *dt_trainer_model(dt_trainer *t);
@@ -104,8 +109,7 @@ dt_status dt_data_load(const dt_config *cfg, dt_dataset *storage, dt_dataset *te
 /* Writes every parameter tensor under its PyTorch name (dt_param_info.name) in PyTorch's
  * layout, with __metadata__ describing the input scaling ("input_mean", "input_std") and
  * "format": "pt". Atomic (temporary file + rename). */
-dt_status dt_weights_save(const dt_model *m, const char *path, double input_mean,
-                          double input_std);
+dt_status dt_weights_save(const dt_model *m, const char *path, double input_mean, double input_std);
 /* Loads every parameter tensor: each model tensor must be present with dtype F32 and the
  * same shape; extra tensors in the file are an error too. Messages name the tensor. */
 dt_status dt_weights_load(dt_model *m, const char *path);

@@ -215,16 +215,19 @@ int dt_cmd_train(int argc, char **argv)
     dt_train_comm_stats cs;
     dt_trainer_comm_stats(t, &cs);
     if (cs.dp > 1 && cs.steps > 0) {
-        /* How much of the gradient all-reduce backward hid: compare the wait after backward
-         * with the same all-reduces run alone (every rank takes part). */
+        /* How much of the gradient all-reduce backward hid: compare the wait of the rank
+         * that ended backward last with the same all-reduces run alone (every rank takes
+         * part); the others' longer waits are their lead over it. */
         double alone = 0.0;
         if (!cfg.parallel.zero && dt_trainer_time_comm_alone(t, 5, &alone) != DT_OK)
             goto fail;
         if (world.rank == 0) {
-            double wait = cs.wait_s / (double)cs.steps;
+            double wait = cs.exposed_s / (double)cs.steps;
             printf("dtrain: data-parallel over %d ranks: %.2f MB of gradients per step, %.2f ms "
-                   "waited per step for communication",
-                   cs.dp, (double)cs.bytes_per_step / 1e6, wait * 1e3);
+                   "per step waited for communication by the last rank to end backward "
+                   "(%.2f ms by rank 0)",
+                   cs.dp, (double)cs.bytes_per_step / 1e6, wait * 1e3,
+                   cs.wait_s / (double)cs.steps * 1e3);
             if (cfg.parallel.zero)
                 printf(" (ZeRO-1's reduce-scatter and all-gather, not overlapped)\n");
             else

@@ -10,7 +10,13 @@
  * samples of the whole global step, so the SUM is the global-batch mean gradient.
  *
  * ZeRO-1: the whole gradient is reduce-scattered, each rank updates the slice of the
- * parameters whose optimizer state it owns, and the parameters are all-gathered. */
+ * parameters whose optimizer state it owns, and the parameters are all-gathered.
+ *
+ * Waiting: a rank that ends backward before the others waits for them as well as for the
+ * communication, so its own wait measures skew. The rank that ends backward last waits for
+ * nothing but the communication still in flight: the step's smallest wait over the ranks is
+ * the communication that backward did not hide. It travels with the step's loss sum, which
+ * every rank folds in rank order (the same bits everywhere and in every run). */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,27 +28,29 @@
 #define DP_MAX_BUCKETS 256
 
 typedef struct dp_bucket {
-    size_t offset, count;  /* range of the flat gradient buffer */
-    int first_layer;       /* lowest layer index in the bucket (its last to finish) */
-    dt_comm_req *req;      /* in flight, or NULL */
+    size_t offset, count; /* range of the flat gradient buffer */
+    int first_layer;      /* lowest layer index in the bucket (its last to finish) */
+    dt_comm_req *req;     /* in flight, or NULL */
 } dp_bucket;
 
 struct dt_dp {
-    dt_grid *grid;         /* the dp x tp x pp grid over the world */
-    dt_comm *comm;         /* its data-parallel group (owned by the grid) */
+    dt_grid *grid; /* the dp x tp x pp grid over the world */
+    dt_comm *comm; /* its data-parallel group (owned by the grid) */
     dt_model *model;
     int rank, size;
     int overlap;
     int zero;
     dp_bucket buckets[DP_MAX_BUCKETS];
     int nbuckets;
-    int *bucket_of_layer;  /* [nlayers]: bucket index, -1 for layers without parameters */
+    int *bucket_of_layer; /* [nlayers]: bucket index, -1 for layers without parameters */
     dt_backward_hooks hooks;
     /* ZeRO-1: this rank owns params [shard_offset, shard_offset + shard_count). */
     size_t shard_offset, shard_count;
     size_t *shard_counts, *shard_displs; /* [size] */
-    float *shard_grad;     /* [shard_count]: this rank's summed gradient slice */
-    double wait_s;         /* time spent in finish waiting for gradients */
+    float *shard_grad;                   /* [shard_count]: this rank's summed gradient slice */
+    double *exchange;                    /* [2 * size]: every rank's (loss sum, wait) of the step */
+    double wait_s;                       /* time this rank spent waiting for gradients */
+    double exposed_s; /* the step's smallest wait over the ranks, summed (dp.h) */
     int64_t steps;
 };
 
@@ -52,12 +60,15 @@ dt_status dt_dp_layout(dt_comm *world, const dt_config *cfg, int *dp_rank, int *
     const int tp = cfg->parallel.tp > 0 ? cfg->parallel.tp : 1;
     const int pp = cfg->parallel.pp > 0 ? cfg->parallel.pp : 1;
     if (tp != 1 || pp != 1)
-        return dt_fail(DT_ERR_UNSUPPORTED, "parallel.tp and parallel.pp: tensor and pipeline "
+        return dt_fail(DT_ERR_UNSUPPORTED,
+                       "parallel.tp and parallel.pp: tensor and pipeline "
                        "parallelism are not built yet; only data parallelism (tp = pp = 1)");
     const int dp = cfg->parallel.dp > 0 ? cfg->parallel.dp : n;
     if (dp * tp * pp != n)
-        return dt_fail(DT_ERR_INVALID, "parallel.dp: dp %d x tp %d x pp %d = %d does not match "
-                       "the %d ranks of the job", dp, tp, pp, dp * tp * pp, n);
+        return dt_fail(DT_ERR_INVALID,
+                       "parallel.dp: dp %d x tp %d x pp %d = %d does not match "
+                       "the %d ranks of the job",
+                       dp, tp, pp, dp * tp * pp, n);
     *dp_rank = dt_comm_rank(world);
     *dp_size = dp;
     return DT_OK;
@@ -87,8 +98,10 @@ static dt_status plan_buckets(dt_dp *dp, const dt_config *cfg)
             continue;
         if (b == NULL) {
             if (dp->nbuckets == DP_MAX_BUCKETS)
-                return dt_fail(DT_ERR_INVALID, "dp: more than %d gradient buckets; raise "
-                               "parallel.bucket_cap_mb", DP_MAX_BUCKETS);
+                return dt_fail(DT_ERR_INVALID,
+                               "dp: more than %d gradient buckets; raise "
+                               "parallel.bucket_cap_mb",
+                               DP_MAX_BUCKETS);
             b = &dp->buckets[dp->nbuckets++];
             b->offset = off + cnt;
             b->count = 0;
@@ -143,8 +156,8 @@ dt_status dt_dp_create(dt_comm *world, dt_model *m, const dt_config *cfg, dt_dp 
     DT_TRY(dt_alloc(sizeof(int) * (size_t)dt_model_layer_count(m), "bucket map",
                     (void **)&dp->bucket_of_layer));
     DT_TRY(plan_buckets(dp, cfg));
-    dp->hooks = (dt_backward_hooks){.ctx = dp, .grads_ready = on_grads_ready,
-                                    .progress = on_progress};
+    dp->hooks =
+        (dt_backward_hooks){.ctx = dp, .grads_ready = on_grads_ready, .progress = on_progress};
     const size_t n = dt_model_param_count(m);
     DT_TRY(dt_alloc(sizeof(size_t) * (size_t)dp->size, "shards", (void **)&dp->shard_counts));
     DT_TRY(dt_alloc(sizeof(size_t) * (size_t)dp->size, "shards", (void **)&dp->shard_displs));
@@ -158,6 +171,8 @@ dt_status dt_dp_create(dt_comm *world, dt_model *m, const dt_config *cfg, dt_dp 
     if (dp->zero)
         DT_TRY(dt_alloc(dp->shard_count * sizeof(float), "ZeRO gradient shard",
                         (void **)&dp->shard_grad));
+    DT_TRY(
+        dt_alloc(2 * sizeof(double) * (size_t)dp->size, "step exchange", (void **)&dp->exchange));
     /* Pre-size the comm layer's persistent buffers so no step allocates. */
     DT_TRY(dt_comm_reserve(dp->comm, n * sizeof(float)));
     *out = dp;
@@ -175,11 +190,15 @@ void dt_dp_free(dt_dp *dp)
     dt_free(dp->shard_counts);
     dt_free(dp->shard_displs);
     dt_free(dp->shard_grad);
+    dt_free(dp->exchange);
     dt_grid_free(dp->grid);
     dt_free(dp);
 }
 
-size_t dt_dp_optim_count(const dt_dp *dp) { return dp->shard_count; }
+size_t dt_dp_optim_count(const dt_dp *dp)
+{
+    return dp->shard_count;
+}
 
 dt_status dt_dp_start(dt_dp *dp)
 {
@@ -197,16 +216,18 @@ dt_status dt_dp_start(dt_dp *dp)
             continue;
         nbad++;
         if (used < sizeof bad)
-            used += (size_t)snprintf(bad + used, sizeof bad - used, "%s%d", nbad > 1 ? ", " : "", r);
+            used +=
+                (size_t)snprintf(bad + used, sizeof bad - used, "%s%d", nbad > 1 ? ", " : "", r);
     }
     if (nbad > 0) {
-        st = dt_fail(DT_ERR_MISMATCH, "dp: the model on rank%s %s differs from rank 0's (layer "
+        st = dt_fail(DT_ERR_MISMATCH,
+                     "dp: the model on rank%s %s differs from rank 0's (layer "
                      "kinds, settings or shapes): every rank must use the same config",
                      nbad > 1 ? "s" : "", bad);
         goto fail;
     }
-    DT_TRY(dt_comm_bcast(dp->comm, dt_model_params(dp->model),
-                             dt_model_param_count(dp->model), DT_COMM_FLOAT32, 0));
+    DT_TRY(dt_comm_bcast(dp->comm, dt_model_params(dp->model), dt_model_param_count(dp->model),
+                         DT_COMM_FLOAT32, 0));
 fail:
     dt_free(all);
     return st;
@@ -238,17 +259,29 @@ dt_status dt_dp_finish(dt_dp *dp, double *loss_sum)
             DT_TRY(dt_comm_wait(&dp->buckets[k].req));
         }
     }
-    dp->wait_s += dt_now() - t0;
+    const double wait = dt_now() - t0;
+    dp->wait_s += wait;
     dp->steps++;
-    DT_TRY(dt_comm_allreduce(dp->comm, loss_sum, loss_sum, 1, DT_COMM_FLOAT64, DT_COMM_SUM));
+    /* Every rank's (loss sum, wait): the loss folded in rank order, the smallest wait kept. */
+    double mine[2] = {*loss_sum, wait};
+    DT_TRY(dt_comm_allgather(dp->comm, mine, dp->exchange, 2, DT_COMM_FLOAT64));
+    double sum = 0.0, least = dp->exchange[1];
+    for (int r = 0; r < dp->size; r++) {
+        sum += dp->exchange[2 * r];
+        if (dp->exchange[2 * r + 1] < least)
+            least = dp->exchange[2 * r + 1];
+    }
+    *loss_sum = sum;
+    dp->exposed_s += least;
 fail:
     return st;
 }
 
-void dt_dp_stats(const dt_dp *dp, double *wait_s, int64_t *steps, int *buckets,
+void dt_dp_stats(const dt_dp *dp, double *wait_s, double *exposed_s, int64_t *steps, int *buckets,
                  size_t *bytes_per_step)
 {
     *wait_s = dp->wait_s;
+    *exposed_s = dp->exposed_s;
     *steps = dp->steps;
     *buckets = dp->nbuckets;
     *bytes_per_step = dt_model_param_count(dp->model) * sizeof(float);
@@ -301,14 +334,16 @@ dt_status dt_dp_optim_step(dt_dp *dp, dt_optim *o, double lr)
     /* ZeRO-1: sum gradients into this rank's slice, update it, share the parameters. The
      * collectives are not overlapped with backward: their whole time counts as waiting. */
     const double t0 = dt_now();
-    DT_TRY(dt_comm_reduce_scatterv(dp->comm, g, dp->shard_grad, dp->shard_counts,
-                                   DT_COMM_FLOAT32, DT_COMM_SUM));
+    DT_TRY(dt_comm_reduce_scatterv(dp->comm, g, dp->shard_grad, dp->shard_counts, DT_COMM_FLOAT32,
+                                   DT_COMM_SUM));
     dp->wait_s += dt_now() - t0;
+    dp->exposed_s += dt_now() - t0;
     dt_optim_step(o, p + dp->shard_offset, dp->shard_grad, dp->shard_count, lr);
     const double t1 = dt_now();
-    DT_TRY(dt_comm_allgatherv(dp->comm, p + dp->shard_offset, p, dp->shard_counts,
-                              dp->shard_displs, DT_COMM_FLOAT32));
+    DT_TRY(dt_comm_allgatherv(dp->comm, p + dp->shard_offset, p, dp->shard_counts, dp->shard_displs,
+                              DT_COMM_FLOAT32));
     dp->wait_s += dt_now() - t1;
+    dp->exposed_s += dt_now() - t1;
 fail:
     return st;
 }

@@ -6,7 +6,7 @@
  *   hooks:   grads_ready closes gradient buckets (contiguous ranges of the flat gradient
  *            buffer in backward order) and starts their non-blocking all-reduce (SUM);
  *            progress advances pending all-reduces between layers and conv chunks;
- *   finish:  waits for every bucket and sums the step's loss across ranks;
+ *   finish:  waits for every bucket and sums the step's loss across ranks (in rank order);
  *   optim:   the optimizer step (on the whole buffer, or on this rank's ZeRO-1 slice
  *            followed by an all-gather of the parameters). */
 #ifndef DT_PARALLEL_DP_H
@@ -35,7 +35,7 @@ dt_status dt_dp_optim_step(dt_dp *dp, dt_optim *o, double lr);
 dt_status dt_dp_sum_doubles(dt_dp *dp, double *vals, int n);
 
 /* Communication figures since creation (dt_train_comm_stats in train.h). */
-void dt_dp_stats(const dt_dp *dp, double *wait_s, int64_t *steps, int *buckets,
+void dt_dp_stats(const dt_dp *dp, double *wait_s, double *exposed_s, int64_t *steps, int *buckets,
                  size_t *bytes_per_step);
 /* Runs one step's bucket all-reduces `reps` times, blocking, on a scratch copy of the
  * gradients, and returns the median time of one round. Collective. */

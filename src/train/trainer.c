@@ -16,44 +16,53 @@ struct dt_trainer {
     dt_dataset storage, test_storage, train, test;
     dt_model *model;
     dt_optim *optim;
-    dt_dp *dp;            /* NULL in a single process */
+    dt_dp *dp; /* NULL in a single process */
     int dp_rank, dp_size;
     int64_t global_batch; /* G: samples per optimizer step, all ranks and micro-steps */
     int64_t parts;        /* dp_size * accumulation */
     int64_t micro_max;    /* largest part: the model's planned batch */
     int64_t steps_per_epoch;
-    int64_t *perm;        /* [train.n] */
-    int64_t *positions;   /* [micro_max] positions in the permutation */
-    int32_t *labels;      /* [micro_max] */
-    float *targets;       /* [micro_max x width] regression targets */
+    int64_t *perm;      /* [train.n] */
+    int64_t *positions; /* [micro_max] positions in the permutation */
+    int32_t *labels;    /* [micro_max] */
+    float *targets;     /* [micro_max x width] regression targets */
     int64_t out_width;
-    int64_t step;         /* optimizer steps taken */
+    int64_t step; /* optimizer steps taken */
 };
 
-static int is_classification(const dt_trainer *t) { return t->cfg.loss != DT_LOSS_MSE; }
+static int is_classification(const dt_trainer *t)
+{
+    return t->cfg.loss != DT_LOSS_MSE;
+}
 
 static dt_status check_data_vs_model(const dt_trainer *t)
 {
     const dt_shape *out = dt_model_shape(t->model, dt_model_layer_count(t->model));
     if (out->ndim != 1)
-        return dt_fail(DT_ERR_INVALID, "model: output must be a vector of scores or values, "
-                       "got %d dims (end with flatten/linear)", out->ndim);
+        return dt_fail(DT_ERR_INVALID,
+                       "model: output must be a vector of scores or values, "
+                       "got %d dims (end with flatten/linear)",
+                       out->ndim);
     if (is_classification(t)) {
         if (t->train.targets != DT_TARGETS_LABELS)
-            return dt_fail(DT_ERR_INVALID, "loss.kind %s needs class labels, but the data set "
-                           "has regression targets", dt_loss_kind_name(t->cfg.loss));
+            return dt_fail(DT_ERR_INVALID,
+                           "loss.kind %s needs class labels, but the data set "
+                           "has regression targets",
+                           dt_loss_kind_name(t->cfg.loss));
         if (out->d[0] < t->train.num_classes)
-            return dt_fail(DT_ERR_INVALID, "model: output width %lld is smaller than the %lld "
-                           "classes of the data", (long long)out->d[0],
-                           (long long)t->train.num_classes);
+            return dt_fail(DT_ERR_INVALID,
+                           "model: output width %lld is smaller than the %lld "
+                           "classes of the data",
+                           (long long)out->d[0], (long long)t->train.num_classes);
     } else {
         if (t->train.targets != DT_TARGETS_F32)
             return dt_fail(DT_ERR_INVALID, "loss.kind mse needs regression targets, but the "
-                           "data set has class labels");
+                                           "data set has class labels");
         if (out->d[0] != t->train.target_width)
-            return dt_fail(DT_ERR_INVALID, "model: output width %lld differs from the %lld "
-                           "regression targets", (long long)out->d[0],
-                           (long long)t->train.target_width);
+            return dt_fail(DT_ERR_INVALID,
+                           "model: output width %lld differs from the %lld "
+                           "regression targets",
+                           (long long)out->d[0], (long long)t->train.target_width);
     }
     return DT_OK;
 }
@@ -76,11 +85,13 @@ dt_status dt_trainer_create(const dt_config *cfg, dt_comm *world, dt_trainer **o
 
     const int64_t accum = cfg->parallel.accumulation;
     t->parts = (int64_t)t->dp_size * accum;
-    t->global_batch = cfg->parallel.global_batch > 0 ? cfg->parallel.global_batch
-                                                      : cfg->train.batch * t->parts;
+    t->global_batch =
+        cfg->parallel.global_batch > 0 ? cfg->parallel.global_batch : cfg->train.batch * t->parts;
     if (t->global_batch < t->parts) {
-        st = dt_fail(DT_ERR_INVALID, "parallel.global_batch: %lld samples cannot be split over "
-                     "%lld ranks x micro-steps", (long long)t->global_batch, (long long)t->parts);
+        st = dt_fail(DT_ERR_INVALID,
+                     "parallel.global_batch: %lld samples cannot be split over "
+                     "%lld ranks x micro-steps",
+                     (long long)t->global_batch, (long long)t->parts);
         goto fail;
     }
     t->micro_max = (t->global_batch + t->parts - 1) / t->parts;
@@ -92,9 +103,10 @@ dt_status dt_trainer_create(const dt_config *cfg, dt_comm *world, dt_trainer **o
                              ? t->train.n / t->global_batch
                              : (t->train.n + t->global_batch - 1) / t->global_batch;
     if (t->steps_per_epoch < 1) {
-        st = dt_fail(DT_ERR_INVALID, "parallel.last_batch drop: the global batch of %lld is "
-                     "larger than the %lld training samples", (long long)t->global_batch,
-                     (long long)t->train.n);
+        st = dt_fail(DT_ERR_INVALID,
+                     "parallel.last_batch drop: the global batch of %lld is "
+                     "larger than the %lld training samples",
+                     (long long)t->global_batch, (long long)t->train.n);
         goto fail;
     }
     /* The model plans for the largest micro-batch and for evaluation chunks of it. */
@@ -106,18 +118,16 @@ dt_status dt_trainer_create(const dt_config *cfg, dt_comm *world, dt_trainer **o
     t->out_width = dt_model_shape(t->model, dt_model_layer_count(t->model))->d[0];
 
     DT_TRY(dt_alloc((size_t)t->train.n * sizeof(int64_t), "permutation", (void **)&t->perm));
-    DT_TRY(dt_alloc((size_t)t->micro_max * sizeof(int64_t), "positions",
-                    (void **)&t->positions));
+    DT_TRY(dt_alloc((size_t)t->micro_max * sizeof(int64_t), "positions", (void **)&t->positions));
     DT_TRY(dt_alloc((size_t)t->micro_max * sizeof(int32_t), "labels", (void **)&t->labels));
     DT_TRY(dt_alloc((size_t)(t->micro_max * t->out_width) * sizeof(float), "targets",
                     (void **)&t->targets));
     if (world != NULL && t->dp_size > 1)
         DT_TRY(dt_dp_create(world, t->model, cfg, &t->dp));
     /* The optimizer owns the whole buffer, or this rank's ZeRO-1 slice of it. */
-    DT_TRY(dt_optim_create(&cfg->optim,
-                           t->dp != NULL ? dt_dp_optim_count(t->dp)
-                                         : dt_model_param_count(t->model),
-                           &t->optim));
+    DT_TRY(dt_optim_create(
+        &cfg->optim, t->dp != NULL ? dt_dp_optim_count(t->dp) : dt_model_param_count(t->model),
+        &t->optim));
     *out = t;
     return DT_OK;
 fail:
@@ -141,7 +151,10 @@ void dt_trainer_free(dt_trainer *t)
     dt_free(t);
 }
 
-dt_model *dt_trainer_model(dt_trainer *t) { return t->model; }
+dt_model *dt_trainer_model(dt_trainer *t)
+{
+    return t->model;
+}
 
 void dt_trainer_comm_stats(const dt_trainer *t, dt_train_comm_stats *out)
 {
@@ -149,7 +162,8 @@ void dt_trainer_comm_stats(const dt_trainer *t, dt_train_comm_stats *out)
     out->dp = t->dp_size;
     out->optim_state_bytes = dt_optim_state_bytes(t->optim);
     if (t->dp != NULL)
-        dt_dp_stats(t->dp, &out->wait_s, &out->steps, &out->buckets, &out->bytes_per_step);
+        dt_dp_stats(t->dp, &out->wait_s, &out->exposed_s, &out->steps, &out->buckets,
+                    &out->bytes_per_step);
 }
 
 dt_status dt_trainer_time_comm_alone(dt_trainer *t, int reps, double *seconds)
@@ -157,10 +171,22 @@ dt_status dt_trainer_time_comm_alone(dt_trainer *t, int reps, double *seconds)
     *seconds = 0.0;
     return t->dp != NULL ? dt_dp_time_alone(t->dp, reps, seconds) : DT_OK;
 }
-const dt_dataset *dt_trainer_train_set(const dt_trainer *t) { return &t->train; }
-const dt_dataset *dt_trainer_test_set(const dt_trainer *t) { return &t->test; }
-int64_t dt_trainer_steps_per_epoch(const dt_trainer *t) { return t->steps_per_epoch; }
-int64_t dt_trainer_global_batch(const dt_trainer *t) { return t->global_batch; }
+const dt_dataset *dt_trainer_train_set(const dt_trainer *t)
+{
+    return &t->train;
+}
+const dt_dataset *dt_trainer_test_set(const dt_trainer *t)
+{
+    return &t->test;
+}
+int64_t dt_trainer_steps_per_epoch(const dt_trainer *t)
+{
+    return t->steps_per_epoch;
+}
+int64_t dt_trainer_global_batch(const dt_trainer *t)
+{
+    return t->global_batch;
+}
 
 /* Part `part` of `parts` consecutive parts of g samples: the first g mod parts take one
  * extra (64 over 3 is 22/21/21). */
@@ -198,10 +224,10 @@ static dt_status micro_step(dt_trainer *t, int64_t epoch, int64_t first, int64_t
                           dt_model_input(t->model) + i * dt_dataset_sample_numel(&t->train),
                           t->train.targets == DT_TARGETS_LABELS ? t->labels + i : NULL,
                           t->train.targets == DT_TARGETS_F32 ? t->targets + i * t->out_width
-                                                              : NULL);
+                                                             : NULL);
     }
-    dt_forward_ctx ctx = {.train = 1, .seed = t->cfg.train.seed, .epoch = (uint64_t)epoch,
-                          .positions = t->positions};
+    dt_forward_ctx ctx = {
+        .train = 1, .seed = t->cfg.train.seed, .epoch = (uint64_t)epoch, .positions = t->positions};
     dt_status st = dt_model_forward(t->model, count, &ctx);
     if (st != DT_OK)
         return st;
@@ -230,7 +256,7 @@ dt_status dt_trainer_evaluate(dt_trainer *t, double *loss, double *accuracy)
                               dt_model_input(t->model) + i * dt_dataset_sample_numel(&t->test),
                               t->test.targets == DT_TARGETS_LABELS ? t->labels + i : NULL,
                               t->test.targets == DT_TARGETS_F32 ? t->targets + i * t->out_width
-                                                                 : NULL);
+                                                                : NULL);
         }
         dt_status st = dt_model_forward(t->model, c, &ctx);
         if (st != DT_OK)
@@ -263,8 +289,8 @@ dt_status dt_trainer_run(dt_trainer *t, const dt_train_callbacks *cb)
     dt_schedule sched = c->schedule;
     if (sched.kind == DT_SCHED_COSINE && sched.total_steps == 0) {
         /* total_steps 0: decay over the whole run after the warm-up. */
-        int64_t total = c->train.max_steps > 0 ? c->train.max_steps
-                                                : c->train.epochs * t->steps_per_epoch;
+        int64_t total =
+            c->train.max_steps > 0 ? c->train.max_steps : c->train.epochs * t->steps_per_epoch;
         sched.total_steps = total - sched.warmup_steps > 0 ? total - sched.warmup_steps : 1;
     }
     if (t->dp != NULL) {
@@ -275,7 +301,10 @@ dt_status dt_trainer_run(dt_trainer *t, const dt_train_callbacks *cb)
     const size_t nparams = dt_model_param_count(t->model);
     if (c->train.epochs == 0 && c->train.max_steps == 0) {
         /* Nothing to train: evaluate the parameters as they are (loaded weights, say). */
-        dt_epoch_info e = {.epoch = 0, .steps = t->step, .train_loss = NAN, .test_loss = NAN,
+        dt_epoch_info e = {.epoch = 0,
+                           .steps = t->step,
+                           .train_loss = NAN,
+                           .test_loss = NAN,
                            .test_accuracy = NAN};
         DT_TRY(dt_trainer_evaluate(t, &e.test_loss, &e.test_accuracy));
         if (cb != NULL && cb->on_epoch != NULL)
@@ -322,19 +351,25 @@ dt_status dt_trainer_run(dt_trainer *t, const dt_train_callbacks *cb)
             epoch_samples += g;
             if (cb != NULL && cb->on_step != NULL) {
                 double el = dt_now() - t0;
-                dt_step_info info = {.epoch = epoch, .step = t->step, .epoch_step = s + 1,
-                                     .epoch_steps = t->steps_per_epoch, .samples = g,
-                                     .loss = step_loss / (double)g, .lr = lr,
+                dt_step_info info = {.epoch = epoch,
+                                     .step = t->step,
+                                     .epoch_step = s + 1,
+                                     .epoch_steps = t->steps_per_epoch,
+                                     .samples = g,
+                                     .loss = step_loss / (double)g,
+                                     .lr = lr,
                                      .samples_per_s = el > 0 ? (double)epoch_samples / el : 0.0,
                                      .elapsed_s = el};
                 DT_TRY(cb->on_step(cb->ctx, &info));
             }
         }
         double train_s = dt_now() - t0;
-        dt_epoch_info e = {.epoch = epoch, .steps = t->step,
-                           .train_loss = epoch_samples > 0 ? epoch_loss / (double)epoch_samples
-                                                           : NAN,
-                           .test_loss = NAN, .test_accuracy = NAN,
+        dt_epoch_info e = {.epoch = epoch,
+                           .steps = t->step,
+                           .train_loss =
+                               epoch_samples > 0 ? epoch_loss / (double)epoch_samples : NAN,
+                           .test_loss = NAN,
+                           .test_accuracy = NAN,
                            .samples_per_s = train_s > 0 ? (double)epoch_samples / train_s : 0.0,
                            .epoch_s = train_s};
         if (c->train.eval)

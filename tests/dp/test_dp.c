@@ -54,8 +54,7 @@ static dt_config mlp_config(void)
 }
 
 /* Trains `cfg` over `comm` (NULL: this process alone) and copies the parameters out. */
-static void train(const dt_config *cfg, dt_comm *comm, float **params, size_t *n,
-                  double *last_loss)
+static void train(const dt_config *cfg, dt_comm *comm, float **params, size_t *n, double *last_loss)
 {
     dt_trainer *t = NULL;
     DT_ASSERT_OK(dt_trainer_create(cfg, comm, &t));
@@ -283,13 +282,16 @@ static void test_convnet_first_gradient(void **state)
         if (rel > worst)
             worst = rel;
         if (rel > 1e-5)
-            fprintf(stderr, "convnet gradient %s: relative norm difference %.3g > 1e-5 (rank %d "
-                    "of %d)\n", p->name, rel, rank, size);
+            fprintf(stderr,
+                    "convnet gradient %s: relative norm difference %.3g > 1e-5 (rank %d "
+                    "of %d)\n",
+                    p->name, rel, rank, size);
         assert_true(rel <= 1e-5);
     }
     if (rank == 0)
         printf("convnet first-step gradients at %d ranks: worst relative norm difference "
-               "%.3g\n", size, worst);
+               "%.3g\n",
+               size, worst);
     dt_trainer_free(a);
     dt_trainer_free(b);
 }
@@ -321,7 +323,8 @@ static void test_convnet_loss_curve(void **state)
     }
     if (rank == 0)
         printf("convnet loss curve over 20 Adam steps at %d ranks: worst relative difference "
-               "%.3g\n", size, worst);
+               "%.3g\n",
+               size, worst);
     DT_ASSERT_CLOSE_D("convnet losses", ca.loss, cb.loss, 20, 0.0, 1e-3);
     dt_trainer_free(a);
     dt_trainer_free(b);
@@ -347,6 +350,40 @@ static void test_mismatched_model_refused(void **state)
     DT_ASSERT_ERROR_HAS(want);
 }
 
+/* The waiting figures: the exposed wait (the last rank's, dp.c) is the same on every rank
+ * and never more than any rank's own wait; a process alone has none. */
+static void test_comm_stats(void **state)
+{
+    (void)state;
+    dt_config c = mlp_config();
+    dt_trainer *t = NULL;
+    DT_ASSERT_OK(dt_trainer_create(&c, world, &t));
+    DT_ASSERT_OK(dt_trainer_run(t, NULL));
+    dt_train_comm_stats cs;
+    dt_trainer_comm_stats(t, &cs);
+    dt_trainer_free(t);
+    assert_int_equal(cs.dp, size);
+    if (size == 1) {
+        assert_true(cs.steps == 0 && cs.wait_s == 0 && cs.exposed_s == 0);
+        return;
+    }
+    assert_int_equal(cs.steps, 20);
+    if (!(cs.exposed_s >= 0 && cs.exposed_s <= cs.wait_s)) {
+        fprintf(stderr,
+                "rank %d: exposed wait %.9f s, own wait %.9f s: expected "
+                "0 <= exposed <= own\n",
+                rank, cs.exposed_s, cs.wait_s);
+        fail();
+    }
+    double lo = 0, hi = 0;
+    MPI_Allreduce(&cs.exposed_s, &lo, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&cs.exposed_s, &hi, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    if (lo != hi) {
+        fprintf(stderr, "exposed wait differs across ranks: %.9f .. %.9f s\n", lo, hi);
+        fail();
+    }
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -358,14 +395,19 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_linreg_sgd),       cmocka_unit_test(test_linreg_adam),
-        cmocka_unit_test(test_mlp_sgd),          cmocka_unit_test(test_mlp_adam),
-        cmocka_unit_test(test_mlp_zero1),        cmocka_unit_test(test_accumulation),
-        cmocka_unit_test(test_global_batch_uneven), cmocka_unit_test(test_partial_last_batch),
+        cmocka_unit_test(test_linreg_sgd),
+        cmocka_unit_test(test_linreg_adam),
+        cmocka_unit_test(test_mlp_sgd),
+        cmocka_unit_test(test_mlp_adam),
+        cmocka_unit_test(test_mlp_zero1),
+        cmocka_unit_test(test_accumulation),
+        cmocka_unit_test(test_global_batch_uneven),
+        cmocka_unit_test(test_partial_last_batch),
         cmocka_unit_test(test_rank_without_samples),
         cmocka_unit_test(test_convnet_first_gradient),
         cmocka_unit_test(test_convnet_loss_curve),
         cmocka_unit_test(test_mismatched_model_refused),
+        cmocka_unit_test(test_comm_stats),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     dt_comm_free(world);
