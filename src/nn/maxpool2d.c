@@ -14,8 +14,10 @@ static dt_status pool_plan(dt_layer *l)
                        l->index, l->in.ndim);
     int64_t stride = s->stride > 0 ? s->stride : s->kernel;
     if (s->kernel < 1 || s->kernel > l->in.d[1] || s->kernel > l->in.d[2])
-        return dt_fail(DT_ERR_INVALID, "layer %d (maxpool2d): kernel %lld does not fit the input "
-                       "%lldx%lld", l->index, (long long)s->kernel, (long long)l->in.d[1],
+        return dt_fail(DT_ERR_INVALID,
+                       "layer %d (maxpool2d): kernel %lld does not fit the input "
+                       "%lldx%lld",
+                       l->index, (long long)s->kernel, (long long)l->in.d[1],
                        (long long)l->in.d[2]);
     l->spec.stride = stride;
     l->out.ndim = 3;
@@ -40,17 +42,30 @@ static void pool_forward(dt_layer *l, const float *x, float *y, int64_t batch,
             float *yc = y + (n * C + c) * OH * OW;
             int32_t *ac = arg + (n * C + c) * OH * OW;
             if (k == 2 && s == 2) {
-                /* The seeds' MaxPool2d(2): the same rule, unrolled over the 2x2 window. */
+                /* The seeds' MaxPool2d(2): the same rule, unrolled over the 2x2 window, with
+                 * selects instead of branches (a maximum's position is random: branches on
+                 * it mispredict) so that the loop vectorizes. */
+                const int32_t base = (int32_t)(c * H * W);
                 for (int64_t oh = 0; oh < OH; oh++) {
                     const float *r0 = xc + 2 * oh * W, *r1 = r0 + W;
+                    const int32_t row = base + (int32_t)(2 * oh * W), w = (int32_t)W;
                     for (int64_t ow = 0; ow < OW; ow++) {
-                        int64_t j = 2 * ow, best = j;
-                        float m = r0[j];
-                        if (r0[j + 1] > m || r0[j + 1] != r0[j + 1]) { m = r0[j + 1]; best = j + 1; }
-                        if (r1[j] > m || r1[j] != r1[j]) { m = r1[j]; best = W + j; }
-                        if (r1[j + 1] > m || r1[j + 1] != r1[j + 1]) { m = r1[j + 1]; best = W + j + 1; }
+                        const int32_t j = (int32_t)(2 * ow);
+                        const float a = r0[2 * ow], b = r0[2 * ow + 1], e = r1[2 * ow],
+                                    f = r1[2 * ow + 1];
+                        float m = a;
+                        int32_t best = j;
+                        int t = (b > m) | (b != b);
+                        m = t ? b : m;
+                        best = t ? j + 1 : best;
+                        t = (e > m) | (e != e);
+                        m = t ? e : m;
+                        best = t ? w + j : best;
+                        t = (f > m) | (f != f);
+                        m = t ? f : m;
+                        best = t ? w + j + 1 : best;
                         yc[oh * OW + ow] = m;
-                        ac[oh * OW + ow] = (int32_t)(c * H * W + 2 * oh * W + best);
+                        ac[oh * OW + ow] = row + best;
                     }
                 }
                 continue;

@@ -28,8 +28,12 @@ static dt_status relu_backward(dt_layer *l, const float *x, const float *restric
     if (dx == NULL)
         return DT_OK;
     const int64_t n = batch * l->in_numel;
-    for (int64_t i = 0; i < n; i++)
-        dx[i] = y[i] <= 0.0f ? 0.0f : dy[i]; /* PyTorch: NaN inputs pass the gradient */
+    /* dy[i] is loaded unconditionally: a load under the condition keeps gcc from
+     * vectorizing the loop (it was 9% of the ConvNet's step, scalar). */
+    for (int64_t i = 0; i < n; i++) {
+        const float g = dy[i];
+        dx[i] = y[i] <= 0.0f ? 0.0f : g; /* PyTorch: NaN inputs pass the gradient */
+    }
     return DT_OK;
 }
 
