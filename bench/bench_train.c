@@ -253,8 +253,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_train: %s\n", dt_last_error());
         return 1;
     }
-    dt_blas_set_threads((int)threads);
-    world w;
+    world w; /* the trainer runs the model on train.threads threads, BLAS on one each */
     dt_trainer *t = NULL;
     if (world_open(&w, &argc, &argv, &cfg) != DT_OK || dt_trainer_create(&cfg, w.comm, &t) != DT_OK)
         goto fail;

@@ -38,6 +38,18 @@ typedef struct dt_param_info {
 dt_status dt_model_create(const dt_layer_spec *specs, int nlayers, const dt_shape *input,
                           int64_t max_batch, dt_model **out);
 void dt_model_free(dt_model *m);
+/* Runs the model's own loops on `nthreads` threads (default 1): convolutions split the
+ * batch's samples, element-wise layers the elements, linear layers the rows of their
+ * products, each thread calling BLAS for its part. Call dt_blas_set_threads(1) (train.h)
+ * with more than one thread, or OpenBLAS starts threads of its own inside each part. With
+ * one thread every result is as before. With more, convolutions and element-wise layers
+ * keep the bits of their outputs and input gradients, convolutions' parameter gradients
+ * change by summation order (per-thread partial sums, added in thread order), and linear
+ * layers by the last bits OpenBLAS gives a smaller product: deterministic for a given
+ * thread count, not equal across counts. Allocates the threads' workspaces and starts the threads;
+ * not while a forward or backward runs. DT_ERR_INVALID outside [1, 1024]. */
+dt_status dt_model_set_threads(dt_model *m, int nthreads);
+int dt_model_threads(const dt_model *m);
 
 int dt_model_layer_count(const dt_model *m);
 const dt_layer_spec *dt_model_layer_spec(const dt_model *m, int layer);

@@ -19,7 +19,8 @@ static const dt_cli_option train_opts[] = {
     {"--lr", "X", DT_OPT_CONFIG_KEY, "optim.lr", "learning rate"},
     {"--seed", "N", DT_OPT_CONFIG_KEY, "train.seed", "seed of initialisation, shuffle, dropout"},
     {"--threads", "N", DT_OPT_CONFIG_KEY, "train.threads",
-     "BLAS threads per rank (0: OPENBLAS_NUM_THREADS, else cores / ranks on the node)"},
+     "threads per rank, each calling BLAS single-threaded (0: OPENBLAS_NUM_THREADS, else "
+     "cores / ranks on the node)"},
     {"--data", "DIR", DT_OPT_CONFIG_KEY, "data.dir", "directory of the IDX files"},
     {"--shuffle", "on|off", DT_OPT_CONFIG_KEY, "data.shuffle", "permute samples each epoch"},
     {"--max-steps", "N", DT_OPT_CONFIG_KEY, "train.max_steps", "stop after N optimizer steps"},
@@ -170,8 +171,9 @@ int dt_cmd_train(int argc, char **argv)
     rc = dt_cli_world_open(&world, &argc, &argv, &cfg);
     if (rc != DT_EXIT_OK)
         return rc;
+    /* The trainer runs the model on this many threads (OpenBLAS itself on one). */
     const int threads = cfg.train.threads > 0 ? cfg.train.threads : dt_cli_default_threads();
-    dt_blas_set_threads(threads);
+    cfg.train.threads = threads;
 
     dt_trainer *t = NULL;
     FILE *metrics = NULL;
@@ -201,7 +203,7 @@ int dt_cmd_train(int argc, char **argv)
         char blas[128];
         dt_cli_blas_describe(blas, sizeof blas);
         printf("dtrain: %s%s%d rank%s, %lld training and %lld test samples, %zu parameters, "
-               "%lld steps per epoch of %lld samples, %d BLAS thread%s per rank%s%s\n",
+               "%lld steps per epoch of %lld samples, %d thread%s per rank%s%s\n",
                cfg.source[0] ? cfg.source : "built-in ConvNet", ", ", world.size,
                world.size == 1 ? "" : "s", (long long)tr->n, (long long)te->n,
                dt_model_param_count(dt_trainer_model(t)), (long long)dt_trainer_steps_per_epoch(t),

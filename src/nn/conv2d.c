@@ -6,10 +6,17 @@
  *   forward:  col (K, P) = im2col(x_n); y_n (Co, P) = W (Co, K) @ col + b
  *   backward: dW (Co, K) += dy_n (Co, P) @ col^T; db += sum_P dy_n;
  *             dcol (K, P) = W^T (K, Co) @ dy_n; dx_n = col2im(dcol)
- * with K = Ci*k*k and P = OH*OW. */
+ * with K = Ci*k*k and P = OH*OW.
+ *
+ * With a thread team (dt_model_set_threads) each member takes a contiguous range of the
+ * batch with its own columns: outputs and input gradients are per sample, so their bits
+ * do not change; member 0 adds its samples' parameter gradients straight into dW and db,
+ * the others into zeroed partials that are added afterwards in member order. Member 0 runs
+ * on the caller's thread and alone calls the progress hook. */
 #include <cblas.h>
 #include <string.h>
 
+#include "core/pool.h"
 #include "nn/layer_internal.h"
 #include "tensor/kernels.h"
 
@@ -48,9 +55,10 @@ static dt_status conv_plan(dt_layer *l)
                        (long long)s->stride, (long long)s->padding);
     int64_t hp = l->in.d[1] + 2 * s->padding, wp = l->in.d[2] + 2 * s->padding;
     if (hp < s->kernel || wp < s->kernel)
-        return dt_fail(DT_ERR_INVALID, "layer %d (conv2d): kernel %lld larger than the padded "
-                       "input %lldx%lld", l->index, (long long)s->kernel, (long long)hp,
-                       (long long)wp);
+        return dt_fail(DT_ERR_INVALID,
+                       "layer %d (conv2d): kernel %lld larger than the padded "
+                       "input %lldx%lld",
+                       l->index, (long long)s->kernel, (long long)hp, (long long)wp);
     l->out.ndim = 3;
     l->out.d[0] = s->out_channels;
     l->out.d[1] = (hp - s->kernel) / s->stride + 1;
@@ -77,42 +85,73 @@ static int64_t conv_fan_in(const dt_layer *l)
     return l->in.d[0] * l->spec.kernel * l->spec.kernel;
 }
 
-static void conv_forward(dt_layer *l, const float *x, float *y, int64_t batch,
-                         const dt_forward_ctx *ctx)
+typedef struct conv_job {
+    dt_layer *l;
+    conv_dims d;
+    const float *x, *dy;
+    float *y, *dx;
+    int64_t batch;
+    const dt_backward_hooks *hooks;
+    dt_status st; /* member 0's progress hook */
+} conv_job;
+
+static void forward_part(void *ctx, int t, int nt)
 {
-    (void)ctx;
-    const conv_dims d = dims_of(l);
-    float *col = l->ws;
-    for (int64_t n = 0; n < batch; n++) {
+    conv_job *j = ctx;
+    dt_layer *l = j->l;
+    const conv_dims d = j->d;
+    const float *x = j->x;
+    float *y = j->y;
+    float *col = l->ws + (size_t)t * l->ws_stride;
+    int64_t lo, hi;
+    dt_pool_share(j->batch, t, nt, &lo, &hi);
+    for (int64_t n = lo; n < hi; n++) {
         const float *xn = x + n * l->in_numel;
         float *yn = y + n * l->out_numel;
         dt_im2col(xn, d.ci, d.h, d.w, d.k, d.stride, d.pad, d.oh, d.ow, col);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)d.co, (int)d.P, (int)d.K,
-                    1.0f, l->w, (int)d.K, col, (int)d.P, 0.0f, yn, (int)d.P);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)d.co, (int)d.P, (int)d.K, 1.0f,
+                    l->w, (int)d.K, col, (int)d.P, 0.0f, yn, (int)d.P);
         if (l->b != NULL)
             dt_add_bias_channels(yn, l->b, d.co, d.P);
     }
 }
 
-static dt_status conv_backward(dt_layer *l, const float *x, const float *y, const float *dy,
-                               float *dx, int64_t batch, const dt_backward_hooks *hooks)
+static void conv_forward(dt_layer *l, const float *x, float *y, int64_t batch,
+                         const dt_forward_ctx *ctx)
 {
-    (void)y;
-    const conv_dims d = dims_of(l);
-    float *col = l->ws, *ones = l->ws + d.K * d.P;
+    (void)ctx;
+    conv_job j = {.l = l, .d = dims_of(l), .x = x, .y = y, .batch = batch};
+    dt_pool_run(batch > 1 ? l->pool : NULL, forward_part, &j);
+}
+
+static void backward_part(void *ctx, int t, int nt)
+{
+    conv_job *j = ctx;
+    dt_layer *l = j->l;
+    const conv_dims d = j->d;
+    float *col = l->ws + (size_t)t * l->ws_stride, *ones = col + d.K * d.P;
+    float *dw = l->dw, *db = l->db;
+    if (t > 0) { /* this member's partial: weight then bias, like the flat buffer */
+        dw = l->partial + (size_t)(t - 1) * l->param_count;
+        db = l->db != NULL ? dw + l->weight_count : NULL;
+        memset(dw, 0, l->param_count * sizeof(float));
+    }
+    int64_t lo, hi;
+    dt_pool_share(j->batch, t, nt, &lo, &hi);
     for (int64_t p = 0; p < d.P; p++)
         ones[p] = 1.0f;
-    if (dx != NULL)
-        memset(dx, 0, (size_t)(batch * l->in_numel) * sizeof(float));
-    for (int64_t n = 0; n < batch; n++) {
-        const float *xn = x + n * l->in_numel;
-        const float *dyn = dy + n * l->out_numel;
+    if (j->dx != NULL)
+        memset(j->dx + lo * l->in_numel, 0, (size_t)((hi - lo) * l->in_numel) * sizeof(float));
+    for (int64_t n = lo; n < hi; n++) {
+        const float *xn = j->x + n * l->in_numel;
+        const float *dyn = j->dy + n * l->out_numel;
+        float *dx = j->dx;
         dt_im2col(xn, d.ci, d.h, d.w, d.k, d.stride, d.pad, d.oh, d.ow, col);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)d.co, (int)d.K, (int)d.P, 1.0f,
-                    dyn, (int)d.P, col, (int)d.P, 1.0f, l->dw, (int)d.K);
-        if (l->db != NULL) /* db (Co) += dy_n (Co, P) @ 1 (P) */
-            cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)d.co, (int)d.P, 1.0f, dyn, (int)d.P,
-                        ones, 1, 1.0f, l->db, 1);
+                    dyn, (int)d.P, col, (int)d.P, 1.0f, dw, (int)d.K);
+        if (db != NULL) /* db (Co) += dy_n (Co, P) @ 1 (P) */
+            cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)d.co, (int)d.P, 1.0f, dyn, (int)d.P, ones,
+                        1, 1.0f, db, 1);
         if (dx != NULL) {
             /* col is free again: reuse it for dcol. */
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)d.K, (int)d.P, (int)d.co,
@@ -120,15 +159,37 @@ static dt_status conv_backward(dt_layer *l, const float *x, const float *y, cons
             dt_col2im_add(col, d.ci, d.h, d.w, d.k, d.stride, d.pad, d.oh, d.ow,
                           dx + n * l->in_numel);
         }
-        dt_status st = dt_hooks_progress(hooks);
-        if (st != DT_OK)
-            return st;
+        if (t == 0 && j->st == DT_OK)
+            j->st = dt_hooks_progress(j->hooks);
     }
-    return DT_OK;
+}
+
+static dt_status conv_backward(dt_layer *l, const float *x, const float *y, const float *dy,
+                               float *dx, int64_t batch, const dt_backward_hooks *hooks)
+{
+    (void)y;
+    conv_job j = {.l = l,
+                  .d = dims_of(l),
+                  .x = x,
+                  .dy = dy,
+                  .dx = dx,
+                  .batch = batch,
+                  .hooks = hooks,
+                  .st = DT_OK};
+    dt_pool *pool = batch > 1 ? l->pool : NULL;
+    dt_pool_run(pool, backward_part, &j);
+    /* The other members' partial sums, in member order. */
+    for (int t = 1; t < dt_pool_size(pool); t++) {
+        const float *part = l->partial + (size_t)(t - 1) * l->param_count;
+        for (size_t i = 0; i < l->param_count; i++)
+            l->dw[i] += part[i]; /* db follows dw in the flat buffer and in the partial */
+    }
+    return j.st;
 }
 
 const dt_layer_ops dt_conv2d_ops = {
     .kind = DT_LAYER_CONV2D,
+    .grad_partials = 1,
     .plan = conv_plan,
     .weight_shape = conv_weight_shape,
     .fan_in = conv_fan_in,

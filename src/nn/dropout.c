@@ -5,7 +5,9 @@
  * layer `l` is a pure function of (seed, ep, pos, l, e): Philox4x32 with counter
  * (ep, pos, stream<<24 | l, e/4), word e%4, kept when u01(word) >= p. It does not depend
  * on the step, the batch composition, the rank or the world size (DESIGN.md), so data-
- * parallel and accumulated runs draw the masks of the equivalent single-process run. */
+ * parallel and accumulated runs draw the masks of the equivalent single-process run.
+ * With a thread team each member takes its own samples (forward) or elements (backward). */
+#include "core/pool.h"
 #include "dtrain/rng.h"
 #include "nn/layer_internal.h"
 
@@ -19,24 +21,35 @@ static dt_status dropout_plan(dt_layer *l)
     return DT_OK;
 }
 
-static void dropout_forward(dt_layer *l, const float *x, float *y, int64_t batch,
-                            const dt_forward_ctx *ctx)
+typedef struct dropout_job {
+    const dt_layer *l;
+    const dt_forward_ctx *ctx;
+    const float *x, *dy;
+    float *out;
+    int64_t batch, n;
+} dropout_job;
+
+static float noise_scale(const dt_layer *l)
 {
-    const int64_t n = l->in_numel;
-    uint8_t *keep = l->state;
-    l->active = ctx != NULL && ctx->train && l->spec.p > 0.0;
-    if (!l->active) {
-        if (y != x)
-            for (int64_t i = 0; i < batch * n; i++)
-                y[i] = x[i];
-        return;
-    }
-    DT_ASSERT(ctx->positions != NULL);
-    const float p = (float)l->spec.p;
     /* PyTorch multiplies by a float noise value of 1/(1-p) (0 when p = 1). */
-    const float scale = l->spec.p < 1.0 ? (float)(1.0 / (1.0 - l->spec.p)) : 0.0f;
+    return l->spec.p < 1.0 ? (float)(1.0 / (1.0 - l->spec.p)) : 0.0f;
+}
+
+static void forward_part(void *vctx, int t, int nt)
+{
+    const dropout_job *job = vctx;
+    const dt_layer *l = job->l;
+    const dt_forward_ctx *ctx = job->ctx;
+    const int64_t n = l->in_numel;
+    const float *x = job->x;
+    float *y = job->out;
+    uint8_t *keep = l->state;
+    const float p = (float)l->spec.p;
+    const float scale = noise_scale(l);
     const uint32_t c2 = ((uint32_t)DT_RNG_STREAM_DROPOUT << 24) | (uint32_t)l->index;
-    for (int64_t r = 0; r < batch; r++) {
+    int64_t lo, hi;
+    dt_pool_share(job->batch, t, nt, &lo, &hi);
+    for (int64_t r = lo; r < hi; r++) {
         const uint32_t pos = (uint32_t)ctx->positions[r];
         const float *xr = x + r * n;
         float *yr = y + r * n;
@@ -54,6 +67,37 @@ static void dropout_forward(dt_layer *l, const float *x, float *y, int64_t batch
     }
 }
 
+static void dropout_forward(dt_layer *l, const float *x, float *y, int64_t batch,
+                            const dt_forward_ctx *ctx)
+{
+    const int64_t n = l->in_numel;
+    l->active = ctx != NULL && ctx->train && l->spec.p > 0.0;
+    if (!l->active) {
+        if (y != x)
+            for (int64_t i = 0; i < batch * n; i++)
+                y[i] = x[i];
+        return;
+    }
+    DT_ASSERT(ctx->positions != NULL);
+    dropout_job j = {.l = l, .ctx = ctx, .x = x, .out = y, .batch = batch};
+    dt_pool_run(batch * n >= DT_PAR_MIN ? l->pool : NULL, forward_part, &j);
+}
+
+static void backward_part(void *vctx, int t, int nt)
+{
+    const dropout_job *job = vctx;
+    const uint8_t *keep = job->l->state;
+    const float scale = noise_scale(job->l);
+    const float *dy = job->dy;
+    float *dx = job->out;
+    int64_t lo, hi;
+    dt_pool_share(job->n, t, nt, &lo, &hi);
+    /* dy times the forward's noise, as PyTorch (a NaN gradient of a dropped element stays
+     * NaN), and free of branches, so that the loop vectorizes. */
+    for (int64_t i = lo; i < hi; i++)
+        dx[i] = dy[i] * (keep[i] ? scale : 0.0f);
+}
+
 static dt_status dropout_backward(dt_layer *l, const float *x, const float *y, const float *dy,
                                   float *dx, int64_t batch, const dt_backward_hooks *hooks)
 {
@@ -68,12 +112,8 @@ static dt_status dropout_backward(dt_layer *l, const float *x, const float *y, c
             dx[i] = dy[i];
         return DT_OK;
     }
-    const uint8_t *keep = l->state;
-    const float scale = l->spec.p < 1.0 ? (float)(1.0 / (1.0 - l->spec.p)) : 0.0f;
-    /* dy times the forward's noise, as PyTorch (a NaN gradient of a dropped element stays
-     * NaN), and free of branches, so that the loop vectorizes. */
-    for (int64_t i = 0; i < n; i++)
-        dx[i] = dy[i] * (keep[i] ? scale : 0.0f);
+    dropout_job j = {.l = l, .dy = dy, .out = dx, .n = n};
+    dt_pool_run(n >= DT_PAR_MIN ? l->pool : NULL, backward_part, &j);
     return DT_OK;
 }
 

@@ -23,6 +23,9 @@ typedef struct dt_layer_ops {
     /* 1: backward reads the layer's own output y (log_softmax), so a following layer must
      * not overwrite it in place. */
     int needs_output;
+    /* 1: with several threads, backward sums parameter gradients per thread (conv2d, whose
+     * threads take different samples): the model plans l->partial for members 1..n-1. */
+    int grad_partials;
     /* From l->spec and l->in: sets l->out, l->param_count (weight_count + bias_count),
      * l->state_bytes (per sample, saved by forward for backward) and l->ws_bytes (shared
      * scratch for one call). Rejects a bad spec/shape with DT_ERR_INVALID. */
@@ -53,10 +56,20 @@ struct dt_layer {
     size_t state_bytes;
     void *state;
     int active; /* dropout: the last forward applied a mask */
-    /* Scratch shared by all layers (used within one forward/backward call only). */
+    /* Scratch shared by all layers (used within one forward/backward call only); member
+     * t of the thread team uses ws + t * ws_stride (floats). */
     size_t ws_bytes;
     float *ws;
+    size_t ws_stride;
+    /* The model's thread team (NULL: one thread) and, for grad_partials layers, member t's
+     * (t >= 1) parameter-gradient partial at partial + (t - 1) * param_count. */
+    struct dt_pool *pool;
+    float *partial;
 };
+
+/* Below this many elements (or multiply-adds) a layer runs on one thread: waking the team
+ * costs a few microseconds. */
+#define DT_PAR_MIN 32768
 
 extern const dt_layer_ops dt_linear_ops;
 extern const dt_layer_ops dt_conv2d_ops;

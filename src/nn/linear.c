@@ -1,6 +1,9 @@
-/* linear.c — torch.nn.Linear: y (B, out) = x (B, in) @ W^T (out, in) + b (out). */
+/* linear.c — torch.nn.Linear: y (B, out) = x (B, in) @ W^T (out, in) + b (out).
+ * With a thread team, the products are split: y and dx by rows of the batch, dW by rows
+ * (output features), each member calling sgemm on its part; member 0 also sums db. */
 #include <cblas.h>
 
+#include "core/pool.h"
 #include "nn/layer_internal.h"
 #include "tensor/kernels.h"
 
@@ -28,7 +31,39 @@ static int linear_weight_shape(const dt_layer *l, int64_t shape[DT_MAX_DIMS])
     return 2;
 }
 
-static int64_t linear_fan_in(const dt_layer *l) { return l->in.d[0]; }
+static int64_t linear_fan_in(const dt_layer *l)
+{
+    return l->in.d[0];
+}
+
+typedef struct linear_job {
+    const dt_layer *l;
+    const float *x, *dy;
+    float *y, *dx;
+    int64_t batch;
+} linear_job;
+
+/* Small products run on one thread: waking the team costs more than it saves. */
+static dt_pool *team_for(const dt_layer *l, int64_t batch)
+{
+    return batch * l->in_numel * l->out_numel >= 64 * DT_PAR_MIN ? l->pool : NULL;
+}
+
+static void forward_part(void *ctx, int t, int nt)
+{
+    const linear_job *j = ctx;
+    const dt_layer *l = j->l;
+    const int64_t in = l->in_numel, out = l->out_numel;
+    int64_t lo, hi;
+    dt_pool_share(j->batch, t, nt, &lo, &hi);
+    if (hi == lo)
+        return;
+    float *y = j->y + lo * out;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(hi - lo), (int)out, (int)in, 1.0f,
+                j->x + lo * in, (int)in, l->w, (int)in, 0.0f, y, (int)out);
+    if (l->b != NULL)
+        dt_add_bias_rows(y, l->b, hi - lo, out);
+}
 
 static void linear_forward(dt_layer *l, const float *x, float *y, int64_t batch,
                            const dt_forward_ctx *ctx)
@@ -36,11 +71,29 @@ static void linear_forward(dt_layer *l, const float *x, float *y, int64_t batch,
     (void)ctx;
     if (batch == 0)
         return;
-    const int64_t in = l->in_numel, out = l->out_numel;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)batch, (int)out, (int)in, 1.0f, x,
-                (int)in, l->w, (int)in, 0.0f, y, (int)out);
-    if (l->b != NULL)
-        dt_add_bias_rows(y, l->b, batch, out);
+    linear_job j = {.l = l, .x = x, .y = y, .batch = batch};
+    dt_pool_run(team_for(l, batch), forward_part, &j);
+}
+
+static void backward_part(void *ctx, int t, int nt)
+{
+    const linear_job *j = ctx;
+    const dt_layer *l = j->l;
+    const int64_t in = l->in_numel, out = l->out_numel, batch = j->batch;
+    int64_t lo, hi;
+    /* dW rows [lo, hi) (out, in) += dy[:, lo:hi]^T (hi-lo, B) @ x (B, in) */
+    dt_pool_share(out, t, nt, &lo, &hi);
+    if (hi > lo)
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)(hi - lo), (int)in, (int)batch,
+                    1.0f, j->dy + lo, (int)out, j->x, (int)in, 1.0f, l->dw + lo * in, (int)in);
+    if (t == 0 && l->db != NULL)
+        dt_sum_rows_add(j->dy, batch, out, l->db);
+    /* dx rows [lo, hi) (B, in) = dy[lo:hi] (hi-lo, out) @ W (out, in) */
+    dt_pool_share(batch, t, nt, &lo, &hi);
+    if (j->dx != NULL && hi > lo)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(hi - lo), (int)in, (int)out,
+                    1.0f, j->dy + lo * out, (int)out, l->w, (int)in, 0.0f, j->dx + lo * in,
+                    (int)in);
 }
 
 static dt_status linear_backward(dt_layer *l, const float *x, const float *y, const float *dy,
@@ -50,16 +103,8 @@ static dt_status linear_backward(dt_layer *l, const float *x, const float *y, co
     (void)hooks;
     if (batch == 0)
         return DT_OK;
-    const int64_t in = l->in_numel, out = l->out_numel;
-    /* dW (out, in) += dy^T (out, B) @ x (B, in) */
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)out, (int)in, (int)batch, 1.0f, dy,
-                (int)out, x, (int)in, 1.0f, l->dw, (int)in);
-    if (l->db != NULL)
-        dt_sum_rows_add(dy, batch, out, l->db);
-    /* dx (B, in) = dy (B, out) @ W (out, in) */
-    if (dx != NULL)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)batch, (int)in, (int)out,
-                    1.0f, dy, (int)out, l->w, (int)in, 0.0f, dx, (int)in);
+    linear_job j = {.l = l, .x = x, .dy = dy, .dx = dx, .batch = batch};
+    dt_pool_run(team_for(l, batch), backward_part, &j);
     return DT_OK;
 }
 

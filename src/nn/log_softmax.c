@@ -7,8 +7,10 @@
 static dt_status lsm_plan(dt_layer *l)
 {
     if (l->in.ndim != 1)
-        return dt_fail(DT_ERR_INVALID, "layer %d (log_softmax): input must be a feature vector, "
-                       "got %d dims", l->index, l->in.ndim);
+        return dt_fail(DT_ERR_INVALID,
+                       "layer %d (log_softmax): input must be a feature vector, "
+                       "got %d dims",
+                       l->index, l->in.ndim);
     l->out = l->in;
     return DT_OK;
 }

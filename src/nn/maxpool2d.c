@@ -1,9 +1,10 @@
 /* maxpool2d.c — torch.nn.MaxPool2d(kernel, stride) without padding. Semantics from
  * PyTorch 1.13's CPU kernel: the first maximum in row-major window order wins ties, a NaN
  * is taken as the maximum (it propagates), and backward routes the whole output gradient
- * to the saved argmax. */
+ * to the saved argmax. With a thread team each member takes its own samples. */
 #include <string.h>
 
+#include "core/pool.h"
 #include "nn/layer_internal.h"
 
 static dt_status pool_plan(dt_layer *l)
@@ -29,14 +30,25 @@ static dt_status pool_plan(dt_layer *l)
     return DT_OK;
 }
 
-static void pool_forward(dt_layer *l, const float *x, float *y, int64_t batch,
-                         const dt_forward_ctx *ctx)
+typedef struct pool_job {
+    const dt_layer *l;
+    const float *x, *dy;
+    float *out;
+    int64_t batch;
+} pool_job;
+
+static void forward_part(void *ctx, int t, int nt)
 {
-    (void)ctx;
+    const pool_job *job = ctx;
+    const dt_layer *l = job->l;
+    const float *x = job->x;
+    float *y = job->out;
     const int64_t C = l->in.d[0], H = l->in.d[1], W = l->in.d[2];
     const int64_t OH = l->out.d[1], OW = l->out.d[2], k = l->spec.kernel, s = l->spec.stride;
     int32_t *arg = l->state;
-    for (int64_t n = 0; n < batch; n++) {
+    int64_t lo, hi;
+    dt_pool_share(job->batch, t, nt, &lo, &hi);
+    for (int64_t n = lo; n < hi; n++) {
         for (int64_t c = 0; c < C; c++) {
             const float *xc = x + (n * C + c) * H * W;
             float *yc = y + (n * C + c) * OH * OW;
@@ -55,15 +67,15 @@ static void pool_forward(dt_layer *l, const float *x, float *y, int64_t batch,
                                     f = r1[2 * ow + 1];
                         float m = a;
                         int32_t best = j;
-                        int t = (b > m) | (b != b);
-                        m = t ? b : m;
-                        best = t ? j + 1 : best;
-                        t = (e > m) | (e != e);
-                        m = t ? e : m;
-                        best = t ? w + j : best;
-                        t = (f > m) | (f != f);
-                        m = t ? f : m;
-                        best = t ? w + j + 1 : best;
+                        int up = (b > m) | (b != b);
+                        m = up ? b : m;
+                        best = up ? j + 1 : best;
+                        up = (e > m) | (e != e);
+                        m = up ? e : m;
+                        best = up ? w + j : best;
+                        up = (f > m) | (f != f);
+                        m = up ? f : m;
+                        best = up ? w + j + 1 : best;
                         yc[oh * OW + ow] = m;
                         ac[oh * OW + ow] = row + best;
                     }
@@ -93,6 +105,30 @@ static void pool_forward(dt_layer *l, const float *x, float *y, int64_t batch,
     }
 }
 
+static void pool_forward(dt_layer *l, const float *x, float *y, int64_t batch,
+                         const dt_forward_ctx *ctx)
+{
+    (void)ctx;
+    pool_job j = {.l = l, .x = x, .out = y, .batch = batch};
+    dt_pool_run(batch * l->in_numel >= DT_PAR_MIN ? l->pool : NULL, forward_part, &j);
+}
+
+static void backward_part(void *ctx, int t, int nt)
+{
+    const pool_job *job = ctx;
+    const dt_layer *l = job->l;
+    const int64_t on = l->out_numel, in = l->in_numel;
+    const int32_t *arg = l->state;
+    const float *dy = job->dy;
+    float *dx = job->out;
+    int64_t lo, hi;
+    dt_pool_share(job->batch, t, nt, &lo, &hi);
+    memset(dx + lo * in, 0, (size_t)((hi - lo) * in) * sizeof(float));
+    for (int64_t n = lo; n < hi; n++)
+        for (int64_t o = 0; o < on; o++)
+            dx[n * in + arg[n * on + o]] += dy[n * on + o];
+}
+
 static dt_status pool_backward(dt_layer *l, const float *x, const float *y, const float *dy,
                                float *dx, int64_t batch, const dt_backward_hooks *hooks)
 {
@@ -101,12 +137,8 @@ static dt_status pool_backward(dt_layer *l, const float *x, const float *y, cons
     (void)hooks;
     if (dx == NULL)
         return DT_OK;
-    const int64_t on = l->out_numel, in = l->in_numel;
-    const int32_t *arg = l->state;
-    memset(dx, 0, (size_t)(batch * in) * sizeof(float));
-    for (int64_t n = 0; n < batch; n++)
-        for (int64_t o = 0; o < on; o++)
-            dx[n * in + arg[n * on + o]] += dy[n * on + o];
+    pool_job j = {.l = l, .dy = dy, .out = dx, .batch = batch};
+    dt_pool_run(batch * l->in_numel >= DT_PAR_MIN ? l->pool : NULL, backward_part, &j);
     return DT_OK;
 }
 

@@ -5,14 +5,15 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/pool.h"
 #include "dtrain/model.h"
 #include "dtrain/rng.h"
 #include "nn/layer_internal.h"
 
 struct dt_model {
     int nlayers;
-    dt_layer *layers;       /* [nlayers] */
-    dt_shape *shapes;       /* [nlayers + 1]: input of each layer, then the output */
+    dt_layer *layers; /* [nlayers] */
+    dt_shape *shapes; /* [nlayers + 1]: input of each layer, then the output */
     int64_t max_batch;
     size_t nparams;
     float *params, *grads;
@@ -20,24 +21,35 @@ struct dt_model {
     dt_param_info *tensors; /* [ntensors] */
     float **act;            /* [nlayers + 1] activation buffers (max_batch x numel) */
     float *act_arena;
-    float *gbuf[2];         /* ping-pong activation gradients (max_batch x max numel) */
+    float *gbuf[2]; /* ping-pong activation gradients (max_batch x max numel) */
     unsigned char *state_arena;
     float *ws;
+    size_t ws_bytes; /* one member's workspace, rounded to 64 bytes */
     size_t activation_bytes;
-    int input_grad;         /* compute dL/d(model input) in backward */
+    int input_grad;  /* compute dL/d(model input) in backward */
+    dt_pool *pool;   /* dt_model_set_threads; NULL: one thread */
+    float *partials; /* members 1..n-1's parameter-gradient partials */
 };
 
 static const dt_layer_ops *ops_for(dt_layer_kind kind)
 {
     switch (kind) {
-    case DT_LAYER_LINEAR: return &dt_linear_ops;
-    case DT_LAYER_CONV2D: return &dt_conv2d_ops;
-    case DT_LAYER_MAXPOOL2D: return &dt_maxpool2d_ops;
-    case DT_LAYER_RELU: return &dt_relu_ops;
-    case DT_LAYER_DROPOUT: return &dt_dropout_ops;
-    case DT_LAYER_FLATTEN: return &dt_flatten_ops;
-    case DT_LAYER_LOG_SOFTMAX: return &dt_log_softmax_ops;
-    default: return NULL;
+    case DT_LAYER_LINEAR:
+        return &dt_linear_ops;
+    case DT_LAYER_CONV2D:
+        return &dt_conv2d_ops;
+    case DT_LAYER_MAXPOOL2D:
+        return &dt_maxpool2d_ops;
+    case DT_LAYER_RELU:
+        return &dt_relu_ops;
+    case DT_LAYER_DROPOUT:
+        return &dt_dropout_ops;
+    case DT_LAYER_FLATTEN:
+        return &dt_flatten_ops;
+    case DT_LAYER_LOG_SOFTMAX:
+        return &dt_log_softmax_ops;
+    default:
+        return NULL;
     }
 }
 
@@ -88,10 +100,9 @@ dt_status dt_model_create(const dt_layer_spec *specs, int nlayers, const dt_shap
     m->max_batch = max_batch;
     m->input_grad = 1;
     DT_TRY(dt_alloc(sizeof(dt_layer) * (size_t)nlayers, "model layers", (void **)&m->layers));
-    DT_TRY(dt_alloc(sizeof(dt_shape) * (size_t)(nlayers + 1), "model shapes",
-                    (void **)&m->shapes));
-    DT_TRY(dt_alloc(sizeof(float *) * (size_t)(nlayers + 1), "model activations",
-                    (void **)&m->act));
+    DT_TRY(dt_alloc(sizeof(dt_shape) * (size_t)(nlayers + 1), "model shapes", (void **)&m->shapes));
+    DT_TRY(
+        dt_alloc(sizeof(float *) * (size_t)(nlayers + 1), "model activations", (void **)&m->act));
 
     /* Plan: shapes, parameter counts, state and workspace sizes. */
     m->shapes[0] = *input;
@@ -139,11 +150,12 @@ dt_status dt_model_create(const dt_layer_spec *specs, int nlayers, const dt_shap
         DT_TRY(dt_alloc((size_t)(max_batch * max_numel) * sizeof(float), "activation gradients",
                         (void **)&m->gbuf[g]));
     DT_TRY(dt_alloc(state_total, "layer state", (void **)&m->state_arena));
+    m->ws_bytes = (ws_bytes + 63u) & ~(size_t)63u;
     DT_TRY(dt_alloc(ws_bytes, "workspace", (void **)&m->ws));
-    DT_TRY(dt_alloc(sizeof(dt_param_info) * (size_t)(ntensors > 0 ? ntensors : 1),
-                    "tensor table", (void **)&m->tensors));
-    m->activation_bytes = (act_total + 2 * (size_t)(max_batch * max_numel)) * sizeof(float) +
-                          state_total + ws_bytes;
+    DT_TRY(dt_alloc(sizeof(dt_param_info) * (size_t)(ntensors > 0 ? ntensors : 1), "tensor table",
+                    (void **)&m->tensors));
+    m->activation_bytes =
+        (act_total + 2 * (size_t)(max_batch * max_numel)) * sizeof(float) + state_total + ws_bytes;
 
     /* Hand out views. */
     float *a = m->act_arena;
@@ -159,6 +171,7 @@ dt_status dt_model_create(const dt_layer_spec *specs, int nlayers, const dt_shap
     for (int i = 0; i < nlayers; i++) {
         dt_layer *l = &m->layers[i];
         l->ws = m->ws;
+        l->ws_stride = m->ws_bytes / sizeof(float);
         l->state = l->state_bytes ? s : NULL;
         s += ((l->state_bytes * (size_t)max_batch) + 63u) & ~(size_t)63u;
         if (l->weight_count > 0) {
@@ -187,8 +200,10 @@ dt_status dt_model_create(const dt_layer_spec *specs, int nlayers, const dt_shap
     for (int i = 0; i < m->ntensors; i++)
         for (int j = 0; j < i; j++)
             if (strcmp(m->tensors[i].name, m->tensors[j].name) == 0) {
-                st = dt_fail(DT_ERR_INVALID, "model: two tensors named '%s' (layer names must "
-                             "be unique)", m->tensors[i].name);
+                st = dt_fail(DT_ERR_INVALID,
+                             "model: two tensors named '%s' (layer names must "
+                             "be unique)",
+                             m->tensors[i].name);
                 goto fail;
             }
     *out = m;
@@ -209,6 +224,8 @@ void dt_model_free(dt_model *m)
     dt_free(m->gbuf[1]);
     dt_free(m->state_arena);
     dt_free(m->ws);
+    dt_free(m->partials);
+    dt_pool_free(m->pool);
     dt_free(m->tensors);
     dt_free(m->act);
     dt_free(m->shapes);
@@ -216,7 +233,55 @@ void dt_model_free(dt_model *m)
     dt_free(m);
 }
 
-int dt_model_layer_count(const dt_model *m) { return m->nlayers; }
+dt_status dt_model_set_threads(dt_model *m, int nthreads)
+{
+    dt_status st = DT_OK;
+    float *ws = NULL, *partials = NULL;
+    dt_pool *pool = NULL;
+    if (nthreads < 1 || nthreads > 1024)
+        return dt_fail(DT_ERR_INVALID, "model: %d threads: must be in [1, 1024]", nthreads);
+    size_t partial_count = 0;
+    for (int i = 0; i < m->nlayers; i++)
+        if (m->layers[i].ops->grad_partials && m->layers[i].param_count > partial_count)
+            partial_count = m->layers[i].param_count;
+    const size_t n = (size_t)nthreads;
+    DT_TRY(dt_alloc(n * m->ws_bytes, "workspace", (void **)&ws));
+    if (n > 1 && partial_count > 0)
+        DT_TRY(dt_alloc((n - 1) * partial_count * sizeof(float), "gradient partials",
+                        (void **)&partials));
+    if (n > 1)
+        DT_TRY(dt_pool_create(nthreads, &pool));
+    dt_free(m->ws);
+    dt_free(m->partials);
+    dt_pool_free(m->pool);
+    m->ws = ws;
+    m->partials = partials;
+    m->pool = pool;
+    m->activation_bytes += (n - 1) * (m->ws_bytes + partial_count * sizeof(float));
+    for (int i = 0; i < m->nlayers; i++) {
+        dt_layer *l = &m->layers[i];
+        l->ws = ws;
+        l->ws_stride = m->ws_bytes / sizeof(float);
+        l->pool = pool;
+        l->partial = l->ops->grad_partials ? partials : NULL;
+    }
+    return DT_OK;
+fail:
+    dt_free(ws);
+    dt_free(partials);
+    dt_pool_free(pool);
+    return st;
+}
+
+int dt_model_threads(const dt_model *m)
+{
+    return dt_pool_size(m->pool);
+}
+
+int dt_model_layer_count(const dt_model *m)
+{
+    return m->nlayers;
+}
 
 const dt_layer_spec *dt_model_layer_spec(const dt_model *m, int layer)
 {
@@ -230,11 +295,26 @@ const dt_shape *dt_model_shape(const dt_model *m, int i)
     return &m->shapes[i];
 }
 
-int64_t dt_model_max_batch(const dt_model *m) { return m->max_batch; }
-size_t dt_model_param_count(const dt_model *m) { return m->nparams; }
-float *dt_model_params(dt_model *m) { return m->params; }
-float *dt_model_grads(dt_model *m) { return m->grads; }
-int dt_model_tensor_count(const dt_model *m) { return m->ntensors; }
+int64_t dt_model_max_batch(const dt_model *m)
+{
+    return m->max_batch;
+}
+size_t dt_model_param_count(const dt_model *m)
+{
+    return m->nparams;
+}
+float *dt_model_params(dt_model *m)
+{
+    return m->params;
+}
+float *dt_model_grads(dt_model *m)
+{
+    return m->grads;
+}
+int dt_model_tensor_count(const dt_model *m)
+{
+    return m->ntensors;
+}
 
 const dt_param_info *dt_model_tensor(const dt_model *m, int i)
 {
@@ -250,7 +330,10 @@ const dt_param_info *dt_model_find_tensor(const dt_model *m, const char *name)
     return NULL;
 }
 
-size_t dt_model_activation_bytes(const dt_model *m) { return m->activation_bytes; }
+size_t dt_model_activation_bytes(const dt_model *m)
+{
+    return m->activation_bytes;
+}
 
 void dt_model_init_params(dt_model *m, uint64_t seed)
 {
@@ -267,8 +350,8 @@ void dt_model_init_params(dt_model *m, uint64_t seed)
         for (int k = 0; k < 2; k++) {
             for (size_t e = 0; e < cnt[k]; e += 4) {
                 uint32_t w[4];
-                dt_philox(seed, (uint32_t)(e / 4), (uint32_t)((uint64_t)e >> 34), (uint32_t)k,
-                          c3, w);
+                dt_philox(seed, (uint32_t)(e / 4), (uint32_t)((uint64_t)e >> 34), (uint32_t)k, c3,
+                          w);
                 for (size_t j = 0; j < 4 && e + j < cnt[k]; j++)
                     t[k][e + j] = (float)(bound * (2.0 * dt_u01d(w[j]) - 1.0));
             }
@@ -282,8 +365,14 @@ float *dt_model_activation(dt_model *m, int i)
     return m->act[i];
 }
 
-float *dt_model_input(dt_model *m) { return m->act[0]; }
-const float *dt_model_output(const dt_model *m) { return m->act[m->nlayers]; }
+float *dt_model_input(dt_model *m)
+{
+    return m->act[0];
+}
+const float *dt_model_output(const dt_model *m)
+{
+    return m->act[m->nlayers];
+}
 
 float *dt_model_activation_grad(dt_model *m, int i)
 {
@@ -291,7 +380,10 @@ float *dt_model_activation_grad(dt_model *m, int i)
     return m->gbuf[i % 2];
 }
 
-void dt_model_set_input_grad(dt_model *m, int enabled) { m->input_grad = enabled != 0; }
+void dt_model_set_input_grad(dt_model *m, int enabled)
+{
+    m->input_grad = enabled != 0;
+}
 
 static dt_status check_range(const dt_model *m, int first, int last, int64_t batch)
 {
@@ -336,8 +428,7 @@ dt_status dt_model_backward_range(dt_model *m, int first, int last, int64_t batc
     for (int i = last - 1; i >= first && i >= lowest; i--) {
         dt_layer *l = &m->layers[i];
         float *dx = (i > lowest || m->input_grad) ? m->gbuf[i % 2] : NULL;
-        st = l->ops->backward(l, m->act[i], m->act[i + 1], m->gbuf[(i + 1) % 2], dx, batch,
-                              hooks);
+        st = l->ops->backward(l, m->act[i], m->act[i + 1], m->gbuf[(i + 1) % 2], dx, batch, hooks);
         if (st != DT_OK)
             return st;
         if (hooks != NULL && hooks->grads_ready != NULL && l->param_count > 0) {
@@ -357,7 +448,10 @@ dt_status dt_model_backward(dt_model *m, int64_t batch, const dt_backward_hooks 
     return dt_model_backward_range(m, 0, m->nlayers, batch, hooks);
 }
 
-void dt_model_zero_grads(dt_model *m) { memset(m->grads, 0, m->nparams * sizeof(float)); }
+void dt_model_zero_grads(dt_model *m)
+{
+    memset(m->grads, 0, m->nparams * sizeof(float));
+}
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n)
 {
@@ -381,8 +475,8 @@ uint64_t dt_model_signature(const dt_model *m)
     }
     for (int i = 0; i < m->nlayers; i++) {
         const dt_layer_spec *sp = &m->layers[i].spec;
-        int64_t v[7] = {sp->kind, sp->out_features, sp->out_channels, sp->kernel, sp->stride,
-                        sp->padding, sp->bias};
+        int64_t v[7] = {sp->kind,   sp->out_features, sp->out_channels, sp->kernel,
+                        sp->stride, sp->padding,      sp->bias};
         h = fnv(h, v, sizeof v);
         h = fnv(h, &sp->p, sizeof sp->p);
         h = fnv(h, sp->name, strlen(sp->name));

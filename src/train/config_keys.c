@@ -269,7 +269,8 @@ static const key_def keys[] = {
     NUM("train.seed", KEY_UINT64, train.seed, 0, 0, 0,
         "seed of the initial weights, the shuffle and the dropout masks"),
     NUM("train.threads", KEY_INT, train.threads, LO | HI, 0, 1024,
-        "BLAS threads per rank; 0: OPENBLAS_NUM_THREADS, else cores / ranks on the node"),
+        "threads per rank, each calling BLAS single-threaded; 0: OPENBLAS_NUM_THREADS, else "
+        "cores / ranks on the node"),
     NUM("train.max_steps", KEY_INT64, train.max_steps, LO, 0, 0,
         "stop after this many optimizer steps; 0: no limit"),
     NUM("train.log_every", KEY_INT64, train.log_every, LO, 0, 0,

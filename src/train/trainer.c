@@ -113,6 +113,12 @@ dt_status dt_trainer_create(const dt_config *cfg, dt_comm *world, dt_trainer **o
     DT_TRY(dt_model_create(cfg->layers, cfg->nlayers, &t->train.sample_shape, t->micro_max,
                            &t->model));
     dt_model_set_input_grad(t->model, 0);
+    /* train.threads: the model's own team, each member calling BLAS single-threaded, so
+     * that one team of threads is busy at a time (0: leave BLAS as the caller set it). */
+    if (cfg->train.threads > 0) {
+        dt_blas_set_threads(1);
+        DT_TRY(dt_model_set_threads(t->model, cfg->train.threads));
+    }
     dt_model_init_params(t->model, cfg->train.seed);
     DT_TRY(check_data_vs_model(t));
     t->out_width = dt_model_shape(t->model, dt_model_layer_count(t->model))->d[0];

@@ -37,8 +37,10 @@ static void test_mlp_step_allocates_nothing(void **state)
 {
     (void)state;
     dt_config cfg = dt_config_default();
-    DT_ASSERT_OK(dt_config_set(&cfg, "model.layers=flatten, linear 128, relu, dropout 0.2, "
-                                     "linear 10", "test"));
+    DT_ASSERT_OK(dt_config_set(&cfg,
+                               "model.layers=flatten, linear 128, relu, dropout 0.2, "
+                               "linear 10",
+                               "test"));
     DT_ASSERT_OK(dt_config_set(&cfg, "loss.kind=cross_entropy", "test"));
     DT_ASSERT_OK(dt_config_set(&cfg, "train.max_steps=6", "test"));
     DT_ASSERT_OK(dt_config_set(&cfg, "train.eval=off", "test"));
@@ -55,12 +57,26 @@ static void test_convnet_step_allocates_nothing(void **state)
     run_counted(&cfg, "convnet");
 }
 
+/* The same on a team of two threads (dt_model_set_threads): its workspaces and partial
+ * sums are planned at start-up too. */
+static void test_convnet_two_threads_allocate_nothing(void **state)
+{
+    (void)state;
+    dt_config cfg = dt_config_default();
+    DT_ASSERT_OK(dt_config_set(&cfg, "train.max_steps=3", "test"));
+    DT_ASSERT_OK(dt_config_set(&cfg, "train.batch=16", "test"));
+    DT_ASSERT_OK(dt_config_set(&cfg, "train.threads=2", "test"));
+    DT_ASSERT_OK(dt_config_set(&cfg, "train.eval=off", "test"));
+    run_counted(&cfg, "convnet, 2 threads");
+}
+
 int main(void)
 {
     dt_blas_set_threads(1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mlp_step_allocates_nothing),
         cmocka_unit_test(test_convnet_step_allocates_nothing),
+        cmocka_unit_test(test_convnet_two_threads_allocate_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

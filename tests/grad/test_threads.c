@@ -1,0 +1,151 @@
+/* test_threads.c — a model on several threads (dt_model_set_threads) against the same
+ * model on one: convolution, ReLU, max-pooling and dropout outputs bit for bit (each
+ * member maps its own samples or elements), and the linear layer's output, every
+ * parameter gradient and the input gradient within float rounding (split products and
+ * per-thread partial sums change the summation order only). Also batches smaller than
+ * the team, and a batch of 0. The shapes are large enough that every layer uses the team
+ * (DT_PAR_MIN). */
+#include "dt_test.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtrain/model.h"
+#include "dtrain/train.h"
+#include "grad_util.h"
+
+#define MAX_BATCH 8
+/* conv 8 3x3, relu, maxpool 2, dropout 0.3, flatten, linear 256, relu, linear 10 on
+ * (2, 28, 28): 8 x 8 x 26 x 26 = 43,264 conv outputs, linear 8 x 1352 x 256 = 2.8 M
+ * multiply-adds, both above the thresholds. */
+#define NLAYERS 9
+static dt_layer_spec specs[NLAYERS];
+static const dt_shape *in_shape(void)
+{
+    static dt_shape s;
+    s = gu_shape3(2, 28, 28);
+    return &s;
+}
+
+static dt_model *make(int threads)
+{
+    specs[0] = gu_conv(8, 3, 1, 0, 1);
+    specs[1] = gu_kind(DT_LAYER_RELU);
+    specs[2] = gu_pool(2, 2);
+    specs[3] = gu_dropout(0.3);
+    specs[4] = gu_kind(DT_LAYER_FLATTEN);
+    specs[5] = gu_linear(256, 1);
+    specs[6] = gu_kind(DT_LAYER_RELU);
+    specs[7] = gu_linear(10, 1);
+    specs[8] = gu_kind(DT_LAYER_LOG_SOFTMAX);
+    dt_model *m = NULL;
+    DT_ASSERT_OK(dt_model_create(specs, NLAYERS, in_shape(), MAX_BATCH, &m));
+    DT_ASSERT_OK(dt_model_set_threads(m, threads));
+    assert_int_equal(dt_model_threads(m), threads);
+    dt_model_init_params(m, 7);
+    return m;
+}
+
+/* Forward and backward of `batch` samples; dL/d(output) is fixed noise. */
+static void step(dt_model *m, int64_t batch)
+{
+    static const int64_t pos[MAX_BATCH] = {5, 3, 8, 1, 9, 2, 7, 4};
+    const size_t in = (size_t)dt_shape_numel(in_shape());
+    gu_fill(dt_model_input(m), in * MAX_BATCH, 11, GU_UNIFORM);
+    const dt_forward_ctx ctx = {.train = 1, .seed = 3, .epoch = 1, .positions = pos};
+    DT_ASSERT_OK(dt_model_forward(m, batch, &ctx));
+    gu_fill(dt_model_activation_grad(m, NLAYERS), 10 * MAX_BATCH, 12, GU_UNIFORM);
+    dt_model_zero_grads(m);
+    DT_ASSERT_OK(dt_model_backward(m, batch, NULL));
+}
+
+static void compare(int threads, int64_t batch)
+{
+    dt_model *one = make(1), *team = make(threads);
+    step(one, batch);
+    step(team, batch);
+    char name[96];
+    /* Boundaries 1..5: after conv, relu, pool, dropout, flatten. */
+    for (int i = 1; i <= 5; i++) {
+        snprintf(name, sizeof name, "%d threads, batch %lld: activation %d", threads,
+                 (long long)batch, i);
+        const size_t n = (size_t)(batch * dt_shape_numel(dt_model_shape(one, i)));
+        assert_true(dt_check_equal_bits(name, dt_model_activation(team, i),
+                                        dt_model_activation(one, i), n));
+    }
+    snprintf(name, sizeof name, "%d threads, batch %lld: output", threads, (long long)batch);
+    assert_true(dt_check_close_ff(name, dt_model_output(team), dt_model_output(one),
+                                  (size_t)batch * 10, 1e-6, 1e-5));
+    /* The convolution's weight gradients sum 8 x 26 x 26 = 5,408 products per element, in
+     * per-thread partial sums here: measured differences up to 9e-8 absolute, 7e-6
+     * relative (on elements near 0); 1e-6 + 1e-5 |ref| leaves a margin of ten. */
+    const double tol = 1e-6;
+    snprintf(name, sizeof name, "%d threads, batch %lld: parameter gradients", threads,
+             (long long)batch);
+    assert_true(dt_check_close_ff(name, dt_model_grads(team), dt_model_grads(one),
+                                  dt_model_param_count(one), tol, 1e-5));
+    snprintf(name, sizeof name, "%d threads, batch %lld: input gradient", threads,
+             (long long)batch);
+    assert_true(dt_check_close_ff(name, dt_model_activation_grad(team, 0),
+                                  dt_model_activation_grad(one, 0),
+                                  (size_t)(batch * dt_shape_numel(in_shape())), tol, 1e-5));
+    dt_model_free(one);
+    dt_model_free(team);
+}
+
+static void test_two_and_three_threads(void **state)
+{
+    (void)state;
+    compare(2, MAX_BATCH);
+    compare(3, MAX_BATCH);
+    compare(3, 7); /* members with unequal shares */
+}
+
+static void test_batch_below_team(void **state)
+{
+    (void)state;
+    compare(3, 2); /* one member without a sample */
+    compare(4, 1);
+    compare(2, 0);
+}
+
+/* The team's partial sums are not lost: a gradient accumulates over two backward passes
+ * exactly as on one thread (within rounding), not just the last. */
+static void test_accumulates(void **state)
+{
+    (void)state;
+    dt_model *one = make(1), *team = make(2);
+    dt_model *ms[2] = {one, team};
+    for (int k = 0; k < 2; k++) {
+        step(ms[k], MAX_BATCH);
+        DT_ASSERT_OK(dt_model_backward(ms[k], MAX_BATCH, NULL)); /* += the same again */
+    }
+    assert_true(dt_check_close_ff("accumulated gradients", dt_model_grads(team),
+                                  dt_model_grads(one), dt_model_param_count(one), 2e-6, 1e-5));
+    dt_model_free(one);
+    dt_model_free(team);
+}
+
+static void test_refused(void **state)
+{
+    (void)state;
+    dt_model *m = make(1);
+    assert_int_equal(dt_model_set_threads(m, 0), DT_ERR_INVALID);
+    assert_int_equal(dt_model_set_threads(m, 1025), DT_ERR_INVALID);
+    assert_int_equal(dt_model_threads(m), 1);
+    dt_model_free(m);
+}
+
+int main(void)
+{
+    dt_blas_set_threads(1);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_two_and_three_threads),
+        cmocka_unit_test(test_batch_below_team),
+        cmocka_unit_test(test_accumulates),
+        cmocka_unit_test(test_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
