@@ -249,10 +249,15 @@ char *dt_cx_slot(const dt_comm_req *q, int slot);
 /* The scratch buffer of q's group, grown to nbytes if needed (counted in
  * stats.allocations). */
 dt_status dt_cx_scratch(dt_comm_req *q, size_t nbytes, char **out);
-/* Polling helper: yields after a few empty polls, sleeps after a long idle time. */
+/* Polling helper: yields after a few empty polls, sleeps after a long idle time unless
+ * `opaque`: then the wait is on one of MPI's own non-blocking operations, whose rounds
+ * advance inside MPI_Test without any visible change until the end, so a poll that looks
+ * empty may have moved it on (a 16 MiB MPI_Ireduce took 70x MPI_Reduce's time with 50 us
+ * sleeps between polls). */
 typedef struct dt_cx_poller {
     unsigned empty;
     double idle_since;
+    int opaque;
 } dt_cx_poller;
 void dt_cx_poll_idle(dt_cx_poller *p, int changed);
 

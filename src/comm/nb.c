@@ -308,7 +308,7 @@ void dt_cx_poll_idle(dt_cx_poller *p, int changed)
         return; /* spin a little: the answer is usually microseconds away */
     if (p->empty == 16)
         p->idle_since = dt_now();
-    if (dt_now() - p->idle_since < 0.01) {
+    if (p->opaque || dt_now() - p->idle_since < 0.01) {
         sched_yield();
     } else {
         /* Idle for 10 ms: a peer is late (computing, or stuck). Sleeping 50 us per poll
@@ -372,7 +372,7 @@ dt_status dt_comm_wait(dt_comm_req **reqp)
     dt_comm_req *q = *reqp;
     if (q == NULL)
         return DT_OK;
-    dt_cx_poller p = {0, 0.0};
+    dt_cx_poller p = {0, 0.0, q->impl == DT_IMPL_MPI};
     while (q->state == DT_REQ_ACTIVE) {
         int changed = 0;
         dt_status st = dt_cx_progress(q->comm, &changed);

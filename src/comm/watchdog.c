@@ -188,7 +188,7 @@ dt_status dt_cx_watchdog(dt_comm_req *q)
         MPI_Isend(me, DT_WD_FIELDS, MPI_INT64_T, p, DT_TAG_WD_ASK, c->ctrl, &rq[n + p]);
     }
     double grace = grace_period(c->opt.timeout_s), end = now + grace;
-    dt_cx_poller poll = {0, 0.0};
+    dt_cx_poller poll = {0, 0.0, 0};
     for (;;) {
         int heard_all = 1, changed = 0;
         for (int p = 0; p < n; p++) {
