@@ -8,8 +8,8 @@
 # each on seeds 1, 2 and 3. "Within 2 epochs": the best test accuracy after epoch 1 or 2;
 # a config that trains more than 2 epochs fails the check. Prints a table; exits 1 if any
 # run misses its target or fails. `make check-accuracy` runs it (slow: each ConvNet seed
-# takes minutes, 339 s for its 2 epochs niced on a busy 2-core machine; an MLP seed about
-# 5 seconds).
+# takes minutes, about 145 s for its 2 epochs on 2 threads of a quiet 2-core machine; an
+# MLP seed about 2 seconds).
 set -u
 
 usage() {
