@@ -228,13 +228,13 @@ static dt_status test_windows(dt_comm_req *q, int *changed)
     return DT_OK;
 }
 
-/* Reduces the completed receives in posting order; frees their slots. */
+/* Reduces the oldest receive, in posting order, if it has completed; frees its slot. */
 static void process(dt_comm_req *q, int *changed)
 {
     dt_ring_state *R = &q->ring;
     const dt_comm_args *a = &q->a;
     size_t es = q->esize;
-    while (R->rcount > 0 && q->rent[R->rhead].done) {
+    if (R->rcount > 0 && q->rent[R->rhead].done) {
         dt_rent *e = &q->rent[R->rhead];
         if (e->g < R->rs_steps) {
             int b = dt_cx_rblk(q, e->g);
@@ -332,11 +332,19 @@ int dt_cx_ring_step(dt_comm_req *q)
     if (q->phase != DT_PH_RUN)
         return 0;
     DT_TRY(test_windows(q, &changed));
-    process(q, &changed);
-    if (R->det)
-        DT_TRY(dt_cx_det_step(q, &changed));
-    DT_TRY(post_recvs(q, &changed));
-    DT_TRY(post_sends(q, &changed));
+    /* One received chunk at a time, each followed by the receives and sends it frees, so
+     * that the peer is never starved while a burst of completions is reduced. */
+    for (;;) {
+        int one = 0;
+        process(q, &one);
+        if (R->det)
+            DT_TRY(dt_cx_det_step(q, &one));
+        DT_TRY(post_recvs(q, &one));
+        DT_TRY(post_sends(q, &one));
+        changed |= one;
+        if (!one)
+            break;
+    }
     if (R->sg >= R->nsteps && R->pg >= R->nsteps && R->nsend == 0 && R->rcount == 0 &&
         (!R->det || dt_cx_det_done(q))) {
         char *recv = q->a.recvbuf;
