@@ -65,7 +65,8 @@ int dt_model_tensor_count(const dt_model *m);
 const dt_param_info *dt_model_tensor(const dt_model *m, int i);
 /* The tensor named `name`, or NULL. */
 const dt_param_info *dt_model_find_tensor(const dt_model *m, const char *name);
-/* Bytes of activations, gradients and workspaces planned at creation. */
+/* Bytes of activations, gradients and workspaces planned at creation, with the thread
+ * team's workspaces and partial sums (dt_model_set_threads). */
 size_t dt_model_activation_bytes(const dt_model *m);
 
 /* PyTorch's default initialisation (Linear/Conv2d: weight and bias U(+-1/sqrt(fan_in)))

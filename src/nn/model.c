@@ -26,9 +26,10 @@ struct dt_model {
     float *ws;
     size_t ws_bytes; /* one member's workspace, rounded to 64 bytes */
     size_t activation_bytes;
-    int input_grad;  /* compute dL/d(model input) in backward */
-    dt_pool *pool;   /* dt_model_set_threads; NULL: one thread */
-    float *partials; /* members 1..n-1's parameter-gradient partials */
+    int input_grad;    /* compute dL/d(model input) in backward */
+    dt_pool *pool;     /* dt_model_set_threads; NULL: one thread */
+    float *partials;   /* members 1..n-1's parameter-gradient partials */
+    size_t team_bytes; /* of activation_bytes: the extra members' workspaces and partials */
 };
 
 static const dt_layer_ops *ops_for(dt_layer_kind kind)
@@ -257,7 +258,9 @@ dt_status dt_model_set_threads(dt_model *m, int nthreads)
     m->ws = ws;
     m->partials = partials;
     m->pool = pool;
-    m->activation_bytes += (n - 1) * (m->ws_bytes + partial_count * sizeof(float));
+    m->activation_bytes -= m->team_bytes;
+    m->team_bytes = (n - 1) * (m->ws_bytes + partial_count * sizeof(float));
+    m->activation_bytes += m->team_bytes;
     for (int i = 0; i < m->nlayers; i++) {
         dt_layer *l = &m->layers[i];
         l->ws = ws;

@@ -135,6 +135,15 @@ static void test_refused(void **state)
     assert_int_equal(dt_model_set_threads(m, 0), DT_ERR_INVALID);
     assert_int_equal(dt_model_set_threads(m, 1025), DT_ERR_INVALID);
     assert_int_equal(dt_model_threads(m), 1);
+    /* A team can be resized; the planned bytes follow it and come back to one thread's. */
+    const size_t one = dt_model_activation_bytes(m);
+    DT_ASSERT_OK(dt_model_set_threads(m, 3));
+    const size_t three = dt_model_activation_bytes(m);
+    assert_true(three > one);
+    DT_ASSERT_OK(dt_model_set_threads(m, 2));
+    assert_true(dt_model_activation_bytes(m) > one && dt_model_activation_bytes(m) < three);
+    DT_ASSERT_OK(dt_model_set_threads(m, 1));
+    assert_int_equal(dt_model_activation_bytes(m), one);
     dt_model_free(m);
 }
 
