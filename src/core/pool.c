@@ -1,15 +1,58 @@
 /* pool.c — see pool.h. A run publishes (fn, ctx) under a new generation number; members
- * spin briefly on the generation (the model's runs come back to back, microseconds apart)
- * before sleeping on a condition variable, and the caller waits for a count of finished
- * members the same way. */
+ * spin on the generation for up to POOL_SPIN_S (within a step the model's runs come back to
+ * back, microseconds to a millisecond apart), yielding now and then so that an oversubscribed core
+ * is not starved, then sleep on a condition variable (between steps: data, optimizer, evaluation).
+ * The caller waits for the count of finished members the same way. */
 #include "core/pool.h"
 
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 
-/* Empty polls before sleeping: about 20-50 us here. */
-#define POOL_SPINS 20000
+/* How long a member spins for the next run, and the caller for the members, before
+ * sleeping; and how many polls between a yield and a look at the clock. 5 ms covers the
+ * gaps within a training step and the members' imbalance (0.1 and 1 ms cost the ConvNet
+ * 4-10% at 2 threads in condition-variable wake-ups); evaluation or I/O puts them to sleep. */
+#define POOL_SPIN_S 5e-3
+#define POOL_POLLS 256
+
+/* Spins until *gen differs from seen or POOL_SPIN_S has passed; returns the last value. */
+static uint_fast64_t spin_for_gen(atomic_uint_fast64_t *gen, uint_fast64_t seen)
+{
+    double t0 = -1.0;
+    uint_fast64_t g = atomic_load_explicit(gen, memory_order_acquire);
+    for (unsigned k = 1; g == seen; k++) {
+        if (k % POOL_POLLS == 0) {
+            const double t = dt_now();
+            if (t0 < 0)
+                t0 = t;
+            else if (t - t0 > POOL_SPIN_S)
+                break;
+            sched_yield();
+        }
+        g = atomic_load_explicit(gen, memory_order_acquire);
+    }
+    return g;
+}
+
+/* The same for the caller: until `others` members have finished, or the time is up. */
+static int spin_for_done(atomic_int *done, int others)
+{
+    double t0 = -1.0;
+    int d = atomic_load_explicit(done, memory_order_acquire);
+    for (unsigned k = 1; d < others; k++) {
+        if (k % POOL_POLLS == 0) {
+            const double t = dt_now();
+            if (t0 < 0)
+                t0 = t;
+            else if (t - t0 > POOL_SPIN_S)
+                break;
+            sched_yield();
+        }
+        d = atomic_load_explicit(done, memory_order_acquire);
+    }
+    return d;
+}
 
 struct dt_pool {
     int n;
@@ -35,12 +78,7 @@ static void *member_main(void *arg)
     dt_pool *p = me->p;
     uint_fast64_t seen = 0;
     for (;;) {
-        uint_fast64_t g = atomic_load_explicit(&p->gen, memory_order_acquire);
-        for (int spin = 0; g == seen && spin < POOL_SPINS; spin++) {
-            if (spin > 64)
-                sched_yield();
-            g = atomic_load_explicit(&p->gen, memory_order_acquire);
-        }
+        uint_fast64_t g = spin_for_gen(&p->gen, seen);
         if (g == seen) {
             pthread_mutex_lock(&p->mu);
             while ((g = atomic_load_explicit(&p->gen, memory_order_acquire)) == seen)
@@ -134,16 +172,10 @@ void dt_pool_run(dt_pool *p, dt_pool_fn fn, void *ctx)
     pthread_mutex_unlock(&p->mu);
     fn(ctx, 0, p->n);
     const int others = p->n - 1;
-    for (int spin = 0; atomic_load_explicit(&p->done, memory_order_acquire) < others; spin++) {
-        if (spin < POOL_SPINS) {
-            if (spin > 64)
-                sched_yield();
-            continue;
-        }
+    if (spin_for_done(&p->done, others) < others) {
         pthread_mutex_lock(&p->mu);
         while (atomic_load_explicit(&p->done, memory_order_acquire) < others)
             pthread_cond_wait(&p->done_cv, &p->mu);
         pthread_mutex_unlock(&p->mu);
-        break;
     }
 }
