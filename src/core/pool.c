@@ -16,42 +16,24 @@
 #define POOL_SPIN_S 5e-3
 #define POOL_POLLS 256
 
-/* Spins until *gen differs from seen or POOL_SPIN_S has passed; returns the last value. */
-static uint_fast64_t spin_for_gen(atomic_uint_fast64_t *gen, uint_fast64_t seen)
-{
-    double t0 = -1.0;
-    uint_fast64_t g = atomic_load_explicit(gen, memory_order_acquire);
-    for (unsigned k = 1; g == seen; k++) {
-        if (k % POOL_POLLS == 0) {
-            const double t = dt_now();
-            if (t0 < 0)
-                t0 = t;
-            else if (t - t0 > POOL_SPIN_S)
-                break;
-            sched_yield();
-        }
-        g = atomic_load_explicit(gen, memory_order_acquire);
-    }
-    return g;
-}
+/* The bookkeeping of one bounded spin: call once per empty poll; every POOL_POLLS polls it
+ * yields and looks at the clock, and returns 0 once POOL_SPIN_S has passed. */
+typedef struct pool_spin {
+    unsigned polls;
+    double t0;
+} pool_spin;
 
-/* The same for the caller: until `others` members have finished, or the time is up. */
-static int spin_for_done(atomic_int *done, int others)
+static int spin_on(pool_spin *s)
 {
-    double t0 = -1.0;
-    int d = atomic_load_explicit(done, memory_order_acquire);
-    for (unsigned k = 1; d < others; k++) {
-        if (k % POOL_POLLS == 0) {
-            const double t = dt_now();
-            if (t0 < 0)
-                t0 = t;
-            else if (t - t0 > POOL_SPIN_S)
-                break;
-            sched_yield();
-        }
-        d = atomic_load_explicit(done, memory_order_acquire);
-    }
-    return d;
+    if (++s->polls % POOL_POLLS != 0)
+        return 1;
+    const double t = dt_now();
+    if (s->t0 < 0)
+        s->t0 = t;
+    else if (t - s->t0 > POOL_SPIN_S)
+        return 0;
+    sched_yield();
+    return 1;
 }
 
 struct dt_pool {
@@ -78,7 +60,9 @@ static void *member_main(void *arg)
     dt_pool *p = me->p;
     uint_fast64_t seen = 0;
     for (;;) {
-        uint_fast64_t g = spin_for_gen(&p->gen, seen);
+        uint_fast64_t g = atomic_load_explicit(&p->gen, memory_order_acquire);
+        for (pool_spin sp = {0, -1.0}; g == seen && spin_on(&sp);)
+            g = atomic_load_explicit(&p->gen, memory_order_acquire);
         if (g == seen) {
             pthread_mutex_lock(&p->mu);
             while ((g = atomic_load_explicit(&p->gen, memory_order_acquire)) == seen)
@@ -172,7 +156,10 @@ void dt_pool_run(dt_pool *p, dt_pool_fn fn, void *ctx)
     pthread_mutex_unlock(&p->mu);
     fn(ctx, 0, p->n);
     const int others = p->n - 1;
-    if (spin_for_done(&p->done, others) < others) {
+    int done = atomic_load_explicit(&p->done, memory_order_acquire);
+    for (pool_spin sp = {0, -1.0}; done < others && spin_on(&sp);)
+        done = atomic_load_explicit(&p->done, memory_order_acquire);
+    if (done < others) {
         pthread_mutex_lock(&p->mu);
         while (atomic_load_explicit(&p->done, memory_order_acquire) < others)
             pthread_cond_wait(&p->done_cv, &p->mu);
