@@ -76,6 +76,15 @@ void dt_assert_fail(const char *expr, const char *file, int line);
 dt_status dt_alloc(size_t nbytes, const char *what, void **out);
 void dt_free(void *ptr);
 
+/* dt_alloc for a large buffer that collectives read and write (the gradients, the comm
+ * layer's receive slots): from 2 MiB on it starts on a 2 MiB boundary and its whole 2 MiB
+ * pages are advised as transparent huge pages on Linux, before the zeroing touches them.
+ * A single-copy transfer between ranks (process_vm_readv) then pins and walks one page
+ * per 2 MiB instead of 512, and the TLB covers the buffer (docs/comm.md has the figures).
+ * Only whole pages inside the buffer are advised, so the resident size stays the
+ * buffer's size. Freed with dt_free. */
+dt_status dt_alloc_large(size_t nbytes, const char *what, void **out);
+
 /* count * size with overflow detection; sets DT_ERR_INVALID on overflow. */
 dt_status dt_mul_size(size_t count, size_t size, size_t *out);
 

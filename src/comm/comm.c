@@ -6,7 +6,8 @@
  * must never match data messages) — both with MPI_ERRORS_RETURN. Everything a call needs
  * is sized here, once: the request pool with its per-request arrays, the watchdog's
  * records, and DT_SLOT_GROUPS groups of receive slots (chunk_bytes each, pre-touched by
- * dt_alloc's zeroing), so that collectives allocate nothing in a steady state. */
+ * dt_alloc_large's zeroing, on huge pages where they fill one), so that collectives allocate
+ * nothing in a steady state. */
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -71,7 +72,7 @@ static dt_status alloc_slots(dt_comm *c)
         return DT_OK; /* a group of one moves nothing */
     size_t bytes = DT_SLOT_GROUPS * c->nslots * c->slot_bytes;
     void *p = NULL;
-    dt_status st = dt_alloc(bytes, "comm receive slots", &p);
+    dt_status st = dt_alloc_large(bytes, "comm receive slots", &p);
     if (st != DT_OK)
         return st;
     c->slots = p;
@@ -482,7 +483,7 @@ dt_status dt_comm_reserve(dt_comm *comm, size_t nbytes)
         if (comm->scratch_bytes[g] >= nbytes)
             continue;
         void *p = NULL;
-        dt_status st = dt_alloc(nbytes, "comm scratch", &p);
+        dt_status st = dt_alloc_large(nbytes, "comm scratch", &p);
         if (st != DT_OK)
             return st;
         comm->stats.buffer_bytes += nbytes - comm->scratch_bytes[g];

@@ -139,7 +139,7 @@ dt_status dt_cx_scratch(dt_comm_req *q, size_t nbytes, char **out)
     DT_ASSERT(g >= 0);
     if (c->scratch_bytes[g] < nbytes) {
         void *p = NULL;
-        dt_status st = dt_alloc(nbytes, "comm scratch", &p);
+        dt_status st = dt_alloc_large(nbytes, "comm scratch", &p);
         if (st != DT_OK)
             return st;
         c->stats.buffer_bytes += nbytes - c->scratch_bytes[g];

@@ -145,7 +145,7 @@ dt_status dt_model_create(const dt_layer_spec *specs, int nlayers, const dt_shap
     /* Allocate once. */
     m->nparams = nparams;
     DT_TRY(dt_alloc(nparams * sizeof(float), "parameters", (void **)&m->params));
-    DT_TRY(dt_alloc(nparams * sizeof(float), "gradients", (void **)&m->grads));
+    DT_TRY(dt_alloc_large(nparams * sizeof(float), "gradients", (void **)&m->grads));
     DT_TRY(dt_alloc(act_total * sizeof(float), "activations", (void **)&m->act_arena));
     for (int g = 0; g < 2; g++)
         DT_TRY(dt_alloc((size_t)(max_batch * max_numel) * sizeof(float), "activation gradients",

@@ -39,6 +39,28 @@ static void test_alloc(void **state)
     assert_int_equal(n, 21);
 }
 
+/* Large buffers start on a huge-page boundary and are zeroed to the last byte; small ones
+ * are dt_alloc's; failures name the buffer as dt_alloc's do. */
+static void test_alloc_large(void **state)
+{
+    (void)state;
+    size_t big = ((size_t)5 << 20) + 100; /* two whole huge pages and a tail */
+    unsigned char *p = NULL;
+    DT_ASSERT_OK(dt_alloc_large(big, "big", (void **)&p));
+    assert_true(((uintptr_t)p & (((uintptr_t)2 << 20) - 1)) == 0);
+    for (size_t i = 0; i < big; i += 4093)
+        assert_int_equal(p[i], 0);
+    assert_int_equal(p[big - 1], 0);
+    p[big - 1] = 1; /* writable to the end */
+    dt_free(p);
+    DT_ASSERT_OK(dt_alloc_large(1000, "small", (void **)&p));
+    assert_true(((uintptr_t)p & 63u) == 0);
+    assert_int_equal(p[999], 0);
+    dt_free(p);
+    DT_ASSERT_STATUS(dt_alloc_large(SIZE_MAX - 10, "enormous", (void **)&p), DT_ERR_NOMEM);
+    DT_ASSERT_ERROR_HAS("enormous");
+}
+
 static void test_permutation(void **state)
 {
     (void)state;
@@ -106,8 +128,11 @@ static void test_blas_core(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_status_and_message), cmocka_unit_test(test_alloc),
-        cmocka_unit_test(test_permutation),        cmocka_unit_test(test_u01),
+        cmocka_unit_test(test_status_and_message),
+        cmocka_unit_test(test_alloc),
+        cmocka_unit_test(test_alloc_large),
+        cmocka_unit_test(test_permutation),
+        cmocka_unit_test(test_u01),
         cmocka_unit_test(test_blas_core),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
