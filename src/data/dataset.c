@@ -11,22 +11,31 @@
 
 typedef struct dt_dataset_storage {
     void *features;
+    void *offsets;
     void *targets;
 } dt_dataset_storage;
 
-dt_status dt_dataset_adopt(dt_dataset *ds, void *features, void *targets, const char *what)
+dt_status dt_dataset_adopt_packed(dt_dataset *ds, void *records, void *offsets, void *targets,
+                                  const char *what)
 {
     DT_ASSERT(ds != NULL && ds->owned_ == NULL);
     dt_dataset_storage *s = malloc(sizeof *s);
     if (s == NULL) {
-        free(features);
+        free(records);
+        free(offsets);
         free(targets);
         return dt_fail(DT_ERR_NOMEM, "data: %s: cannot allocate the storage record", what);
     }
-    s->features = features;
+    s->features = records;
+    s->offsets = offsets;
     s->targets = targets;
     ds->owned_ = s;
     return DT_OK;
+}
+
+dt_status dt_dataset_adopt(dt_dataset *ds, void *features, void *targets, const char *what)
+{
+    return dt_dataset_adopt_packed(ds, features, NULL, targets, what);
 }
 
 void dt_dataset_free(dt_dataset *ds)
@@ -36,6 +45,7 @@ void dt_dataset_free(dt_dataset *ds)
     dt_dataset_storage *s = ds->owned_;
     if (s != NULL) {
         free(s->features);
+        free(s->offsets);
         free(s->targets);
         free(s);
     }
@@ -51,6 +61,35 @@ int64_t dt_dataset_sample_numel(const dt_dataset *ds)
     return numel;
 }
 
+/* Shuffled samples are scattered over tens of MB: each one's bytes come from DRAM, and
+ * converting one while the next ones are on their way halves the gather's time. */
+#define PREFETCH_AHEAD 2
+#define PREFETCH_BYTES 1024
+
+static void prefetch_sample(const dt_dataset *ds, int64_t i, int64_t numel)
+{
+#if defined(__GNUC__)
+    const char *p = NULL;
+    size_t bytes = 0;
+    if (ds->features == DT_FEATURES_U8_PACKED) {
+        p = (const char *)ds->x_packed + ds->x_offsets[i];
+        const int64_t width = ds->sample_shape.d[ds->sample_shape.ndim - 1];
+        bytes = (size_t)(numel + 2 * (numel / width));
+    } else if (ds->features == DT_FEATURES_U8) {
+        p = (const char *)ds->x_u8 + i * numel;
+        bytes = (size_t)numel;
+    }
+    if (bytes > PREFETCH_BYTES)
+        bytes = PREFETCH_BYTES; /* a record is mostly shorter than its worst case */
+    for (size_t k = 0; k < bytes; k += 64)
+        __builtin_prefetch(p + k);
+#else
+    (void)ds;
+    (void)i;
+    (void)numel;
+#endif
+}
+
 void dt_dataset_gather(const dt_dataset *ds, const int64_t *idx, int64_t count, float *x,
                        int32_t *labels, float *y)
 {
@@ -59,9 +98,15 @@ void dt_dataset_gather(const dt_dataset *ds, const int64_t *idx, int64_t count, 
     for (int64_t b = 0; b < count; b++) {
         const int64_t i = idx[b];
         DT_ASSERT(i >= 0 && i < ds->n);
+        if (x != NULL && b + PREFETCH_AHEAD < count)
+            prefetch_sample(ds, idx[b + PREFETCH_AHEAD], numel);
         if (x != NULL) {
             float *dst = x + b * numel;
-            if (ds->features == DT_FEATURES_U8) {
+            if (ds->features == DT_FEATURES_U8_PACKED) {
+                const int64_t width = ds->sample_shape.d[ds->sample_shape.ndim - 1];
+                dt_pack_decode(ds->x_packed + ds->x_offsets[i], numel / width, width, ds->scale,
+                               ds->shift, dst);
+            } else if (ds->features == DT_FEATURES_U8) {
                 /* x * scale + shift, two roundings (the build disables FMA contraction),
                  * so every rank converts a pixel to the same float. */
                 const uint8_t *src = ds->x_u8 + i * numel;
@@ -101,7 +146,9 @@ dt_status dt_dataset_split(const dt_dataset *whole, int64_t n_test, dt_dataset *
     te.owned_ = NULL;
     tr.n = n_train;
     te.n = n_test;
-    if (w.features == DT_FEATURES_U8)
+    if (w.features == DT_FEATURES_U8_PACKED)
+        te.x_offsets = w.x_offsets + n_train;
+    else if (w.features == DT_FEATURES_U8)
         te.x_u8 = w.x_u8 + n_train * numel;
     else
         te.x_f32 = w.x_f32 + n_train * numel;

@@ -9,7 +9,9 @@
  * The reader trusts nothing in the file: after the header it reads exactly the size the
  * dimensions promise, growing its buffer as data arrives (a forged header cannot make
  * it allocate more than twice what the file really holds), then insists on end of file:
- * a short file and trailing bytes are both errors, each naming the file. */
+ * a short file and trailing bytes are both errors, each naming the file. Images whose rows
+ * are at most 255 pixels wide are packed as they arrive (pack.c): the raw pixels are
+ * never held whole. */
 #include "data/data_internal.h"
 
 #include <errno.h>
@@ -74,15 +76,42 @@ static uint32_t idx_be32(const unsigned char *p)
     return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
 }
 
+/* Reads the data of a packed file: whole samples, a block at a time, into the packer.
+ * Returns the bytes read in *done (short of `expected` at a truncated file). */
+static dt_status idx_read_packed(gzFile gz, const char *path, size_t expected, size_t sample,
+                                 dt_packer *pk, size_t *done)
+{
+    enum { BLOCK_SAMPLES = 256 };
+    dt_status st = DT_OK;
+    size_t block = sample * BLOCK_SAMPLES, got = 0;
+    uint8_t *scratch = malloc(block);
+    *done = 0;
+    if (scratch == NULL)
+        return dt_fail(DT_ERR_NOMEM, "idx: %s: cannot allocate %zu bytes", path, block);
+    while (*done < expected) {
+        size_t want = expected - *done < block ? expected - *done : block;
+        DT_TRY(idx_read(gz, path, scratch, want, &got));
+        DT_TRY(dt_pack_samples(pk, scratch, (int64_t)(got / sample)));
+        *done += got;
+        if (got < want)
+            break; /* end of file: the caller reports the truncation */
+    }
+fail:
+    free(scratch);
+    return st;
+}
+
 /* Reads one IDX file of unsigned bytes with `want_ndim` dimensions. On success *data
- * (malloc'd, caller frees) holds exactly the product of dims[] bytes. `kind` ("images",
- * "labels") only makes the messages clearer. */
+ * (malloc'd, caller frees) holds exactly the product of dims[] bytes — or, when `pk` is
+ * given and dt_pack_fits the images, *data is NULL and the packer holds them. `kind`
+ * ("images", "labels") only makes the messages clearer. */
 static dt_status idx_read_file(const char *path, int want_ndim, const char *kind,
-                               int64_t dims[IDX_MAX_DIMS], uint8_t **data)
+                               int64_t dims[IDX_MAX_DIMS], uint8_t **data, dt_packer *pk)
 {
     dt_status st = DT_OK;
     unsigned char *buf = NULL;
     const uint32_t want_magic = ((uint32_t)IDX_TYPE_U8 << 8) | (uint32_t)want_ndim;
+    int packing = 0;
     *data = NULL;
 
     errno = 0;
@@ -143,15 +172,19 @@ static dt_status idx_read_file(const char *path, int want_ndim, const char *kind
         }
     }
 
+    size_t done = 0;
+    if (pk != NULL && want_ndim == 3 && dt_pack_fits(dims[0], dims[1], dims[2])) {
+        packing = 1;
+        DT_TRY(dt_pack_begin(pk, dims[1], dims[2], path));
+        DT_TRY(idx_read_packed(gz, path, expected, (size_t)(dims[1] * dims[2]), pk, &done));
+    }
     /* Grow towards `expected` by doubling, so memory follows the data actually present. */
     size_t cap = expected < ((size_t)1 << 20) ? expected : ((size_t)1 << 20);
-    size_t done = 0;
-    buf = malloc(cap);
-    if (buf == NULL) {
+    if (!packing && (buf = malloc(cap)) == NULL) {
         st = dt_fail(DT_ERR_NOMEM, "idx: %s: cannot allocate %zu bytes", path, cap);
         goto fail;
     }
-    while (done < expected) {
+    while (!packing && done < expected) {
         if (done == cap) {
             size_t ncap = cap > expected / 2 ? expected : 2 * cap;
             unsigned char *nbuf = realloc(buf, ncap);
@@ -208,6 +241,8 @@ fail:
     if (gz != NULL)
         gzclose_r(gz);
     free(buf);
+    if (packing)
+        dt_pack_abort(pk);
     return st;
 }
 
@@ -216,8 +251,11 @@ dt_status dt_idx_load(const char *images_path, const char *labels_path, int64_t 
 {
     DT_ASSERT(images_path != NULL && labels_path != NULL && out != NULL);
     dt_status st = DT_OK;
-    uint8_t *images = NULL, *raw_labels = NULL;
+    uint8_t *images = NULL, *raw_labels = NULL, *records = NULL;
+    uint32_t *offsets = NULL;
     int32_t *labels = NULL;
+    dt_packer pk;
+    memset(&pk, 0, sizeof pk);
     memset(out, 0, sizeof *out);
     if (num_classes < 1)
         return dt_fail(DT_ERR_INVALID, "idx: %s: num_classes must be >= 1, got %lld", labels_path,
@@ -225,8 +263,10 @@ dt_status dt_idx_load(const char *images_path, const char *labels_path, int64_t 
 
     int64_t idims[IDX_MAX_DIMS], ldims[IDX_MAX_DIMS];
     /* Labels first: small, and a mismatch is found before 47 MB of pixels are inflated. */
-    DT_TRY(idx_read_file(labels_path, 1, "labels", ldims, &raw_labels));
-    DT_TRY(idx_read_file(images_path, 3, "images", idims, &images));
+    DT_TRY(idx_read_file(labels_path, 1, "labels", ldims, &raw_labels, NULL));
+    DT_TRY(idx_read_file(images_path, 3, "images", idims, &images, &pk));
+    if (images == NULL)
+        dt_pack_end(&pk, &records, &offsets);
     if (idims[0] != ldims[0]) {
         st = dt_fail(DT_ERR_MISMATCH, "idx: %s has %lld images but %s has %lld labels", images_path,
                      (long long)idims[0], labels_path, (long long)ldims[0]);
@@ -255,20 +295,25 @@ dt_status dt_idx_load(const char *images_path, const char *labels_path, int64_t 
     out->sample_shape.d[0] = 1;
     out->sample_shape.d[1] = idims[1];
     out->sample_shape.d[2] = idims[2];
-    out->features = DT_FEATURES_U8;
+    out->features = images ? DT_FEATURES_U8 : DT_FEATURES_U8_PACKED;
     out->x_u8 = images;
+    out->x_packed = records;
+    out->x_offsets = offsets;
     out->scale = DT_PIXEL_SCALE;
     out->shift = DT_PIXEL_SHIFT;
     out->targets = DT_TARGETS_LABELS;
     out->labels = labels;
     out->num_classes = num_classes;
-    st = dt_dataset_adopt(out, images, labels, images_path);
+    st = dt_dataset_adopt_packed(out, images ? (void *)images : (void *)records, offsets, labels,
+                                 images_path);
     if (st != DT_OK)
-        memset(out, 0, sizeof *out); /* adopt freed both blocks */
+        memset(out, 0, sizeof *out); /* adopt freed every block */
     return st;
 
 fail:
     free(images);
+    free(records);
+    free(offsets);
     free(raw_labels);
     free(labels);
     memset(out, 0, sizeof *out);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/data_internal.h"
 #include "dtrain/data.h"
 
 enum { N = 6, C = 1, H = 2, W = 3, NUMEL = C * H * W };
@@ -147,12 +148,88 @@ static void test_split(void **state)
     dt_dataset_free(&whole);
 }
 
+/* Packed samples gather to the raw samples' floats bit for bit: margins, empty rows, full
+ * rows, interior zeros, a shift of -0; records are as long as the spans; split views
+ * index the same records; a packer fed in several calls equals one fed at once. */
+static void test_packed(void **state)
+{
+    (void)state;
+    enum { PN = 5, PR = 3, PW = 6, PNUMEL = PR * PW };
+    static const uint8_t raw[PN * PNUMEL] = {
+        0,   0,   5,   6,   0,   0,   /* margins both sides */ 0,
+        0,   0,   0,   0,   0,      /* empty */
+        1,   2,   3,   4,   5,   6, /* full */
+        0,   7,   0,   0,   8,   0,   /* interior zeros stay */ 9,
+        0,   0,   0,   0,   0,   0,   0,
+        0,   0,   0,   255, 0,   0,   0,
+        0,   0,   0,   0,   0,   0,   0,
+        0,   0,   0,   0,   0,   0,   0,
+        0, /* all zero */
+        255, 255, 255, 255, 255, 255, 0,
+        0,   0,   0,   0,   0,   0,   0,
+        0,   0,   0,   1,   3,   0,   0,
+        0,   0,   0,   0,   0,   0,   0,
+        0,   0,   0,   0,   4,   4,   0,
+        0};
+    /* Record lengths: 2 bytes per row plus each row's span. */
+    const size_t spans[PN] = {2 + 0 + 6, 4 + 1 + 1, 0, 6 + 0 + 1, 1 + 0 + 2};
+    dt_packer pk;
+    uint8_t *rec = NULL;
+    uint32_t *off = NULL;
+    DT_ASSERT_OK(dt_pack_begin(&pk, PR, PW, "test"));
+    DT_ASSERT_OK(dt_pack_samples(&pk, raw, 2));
+    DT_ASSERT_OK(dt_pack_samples(&pk, raw + 2 * PNUMEL, 0));
+    DT_ASSERT_OK(dt_pack_samples(&pk, raw + 2 * PNUMEL, PN - 2));
+    dt_pack_end(&pk, &rec, &off);
+    size_t at = 0;
+    for (int i = 0; i < PN; i++) {
+        if (off[i] != at)
+            print_error("record %d at %u, expected %zu\n", i, (unsigned)off[i], at);
+        assert_int_equal(off[i], at);
+        at += 2 * PR + spans[i];
+    }
+    for (int sh = 0; sh < 2; sh++) {
+        dt_dataset packed, plain;
+        memset(&packed, 0, sizeof packed);
+        packed.n = PN;
+        packed.sample_shape.ndim = 2;
+        packed.sample_shape.d[0] = PR;
+        packed.sample_shape.d[1] = PW;
+        packed.features = DT_FEATURES_U8_PACKED;
+        packed.x_packed = rec;
+        packed.x_offsets = off;
+        packed.scale = sh ? 1.0f / 255.0f : DT_PIXEL_SCALE;
+        packed.shift = sh ? -0.0f : DT_PIXEL_SHIFT; /* mean 0: the raw path gives +0 */
+        packed.targets = DT_TARGETS_F32;
+        plain = packed;
+        plain.features = DT_FEATURES_U8;
+        plain.x_u8 = raw;
+        const int64_t idx[6] = {4, 0, 2, 2, 3, 1};
+        float a[6 * PNUMEL], b[6 * PNUMEL];
+        dt_dataset_gather(&packed, idx, 6, a, NULL, NULL);
+        dt_dataset_gather(&plain, idx, 6, b, NULL, NULL);
+        assert_true(dt_check_equal_bits("packed vs raw", a, b, 6 * PNUMEL));
+        dt_dataset train, test;
+        DT_ASSERT_OK(dt_dataset_split(&packed, 2, &train, &test));
+        const int64_t t1 = 1, w4 = 4;
+        dt_dataset_gather(&test, &t1, 1, a, NULL, NULL);
+        dt_dataset_gather(&packed, &w4, 1, b, NULL, NULL);
+        assert_true(dt_check_equal_bits("test view", a, b, PNUMEL));
+    }
+    free(rec);
+    free(off);
+    assert_false(dt_pack_fits(10, 28, 256)); /* a width over 255 bytes is not packed */
+    assert_true(dt_pack_fits(60000, 28, 28));
+    assert_false(dt_pack_fits((int64_t)1 << 23, 28, 28)); /* over 4 GiB of records */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gather_u8),
         cmocka_unit_test(test_gather_f32),
         cmocka_unit_test(test_split),
+        cmocka_unit_test(test_packed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
