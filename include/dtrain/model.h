@@ -92,7 +92,9 @@ dt_status dt_model_forward(dt_model *m, int64_t batch, const dt_forward_ctx *ctx
 
 /* Backward through layers [first, last), accumulating (+=) parameter gradients into the
  * gradient buffer, as PyTorch accumulates into .grad. Uses the forward's saved state:
- * call after the forward of the same batch. hooks may be NULL. */
+ * call once after the forward of the same batch — backward keeps activation gradients in
+ * activation buffers it has finished reading, so afterwards only the model's input and
+ * output activations are still the forward's. hooks may be NULL. */
 dt_status dt_model_backward_range(dt_model *m, int first, int last, int64_t batch,
                                   const dt_backward_hooks *hooks);
 dt_status dt_model_backward(dt_model *m, int64_t batch, const dt_backward_hooks *hooks);

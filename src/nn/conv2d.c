@@ -140,8 +140,6 @@ static void backward_part(void *ctx, int t, int nt)
     dt_pool_share(j->batch, t, nt, &lo, &hi);
     for (int64_t p = 0; p < d.P; p++)
         ones[p] = 1.0f;
-    if (j->dx != NULL)
-        memset(j->dx + lo * l->in_numel, 0, (size_t)((hi - lo) * l->in_numel) * sizeof(float));
     for (int64_t n = lo; n < hi; n++) {
         const float *xn = j->x + n * l->in_numel;
         const float *dyn = j->dy + n * l->out_numel;
@@ -156,6 +154,8 @@ static void backward_part(void *ctx, int t, int nt)
             /* col is free again: reuse it for dcol. */
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)d.K, (int)d.P, (int)d.co,
                         1.0f, l->w, (int)d.K, dyn, (int)d.P, 0.0f, col, (int)d.P);
+            /* Zeroed only now: dx_n may be x_n's buffer (bwd_dx_over_x), read above. */
+            memset(dx + n * l->in_numel, 0, (size_t)l->in_numel * sizeof(float));
             dt_col2im_add(col, d.ci, d.h, d.w, d.k, d.stride, d.pad, d.oh, d.ow,
                           dx + n * l->in_numel);
         }
@@ -189,6 +189,8 @@ static dt_status conv_backward(dt_layer *l, const float *x, const float *y, cons
 
 const dt_layer_ops dt_conv2d_ops = {
     .kind = DT_LAYER_CONV2D,
+    .bwd_reads_x = 1,
+    .bwd_dx_over_x = 1,
     .grad_partials = 1,
     .plan = conv_plan,
     .weight_shape = conv_weight_shape,

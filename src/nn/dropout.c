@@ -120,6 +120,7 @@ static dt_status dropout_backward(dt_layer *l, const float *x, const float *y, c
 const dt_layer_ops dt_dropout_ops = {
     .kind = DT_LAYER_DROPOUT,
     .in_place = 1,
+    .bwd_in_place = 1,
     .plan = dropout_plan,
     .forward = dropout_forward,
     .backward = dropout_backward,

@@ -25,7 +25,7 @@ static dt_status flatten_backward(dt_layer *l, const float *x, const float *y, c
     (void)x;
     (void)y;
     (void)hooks;
-    if (dx != NULL)
+    if (dx != NULL && dx != dy) /* in place (model.c's plan) there is nothing to do */
         memcpy(dx, dy, (size_t)(batch * l->in_numel) * sizeof(float));
     return DT_OK;
 }
@@ -33,6 +33,7 @@ static dt_status flatten_backward(dt_layer *l, const float *x, const float *y, c
 const dt_layer_ops dt_flatten_ops = {
     .kind = DT_LAYER_FLATTEN,
     .in_place = 1,
+    .bwd_in_place = 1,
     .plan = flatten_plan,
     .forward = flatten_forward,
     .backward = flatten_backward,

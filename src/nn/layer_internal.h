@@ -23,6 +23,17 @@ typedef struct dt_layer_ops {
     /* 1: backward reads the layer's own output y (log_softmax), so a following layer must
      * not overwrite it in place. */
     int needs_output;
+    /* What backward reads, for the model's plan of activation-gradient buffers (model.c),
+     * which puts a gradient in an activation's buffer once nothing will read it again.
+     * bwd_reads_x: backward reads the input x (linear, conv2d); reads of y are
+     * needs_output. Everything else a backward needs it saved in l->state. */
+    int bwd_reads_x;
+    /* 1: dx may be dy's buffer (element-wise layers: each element read before written). */
+    int bwd_in_place;
+    /* 1: dx may be x's buffer: backward has read each sample's x for the last time before
+     * it writes that sample's dx (conv2d, sample by sample; linear, all of x for dW before
+     * any of dx). */
+    int bwd_dx_over_x;
     /* 1: with several threads, backward sums parameter gradients per thread (conv2d, whose
      * threads take different samples): the model plans l->partial for members 1..n-1. */
     int grad_partials;

@@ -36,11 +36,14 @@ static int64_t linear_fan_in(const dt_layer *l)
     return l->in.d[0];
 }
 
+enum { PHASE_BOTH, PHASE_DW, PHASE_DX };
+
 typedef struct linear_job {
     const dt_layer *l;
     const float *x, *dy;
     float *y, *dx;
     int64_t batch;
+    int phase; /* backward: both products, or dW (and db) only, or dx only */
 } linear_job;
 
 /* Small products run on one thread: waking the team costs more than it saves. */
@@ -83,14 +86,14 @@ static void backward_part(void *ctx, int t, int nt)
     int64_t lo, hi;
     /* dW rows [lo, hi) (out, in) += dy[:, lo:hi]^T (hi-lo, B) @ x (B, in) */
     dt_pool_share(out, t, nt, &lo, &hi);
-    if (hi > lo)
+    if (hi > lo && j->phase != PHASE_DX)
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)(hi - lo), (int)in, (int)batch,
                     1.0f, j->dy + lo, (int)out, j->x, (int)in, 1.0f, l->dw + lo * in, (int)in);
-    if (t == 0 && l->db != NULL)
+    if (t == 0 && l->db != NULL && j->phase != PHASE_DX)
         dt_sum_rows_add(j->dy, batch, out, l->db);
     /* dx rows [lo, hi) (B, in) = dy[lo:hi] (hi-lo, out) @ W (out, in) */
     dt_pool_share(batch, t, nt, &lo, &hi);
-    if (j->dx != NULL && hi > lo)
+    if (j->dx != NULL && hi > lo && j->phase != PHASE_DW)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(hi - lo), (int)in, (int)out,
                     1.0f, j->dy + lo * out, (int)out, l->w, (int)in, 0.0f, j->dx + lo * in,
                     (int)in);
@@ -103,13 +106,23 @@ static dt_status linear_backward(dt_layer *l, const float *x, const float *y, co
     (void)hooks;
     if (batch == 0)
         return DT_OK;
-    linear_job j = {.l = l, .x = x, .dy = dy, .dx = dx, .batch = batch};
-    dt_pool_run(team_for(l, batch), backward_part, &j);
+    linear_job j = {.l = l, .x = x, .dy = dy, .dx = dx, .batch = batch, .phase = PHASE_BOTH};
+    dt_pool *team = team_for(l, batch);
+    if (dx == x && dt_pool_size(team) > 1) {
+        /* dx over x (model.c's plan): every member must be done reading x for dW before
+         * any writes dx. One thread does them in that order anyway. */
+        j.phase = PHASE_DW;
+        dt_pool_run(team, backward_part, &j);
+        j.phase = PHASE_DX;
+    }
+    dt_pool_run(team, backward_part, &j);
     return DT_OK;
 }
 
 const dt_layer_ops dt_linear_ops = {
     .kind = DT_LAYER_LINEAR,
+    .bwd_reads_x = 1,
+    .bwd_dx_over_x = 1,
     .plan = linear_plan,
     .weight_shape = linear_weight_shape,
     .fan_in = linear_fan_in,

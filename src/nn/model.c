@@ -8,6 +8,7 @@
 #include "core/pool.h"
 #include "dtrain/model.h"
 #include "dtrain/rng.h"
+#include "nn/grad_plan.h"
 #include "nn/layer_internal.h"
 
 struct dt_model {
@@ -21,7 +22,8 @@ struct dt_model {
     dt_param_info *tensors; /* [ntensors] */
     float **act;            /* [nlayers + 1] activation buffers (max_batch x numel) */
     float *act_arena;
-    float *gbuf[2]; /* ping-pong activation gradients (max_batch x max numel) */
+    float **grad;      /* [nlayers + 1] dL/d(activation i), placed by grad_plan.c */
+    float *grad_arena; /* the plan's extra gradient buffers */
     unsigned char *state_arena;
     float *ws;
     size_t ws_bytes; /* one member's workspace, rounded to 64 bytes */
@@ -90,6 +92,9 @@ dt_status dt_model_create(const dt_layer_spec *specs, int nlayers, const dt_shap
     DT_ASSERT(out != NULL && input != NULL && (specs != NULL || nlayers == 0));
     dt_status st = DT_OK;
     dt_model *m = NULL;
+    int *sid = NULL;
+    size_t *cap = NULL, *need = NULL;
+    dt_grad_plan gplan = {0};
     *out = NULL;
     if (nlayers < 1)
         return dt_fail(DT_ERR_INVALID, "model: no layers");
@@ -108,7 +113,6 @@ dt_status dt_model_create(const dt_layer_spec *specs, int nlayers, const dt_shap
     /* Plan: shapes, parameter counts, state and workspace sizes. */
     m->shapes[0] = *input;
     size_t nparams = 0, ws_bytes = 0, state_total = 0, act_total = 0;
-    int64_t max_numel = dt_shape_numel(input);
     int ntensors = 0;
     for (int i = 0; i < nlayers; i++) {
         dt_layer *l = &m->layers[i];
@@ -133,30 +137,47 @@ dt_status dt_model_create(const dt_layer_spec *specs, int nlayers, const dt_shap
         if (l->ws_bytes > ws_bytes)
             ws_bytes = l->ws_bytes;
         state_total += ((l->state_bytes * (size_t)max_batch) + 63u) & ~(size_t)63u;
-        if (l->out_numel > max_numel)
-            max_numel = l->out_numel;
     }
     /* A layer that can run in place shares its input's buffer, unless that input is the
-     * model's input (the caller's data) or the output of a layer whose backward reads it. */
-    for (int i = 0; i <= nlayers; i++)
-        if (!shares_input(m, i))
-            act_total += (size_t)(max_batch * dt_shape_numel(&m->shapes[i]));
+     * model's input (the caller's data) or the output of a layer whose backward reads it.
+     * Buffer sid[i] holds boundary i; cap[] its floats; need[] each gradient's. */
+    size_t nb = (size_t)nlayers + 1;
+    DT_TRY(dt_alloc(sizeof(int) * nb, "model plan", (void **)&sid));
+    DT_TRY(dt_alloc(sizeof(size_t) * nb, "model plan", (void **)&cap));
+    DT_TRY(dt_alloc(sizeof(size_t) * nb, "model plan", (void **)&need));
+    int nstore = 0;
+    for (int i = 0; i <= nlayers; i++) {
+        need[i] = (size_t)(max_batch * dt_shape_numel(&m->shapes[i]));
+        if (shares_input(m, i)) {
+            sid[i] = sid[i - 1];
+            continue;
+        }
+        sid[i] = nstore;
+        cap[nstore++] = need[i];
+        act_total += need[i];
+    }
+
+    /* Where backward keeps the activations' gradients: in activations' buffers that
+     * nothing reads any more, else in a few extra ones (grad_plan.c). */
+    DT_TRY(dt_alloc(sizeof(float *) * nb, "model gradients", (void **)&m->grad));
+    DT_TRY(dt_alloc(sizeof(int) * nb, "model plan", (void **)&gplan.store));
+    DT_TRY(dt_grad_plan_make(m->layers, nlayers, sid, nstore, cap, need, &gplan));
+    size_t extra_total = 0;
+    for (int e = 0; e < gplan.nextra; e++)
+        extra_total += gplan.extra_floats[e];
 
     /* Allocate once. */
     m->nparams = nparams;
     DT_TRY(dt_alloc(nparams * sizeof(float), "parameters", (void **)&m->params));
     DT_TRY(dt_alloc_large(nparams * sizeof(float), "gradients", (void **)&m->grads));
     DT_TRY(dt_alloc(act_total * sizeof(float), "activations", (void **)&m->act_arena));
-    for (int g = 0; g < 2; g++)
-        DT_TRY(dt_alloc((size_t)(max_batch * max_numel) * sizeof(float), "activation gradients",
-                        (void **)&m->gbuf[g]));
+    DT_TRY(dt_alloc(extra_total * sizeof(float), "activation gradients", (void **)&m->grad_arena));
     DT_TRY(dt_alloc(state_total, "layer state", (void **)&m->state_arena));
     m->ws_bytes = (ws_bytes + 63u) & ~(size_t)63u;
     DT_TRY(dt_alloc(ws_bytes, "workspace", (void **)&m->ws));
     DT_TRY(dt_alloc(sizeof(dt_param_info) * (size_t)(ntensors > 0 ? ntensors : 1), "tensor table",
                     (void **)&m->tensors));
-    m->activation_bytes =
-        (act_total + 2 * (size_t)(max_batch * max_numel)) * sizeof(float) + state_total + ws_bytes;
+    m->activation_bytes = (act_total + extra_total) * sizeof(float) + state_total + ws_bytes;
 
     /* Hand out views. */
     float *a = m->act_arena;
@@ -167,7 +188,24 @@ dt_status dt_model_create(const dt_layer_spec *specs, int nlayers, const dt_shap
             continue;
         }
         m->act[i] = a;
-        a += (size_t)(max_batch * dt_shape_numel(&m->shapes[i]));
+        a += need[i];
+    }
+    float *extra_at[DT_GRAD_PLAN_MAX_EXTRA];
+    float *g = m->grad_arena;
+    for (int e = 0; e < gplan.nextra; e++) {
+        extra_at[e] = g;
+        g += gplan.extra_floats[e];
+    }
+    for (int i = 0; i <= nlayers; i++) {
+        const int w = gplan.store[i];
+        if (w >= 0) { /* the activation buffer w: the first boundary that lives there */
+            int b = 0;
+            while (sid[b] != w)
+                b++;
+            m->grad[i] = m->act[b];
+        } else {
+            m->grad[i] = extra_at[-1 - w];
+        }
     }
     for (int i = 0; i < nlayers; i++) {
         dt_layer *l = &m->layers[i];
@@ -207,9 +245,17 @@ dt_status dt_model_create(const dt_layer_spec *specs, int nlayers, const dt_shap
                              m->tensors[i].name);
                 goto fail;
             }
+    dt_free(sid);
+    dt_free(cap);
+    dt_free(need);
+    dt_free(gplan.store);
     *out = m;
     return DT_OK;
 fail:
+    dt_free(sid);
+    dt_free(cap);
+    dt_free(need);
+    dt_free(gplan.store);
     dt_model_free(m);
     return st;
 }
@@ -221,8 +267,8 @@ void dt_model_free(dt_model *m)
     dt_free(m->params);
     dt_free(m->grads);
     dt_free(m->act_arena);
-    dt_free(m->gbuf[0]);
-    dt_free(m->gbuf[1]);
+    dt_free(m->grad_arena);
+    dt_free(m->grad);
     dt_free(m->state_arena);
     dt_free(m->ws);
     dt_free(m->partials);
@@ -380,7 +426,7 @@ const float *dt_model_output(const dt_model *m)
 float *dt_model_activation_grad(dt_model *m, int i)
 {
     DT_ASSERT(i >= 0 && i <= m->nlayers);
-    return m->gbuf[i % 2];
+    return m->grad[i];
 }
 
 void dt_model_set_input_grad(dt_model *m, int enabled)
@@ -430,8 +476,8 @@ dt_status dt_model_backward_range(dt_model *m, int first, int last, int64_t batc
             lowest++;
     for (int i = last - 1; i >= first && i >= lowest; i--) {
         dt_layer *l = &m->layers[i];
-        float *dx = (i > lowest || m->input_grad) ? m->gbuf[i % 2] : NULL;
-        st = l->ops->backward(l, m->act[i], m->act[i + 1], m->gbuf[(i + 1) % 2], dx, batch, hooks);
+        float *dx = (i > lowest || m->input_grad) ? m->grad[i] : NULL;
+        st = l->ops->backward(l, m->act[i], m->act[i + 1], m->grad[i + 1], dx, batch, hooks);
         if (st != DT_OK)
             return st;
         if (hooks != NULL && hooks->grads_ready != NULL && l->param_count > 0) {

@@ -157,7 +157,7 @@ static void test_fd_elementwise(void **state)
 
 typedef struct model_case {
     const char *name;
-    dt_layer_spec specs[3];
+    dt_layer_spec specs[GU_MAX_LAYERS];
     int nlayers;
     dt_shape in;
     int64_t max_batch;
@@ -407,6 +407,17 @@ static void test_kernel_pairs(void **state)
         {"conv -> maxpool -> flatten",
          {gu_conv(2, 3, 1, 0, 1), gu_pool(2, 0), gu_kind(DT_LAYER_FLATTEN)}, 3,
          gu_shape3(1, 7, 7), 3, GU_UNIFORM, 9},
+        /* The seeds' ConvNet in small (without its dropouts, eval): backward keeps every
+         * gradient in activation buffers it has finished reading — conv2's and the
+         * linear layer's dx over their x, the pool's dx over conv2's output (grad_plan.c)
+         * — so a plan that freed a buffer too early shows here. */
+        {"convnet: conv relu conv relu pool flatten linear log_softmax",
+         {gu_conv(3, 3, 1, 0, 1), gu_kind(DT_LAYER_RELU), gu_conv(4, 3, 1, 0, 1),
+          gu_kind(DT_LAYER_RELU), gu_pool(2, 0), gu_kind(DT_LAYER_FLATTEN), gu_linear(5, 1),
+          gu_kind(DT_LAYER_LOG_SOFTMAX)}, 8, gu_shape3(2, 9, 9), 3, GU_AWAY_ZERO, 36},
+        {"mlp: flatten linear relu linear relu linear",
+         {gu_kind(DT_LAYER_FLATTEN), gu_linear(9, 1), gu_kind(DT_LAYER_RELU), gu_linear(7, 1),
+          gu_kind(DT_LAYER_RELU), gu_linear(3, 1)}, 6, gu_shape3(1, 4, 5), 3, GU_AWAY_ZERO, 20},
     };
     /* clang-format on */
     run_model_cases(cases, sizeof cases / sizeof cases[0]);

@@ -48,14 +48,19 @@ static dt_model *make(int threads)
     return m;
 }
 
-/* Forward and backward of `batch` samples; dL/d(output) is fixed noise. */
-static void step(dt_model *m, int64_t batch)
+/* Forward of `batch` samples. */
+static void forward(dt_model *m, int64_t batch)
 {
     static const int64_t pos[MAX_BATCH] = {5, 3, 8, 1, 9, 2, 7, 4};
     const size_t in = (size_t)dt_shape_numel(in_shape());
     gu_fill(dt_model_input(m), in * MAX_BATCH, 11, GU_UNIFORM);
     const dt_forward_ctx ctx = {.train = 1, .seed = 3, .epoch = 1, .positions = pos};
     DT_ASSERT_OK(dt_model_forward(m, batch, &ctx));
+}
+
+/* Backward of the same samples; dL/d(output) is fixed noise. */
+static void backward(dt_model *m, int64_t batch)
+{
     gu_fill(dt_model_activation_grad(m, NLAYERS), 10 * MAX_BATCH, 12, GU_UNIFORM);
     dt_model_zero_grads(m);
     DT_ASSERT_OK(dt_model_backward(m, batch, NULL));
@@ -64,8 +69,8 @@ static void step(dt_model *m, int64_t batch)
 static void compare(int threads, int64_t batch)
 {
     dt_model *one = make(1), *team = make(threads);
-    step(one, batch);
-    step(team, batch);
+    forward(one, batch);
+    forward(team, batch);
     char name[96];
     /* Boundaries 1..5: after conv, relu, pool, dropout, flatten. */
     for (int i = 1; i <= 5; i++) {
@@ -78,6 +83,9 @@ static void compare(int threads, int64_t batch)
     snprintf(name, sizeof name, "%d threads, batch %lld: output", threads, (long long)batch);
     assert_true(dt_check_close_ff(name, dt_model_output(team), dt_model_output(one),
                                   (size_t)batch * 10, 1e-6, 1e-5));
+    /* Backward may reuse the activations' buffers for gradients: compared before it. */
+    backward(one, batch);
+    backward(team, batch);
     /* The convolution's weight gradients sum 8 x 26 x 26 = 5,408 products per element, in
      * per-thread partial sums here: measured differences up to 9e-8 absolute, 7e-6
      * relative (on elements near 0); 1e-6 + 1e-5 |ref| leaves a margin of ten. */
@@ -119,8 +127,11 @@ static void test_accumulates(void **state)
     dt_model *one = make(1), *team = make(2);
     dt_model *ms[2] = {one, team};
     for (int k = 0; k < 2; k++) {
-        step(ms[k], MAX_BATCH);
-        DT_ASSERT_OK(dt_model_backward(ms[k], MAX_BATCH, NULL)); /* += the same again */
+        forward(ms[k], MAX_BATCH);
+        backward(ms[k], MAX_BATCH);
+        /* += the same again: backward needs its own forward (it reuses activations). */
+        forward(ms[k], MAX_BATCH);
+        DT_ASSERT_OK(dt_model_backward(ms[k], MAX_BATCH, NULL));
     }
     assert_true(dt_check_close_ff("accumulated gradients", dt_model_grads(team),
                                   dt_model_grads(one), dt_model_param_count(one), 2e-6, 1e-5));
