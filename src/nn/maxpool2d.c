@@ -7,6 +7,11 @@
 #include "core/pool.h"
 #include "nn/layer_internal.h"
 
+static int small_window(const dt_layer *l)
+{
+    return l->spec.kernel * l->spec.kernel <= 256;
+}
+
 static dt_status pool_plan(dt_layer *l)
 {
     const dt_layer_spec *s = &l->spec;
@@ -25,8 +30,10 @@ static dt_status pool_plan(dt_layer *l)
     l->out.d[0] = l->in.d[0];
     l->out.d[1] = (l->in.d[1] - s->kernel) / stride + 1;
     l->out.d[2] = (l->in.d[2] - s->kernel) / stride + 1;
-    /* The argmax of each output element, as an index into the sample's input. */
-    l->state_bytes = (size_t)dt_shape_numel(&l->out) * sizeof(int32_t);
+    /* The argmax of each output element: its position in the window (i * k + j), one byte
+     * up to 16x16 windows (a quarter of a sample's input index's four bytes: 1.7 MB less
+     * for the seeds' ConvNet at batch 64), else an index into the sample's input. */
+    l->state_bytes = (size_t)dt_shape_numel(&l->out) * (small_window(l) ? 1 : sizeof(int32_t));
     return DT_OK;
 }
 
@@ -45,60 +52,60 @@ static void forward_part(void *ctx, int t, int nt)
     float *y = job->out;
     const int64_t C = l->in.d[0], H = l->in.d[1], W = l->in.d[2];
     const int64_t OH = l->out.d[1], OW = l->out.d[2], k = l->spec.kernel, s = l->spec.stride;
-    int32_t *arg = l->state;
+    const int small = small_window(l);
     int64_t lo, hi;
     dt_pool_share(job->batch, t, nt, &lo, &hi);
     for (int64_t n = lo; n < hi; n++) {
         for (int64_t c = 0; c < C; c++) {
             const float *xc = x + (n * C + c) * H * W;
             float *yc = y + (n * C + c) * OH * OW;
-            int32_t *ac = arg + (n * C + c) * OH * OW;
+            const int64_t at = (n * C + c) * OH * OW;
             if (k == 2 && s == 2) {
                 /* The seeds' MaxPool2d(2): the same rule, unrolled over the 2x2 window, with
                  * selects instead of branches (a maximum's position is random: branches on
                  * it mispredict) so that the loop vectorizes. */
-                const int32_t base = (int32_t)(c * H * W);
+                uint8_t *ac = (uint8_t *)l->state + at;
                 for (int64_t oh = 0; oh < OH; oh++) {
                     const float *r0 = xc + 2 * oh * W, *r1 = r0 + W;
-                    const int32_t row = base + (int32_t)(2 * oh * W), w = (int32_t)W;
                     for (int64_t ow = 0; ow < OW; ow++) {
-                        const int32_t j = (int32_t)(2 * ow);
                         const float a = r0[2 * ow], b = r0[2 * ow + 1], e = r1[2 * ow],
                                     f = r1[2 * ow + 1];
                         float m = a;
-                        int32_t best = j;
+                        uint8_t best = 0;
                         int up = (b > m) | (b != b);
                         m = up ? b : m;
-                        best = up ? j + 1 : best;
+                        best = up ? 1 : best;
                         up = (e > m) | (e != e);
                         m = up ? e : m;
-                        best = up ? w + j : best;
+                        best = up ? 2 : best;
                         up = (f > m) | (f != f);
                         m = up ? f : m;
-                        best = up ? w + j + 1 : best;
+                        best = up ? 3 : best;
                         yc[oh * OW + ow] = m;
-                        ac[oh * OW + ow] = row + best;
+                        ac[oh * OW + ow] = best;
                     }
                 }
                 continue;
             }
             for (int64_t oh = 0; oh < OH; oh++) {
                 for (int64_t ow = 0; ow < OW; ow++) {
-                    int64_t best = oh * s * W + ow * s;
-                    float m = xc[best];
+                    int64_t best = 0;
+                    float m = xc[oh * s * W + ow * s];
                     for (int64_t i = 0; i < k; i++) {
                         for (int64_t j = 0; j < k; j++) {
-                            int64_t idx = (oh * s + i) * W + ow * s + j;
-                            float v = xc[idx];
+                            float v = xc[(oh * s + i) * W + ow * s + j];
                             if (v > m || v != v) { /* strictly greater: first max wins */
                                 m = v;
-                                best = idx;
+                                best = i * k + j;
                             }
                         }
                     }
                     yc[oh * OW + ow] = m;
-                    /* Stored relative to the sample's start so backward can add directly. */
-                    ac[oh * OW + ow] = (int32_t)(c * H * W + best);
+                    if (small)
+                        ((uint8_t *)l->state)[at + oh * OW + ow] = (uint8_t)best;
+                    else /* relative to the sample's start */
+                        ((int32_t *)l->state)[at + oh * OW + ow] =
+                            (int32_t)(c * H * W + (oh * s + best / k) * W + ow * s + best % k);
                 }
             }
         }
@@ -118,15 +125,32 @@ static void backward_part(void *ctx, int t, int nt)
     const pool_job *job = ctx;
     const dt_layer *l = job->l;
     const int64_t on = l->out_numel, in = l->in_numel;
-    const int32_t *arg = l->state;
+    const int64_t C = l->in.d[0], H = l->in.d[1], W = l->in.d[2];
+    const int64_t OH = l->out.d[1], OW = l->out.d[2], k = l->spec.kernel, s = l->spec.stride;
     const float *dy = job->dy;
     float *dx = job->out;
     int64_t lo, hi;
     dt_pool_share(job->batch, t, nt, &lo, &hi);
     memset(dx + lo * in, 0, (size_t)((hi - lo) * in) * sizeof(float));
+    if (!small_window(l)) {
+        const int32_t *arg = l->state;
+        for (int64_t n = lo; n < hi; n++)
+            for (int64_t o = 0; o < on; o++)
+                dx[n * in + arg[n * on + o]] += dy[n * on + o];
+        return;
+    }
+    const uint8_t *arg = l->state;
     for (int64_t n = lo; n < hi; n++)
-        for (int64_t o = 0; o < on; o++)
-            dx[n * in + arg[n * on + o]] += dy[n * on + o];
+        for (int64_t c = 0; c < C; c++) {
+            const uint8_t *ac = arg + n * on + c * OH * OW;
+            const float *dyc = dy + n * on + c * OH * OW;
+            float *dxc = dx + n * in + c * H * W;
+            for (int64_t oh = 0; oh < OH; oh++)
+                for (int64_t ow = 0; ow < OW; ow++) {
+                    const int64_t b = ac[oh * OW + ow];
+                    dxc[(oh * s + b / k) * W + ow * s + b % k] += dyc[oh * OW + ow];
+                }
+        }
 }
 
 static dt_status pool_backward(dt_layer *l, const float *x, const float *y, const float *dy,

@@ -372,6 +372,8 @@ static void test_kernel_maxpool2d(void **state)
         {"maxpool k2 s1", {gu_pool(2, 1)}, 1, gu_shape3(1, 5, 5), 2, GU_DISTINCT, 4},
         {"maxpool k2 odd 5x7", {gu_pool(2, 0)}, 1, gu_shape3(2, 5, 7), 4, GU_DISTINCT, 1},
         {"maxpool k3 s1", {gu_pool(3, 1)}, 1, gu_shape3(2, 4, 6), 3, GU_DISTINCT, 9},
+        /* Windows over 16x16 keep input indices, smaller ones a byte per output. */
+        {"maxpool k17 s1", {gu_pool(17, 1)}, 1, gu_shape3(2, 18, 19), 2, GU_DISTINCT, 1},
     };
     /* clang-format on */
     run_model_cases(cases, sizeof cases / sizeof cases[0]);
