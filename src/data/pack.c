@@ -51,6 +51,13 @@ static dt_status grow(void **block, size_t *cap, size_t need, size_t unit, const
     return DT_OK;
 }
 
+static int zero8(const uint8_t *p)
+{
+    uint64_t w;
+    memcpy(&w, p, sizeof w);
+    return w == 0;
+}
+
 dt_status dt_pack_samples(dt_packer *p, const uint8_t *x, int64_t count)
 {
     DT_ASSERT(p != NULL && count >= 0 && (count == 0 || x != NULL));
@@ -71,8 +78,12 @@ dt_status dt_pack_samples(dt_packer *p, const uint8_t *x, int64_t count)
         for (int64_t r = 0; r < rows; r++) {
             const uint8_t *row = sample + r * width;
             int64_t first = 0, last = width - 1;
+            while (first + 8 <= width && zero8(row + first)) /* margins a word at a time */
+                first += 8;
             while (first < width && row[first] == 0)
                 first++;
+            while (last - 7 > first && zero8(row + last - 7))
+                last -= 8;
             while (last >= first && row[last] == 0)
                 last--;
             const int64_t len = last >= first ? last - first + 1 : 0;

@@ -6,10 +6,15 @@
  * (ep, pos, stream<<24 | l, e/4), word e%4, kept when u01(word) >= p. It does not depend
  * on the step, the batch composition, the rank or the world size (DESIGN.md), so data-
  * parallel and accumulated runs draw the masks of the equivalent single-process run.
- * With a thread team each member takes its own samples (forward) or elements (backward). */
+ * The mask is kept as one bit per element. With a thread team each member takes its own
+ * samples. */
 #include "core/pool.h"
 #include "dtrain/rng.h"
 #include "nn/layer_internal.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 static dt_status dropout_plan(dt_layer *l)
 {
@@ -17,7 +22,8 @@ static dt_status dropout_plan(dt_layer *l)
         return dt_fail(DT_ERR_INVALID, "layer %d (dropout): p must be in [0, 1], got %g", l->index,
                        l->spec.p);
     l->out = l->in;
-    l->state_bytes = (size_t)dt_shape_numel(&l->in); /* one keep byte per element */
+    /* One keep bit per element, each sample's from a byte boundary. */
+    l->state_bytes = (size_t)((dt_shape_numel(&l->in) + 7) / 8);
     return DT_OK;
 }
 
@@ -47,19 +53,22 @@ static void forward_part(void *vctx, int t, int nt)
     const float p = (float)l->spec.p;
     const float scale = noise_scale(l);
     const uint32_t c2 = ((uint32_t)DT_RNG_STREAM_DROPOUT << 24) | (uint32_t)l->index;
+    const int64_t nbytes = (n + 7) / 8;
     int64_t lo, hi;
     dt_pool_share(job->batch, t, nt, &lo, &hi);
     for (int64_t r = lo; r < hi; r++) {
         const uint32_t pos = (uint32_t)ctx->positions[r];
         const float *xr = x + r * n;
         float *yr = y + r * n;
-        uint8_t *kr = keep + r * n;
+        uint8_t *kr = keep + r * nbytes;
+        for (int64_t b = 0; b < nbytes; b++)
+            kr[b] = 0;
         for (int64_t e = 0; e < n; e += 4) {
             uint32_t w[4];
             dt_philox(ctx->seed, (uint32_t)ctx->epoch, pos, c2, (uint32_t)(e / 4), w);
             for (int64_t j = 0; j < 4 && e + j < n; j++) {
-                uint8_t k = dt_u01f(w[j]) >= p;
-                kr[e + j] = k;
+                const int k = dt_u01f(w[j]) >= p;
+                kr[(e + j) / 8] |= (uint8_t)(k << ((e + j) % 8));
                 /* x * noise as in PyTorch: a dropped NaN stays NaN */
                 yr[e + j] = xr[e + j] * (k ? scale : 0.0f);
             }
@@ -86,16 +95,33 @@ static void dropout_forward(dt_layer *l, const float *x, float *y, int64_t batch
 static void backward_part(void *vctx, int t, int nt)
 {
     const dropout_job *job = vctx;
-    const uint8_t *keep = job->l->state;
+    const int64_t n = job->l->in_numel, nbytes = (n + 7) / 8;
     const float scale = noise_scale(job->l);
-    const float *dy = job->dy;
-    float *dx = job->out;
     int64_t lo, hi;
-    dt_pool_share(job->n, t, nt, &lo, &hi);
+    dt_pool_share(job->batch, t, nt, &lo, &hi);
     /* dy times the forward's noise, as PyTorch (a NaN gradient of a dropped element stays
-     * NaN), and free of branches, so that the loop vectorizes. */
-    for (int64_t i = lo; i < hi; i++)
-        dx[i] = dy[i] * (keep[i] ? scale : 0.0f);
+     * NaN); in place, each element is read before it is written. */
+    for (int64_t r = lo; r < hi; r++) {
+        const uint8_t *kr = (const uint8_t *)job->l->state + r * nbytes;
+        const float *dy = job->dy + r * n;
+        float *dx = job->out + r * n;
+        int64_t e = 0;
+#if defined(__SSE2__)
+        /* The noise of 8 elements from their byte: lanes of `scale` where a bit is set. */
+        const __m128 sc = _mm_set1_ps(scale);
+        const __m128i sel_lo = _mm_setr_epi32(1, 2, 4, 8);
+        const __m128i sel_hi = _mm_setr_epi32(16, 32, 64, 128);
+        for (; e + 8 <= n; e += 8) {
+            const __m128i v = _mm_set1_epi32(kr[e / 8]);
+            const __m128 m_lo = _mm_castsi128_ps(_mm_cmpeq_epi32(_mm_and_si128(v, sel_lo), sel_lo));
+            const __m128 m_hi = _mm_castsi128_ps(_mm_cmpeq_epi32(_mm_and_si128(v, sel_hi), sel_hi));
+            _mm_storeu_ps(dx + e, _mm_mul_ps(_mm_loadu_ps(dy + e), _mm_and_ps(m_lo, sc)));
+            _mm_storeu_ps(dx + e + 4, _mm_mul_ps(_mm_loadu_ps(dy + e + 4), _mm_and_ps(m_hi, sc)));
+        }
+#endif
+        for (; e < n; e++)
+            dx[e] = dy[e] * ((kr[e / 8] >> (e % 8)) & 1 ? scale : 0.0f);
+    }
 }
 
 static dt_status dropout_backward(dt_layer *l, const float *x, const float *y, const float *dy,
@@ -112,7 +138,7 @@ static dt_status dropout_backward(dt_layer *l, const float *x, const float *y, c
             dx[i] = dy[i];
         return DT_OK;
     }
-    dropout_job j = {.l = l, .dy = dy, .out = dx, .n = n};
+    dropout_job j = {.l = l, .dy = dy, .out = dx, .batch = batch};
     dt_pool_run(n >= DT_PAR_MIN ? l->pool : NULL, backward_part, &j);
     return DT_OK;
 }
