@@ -17,7 +17,9 @@
  * activation buffer that holds it, else the smallest extra one, else the extra one that
  * must grow least: for the seeds' ConvNet this leaves one extra buffer of a fifth of the
  * largest activation, where two full-size ping-pong buffers were needed before (ReLU
- * then reads its mask bits, not its output: relu.c). */
+ * then reads its mask bits, not its output: relu.c). The plan assumes one forward, then
+ * one backward: a backward that re-runs a forward segment (gradient checkpointing) would
+ * refill activation buffers that hold gradients by then, and must be planned with that. */
 #include <limits.h>
 #include <string.h>
 
