@@ -61,13 +61,13 @@ void dt_assert_fail(const char *expr, const char *file, int line);
 
 /* DT_TRY(expr): evaluates a dt_status expression; on failure stores it in the caller's
  * local `st` and jumps to the caller's `fail:` label. One cleanup label per function. */
-#define DT_TRY(expr)                                                                       \
-    do {                                                                                   \
-        dt_status dt_try_st_ = (expr);                                                     \
-        if (dt_try_st_ != DT_OK) {                                                         \
-            st = dt_try_st_;                                                               \
-            goto fail;                                                                     \
-        }                                                                                  \
+#define DT_TRY(expr)                                                                               \
+    do {                                                                                           \
+        dt_status dt_try_st_ = (expr);                                                             \
+        if (dt_try_st_ != DT_OK) {                                                                 \
+            st = dt_try_st_;                                                                       \
+            goto fail;                                                                             \
+        }                                                                                          \
     } while (0)
 
 /* 64-byte aligned allocation (cache line, AVX-512 width). Returns DT_ERR_NOMEM with a

@@ -33,20 +33,20 @@ typedef enum dt_feature_type {
 typedef enum dt_target_type { DT_TARGETS_LABELS = 0, DT_TARGETS_F32 } dt_target_type;
 
 typedef struct dt_dataset {
-    int64_t n;              /* samples */
-    dt_shape sample_shape;  /* per-sample feature shape: (1, 28, 28) or (p) */
+    int64_t n;             /* samples */
+    dt_shape sample_shape; /* per-sample feature shape: (1, 28, 28) or (p) */
     dt_feature_type features;
-    const uint8_t *x_u8;    /* (n, numel) when features == DT_FEATURES_U8 */
-    const float *x_f32;     /* (n, numel) when features == DT_FEATURES_F32 */
-    const uint8_t *x_packed;     /* the records when features == DT_FEATURES_U8_PACKED */
-    const uint32_t *x_offsets;   /* (n): where each sample's record starts in x_packed */
-    float scale, shift;     /* uint8 conversion: x * scale + shift */
+    const uint8_t *x_u8;       /* (n, numel) when features == DT_FEATURES_U8 */
+    const float *x_f32;        /* (n, numel) when features == DT_FEATURES_F32 */
+    const uint8_t *x_packed;   /* the records when features == DT_FEATURES_U8_PACKED */
+    const uint32_t *x_offsets; /* (n): where each sample's record starts in x_packed */
+    float scale, shift;        /* uint8 conversion: x * scale + shift */
     dt_target_type targets;
-    const int32_t *labels;  /* (n) when targets == DT_TARGETS_LABELS */
-    int64_t num_classes;    /* labels lie in [0, num_classes) */
-    const float *y_f32;     /* (n, target_width) when targets == DT_TARGETS_F32 */
+    const int32_t *labels; /* (n) when targets == DT_TARGETS_LABELS */
+    int64_t num_classes;   /* labels lie in [0, num_classes) */
+    const float *y_f32;    /* (n, target_width) when targets == DT_TARGETS_F32 */
     int64_t target_width;
-    void *owned_;           /* internal: storage freed by dt_dataset_free */
+    void *owned_; /* internal: storage freed by dt_dataset_free */
 } dt_dataset;
 
 /* Fashion-MNIST / MNIST's pixel scaling as in the seeds' example: (x/255 - 0.5)/0.5. */
@@ -64,8 +64,7 @@ dt_status dt_idx_load(const char *images_path, const char *labels_path, int64_t 
 /* The standard file names in a directory ("train" or "t10k"), .gz or not: the raw file
  * is taken when both exist; a missing file is a DT_ERR_IO naming it. On any failure of
  * a loader in this header, *out is left zeroed. */
-dt_status dt_idx_load_dir(const char *dir, const char *split, int64_t num_classes,
-                          dt_dataset *out);
+dt_status dt_idx_load_dir(const char *dir, const char *split, int64_t num_classes, dt_dataset *out);
 
 typedef struct dt_csv_options {
     int header;             /* 1: the first line names the columns; 0: it is data; -1:
@@ -89,10 +88,10 @@ dt_csv_options dt_csv_options_default(void);
 dt_status dt_csv_load(const char *path, const dt_csv_options *opts, dt_dataset *out);
 
 typedef struct dt_synth_linreg {
-    int64_t n;       /* samples */
-    int64_t p, q;    /* features and targets: Y (n, q) = X (n, p) W^T + b + noise */
-    double noise;    /* standard deviation of the Gaussian noise */
-    uint64_t seed;   /* X ~ N(0, 1), W and b ~ U(-1, 1), all from (seed, element) */
+    int64_t n;     /* samples */
+    int64_t p, q;  /* features and targets: Y (n, q) = X (n, p) W^T + b + noise */
+    double noise;  /* standard deviation of the Gaussian noise */
+    uint64_t seed; /* X ~ N(0, 1), W and b ~ U(-1, 1), all from (seed, element) */
 } dt_synth_linreg;
 
 /* Synthetic linear-regression data from counter-based random numbers. If w_true and
