@@ -12,9 +12,7 @@
 #include "dtrain/rng.h"
 #include "nn/layer_internal.h"
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
+#include "nn/mask_bits.h"
 
 static dt_status dropout_plan(dt_layer *l)
 {
@@ -109,12 +107,9 @@ static void backward_part(void *vctx, int t, int nt)
 #if defined(__SSE2__)
         /* The noise of 8 elements from their byte: lanes of `scale` where a bit is set. */
         const __m128 sc = _mm_set1_ps(scale);
-        const __m128i sel_lo = _mm_setr_epi32(1, 2, 4, 8);
-        const __m128i sel_hi = _mm_setr_epi32(16, 32, 64, 128);
         for (; e + 8 <= n; e += 8) {
-            const __m128i v = _mm_set1_epi32(kr[e / 8]);
-            const __m128 m_lo = _mm_castsi128_ps(_mm_cmpeq_epi32(_mm_and_si128(v, sel_lo), sel_lo));
-            const __m128 m_hi = _mm_castsi128_ps(_mm_cmpeq_epi32(_mm_and_si128(v, sel_hi), sel_hi));
+            __m128 m_lo, m_hi;
+            dt_mask_lanes(kr[e / 8], &m_lo, &m_hi);
             _mm_storeu_ps(dx + e, _mm_mul_ps(_mm_loadu_ps(dy + e), _mm_and_ps(m_lo, sc)));
             _mm_storeu_ps(dx + e + 4, _mm_mul_ps(_mm_loadu_ps(dy + e + 4), _mm_and_ps(m_hi, sc)));
         }

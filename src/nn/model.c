@@ -245,12 +245,8 @@ dt_status dt_model_create(const dt_layer_spec *specs, int nlayers, const dt_shap
                              m->tensors[i].name);
                 goto fail;
             }
-    dt_free(sid);
-    dt_free(cap);
-    dt_free(need);
-    dt_free(gplan.store);
     *out = m;
-    return DT_OK;
+    m = NULL; /* handed over; below only the plan's temporaries go */
 fail:
     dt_free(sid);
     dt_free(cap);

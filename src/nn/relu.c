@@ -9,9 +9,7 @@
 #include "core/pool.h"
 #include "nn/layer_internal.h"
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
+#include "nn/mask_bits.h"
 
 static dt_status relu_plan(dt_layer *l)
 {
@@ -87,13 +85,8 @@ static void backward_part(void *ctx, int t, int nt)
 #if defined(__SSE2__)
     /* dy AND an all-ones or all-zeros lane: the gradient's bits pass (NaN, -0) or +0. */
     for (; i + 8 <= hi; i += 8) {
-        const int b = bits[i / 8];
-        const __m128i sel_lo = _mm_setr_epi32(1, 2, 4, 8);
-        const __m128i sel_hi = _mm_setr_epi32(16, 32, 64, 128);
-        const __m128i v = _mm_set1_epi32(b);
-        const __m128 m_lo = _mm_castsi128_ps(
-            _mm_cmpeq_epi32(_mm_and_si128(v, sel_lo), sel_lo)); /* bit k -> lane k all ones */
-        const __m128 m_hi = _mm_castsi128_ps(_mm_cmpeq_epi32(_mm_and_si128(v, sel_hi), sel_hi));
+        __m128 m_lo, m_hi; /* bit k: lane k all ones */
+        dt_mask_lanes(bits[i / 8], &m_lo, &m_hi);
         _mm_storeu_ps(dx + i, _mm_and_ps(_mm_loadu_ps(dy + i), m_lo));
         _mm_storeu_ps(dx + i + 4, _mm_and_ps(_mm_loadu_ps(dy + i + 4), m_hi));
     }
