@@ -57,6 +57,14 @@ void dt_optim_free(dt_optim *o);
  * call). Allocates nothing. */
 void dt_optim_step(dt_optim *o, float *params, const float *grads, size_t count, double lr);
 
+/* The same update split between threads: each calls dt_optim_step_part on its own range
+ * [lo, hi) of the same buffers (the update of one step, t + 1, without counting it), and
+ * once all are done one call of dt_optim_count_step counts the step. The update is
+ * element-wise, so any split gives dt_optim_step's bits. */
+void dt_optim_step_part(dt_optim *o, float *params, const float *grads, size_t lo, size_t hi,
+                        double lr);
+void dt_optim_count_step(dt_optim *o);
+
 /* Optimizer steps taken so far (Adam's t; SGD's "buffer started" is t > 0). */
 int64_t dt_optim_steps(const dt_optim *o);
 void dt_optim_set_steps(dt_optim *o, int64_t t);
@@ -76,13 +84,13 @@ typedef enum dt_sched_kind {
 
 typedef struct dt_schedule {
     dt_sched_kind kind;
-    double lr;             /* base learning rate */
-    int64_t warmup_steps;  /* linear warm-up from warmup_start * lr over these steps */
-    double warmup_start;   /* factor at step 0 of the warm-up (default 0) */
-    int64_t step_size;     /* STEP: steps between decays */
-    double gamma;          /* STEP: decay factor */
-    int64_t total_steps;   /* COSINE: steps after the warm-up over which lr decays */
-    double min_lr;         /* COSINE: final learning rate */
+    double lr;            /* base learning rate */
+    int64_t warmup_steps; /* linear warm-up from warmup_start * lr over these steps */
+    double warmup_start;  /* factor at step 0 of the warm-up (default 0) */
+    int64_t step_size;    /* STEP: steps between decays */
+    double gamma;         /* STEP: decay factor */
+    int64_t total_steps;  /* COSINE: steps after the warm-up over which lr decays */
+    double min_lr;        /* COSINE: final learning rate */
 } dt_schedule;
 
 dt_schedule dt_schedule_default(void);

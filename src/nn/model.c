@@ -10,6 +10,7 @@
 #include "dtrain/rng.h"
 #include "nn/grad_plan.h"
 #include "nn/layer_internal.h"
+#include "nn/model_team.h"
 
 struct dt_model {
     int nlayers;
@@ -274,6 +275,11 @@ void dt_model_free(dt_model *m)
     dt_free(m->shapes);
     dt_free(m->layers);
     dt_free(m);
+}
+
+dt_pool *dt_model_team(const dt_model *m)
+{
+    return m->pool;
 }
 
 dt_status dt_model_set_threads(dt_model *m, int nthreads)

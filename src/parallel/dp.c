@@ -23,6 +23,8 @@
 #include <string.h>
 
 #include "dtrain/comm.h"
+#include "nn/model_team.h"
+#include "optim/optim_team.h"
 #include "parallel/dp.h"
 
 #define DP_MAX_BUCKETS 256
@@ -328,7 +330,7 @@ dt_status dt_dp_optim_step(dt_dp *dp, dt_optim *o, double lr)
     dt_status st = DT_OK;
     float *p = dt_model_params(dp->model), *g = dt_model_grads(dp->model);
     if (!dp->zero) {
-        dt_optim_step(o, p, g, dt_model_param_count(dp->model), lr);
+        dt_optim_step_team(o, p, g, dt_model_param_count(dp->model), lr, dt_model_team(dp->model));
         return DT_OK;
     }
     /* ZeRO-1: sum gradients into this rank's slice, update it, share the parameters. The
@@ -338,7 +340,8 @@ dt_status dt_dp_optim_step(dt_dp *dp, dt_optim *o, double lr)
                                    DT_COMM_SUM));
     dp->wait_s += dt_now() - t0;
     dp->exposed_s += dt_now() - t0;
-    dt_optim_step(o, p + dp->shard_offset, dp->shard_grad, dp->shard_count, lr);
+    dt_optim_step_team(o, p + dp->shard_offset, dp->shard_grad, dp->shard_count, lr,
+                       dt_model_team(dp->model));
     const double t1 = dt_now();
     DT_TRY(dt_comm_allgatherv(dp->comm, p + dp->shard_offset, p, dp->shard_counts, dp->shard_displs,
                               DT_COMM_FLOAT32));

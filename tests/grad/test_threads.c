@@ -13,7 +13,9 @@
 #include <string.h>
 
 #include "dtrain/model.h"
+#include "dtrain/optim.h"
 #include "dtrain/train.h"
+#include "optim/optim_team.h"
 #include "grad_util.h"
 
 #define MAX_BATCH 8
@@ -139,6 +141,35 @@ static void test_accumulates(void **state)
     dt_model_free(team);
 }
 
+/* The optimizer's update split over a team (the trainer's) is dt_optim_step's, bit for
+ * bit: Adam on an odd count above the team threshold, over 3 steps, 2 and 3 members. */
+static void test_optimizer_team(void **state)
+{
+    (void)state;
+    enum { COUNT = 50001 };
+    static float p1[COUNT], pn[COUNT], g[COUNT];
+    for (int members = 2; members <= 3; members++) {
+        gu_fill(p1, COUNT, 31, GU_UNIFORM);
+        memcpy(pn, p1, sizeof p1);
+        dt_optim *one = NULL, *team = NULL;
+        dt_optim_config cfg = dt_optim_config_default(DT_OPTIM_ADAMW);
+        DT_ASSERT_OK(dt_optim_create(&cfg, COUNT, &one));
+        DT_ASSERT_OK(dt_optim_create(&cfg, COUNT, &team));
+        dt_pool *pool = NULL;
+        DT_ASSERT_OK(dt_pool_create(members, &pool));
+        for (int t = 0; t < 3; t++) {
+            gu_fill(g, COUNT, 40 + (uint64_t)t, GU_UNIFORM);
+            dt_optim_step(one, p1, g, COUNT, 1e-2);
+            dt_optim_step_team(team, pn, g, COUNT, 1e-2, pool);
+        }
+        assert_int_equal(dt_optim_steps(team), 3);
+        assert_true(dt_check_equal_bits("optimizer on a team", pn, p1, COUNT));
+        dt_pool_free(pool);
+        dt_optim_free(one);
+        dt_optim_free(team);
+    }
+}
+
 static void test_refused(void **state)
 {
     (void)state;
@@ -165,6 +196,7 @@ int main(void)
         cmocka_unit_test(test_two_and_three_threads),
         cmocka_unit_test(test_batch_below_team),
         cmocka_unit_test(test_accumulates),
+        cmocka_unit_test(test_optimizer_team),
         cmocka_unit_test(test_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -133,10 +133,13 @@ static void test_trajectories(void **state)
         double *lr = ru_f64(ru_tensor(f, oc[c].name, "lr", DT_ST_F64, 1, ss));
         double *want = ru_f64(ru_tensor(f, oc[c].name, "params", DT_ST_F64, 2, sm));
         /* The shard copy: the same range updated as [0, 5) and [5, N) by two optimizers. */
-        float split[N];
+        float split[N], parts[N];
         memcpy(split, p, sizeof split);
+        /* The threads' copy: one optimizer updated in parts [0, 3), [3, 3), [3, N). */
+        memcpy(parts, p, sizeof parts);
 
-        dt_optim *o = NULL, *lo = NULL, *hi = NULL;
+        dt_optim *o = NULL, *lo = NULL, *hi = NULL, *pt = NULL;
+        DT_ASSERT_OK(dt_optim_create(&oc[c].cfg, N, &pt));
         DT_ASSERT_OK(dt_optim_create(&oc[c].cfg, N, &o));
         DT_ASSERT_OK(dt_optim_create(&oc[c].cfg, 5, &lo));
         DT_ASSERT_OK(dt_optim_create(&oc[c].cfg, N - 5, &hi));
@@ -153,7 +156,13 @@ static void test_trajectories(void **state)
             dt_optim_step(o, p, g, N, lr[t]);
             dt_optim_step(lo, split, g, 5, lr[t]);
             dt_optim_step(hi, split + 5, g + 5, N - 5, lr[t]);
+            dt_optim_step_part(pt, parts, g, 3, N, lr[t]); /* any order */
+            dt_optim_step_part(pt, parts, g, 3, 3, lr[t]);
+            dt_optim_step_part(pt, parts, g, 0, 3, lr[t]);
+            assert_int_equal(dt_optim_steps(pt), t);
+            dt_optim_count_step(pt);
             assert_int_equal(dt_optim_steps(o), t + 1);
+            assert_int_equal(dt_optim_steps(pt), t + 1);
             snprintf(label, sizeof label, "%s: parameters after step %d (dtrain vs PyTorch)",
                      oc[c].name, t + 1);
             DT_ASSERT_CLOSE_F(label, p, want + (size_t)t * N, N, step_tol(t), step_tol(t));
@@ -163,7 +172,10 @@ static void test_trajectories(void **state)
                                      want + (size_t)t * N));
             snprintf(label, sizeof label, "%s: split range after step %d", oc[c].name, t + 1);
             assert_true(dt_check_equal_bits(label, split, p, N));
+            snprintf(label, sizeof label, "%s: parts after step %d", oc[c].name, t + 1);
+            assert_true(dt_check_equal_bits(label, parts, p, N));
         }
+        dt_optim_free(pt);
         dt_optim_free(o);
         dt_optim_free(lo);
         dt_optim_free(hi);

@@ -1,0 +1,13 @@
+/* optim_team.h — an optimizer step split over a thread team (the model's). */
+#ifndef DT_OPTIM_TEAM_H
+#define DT_OPTIM_TEAM_H
+
+#include "core/pool.h"
+#include "dtrain/optim.h"
+
+/* dt_optim_step with the update split between `team`'s members (NULL, or a short buffer:
+ * on the calling thread alone). The same bits either way. */
+void dt_optim_step_team(dt_optim *o, float *params, const float *grads, size_t count, double lr,
+                        dt_pool *team);
+
+#endif
