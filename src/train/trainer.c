@@ -223,21 +223,32 @@ static void order_for_epoch(dt_trainer *t, int64_t epoch)
 
 typedef struct gather_job {
     dt_trainer *t;
+    const dt_dataset *ds;
     int64_t count;
 } gather_job;
 
-/* Member m's share of the micro-batch's samples, into their rows of the model's input. */
+/* Member m's share of t->samples[0..count), into their rows of the model's input. */
 static void gather_part(void *ctx, int m, int n)
 {
     const gather_job *g = ctx;
     dt_trainer *t = g->t;
     int64_t lo, hi;
     dt_pool_share(g->count, m, n, &lo, &hi);
-    const int labelled = t->train.targets == DT_TARGETS_LABELS;
-    dt_dataset_gather(&t->train, t->samples + lo, hi - lo,
-                      dt_model_input(t->model) + lo * dt_dataset_sample_numel(&t->train),
+    const int labelled = g->ds->targets == DT_TARGETS_LABELS;
+    dt_dataset_gather(g->ds, t->samples + lo, hi - lo,
+                      dt_model_input(t->model) + lo * dt_dataset_sample_numel(g->ds),
                       labelled ? t->labels + lo : NULL,
                       labelled ? NULL : t->targets + lo * t->out_width);
+}
+
+/* Gathers samples t->samples[0..count) of ds into the model's input, on the model's team
+ * when the batch is large enough. */
+static void gather(dt_trainer *t, const dt_dataset *ds, int64_t count)
+{
+    gather_job g = {.t = t, .ds = ds, .count = count};
+    const int64_t numel = dt_dataset_sample_numel(ds);
+    dt_pool_run(count * numel >= DT_PAR_GATHER_MIN ? dt_model_team(t->model) : NULL, gather_part,
+                &g);
 }
 
 /* One micro-step on samples at permutation positions [first, first + count): forward,
@@ -254,10 +265,7 @@ static dt_status micro_step(dt_trainer *t, int64_t epoch, int64_t first, int64_t
     /* Gather by sample index through the permutation; positions key dropout. */
     for (int64_t i = 0; i < count; i++)
         t->samples[i] = t->perm[t->positions[i]];
-    gather_job g = {.t = t, .count = count};
-    const int64_t numel = dt_dataset_sample_numel(&t->train);
-    dt_pool_run(count * numel >= DT_PAR_GATHER_MIN ? dt_model_team(t->model) : NULL, gather_part,
-                &g);
+    gather(t, &t->train, count);
     dt_forward_ctx ctx = {
         .train = 1, .seed = t->cfg.train.seed, .epoch = (uint64_t)epoch, .positions = t->positions};
     dt_status st = dt_model_forward(t->model, count, &ctx);
@@ -282,14 +290,9 @@ dt_status dt_trainer_evaluate(dt_trainer *t, double *loss, double *accuracy)
     dt_forward_ctx ctx = {.train = 0};
     for (int64_t off = 0; off < count; off += chunk) {
         int64_t c = count - off < chunk ? count - off : chunk;
-        for (int64_t i = 0; i < c; i++) {
-            int64_t sample = begin + off + i;
-            dt_dataset_gather(&t->test, &sample, 1,
-                              dt_model_input(t->model) + i * dt_dataset_sample_numel(&t->test),
-                              t->test.targets == DT_TARGETS_LABELS ? t->labels + i : NULL,
-                              t->test.targets == DT_TARGETS_F32 ? t->targets + i * t->out_width
-                                                                : NULL);
-        }
+        for (int64_t i = 0; i < c; i++)
+            t->samples[i] = begin + off + i;
+        gather(t, &t->test, c);
         dt_status st = dt_model_forward(t->model, c, &ctx);
         if (st != DT_OK)
             return st;
