@@ -61,6 +61,12 @@ typedef struct dt_dataset {
 dt_status dt_idx_load(const char *images_path, const char *labels_path, int64_t num_classes,
                       dt_dataset *out);
 
+/* The paths dt_idx_load_dir reads for `split` in `dir` ("train" or "t10k"): the raw file
+ * when it exists, else the .gz, else the .gz name (which the load then reports missing).
+ * DT_ERR_INVALID when a path does not fit `nbytes`. */
+dt_status dt_idx_dir_paths(const char *dir, const char *split, char *images, char *labels,
+                           size_t nbytes);
+
 /* The standard file names in a directory ("train" or "t10k"), .gz or not: the raw file
  * is taken when both exist; a missing file is a DT_ERR_IO naming it. On any failure of
  * a loader in this header, *out is left zeroed. */
@@ -111,6 +117,13 @@ int64_t dt_dataset_sample_numel(const dt_dataset *ds);
  * nothing. */
 void dt_dataset_gather(const dt_dataset *ds, const int64_t *idx, int64_t count, float *x,
                        int32_t *labels, float *y);
+
+/* Checks that `test` can be evaluated by a model planned for `train`: the same sample
+ * shape, the same kind of targets (and as many regression targets per sample), and no
+ * label beyond the training set's classes. DT_ERR_MISMATCH names both data sets (the
+ * names are what the message calls them: their files, usually). Gather trusts this. */
+dt_status dt_dataset_check_pair(const dt_dataset *train, const char *train_name,
+                                const dt_dataset *test, const char *test_name);
 
 /* Splits off the last `n_test` samples (0 <= n_test <= n, else DT_ERR_INVALID) into a
  * second data set view: `train` keeps the first n - n_test. Both share storage; only

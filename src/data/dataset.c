@@ -6,6 +6,7 @@
  * every training step, so it allocates nothing and checks only programmer misuse. */
 #include "data/data_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -158,5 +159,58 @@ dt_status dt_dataset_split(const dt_dataset *whole, int64_t n_test, dt_dataset *
         te.y_f32 = w.y_f32 + n_train * w.target_width;
     *train = tr;
     *test = te;
+    return DT_OK;
+}
+
+/* "(1, 28, 28)" into buf. */
+static const char *shape_str(const dt_shape *s, char *buf, size_t nbytes)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < s->ndim && used < nbytes; i++) {
+        int w = snprintf(buf + used, nbytes - used, "%s%lld", i ? ", " : "(", (long long)s->d[i]);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+    if (used < nbytes)
+        snprintf(buf + used, nbytes - used, ")");
+    return buf;
+}
+
+dt_status dt_dataset_check_pair(const dt_dataset *train, const char *train_name,
+                                const dt_dataset *test, const char *test_name)
+{
+    DT_ASSERT(train != NULL && test != NULL && train_name != NULL && test_name != NULL);
+    const dt_shape *a = &train->sample_shape, *b = &test->sample_shape;
+    int same = a->ndim == b->ndim;
+    for (int i = 0; same && i < a->ndim; i++)
+        same = a->d[i] == b->d[i];
+    if (!same) {
+        char sa[96], sb[96];
+        return dt_fail(DT_ERR_MISMATCH,
+                       "data: the test set %s has samples of shape %s, the training set %s "
+                       "of shape %s",
+                       test_name, shape_str(b, sb, sizeof sb), train_name,
+                       shape_str(a, sa, sizeof sa));
+    }
+    if (train->targets != test->targets)
+        return dt_fail(DT_ERR_MISMATCH, "data: the test set %s has %s, the training set %s %s",
+                       test_name,
+                       test->targets == DT_TARGETS_LABELS ? "class labels" : "regression targets",
+                       train_name,
+                       train->targets == DT_TARGETS_LABELS ? "class labels" : "regression targets");
+    if (train->targets == DT_TARGETS_F32 && train->target_width != test->target_width)
+        return dt_fail(DT_ERR_MISMATCH,
+                       "data: the test set %s has %lld targets per sample, the training set %s "
+                       "%lld",
+                       test_name, (long long)test->target_width, train_name,
+                       (long long)train->target_width);
+    if (train->targets == DT_TARGETS_LABELS && test->num_classes > train->num_classes)
+        return dt_fail(DT_ERR_MISMATCH,
+                       "data: the test set %s has labels up to %lld, the training set %s only "
+                       "%lld classes (set data.num_classes)",
+                       test_name, (long long)test->num_classes - 1, train_name,
+                       (long long)train->num_classes);
     return DT_OK;
 }

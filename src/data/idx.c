@@ -77,23 +77,47 @@ static uint32_t idx_be32(const unsigned char *p)
 }
 
 /* Reads the data of a packed file: whole samples, a block at a time, into the packer.
- * Returns the bytes read in *done (short of `expected` at a truncated file). */
+ * Returns the bytes read in *done (short of `expected` at a truncated file). The scratch
+ * block grows by doubling as data arrives, like the raw path's buffer: a header's
+ * dimensions alone never decide an allocation (a 27-byte file whose header promised one
+ * sample of 16 M rows once asked for 120 GB here before reading a byte of data). */
 static dt_status idx_read_packed(gzFile gz, const char *path, size_t expected, size_t sample,
                                  dt_packer *pk, size_t *done)
 {
     enum { BLOCK_SAMPLES = 256 };
+    const size_t first_cap = (size_t)1 << 20;
     dt_status st = DT_OK;
-    size_t block = sample * BLOCK_SAMPLES, got = 0;
-    uint8_t *scratch = malloc(block);
+    size_t block = sample * BLOCK_SAMPLES, got = 0, fill = 0;
+    if (block > expected)
+        block = expected;
+    size_t cap = block < first_cap ? block : first_cap;
+    uint8_t *scratch = malloc(cap);
     *done = 0;
     if (scratch == NULL)
-        return dt_fail(DT_ERR_NOMEM, "idx: %s: cannot allocate %zu bytes", path, block);
+        return dt_fail(DT_ERR_NOMEM, "idx: %s: cannot allocate %zu bytes", path, cap);
     while (*done < expected) {
         size_t want = expected - *done < block ? expected - *done : block;
-        DT_TRY(idx_read(gz, path, scratch, want, &got));
-        DT_TRY(dt_pack_samples(pk, scratch, (int64_t)(got / sample)));
-        *done += got;
-        if (got < want)
+        int eof = 0;
+        /* Fill the block, growing the scratch only once it is full of real data. */
+        for (fill = 0; fill < want && !eof;) {
+            if (fill == cap) {
+                size_t ncap = cap > want / 2 ? want : 2 * cap;
+                uint8_t *n = realloc(scratch, ncap);
+                if (n == NULL) {
+                    st = dt_fail(DT_ERR_NOMEM, "idx: %s: cannot allocate %zu bytes", path, ncap);
+                    goto fail;
+                }
+                scratch = n;
+                cap = ncap;
+            }
+            size_t ask = (want < cap ? want : cap) - fill;
+            DT_TRY(idx_read(gz, path, scratch + fill, ask, &got));
+            fill += got;
+            eof = got < ask;
+        }
+        DT_TRY(dt_pack_samples(pk, scratch, (int64_t)(fill / sample)));
+        *done += fill;
+        if (eof)
             break; /* end of file: the caller reports the truncation */
     }
 fail:
@@ -333,20 +357,36 @@ static int idx_pick(const char *dir, const char *name, char *path, size_t nbytes
     return stat(path, &sb) == 0;
 }
 
-dt_status dt_idx_load_dir(const char *dir, const char *split, int64_t num_classes, dt_dataset *out)
+dt_status dt_idx_dir_paths(const char *dir, const char *split, char *images, char *labels,
+                           size_t nbytes)
 {
-    DT_ASSERT(dir != NULL && split != NULL && out != NULL);
-    memset(out, 0, sizeof *out);
-    char images_name[256], labels_name[256], images[4096], labels[4096];
+    DT_ASSERT(dir != NULL && split != NULL && images != NULL && labels != NULL);
+    char images_name[256], labels_name[256];
     int a = snprintf(images_name, sizeof images_name, "%s-images-idx3-ubyte", split);
     int b = snprintf(labels_name, sizeof labels_name, "%s-labels-idx1-ubyte", split);
     if (a < 0 || b < 0 || (size_t)a >= sizeof images_name || (size_t)b >= sizeof labels_name)
         return dt_fail(DT_ERR_INVALID, "idx: split name \"%.64s...\" is too long", split);
-    if (strlen(dir) + sizeof images_name + 8 > sizeof images)
+    if (strlen(dir) + sizeof images_name + 8 > nbytes)
         return dt_fail(DT_ERR_INVALID, "idx: directory path \"%.64s...\" is too long", dir);
-    if (!idx_pick(dir, images_name, images, sizeof images))
-        return dt_fail(DT_ERR_IO, "idx: %s: no %s or %s.gz", dir, images_name, images_name);
-    if (!idx_pick(dir, labels_name, labels, sizeof labels))
-        return dt_fail(DT_ERR_IO, "idx: %s: no %s or %s.gz", dir, labels_name, labels_name);
+    idx_pick(dir, images_name, images, nbytes);
+    idx_pick(dir, labels_name, labels, nbytes);
+    return DT_OK;
+}
+
+dt_status dt_idx_load_dir(const char *dir, const char *split, int64_t num_classes, dt_dataset *out)
+{
+    DT_ASSERT(dir != NULL && split != NULL && out != NULL);
+    memset(out, 0, sizeof *out);
+    char images[4096], labels[4096];
+    dt_status st = dt_idx_dir_paths(dir, split, images, labels, sizeof images);
+    if (st != DT_OK)
+        return st;
+    struct stat sb;
+    if (stat(images, &sb) != 0)
+        return dt_fail(DT_ERR_IO, "idx: %s: no %s-images-idx3-ubyte or %s-images-idx3-ubyte.gz",
+                       dir, split, split);
+    if (stat(labels, &sb) != 0)
+        return dt_fail(DT_ERR_IO, "idx: %s: no %s-labels-idx1-ubyte or %s-labels-idx1-ubyte.gz",
+                       dir, split, split);
     return dt_idx_load(images, labels, num_classes, out);
 }

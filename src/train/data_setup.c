@@ -25,18 +25,26 @@ dt_status dt_data_load(const dt_config *cfg, dt_dataset *storage, dt_dataset *te
     const float scale = (float)(1.0 / (255.0 * cfg->data.std));
     const float shift = (float)(-cfg->data.mean / cfg->data.std);
     switch (cfg->data.kind) {
-    case DT_DATA_IDX:
+    case DT_DATA_IDX: {
+        char train_images[4096], test_images[4096], labels[4096];
         DT_TRY(dt_idx_load_dir(cfg->data.dir, "train", cfg->data.num_classes, storage));
         /* Without evaluation the test set would only take memory (7.8 MB here). */
-        if (cfg->train.eval)
+        if (cfg->train.eval) {
             DT_TRY(dt_idx_load_dir(cfg->data.dir, "t10k", cfg->data.num_classes, test_storage));
-        else
+            DT_TRY(dt_idx_dir_paths(cfg->data.dir, "train", train_images, labels,
+                                    sizeof train_images));
+            DT_TRY(dt_idx_dir_paths(cfg->data.dir, "t10k", test_images, labels,
+                                    sizeof test_images));
+            DT_TRY(dt_dataset_check_pair(storage, train_images, test_storage, test_images));
+        } else {
             empty_like(storage, test_storage);
+        }
         storage->scale = test_storage->scale = scale;
         storage->shift = test_storage->shift = shift;
         *train = *storage;
         *test = *test_storage;
         return DT_OK;
+    }
     case DT_DATA_CSV: {
         dt_csv_options o = dt_csv_options_default();
         o.header = cfg->data.csv_header;
@@ -46,10 +54,17 @@ dt_status dt_data_load(const dt_config *cfg, dt_dataset *storage, dt_dataset *te
         o.num_classes = cfg->data.num_classes;
         DT_TRY(dt_csv_load(cfg->data.train_file, &o, storage));
         if (cfg->data.test_file[0] != '\0') {
-            if (cfg->train.eval)
+            if (cfg->train.eval) {
+                /* Test labels are checked against the training set's classes as the file
+                 * is read, so a label out of range is reported with its line. */
+                if (o.labels)
+                    o.num_classes = storage->num_classes;
                 DT_TRY(dt_csv_load(cfg->data.test_file, &o, test_storage));
-            else
+                DT_TRY(dt_dataset_check_pair(storage, cfg->data.train_file, test_storage,
+                                             cfg->data.test_file));
+            } else {
                 empty_like(storage, test_storage);
+            }
             *train = *storage;
             *test = *test_storage;
             return DT_OK;

@@ -43,6 +43,17 @@ dt_cli_reject(idx_label_range 1
 dt_cli_reject(idx_missing_dir 1
   [=[^dtrain: idx: .*/nowhere: no train-images-idx3-ubyte or train-images-idx3-ubyte\.gz$]=])
 
+# A test set that does not fit the training set's samples (shape, targets, classes) is
+# refused naming both files, before training.
+dt_cli_reject(idx_shape_pair 1
+  [=[^dtrain: data: the test set .*/t10k-images-idx3-ubyte has samples of shape \(1, 28, 28\), the training set .*/train-images-idx3-ubyte of shape \(1, 2, 2\)$]=])
+dt_cli_reject(idx_shape_pair_close 1
+  [=[^dtrain: data: the test set .*/t10k-images-idx3-ubyte has samples of shape \(1, 28, 28\), the training set .*/train-images-idx3-ubyte of shape \(1, 27, 28\)$]=])
+dt_cli_reject(csv_columns_pair 1
+  [=[^dtrain: data: the test set .*/test\.csv has samples of shape \(50\), the training set .*/train\.csv of shape \(1\)$]=])
+dt_cli_reject(csv_test_label_range 1
+  [=[^dtrain: csv: .*/test\.csv:2:9: label 5 is not below 3$]=])
+
 # CSV files (file:line:column).
 dt_cli_reject(csv_bad_field 1
   [=[^dtrain: csv: .*/train\.csv:3:5: field 2 "4\.5e" is not a finite float$]=])

@@ -91,6 +91,34 @@ idx_label_range)
     set -- train "$mlp" --data "$tmp/d" ;;
 idx_missing_dir)
     set -- train "$mlp" --data "$tmp/nowhere" ;;
+idx_shape_pair)
+    # Training images of 2x2 and test images of 28x28 in one directory: the model is planned
+    # for 2x2 samples, and evaluation once wrote 784 floats per sample into room for 4.
+    good_idx_dir "$tmp/d"
+    idx_images "$tmp/d/train-images-idx3-ubyte" 0x00000803 3 2 2 12
+    set -- train "$mlp" --data "$tmp/d" --set model.layers="flatten, linear 10" ;;
+idx_shape_pair_close)
+    # 27x28 against 28x28: once exited 0 with an accuracy computed from garbage.
+    good_idx_dir "$tmp/d"
+    idx_images "$tmp/d/train-images-idx3-ubyte" 0x00000803 3 27 28 2268
+    set -- train "$mlp" --data "$tmp/d" ;;
+csv_columns_pair)
+    # A training file of 1 feature and a test file of 50: the test rows overflowed the
+    # model's input buffer.
+    printf '1.0,2.0\n2.0,4.0\n3.0,6.0\n' >"$tmp/train.csv"
+    row=""; i=0
+    while [ $i -lt 50 ]; do row="$row$i.5,"; i=$((i + 1)); done
+    printf '%s1.0\n%s2.0\n' "$row" "$row" >"$tmp/test.csv"
+    set -- train --set data.kind=csv --set data.train_file="$tmp/train.csv" \
+        --set data.test_file="$tmp/test.csv" --set model.layers="linear 1" --set loss.kind=mse ;;
+csv_test_label_range)
+    # The training file has classes 0..2; the test file's line 2 holds a 5. The message
+    # names the test file and its line when it is read, not at the first evaluation.
+    printf '0.5,0.25,1\n0.1,0.2,2\n0.3,0.4,0\n' >"$tmp/train.csv"
+    printf '0.5,0.25,1\n0.1,0.2,5\n' >"$tmp/test.csv"
+    set -- train --set data.kind=csv --set data.train_file="$tmp/train.csv" \
+        --set data.test_file="$tmp/test.csv" --set data.csv_labels=on \
+        --set data.num_classes=0 --set model.layers="linear 3" --set loss.kind=cross_entropy ;;
 csv_bad_field)
     printf 'x1,x2,y\n1.0,2.0,3.0\n4.0,4.5e,6.0\n' >"$tmp/train.csv"
     set -- train --set data.kind=csv --set data.train_file="$tmp/train.csv" \

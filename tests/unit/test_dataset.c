@@ -223,6 +223,40 @@ static void test_packed(void **state)
     assert_false(dt_pack_fits((int64_t)1 << 23, 28, 28)); /* over 4 GiB of records */
 }
 
+/* The check that every train/test pair passes before a model planned for the training
+ * samples evaluates the test set (a 28x28 test set once overflowed a model for 2x2). */
+static void test_check_pair(void **state)
+{
+    (void)state;
+    dt_dataset a = image_view(), b = image_view();
+    DT_ASSERT_OK(dt_dataset_check_pair(&a, "train.idx", &b, "test.idx"));
+    b.sample_shape.d[2] += 1;
+    DT_ASSERT_STATUS(dt_dataset_check_pair(&a, "train.idx", &b, "test.idx"), DT_ERR_MISMATCH);
+    DT_ASSERT_ERROR_HAS("test set test.idx has samples of shape");
+    DT_ASSERT_ERROR_HAS("training set train.idx");
+    b = image_view();
+    b.sample_shape.ndim = 2;
+    DT_ASSERT_STATUS(dt_dataset_check_pair(&a, "train.idx", &b, "test.idx"), DT_ERR_MISMATCH);
+    b = image_view();
+    b.num_classes = a.num_classes + 1;
+    DT_ASSERT_STATUS(dt_dataset_check_pair(&a, "train.idx", &b, "test.idx"), DT_ERR_MISMATCH);
+    DT_ASSERT_ERROR_HAS("has labels up to");
+    b.num_classes = a.num_classes - 1; /* fewer classes in the test set is fine */
+    DT_ASSERT_OK(dt_dataset_check_pair(&a, "train.idx", &b, "test.idx"));
+    /* Regression targets: the kind and the width must agree. */
+    float y[2 * N];
+    b = image_view();
+    b.targets = DT_TARGETS_F32;
+    b.y_f32 = y;
+    b.target_width = 2;
+    DT_ASSERT_STATUS(dt_dataset_check_pair(&a, "train.csv", &b, "test.csv"), DT_ERR_MISMATCH);
+    DT_ASSERT_ERROR_HAS("has regression targets, the training set train.csv class labels");
+    a = b;
+    a.target_width = 3;
+    DT_ASSERT_STATUS(dt_dataset_check_pair(&a, "train.csv", &b, "test.csv"), DT_ERR_MISMATCH);
+    DT_ASSERT_ERROR_HAS("has 2 targets per sample, the training set train.csv 3");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -230,6 +264,7 @@ int main(void)
         cmocka_unit_test(test_gather_f32),
         cmocka_unit_test(test_split),
         cmocka_unit_test(test_packed),
+        cmocka_unit_test(test_check_pair),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

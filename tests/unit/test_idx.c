@@ -188,6 +188,30 @@ static void test_magic_and_dims(void **state)
     expect_reject(img, bad, 10, DT_ERR_FORMAT, "dimension 0 of labels is 0", bad);
 }
 
+/* A header whose dimensions promise far more than the file holds is a truncated file, found
+ * as the data arrives: the reader must not allocate from the header first. Before the fix,
+ * one packed sample of 16 M rows x 255 made the reader ask for 256 x 4 GB of scratch and
+ * fail with "cannot allocate" (DT_ERR_NOMEM), blaming memory instead of the file. */
+static void test_forged_header(void **state)
+{
+    (void)state;
+    const uint32_t one[1] = {1};
+    const char *lab = write_idx("f-lab", 0x801, one, 1, good_labels, 1, 0);
+    const unsigned char some[11] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+    /* 16,000,000 rows of 255 pixels: packable (width <= 255, records under 4 GiB). */
+    const uint32_t tall[3] = {1, 16000000u, 255};
+    for (int gz = 0; gz < 2; gz++) {
+        const char *img = write_idx(gz ? "f-tall.gz" : "f-tall", 0x803, tall, 3, some,
+                                    sizeof some, gz);
+        expect_reject(img, lab, 10, DT_ERR_FORMAT, "truncated: 11 data bytes, expected 4080000000",
+                      img);
+    }
+    /* Rows too wide to pack take the raw path, which grows its buffer the same way. */
+    const uint32_t wide[3] = {4000000u, 1000, 1000};
+    const char *img = write_idx("f-wide", 0x803, wide, 3, some, sizeof some, 0);
+    expect_reject(img, lab, 10, DT_ERR_FORMAT, "truncated: 11 data bytes", img);
+}
+
 static void test_counts_and_labels(void **state)
 {
     (void)state;
@@ -336,7 +360,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_raw_and_gzip),   cmocka_unit_test(test_truncated_and_trailing),
-        cmocka_unit_test(test_magic_and_dims), cmocka_unit_test(test_counts_and_labels),
+        cmocka_unit_test(test_magic_and_dims), cmocka_unit_test(test_forged_header),
+        cmocka_unit_test(test_counts_and_labels),
         cmocka_unit_test(test_gzip_corrupt),   cmocka_unit_test(test_load_dir),
         cmocka_unit_test(test_wide_rows_raw),  cmocka_unit_test(test_fashion_mnist),
     };
