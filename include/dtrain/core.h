@@ -93,6 +93,12 @@ dt_status dt_mul_size(size_t count, size_t size, size_t *out);
  * ...". Caller frees *out with dt_free. */
 dt_status dt_read_file(const char *path, const char *what, char **out, size_t *nbytes);
 
+/* Checks, before a long run, that a file can later be written at `path` the way dtrain's
+ * writers do it (a temporary file beside it, then rename): `path` is not a directory and
+ * its directory lets this process create a file there. Creates and removes one empty
+ * temporary file; touches nothing else. DT_ERR_IO "<what>: <path>: ..." otherwise. */
+dt_status dt_check_writable(const char *path, const char *what);
+
 /* Monotonic wall clock in seconds. */
 double dt_now(void);
 

@@ -3,6 +3,7 @@
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -152,6 +153,26 @@ static void print_train_help(void)
                       train_opts, N_TRAIN_OPTS, 1);
 }
 
+/* The path checked at start-up could not be written at the end after all (a full disk, a
+ * directory removed meanwhile): the trained weights go to a file of their own in the
+ * working directory, or else in TMPDIR, and the message says where. Keeps the original
+ * error as the one the caller reports. */
+static void save_fallback(const dt_model *m, const dt_config *cfg)
+{
+    char why[1024], path[4096];
+    snprintf(why, sizeof why, "%s", dt_last_error());
+    const char *tmpdir = getenv("TMPDIR");
+    const char *dirs[2] = {".", tmpdir != NULL && tmpdir[0] ? tmpdir : "/tmp"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/dtrain-weights-%ld.safetensors", dirs[i], (long)getpid());
+        if (dt_weights_save(m, path, cfg->data.mean, cfg->data.std) == DT_OK) {
+            dt_fail(DT_ERR_IO, "%s; the trained weights are in %s instead", why, path);
+            return;
+        }
+    }
+    dt_fail(DT_ERR_IO, "%s; no fallback file could be written either (%s)", why, dt_last_error());
+}
+
 int dt_cmd_train(int argc, char **argv)
 {
     dt_config cfg = dt_config_default();
@@ -180,9 +201,9 @@ int dt_cmd_train(int argc, char **argv)
     const char *init = dt_cli_string(&vals, "init-weights");
     const char *save = dt_cli_string(&vals, "save-weights");
     const char *mpath = dt_cli_string(&vals, "metrics");
-    if (dt_trainer_create(&cfg, world.comm, &t) != DT_OK)
-        goto fail;
-    if (init != NULL && dt_weights_load(dt_trainer_model(t), init) != DT_OK)
+    /* Every output is checked before the data loads, so that a run is never lost to a path
+     * found unwritable at its end. */
+    if (world.rank == 0 && save != NULL && dt_check_writable(save, "save-weights") != DT_OK)
         goto fail;
     if (world.rank == 0 && mpath != NULL) {
         metrics = fopen(mpath, "w");
@@ -191,6 +212,10 @@ int dt_cmd_train(int argc, char **argv)
             goto fail;
         }
     }
+    if (dt_trainer_create(&cfg, world.comm, &t) != DT_OK)
+        goto fail;
+    if (init != NULL && dt_weights_load(dt_trainer_model(t), init) != DT_OK)
+        goto fail;
     int tty = isatty(STDERR_FILENO) && !dt_cli_launched();
     run_ctx ctx = {.cfg = &cfg,
                    .rank = world.rank,
@@ -242,8 +267,10 @@ int dt_cmd_train(int argc, char **argv)
         }
     }
     if (world.rank == 0 && save != NULL) {
-        if (dt_weights_save(dt_trainer_model(t), save, cfg.data.mean, cfg.data.std) != DT_OK)
+        if (dt_weights_save(dt_trainer_model(t), save, cfg.data.mean, cfg.data.std) != DT_OK) {
+            save_fallback(dt_trainer_model(t), &cfg);
             goto fail;
+        }
         printf("dtrain: weights written to %s\n", save);
     }
     if (metrics != NULL)

@@ -1,9 +1,12 @@
-/* file.c — reading a whole file, for the readers that validate a file as one buffer. */
+/* file.c — reading a whole file, for the readers that validate a file as one buffer, and
+ * checking up front that an output file can be written. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "dtrain/core.h"
 
@@ -43,5 +46,32 @@ dt_status dt_read_file(const char *path, const char *what, char **out, size_t *n
 fail:
     fclose(f);
     free(buf);
+    return st;
+}
+
+dt_status dt_check_writable(const char *path, const char *what)
+{
+    DT_ASSERT(path != NULL && what != NULL);
+    struct stat sb;
+    if (path[0] == '\0')
+        return dt_fail(DT_ERR_IO, "%s: the output path is empty", what);
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return dt_fail(DT_ERR_IO, "%s: %s: is a directory", what, path);
+    /* The probe sits where the writers put their temporary files, so it meets the same
+     * permissions, quotas and read-only mounts. */
+    const size_t n = strlen(path) + 48;
+    char *probe = malloc(n);
+    if (probe == NULL)
+        return dt_fail(DT_ERR_NOMEM, "%s: %s: cannot allocate %zu bytes", what, path, n);
+    snprintf(probe, n, "%s.probe.%ld", path, (long)getpid());
+    int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL, 0666);
+    dt_status st = DT_OK;
+    if (fd < 0)
+        st = dt_fail(DT_ERR_IO, "%s: %s: cannot be written: %s", what, path, strerror(errno));
+    else {
+        close(fd);
+        unlink(probe);
+    }
+    free(probe);
     return st;
 }

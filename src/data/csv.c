@@ -273,8 +273,9 @@ dt_status dt_csv_load(const char *path, const dt_csv_options *opts, dt_dataset *
                 if (col_slot[c] == INT64_MAX)
                     col_slot[c] = f++;
 
-            /* Rows are at most the lines left; size everything once. */
-            cap = 1;
+            /* Rows are at most this line and the lines left, the last of which need not
+             * end in '\n'; size everything once. */
+            cap = 2;
             for (const char *q = p; (q = memchr(q, '\n', (size_t)(eof - q))) != NULL; q++)
                 cap++;
             size_t nx, ny;

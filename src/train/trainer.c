@@ -102,6 +102,24 @@ dt_status dt_trainer_create(const dt_config *cfg, dt_comm *world, dt_trainer **o
         st = dt_fail(DT_ERR_INVALID, "data: the training set is empty");
         goto fail;
     }
+    /* A step never holds more samples than the epoch: refused rather than shrunk, so the
+     * batch a run reports is the batch it trained with. */
+    if (t->global_batch > t->train.n) {
+        if (cfg->parallel.global_batch > 0)
+            st = dt_fail(DT_ERR_INVALID,
+                         "parallel.global_batch: %lld samples per step is more than the %lld "
+                         "training samples",
+                         (long long)t->global_batch, (long long)t->train.n);
+        else
+            st = dt_fail(DT_ERR_INVALID,
+                         "train.batch: %lld samples per step (batch %lld x %d ranks x %lld "
+                         "micro-steps) is more than the %lld training samples; use --batch %lld "
+                         "or less",
+                         (long long)t->global_batch, (long long)cfg->train.batch, t->dp_size,
+                         (long long)accum, (long long)t->train.n,
+                         (long long)(t->train.n / t->parts > 0 ? t->train.n / t->parts : 1));
+        goto fail;
+    }
     t->steps_per_epoch = cfg->parallel.last_batch == DT_LAST_BATCH_DROP
                              ? t->train.n / t->global_batch
                              : (t->train.n + t->global_batch - 1) / t->global_batch;

@@ -2,6 +2,7 @@
  * layouts that torch.nn.Sequential (or the seeds' named modules) use in a state_dict, so
  * that a PyTorch user loads dtrain's weights with one load_state_dict call. */
 #include <stdio.h>
+#include <math.h>
 #include <string.h>
 
 #include "dtrain/safetensors.h"
@@ -83,6 +84,18 @@ dt_status dt_weights_load(dt_model *m, const char *path)
             st = dt_fail(DT_ERR_MISMATCH, "weights: %s: tensor '%s' has shape %s, the model "
                          "expects %s", path, p->name, b, a);
             goto fail;
+        }
+        /* NaN or Inf would train on as "loss nan": refuse the file, naming the tensor. The
+         * data need not be 4-byte aligned in the file, hence the copy. */
+        const unsigned char *raw = t->data;
+        for (size_t k = 0; k < p->count; k++) {
+            float v;
+            memcpy(&v, raw + k * sizeof v, sizeof v);
+            if (!isfinite(v)) {
+                st = dt_fail(DT_ERR_NONFINITE, "weights: %s: tensor '%s' holds %s at element %zu",
+                             path, p->name, isnan(v) ? "NaN" : "Inf", k);
+                goto fail;
+            }
         }
     }
     for (int i = 0; i < dt_st_count(f); i++) {

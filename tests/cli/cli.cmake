@@ -104,6 +104,12 @@ dt_cli_reject(st_wrong_dtype 1
   [=[^dtrain: weights: .*/w\.safetensors: tensor '0\.(weight|bias)' has dtype F64, expected F32$]=])
 dt_cli_reject(st_extra_tensor 1
   [=[^dtrain: weights: .*/w\.safetensors: tensor '1\.weight' has no place in the model$]=])
+dt_cli_reject(st_nan 1
+  [=[^dtrain: weights: .*/w\.safetensors: tensor '0\.weight' holds NaN at element 5$]=])
+
+# A step never holds more samples than the training set.
+dt_cli_reject(batch_too_large 1
+  [=[^dtrain: train\.batch: 64 samples per step \(batch 64 x 1 ranks x 1 micro-steps\) is more than the 3 training samples. use --batch 3 or less$]=])
 
 # What works: help, metrics, weights out and back in.
 dt_add_cli_test(NAME cli_help TIMEOUT 30 COMMAND sh ${DT_CLI_DIR}/help.sh)
@@ -112,3 +118,5 @@ dt_add_cli_test(NAME cli_weights_roundtrip TIMEOUT 60
                 COMMAND sh ${DT_CLI_DIR}/weights.sh ${DT_PYTHON3} roundtrip)
 dt_add_cli_test(NAME cli_weights_fixed TIMEOUT 60
                 COMMAND sh ${DT_CLI_DIR}/weights.sh ${DT_PYTHON3} fixed)
+# Output paths checked before training; weights kept in a named file when the end fails.
+dt_add_cli_test(NAME cli_outputs MPI TIMEOUT 60 COMMAND sh ${DT_CLI_DIR}/outputs.sh)

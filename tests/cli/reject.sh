@@ -198,6 +198,21 @@ st_extra_tensor)
     st_file "$tmp/w.safetensors" 288 \
         '{"0.bias":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},"0.weight":{"dtype":"F32","shape":[4,16],"data_offsets":[16,272]},"1.weight":{"dtype":"F32","shape":[4],"data_offsets":[272,288]}}'
     set -- train "$linreg" --max-steps 1 --init-weights "$tmp/w.safetensors" ;;
+st_nan)
+    # linreg's tensors, well-formed, with a NaN as element 5 of 0.weight.
+    h='{"0.bias":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},"0.weight":{"dtype":"F32","shape":[4,16],"data_offsets":[16,272]}}'
+    {
+        le64 ${#h}
+        printf '%s' "$h"
+        head -c 36 /dev/zero
+        printf '\000\000\300\177'
+        head -c 232 /dev/zero
+    } >"$tmp/w.safetensors"
+    set -- train "$linreg" --max-steps 1 --init-weights "$tmp/w.safetensors" ;;
+batch_too_large)
+    # 3 training samples, batch 64: once trained 3-sample steps while claiming 64.
+    good_idx_dir "$tmp/d"
+    set -- train "$mlp" --data "$tmp/d" --batch 64 ;;
 *)
     echo "reject.sh: unknown case '$case_name'" >&2
     exit 2 ;;
