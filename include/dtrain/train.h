@@ -25,6 +25,15 @@ extern "C" {
 
 typedef struct dt_trainer dt_trainer;
 
+/* Checks that every rank of `comm` holds the same settings: every config key but
+ * train.threads and train.log_every, and the sizes of the data files the config names.
+ * Where they differ, every rank returns DT_ERR_MISMATCH with the same message naming the
+ * keys and which ranks hold which value ("config: the ranks disagree on optim.lr (rank 0:
+ * 0.1; rank 1: 0.2)"). dt_trainer_create calls it first. Collective: every rank of
+ * `comm` calls it. Also DT_ERR_NOMEM, and the comm layer's errors (DT_ERR_TIMEOUT when a
+ * rank never arrives). */
+dt_status dt_config_agree(const dt_config *cfg, dt_comm *comm);
+
 /* Reported after every optimizer step (global figures). */
 typedef struct dt_step_info {
     int64_t epoch;        /* 0-based */

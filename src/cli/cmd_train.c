@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -153,6 +154,20 @@ static void print_train_help(void)
                       train_opts, N_TRAIN_OPTS, 1);
 }
 
+/* Test-only: DTRAIN_TEST_STALL="RANK:SECONDS" makes that rank sleep where the job starts,
+ * as a rank stopped while it loads its data (tests/dp/cli_dp.sh: the others must report it
+ * within --comm-timeout instead of hanging). */
+static void test_stall(int rank)
+{
+    const char *v = getenv("DTRAIN_TEST_STALL");
+    int who = -1;
+    double secs = 0;
+    if (v == NULL || sscanf(v, "%d:%lf", &who, &secs) != 2 || who != rank || secs <= 0)
+        return;
+    struct timespec ts = {(time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
 /* The path checked at start-up could not be written at the end after all (a full disk, a
  * directory removed meanwhile): the trained weights go to a file of their own in the
  * working directory, or else in TMPDIR, and the message says where. Keeps the original
@@ -212,6 +227,7 @@ int dt_cmd_train(int argc, char **argv)
             goto fail;
         }
     }
+    test_stall(world.rank);
     if (dt_trainer_create(&cfg, world.comm, &t) != DT_OK)
         goto fail;
     if (init != NULL && dt_weights_load(dt_trainer_model(t), init) != DT_OK)

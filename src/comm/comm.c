@@ -424,6 +424,20 @@ fail:
     return st;
 }
 
+/* MPI's communicator constructors are blocking collectives with no timeout: a rank that
+ * never arrives (stopped, or stuck in its own start-up) would hang the others inside
+ * MPI_Comm_split forever, silently. A watched barrier first makes every rank's arrival
+ * subject to the watchdog, which names the missing ranks; once all have arrived, the
+ * constructor itself completes. */
+static dt_status arrival(dt_comm *comm, const char *name)
+{
+    dt_status st = dt_comm_barrier(comm);
+    if (st != DT_OK)
+        dt_error_prefix("comm: creating group '%s' from '%s': ", name ? name : comm->name,
+                        comm->name);
+    return st;
+}
+
 dt_status dt_comm_split(dt_comm *comm, int color, int key, const char *name, dt_comm **out)
 {
     DT_ASSERT(comm != NULL && out != NULL);
@@ -432,6 +446,9 @@ dt_status dt_comm_split(dt_comm *comm, int color, int key, const char *name, dt_
         return refail(comm);
     if (!comm->is_mpi)
         return color < 0 ? DT_OK : self_copy(comm, name, out);
+    dt_status arrived = arrival(comm, name);
+    if (arrived != DT_OK)
+        return arrived;
     MPI_Comm nd = MPI_COMM_NULL;
     int err = MPI_Comm_split(comm->data, color < 0 ? MPI_UNDEFINED : color, key, &nd);
     if (err != MPI_SUCCESS)
@@ -460,6 +477,9 @@ dt_status dt_comm_dup(dt_comm *comm, const char *name, dt_comm **out)
         return refail(comm);
     if (!comm->is_mpi)
         return self_copy(comm, name, out);
+    dt_status arrived = arrival(comm, name);
+    if (arrived != DT_OK)
+        return arrived;
     MPI_Comm nd = MPI_COMM_NULL;
     int err = MPI_Comm_dup(comm->data, &nd);
     if (err != MPI_SUCCESS)

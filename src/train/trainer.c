@@ -82,6 +82,7 @@ dt_status dt_trainer_create(const dt_config *cfg, dt_comm *world, dt_trainer **o
     t->dp_rank = 0;
     t->dp_size = 1;
     if (world != NULL) {
+        DT_TRY(dt_config_agree(cfg, world));
         DT_TRY(dt_dp_layout(world, cfg, &t->dp_rank, &t->dp_size));
     }
     DT_TRY(dt_data_load(cfg, &t->storage, &t->test_storage, &t->train, &t->test));

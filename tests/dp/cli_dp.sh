@@ -42,8 +42,33 @@ grep -q "2 ranks" "$tmp/run.out" || { echo "FAIL run: no '2 ranks' in the output
     { echo "FAIL run: two step records expected (steps 3 and 6)"; fail=1; }
 [ -s "$tmp/w.safetensors" ] || { echo "FAIL run: no weights written"; fail=1; }
 
-# Rank 1 builds a different model (MPMD launch): both ranks stop, rank 1 is named.
-expect_fail mismatch 'model on rank 1 differs from rank 0' \
+# Rank 1 has another learning rate, or another seed (MPMD launch): every rank refuses to
+# start, naming the keys and who holds which value.
+expect_fail lr_differs 'rank 0: config: the ranks disagree on optim\.lr \(rank 0: 0\.1; rank 1: 0\.2\)$' \
+    "$MPIRUN" -np 1 "$DTRAIN" train "$MLP" --max-steps 2 --lr 0.1 : \
+    -np 1 "$DTRAIN" train "$MLP" --max-steps 2 --lr 0.2
+grep -q 'rank 1: config: the ranks disagree on optim.lr' "$tmp/lr_differs.out" ||
+    { echo "FAIL lr_differs: rank 1 does not report it"; fail=1; }
+expect_fail seed_differs 'config: the ranks disagree on train\.seed \(rank 0: 3; rank 1: 4\)$' \
+    "$MPIRUN" -np 1 "$DTRAIN" train "$MLP" --max-steps 2 --seed 3 : \
+    -np 1 "$DTRAIN" train "$MLP" --max-steps 2 --seed 4
+# Threads may differ: they are the rank's own.
+"$MPIRUN" -np 1 "$DTRAIN" train "$MLP" --max-steps 2 --threads 1 --no-progress : \
+    -np 1 "$DTRAIN" train "$MLP" --max-steps 2 --threads 2 --no-progress >"$tmp/threads.out" 2>&1 ||
+    { echo "FAIL threads: different --threads refused:"; sed 's/^/  /' "$tmp/threads.out"; fail=1; }
+
+# Rank 1 stalls for a minute where the job starts (a test hook: as if stopped while loading
+# its data): rank 0 reports it within --comm-timeout, naming rank 1, and the job ends.
+t0=$(date +%s)
+expect_fail stall 'never arrived: rank 1' \
+    env DTRAIN_TEST_STALL=1:60 "$MPIRUN" -np 2 -x DTRAIN_TEST_STALL "$DTRAIN" train "$MLP" \
+    --max-steps 2 --comm-timeout 2
+took=$(($(date +%s) - t0))
+[ $took -le 20 ] || { echo "FAIL stall: the job took $took s to end"; fail=1; }
+
+# Rank 1 builds a different model (MPMD launch): both ranks stop, rank 1 is named (by the
+# settings check; test_dp covers the model check behind it for programs on the library).
+expect_fail mismatch 'disagree on model\.layers \(rank 0: flatten, linear 128, .*; rank 1: flatten, linear 64, ' \
     "$MPIRUN" -np 1 "$DTRAIN" train "$MLP" --max-steps 2 : \
     -np 1 "$DTRAIN" train "$MLP" --max-steps 2 \
     --set "model.layers=flatten, linear 64, relu, dropout 0.2, linear 10"

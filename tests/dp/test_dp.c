@@ -350,6 +350,37 @@ static void test_mismatched_model_refused(void **state)
     DT_ASSERT_ERROR_HAS(want);
 }
 
+/* Settings that must agree: the last rank's learning rate and seed differ; every rank
+ * fails alike, naming both keys and which ranks hold which value. Threads may differ. */
+static void test_settings_disagree(void **state)
+{
+    (void)state;
+    dt_config c = mlp_config();
+    set(&c, "optim.lr=0.001");
+    set(&c, "train.seed=5");
+    set(&c, rank == 0 ? "train.threads=1" : "train.threads=2");
+    DT_ASSERT_OK(dt_config_agree(&c, world));
+    if (size < 2)
+        skip();
+    if (rank == size - 1) {
+        set(&c, "optim.lr=0.25");
+        set(&c, "train.seed=6");
+    }
+    DT_ASSERT_STATUS(dt_config_agree(&c, world), DT_ERR_MISMATCH);
+    char want[160], first[64] = "";
+    for (int r = 0; r < size - 1; r++) {
+        char one[16];
+        snprintf(one, sizeof one, "%s%d", r ? ", " : "", r);
+        strcat(first, one);
+    }
+    snprintf(want, sizeof want, "optim.lr (rank%s %s: 0.001; rank %d: 0.25)", size > 2 ? "s" : "",
+             first, size - 1);
+    DT_ASSERT_ERROR_HAS(want);
+    snprintf(want, sizeof want, "train.seed (rank%s %s: 5; rank %d: 6)", size > 2 ? "s" : "", first,
+             size - 1);
+    DT_ASSERT_ERROR_HAS(want);
+}
+
 /* The waiting figures: the exposed wait (the last rank's, dp.c) is the same on every rank
  * and never more than any rank's own wait; a process alone has none. */
 static void test_comm_stats(void **state)
@@ -407,6 +438,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_convnet_first_gradient),
         cmocka_unit_test(test_convnet_loss_curve),
         cmocka_unit_test(test_mismatched_model_refused),
+        cmocka_unit_test(test_settings_disagree),
         cmocka_unit_test(test_comm_stats),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,7 +2,8 @@
  * every rank that did returns DT_ERR_TIMEOUT within the (short, test-only) deadline plus
  * the grace period, naming the operation, group, sequence number, count and the missing
  * rank; a rank waiting in a different collective is named with what it waits in; a
- * receive whose sender never sends names the peer. Each case uses a fresh handle, since a
+ * receive whose sender never sends names the peer; a rank that never arrives where a
+ * group is created (MPI_Comm_split, which cannot time out) is named the same way. Each case uses a fresh handle, since a
  * timed-out handle is unusable. Run with 2 or more ranks. */
 #include "dt_test.h"
 
@@ -16,7 +17,7 @@
 #define TIMEOUT_S 0.5
 
 static int rank, size;
-enum { H_MPI, H_RING, H_ELSE, H_P2P, NH };
+enum { H_MPI, H_RING, H_ELSE, H_P2P, H_SPLIT, NH };
 static dt_comm *handles[NH];
 
 /* Every handle is made before any case runs: Open MPI's communicator creation (its
@@ -153,6 +154,34 @@ static void test_receive_never_sent(void **state)
     assert_true(ct_all(ok));
 }
 
+/* Creating a group: the late rank is still starting up (loading data, say) while the
+ * others split the world. MPI_Comm_split alone would wait forever; the watched arrival
+ * before it names the missing rank. */
+static void test_split_never_arrives(void **state)
+{
+    (void)state;
+    int late = size - 1, ok = 1;
+    dt_comm *c = handles[H_SPLIT];
+    if (rank == late) {
+        stay_away();
+    } else {
+        dt_comm *sub = NULL;
+        double t0 = dt_now();
+        DT_ASSERT_STATUS(dt_comm_split(c, 0, rank, "dp", &sub), DT_ERR_TIMEOUT);
+        double took = dt_now() - t0;
+        assert_null(sub);
+        char expect[96];
+        snprintf(expect, sizeof expect, "never arrived: rank %d (world %d)", late, late);
+        ok &= has(dt_last_error(), expect);
+        ok &= has(dt_last_error(), "comm: creating group 'dp' from 'wd-split': ");
+        if (took < TIMEOUT_S || took > TIMEOUT_S + 0.5 + 3.0) {
+            fprintf(stderr, "FAIL rank %d: timed out after %.2f s\n", rank, took);
+            ok = 0;
+        }
+    }
+    assert_true(ct_all(ok));
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -167,11 +196,14 @@ int main(int argc, char **argv)
     handles[H_RING] = fresh("wd-ring", DT_COMM_ALGO_RING);
     handles[H_ELSE] = fresh("wd-else", DT_COMM_ALGO_RING);
     handles[H_P2P] = fresh("wd-p2p", DT_COMM_ALGO_AUTO);
+    handles[H_SPLIT] = fresh("wd-split", DT_COMM_ALGO_AUTO);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_missing_rank_mpi),
         cmocka_unit_test(test_missing_rank_ring),
         cmocka_unit_test(test_rank_elsewhere),
         cmocka_unit_test(test_receive_never_sent),
+        /* last: no communicator can be made after it (see fresh) */
+        cmocka_unit_test(test_split_never_arrives),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     for (int h = 0; h < NH; h++)
