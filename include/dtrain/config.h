@@ -16,6 +16,7 @@
 #include "dtrain/loss.h"
 #include "dtrain/nn.h"
 #include "dtrain/optim.h"
+#include "dtrain/strategy.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -81,6 +82,7 @@ typedef struct dt_config {
         int eval;            /* evaluate on the test set after each epoch */
     } train;
     struct {
+        dt_strategy_kind strategy; /* ddp (a world of one: single), ps, fedavg */
         int dp, tp, pp;          /* 0 = derive (dp = world / (tp * pp)) */
         int64_t global_batch;    /* 0 = batch * dp * accumulation */
         int accumulation;        /* micro-steps per optimizer step */

@@ -18,6 +18,7 @@
 #include "dtrain/core.h"
 #include "dtrain/data.h"
 #include "dtrain/model.h"
+#include "dtrain/strategy.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -125,6 +126,8 @@ dt_status dt_weights_load(dt_model *m, const char *path);
 
 /* The communication settings of cfg's [comm] section, over dt_comm_options_default(). */
 void dt_config_comm_options(const dt_config *cfg, dt_comm_options *out);
+/* The [parallel] settings as the strategy's options (strategy.h). */
+void dt_config_strategy_options(const dt_config *cfg, dt_strategy_options *out);
 
 /* Sets the BLAS library's thread count when it exposes one (OpenBLAS); returns 1 if it did. */
 int dt_blas_set_threads(int n);

@@ -28,6 +28,8 @@ static const dt_cli_option train_opts[] = {
     {"--max-steps", "N", DT_OPT_CONFIG_KEY, "train.max_steps", "stop after N optimizer steps"},
     {"--log-every", "N", DT_OPT_CONFIG_KEY, "train.log_every",
      "log (and record in --metrics) every N steps; 0: per epoch only"},
+    {"--strategy", "S", DT_OPT_CONFIG_KEY, "parallel.strategy",
+     "ddp (synchronous data parallelism; a single process is its one-rank case)"},
     {"--dp", "N", DT_OPT_CONFIG_KEY, "parallel.dp", "data-parallel ranks (0: all)"},
     {"--accumulation", "K", DT_OPT_CONFIG_KEY, "parallel.accumulation",
      "micro-steps per optimizer step"},

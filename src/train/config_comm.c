@@ -1,4 +1,5 @@
-/* config_comm.c — the [comm] section of a config as communication-layer options. */
+/* config_comm.c — the [comm] and [parallel] sections of a config as options of the
+ * communication layer and of the parallel strategy. */
 #include "dtrain/train.h"
 
 void dt_config_comm_options(const dt_config *cfg, dt_comm_options *out)
@@ -9,4 +10,18 @@ void dt_config_comm_options(const dt_config *cfg, dt_comm_options *out)
     out->deterministic = cfg->comm.deterministic;
     out->timeout_s = cfg->comm.timeout_s;
     out->check = cfg->comm.check;
+}
+
+void dt_config_strategy_options(const dt_config *cfg, dt_strategy_options *out)
+{
+    *out = dt_strategy_options_default();
+    out->kind = cfg->parallel.strategy;
+    out->dp = cfg->parallel.dp;
+    out->tp = cfg->parallel.tp;
+    out->pp = cfg->parallel.pp;
+    out->micro_batches = cfg->parallel.accumulation;
+    out->zero = cfg->parallel.zero;
+    out->overlap = cfg->parallel.overlap;
+    out->bucket_cap_mb = cfg->parallel.bucket_cap_mb;
+    out->first_bucket_mb = cfg->parallel.first_bucket_mb;
 }

@@ -25,6 +25,7 @@ _Static_assert(sizeof(dt_optim_kind) == sizeof(int), "enum size");
 _Static_assert(sizeof(dt_sched_kind) == sizeof(int), "enum size");
 _Static_assert(sizeof(dt_last_batch) == sizeof(int), "enum size");
 _Static_assert(sizeof(dt_comm_algo_choice) == sizeof(int), "enum size");
+_Static_assert(sizeof(dt_strategy_kind) == sizeof(int), "enum size");
 
 /* ---- numbers -------------------------------------------------------------------------- */
 
@@ -137,6 +138,10 @@ static const char *last_batch_name(int v)
 static const char *lr_scaling_name(int v)
 {
     return v == 0 ? "none" : v == 1 ? "linear" : NULL;
+}
+static const char *strategy_name(int v)
+{
+    return dt_strategy_kind_name((dt_strategy_kind)v);
 }
 static const char *comm_algo_name(int v)
 {
@@ -277,6 +282,9 @@ static const key_def keys[] = {
         "steps between log lines; 0: once per epoch"),
     NUM("train.eval", KEY_BOOL, train.eval, 0, 0, 0, "evaluate on the test set after each epoch"),
     /* [parallel] */
+    ENUMK("parallel.strategy", parallel.strategy, strategy_name, 0,
+          "ddp (synchronous data parallelism; one rank: a single process) | ps | fedavg "
+          "(ps and fedavg are not built yet)"),
     NUM("parallel.dp", KEY_INT, parallel.dp, LO | HI, 0, 1 << 20,
         "data-parallel ranks; 0: world size / (tp * pp)"),
     NUM("parallel.tp", KEY_INT, parallel.tp, LO | HI, 0, 1 << 20, "tensor-parallel ranks; 0: 1"),
@@ -595,11 +603,14 @@ void dt_config_key_format(const dt_config *cfg, int i, char *buf, size_t nbytes)
         snprintf(buf, nbytes, "%s", name != NULL ? name : "(invalid)");
         return;
     case KEY_PATH:
-        /* Quoted when empty or space-edged, so the text reads back as the same path. */
+        /* Quoted when empty, space-edged or quoted itself, so the text reads back as the
+         * same path (apply_path strips one pair of quotes). */
         {
             const char *s = f;
             size_t n = strlen(s);
-            int quote = n == 0 || isspace((unsigned char)s[0]) || isspace((unsigned char)s[n - 1]);
+            int quote = n == 0 || isspace((unsigned char)s[0]) ||
+                        isspace((unsigned char)s[n - 1]) ||
+                        (n >= 2 && s[0] == '"' && s[n - 1] == '"');
             snprintf(buf, nbytes, quote ? "\"%s\"" : "%s", s);
         }
         return;

@@ -1,6 +1,8 @@
-/* trainer.c — the training loop (train.h): sample order, global batches, micro-steps,
- * loss with the global divisor, backward with the strategy's hooks, optimizer step with
- * the scheduled learning rate, evaluation and metrics. Everything is sized in
+/* trainer.c — the training loop (train.h): the sample order, global batches, the loss with
+ * the global divisor, the scheduled learning rate, evaluation and metrics. Everything that
+ * crosses ranks is the strategy's (src/parallel/strategy.h): the trainer hands it each
+ * global batch and the means to load samples and compute their loss (dt_step_io), and has
+ * no branch of its own for any strategy, a single process included. Everything is sized in
  * dt_trainer_create; a step allocates nothing. */
 #include <math.h>
 #include <string.h>
@@ -11,17 +13,18 @@
 #include "dtrain/train.h"
 #include "nn/model_team.h"
 #include "optim/optim_team.h"
-#include "parallel/dp.h"
+#include "parallel/strategy.h"
 
 struct dt_trainer {
     dt_config cfg;
     dt_dataset storage, test_storage, train, test;
     dt_model *model;
     dt_optim *optim;
-    dt_dp *dp; /* NULL in a single process */
-    int dp_rank, dp_size;
+    dt_comm *self;          /* the world of one, when the caller gave no communicator */
+    dt_strategy *strategy;
+    int replicas;         /* data-parallel replicas (the strategy's) */
     int64_t global_batch; /* G: samples per optimizer step, all ranks and micro-steps */
-    int64_t parts;        /* dp_size * accumulation */
+    int64_t parts;        /* replicas * micro-batches */
     int64_t micro_max;    /* largest part: the model's planned batch */
     int64_t steps_per_epoch;
     int64_t *perm;      /* [train.n] */
@@ -79,16 +82,20 @@ dt_status dt_trainer_create(const dt_config *cfg, dt_comm *world, dt_trainer **o
     DT_TRY(dt_config_check(cfg));
     DT_TRY(dt_alloc(sizeof *t, "trainer", (void **)&t));
     t->cfg = *cfg;
-    t->dp_rank = 0;
-    t->dp_size = 1;
-    if (world != NULL) {
-        DT_TRY(dt_config_agree(cfg, world));
-        DT_TRY(dt_dp_layout(world, cfg, &t->dp_rank, &t->dp_size));
+    if (world == NULL) {
+        DT_TRY(dt_comm_create_self(&t->self));
+        world = t->self;
+    } else {
+        DT_TRY(dt_config_agree(cfg, world)); /* before anything that depends on a setting */
     }
+    dt_strategy_options so;
+    dt_config_strategy_options(cfg, &so);
+    DT_TRY(dt_strategy_create(&so, world, &t->strategy));
+    t->replicas = dt_strategy_get_info(t->strategy)->replicas;
     DT_TRY(dt_data_load(cfg, &t->storage, &t->test_storage, &t->train, &t->test));
 
     const int64_t accum = cfg->parallel.accumulation;
-    t->parts = (int64_t)t->dp_size * accum;
+    t->parts = (int64_t)t->replicas * accum;
     t->global_batch =
         cfg->parallel.global_batch > 0 ? cfg->parallel.global_batch : cfg->train.batch * t->parts;
     if (t->global_batch < t->parts) {
@@ -116,7 +123,7 @@ dt_status dt_trainer_create(const dt_config *cfg, dt_comm *world, dt_trainer **o
                          "train.batch: %lld samples per step (batch %lld x %d ranks x %lld "
                          "micro-steps) is more than the %lld training samples; use --batch %lld "
                          "or less",
-                         (long long)t->global_batch, (long long)cfg->train.batch, t->dp_size,
+                         (long long)t->global_batch, (long long)cfg->train.batch, t->replicas,
                          (long long)accum, (long long)t->train.n,
                          (long long)(t->train.n / t->parts > 0 ? t->train.n / t->parts : 1));
         goto fail;
@@ -151,12 +158,10 @@ dt_status dt_trainer_create(const dt_config *cfg, dt_comm *world, dt_trainer **o
     DT_TRY(dt_alloc((size_t)t->micro_max * sizeof(int32_t), "labels", (void **)&t->labels));
     DT_TRY(dt_alloc((size_t)(t->micro_max * t->out_width) * sizeof(float), "targets",
                     (void **)&t->targets));
-    if (world != NULL && t->dp_size > 1)
-        DT_TRY(dt_dp_create(world, t->model, cfg, &t->dp));
-    /* The optimizer owns the whole buffer, or this rank's ZeRO-1 slice of it. */
-    DT_TRY(dt_optim_create(
-        &cfg->optim, t->dp != NULL ? dt_dp_optim_count(t->dp) : dt_model_param_count(t->model),
-        &t->optim));
+    /* The optimizer owns what the strategy says: the whole buffer, or a ZeRO-1 slice. */
+    size_t optim_count = 0;
+    DT_TRY(dt_strategy_attach(t->strategy, t->model, &optim_count));
+    DT_TRY(dt_optim_create(&cfg->optim, optim_count, &t->optim));
     *out = t;
     return DT_OK;
 fail:
@@ -168,7 +173,8 @@ void dt_trainer_free(dt_trainer *t)
 {
     if (t == NULL)
         return;
-    dt_dp_free(t->dp);
+    dt_strategy_free(t->strategy);
+    dt_comm_free(t->self);
     dt_optim_free(t->optim);
     dt_model_free(t->model);
     dt_free(t->perm);
@@ -188,19 +194,23 @@ dt_model *dt_trainer_model(dt_trainer *t)
 
 void dt_trainer_comm_stats(const dt_trainer *t, dt_train_comm_stats *out)
 {
+    dt_strategy_stats ss;
+    dt_strategy_get_stats(t->strategy, &ss);
     memset(out, 0, sizeof *out);
-    out->dp = t->dp_size;
+    out->dp = ss.replicas;
+    out->buckets = ss.buckets;
+    out->bytes_per_step = ss.bytes_per_step;
+    out->steps = ss.steps;
+    out->wait_s = ss.wait_s;
+    out->exposed_s = ss.exposed_s;
     out->optim_state_bytes = dt_optim_state_bytes(t->optim);
-    if (t->dp != NULL)
-        dt_dp_stats(t->dp, &out->wait_s, &out->exposed_s, &out->steps, &out->buckets,
-                    &out->bytes_per_step);
 }
 
 dt_status dt_trainer_time_comm_alone(dt_trainer *t, int reps, double *seconds)
 {
-    *seconds = 0.0;
-    return t->dp != NULL ? dt_dp_time_alone(t->dp, reps, seconds) : DT_OK;
+    return dt_strategy_time_comm_alone(t->strategy, reps, seconds);
 }
+
 const dt_dataset *dt_trainer_train_set(const dt_trainer *t)
 {
     return &t->train;
@@ -216,15 +226,6 @@ int64_t dt_trainer_steps_per_epoch(const dt_trainer *t)
 int64_t dt_trainer_global_batch(const dt_trainer *t)
 {
     return t->global_batch;
-}
-
-/* Part `part` of `parts` consecutive parts of g samples: the first g mod parts take one
- * extra (64 over 3 is 22/21/21). */
-static void part_range(int64_t g, int64_t parts, int64_t part, int64_t *begin, int64_t *count)
-{
-    int64_t base = g / parts, extra = g % parts;
-    *begin = part * base + (part < extra ? part : extra);
-    *count = base + (part < extra ? 1 : 0);
 }
 
 static void order_for_epoch(dt_trainer *t, int64_t epoch)
@@ -270,67 +271,74 @@ static void gather(dt_trainer *t, const dt_dataset *ds, int64_t count)
                 &g);
 }
 
-/* One micro-step on samples at permutation positions [first, first + count): forward,
- * loss with the global divisor, backward (with the strategy's hooks on the last). */
-static dt_status micro_step(dt_trainer *t, int64_t epoch, int64_t first, int64_t count,
-                            double divisor, const dt_backward_hooks *hooks, double *loss_sum)
+/* ---- the trainer's side of a step (dt_step_io) ---- */
+
+/* Training samples at permutation positions [first, first + count): gathered by sample
+ * index through the epoch's order; the positions key dropout. */
+static dt_status io_load(void *ctx, int64_t epoch, int64_t first, int64_t count,
+                         dt_forward_ctx *fwd)
 {
-    const int nl = dt_model_layer_count(t->model);
+    dt_trainer *t = ctx;
     for (int64_t i = 0; i < count; i++) {
         int64_t pos = first + i;
         /* pad mode repeats the epoch's first samples past its end */
         t->positions[i] = pos % t->train.n;
     }
-    /* Gather by sample index through the permutation; positions key dropout. */
     for (int64_t i = 0; i < count; i++)
         t->samples[i] = t->perm[t->positions[i]];
     gather(t, &t->train, count);
-    dt_forward_ctx ctx = {
+    *fwd = (dt_forward_ctx){
         .train = 1, .seed = t->cfg.train.seed, .epoch = (uint64_t)epoch, .positions = t->positions};
-    dt_status st = dt_model_forward(t->model, count, &ctx);
-    if (st != DT_OK)
-        return st;
-    st = dt_loss_compute(t->cfg.loss, dt_model_output(t->model), count, t->out_width, t->labels,
-                         t->targets, divisor, loss_sum, dt_model_activation_grad(t->model, nl),
-                         NULL);
-    if (st != DT_OK)
-        return st;
-    return dt_model_backward(t->model, count, hooks);
+    return DT_OK;
+}
+
+static dt_status io_loss(void *ctx, int64_t count, double divisor, double *loss_sum)
+{
+    dt_trainer *t = ctx;
+    const int nl = dt_model_layer_count(t->model);
+    return dt_loss_compute(t->cfg.loss, dt_model_output(t->model), count, t->out_width, t->labels,
+                           t->targets, divisor, loss_sum, dt_model_activation_grad(t->model, nl),
+                           NULL);
+}
+
+static dt_status io_load_test(void *ctx, int64_t first, int64_t count)
+{
+    dt_trainer *t = ctx;
+    for (int64_t i = 0; i < count; i++)
+        t->samples[i] = first + i;
+    gather(t, &t->test, count);
+    return DT_OK;
+}
+
+static dt_status io_score(void *ctx, int64_t count, double *loss_sum, double *correct)
+{
+    dt_trainer *t = ctx;
+    int64_t right = 0;
+    dt_status st = dt_loss_compute(t->cfg.loss, dt_model_output(t->model), count, t->out_width,
+                                   t->labels, t->targets, 1.0, loss_sum, NULL, &right);
+    *correct = (double)right;
+    return st;
+}
+
+static dt_step_io step_io(dt_trainer *t)
+{
+    return (dt_step_io){.ctx = t,
+                        .load = io_load,
+                        .loss = io_loss,
+                        .load_test = io_load_test,
+                        .score = io_score};
 }
 
 dt_status dt_trainer_evaluate(dt_trainer *t, double *loss, double *accuracy)
 {
     const int64_t n = t->test.n;
-    /* The test set is split across the dp ranks; sums are all-reduced. */
-    int64_t begin, count;
-    part_range(n, t->dp_size, t->dp_rank, &begin, &count);
-    double sums[2] = {0.0, 0.0}; /* loss sum, correct */
-    const int64_t chunk = dt_model_max_batch(t->model);
-    dt_forward_ctx ctx = {.train = 0};
-    for (int64_t off = 0; off < count; off += chunk) {
-        int64_t c = count - off < chunk ? count - off : chunk;
-        for (int64_t i = 0; i < c; i++)
-            t->samples[i] = begin + off + i;
-        gather(t, &t->test, c);
-        dt_status st = dt_model_forward(t->model, c, &ctx);
-        if (st != DT_OK)
-            return st;
-        double ls = 0.0;
-        int64_t right = 0;
-        st = dt_loss_compute(t->cfg.loss, dt_model_output(t->model), c, t->out_width, t->labels,
-                             t->targets, 1.0, &ls, NULL, &right);
-        if (st != DT_OK)
-            return st;
-        sums[0] += ls;
-        sums[1] += (double)right;
-    }
-    if (t->dp != NULL) {
-        dt_status st = dt_dp_sum_doubles(t->dp, sums, 2);
-        if (st != DT_OK)
-            return st;
-    }
-    *loss = n > 0 ? sums[0] / (double)n : NAN;
-    *accuracy = (is_classification(t) && n > 0) ? sums[1] / (double)n : NAN;
+    double sum = 0.0, correct = 0.0;
+    const dt_step_io io = step_io(t);
+    dt_status st = dt_strategy_evaluate(t->strategy, n, &io, &sum, &correct);
+    if (st != DT_OK)
+        return st;
+    *loss = n > 0 ? sum / (double)n : NAN;
+    *accuracy = (is_classification(t) && n > 0) ? correct / (double)n : NAN;
     return DT_OK;
 }
 
@@ -338,8 +346,7 @@ dt_status dt_trainer_run(dt_trainer *t, const dt_train_callbacks *cb)
 {
     dt_status st = DT_OK;
     const dt_config *c = &t->cfg;
-    const int64_t accum = c->parallel.accumulation;
-    const double lr_factor = c->parallel.lr_scaling_linear ? (double)t->dp_size : 1.0;
+    const double lr_factor = c->parallel.lr_scaling_linear ? (double)t->replicas : 1.0;
     dt_schedule sched = c->schedule;
     if (sched.kind == DT_SCHED_COSINE && sched.total_steps == 0) {
         /* total_steps 0: decay over the whole run after the warm-up. */
@@ -347,12 +354,9 @@ dt_status dt_trainer_run(dt_trainer *t, const dt_train_callbacks *cb)
             c->train.max_steps > 0 ? c->train.max_steps : c->train.epochs * t->steps_per_epoch;
         sched.total_steps = total - sched.warmup_steps > 0 ? total - sched.warmup_steps : 1;
     }
-    if (t->dp != NULL) {
-        DT_TRY(dt_dp_start(t->dp)); /* model check + broadcast of rank 0's parameters */
-    }
-    float *params = dt_model_params(t->model);
-    float *grads = dt_model_grads(t->model);
-    const size_t nparams = dt_model_param_count(t->model);
+    /* The replicas agree on the model and start from the same parameters. */
+    DT_TRY(dt_strategy_start(t->strategy));
+    const dt_step_io io = step_io(t);
     if (c->train.epochs == 0 && c->train.max_steps == 0) {
         /* Nothing to train: evaluate the parameters as they are (loaded weights, say). */
         dt_epoch_info e = {.epoch = 0,
@@ -377,29 +381,11 @@ dt_status dt_trainer_run(dt_trainer *t, const dt_train_callbacks *cb)
             int64_t g = t->global_batch;
             if (first + g > t->train.n && c->parallel.last_batch == DT_LAST_BATCH_UNEVEN)
                 g = t->train.n - first;
-            dt_model_zero_grads(t->model);
+            const dt_step_plan plan = {.epoch = epoch, .first = first, .samples = g};
             double step_loss = 0.0;
-            for (int64_t j = 0; j < accum; j++) {
-                int64_t begin, count;
-                part_range(g, t->parts, j * t->dp_size + t->dp_rank, &begin, &count);
-                const int last = j == accum - 1;
-                const dt_backward_hooks *hooks =
-                    (t->dp != NULL && last) ? dt_dp_hooks(t->dp) : NULL;
-                if (t->dp != NULL && last)
-                    DT_TRY(dt_dp_begin(t->dp));
-                double ls = 0.0;
-                DT_TRY(micro_step(t, epoch, first + begin, count, (double)g, hooks, &ls));
-                step_loss += ls;
-            }
-            if (t->dp != NULL) {
-                DT_TRY(dt_dp_finish(t->dp, &step_loss));
-            }
+            DT_TRY(dt_strategy_step(t->strategy, &plan, &io, &step_loss));
             const double lr = dt_schedule_lr(&sched, t->step) * lr_factor;
-            if (t->dp != NULL) {
-                DT_TRY(dt_dp_optim_step(t->dp, t->optim, lr));
-            } else {
-                dt_optim_step_team(t->optim, params, grads, nparams, lr, dt_model_team(t->model));
-            }
+            DT_TRY(dt_strategy_update(t->strategy, t->optim, lr));
             t->step++;
             epoch_loss += step_loss;
             epoch_samples += g;

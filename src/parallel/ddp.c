@@ -1,4 +1,5 @@
-/* dp.c — synchronous data parallelism over the comm layer (dp.h).
+/* ddp.c — the ddp strategy: synchronous data parallelism over the comm layer, behind the
+ * strategy interface (strategy.h).
  *
  * Buckets are contiguous ranges of the flat gradient buffer in the order backward writes
  * them (last layer first). A bucket closes at the first layer boundary where it reaches its
@@ -6,7 +7,7 @@
  * starts early), bucket_cap_mb after that. When the backward reports a bucket's last layer,
  * its all-reduce (SUM, in place) starts without blocking; the progress hook advances every
  * pending request between layers and between the samples of a convolution's backward
- * (Open MPI has no asynchronous progress: FACTS.md). The loss already divides by the
+ * (Open MPI has no asynchronous progress: docs/NOTES.md). The loss already divides by the
  * samples of the whole global step, so the SUM is the global-batch mean gradient.
  *
  * ZeRO-1: the whole gradient is reduce-scattered, each rank updates the slice of the
@@ -25,26 +26,22 @@
 #include "dtrain/comm.h"
 #include "nn/model_team.h"
 #include "optim/optim_team.h"
-#include "parallel/dp.h"
+#include "parallel/strategy.h"
 
 #define DP_MAX_BUCKETS 256
 
 typedef struct dp_bucket {
     size_t offset, count; /* range of the flat gradient buffer */
-    int first_layer;      /* lowest layer index in the bucket (its last to finish) */
     dt_comm_req *req;     /* in flight, or NULL */
 } dp_bucket;
 
-struct dt_dp {
-    dt_grid *grid; /* the dp x tp x pp grid over the world */
-    dt_comm *comm; /* its data-parallel group (owned by the grid) */
-    dt_model *model;
+typedef struct dt_ddp {
+    dt_strategy base; /* first: the strategy interface's view */
+    dt_comm *comm;    /* the grid's data-parallel group */
     int rank, size;
-    int overlap;
-    int zero;
-    dp_bucket buckets[DP_MAX_BUCKETS];
+    dp_bucket buckets[DP_MAX_BUCKETS]; /* in backward order: bucket 0 holds the last layers */
     int nbuckets;
-    int *bucket_of_layer; /* [nlayers]: bucket index, -1 for layers without parameters */
+    int next; /* the bucket whose gradients backward reports next */
     dt_backward_hooks hooks;
     /* ZeRO-1: this rank owns params [shard_offset, shard_offset + shard_count). */
     size_t shard_offset, shard_count;
@@ -52,44 +49,24 @@ struct dt_dp {
     float *shard_grad;                   /* [shard_count]: this rank's summed gradient slice */
     double *exchange;                    /* [2 * size]: every rank's (loss sum, wait) of the step */
     double wait_s;                       /* time this rank spent waiting for gradients */
-    double exposed_s; /* the step's smallest wait over the ranks, summed (dp.h) */
+    double exposed_s; /* the step's smallest wait over the ranks, summed (see above) */
     int64_t steps;
-};
-
-dt_status dt_dp_layout(dt_comm *world, const dt_config *cfg, int *dp_rank, int *dp_size)
-{
-    const int n = dt_comm_size(world);
-    const int tp = cfg->parallel.tp > 0 ? cfg->parallel.tp : 1;
-    const int pp = cfg->parallel.pp > 0 ? cfg->parallel.pp : 1;
-    if (tp != 1 || pp != 1)
-        return dt_fail(DT_ERR_UNSUPPORTED,
-                       "parallel.tp and parallel.pp: tensor and pipeline "
-                       "parallelism are not built yet; only data parallelism (tp = pp = 1)");
-    const int dp = cfg->parallel.dp > 0 ? cfg->parallel.dp : n;
-    if (dp * tp * pp != n)
-        return dt_fail(DT_ERR_INVALID,
-                       "parallel.dp: dp %d x tp %d x pp %d = %d does not match "
-                       "the %d ranks of the job",
-                       dp, tp, pp, dp * tp * pp, n);
-    *dp_rank = dt_comm_rank(world);
-    *dp_size = dp;
-    return DT_OK;
-}
+} dt_ddp;
 
 /* Buckets in backward order: walk layers from the last; close a bucket at the first layer
  * boundary where it holds at least its cap. */
-static dt_status plan_buckets(dt_dp *dp, const dt_config *cfg)
+static dt_status plan_buckets(dt_ddp *dp)
 {
-    const int nl = dt_model_layer_count(dp->model);
-    const size_t first_cap = (size_t)(cfg->parallel.first_bucket_mb * 1048576.0 / sizeof(float));
-    const size_t cap = (size_t)(cfg->parallel.bucket_cap_mb * 1048576.0 / sizeof(float));
+    dt_model *m = dp->base.model;
+    const int nl = dt_model_layer_count(m);
+    const size_t first_cap = (size_t)(dp->base.opt.first_bucket_mb * 1048576.0 / sizeof(float));
+    const size_t cap = (size_t)(dp->base.opt.bucket_cap_mb * 1048576.0 / sizeof(float));
     dp_bucket *b = NULL;
-    for (int i = 0; i < nl; i++)
-        dp->bucket_of_layer[i] = -1;
+    dp->nbuckets = 0;
     for (int i = nl - 1; i >= 0; i--) {
         size_t off = 0, cnt = 0;
-        for (int k = 0; k < dt_model_tensor_count(dp->model); k++) {
-            const dt_param_info *t = dt_model_tensor(dp->model, k);
+        for (int k = 0; k < dt_model_tensor_count(m); k++) {
+            const dt_param_info *t = dt_model_tensor(m, k);
             if (t->layer != i)
                 continue;
             if (cnt == 0)
@@ -111,53 +88,42 @@ static dt_status plan_buckets(dt_dp *dp, const dt_config *cfg)
         /* Layers are laid out in order, so backward extends the bucket downwards. */
         b->offset = off;
         b->count += cnt;
-        b->first_layer = i;
-        dp->bucket_of_layer[i] = dp->nbuckets - 1;
         if (b->count >= (dp->nbuckets == 1 ? first_cap : cap))
             b = NULL;
     }
     return DT_OK;
 }
 
-static dt_status start_bucket(dt_dp *dp, dp_bucket *b)
+static dt_status start_bucket(dt_ddp *dp, dp_bucket *b)
 {
-    float *g = dt_model_grads(dp->model) + b->offset;
+    float *g = dt_model_grads(dp->base.model) + b->offset;
     return dt_comm_iallreduce(dp->comm, g, g, b->count, DT_COMM_FLOAT32, DT_COMM_SUM, &b->req);
 }
 
+/* Backward reports layers last first, so a bucket's gradients are all final when the range
+ * reported begins where the bucket begins. */
 static dt_status on_grads_ready(void *ctx, int layer, size_t offset, size_t count)
 {
-    (void)offset;
+    (void)layer;
     (void)count;
-    dt_dp *dp = ctx;
-    const int k = dp->bucket_of_layer[layer];
-    if (k < 0 || dp->buckets[k].first_layer != layer)
+    dt_ddp *dp = ctx;
+    if (dp->next >= dp->nbuckets || dp->buckets[dp->next].offset != offset)
         return DT_OK;
-    return start_bucket(dp, &dp->buckets[k]);
+    return start_bucket(dp, &dp->buckets[dp->next++]);
 }
 
 static dt_status on_progress(void *ctx)
 {
-    dt_dp *dp = ctx;
+    dt_ddp *dp = ctx;
     return dt_comm_progress(dp->comm);
 }
 
-dt_status dt_dp_create(dt_comm *world, dt_model *m, const dt_config *cfg, dt_dp **out)
+static dt_status ddp_attach(dt_strategy *s, dt_model *m, size_t *optim_count)
 {
+    dt_ddp *dp = (dt_ddp *)s;
     dt_status st = DT_OK;
-    dt_dp *dp = NULL;
-    *out = NULL;
-    DT_TRY(dt_alloc(sizeof *dp, "data parallelism", (void **)&dp));
-    DT_TRY(dt_grid_create(world, cfg->parallel.dp, 1, 1, &dp->grid));
-    dp->comm = dt_grid_comm(dp->grid, DT_GRID_DP);
-    dp->model = m;
-    dp->rank = dt_comm_rank(dp->comm);
-    dp->size = dt_comm_size(dp->comm);
-    dp->overlap = cfg->parallel.overlap;
-    dp->zero = cfg->parallel.zero;
-    DT_TRY(dt_alloc(sizeof(int) * (size_t)dt_model_layer_count(m), "bucket map",
-                    (void **)&dp->bucket_of_layer));
-    DT_TRY(plan_buckets(dp, cfg));
+    s->model = m;
+    DT_TRY(plan_buckets(dp));
     dp->hooks =
         (dt_backward_hooks){.ctx = dp, .grads_ready = on_grads_ready, .progress = on_progress};
     const size_t n = dt_model_param_count(m);
@@ -168,46 +134,40 @@ dt_status dt_dp_create(dt_comm *world, dt_model *m, const dt_config *cfg, dt_dp 
         dp->shard_counts[r] = base + ((size_t)r < extra);
         dp->shard_displs[r] = (size_t)r * base + ((size_t)r < extra ? (size_t)r : extra);
     }
-    dp->shard_offset = dp->zero ? dp->shard_displs[dp->rank] : 0;
-    dp->shard_count = dp->zero ? dp->shard_counts[dp->rank] : n;
-    if (dp->zero)
+    const int zero = s->opt.zero;
+    dp->shard_offset = zero ? dp->shard_displs[dp->rank] : 0;
+    dp->shard_count = zero ? dp->shard_counts[dp->rank] : n;
+    if (zero)
         DT_TRY(dt_alloc(dp->shard_count * sizeof(float), "ZeRO gradient shard",
                         (void **)&dp->shard_grad));
     DT_TRY(
         dt_alloc(2 * sizeof(double) * (size_t)dp->size, "step exchange", (void **)&dp->exchange));
     /* Pre-size the comm layer's persistent buffers so no step allocates. */
     DT_TRY(dt_comm_reserve(dp->comm, n * sizeof(float)));
-    *out = dp;
-    return DT_OK;
+    *optim_count = dp->shard_count;
 fail:
-    dt_dp_free(dp);
     return st;
 }
 
-void dt_dp_free(dt_dp *dp)
+static void ddp_free(dt_strategy *s)
 {
-    if (dp == NULL)
-        return;
-    dt_free(dp->bucket_of_layer);
+    dt_ddp *dp = (dt_ddp *)s;
     dt_free(dp->shard_counts);
     dt_free(dp->shard_displs);
     dt_free(dp->shard_grad);
     dt_free(dp->exchange);
-    dt_grid_free(dp->grid);
     dt_free(dp);
 }
 
-size_t dt_dp_optim_count(const dt_dp *dp)
+static dt_status ddp_start(dt_strategy *s)
 {
-    return dp->shard_count;
-}
-
-dt_status dt_dp_start(dt_dp *dp)
-{
+    dt_ddp *dp = (dt_ddp *)s;
     dt_status st = DT_OK;
     /* Every rank must build the same model: compare signatures before anything else
-     * touches the parameters, and name every rank that differs from rank 0. */
-    uint64_t mine = dt_model_signature(dp->model), *all = NULL;
+     * touches the parameters, and name every rank that differs from rank 0. (The trainer
+     * has compared the settings already; this catches programs on the library that build
+     * their models themselves.) */
+    uint64_t mine = dt_model_signature(s->model), *all = NULL;
     DT_TRY(dt_alloc(sizeof(uint64_t) * (size_t)dp->size, "signatures", (void **)&all));
     DT_TRY(dt_comm_allgather(dp->comm, &mine, all, 1, DT_COMM_INT64));
     char bad[512] = "";
@@ -228,38 +188,35 @@ dt_status dt_dp_start(dt_dp *dp)
                      nbad > 1 ? "s" : "", bad);
         goto fail;
     }
-    DT_TRY(dt_comm_bcast(dp->comm, dt_model_params(dp->model), dt_model_param_count(dp->model),
+    DT_TRY(dt_comm_bcast(dp->comm, dt_model_params(s->model), dt_model_param_count(s->model),
                          DT_COMM_FLOAT32, 0));
 fail:
     dt_free(all);
     return st;
 }
 
-dt_status dt_dp_begin(dt_dp *dp)
+/* Before the last micro-step's backward: no bucket in flight yet. */
+static dt_status ddp_before_last(dt_strategy *s)
 {
+    dt_ddp *dp = (dt_ddp *)s;
     for (int k = 0; k < dp->nbuckets; k++)
         dp->buckets[k].req = NULL;
+    dp->next = 0;
     return DT_OK;
 }
 
-const dt_backward_hooks *dt_dp_hooks(dt_dp *dp)
-{
-    /* ZeRO-1 reduce-scatters the whole buffer after backward; without overlap the buckets
-     * start after backward too. Either way backward needs no hooks. */
-    return (dp->overlap && !dp->zero) ? &dp->hooks : NULL;
-}
-
-dt_status dt_dp_finish(dt_dp *dp, double *loss_sum)
+/* Waits for every bucket (starting those backward did not) and sums the step's loss
+ * across ranks in rank order. */
+static dt_status ddp_finish(dt_ddp *dp, double *loss_sum)
 {
     dt_status st = DT_OK;
     const double t0 = dt_now();
-    if (!dp->zero) {
+    if (!dp->base.opt.zero) {
         for (int k = 0; k < dp->nbuckets; k++)
             if (dp->buckets[k].req == NULL)
                 DT_TRY(start_bucket(dp, &dp->buckets[k]));
-        for (int k = 0; k < dp->nbuckets; k++) {
+        for (int k = 0; k < dp->nbuckets; k++)
             DT_TRY(dt_comm_wait(&dp->buckets[k].req));
-        }
     }
     const double wait = dt_now() - t0;
     dp->wait_s += wait;
@@ -279,14 +236,28 @@ fail:
     return st;
 }
 
-void dt_dp_stats(const dt_dp *dp, double *wait_s, double *exposed_s, int64_t *steps, int *buckets,
-                 size_t *bytes_per_step)
+static dt_status ddp_step(dt_strategy *s, const dt_step_plan *plan, const dt_step_io *io,
+                          double *loss_sum)
 {
-    *wait_s = dp->wait_s;
-    *exposed_s = dp->exposed_s;
-    *steps = dp->steps;
-    *buckets = dp->nbuckets;
-    *bytes_per_step = dt_model_param_count(dp->model) * sizeof(float);
+    dt_ddp *dp = (dt_ddp *)s;
+    /* ZeRO-1 reduce-scatters the whole buffer after backward; without overlap the buckets
+     * start after backward too. Either way backward needs no hooks. */
+    const dt_backward_hooks *hooks = (s->opt.overlap && !s->opt.zero) ? &dp->hooks : NULL;
+    dt_status st = dt_strategy_micro_steps(s, plan, io, hooks, ddp_before_last, loss_sum);
+    if (st != DT_OK)
+        return st;
+    return ddp_finish(dp, loss_sum);
+}
+
+static void ddp_stats(const dt_strategy *s, dt_strategy_stats *out)
+{
+    const dt_ddp *dp = (const dt_ddp *)s;
+    out->replicas = dp->size;
+    out->wait_s = dp->wait_s;
+    out->exposed_s = dp->exposed_s;
+    out->steps = dp->steps;
+    out->buckets = dp->nbuckets;
+    out->bytes_per_step = dt_model_param_count(s->model) * sizeof(float);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -295,12 +266,13 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-dt_status dt_dp_time_alone(dt_dp *dp, int reps, double *seconds)
+static dt_status ddp_time_alone(dt_strategy *s, int reps, double *seconds)
 {
+    dt_ddp *dp = (dt_ddp *)s;
     dt_status st = DT_OK;
-    float *g = dt_model_grads(dp->model), *saved = NULL;
+    float *g = dt_model_grads(s->model), *saved = NULL;
     double *times = NULL;
-    const size_t n = dt_model_param_count(dp->model);
+    const size_t n = dt_model_param_count(s->model);
     DT_ASSERT(reps >= 1);
     DT_TRY(dt_alloc(n * sizeof(float), "gradient copy", (void **)&saved));
     DT_TRY(dt_alloc((size_t)reps * sizeof(double), "timings", (void **)&times));
@@ -325,12 +297,13 @@ fail:
     return st;
 }
 
-dt_status dt_dp_optim_step(dt_dp *dp, dt_optim *o, double lr)
+static dt_status ddp_update(dt_strategy *s, dt_optim *o, double lr)
 {
+    dt_ddp *dp = (dt_ddp *)s;
     dt_status st = DT_OK;
-    float *p = dt_model_params(dp->model), *g = dt_model_grads(dp->model);
-    if (!dp->zero) {
-        dt_optim_step_team(o, p, g, dt_model_param_count(dp->model), lr, dt_model_team(dp->model));
+    float *p = dt_model_params(s->model), *g = dt_model_grads(s->model);
+    if (!s->opt.zero) {
+        dt_optim_step_team(o, p, g, dt_model_param_count(s->model), lr, dt_model_team(s->model));
         return DT_OK;
     }
     /* ZeRO-1: sum gradients into this rank's slice, update it, share the parameters. The
@@ -341,7 +314,7 @@ dt_status dt_dp_optim_step(dt_dp *dp, dt_optim *o, double lr)
     dp->wait_s += dt_now() - t0;
     dp->exposed_s += dt_now() - t0;
     dt_optim_step_team(o, p + dp->shard_offset, dp->shard_grad, dp->shard_count, lr,
-                       dt_model_team(dp->model));
+                       dt_model_team(s->model));
     const double t1 = dt_now();
     DT_TRY(dt_comm_allgatherv(dp->comm, p + dp->shard_offset, p, dp->shard_counts, dp->shard_displs,
                               DT_COMM_FLOAT32));
@@ -351,7 +324,45 @@ fail:
     return st;
 }
 
-dt_status dt_dp_sum_doubles(dt_dp *dp, double *vals, int n)
+static dt_status ddp_evaluate(dt_strategy *s, int64_t n_test, const dt_step_io *io,
+                              double *loss_sum, double *correct)
 {
-    return dt_comm_allreduce(dp->comm, vals, vals, (size_t)n, DT_COMM_FLOAT64, DT_COMM_SUM);
+    dt_ddp *dp = (dt_ddp *)s;
+    double sums[2] = {0.0, 0.0};
+    dt_status st = dt_strategy_eval_share(s, n_test, io, &sums[0], &sums[1]);
+    if (st == DT_OK)
+        st = dt_comm_allreduce(dp->comm, sums, sums, 2, DT_COMM_FLOAT64, DT_COMM_SUM);
+    *loss_sum = sums[0];
+    *correct = sums[1];
+    return st;
+}
+
+static const dt_strategy_ops ddp_ops = {
+    .attach = ddp_attach,
+    .start = ddp_start,
+    .step = ddp_step,
+    .update = ddp_update,
+    .evaluate = ddp_evaluate,
+    .stats = ddp_stats,
+    .time_comm_alone = ddp_time_alone,
+    .free = ddp_free,
+};
+
+dt_status dt_ddp_create(const dt_strategy_options *opt, dt_comm *world, dt_grid *grid,
+                        dt_strategy **out)
+{
+    dt_ddp *dp = NULL;
+    *out = NULL;
+    dt_status st = dt_alloc(sizeof *dp, "data parallelism", (void **)&dp);
+    if (st != DT_OK)
+        return st;
+    dp->base.ops = &ddp_ops;
+    dp->base.opt = *opt;
+    dp->base.grid = grid;
+    dp->base.world = world;
+    dp->comm = dt_grid_comm(grid, DT_GRID_DP);
+    dp->rank = dt_comm_rank(dp->comm);
+    dp->size = dt_comm_size(dp->comm);
+    *out = &dp->base;
+    return DT_OK;
 }

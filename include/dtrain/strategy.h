@@ -1,0 +1,46 @@
+/* strategy.h — how the ranks of a job share the training: the choice of strategy and the
+ * process grid it runs on.
+ *
+ * A strategy (src/parallel/) is what the trainer talks to for everything that crosses
+ * ranks: which samples of a global batch this rank computes, how a step's gradients are
+ * combined, how the optimizer's update is applied, how evaluation sums are combined. The
+ * world is laid out once as dp x tp x pp (Megatron-LM's order, rank = tp + T (dp + D pp));
+ * tp and pp are axes of that grid that compose with a strategy, not strategies of their
+ * own. A world of one is the `single` case of ddp: the same code path, no communication. */
+#ifndef DTRAIN_STRATEGY_H
+#define DTRAIN_STRATEGY_H
+
+#include "dtrain/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum dt_strategy_kind {
+    DT_STRATEGY_DDP = 0, /* synchronous data parallelism (all-reduce); one rank: single */
+    DT_STRATEGY_PS,      /* parameter servers (not built yet) */
+    DT_STRATEGY_FEDAVG,  /* federated averaging (not built yet) */
+    DT_STRATEGY_COUNT
+} dt_strategy_kind;
+
+/* "ddp", "ps", "fedavg"; NULL for a value out of range. */
+const char *dt_strategy_kind_name(dt_strategy_kind kind);
+
+typedef struct dt_strategy_options {
+    dt_strategy_kind kind;
+    int dp, tp, pp;         /* grid axes; dp 0: the ranks left over by tp x pp */
+    int micro_batches;      /* micro-steps per optimizer step (gradient accumulation), >= 1 */
+    int zero;               /* 1: ZeRO-1, optimizer state sharded over the dp group */
+    int overlap;            /* 1: gradient all-reduce overlapped with backward */
+    double bucket_cap_mb;   /* gradient bucket size (MiB) */
+    double first_bucket_mb; /* the first bucket's (MiB), small so communication starts early */
+} dt_strategy_options;
+
+/* ddp, dp derived, tp = pp = 1, one micro-batch, no ZeRO, overlap on, PyTorch DDP's
+ * buckets (25 MiB, first 1 MiB). */
+dt_strategy_options dt_strategy_options_default(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,87 @@
+/* single.c — the ddp strategy on a data-parallel group of one (a plain process, or a rank
+ * whose replica is alone on its dp axis): the same micro-steps, nothing to combine, the
+ * optimizer on the whole buffer. It exists so that the trainer has one code path, not a
+ * branch for "no strategy". */
+#include "nn/model_team.h"
+#include "optim/optim_team.h"
+#include "parallel/strategy.h"
+
+static dt_status single_attach(dt_strategy *s, dt_model *m, size_t *optim_count)
+{
+    s->model = m;
+    *optim_count = dt_model_param_count(m);
+    return DT_OK;
+}
+
+static dt_status single_start(dt_strategy *s)
+{
+    (void)s;
+    return DT_OK;
+}
+
+static dt_status single_step(dt_strategy *s, const dt_step_plan *plan, const dt_step_io *io,
+                             double *loss_sum)
+{
+    return dt_strategy_micro_steps(s, plan, io, NULL, NULL, loss_sum);
+}
+
+static dt_status single_update(dt_strategy *s, dt_optim *o, double lr)
+{
+    dt_optim_step_team(o, dt_model_params(s->model), dt_model_grads(s->model),
+                       dt_model_param_count(s->model), lr, dt_model_team(s->model));
+    return DT_OK;
+}
+
+static dt_status single_evaluate(dt_strategy *s, int64_t n_test, const dt_step_io *io,
+                                 double *loss_sum, double *correct)
+{
+    *loss_sum = 0.0;
+    *correct = 0.0;
+    return dt_strategy_eval_share(s, n_test, io, loss_sum, correct);
+}
+
+static void single_stats(const dt_strategy *s, dt_strategy_stats *out)
+{
+    (void)s;
+    out->replicas = 1;
+}
+
+static dt_status single_time_alone(dt_strategy *s, int reps, double *seconds)
+{
+    (void)s;
+    (void)reps;
+    *seconds = 0.0;
+    return DT_OK;
+}
+
+static void single_free(dt_strategy *s)
+{
+    dt_free(s);
+}
+
+static const dt_strategy_ops single_ops = {
+    .attach = single_attach,
+    .start = single_start,
+    .step = single_step,
+    .update = single_update,
+    .evaluate = single_evaluate,
+    .stats = single_stats,
+    .time_comm_alone = single_time_alone,
+    .free = single_free,
+};
+
+dt_status dt_single_create(const dt_strategy_options *opt, dt_comm *world, dt_grid *grid,
+                           dt_strategy **out)
+{
+    dt_strategy *s = NULL;
+    *out = NULL;
+    dt_status st = dt_alloc(sizeof *s, "strategy", (void **)&s);
+    if (st != DT_OK)
+        return st;
+    s->ops = &single_ops;
+    s->opt = *opt;
+    s->grid = grid;
+    s->world = world;
+    *out = s;
+    return DT_OK;
+}

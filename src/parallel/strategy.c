@@ -1,0 +1,184 @@
+/* strategy.c — making a strategy (the layout checked, the grid split, the kind chosen), the
+ * calls through its vtable, and the pieces every strategy shares: how a global batch is
+ * split into parts, a replica's micro-steps through the whole model, a replica's share of
+ * evaluation. */
+#include <string.h>
+
+#include "parallel/strategy.h"
+
+const char *dt_strategy_kind_name(dt_strategy_kind kind)
+{
+    static const char *const names[DT_STRATEGY_COUNT] = {"ddp", "ps", "fedavg"};
+    return (int)kind >= 0 && kind < DT_STRATEGY_COUNT ? names[kind] : NULL;
+}
+
+dt_strategy_options dt_strategy_options_default(void)
+{
+    dt_strategy_options o;
+    memset(&o, 0, sizeof o);
+    o.kind = DT_STRATEGY_DDP;
+    o.micro_batches = 1;
+    o.overlap = 1;
+    o.bucket_cap_mb = 25.0; /* torch.nn.parallel.DistributedDataParallel's defaults */
+    o.first_bucket_mb = 1.0;
+    return o;
+}
+
+/* Every rank computes the same verdict from the same numbers, before any message. */
+static dt_status check_layout(const dt_strategy_options *o, int world)
+{
+    const int tp = o->tp > 0 ? o->tp : 1, pp = o->pp > 0 ? o->pp : 1;
+    if (tp != 1 || pp != 1)
+        return dt_fail(DT_ERR_UNSUPPORTED,
+                       "parallel.tp and parallel.pp: tensor and pipeline "
+                       "parallelism are not built yet; only data parallelism (tp = pp = 1)");
+    if (o->kind != DT_STRATEGY_DDP)
+        return dt_fail(DT_ERR_UNSUPPORTED, "parallel.strategy: %s is not built yet; only ddp",
+                       dt_strategy_kind_name(o->kind) ? dt_strategy_kind_name(o->kind) : "?");
+    const int dp = o->dp > 0 ? o->dp : world / (tp * pp);
+    if ((long long)dp * tp * pp != world)
+        return dt_fail(DT_ERR_INVALID,
+                       "parallel.dp: dp %d x tp %d x pp %d = %lld does not match "
+                       "the %d ranks of the job",
+                       dp, tp, pp, (long long)dp * tp * pp, world);
+    if (o->micro_batches < 1)
+        return dt_fail(DT_ERR_INVALID, "parallel.accumulation: %d micro-batches, need >= 1",
+                       o->micro_batches);
+    return DT_OK;
+}
+
+dt_status dt_strategy_create(const dt_strategy_options *opt, dt_comm *world, dt_strategy **out)
+{
+    DT_ASSERT(opt != NULL && world != NULL && out != NULL);
+    dt_status st = DT_OK;
+    dt_grid *grid = NULL;
+    *out = NULL;
+    DT_TRY(check_layout(opt, dt_comm_size(world)));
+    DT_TRY(dt_grid_create(world, opt->dp, opt->tp, opt->pp, &grid));
+    if (dt_grid_size(grid, DT_GRID_DP) == 1)
+        DT_TRY(dt_single_create(opt, world, grid, out));
+    else
+        DT_TRY(dt_ddp_create(opt, world, grid, out));
+    dt_strategy_info *i = &(*out)->info;
+    i->name = dt_grid_size(grid, DT_GRID_DP) == 1 ? "single" : "ddp";
+    i->replicas = dt_grid_size(grid, DT_GRID_DP);
+    i->replica = dt_grid_rank(grid, DT_GRID_DP);
+    i->micro_batches = opt->micro_batches;
+    i->world_size = dt_comm_size(world);
+    i->world_rank = dt_comm_rank(world);
+    i->main = i->world_rank == 0;
+    return DT_OK;
+fail:
+    dt_grid_free(grid);
+    return st;
+}
+
+void dt_strategy_free(dt_strategy *s)
+{
+    if (s == NULL)
+        return;
+    dt_grid *grid = s->grid;
+    s->ops->free(s);
+    dt_grid_free(grid);
+}
+
+const dt_strategy_info *dt_strategy_get_info(const dt_strategy *s)
+{
+    return &s->info;
+}
+
+dt_status dt_strategy_attach(dt_strategy *s, dt_model *m, size_t *optim_count)
+{
+    DT_ASSERT(s != NULL && m != NULL && optim_count != NULL && s->model == NULL);
+    return s->ops->attach(s, m, optim_count);
+}
+
+dt_status dt_strategy_start(dt_strategy *s)
+{
+    return s->ops->start(s);
+}
+
+dt_status dt_strategy_step(dt_strategy *s, const dt_step_plan *plan, const dt_step_io *io,
+                           double *loss_sum)
+{
+    return s->ops->step(s, plan, io, loss_sum);
+}
+
+dt_status dt_strategy_update(dt_strategy *s, dt_optim *o, double lr)
+{
+    return s->ops->update(s, o, lr);
+}
+
+dt_status dt_strategy_evaluate(dt_strategy *s, int64_t n_test, const dt_step_io *io,
+                               double *loss_sum, double *correct)
+{
+    return s->ops->evaluate(s, n_test, io, loss_sum, correct);
+}
+
+void dt_strategy_get_stats(const dt_strategy *s, dt_strategy_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    s->ops->stats(s, out);
+}
+
+dt_status dt_strategy_time_comm_alone(dt_strategy *s, int reps, double *seconds)
+{
+    return s->ops->time_comm_alone(s, reps, seconds);
+}
+
+void dt_strategy_part(int64_t g, int64_t parts, int64_t part, int64_t *begin, int64_t *count)
+{
+    int64_t base = g / parts, extra = g % parts;
+    *begin = part * base + (part < extra ? part : extra);
+    *count = base + (part < extra ? 1 : 0);
+}
+
+dt_status dt_strategy_micro_steps(dt_strategy *s, const dt_step_plan *plan, const dt_step_io *io,
+                                  const dt_backward_hooks *last_hooks,
+                                  dt_status (*before_last)(dt_strategy *s), double *loss_sum)
+{
+    dt_status st = DT_OK;
+    const int64_t micro = s->info.micro_batches, replicas = s->info.replicas;
+    const int64_t parts = replicas * micro;
+    dt_model_zero_grads(s->model);
+    *loss_sum = 0.0;
+    for (int64_t j = 0; j < micro; j++) {
+        int64_t begin, count;
+        dt_strategy_part(plan->samples, parts, j * replicas + s->info.replica, &begin, &count);
+        const int last = j == micro - 1;
+        if (last && before_last != NULL)
+            DT_TRY(before_last(s));
+        dt_forward_ctx fwd;
+        DT_TRY(io->load(io->ctx, plan->epoch, plan->first + begin, count, &fwd));
+        DT_TRY(dt_model_forward(s->model, count, &fwd));
+        double ls = 0.0;
+        /* The divisor is the whole global step's samples: the replicas' gradients then
+         * sum to the global batch's mean gradient (docs/NOTES.md). */
+        DT_TRY(io->loss(io->ctx, count, (double)plan->samples, &ls));
+        DT_TRY(dt_model_backward(s->model, count, last ? last_hooks : NULL));
+        *loss_sum += ls;
+    }
+fail:
+    return st;
+}
+
+dt_status dt_strategy_eval_share(dt_strategy *s, int64_t n_test, const dt_step_io *io,
+                                 double *loss_sum, double *correct)
+{
+    dt_status st = DT_OK;
+    int64_t begin, count;
+    dt_strategy_part(n_test, s->info.replicas, s->info.replica, &begin, &count);
+    const int64_t chunk = dt_model_max_batch(s->model);
+    const dt_forward_ctx fwd = {.train = 0};
+    for (int64_t off = 0; off < count; off += chunk) {
+        const int64_t c = count - off < chunk ? count - off : chunk;
+        DT_TRY(io->load_test(io->ctx, begin + off, c));
+        DT_TRY(dt_model_forward(s->model, c, &fwd));
+        double ls = 0.0, right = 0.0;
+        DT_TRY(io->score(io->ctx, c, &ls, &right));
+        *loss_sum += ls;
+        *correct += right;
+    }
+fail:
+    return st;
+}

@@ -1,0 +1,155 @@
+/* strategy.h (internal) — the interface between the trainer and a parallel strategy.
+ *
+ * The trainer owns the data, the sample order, the loss and the schedule; a strategy owns
+ * everything that crosses ranks. They meet at two points:
+ *
+ *   - dt_step_io: the trainer's side. A strategy asks it to load the samples at positions
+ *     [first, first + count) of the epoch's order into the model's input (and their targets),
+ *     and to compute the loss of the loaded samples on the model's output with a given
+ *     divisor (writing dL/d(output)), or to score them in evaluation. Which positions a rank
+ *     loads, and when, is the strategy's decision.
+ *   - dt_strategy_ops: the strategy's side, a const vtable: start (once, before the first
+ *     step: check that the replicas agree, give them the same parameters), step (one global
+ *     batch: forward, loss and backward of this rank's micro-batches, the gradients combined;
+ *     returns the loss summed over every sample of the step), update (the optimizer's step),
+ *     evaluate (this rank's share of the test set, the sums combined), stats, free.
+ *
+ * A step belongs to the strategy because strategies differ exactly there: ddp runs its
+ * micro-batches through the whole model with bucket all-reduces in the backward hooks; a
+ * pipeline runs layer ranges per micro-batch in its schedule, with point-to-point messages
+ * between stages; a parameter server's worker pulls parameters before its step and pushes
+ * gradients after it, while a server rank's step applies what arrives; federated averaging
+ * runs many local steps and averages at a round's end. The engine's hooks
+ * (dt_backward_hooks: grads_ready, progress) and layer ranges (dt_model_forward_range,
+ * backward_range) are what they build on. docs/ARCHITECTURE.md says how each plugs in.
+ *
+ * Never installed. */
+#ifndef DT_PARALLEL_STRATEGY_H
+#define DT_PARALLEL_STRATEGY_H
+
+#include "dtrain/comm.h"
+#include "dtrain/model.h"
+#include "dtrain/optim.h"
+#include "dtrain/strategy.h"
+
+/* The trainer's side of a step. Every function returns a status; non-OK ends the step. */
+typedef struct dt_step_io {
+    void *ctx;
+    /* Loads the training samples at positions [first, first + count) of this epoch's order
+     * (count <= the model's planned batch) into the model's input and the targets; fills
+     * *fwd for the model's forward (dropout keys). count may be 0. */
+    dt_status (*load)(void *ctx, int64_t epoch, int64_t first, int64_t count,
+                      dt_forward_ctx *fwd);
+    /* The loss of the `count` loaded samples on the model's output, summed and divided by
+     * `divisor`, into *loss_sum (added), and its gradient into the model's output gradient. */
+    dt_status (*loss)(void *ctx, int64_t count, double divisor, double *loss_sum);
+    /* Evaluation: loads test samples [first, first + count) (file order). */
+    dt_status (*load_test)(void *ctx, int64_t first, int64_t count);
+    /* Evaluation: adds the loaded test samples' loss sum and correct predictions. */
+    dt_status (*score)(void *ctx, int64_t count, double *loss_sum, double *correct);
+} dt_step_io;
+
+/* One optimizer step's samples: the global batch at positions [first, first + samples) of
+ * epoch `epoch`'s order (all ranks and micro-batches together). */
+typedef struct dt_step_plan {
+    int64_t epoch;
+    int64_t first;
+    int64_t samples;
+} dt_step_plan;
+
+/* Where this rank stands, for the trainer: the global batch is split into replicas x
+ * micro_batches consecutive parts (part j * replicas + replica is micro-step j of this
+ * replica, dt_strategy_part); `main` is the rank that prints and writes files. */
+typedef struct dt_strategy_info {
+    const char *name; /* "single", "ddp" */
+    int replicas, replica;
+    int micro_batches;
+    int main;
+    int world_size, world_rank;
+} dt_strategy_info;
+
+/* Communication figures since creation. */
+typedef struct dt_strategy_stats {
+    int replicas;
+    double wait_s;    /* this rank's time waiting for gradients */
+    double exposed_s; /* per step, the smallest wait over the ranks, summed */
+    int64_t steps;
+    int buckets;
+    size_t bytes_per_step; /* gradient bytes each rank contributes per step */
+} dt_strategy_stats;
+
+typedef struct dt_strategy dt_strategy;
+
+typedef struct dt_strategy_ops {
+    /* Once the model exists: plan what the strategy needs for it (buckets, shards), and
+     * say how many parameters the optimizer updates on this rank. Allocates; later calls
+     * do not. */
+    dt_status (*attach)(dt_strategy *s, dt_model *m, size_t *optim_count);
+    dt_status (*start)(dt_strategy *s);
+    dt_status (*step)(dt_strategy *s, const dt_step_plan *plan, const dt_step_io *io,
+                      double *loss_sum);
+    dt_status (*update)(dt_strategy *s, dt_optim *o, double lr);
+    dt_status (*evaluate)(dt_strategy *s, int64_t n_test, const dt_step_io *io, double *loss_sum,
+                          double *correct);
+    void (*stats)(const dt_strategy *s, dt_strategy_stats *out);
+    /* Times the step's gradient communication alone (median of reps rounds). Collective. */
+    dt_status (*time_comm_alone)(dt_strategy *s, int reps, double *seconds);
+    void (*free)(dt_strategy *s);
+} dt_strategy_ops;
+
+/* What every strategy holds first; each strategy's own struct embeds it. */
+struct dt_strategy {
+    const dt_strategy_ops *ops;
+    dt_strategy_options opt;
+    dt_grid *grid;   /* the dp x tp x pp layout of the world: the one place it is computed */
+    dt_comm *world;  /* borrowed */
+    dt_model *model; /* borrowed, set by attach */
+    dt_strategy_info info;
+};
+
+/* Lays out `world` as opt's grid (collective: every rank calls it; the layout is checked
+ * on every rank before any message, so a bad layout fails everywhere and never hangs) and
+ * creates the strategy opt->kind names. DT_ERR_INVALID for a layout that does not fit the
+ * world, DT_ERR_UNSUPPORTED for what is not built yet, the comm layer's errors. Caller
+ * frees with dt_strategy_free; `world` must outlive it. */
+dt_status dt_strategy_create(const dt_strategy_options *opt, dt_comm *world, dt_strategy **out);
+void dt_strategy_free(dt_strategy *s);
+const dt_strategy_info *dt_strategy_get_info(const dt_strategy *s);
+
+/* Calls through the vtable (see dt_strategy_ops). */
+dt_status dt_strategy_attach(dt_strategy *s, dt_model *m, size_t *optim_count);
+dt_status dt_strategy_start(dt_strategy *s);
+dt_status dt_strategy_step(dt_strategy *s, const dt_step_plan *plan, const dt_step_io *io,
+                           double *loss_sum);
+dt_status dt_strategy_update(dt_strategy *s, dt_optim *o, double lr);
+dt_status dt_strategy_evaluate(dt_strategy *s, int64_t n_test, const dt_step_io *io,
+                               double *loss_sum, double *correct);
+void dt_strategy_get_stats(const dt_strategy *s, dt_strategy_stats *out);
+dt_status dt_strategy_time_comm_alone(dt_strategy *s, int reps, double *seconds);
+
+/* ---- shared by the strategies (strategy.c) ---- */
+
+/* Part `part` of `parts` consecutive parts of g samples: the first g mod parts take one
+ * extra (64 over 3 is 22/21/21). */
+void dt_strategy_part(int64_t g, int64_t parts, int64_t part, int64_t *begin, int64_t *count);
+
+/* This replica's micro-steps of a step through the whole model: load, forward, loss with
+ * the step's divisor, backward (with `last_hooks` on the last micro-step, NULL before it);
+ * adds this rank's loss sum. `before_last` (may be NULL) runs before the last backward. */
+dt_status dt_strategy_micro_steps(dt_strategy *s, const dt_step_plan *plan, const dt_step_io *io,
+                                  const dt_backward_hooks *last_hooks,
+                                  dt_status (*before_last)(dt_strategy *s), double *loss_sum);
+
+/* This replica's share of the test set, forward in chunks of the planned batch; adds to
+ * the sums (not combined across ranks). */
+dt_status dt_strategy_eval_share(dt_strategy *s, int64_t n_test, const dt_step_io *io,
+                                 double *loss_sum, double *correct);
+
+/* Each strategy's constructor (its own file), called by dt_strategy_create with the grid
+ * made: fills a struct that begins with dt_strategy. */
+dt_status dt_single_create(const dt_strategy_options *opt, dt_comm *world, dt_grid *grid,
+                           dt_strategy **out);
+dt_status dt_ddp_create(const dt_strategy_options *opt, dt_comm *world, dt_grid *grid,
+                        dt_strategy **out);
+
+#endif
