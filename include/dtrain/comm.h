@@ -67,8 +67,8 @@ typedef enum dt_comm_redop {
  * all-gather over point-to-point messages, pipelined in chunks, persistent buffers). AUTO:
  * below options.direct_max_bytes our one-round exchange (small messages: MPI's non-blocking
  * all-reduce costs 2-3x its blocking one here), up to options.ring_min_bytes MPI's, the ring
- * from there. DEFAULT in a call means "the handle's options.algorithm". The order of the
- * values matches dt_comm_algo_choice in config.h. */
+ * from there. DEFAULT in a call means "the handle's options.algorithm"; the config's
+ * comm.algorithm (config.h) takes the other values. */
 typedef enum dt_comm_algo {
     DT_COMM_ALGO_DEFAULT = -1,
     DT_COMM_ALGO_AUTO = 0,

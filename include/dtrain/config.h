@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dtrain/comm.h"
 #include "dtrain/core.h"
 #include "dtrain/loss.h"
 #include "dtrain/nn.h"
@@ -39,13 +40,6 @@ typedef enum dt_last_batch {
     DT_LAST_BATCH_PAD,        /* pad by repeating samples (DistributedSampler) */
     DT_LAST_BATCH_COUNT
 } dt_last_batch;
-
-typedef enum dt_comm_algo_choice {
-    DT_COMM_CHOICE_AUTO = 0,
-    DT_COMM_CHOICE_MPI,
-    DT_COMM_CHOICE_RING,
-    DT_COMM_CHOICE_COUNT
-} dt_comm_algo_choice;
 
 typedef struct dt_config {
     struct {
@@ -94,7 +88,7 @@ typedef struct dt_config {
         int overlap;             /* start bucket all-reduces during backward */
     } parallel;
     struct {
-        dt_comm_algo_choice algorithm;
+        dt_comm_algo algorithm;  /* auto, mpi or ring (never DEFAULT) */
         int deterministic;       /* rank-order left fold for every reduction */
         double timeout_s;        /* watchdog deadline per collective */
         int check;               /* verify operation/count/type agree before each */

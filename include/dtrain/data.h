@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "dtrain/core.h"
-#include "dtrain/nn.h"
+#include "dtrain/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {

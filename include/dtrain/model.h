@@ -40,7 +40,7 @@ dt_status dt_model_create(const dt_layer_spec *specs, int nlayers, const dt_shap
 void dt_model_free(dt_model *m);
 /* Runs the model's own loops on `nthreads` threads (default 1): convolutions split the
  * batch's samples, element-wise layers the elements, linear layers the rows of their
- * products, each thread calling BLAS for its part. Call dt_blas_set_threads(1) (train.h)
+ * products, each thread calling BLAS for its part. Call dt_blas_set_threads(1) (blas.h)
  * with more than one thread, or OpenBLAS starts threads of its own inside each part. With
  * one thread every result is as before. With more, convolutions and element-wise layers
  * keep the bits of their outputs and input gradients, convolutions' parameter gradients

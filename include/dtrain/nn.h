@@ -10,24 +10,13 @@
 #include <stdint.h>
 
 #include "dtrain/core.h"
+#include "dtrain/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define DT_MAX_DIMS 4
 #define DT_NAME_MAX 48
-
-/* A per-sample shape: ndim in 1..3 (F), (C, H, W). */
-typedef struct dt_shape {
-    int ndim;
-    int64_t d[DT_MAX_DIMS];
-} dt_shape;
-
-/* Elements in one sample of this shape. */
-int64_t dt_shape_numel(const dt_shape *s);
-/* "(1, 28, 28)" into buf; returns buf. */
-const char *dt_shape_str(const dt_shape *s, char *buf, size_t nbytes);
 
 typedef enum dt_layer_kind {
     DT_LAYER_LINEAR = 0,  /* y = x W^T + b, W (out, in): torch.nn.Linear */

@@ -1,5 +1,5 @@
 /* blas_core.h — starts the program again with the OpenBLAS kernels its CPU can run, when
- * OpenBLAS's own detection fell back to older ones (dt_blas_better_core in train.h). Shared
+ * OpenBLAS's own detection fell back to older ones (dt_blas_better_core in blas.h). Shared
  * by the dtrain command and the benchmark programs, which must measure what dtrain runs. */
 #ifndef DT_CLI_BLAS_CORE_H
 #define DT_CLI_BLAS_CORE_H

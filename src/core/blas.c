@@ -14,7 +14,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "dtrain/train.h"
+#include "dtrain/blas.h"
 
 #if defined(__GNUC__)
 extern void openblas_set_num_threads(int num_threads) __attribute__((weak));

@@ -162,22 +162,6 @@ dt_status dt_dataset_split(const dt_dataset *whole, int64_t n_test, dt_dataset *
     return DT_OK;
 }
 
-/* "(1, 28, 28)" into buf. */
-static const char *shape_str(const dt_shape *s, char *buf, size_t nbytes)
-{
-    size_t used = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < s->ndim && used < nbytes; i++) {
-        int w = snprintf(buf + used, nbytes - used, "%s%lld", i ? ", " : "(", (long long)s->d[i]);
-        if (w < 0)
-            break;
-        used += (size_t)w;
-    }
-    if (used < nbytes)
-        snprintf(buf + used, nbytes - used, ")");
-    return buf;
-}
-
 dt_status dt_dataset_check_pair(const dt_dataset *train, const char *train_name,
                                 const dt_dataset *test, const char *test_name)
 {
@@ -191,8 +175,8 @@ dt_status dt_dataset_check_pair(const dt_dataset *train, const char *train_name,
         return dt_fail(DT_ERR_MISMATCH,
                        "data: the test set %s has samples of shape %s, the training set %s "
                        "of shape %s",
-                       test_name, shape_str(b, sb, sizeof sb), train_name,
-                       shape_str(a, sa, sizeof sa));
+                       test_name, dt_shape_str(b, sb, sizeof sb), train_name,
+                       dt_shape_str(a, sa, sizeof sa));
     }
     if (train->targets != test->targets)
         return dt_fail(DT_ERR_MISMATCH, "data: the test set %s has %s, the training set %s %s",

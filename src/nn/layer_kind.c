@@ -1,5 +1,5 @@
 /* layer_kind.c — the layer kinds' names (the words a config uses), PyTorch's default
- * layer arguments, and the per-sample shape helpers. One name table serves both
+ * layer arguments. One name table serves both
  * directions so that a kind's name cannot differ between parsing and printing. */
 #include <stdio.h>
 #include <string.h>
@@ -12,32 +12,6 @@ static const char *const layer_names[DT_LAYER_KIND_COUNT] = {
     [DT_LAYER_DROPOUT] = "dropout",         [DT_LAYER_FLATTEN] = "flatten",
     [DT_LAYER_LOG_SOFTMAX] = "log_softmax",
 };
-
-int64_t dt_shape_numel(const dt_shape *s)
-{
-    DT_ASSERT(s != NULL && s->ndim >= 0 && s->ndim <= DT_MAX_DIMS);
-    int64_t n = 1;
-    for (int i = 0; i < s->ndim; i++)
-        n *= s->d[i];
-    return n;
-}
-
-const char *dt_shape_str(const dt_shape *s, char *buf, size_t nbytes)
-{
-    DT_ASSERT(s != NULL && buf != NULL && nbytes > 0);
-    DT_ASSERT(s->ndim >= 0 && s->ndim <= DT_MAX_DIMS);
-    size_t used = 0;
-    buf[0] = '\0';
-    int n = snprintf(buf, nbytes, "(");
-    used = n > 0 ? (size_t)n : 0;
-    for (int i = 0; i < s->ndim && used < nbytes; i++) {
-        n = snprintf(buf + used, nbytes - used, "%s%lld", i > 0 ? ", " : "", (long long)s->d[i]);
-        used += n > 0 ? (size_t)n : 0;
-    }
-    if (used < nbytes)
-        snprintf(buf + used, nbytes - used, ")");
-    return buf;
-}
 
 dt_layer_spec dt_layer_spec_default(dt_layer_kind kind)
 {

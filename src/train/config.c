@@ -74,7 +74,7 @@ dt_config dt_config_default(void)
     c.parallel.zero = 0;
     c.parallel.overlap = 1;
 
-    c.comm.algorithm = DT_COMM_CHOICE_AUTO;
+    c.comm.algorithm = DT_COMM_ALGO_AUTO;
     c.comm.deterministic = 0;
     c.comm.timeout_s = 300.0;
     c.comm.check = 0;
@@ -551,7 +551,7 @@ static dt_status check_run(const dt_config *c)
     if (c->parallel.zero != 0 && c->parallel.zero != 1)
         return dt_fail(DT_ERR_INVALID, "config: parallel.zero must be 0 or 1, got %d",
                        c->parallel.zero);
-    if ((int)c->comm.algorithm < 0 || c->comm.algorithm >= DT_COMM_CHOICE_COUNT)
+    if ((int)c->comm.algorithm < 0 || c->comm.algorithm >= DT_COMM_ALGO_COUNT)
         return dt_fail(DT_ERR_INVALID, "config: comm.algorithm: unknown algorithm %d",
                        (int)c->comm.algorithm);
     if (!(c->comm.timeout_s > 0.0))

@@ -24,7 +24,7 @@ _Static_assert(sizeof(dt_loss_kind) == sizeof(int), "enum size");
 _Static_assert(sizeof(dt_optim_kind) == sizeof(int), "enum size");
 _Static_assert(sizeof(dt_sched_kind) == sizeof(int), "enum size");
 _Static_assert(sizeof(dt_last_batch) == sizeof(int), "enum size");
-_Static_assert(sizeof(dt_comm_algo_choice) == sizeof(int), "enum size");
+_Static_assert(sizeof(dt_comm_algo) == sizeof(int), "enum size");
 _Static_assert(sizeof(dt_strategy_kind) == sizeof(int), "enum size");
 
 /* ---- numbers -------------------------------------------------------------------------- */
@@ -145,10 +145,10 @@ static const char *strategy_name(int v)
 }
 static const char *comm_algo_name(int v)
 {
-    static const char *const n[DT_COMM_CHOICE_COUNT] = {[DT_COMM_CHOICE_AUTO] = "auto",
-                                                        [DT_COMM_CHOICE_MPI] = "mpi",
-                                                        [DT_COMM_CHOICE_RING] = "ring"};
-    return v >= 0 && v < DT_COMM_CHOICE_COUNT ? n[v] : NULL;
+    static const char *const n[DT_COMM_ALGO_COUNT] = {[DT_COMM_ALGO_AUTO] = "auto",
+                                                      [DT_COMM_ALGO_MPI] = "mpi",
+                                                      [DT_COMM_ALGO_RING] = "ring"};
+    return v >= 0 && v < DT_COMM_ALGO_COUNT ? n[v] : NULL;
 }
 
 /* ---- the table ------------------------------------------------------------------------- */

@@ -105,7 +105,7 @@ static void test_defaults(void **state)
     assert_true(c.parallel.bucket_cap_mb == 25.0 && c.parallel.first_bucket_mb == 1.0);
     assert_int_equal(c.parallel.zero, 0);
     assert_int_equal(c.parallel.overlap, 1);
-    assert_int_equal(c.comm.algorithm, DT_COMM_CHOICE_AUTO);
+    assert_int_equal(c.comm.algorithm, DT_COMM_ALGO_AUTO);
     assert_int_equal(c.comm.deterministic, 0);
     assert_true(c.comm.timeout_s == 300.0);
     assert_int_equal(c.comm.check, 0);
@@ -200,7 +200,7 @@ static void test_bool_enum_path_list_keys(void **state)
     DT_ASSERT_OK(dt_config_set(&c, "parallel.lr_scaling=linear", "--set"));
     assert_int_equal(c.parallel.lr_scaling_linear, 1);
     DT_ASSERT_OK(dt_config_set(&c, "comm.algorithm=ring", "--set"));
-    assert_int_equal(c.comm.algorithm, DT_COMM_CHOICE_RING);
+    assert_int_equal(c.comm.algorithm, DT_COMM_ALGO_RING);
     expect_set_fails("data.kind=parquet",
                      "data.kind: unknown value 'parquet' (one of: idx, csv, synthetic)");
     expect_set_fails("loss.kind=hinge", "(one of: cross_entropy, nll, mse)");
