@@ -112,7 +112,7 @@ typedef struct dt_comm_options {
 /* algorithm AUTO, deterministic off, timeout 300 s, check off, and the thresholds and
  * chunk measured on the project's machines (docs/comm.md): direct up to 16 KiB, the ring
  * from 1 MiB, 256 KiB chunks. */
-dt_comm_options dt_comm_options_default(void);
+DT_API dt_comm_options dt_comm_options_default(void);
 
 /* Deterministic order. With options.deterministic every element of every reduction
  * (all-reduce, reduce-scatter, reduce) is the left fold over ranks,
@@ -127,40 +127,42 @@ dt_comm_options dt_comm_options_default(void);
 
 /* A world of one rank that needs no MPI: rank 0, size 1, every collective a local copy.
  * Caller frees with dt_comm_free. */
-dt_status dt_comm_create_self(dt_comm **out);
+DT_API dt_status dt_comm_create_self(dt_comm **out);
 
 /* Frees the handle and its buffers. Collective (MPI_Comm_free). Pending requests must have
  * completed, except after a timeout, when the handle is abandoned and freeing only releases
  * our memory. dt_comm_free(NULL) is safe. */
-void dt_comm_free(dt_comm *comm);
+DT_API void dt_comm_free(dt_comm *comm);
 
-int dt_comm_rank(const dt_comm *comm);
-int dt_comm_size(const dt_comm *comm);
+DT_API int dt_comm_rank(const dt_comm *comm);
+DT_API int dt_comm_size(const dt_comm *comm);
 /* The group's name as given at creation ("world", "dp", ...); borrowed. */
-const char *dt_comm_name(const dt_comm *comm);
+DT_API const char *dt_comm_name(const dt_comm *comm);
 /* The rank that `group_rank` of this group has in the communicator the top-level handle
  * was created from (the world, usually): reports name ranks both ways. */
-int dt_comm_world_rank(const dt_comm *comm, int group_rank);
+DT_API int dt_comm_world_rank(const dt_comm *comm, int group_rank);
 
 /* Settings: `opt` is validated (DT_ERR_INVALID naming the field) and copied. Changing
  * chunk_bytes reallocates the persistent buffers (not while requests are pending). Local:
  * every rank should set the same options. */
-dt_status dt_comm_set_options(dt_comm *comm, const dt_comm_options *opt);
-void dt_comm_get_options(const dt_comm *comm, dt_comm_options *out);
+DT_API dt_status dt_comm_set_options(dt_comm *comm, const dt_comm_options *opt);
+DT_API void dt_comm_get_options(const dt_comm *comm, dt_comm_options *out);
 
 /* A new handle over the same ranks with fresh sequence numbers; inherits the options.
- * Collective. Caller frees with dt_comm_free. */
-dt_status dt_comm_dup(dt_comm *comm, const char *name, dt_comm **out);
+ * Collective, after a watched barrier as dt_comm_split. Caller frees with dt_comm_free. */
+DT_API dt_status dt_comm_dup(dt_comm *comm, const char *name, dt_comm **out);
 
 /* Splits into groups of equal `color` (>= 0), ordered by `key`, then by rank (MPI_Comm_split).
  * A negative color takes part in no group: *out = NULL. Inherits the options and shares the
- * parent's history. Collective. Caller frees with dt_comm_free. */
-dt_status dt_comm_split(dt_comm *comm, int color, int key, const char *name, dt_comm **out);
+ * parent's history. Collective; a watched barrier first (MPI_Comm_split itself cannot time
+ * out), so a rank that never arrives is named in a DT_ERR_TIMEOUT instead of hanging the
+ * others. Caller frees with dt_comm_free. */
+DT_API dt_status dt_comm_split(dt_comm *comm, int color, int key, const char *name, dt_comm **out);
 
 /* Sizes the persistent buffers so that collectives over up to `nbytes` (the whole vector)
  * never allocate: a non-in-place ring reduce-scatter and a deterministic reduce keep their
  * partial sums in a scratch buffer of that size. Pre-touched. Local. */
-dt_status dt_comm_reserve(dt_comm *comm, size_t nbytes);
+DT_API dt_status dt_comm_reserve(dt_comm *comm, size_t nbytes);
 
 /* Counters since creation. `allocations` counts buffer growths made inside calls (0 in a
  * steady state after dt_comm_reserve); `buffer_bytes` is what the handle holds. */
@@ -170,83 +172,83 @@ typedef struct dt_comm_stats {
     uint64_t allocations; /* buffer growths inside calls */
     size_t buffer_bytes;  /* persistent buffers held */
 } dt_comm_stats;
-void dt_comm_get_stats(const dt_comm *comm, dt_comm_stats *out);
+DT_API void dt_comm_get_stats(const dt_comm *comm, dt_comm_stats *out);
 
 /* For tests only: the largest element count passed to one MPI call or one message
  * (INT_MAX by default), lowered to exercise the splitting of large counts. 0 restores it. */
-void dt_comm_set_max_count_for_testing(dt_comm *comm, size_t max_count);
+DT_API void dt_comm_set_max_count_for_testing(dt_comm *comm, size_t max_count);
 
 /* ---- collectives (blocking) ------------------------------------------------------------
  * Each returns when its buffers may be reused, polling against the watchdog deadline. */
 
 /* recvbuf[i] = op over ranks of sendbuf[i], i < count, on every rank. In place:
  * sendbuf == recvbuf. Collective. */
-dt_status dt_comm_allreduce(dt_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+DT_API dt_status dt_comm_allreduce(dt_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
                             dt_comm_dtype dtype, dt_comm_redop op);
 
 /* Rank r receives block r of the reduction: sendbuf holds size * recvcount elements (block b
  * at b * recvcount), recvbuf recvcount. In place: recvbuf == sendbuf (MPI_IN_PLACE: the
  * result lands at the start of the buffer) or recvbuf == sendbuf + r * recvcount (the result
  * stays in the rank's own block); the rest of the buffer is left undefined. Collective. */
-dt_status dt_comm_reduce_scatter(dt_comm *comm, const void *sendbuf, void *recvbuf,
+DT_API dt_status dt_comm_reduce_scatter(dt_comm *comm, const void *sendbuf, void *recvbuf,
                                  size_t recvcount, dt_comm_dtype dtype, dt_comm_redop op);
 /* Varying blocks: block b has counts[b] elements, at the sum of the earlier counts.
  * `counts` (size entries, borrowed like the buffers) is the same on every rank. */
-dt_status dt_comm_reduce_scatterv(dt_comm *comm, const void *sendbuf, void *recvbuf,
+DT_API dt_status dt_comm_reduce_scatterv(dt_comm *comm, const void *sendbuf, void *recvbuf,
                                   const size_t *counts, dt_comm_dtype dtype, dt_comm_redop op);
 
 /* recvbuf (size * count elements) = every rank's sendbuf (count) in rank order. In place:
  * sendbuf == recvbuf + r * count. Collective. */
-dt_status dt_comm_allgather(dt_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+DT_API dt_status dt_comm_allgather(dt_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
                             dt_comm_dtype dtype);
 /* Varying counts: rank b's counts[b] elements land at recvbuf + displs[b] (elements; blocks
  * must not overlap). In place: sendbuf == recvbuf + displs[r]. Collective. */
-dt_status dt_comm_allgatherv(dt_comm *comm, const void *sendbuf, void *recvbuf,
+DT_API dt_status dt_comm_allgatherv(dt_comm *comm, const void *sendbuf, void *recvbuf,
                              const size_t *counts, const size_t *displs, dt_comm_dtype dtype);
 
 /* buf on every rank = buf on `root`. Collective. */
-dt_status dt_comm_bcast(dt_comm *comm, void *buf, size_t count, dt_comm_dtype dtype, int root);
+DT_API dt_status dt_comm_bcast(dt_comm *comm, void *buf, size_t count, dt_comm_dtype dtype, int root);
 
 /* recvbuf on `root` = op over ranks of sendbuf; recvbuf is ignored elsewhere (may be NULL).
  * In place on the root: sendbuf == recvbuf. Collective. */
-dt_status dt_comm_reduce(dt_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+DT_API dt_status dt_comm_reduce(dt_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
                          dt_comm_dtype dtype, dt_comm_redop op, int root);
 
 /* Returns once every rank has entered. Collective. */
-dt_status dt_comm_barrier(dt_comm *comm);
+DT_API dt_status dt_comm_barrier(dt_comm *comm);
 
 /* Point to point, tag in [0, DT_COMM_TAG_MAX). A receive's count must equal the matching
  * send's. Messages between two ranks with one tag arrive in order. Not collective. */
-dt_status dt_comm_send(dt_comm *comm, const void *buf, size_t count, dt_comm_dtype dtype, int peer,
+DT_API dt_status dt_comm_send(dt_comm *comm, const void *buf, size_t count, dt_comm_dtype dtype, int peer,
                        int tag);
-dt_status dt_comm_recv(dt_comm *comm, void *buf, size_t count, dt_comm_dtype dtype, int peer,
+DT_API dt_status dt_comm_recv(dt_comm *comm, void *buf, size_t count, dt_comm_dtype dtype, int peer,
                        int tag);
 
 /* ---- non-blocking ----------------------------------------------------------------------
  * Same semantics, returning a request from the handle's fixed pool (no allocation); at most
  * DT_COMM_MAX_PENDING at once. Start collectives in the same order on every rank. */
 
-dt_status dt_comm_iallreduce(dt_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+DT_API dt_status dt_comm_iallreduce(dt_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
                              dt_comm_dtype dtype, dt_comm_redop op, dt_comm_req **req);
-dt_status dt_comm_ireduce_scatter(dt_comm *comm, const void *sendbuf, void *recvbuf,
+DT_API dt_status dt_comm_ireduce_scatter(dt_comm *comm, const void *sendbuf, void *recvbuf,
                                   size_t recvcount, dt_comm_dtype dtype, dt_comm_redop op,
                                   dt_comm_req **req);
-dt_status dt_comm_ireduce_scatterv(dt_comm *comm, const void *sendbuf, void *recvbuf,
+DT_API dt_status dt_comm_ireduce_scatterv(dt_comm *comm, const void *sendbuf, void *recvbuf,
                                    const size_t *counts, dt_comm_dtype dtype, dt_comm_redop op,
                                    dt_comm_req **req);
-dt_status dt_comm_iallgather(dt_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+DT_API dt_status dt_comm_iallgather(dt_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
                              dt_comm_dtype dtype, dt_comm_req **req);
-dt_status dt_comm_iallgatherv(dt_comm *comm, const void *sendbuf, void *recvbuf,
+DT_API dt_status dt_comm_iallgatherv(dt_comm *comm, const void *sendbuf, void *recvbuf,
                               const size_t *counts, const size_t *displs, dt_comm_dtype dtype,
                               dt_comm_req **req);
-dt_status dt_comm_ibcast(dt_comm *comm, void *buf, size_t count, dt_comm_dtype dtype, int root,
+DT_API dt_status dt_comm_ibcast(dt_comm *comm, void *buf, size_t count, dt_comm_dtype dtype, int root,
                          dt_comm_req **req);
-dt_status dt_comm_ireduce(dt_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+DT_API dt_status dt_comm_ireduce(dt_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
                           dt_comm_dtype dtype, dt_comm_redop op, int root, dt_comm_req **req);
-dt_status dt_comm_ibarrier(dt_comm *comm, dt_comm_req **req);
-dt_status dt_comm_isend(dt_comm *comm, const void *buf, size_t count, dt_comm_dtype dtype, int peer,
+DT_API dt_status dt_comm_ibarrier(dt_comm *comm, dt_comm_req **req);
+DT_API dt_status dt_comm_isend(dt_comm *comm, const void *buf, size_t count, dt_comm_dtype dtype, int peer,
                         int tag, dt_comm_req **req);
-dt_status dt_comm_irecv(dt_comm *comm, void *buf, size_t count, dt_comm_dtype dtype, int peer,
+DT_API dt_status dt_comm_irecv(dt_comm *comm, void *buf, size_t count, dt_comm_dtype dtype, int peer,
                         int tag, dt_comm_req **req);
 
 /* Everything a call can say, for a per-call algorithm or a generic caller: the typed
@@ -266,10 +268,10 @@ typedef struct dt_comm_args {
     dt_comm_algo algo; /* DEFAULT: the handle's options.algorithm */
 } dt_comm_args;
 /* dt_comm_args for `coll` with every other field zero/NULL and algo DEFAULT. */
-dt_comm_args dt_comm_args_init(dt_comm_coll coll);
-dt_status dt_comm_start(dt_comm *comm, const dt_comm_args *args, dt_comm_req **req);
+DT_API dt_comm_args dt_comm_args_init(dt_comm_coll coll);
+DT_API dt_status dt_comm_start(dt_comm *comm, const dt_comm_args *args, dt_comm_req **req);
 /* Blocking form of dt_comm_start. */
-dt_status dt_comm_run(dt_comm *comm, const dt_comm_args *args);
+DT_API dt_status dt_comm_run(dt_comm *comm, const dt_comm_args *args);
 
 /* Advances every pending request of the handle (MPI_Test on MPI's, one step of our state
  * machines), and of the handles split or duplicated from the same handle (its family: test
@@ -277,18 +279,18 @@ dt_status dt_comm_run(dt_comm *comm, const dt_comm_args *args);
  * between pieces of computation so that communication overlaps it. Returns DT_ERR_TIMEOUT
  * when a pending request of this handle has passed its deadline (see above); other failures
  * of a request come back from its test/wait. */
-dt_status dt_comm_progress(dt_comm *comm);
+DT_API dt_status dt_comm_progress(dt_comm *comm);
 
 /* *done = 1 when the request has completed; *req is then released and set to NULL. A
  * failed request also completes: its status is returned and *req set to NULL. */
-dt_status dt_comm_test(dt_comm_req **req, int *done);
+DT_API dt_status dt_comm_test(dt_comm_req **req, int *done);
 /* Polls until the request completes (yielding the CPU after a few empty polls) or its
  * deadline passes (DT_ERR_TIMEOUT). Sets *req to NULL. dt_comm_wait on a NULL request
  * returns DT_OK. */
-dt_status dt_comm_wait(dt_comm_req **req);
+DT_API dt_status dt_comm_wait(dt_comm_req **req);
 /* Waits for all n (NULL entries are skipped); returns the first failure after finishing or
  * abandoning every one. */
-dt_status dt_comm_waitall(dt_comm_req **reqs, size_t n);
+DT_API dt_status dt_comm_waitall(dt_comm_req **reqs, size_t n);
 
 /* ---- diagnostics -------------------------------------------------------------------- */
 
@@ -307,23 +309,23 @@ typedef struct dt_comm_record {
 
 /* Copies up to `max` of this rank's last DT_COMM_HISTORY operations, oldest first; returns
  * how many. The history is shared by a handle and the handles split from it. */
-size_t dt_comm_history(const dt_comm *comm, dt_comm_record *out, size_t max);
+DT_API size_t dt_comm_history(const dt_comm *comm, dt_comm_record *out, size_t max);
 
 /* The full text of the last watchdog or check report on this handle or any handle of its
  * family (split or duplicated from the same one: the world's handle gives the dp group's
  * report): the summary that dt_last_error() holds, then the history; "" when none.
  * Borrowed until the next report. The CLI prints it before ending the job. */
-const char *dt_comm_last_report(const dt_comm *comm);
+DT_API const char *dt_comm_last_report(const dt_comm *comm);
 
 /* Static names ("allreduce", "float32", "sum", "ring"); "?" when out of range. */
-const char *dt_comm_coll_name(dt_comm_coll coll);
-const char *dt_comm_dtype_name(dt_comm_dtype dtype);
-const char *dt_comm_redop_name(dt_comm_redop op);
-const char *dt_comm_algo_name(dt_comm_algo algo);
+DT_API const char *dt_comm_coll_name(dt_comm_coll coll);
+DT_API const char *dt_comm_dtype_name(dt_comm_dtype dtype);
+DT_API const char *dt_comm_redop_name(dt_comm_redop op);
+DT_API const char *dt_comm_algo_name(dt_comm_algo algo);
 /* Bytes per element; 0 when out of range. */
-size_t dt_comm_dtype_size(dt_comm_dtype dtype);
+DT_API size_t dt_comm_dtype_size(dt_comm_dtype dtype);
 /* "auto", "mpi", "ring" -> algo; DT_ERR_INVALID naming the text otherwise. */
-dt_status dt_comm_algo_parse(const char *text, dt_comm_algo *out);
+DT_API dt_status dt_comm_algo_parse(const char *text, dt_comm_algo *out);
 
 /* ---- the dp x tp x pp grid -------------------------------------------------------------
  * World = dp * tp * pp ranks in Megatron-LM's default order:
@@ -343,16 +345,16 @@ typedef enum dt_grid_axis {
  * world size, or a negative size, is refused with DT_ERR_INVALID and the same message on
  * every rank before any communication. Collective (it splits the world three times).
  * Caller frees with dt_grid_free. */
-dt_status dt_grid_create(dt_comm *world, int dp, int tp, int pp, dt_grid **out);
-void dt_grid_free(dt_grid *grid);
-int dt_grid_size(const dt_grid *grid, dt_grid_axis axis);
-int dt_grid_rank(const dt_grid *grid, dt_grid_axis axis);
+DT_API dt_status dt_grid_create(dt_comm *world, int dp, int tp, int pp, dt_grid **out);
+DT_API void dt_grid_free(dt_grid *grid);
+DT_API int dt_grid_size(const dt_grid *grid, dt_grid_axis axis);
+DT_API int dt_grid_rank(const dt_grid *grid, dt_grid_axis axis);
 /* The axis's group (named "dp", "tp", "pp"), owned by the grid. */
-dt_comm *dt_grid_comm(const dt_grid *grid, dt_grid_axis axis);
-dt_comm *dt_grid_world(const dt_grid *grid);
+DT_API dt_comm *dt_grid_comm(const dt_grid *grid, dt_grid_axis axis);
+DT_API dt_comm *dt_grid_world(const dt_grid *grid);
 /* The world rank at the given coordinates. */
-int dt_grid_world_rank(const dt_grid *grid, int dp_rank, int tp_rank, int pp_rank);
-const char *dt_grid_axis_name(dt_grid_axis axis);
+DT_API int dt_grid_world_rank(const dt_grid *grid, int dp_rank, int tp_rank, int pp_rank);
+DT_API const char *dt_grid_axis_name(dt_grid_axis axis);
 
 #ifdef __cplusplus
 }

@@ -21,7 +21,7 @@ extern "C" {
  * "world"). Options start as dt_comm_options_default(). MPI must be initialised
  * (DT_ERR_INVALID otherwise). Collective over `comm`, which is borrowed and may be freed
  * afterwards. Caller frees with dt_comm_free. */
-dt_status dt_comm_create_mpi(MPI_Comm comm, const char *name, dt_comm **out);
+DT_API dt_status dt_comm_create_mpi(MPI_Comm comm, const char *name, dt_comm **out);
 
 /* The handle's data communicator (owned by the handle: never free it), for code that must
  * call MPI itself; MPI_COMM_NULL for a handle from dt_comm_create_self. Traffic on it must

@@ -102,31 +102,31 @@ typedef struct dt_config {
 } dt_config;
 
 /* The built-in defaults: the seeds' ConvNet on Fashion-MNIST with Adam 1e-3. */
-dt_config dt_config_default(void);
+DT_API dt_config dt_config_default(void);
 
 /* Applies a config file over *cfg. Errors name path:line ("config: x.ini:12: unknown key
  * 'optim.lrr'"). Reading the model's layers from a file replaces any layers already set. */
-dt_status dt_config_load(const char *path, dt_config *cfg);
+DT_API dt_status dt_config_load(const char *path, dt_config *cfg);
 
 /* Applies one "section.key=value" (as given to --set); `origin` names it in errors. */
-dt_status dt_config_set(dt_config *cfg, const char *assignment, const char *origin);
+DT_API dt_status dt_config_set(dt_config *cfg, const char *assignment, const char *origin);
 
 /* Cross-field checks (a model with no layers, batch < 1, nesterov without momentum, ...)
  * with a message naming the key. */
-dt_status dt_config_check(const dt_config *cfg);
+DT_API dt_status dt_config_check(const dt_config *cfg);
 
 /* The key table, for help text: count, name ("train.epochs"), a one-line description,
  * and the value formatted as it would be written in a file. */
-int dt_config_key_count(void);
-const char *dt_config_key_name(int i);
-const char *dt_config_key_help(int i);
-void dt_config_key_format(const dt_config *cfg, int i, char *buf, size_t nbytes);
+DT_API int dt_config_key_count(void);
+DT_API const char *dt_config_key_name(int i);
+DT_API const char *dt_config_key_help(int i);
+DT_API void dt_config_key_format(const dt_config *cfg, int i, char *buf, size_t nbytes);
 
 /* Parses one layer description ("conv2d 32 3 stride=1 padding=0", "fc1: linear 128",
  * "dropout 0.25", "maxpool2d 2") into *out; DT_ERR_INVALID names the problem. */
-dt_status dt_layer_spec_parse(const char *text, dt_layer_spec *out);
+DT_API dt_status dt_layer_spec_parse(const char *text, dt_layer_spec *out);
 /* Formats a layer back into that syntax. */
-void dt_layer_spec_format(const dt_layer_spec *spec, char *buf, size_t nbytes);
+DT_API void dt_layer_spec_format(const dt_layer_spec *spec, char *buf, size_t nbytes);
 
 #ifdef __cplusplus
 }

@@ -15,6 +15,16 @@
 extern "C" {
 #endif
 
+/* DT_API marks what libdtrain exports: the library is built with hidden visibility
+ * (-fvisibility=hidden), so only the functions declared in include/dtrain/ with this
+ * marker are in its dynamic symbol table; internals (config parsing helpers, comm engine
+ * state, kernels) stay private to it. */
+#if defined(__GNUC__) || defined(__clang__)
+#define DT_API __attribute__((visibility("default")))
+#else
+#define DT_API
+#endif
+
 typedef enum dt_status {
     DT_OK = 0,
     DT_ERR_NOMEM,       /* an allocation failed */
@@ -30,33 +40,33 @@ typedef enum dt_status {
 } dt_status;
 
 /* A static, never-NULL name for a status ("invalid argument"). */
-const char *dt_status_str(dt_status status);
+DT_API const char *dt_status_str(dt_status status);
 
 /* The detailed message of the last failure on this thread ("idx: train-images: magic
  * 0x801, expected 0x803"), or "" when none. Borrowed until the next failing call. */
-const char *dt_last_error(void);
+DT_API const char *dt_last_error(void);
 
 /* Records a detailed message for `status` and returns `status`, so that a failure path
  * reads `return dt_fail(DT_ERR_FORMAT, "idx: %s: ...", path)`. */
-dt_status dt_fail(dt_status status, const char *fmt, ...)
+DT_API dt_status dt_fail(dt_status status, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
 
 /* Prefixes the current message with context ("config: examples/mlp.ini: " + old). */
-void dt_error_prefix(const char *fmt, ...)
+DT_API void dt_error_prefix(const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 1, 2)))
 #endif
     ;
 
 /* Clears the message (tests use it between cases). */
-void dt_error_clear(void);
+DT_API void dt_error_clear(void);
 
 /* Aborts with file:line and the failed expression. Always on: nothing changes under
  * NDEBUG. For programmer misuse only, never for file contents or user input. */
-void dt_assert_fail(const char *expr, const char *file, int line);
+DT_API void dt_assert_fail(const char *expr, const char *file, int line);
 #define DT_ASSERT(expr) ((expr) ? (void)0 : dt_assert_fail(#expr, __FILE__, __LINE__))
 
 /* DT_TRY(expr): evaluates a dt_status expression; on failure stores it in the caller's
@@ -73,8 +83,8 @@ void dt_assert_fail(const char *expr, const char *file, int line);
 /* 64-byte aligned allocation (cache line, AVX-512 width). Returns DT_ERR_NOMEM with a
  * message naming `what` and the size on failure. `nbytes` 0 yields a valid unique
  * pointer. Caller frees with dt_free(); dt_free(NULL) is safe. Contents are zeroed. */
-dt_status dt_alloc(size_t nbytes, const char *what, void **out);
-void dt_free(void *ptr);
+DT_API dt_status dt_alloc(size_t nbytes, const char *what, void **out);
+DT_API void dt_free(void *ptr);
 
 /* dt_alloc for a large buffer that collectives read and write (the gradients, the comm
  * layer's receive slots): from 2 MiB on it starts on a 2 MiB boundary and its whole 2 MiB
@@ -83,24 +93,24 @@ void dt_free(void *ptr);
  * per 2 MiB instead of 512, and the TLB covers the buffer (docs/comm.md has the figures).
  * Only whole pages inside the buffer are advised, so the resident size stays the
  * buffer's size. Freed with dt_free. */
-dt_status dt_alloc_large(size_t nbytes, const char *what, void **out);
+DT_API dt_status dt_alloc_large(size_t nbytes, const char *what, void **out);
 
 /* count * size with overflow detection; sets DT_ERR_INVALID on overflow. */
-dt_status dt_mul_size(size_t count, size_t size, size_t *out);
+DT_API dt_status dt_mul_size(size_t count, size_t size, size_t *out);
 
 /* Reads the regular file `path` whole into a new buffer with a NUL byte appended (not
  * counted in *nbytes). Errors are DT_ERR_IO or DT_ERR_NOMEM with a message "<what>: <path>:
  * ...". Caller frees *out with dt_free. */
-dt_status dt_read_file(const char *path, const char *what, char **out, size_t *nbytes);
+DT_API dt_status dt_read_file(const char *path, const char *what, char **out, size_t *nbytes);
 
 /* Checks, before a long run, that a file can later be written at `path` the way dtrain's
  * writers do it (a temporary file beside it, then rename): `path` is not a directory and
  * its directory lets this process create a file there. Creates and removes one empty
  * temporary file; touches nothing else. DT_ERR_IO "<what>: <path>: ..." otherwise. */
-dt_status dt_check_writable(const char *path, const char *what);
+DT_API dt_status dt_check_writable(const char *path, const char *what);
 
 /* Monotonic wall clock in seconds. */
-double dt_now(void);
+DT_API double dt_now(void);
 
 #ifdef __cplusplus
 }

@@ -58,19 +58,19 @@ typedef struct dt_dataset {
  * Validates magic, dimensions, exact size, equal counts and labels < num_classes;
  * errors name the file ("idx: /x/train-labels-idx1-ubyte.gz: label 11 at 7 is not
  * below 10"). Features are uint8 with the pixel scaling above. */
-dt_status dt_idx_load(const char *images_path, const char *labels_path, int64_t num_classes,
+DT_API dt_status dt_idx_load(const char *images_path, const char *labels_path, int64_t num_classes,
                       dt_dataset *out);
 
 /* The paths dt_idx_load_dir reads for `split` in `dir` ("train" or "t10k"): the raw file
  * when it exists, else the .gz, else the .gz name (which the load then reports missing).
  * DT_ERR_INVALID when a path does not fit `nbytes`. */
-dt_status dt_idx_dir_paths(const char *dir, const char *split, char *images, char *labels,
+DT_API dt_status dt_idx_dir_paths(const char *dir, const char *split, char *images, char *labels,
                            size_t nbytes);
 
 /* The standard file names in a directory ("train" or "t10k"), .gz or not: the raw file
  * is taken when both exist; a missing file is a DT_ERR_IO naming it. On any failure of
  * a loader in this header, *out is left zeroed. */
-dt_status dt_idx_load_dir(const char *dir, const char *split, int64_t num_classes, dt_dataset *out);
+DT_API dt_status dt_idx_load_dir(const char *dir, const char *split, int64_t num_classes, dt_dataset *out);
 
 typedef struct dt_csv_options {
     int header;             /* 1: the first line names the columns; 0: it is data; -1:
@@ -83,7 +83,7 @@ typedef struct dt_csv_options {
     int64_t num_classes;    /* with labels: 0 means max label + 1 */
 } dt_csv_options;
 
-dt_csv_options dt_csv_options_default(void);
+DT_API dt_csv_options dt_csv_options_default(void);
 
 /* Reads a numeric CSV: every row must have the same number of fields; a field that is
  * not a finite number is an error naming file:line:column; ragged rows are rejected, not
@@ -91,7 +91,7 @@ dt_csv_options dt_csv_options_default(void);
  * keep the order of target_cols. LF or CRLF line ends; spaces around fields are ignored;
  * empty lines at the end of the file are ignored, an empty line before more data is an
  * error. Labels may be written as floats with no fraction ("3.0"). */
-dt_status dt_csv_load(const char *path, const dt_csv_options *opts, dt_dataset *out);
+DT_API dt_status dt_csv_load(const char *path, const dt_csv_options *opts, dt_dataset *out);
 
 typedef struct dt_synth_linreg {
     int64_t n;     /* samples */
@@ -102,34 +102,34 @@ typedef struct dt_synth_linreg {
 
 /* Synthetic linear-regression data from counter-based random numbers. If w_true and
  * b_true are not NULL they receive the generating W (q, p) and b (q). */
-dt_status dt_synth_linreg_make(const dt_synth_linreg *cfg, dt_dataset *out, float *w_true,
+DT_API dt_status dt_synth_linreg_make(const dt_synth_linreg *cfg, dt_dataset *out, float *w_true,
                                float *b_true);
 
 /* Frees what the data set owns and zeroes it; safe on a zeroed data set. */
-void dt_dataset_free(dt_dataset *ds);
+DT_API void dt_dataset_free(dt_dataset *ds);
 
 /* Elements of one sample's features. */
-int64_t dt_dataset_sample_numel(const dt_dataset *ds);
+DT_API int64_t dt_dataset_sample_numel(const dt_dataset *ds);
 
 /* Copies samples idx[0..count) into x (count, numel) as float, and their targets into
  * labels (count) or y (count, target_width), whichever the data set has (the other may
  * be NULL; a NULL x or labels/y skips that part). Indices must be in [0, n). Allocates
  * nothing. */
-void dt_dataset_gather(const dt_dataset *ds, const int64_t *idx, int64_t count, float *x,
+DT_API void dt_dataset_gather(const dt_dataset *ds, const int64_t *idx, int64_t count, float *x,
                        int32_t *labels, float *y);
 
 /* Checks that `test` can be evaluated by a model planned for `train`: the same sample
  * shape, the same kind of targets (and as many regression targets per sample), and no
  * label beyond the training set's classes. DT_ERR_MISMATCH names both data sets (the
  * names are what the message calls them: their files, usually). Gather trusts this. */
-dt_status dt_dataset_check_pair(const dt_dataset *train, const char *train_name,
+DT_API dt_status dt_dataset_check_pair(const dt_dataset *train, const char *train_name,
                                 const dt_dataset *test, const char *test_name);
 
 /* Splits off the last `n_test` samples (0 <= n_test <= n, else DT_ERR_INVALID) into a
  * second data set view: `train` keeps the first n - n_test. Both share storage; only
  * `whole` owns it and must outlive them, so neither view may be `whole` itself. Freeing
  * a view is a no-op. */
-dt_status dt_dataset_split(const dt_dataset *whole, int64_t n_test, dt_dataset *train,
+DT_API dt_status dt_dataset_split(const dt_dataset *whole, int64_t n_test, dt_dataset *train,
                            dt_dataset *test);
 
 #ifdef __cplusplus

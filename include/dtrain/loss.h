@@ -21,8 +21,8 @@ typedef enum dt_loss_kind {
     DT_LOSS_KIND_COUNT
 } dt_loss_kind;
 
-const char *dt_loss_kind_name(dt_loss_kind kind);
-dt_status dt_loss_kind_parse(const char *name, dt_loss_kind *out);
+DT_API const char *dt_loss_kind_name(dt_loss_kind kind);
+DT_API dt_status dt_loss_kind_parse(const char *name, dt_loss_kind *out);
 
 /* Computes, for a batch of `batch` rows of `width` values in `out` (batch, width):
  *   *loss_sum = sum over the batch of each sample's loss (double precision),
@@ -31,7 +31,7 @@ dt_status dt_loss_kind_parse(const char *name, dt_loss_kind *out);
  * labels (batch) are class indices in [0, width) for CROSS_ENTROPY and NLL;
  * targets (batch, width) are used by MSE. The other may be NULL. A label out of range
  * returns DT_ERR_INVALID naming the sample. batch may be 0. */
-dt_status dt_loss_compute(dt_loss_kind kind, const float *out, int64_t batch, int64_t width,
+DT_API dt_status dt_loss_compute(dt_loss_kind kind, const float *out, int64_t batch, int64_t width,
                           const int32_t *labels, const float *targets, double divisor,
                           double *loss_sum, float *dout, int64_t *correct);
 

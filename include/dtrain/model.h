@@ -35,9 +35,9 @@ typedef struct dt_param_info {
  * max_batch samples. Validates every layer against its input shape (DT_ERR_INVALID with
  * a message naming the layer). Parameters start at zero: call dt_model_init_params or
  * load weights. Caller frees with dt_model_free. `specs` is copied. */
-dt_status dt_model_create(const dt_layer_spec *specs, int nlayers, const dt_shape *input,
+DT_API dt_status dt_model_create(const dt_layer_spec *specs, int nlayers, const dt_shape *input,
                           int64_t max_batch, dt_model **out);
-void dt_model_free(dt_model *m);
+DT_API void dt_model_free(dt_model *m);
 /* Runs the model's own loops on `nthreads` threads (default 1): convolutions split the
  * batch's samples, element-wise layers the elements, linear layers the rows of their
  * products, each thread calling BLAS for its part. Call dt_blas_set_threads(1) (blas.h)
@@ -48,69 +48,69 @@ void dt_model_free(dt_model *m);
  * layers by the last bits OpenBLAS gives a smaller product: deterministic for a given
  * thread count, not equal across counts. Allocates the threads' workspaces and starts the threads;
  * not while a forward or backward runs. DT_ERR_INVALID outside [1, 1024]. */
-dt_status dt_model_set_threads(dt_model *m, int nthreads);
-int dt_model_threads(const dt_model *m);
+DT_API dt_status dt_model_set_threads(dt_model *m, int nthreads);
+DT_API int dt_model_threads(const dt_model *m);
 
-int dt_model_layer_count(const dt_model *m);
-const dt_layer_spec *dt_model_layer_spec(const dt_model *m, int layer);
+DT_API int dt_model_layer_count(const dt_model *m);
+DT_API const dt_layer_spec *dt_model_layer_spec(const dt_model *m, int layer);
 /* Per-sample shape entering layer i (i = nlayers gives the model's output shape). */
-const dt_shape *dt_model_shape(const dt_model *m, int i);
-int64_t dt_model_max_batch(const dt_model *m);
+DT_API const dt_shape *dt_model_shape(const dt_model *m, int i);
+DT_API int64_t dt_model_max_batch(const dt_model *m);
 
 /* Flat buffers, owned by the model, valid until dt_model_free. */
-size_t dt_model_param_count(const dt_model *m);
-float *dt_model_params(dt_model *m);
-float *dt_model_grads(dt_model *m);
-int dt_model_tensor_count(const dt_model *m);
-const dt_param_info *dt_model_tensor(const dt_model *m, int i);
+DT_API size_t dt_model_param_count(const dt_model *m);
+DT_API float *dt_model_params(dt_model *m);
+DT_API float *dt_model_grads(dt_model *m);
+DT_API int dt_model_tensor_count(const dt_model *m);
+DT_API const dt_param_info *dt_model_tensor(const dt_model *m, int i);
 /* The tensor named `name`, or NULL. */
-const dt_param_info *dt_model_find_tensor(const dt_model *m, const char *name);
+DT_API const dt_param_info *dt_model_find_tensor(const dt_model *m, const char *name);
 /* Bytes of activations, gradients and workspaces planned at creation, with the thread
  * team's workspaces and partial sums (dt_model_set_threads). */
-size_t dt_model_activation_bytes(const dt_model *m);
+DT_API size_t dt_model_activation_bytes(const dt_model *m);
 
 /* PyTorch's default initialisation (Linear/Conv2d: weight and bias U(+-1/sqrt(fan_in)))
  * drawn from counter-based random numbers keyed by (seed, layer, element). */
-void dt_model_init_params(dt_model *m, uint64_t seed);
+DT_API void dt_model_init_params(dt_model *m, uint64_t seed);
 
 /* Input buffer of layer i (i = 0: the model input, max_batch x numel(shape 0)); the
  * output of layer i-1. dt_model_output is the last layer's output. */
-float *dt_model_activation(dt_model *m, int i);
-float *dt_model_input(dt_model *m);
-const float *dt_model_output(const dt_model *m);
+DT_API float *dt_model_activation(dt_model *m, int i);
+DT_API float *dt_model_input(dt_model *m);
+DT_API const float *dt_model_output(const dt_model *m);
 /* Gradient of the loss with respect to the input of layer i (i = nlayers: the output).
  * Before dt_model_backward_range(m, a, b, ...) the caller writes dL/d(output of layer
  * b-1) into dt_model_activation_grad(m, b); afterwards dt_model_activation_grad(m, a)
  * holds dL/d(input of layer a). */
-float *dt_model_activation_grad(dt_model *m, int i);
+DT_API float *dt_model_activation_grad(dt_model *m, int i);
 
 /* Runs layers [first, last) on `batch` samples (0 <= batch <= max_batch) whose input is
  * in dt_model_activation(m, first). */
-dt_status dt_model_forward_range(dt_model *m, int first, int last, int64_t batch,
+DT_API dt_status dt_model_forward_range(dt_model *m, int first, int last, int64_t batch,
                                  const dt_forward_ctx *ctx);
-dt_status dt_model_forward(dt_model *m, int64_t batch, const dt_forward_ctx *ctx);
+DT_API dt_status dt_model_forward(dt_model *m, int64_t batch, const dt_forward_ctx *ctx);
 
 /* Backward through layers [first, last), accumulating (+=) parameter gradients into the
  * gradient buffer, as PyTorch accumulates into .grad. Uses the forward's saved state:
  * call once after the forward of the same batch — backward keeps activation gradients in
  * activation buffers it has finished reading, so afterwards only the model's input and
  * output activations are still the forward's. hooks may be NULL. */
-dt_status dt_model_backward_range(dt_model *m, int first, int last, int64_t batch,
+DT_API dt_status dt_model_backward_range(dt_model *m, int first, int last, int64_t batch,
                                   const dt_backward_hooks *hooks);
-dt_status dt_model_backward(dt_model *m, int64_t batch, const dt_backward_hooks *hooks);
+DT_API dt_status dt_model_backward(dt_model *m, int64_t batch, const dt_backward_hooks *hooks);
 
 /* Whether backward computes dL/d(model input) into dt_model_activation_grad(m, 0)
  * (default on). Training turns it off: backward then stops at the first layer with
  * parameters, which skips its input gradient, and leaves the activation gradients below it
  * undefined. */
-void dt_model_set_input_grad(dt_model *m, int enabled);
+DT_API void dt_model_set_input_grad(dt_model *m, int enabled);
 
 /* Zeroes the gradient buffer. */
-void dt_model_zero_grads(dt_model *m);
+DT_API void dt_model_zero_grads(dt_model *m);
 
 /* A 64-bit signature of the layer kinds, settings and shapes: equal models (on every
  * rank) give equal signatures. */
-uint64_t dt_model_signature(const dt_model *m);
+DT_API uint64_t dt_model_signature(const dt_model *m);
 
 #ifdef __cplusplus
 }

@@ -45,12 +45,12 @@ typedef struct dt_layer_spec {
 
 /* A spec of `kind` with PyTorch's defaults (conv2d stride 1, maxpool2d stride 0 = kernel,
  * bias on, dropout p 0.5). */
-dt_layer_spec dt_layer_spec_default(dt_layer_kind kind);
+DT_API dt_layer_spec dt_layer_spec_default(dt_layer_kind kind);
 
 /* "linear", "conv2d", ...: the names the config uses. */
-const char *dt_layer_kind_name(dt_layer_kind kind);
+DT_API const char *dt_layer_kind_name(dt_layer_kind kind);
 /* Looks a name up; DT_ERR_INVALID with a message listing the kinds when unknown. */
-dt_status dt_layer_kind_parse(const char *name, dt_layer_kind *out);
+DT_API dt_status dt_layer_kind_parse(const char *name, dt_layer_kind *out);
 
 /* Where dropout masks come from: (seed, epoch, position of each sample in the epoch's
  * permutation, layer index, element). positions may be NULL only when train == 0. */

@@ -39,39 +39,39 @@ typedef struct dt_optim_config {
 } dt_optim_config;
 
 /* PyTorch's defaults for `kind`. */
-dt_optim_config dt_optim_config_default(dt_optim_kind kind);
-const char *dt_optim_kind_name(dt_optim_kind kind);
-dt_status dt_optim_kind_parse(const char *name, dt_optim_kind *out);
+DT_API dt_optim_config dt_optim_config_default(dt_optim_kind kind);
+DT_API const char *dt_optim_kind_name(dt_optim_kind kind);
+DT_API dt_status dt_optim_kind_parse(const char *name, dt_optim_kind *out);
 /* DT_ERR_INVALID naming the setting when a value is out of range. */
-dt_status dt_optim_config_check(const dt_optim_config *cfg);
+DT_API dt_status dt_optim_config_check(const dt_optim_config *cfg);
 
 typedef struct dt_optim dt_optim;
 
 /* State for `count` elements (momentum buffer, or Adam's m and v), zeroed. Caller frees
  * with dt_optim_free. */
-dt_status dt_optim_create(const dt_optim_config *cfg, size_t count, dt_optim **out);
-void dt_optim_free(dt_optim *o);
+DT_API dt_status dt_optim_create(const dt_optim_config *cfg, size_t count, dt_optim **out);
+DT_API void dt_optim_free(dt_optim *o);
 
 /* One update of params[0..count) with learning rate lr; count must equal the count the
  * optimizer was created with. Increments the step counter t first (t = 1 on the first
  * call). Allocates nothing. */
-void dt_optim_step(dt_optim *o, float *params, const float *grads, size_t count, double lr);
+DT_API void dt_optim_step(dt_optim *o, float *params, const float *grads, size_t count, double lr);
 
 /* The same update split between threads: each calls dt_optim_step_part on its own range
  * [lo, hi) of the same buffers (the update of one step, t + 1, without counting it), and
  * once all are done one call of dt_optim_count_step counts the step. The update is
  * element-wise, so any split gives dt_optim_step's bits. */
-void dt_optim_step_part(dt_optim *o, float *params, const float *grads, size_t lo, size_t hi,
+DT_API void dt_optim_step_part(dt_optim *o, float *params, const float *grads, size_t lo, size_t hi,
                         double lr);
-void dt_optim_count_step(dt_optim *o);
+DT_API void dt_optim_count_step(dt_optim *o);
 
 /* Optimizer steps taken so far (Adam's t; SGD's "buffer started" is t > 0). */
-int64_t dt_optim_steps(const dt_optim *o);
-void dt_optim_set_steps(dt_optim *o, int64_t t);
+DT_API int64_t dt_optim_steps(const dt_optim *o);
+DT_API void dt_optim_set_steps(dt_optim *o, int64_t t);
 /* State buffers for checkpoints and tests: n buffers of `count` floats each (SGD with
  * momentum 1, Adam 2, plain SGD 0). Borrowed. */
-int dt_optim_state_buffers(dt_optim *o, float **bufs, int max);
-size_t dt_optim_state_bytes(const dt_optim *o);
+DT_API int dt_optim_state_buffers(dt_optim *o, float **bufs, int max);
+DT_API size_t dt_optim_state_bytes(const dt_optim *o);
 
 /* ---- schedules: the learning rate as a function of the optimizer step -------------- */
 typedef enum dt_sched_kind {
@@ -93,14 +93,14 @@ typedef struct dt_schedule {
     double min_lr;        /* COSINE: final learning rate */
 } dt_schedule;
 
-dt_schedule dt_schedule_default(void);
-const char *dt_sched_kind_name(dt_sched_kind kind);
-dt_status dt_sched_kind_parse(const char *name, dt_sched_kind *out);
-dt_status dt_schedule_check(const dt_schedule *s);
+DT_API dt_schedule dt_schedule_default(void);
+DT_API const char *dt_sched_kind_name(dt_sched_kind kind);
+DT_API dt_status dt_sched_kind_parse(const char *name, dt_sched_kind *out);
+DT_API dt_status dt_schedule_check(const dt_schedule *s);
 /* Learning rate for optimizer step `step` (0-based: the first update uses step 0).
  * During warm-up (step < warmup_steps) the rate rises linearly from warmup_start*lr to
  * lr; afterwards the kind applies to (step - warmup_steps). Computed in double. */
-double dt_schedule_lr(const dt_schedule *s, int64_t step);
+DT_API double dt_schedule_lr(const dt_schedule *s, int64_t step);
 
 #ifdef __cplusplus
 }

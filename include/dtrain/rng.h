@@ -11,6 +11,8 @@
 
 #include <stdint.h>
 
+#include "dtrain/core.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -25,7 +27,7 @@ typedef enum dt_rng_stream {
 } dt_rng_stream;
 
 /* Four independent 32-bit words for the counter (c0, c1, c2, c3) under key `seed`. */
-void dt_philox(uint64_t seed, uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3,
+DT_API void dt_philox(uint64_t seed, uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3,
                uint32_t out[4]);
 
 /* Maps a word to a float in [0, 1) with 24 random bits (every value exactly a float). */
@@ -36,7 +38,7 @@ static inline double dt_u01d(uint32_t x) { return (double)x * (1.0 / 4294967296.
 
 /* Fills out[0..n) with the permutation of 0..n-1 for (seed, epoch): Fisher-Yates driven
  * by Philox. The same arguments give the same permutation on every rank and machine. */
-void dt_rng_permutation(uint64_t seed, uint64_t epoch, int64_t n, int64_t *out);
+DT_API void dt_rng_permutation(uint64_t seed, uint64_t epoch, int64_t n, int64_t *out);
 
 #ifdef __cplusplus
 }

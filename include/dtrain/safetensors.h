@@ -33,8 +33,8 @@ typedef enum dt_st_dtype {
 } dt_st_dtype;
 
 /* "F32", "F64", "I32", "I64", "U8". */
-const char *dt_st_dtype_name(dt_st_dtype dtype);
-size_t dt_st_dtype_size(dt_st_dtype dtype);
+DT_API const char *dt_st_dtype_name(dt_st_dtype dtype);
+DT_API size_t dt_st_dtype_size(dt_st_dtype dtype);
 
 typedef struct dt_st_tensor {
     const char *name;
@@ -52,21 +52,21 @@ typedef struct dt_st_tensor {
 typedef struct dt_st_file dt_st_file;
 
 /* Reads and validates the whole file. Caller frees with dt_st_close. */
-dt_status dt_st_open(const char *path, dt_st_file **out);
-void dt_st_close(dt_st_file *f);
-int dt_st_count(const dt_st_file *f);
+DT_API dt_status dt_st_open(const char *path, dt_st_file **out);
+DT_API void dt_st_close(dt_st_file *f);
+DT_API int dt_st_count(const dt_st_file *f);
 /* Tensors in the order of their data offsets. Borrowed until dt_st_close. */
-const dt_st_tensor *dt_st_get(const dt_st_file *f, int i);
-const dt_st_tensor *dt_st_find(const dt_st_file *f, const char *name);
+DT_API const dt_st_tensor *dt_st_get(const dt_st_file *f, int i);
+DT_API const dt_st_tensor *dt_st_find(const dt_st_file *f, const char *name);
 /* A __metadata__ value, or NULL. */
-const char *dt_st_metadata(const dt_st_file *f, const char *key);
-const char *dt_st_path(const dt_st_file *f);
+DT_API const char *dt_st_metadata(const dt_st_file *f, const char *key);
+DT_API const char *dt_st_path(const dt_st_file *f);
 
 /* Writes n tensors (data in the given order, names unique) and nmeta metadata pairs
  * (meta[2k] key, meta[2k+1] value) to path atomically: a temporary file in the same
  * directory, fsync, rename. The output is deterministic: the same tensors and metadata
  * give the same bytes. */
-dt_status dt_st_write(const char *path, const dt_st_tensor *tensors, int n,
+DT_API dt_status dt_st_write(const char *path, const dt_st_tensor *tensors, int n,
                       const char *const *meta, int nmeta);
 
 #ifdef __cplusplus

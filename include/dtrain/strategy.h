@@ -24,7 +24,7 @@ typedef enum dt_strategy_kind {
 } dt_strategy_kind;
 
 /* "ddp", "ps", "fedavg"; NULL for a value out of range. */
-const char *dt_strategy_kind_name(dt_strategy_kind kind);
+DT_API const char *dt_strategy_kind_name(dt_strategy_kind kind);
 
 typedef struct dt_strategy_options {
     dt_strategy_kind kind;
@@ -38,7 +38,7 @@ typedef struct dt_strategy_options {
 
 /* ddp, dp derived, tp = pp = 1, one micro-batch, no ZeRO, overlap on, PyTorch DDP's
  * buckets (25 MiB, first 1 MiB). */
-dt_strategy_options dt_strategy_options_default(void);
+DT_API dt_strategy_options dt_strategy_options_default(void);
 
 #ifdef __cplusplus
 }

@@ -21,9 +21,9 @@ typedef struct dt_shape {
 } dt_shape;
 
 /* Elements in one sample of this shape. */
-int64_t dt_shape_numel(const dt_shape *s);
+DT_API int64_t dt_shape_numel(const dt_shape *s);
 /* "(1, 28, 28)" into buf; returns buf. */
-const char *dt_shape_str(const dt_shape *s, char *buf, size_t nbytes);
+DT_API const char *dt_shape_str(const dt_shape *s, char *buf, size_t nbytes);
 
 #ifdef __cplusplus
 }

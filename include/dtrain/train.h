@@ -34,7 +34,7 @@ typedef struct dt_trainer dt_trainer;
  * 0.1; rank 1: 0.2)"). dt_trainer_create calls it first. Collective: every rank of
  * `comm` calls it. Also DT_ERR_NOMEM, and the comm layer's errors (DT_ERR_TIMEOUT when a
  * rank never arrives). */
-dt_status dt_config_agree(const dt_config *cfg, dt_comm *comm);
+DT_API dt_status dt_config_agree(const dt_config *cfg, dt_comm *comm);
 
 /* Reported after every optimizer step (global figures). */
 typedef struct dt_step_info {
@@ -70,16 +70,27 @@ typedef struct dt_train_callbacks {
 /* Loads the data sets the config names, builds the model and optimizer, sizes every
  * buffer. Parameters start from dt_model_init_params(train.seed). `world` is the
  * communicator of all ranks taking part (borrowed; NULL for a single process without
- * MPI). Collective when world has more than one rank: every rank calls it. Caller frees
- * with dt_trainer_free. */
-dt_status dt_trainer_create(const dt_config *cfg, dt_comm *world, dt_trainer **out);
-void dt_trainer_free(dt_trainer *t);
+ * MPI). Collective when world has more than one rank: every rank calls it, and the ranks
+ * first compare their settings (dt_config_agree). Returns DT_ERR_INVALID (a bad config or
+ * layout, a batch larger than the training set), DT_ERR_IO / DT_ERR_FORMAT (data files),
+ * DT_ERR_MISMATCH (a test set that does not fit the training set, ranks that disagree),
+ * DT_ERR_UNSUPPORTED (a strategy not built yet), DT_ERR_NOMEM, and the comm layer's
+ * DT_ERR_MPI / DT_ERR_TIMEOUT. Caller frees with dt_trainer_free. */
+DT_API dt_status dt_trainer_create(const dt_config *cfg, dt_comm *world, dt_trainer **out);
+DT_API void dt_trainer_free(dt_trainer *t);
 
-/* Runs train.epochs epochs (or until train.max_steps). */
-dt_status dt_trainer_run(dt_trainer *t, const dt_train_callbacks *cb);
+/* Runs train.epochs epochs (or until train.max_steps); with neither, evaluates once.
+ * Collective over the trainer's world: every rank calls it. Returns what a callback
+ * returned, DT_ERR_INVALID (a label outside the classes, found by the loss), and, on more
+ * than one rank, the comm layer's DT_ERR_MPI, DT_ERR_TIMEOUT (a rank that never arrives)
+ * and DT_ERR_MISMATCH (comm.check, or replicas built from different models). */
+DT_API dt_status dt_trainer_run(dt_trainer *t, const dt_train_callbacks *cb);
 
-/* Test loss and accuracy of the current parameters (accuracy NAN for regression). */
-dt_status dt_trainer_evaluate(dt_trainer *t, double *loss, double *accuracy);
+/* Test loss and accuracy of the current parameters (accuracy NAN for regression), each
+ * rank evaluating its share of the test set. Collective over the trainer's world: every
+ * rank calls it. Returns DT_ERR_INVALID (a label outside the classes), and on more than
+ * one rank the comm layer's DT_ERR_MPI / DT_ERR_TIMEOUT. */
+DT_API dt_status dt_trainer_evaluate(dt_trainer *t, double *loss, double *accuracy);
 
 /* Data-parallel communication figures of the run so far (all zero in one process). */
 typedef struct dt_train_comm_stats {
@@ -94,25 +105,25 @@ typedef struct dt_train_comm_stats {
                                  same on every rank. ZeRO-1's collectives count whole. */
     size_t optim_state_bytes; /* optimizer state held by this rank (ZeRO-1: its slice) */
 } dt_train_comm_stats;
-void dt_trainer_comm_stats(const dt_trainer *t, dt_train_comm_stats *out);
+DT_API void dt_trainer_comm_stats(const dt_trainer *t, dt_train_comm_stats *out);
 
 /* The median time of one step's gradient all-reduces run alone, blocking (reps rounds on a
  * scratch copy): with exposed_s / steps, the fraction of communication hidden behind
  * backward is 1 - exposed per step / this. 0 in one process. Collective over the data-parallel
  * group. */
-dt_status dt_trainer_time_comm_alone(dt_trainer *t, int reps, double *seconds);
+DT_API dt_status dt_trainer_time_comm_alone(dt_trainer *t, int reps, double *seconds);
 
-dt_model *dt_trainer_model(dt_trainer *t);
-const dt_dataset *dt_trainer_train_set(const dt_trainer *t);
-const dt_dataset *dt_trainer_test_set(const dt_trainer *t);
+DT_API dt_model *dt_trainer_model(dt_trainer *t);
+DT_API const dt_dataset *dt_trainer_train_set(const dt_trainer *t);
+DT_API const dt_dataset *dt_trainer_test_set(const dt_trainer *t);
 /* Steps per epoch and samples per global step under the config. */
-int64_t dt_trainer_steps_per_epoch(const dt_trainer *t);
-int64_t dt_trainer_global_batch(const dt_trainer *t);
+DT_API int64_t dt_trainer_steps_per_epoch(const dt_trainer *t);
+DT_API int64_t dt_trainer_global_batch(const dt_trainer *t);
 
 /* Loads the data sets of cfg->data into train and test; with train.eval off a separate
  * test file is not read and the test set is empty. (Owned by *storage; free both
  * with dt_dataset_free(storage) and, when distinct, dt_dataset_free(test_storage)). */
-dt_status dt_data_load(const dt_config *cfg, dt_dataset *storage, dt_dataset *test_storage,
+DT_API dt_status dt_data_load(const dt_config *cfg, dt_dataset *storage, dt_dataset *test_storage,
                        dt_dataset *train, dt_dataset *test);
 
 /* ---- weights in and out (safetensors, PyTorch layouts and names) ------------------- */
@@ -120,15 +131,15 @@ dt_status dt_data_load(const dt_config *cfg, dt_dataset *storage, dt_dataset *te
 /* Writes every parameter tensor under its PyTorch name (dt_param_info.name) in PyTorch's
  * layout, with __metadata__ describing the input scaling ("input_mean", "input_std") and
  * "format": "pt". Atomic (temporary file + rename). */
-dt_status dt_weights_save(const dt_model *m, const char *path, double input_mean, double input_std);
+DT_API dt_status dt_weights_save(const dt_model *m, const char *path, double input_mean, double input_std);
 /* Loads every parameter tensor: each model tensor must be present with dtype F32 and the
  * same shape; extra tensors in the file are an error too. Messages name the tensor. */
-dt_status dt_weights_load(dt_model *m, const char *path);
+DT_API dt_status dt_weights_load(dt_model *m, const char *path);
 
 /* The communication settings of cfg's [comm] section, over dt_comm_options_default(). */
-void dt_config_comm_options(const dt_config *cfg, dt_comm_options *out);
+DT_API void dt_config_comm_options(const dt_config *cfg, dt_comm_options *out);
 /* The [parallel] settings as the strategy's options (strategy.h). */
-void dt_config_strategy_options(const dt_config *cfg, dt_strategy_options *out);
+DT_API void dt_config_strategy_options(const dt_config *cfg, dt_strategy_options *out);
 
 #ifdef __cplusplus
 }
