@@ -5,7 +5,7 @@ only: they run under Debian's /usr/bin/python3 and never import torch themselves
 - launching one measurement with BENCH_T0 (CLOCK_MONOTONIC seconds just before the
   process starts: both bench_train.c and torch_train.py count their start-up from it)
   and the thread count in every threading library's environment variable;
-- the machine's 2-process/1-process parallel ratio (FACTS.md: the 2 vCPUs sometimes
+- the machine's 2-process/1-process parallel ratio (docs/NOTES.md: the 2 vCPUs sometimes
   deliver only about 1.1 CPUs of parallel work for minutes, so every scaling or 2-thread
   figure is printed beside it);
 - medians and plain-text tables.
@@ -22,7 +22,7 @@ ROOT = os.path.dirname(HERE)
 VENV_PYTHON = os.path.join(HERE, ".venv", "bin", "python")
 DEBIAN_PYTHON = "/usr/bin/python3"
 # Below this 2-process/1-process ratio the cores are not delivering two CPUs' worth of
-# work and 2-thread or 2-rank figures are flagged (issue 12 names 1.8).
+# work and 2-thread or 2-rank figures are flagged (below 1.8).
 PARALLEL_RATIO_MIN = 1.8
 MODELS = {"mlp": "examples/mlp.ini", "convnet": "examples/convnet.ini"}
 

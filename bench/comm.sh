@@ -1,5 +1,5 @@
 #!/bin/sh
-# comm.sh BUILD_DIR [bench-comm options] — the communication benchmark of issue 11:
+# comm.sh BUILD_DIR [bench-comm options] — the communication benchmark:
 # `dtrain bench-comm` at 2 and 4 ranks (every collective and algorithm, 1 KiB to 64 MiB),
 # then bench/comm_summary.py's tables and target checks. JSON lines and the full tables go
 # to bench/out/. Run on a quiet machine: about 2 minutes.

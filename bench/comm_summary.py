@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Summarises `dtrain bench-comm --json` files (one per world size) as the tables of
 docs/BENCHMARKS.md: all-reduce bus bandwidth of every algorithm by size beside the memory
-bound, the other collectives' ring against MPI, and issue 11's targets, each met or not.
+bound, the other collectives' ring against MPI, and the project's targets, each met or not.
 
 Usage: bench/comm_summary.py RUN2.jsonl [RUN4.jsonl ...]   (bench/comm.sh makes them)
 """
@@ -80,7 +80,7 @@ def summary(path):
         r = a["time_us"] / b["time_us"]
         checks.append("auto (watchdog on) at 1 KiB within 1.5x of bare MPI_Allreduce: %.2f vs "
                       "%.2f us, %.2fx: %s" % (a["time_us"], b["time_us"], r, verdict(r <= 1.5)))
-    print("targets (issue 11):\n" + "\n".join("- " + c for c in checks) + "\n")
+    print("targets:\n" + "\n".join("- " + c for c in checks) + "\n")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Data-parallel benchmark of issue 12: dtrain under `mpirun -np 2` against one process, and
+"""Data-parallel benchmark: dtrain under `mpirun -np 2` against one process, and
 PyTorch DistributedDataParallel (gloo, 2 processes) against one process, for Debian's 1.13
 and the newest PyTorch, on the MLP and the ConvNet; one thread per rank, --batch samples per
 rank. Prints samples/s (global), the scaling efficiency thr(2) / (2 thr(1)), and the

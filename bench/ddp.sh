@@ -1,5 +1,5 @@
 #!/bin/sh
-# ddp.sh BUILD_DIR [ddp.py options] — the data-parallel benchmark of issue 12: dtrain under
+# ddp.sh BUILD_DIR [ddp.py options] — the data-parallel benchmark: dtrain under
 # `mpirun -np 2` (one thread per rank) against one process, beside PyTorch DDP (gloo, two
 # processes) for Debian's 1.13 and the newest PyTorch (bench/.venv, which bench/run.sh
 # installs), with the machine's 2-process/1-process parallel ratio. Prints the table; JSON

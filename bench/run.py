@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Training benchmark of issue 10: dtrain against Debian's PyTorch 1.13 and the newest PyTorch
+"""Training benchmark: dtrain against Debian's PyTorch 1.13 and the newest PyTorch
 from PyPI on the MLP and the ConvNet at batch 64, 1 and 2 threads, in the same run.
 
 For every (model, threads) it reports the median over --reps runs of: steady-state samples/s
@@ -260,7 +260,7 @@ def report(a, info, peers, summary, ratio_before, ratio_after, path, took_s):
                   "  <-- below %.1f: 2-thread figures are suspect; rerun on a quiet machine"
                   % bl.PARALLEL_RATIO_MIN if flag else ""))
     out.append("")
-    out.append("targets (issue 10)%s:" % (" -- --quick: meaningless" if a.quick else ""))
+    out.append("targets%s:" % (" -- --quick: meaningless" if a.quick else ""))
     for s in summary:
         name = "%s, %d thread(s)" % (s["model"], s["threads"])
         d = s.get("dtrain")

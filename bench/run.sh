@@ -1,5 +1,5 @@
 #!/bin/sh
-# run.sh BUILD_DIR [run.py options] — the training benchmark of issue 10 (`make bench`):
+# run.sh BUILD_DIR [run.py options] — the training benchmark (`make bench`):
 # dtrain against Debian's PyTorch 1.13 and the newest PyTorch from PyPI, in one run.
 # Prints the tables; JSON lines go to bench/out/. docs/BENCHMARKS.md says how to read them.
 #

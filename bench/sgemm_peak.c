@@ -10,7 +10,7 @@
  *
  * --spin SECONDS instead runs one CPU-bound loop (the conv2-sized product, one thread) for
  * that long and prints its rate: bench/run.py starts it once alone and twice at once to
- * measure how much parallel work the machine's cores deliver right now (FACTS.md: the 2
+ * measure how much parallel work the machine's cores deliver right now (docs/NOTES.md: the 2
  * vCPUs sometimes deliver about 1.1).
  *
  * Usage: sgemm_peak CONFIG [--batch N] [--threads N] [--min-time SECONDS]

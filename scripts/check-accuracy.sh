@@ -1,7 +1,7 @@
 #!/bin/sh
 # check-accuracy.sh DTRAIN [--models "mlp convnet"] [--seeds "1 2 3"]
 #
-# The accuracy targets of issue 10, on Fashion-MNIST with the example configs' defaults
+# The accuracy targets, on Fashion-MNIST with the example configs' defaults
 # (their epochs, batch, optimizer and schedule; only train.seed changes):
 #   examples/mlp.ini      test accuracy >= 0.85 within 2 epochs
 #   examples/convnet.ini  test accuracy >= 0.90 within 2 epochs

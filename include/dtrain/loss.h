@@ -2,7 +2,7 @@
  *
  * Data parallelism passes the number of samples in the whole global step (all ranks,
  * all micro-steps) so that summed gradients equal the global-batch mean whatever the
- * split (FACTS.md). A single process passes its batch size. */
+ * split (docs/NOTES.md). A single process passes its batch size. */
 #ifndef DTRAIN_LOSS_H
 #define DTRAIN_LOSS_H
 

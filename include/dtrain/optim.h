@@ -2,7 +2,7 @@
  *
  * An optimizer owns state for `count` elements and updates params[0..count) from
  * grads[0..count): a sharded optimizer (ZeRO) creates one for its slice and passes the
- * slice's pointers. Update rules follow PyTorch 1.13 exactly (FACTS.md):
+ * slice's pointers. Update rules follow PyTorch 1.13 exactly (docs/NOTES.md):
  *   SGD:   d = g + wd*p; buf = d on the first step, else mu*buf + (1 - dampening)*d;
  *          d = nesterov ? d + mu*buf : buf; p -= lr*d.
  *   Adam:  g += wd*p; m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g^2;

@@ -1,4 +1,5 @@
-/* options.c — one table per subcommand drives parsing and --help (STYLE.md rule 18). */
+/* options.c — one table per subcommand drives parsing and --help, so that
+ * the help text cannot drift from the parser. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* conv2d.c — torch.nn.Conv2d with square kernels, stride and zero padding, by im2col and
  * sgemm, one sample at a time: the workspace stays small (one sample's columns) and the
  * backward can call the progress hook between samples, which is what lets data-parallel
- * all-reduces advance during conv2's long backward (FACTS.md: Open MPI only progresses
+ * all-reduces advance during conv2's long backward (docs/NOTES.md: Open MPI only progresses
  * inside MPI calls).
  *   forward:  col (K, P) = im2col(x_n); y_n (Co, P) = W (Co, K) @ col + b
  *   backward: dW (Co, K) += dy_n (Co, P) @ col^T; db += sum_P dy_n;

@@ -87,7 +87,7 @@ static void adam_step(const dt_optim_config *c, float *restrict p, const float *
                       float *restrict m, float *restrict v, size_t n, double lr, int64_t t,
                       int decoupled)
 {
-    /* Corrections in double: in float, 1 - 0.999 is off by 1.3e-5 relative (FACTS.md). */
+    /* Corrections in double: in float, 1 - 0.999 is off by 1.3e-5 relative (docs/NOTES.md). */
     const double bc1 = 1.0 - pow(c->beta1, (double)t);
     const double bc2 = 1.0 - pow(c->beta2, (double)t);
     const float step_size = (float)(lr / bc1);

@@ -2,7 +2,7 @@
  * ("section.key"), its type, where its value lives in dt_config (an offset), the range a
  * value must fall in, and a one-line help text. The file parser, --set and the help text
  * (which formats each key's value in dt_config_default()) all go through this table, so
- * a key cannot be parsed one way and documented another (STYLE.md rule 18).
+ * a key cannot be parsed one way and documented another.
  *
  * Single values are checked here, where the file and line are still known; checks that
  * involve several keys are dt_config_check's (config.c). */

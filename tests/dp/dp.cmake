@@ -1,4 +1,4 @@
-# Data-parallel equivalence (issue 12): N ranks equal one process.
+# Data-parallel equivalence: N ranks equal one process.
 dt_add_mpi_test(NAME test_dp SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_dp.c NP 1 2 3 4
                 TIMEOUT 240)
 # The step allocates nothing with the ring (malloc is replaced: not an ASan test).

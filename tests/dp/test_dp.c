@@ -1,4 +1,4 @@
-/* test_dp.c — data-parallel training equals single-process training (issue 12).
+/* test_dp.c — data-parallel training equals single-process training.
  *
  * Every case trains the same config twice from the same initial weights on the same
  * samples: once data-parallel over all ranks of the job, with per-rank batch b, and once in
@@ -301,7 +301,7 @@ static void test_convnet_loss_curve(void **state)
     (void)state;
     /* Over 20 Adam steps the parameters drift apart by summation-order ulps that Adam
      * amplifies where gradients are near eps (PyTorch itself: 2e-4 between 2 ranks and one
-     * process, FACTS.md), so the loss curves are compared instead, within 1e-3 relative.
+     * process, docs/NOTES.md), so the loss curves are compared instead, within 1e-3 relative.
      * Measured here (Intel Xeon, OpenBLAS 0.3.21): 5.5e-8 at 2 ranks, 1.1e-7 at 4; the
      * first-step gradients differ by 1.1e-7 and 1.5e-7 in relative norm. */
     curve ca = {.n = 0}, cb = {.n = 0};

@@ -1,8 +1,8 @@
 /* test_dp_alloc.c — a data-parallel training step allocates nothing in our code with the
- * ring all-reduce (issue 12). Counts malloc and friends in the whole process (alloc_count.c)
+ * ring all-reduce. Counts malloc and friends in the whole process (alloc_count.c)
  * from the second step to the last. With MPI's own all-reduce the count is reported, not
  * checked: Open MPI allocates a temporary buffer inside MPI_Iallreduce on every call
- * (FACTS.md). */
+ * (docs/NOTES.md). */
 #include "dt_test.h"
 
 #include <mpi.h>

@@ -294,7 +294,7 @@ static void run_model_case(const model_case *mc, int64_t batch, uint64_t seed)
     dt_model_free(m);
 }
 
-/* Batch 0: a rank with no samples still runs forward and backward (FACTS.md); its
+/* Batch 0: a rank with no samples still runs forward and backward (docs/NOTES.md); its
  * gradients stay exactly zero and nothing reads the NaN past the batch. */
 static void run_model_case_empty(const model_case *mc)
 {

@@ -1,4 +1,4 @@
-# The comm layer's tests (issue 11). MPI tests run at 1-4 ranks (5 under the slow label),
+# The comm layer's tests. MPI tests run at 1-4 ranks (5 under the slow label),
 # oversubscribed on 2 cores, one at a time (dt_add_mpi_test's resource lock).
 set(DT_COMM_TEST_SUPPORT ${CMAKE_CURRENT_LIST_DIR}/comm_test_util.c
     ${CMAKE_CURRENT_LIST_DIR}/comm_cases.c)

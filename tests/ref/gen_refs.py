@@ -3,7 +3,7 @@
 
 Run by `make refs` with Debian's PyTorch 1.13 (/usr/bin/python3); the outputs are committed
 so that `make test` needs no PyTorch. Every reference is computed in float64 at small shapes
-(FACTS.md: long float32 reductions differ between summation orders by more than the
+(docs/NOTES.md: long float32 reductions differ between summation orders by more than the
 tolerances), from inputs that are exactly representable in float32, so the C side loads the
 very same numbers and the only difference left is its own float32 arithmetic.
 

@@ -1,7 +1,7 @@
 /* test_ref_init.c — dt_model_init_params is PyTorch's default initialisation of Linear and
  * Conv2d (torch.nn.init.kaiming_uniform_ with a = sqrt(5), and the bias rule of
  * reset_parameters): weight and bias U(-b, b) with b = 1/sqrt(fan_in), fan_in the weight's
- * (in_features; C_in kH kW). PyTorch's own draws cannot be reproduced (FACTS.md), so the
+ * (in_features; C_in kH kW). PyTorch's own draws cannot be reproduced (docs/NOTES.md), so the
  * distribution is checked: bounds, mean, variance b^2/3 and a Kolmogorov-Smirnov distance
  * to the uniform CDF; then that seeds are deterministic, distinct, and independent of
  * max_batch. */

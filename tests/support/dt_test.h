@@ -2,7 +2,7 @@
  *
  * A comparison prints the tensor's name, the first bad index, expected vs actual and the
  * max abs/rel error, then the calling cmocka test fails. Tolerance: |a - b| <= atol +
- * rtol * |ref| (STYLE.md rule 16). */
+ * rtol * |ref|, the tolerance every test states. */
 #ifndef DT_TEST_H
 #define DT_TEST_H
 

@@ -200,7 +200,7 @@ static void test_example_reaches_least_squares(void **state)
 /* Adam at a constant rate, with the example's epochs and batches, ends farther from the
  * optimum than the schedule: the noise in each batch's gradient keeps the weights moving
  * around it, by an amount that grows with the rate. At the example's peak rate (0.05) and
- * at 1e-2 (FACTS.md's PyTorch baseline) it stays above 1%; a small constant rate (5e-3)
+ * at 1e-2 (PyTorch's baseline, docs/NOTES.md) it stays above 1%; a small constant rate (5e-3)
  * gets within 1% here (0.3% over several seeds), but still an order of magnitude short of
  * the schedule's result. */
 static void test_constant_adam_stays_above(void **state)
