@@ -1,6 +1,9 @@
 # dtrain's front door. `make demo` and `make test` install what is missing, build, and run.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_READERS ?= idx csv config safetensors
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 CTEST_ARGS ?=
@@ -13,7 +16,7 @@ endif
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 
-.PHONY: all deps build demo test test-asan check-accuracy refs bench clean
+.PHONY: all deps build demo test test-asan fuzz check-accuracy refs bench clean
 
 all: build
 
@@ -39,10 +42,19 @@ test-asan: deps
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) -L 'unit|grad|ref'
 
+# libFuzzer on each input reader for FUZZ_SECONDS, in a clang build of its own, from a
+# scratch copy of tests/fuzz/corpus; a crash fails it and names the reproducer.
+fuzz:
+	@scripts/install-deps.sh --with-fuzz
+	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang \
+	    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDT_FUZZ=ON $(CMAKE_ARGS)
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(addprefix fuzz_,$(FUZZ_READERS))
+	tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_READERS)
+
 test-slow: build
 	cd $(BUILD) && ctest --output-on-failure -L slow
 
-# The accuracy targets of issue 10 (slow: several epochs on three seeds).
+# The accuracy targets of README.md (slow: several epochs on three seeds).
 check-accuracy: build
 	scripts/check-accuracy.sh $(BUILD)/dtrain
 
@@ -58,4 +70,4 @@ bench: build
 	bench/run.sh $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

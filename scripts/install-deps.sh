@@ -10,6 +10,9 @@ PKGS=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libopenblas-de
 if [ "${1:-}" = "--with-torch" ]; then
   PKGS+=(python3-torch python3-numpy)   # only for regenerating reference files
 fi
+if [ "${1:-}" = "--with-fuzz" ]; then
+  PKGS+=(clang libclang-rt-dev)         # only for `make fuzz` (libFuzzer, sanitizers)
+fi
 
 missing=()
 for p in "${PKGS[@]}"; do

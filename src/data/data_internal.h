@@ -18,6 +18,18 @@ dt_status dt_dataset_adopt(dt_dataset *ds, void *features, void *targets, const 
 dt_status dt_dataset_adopt_packed(dt_dataset *ds, void *records, void *offsets, void *targets,
                                   const char *what);
 
+/* ---- gzip or raw input (gzin.c) ---- */
+
+/* A file read as gzip when it starts with the gzip magic, else as raw bytes. Concatenated
+ * gzip members are read as one stream; bytes after a member that are not another member
+ * are DT_ERR_FORMAT ("<who>: <path>: 5 trailing bytes after the gzip stream"), and so are a
+ * truncated or corrupt stream. `path` and `who` are borrowed until dt_gzin_close. */
+typedef struct dt_gzin dt_gzin;
+dt_status dt_gzin_open(const char *path, const char *who, dt_gzin **out);
+/* Reads up to nbytes; *got < nbytes only at the end of the data. */
+dt_status dt_gzin_read(dt_gzin *in, void *buf, size_t nbytes, size_t *got);
+void dt_gzin_close(dt_gzin *in);
+
 /* ---- packed uint8 samples (pack.c) ---- */
 
 /* Records are decoded in 8-byte words: the blob ends with this many readable bytes. */

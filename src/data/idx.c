@@ -5,7 +5,8 @@
  * data in row-major order. Images are magic 0x00000803 (unsigned byte, n x rows x cols),
  * labels 0x00000801 (unsigned byte, n).
  *
- * zlib's gzread reads gzip and raw files alike (it looks at the content, not the name).
+ * gzin.c reads gzip and raw files alike (it looks at the content, not the name), and
+ * refuses bytes after a gzip stream that are not another gzip member.
  * The reader trusts nothing in the file: after the header it reads exactly the size the
  * dimensions promise, growing its buffer as data arrives (a forged header cannot make
  * it allocate more than twice what the file really holds), then insists on end of file:
@@ -19,58 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <zlib.h>
 
 #define IDX_TYPE_U8 0x08
 #define IDX_MAGIC_IMAGES 0x00000803u
 #define IDX_MAGIC_LABELS 0x00000801u
 #define IDX_MAX_DIMS 3
-/* gzread takes an unsigned count and returns an int: read in chunks below INT_MAX. */
-#define IDX_CHUNK ((size_t)1 << 30)
-
-/* Records why the last read stopped early or failed. gzread returns a short count both at
- * a clean end of file and when a gzip stream is cut off (Z_BUF_ERROR), so its error
- * state must be consulted after every short read (zlib.h, gzread). */
-static dt_status idx_gz_status(gzFile gz, const char *path)
-{
-    int errnum = Z_OK;
-    const char *msg = gzerror(gz, &errnum);
-    if (errnum == Z_OK)
-        return DT_OK;
-    /* zlib prefixes its message with the path; ours names the file already. */
-    size_t plen = strlen(path);
-    if (strncmp(msg, path, plen) == 0 && msg[plen] == ':' && msg[plen + 1] == ' ')
-        msg += plen + 2;
-    if (errnum == Z_ERRNO)
-        return dt_fail(DT_ERR_IO, "idx: %s: read failed: %s", path, strerror(errno));
-    if (errnum == Z_BUF_ERROR)
-        return dt_fail(DT_ERR_FORMAT, "idx: %s: gzip stream is truncated (%s)", path, msg);
-    if (errnum == Z_MEM_ERROR)
-        return dt_fail(DT_ERR_NOMEM, "idx: %s: zlib is out of memory", path);
-    return dt_fail(DT_ERR_FORMAT, "idx: %s: gzip data is corrupt (%s)", path, msg);
-}
-
-/* Reads up to nbytes; *got < nbytes only at end of file. */
-static dt_status idx_read(gzFile gz, const char *path, void *buf, size_t nbytes, size_t *got)
-{
-    size_t done = 0;
-    while (done < nbytes) {
-        size_t chunk = nbytes - done < IDX_CHUNK ? nbytes - done : IDX_CHUNK;
-        int r = gzread(gz, (unsigned char *)buf + done, (unsigned)chunk);
-        if (r <= 0) {
-            dt_status st = idx_gz_status(gz, path);
-            if (st != DT_OK)
-                return st;
-            if (r < 0)
-                return dt_fail(DT_ERR_IO, "idx: %s: read failed", path);
-            break;
-        }
-        done += (size_t)r;
-    }
-    *got = done;
-    return DT_OK;
-}
-
 static uint32_t idx_be32(const unsigned char *p)
 {
     return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
@@ -81,7 +35,7 @@ static uint32_t idx_be32(const unsigned char *p)
  * block grows by doubling as data arrives, like the raw path's buffer: a header's
  * dimensions alone never decide an allocation (a 27-byte file whose header promised one
  * sample of 16 M rows once asked for 120 GB here before reading a byte of data). */
-static dt_status idx_read_packed(gzFile gz, const char *path, size_t expected, size_t sample,
+static dt_status idx_read_packed(dt_gzin *gz, const char *path, size_t expected, size_t sample,
                                  dt_packer *pk, size_t *done)
 {
     enum { BLOCK_SAMPLES = 256 };
@@ -111,7 +65,7 @@ static dt_status idx_read_packed(gzFile gz, const char *path, size_t expected, s
                 cap = ncap;
             }
             size_t ask = (want < cap ? want : cap) - fill;
-            DT_TRY(idx_read(gz, path, scratch + fill, ask, &got));
+            DT_TRY(dt_gzin_read(gz, scratch + fill, ask, &got));
             fill += got;
             eof = got < ask;
         }
@@ -138,17 +92,12 @@ static dt_status idx_read_file(const char *path, int want_ndim, const char *kind
     int packing = 0;
     *data = NULL;
 
-    errno = 0;
-    gzFile gz = gzopen(path, "rb");
-    if (gz == NULL)
-        return dt_fail(errno ? DT_ERR_IO : DT_ERR_NOMEM, "idx: %s: cannot open: %s", path,
-                       errno ? strerror(errno) : "out of memory");
-    /* A larger input buffer than zlib's 8 KiB default: fewer read calls on 26 MB files. */
-    gzbuffer(gz, 1u << 17);
+    dt_gzin *gz = NULL;
+    DT_TRY(dt_gzin_open(path, "idx", &gz));
 
     unsigned char head[4 + 4 * IDX_MAX_DIMS];
     size_t head_bytes = 4 + 4 * (size_t)want_ndim, got = 0;
-    DT_TRY(idx_read(gz, path, head, 4, &got));
+    DT_TRY(dt_gzin_read(gz, head, 4, &got));
     if (got < 4) {
         st = dt_fail(DT_ERR_FORMAT, "idx: %s: truncated: %zu bytes, shorter than the 4-byte magic",
                      path, got);
@@ -175,7 +124,7 @@ static dt_status idx_read_file(const char *path, int want_ndim, const char *kind
                      (unsigned)want_magic);
         goto fail;
     }
-    DT_TRY(idx_read(gz, path, head + 4, head_bytes - 4, &got));
+    DT_TRY(dt_gzin_read(gz, head + 4, head_bytes - 4, &got));
     if (got < head_bytes - 4) {
         st = dt_fail(DT_ERR_FORMAT,
                      "idx: %s: truncated: %zu bytes, shorter than the %zu-byte "
@@ -219,7 +168,7 @@ static dt_status idx_read_file(const char *path, int want_ndim, const char *kind
             buf = nbuf;
             cap = ncap;
         }
-        DT_TRY(idx_read(gz, path, buf + done, cap - done, &got));
+        DT_TRY(dt_gzin_read(gz, buf + done, cap - done, &got));
         done += got;
         if (done < cap)
             break; /* end of file */
@@ -239,7 +188,7 @@ static dt_status idx_read_file(const char *path, int want_ndim, const char *kind
     size_t trailing = 0;
     for (;;) {
         unsigned char scratch[4096];
-        DT_TRY(idx_read(gz, path, scratch, sizeof scratch, &got));
+        DT_TRY(dt_gzin_read(gz, scratch, sizeof scratch, &got));
         trailing += got;
         if (got < sizeof scratch)
             break;
@@ -251,19 +200,13 @@ static dt_status idx_read_file(const char *path, int want_ndim, const char *kind
                      path, trailing, expected);
         goto fail;
     }
-    int zrc = gzclose_r(gz);
+    dt_gzin_close(gz);
     gz = NULL;
-    if (zrc != Z_OK) {
-        st = dt_fail(zrc == Z_ERRNO ? DT_ERR_IO : DT_ERR_FORMAT, "idx: %s: gzip error %d on close",
-                     path, zrc);
-        goto fail;
-    }
     *data = buf;
     return DT_OK;
 
 fail:
-    if (gz != NULL)
-        gzclose_r(gz);
+    dt_gzin_close(gz);
     free(buf);
     if (packing)
         dt_pack_abort(pk);
