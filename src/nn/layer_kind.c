@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/names.h"
 #include "dtrain/nn.h"
 
 static const char *const layer_names[DT_LAYER_KIND_COUNT] = {
@@ -38,14 +39,9 @@ const char *dt_layer_kind_name(dt_layer_kind kind)
 dt_status dt_layer_kind_parse(const char *name, dt_layer_kind *out)
 {
     DT_ASSERT(name != NULL && out != NULL);
-    for (int k = 0; k < DT_LAYER_KIND_COUNT; k++) {
-        if (strcmp(name, layer_names[k]) == 0) {
-            *out = (dt_layer_kind)k;
-            return DT_OK;
-        }
-    }
-    return dt_fail(DT_ERR_INVALID,
-                   "unknown layer kind '%s' (one of: linear, conv2d, maxpool2d, relu, dropout, "
-                   "flatten, log_softmax)",
-                   name);
+    int k = 0;
+    dt_status st = dt_name_parse(layer_names, DT_LAYER_KIND_COUNT, name, "layer kind", &k);
+    if (st == DT_OK)
+        *out = (dt_layer_kind)k;
+    return st;
 }

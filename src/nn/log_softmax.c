@@ -3,6 +3,7 @@
 #include <math.h>
 
 #include "nn/layer_internal.h"
+#include "tensor/kernels.h"
 
 static dt_status lsm_plan(dt_layer *l)
 {
@@ -23,14 +24,7 @@ static void lsm_forward(dt_layer *l, const float *x, float *y, int64_t batch,
     for (int64_t r = 0; r < batch; r++) {
         const float *xr = x + r * n;
         float *yr = y + r * n;
-        float m = xr[0];
-        for (int64_t j = 1; j < n; j++)
-            if (xr[j] > m)
-                m = xr[j];
-        double s = 0.0;
-        for (int64_t j = 0; j < n; j++)
-            s += exp((double)xr[j] - (double)m);
-        float lse = (float)((double)m + log(s));
+        const float lse = (float)dt_logsumexp(xr, n);
         for (int64_t j = 0; j < n; j++)
             yr[j] = xr[j] - lse;
     }

@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "dtrain/loss.h"
+#include "tensor/kernels.h"
 
 static int64_t argmax_first(const float *x, int64_t n)
 {
@@ -60,14 +61,7 @@ dt_status dt_loss_compute(dt_loss_kind kind, const float *out, int64_t batch, in
             continue;
         }
         /* cross-entropy on logits */
-        double m = x[0];
-        for (int64_t j = 1; j < width; j++)
-            if (x[j] > m)
-                m = x[j];
-        double s = 0.0;
-        for (int64_t j = 0; j < width; j++)
-            s += exp((double)x[j] - m);
-        const double lse = m + log(s);
+        const double lse = dt_logsumexp(x, width);
         total += lse - (double)x[y];
         if (d != NULL) {
             for (int64_t j = 0; j < width; j++)

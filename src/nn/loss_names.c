@@ -1,6 +1,7 @@
 /* loss_names.c — the loss kinds' names as the config writes them; one table both ways. */
 #include <string.h>
 
+#include "core/names.h"
 #include "dtrain/loss.h"
 
 static const char *const loss_names[DT_LOSS_KIND_COUNT] = {
@@ -19,11 +20,9 @@ const char *dt_loss_kind_name(dt_loss_kind kind)
 dt_status dt_loss_kind_parse(const char *name, dt_loss_kind *out)
 {
     DT_ASSERT(name != NULL && out != NULL);
-    for (int k = 0; k < DT_LOSS_KIND_COUNT; k++) {
-        if (strcmp(name, loss_names[k]) == 0) {
-            *out = (dt_loss_kind)k;
-            return DT_OK;
-        }
-    }
-    return dt_fail(DT_ERR_INVALID, "unknown loss '%s' (one of: cross_entropy, nll, mse)", name);
+    int k = 0;
+    dt_status st = dt_name_parse(loss_names, DT_LOSS_KIND_COUNT, name, "loss", &k);
+    if (st == DT_OK)
+        *out = (dt_loss_kind)k;
+    return st;
 }

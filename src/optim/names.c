@@ -4,6 +4,7 @@
  * (the same with weight_decay 0.01). lr is not here: it belongs to the schedule. */
 #include <string.h>
 
+#include "core/names.h"
 #include "dtrain/optim.h"
 
 static const char *const optim_names[DT_OPTIM_KIND_COUNT] = {
@@ -44,13 +45,11 @@ const char *dt_optim_kind_name(dt_optim_kind kind)
 dt_status dt_optim_kind_parse(const char *name, dt_optim_kind *out)
 {
     DT_ASSERT(name != NULL && out != NULL);
-    for (int k = 0; k < DT_OPTIM_KIND_COUNT; k++) {
-        if (strcmp(name, optim_names[k]) == 0) {
-            *out = (dt_optim_kind)k;
-            return DT_OK;
-        }
-    }
-    return dt_fail(DT_ERR_INVALID, "unknown optimizer '%s' (one of: sgd, adam, adamw)", name);
+    int k = 0;
+    dt_status st = dt_name_parse(optim_names, DT_OPTIM_KIND_COUNT, name, "optimizer", &k);
+    if (st == DT_OK)
+        *out = (dt_optim_kind)k;
+    return st;
 }
 
 dt_schedule dt_schedule_default(void)
@@ -78,11 +77,9 @@ const char *dt_sched_kind_name(dt_sched_kind kind)
 dt_status dt_sched_kind_parse(const char *name, dt_sched_kind *out)
 {
     DT_ASSERT(name != NULL && out != NULL);
-    for (int k = 0; k < DT_SCHED_KIND_COUNT; k++) {
-        if (strcmp(name, sched_names[k]) == 0) {
-            *out = (dt_sched_kind)k;
-            return DT_OK;
-        }
-    }
-    return dt_fail(DT_ERR_INVALID, "unknown schedule '%s' (one of: constant, step, cosine)", name);
+    int k = 0;
+    dt_status st = dt_name_parse(sched_names, DT_SCHED_KIND_COUNT, name, "schedule", &k);
+    if (st == DT_OK)
+        *out = (dt_sched_kind)k;
+    return st;
 }

@@ -1,6 +1,7 @@
-/* kernels.c — im2col/col2im and bias kernels (see kernels.h for shapes). */
+/* kernels.c — im2col/col2im, bias and log-sum-exp kernels (see kernels.h for shapes). */
 #include "tensor/kernels.h"
 
+#include <math.h>
 #include <string.h>
 
 void dt_im2col(const float *restrict x, int64_t C, int64_t H, int64_t W, int64_t k,
@@ -98,4 +99,16 @@ void dt_sum_channels_add(const float *restrict dy, int64_t C, int64_t P, float *
             s += (double)d[p];
         db[c] += (float)s;
     }
+}
+
+double dt_logsumexp(const float *restrict x, int64_t n)
+{
+    float m = x[0];
+    for (int64_t j = 1; j < n; j++)
+        if (x[j] > m)
+            m = x[j];
+    double s = 0.0;
+    for (int64_t j = 0; j < n; j++)
+        s += exp((double)x[j] - (double)m);
+    return (double)m + log(s);
 }

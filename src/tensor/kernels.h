@@ -15,6 +15,11 @@ void dt_col2im_add(const float *restrict col, int64_t C, int64_t H, int64_t W, i
                    int64_t stride, int64_t pad, int64_t OH, int64_t OW, float *restrict dx);
 
 /* y (rows, n) += b (n) broadcast over rows. */
+/* log(sum_j exp(x[j])) for x (n), n >= 1, computed stably in double as
+ * max + log(sum exp(x - max)), the max taken as the first largest element. Shared by
+ * log_softmax and cross-entropy so that both round alike. */
+double dt_logsumexp(const float *restrict x, int64_t n);
+
 void dt_add_bias_rows(float *restrict y, const float *restrict b, int64_t rows, int64_t n);
 
 /* y (C, P) += b (C) broadcast over each channel's P positions. */

@@ -51,8 +51,7 @@ dt_config dt_config_default(void)
     }
     c.loss = DT_LOSS_NLL;
     c.optim = dt_optim_config_default(DT_OPTIM_ADAM);
-    c.schedule = dt_schedule_default();
-    c.schedule.lr = 1e-3;
+    c.schedule = dt_schedule_default(); /* its lr (optim.lr) is Adam's default, 1e-3 */
     /* As examples/convnet.ini: cosine decay over the run at batch 32 reaches 90%. */
     c.schedule.kind = DT_SCHED_COSINE;
 
@@ -64,20 +63,26 @@ dt_config dt_config_default(void)
     c.train.log_every = 0;
     c.train.eval = 1;
 
-    c.parallel.dp = c.parallel.tp = c.parallel.pp = 0;
+    /* The parallel and comm layers own their defaults; the config only adds its own keys. */
+    const dt_strategy_options so = dt_strategy_options_default();
+    c.parallel.strategy = so.kind;
+    c.parallel.dp = so.dp;
+    c.parallel.tp = so.tp;
+    c.parallel.pp = so.pp;
+    c.parallel.accumulation = so.micro_batches;
+    c.parallel.zero = so.zero;
+    c.parallel.overlap = so.overlap;
+    c.parallel.bucket_cap_mb = so.bucket_cap_mb;
+    c.parallel.first_bucket_mb = so.first_bucket_mb;
     c.parallel.global_batch = 0;
-    c.parallel.accumulation = 1;
     c.parallel.last_batch = DT_LAST_BATCH_UNEVEN;
     c.parallel.lr_scaling_linear = 0;
-    c.parallel.bucket_cap_mb = 25.0; /* torch.nn.parallel.DistributedDataParallel */
-    c.parallel.first_bucket_mb = 1.0;
-    c.parallel.zero = 0;
-    c.parallel.overlap = 1;
 
-    c.comm.algorithm = DT_COMM_ALGO_AUTO;
-    c.comm.deterministic = 0;
-    c.comm.timeout_s = 300.0;
-    c.comm.check = 0;
+    const dt_comm_options co = dt_comm_options_default();
+    c.comm.algorithm = co.algorithm;
+    c.comm.deterministic = co.deterministic;
+    c.comm.timeout_s = co.timeout_s;
+    c.comm.check = co.check;
     c.optim_explicit = 0;
     return c;
 }

@@ -33,7 +33,6 @@ struct dt_trainer {
     int32_t *labels;    /* [micro_max] */
     float *targets;     /* [micro_max x width] regression targets */
     int64_t out_width;
-    int64_t step; /* optimizer steps taken */
 };
 
 static int is_classification(const dt_trainer *t)
@@ -360,7 +359,7 @@ dt_status dt_trainer_run(dt_trainer *t, const dt_train_callbacks *cb)
     if (c->train.epochs == 0 && c->train.max_steps == 0) {
         /* Nothing to train: evaluate the parameters as they are (loaded weights, say). */
         dt_epoch_info e = {.epoch = 0,
-                           .steps = t->step,
+                           .steps = dt_optim_steps(t->optim),
                            .train_loss = NAN,
                            .test_loss = NAN,
                            .test_accuracy = NAN};
@@ -375,7 +374,7 @@ dt_status dt_trainer_run(dt_trainer *t, const dt_train_callbacks *cb)
         double t0 = dt_now(), epoch_loss = 0.0;
         int64_t epoch_samples = 0;
         for (int64_t s = 0; s < t->steps_per_epoch; s++) {
-            if (c->train.max_steps > 0 && t->step >= c->train.max_steps)
+            if (c->train.max_steps > 0 && dt_optim_steps(t->optim) >= c->train.max_steps)
                 break;
             const int64_t first = s * t->global_batch;
             int64_t g = t->global_batch;
@@ -384,15 +383,14 @@ dt_status dt_trainer_run(dt_trainer *t, const dt_train_callbacks *cb)
             const dt_step_plan plan = {.epoch = epoch, .first = first, .samples = g};
             double step_loss = 0.0;
             DT_TRY(dt_strategy_step(t->strategy, &plan, &io, &step_loss));
-            const double lr = dt_schedule_lr(&sched, t->step) * lr_factor;
+            const double lr = dt_schedule_lr(&sched, dt_optim_steps(t->optim)) * lr_factor;
             DT_TRY(dt_strategy_update(t->strategy, t->optim, lr));
-            t->step++;
-            epoch_loss += step_loss;
+                        epoch_loss += step_loss;
             epoch_samples += g;
             if (cb != NULL && cb->on_step != NULL) {
                 double el = dt_now() - t0;
                 dt_step_info info = {.epoch = epoch,
-                                     .step = t->step,
+                                     .step = dt_optim_steps(t->optim),
                                      .epoch_step = s + 1,
                                      .epoch_steps = t->steps_per_epoch,
                                      .samples = g,
@@ -405,7 +403,7 @@ dt_status dt_trainer_run(dt_trainer *t, const dt_train_callbacks *cb)
         }
         double train_s = dt_now() - t0;
         dt_epoch_info e = {.epoch = epoch,
-                           .steps = t->step,
+                           .steps = dt_optim_steps(t->optim),
                            .train_loss =
                                epoch_samples > 0 ? epoch_loss / (double)epoch_samples : NAN,
                            .test_loss = NAN,
@@ -416,7 +414,7 @@ dt_status dt_trainer_run(dt_trainer *t, const dt_train_callbacks *cb)
             DT_TRY(dt_trainer_evaluate(t, &e.test_loss, &e.test_accuracy));
         if (cb != NULL && cb->on_epoch != NULL)
             DT_TRY(cb->on_epoch(cb->ctx, &e));
-        if (c->train.max_steps > 0 && t->step >= c->train.max_steps)
+        if (c->train.max_steps > 0 && dt_optim_steps(t->optim) >= c->train.max_steps)
             break;
     }
     return DT_OK;
