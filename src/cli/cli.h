@@ -26,12 +26,15 @@ typedef struct dt_cli_option {
     const char *help;
 } dt_cli_option;
 
-/* Values of STRING and FLAG options after parsing, by slot name. */
+/* Values of STRING and FLAG options after parsing, by slot name: one slot per distinct
+ * option (a repeated option overwrites its value: the last one wins, as for config keys),
+ * so a table holds at most DT_CLI_MAX_SLOTS of each kind (checked when parsing starts). */
+#define DT_CLI_MAX_SLOTS 32
 typedef struct dt_cli_values {
-    const char *strings[16];
-    const char *string_keys[16];
+    const char *strings[DT_CLI_MAX_SLOTS];
+    const char *string_keys[DT_CLI_MAX_SLOTS];
     int nstrings;
-    const char *flags[16];
+    const char *flags[DT_CLI_MAX_SLOTS];
     int nflags;
     const char *positional; /* the CONFIG argument */
 } dt_cli_values;

@@ -190,6 +190,73 @@ static void save_fallback(const dt_model *m, const dt_config *cfg)
     dt_fail(DT_ERR_IO, "%s; no fallback file could be written either (%s)", why, dt_last_error());
 }
 
+/* Every output is checked before the data loads, so that a run is never lost to a path
+ * found unwritable at its end: the weights' directory takes a probe file, the metrics file
+ * is opened (rank 0 writes both). */
+static dt_status open_outputs(int rank, const char *save, const char *mpath, FILE **metrics)
+{
+    *metrics = NULL;
+    if (rank != 0)
+        return DT_OK;
+    if (save != NULL && dt_check_writable(save, "save-weights") != DT_OK)
+        return DT_ERR_IO;
+    if (mpath != NULL && (*metrics = fopen(mpath, "w")) == NULL)
+        return dt_fail(DT_ERR_IO, "metrics: cannot open %s for writing", mpath);
+    return DT_OK;
+}
+
+/* The first line: what trains, on how many ranks, samples, parameters, steps, threads. */
+static void print_header(const dt_config *cfg, const dt_cli_world *world, dt_trainer *t,
+                         int threads)
+{
+    const dt_dataset *tr = dt_trainer_train_set(t), *te = dt_trainer_test_set(t);
+    char blas[128];
+    dt_cli_blas_describe(blas, sizeof blas);
+    printf("dtrain: %s%s%d rank%s, %lld training and %lld test samples, %zu parameters, "
+           "%lld steps per epoch of %lld samples, %d thread%s per rank%s%s\n",
+           cfg->source[0] ? cfg->source : "built-in ConvNet", ", ", world->size,
+           world->size == 1 ? "" : "s", (long long)tr->n, (long long)te->n,
+           dt_model_param_count(dt_trainer_model(t)), (long long)dt_trainer_steps_per_epoch(t),
+           (long long)dt_trainer_global_batch(t), threads, threads == 1 ? "" : "s",
+           blas[0] ? ", " : "", blas);
+    fflush(stdout);
+}
+
+/* After a data-parallel run: gradient bytes, the wait backward did not hide, optimizer
+ * state. Collective (the all-reduces timed alone). */
+static dt_status report_comm(const dt_config *cfg, const dt_cli_world *world, dt_trainer *t)
+{
+    dt_train_comm_stats cs;
+    dt_trainer_comm_stats(t, &cs);
+    if (cs.dp <= 1 || cs.steps == 0)
+        return DT_OK;
+    /* How much of the gradient all-reduce backward hid: compare the wait of the rank that
+     * ended backward last with the same all-reduces run alone (every rank takes part); the
+     * others' longer waits are their lead over it. */
+    double alone = 0.0;
+    if (!cfg->parallel.zero) {
+        dt_status st = dt_trainer_time_comm_alone(t, 5, &alone);
+        if (st != DT_OK)
+            return st;
+    }
+    if (world->rank != 0)
+        return DT_OK;
+    double wait = cs.exposed_s / (double)cs.steps;
+    printf("dtrain: data-parallel over %d ranks: %.2f MB of gradients per step, %.2f ms "
+           "per step waited for communication by the last rank to end backward "
+           "(%.2f ms by rank 0)",
+           cs.dp, (double)cs.bytes_per_step / 1e6, wait * 1e3, cs.wait_s / (double)cs.steps * 1e3);
+    if (cfg->parallel.zero)
+        printf(" (ZeRO-1's reduce-scatter and all-gather, not overlapped)\n");
+    else
+        printf(" after backward; %d bucket%s %.2f ms alone: %.0f%% hidden\n", cs.buckets,
+               cs.buckets == 1 ? " takes" : "s take", alone * 1e3,
+               alone > 0 ? 100.0 * (1.0 - (wait < alone ? wait / alone : 1.0)) : 0.0);
+    printf("dtrain: optimizer state %.2f MB per rank%s\n", (double)cs.optim_state_bytes / 1e6,
+           cfg->parallel.zero ? " (ZeRO-1: sharded over the data-parallel ranks)" : "");
+    return DT_OK;
+}
+
 int dt_cmd_train(int argc, char **argv)
 {
     dt_config cfg = dt_config_default();
@@ -217,18 +284,8 @@ int dt_cmd_train(int argc, char **argv)
     FILE *metrics = NULL;
     const char *init = dt_cli_string(&vals, "init-weights");
     const char *save = dt_cli_string(&vals, "save-weights");
-    const char *mpath = dt_cli_string(&vals, "metrics");
-    /* Every output is checked before the data loads, so that a run is never lost to a path
-     * found unwritable at its end. */
-    if (world.rank == 0 && save != NULL && dt_check_writable(save, "save-weights") != DT_OK)
+    if (open_outputs(world.rank, save, dt_cli_string(&vals, "metrics"), &metrics) != DT_OK)
         goto fail;
-    if (world.rank == 0 && mpath != NULL) {
-        metrics = fopen(mpath, "w");
-        if (metrics == NULL) {
-            dt_fail(DT_ERR_IO, "metrics: cannot open %s for writing", mpath);
-            goto fail;
-        }
-    }
     test_stall(world.rank);
     if (dt_trainer_create(&cfg, world.comm, &t) != DT_OK)
         goto fail;
@@ -241,49 +298,11 @@ int dt_cmd_train(int argc, char **argv)
                    .global_batch = dt_trainer_global_batch(t),
                    .bar = dt_cli_flag(&vals, "progress") ||
                           (tty && !dt_cli_flag(&vals, "no-progress"))};
-    if (world.rank == 0) {
-        const dt_dataset *tr = dt_trainer_train_set(t), *te = dt_trainer_test_set(t);
-        char blas[128];
-        dt_cli_blas_describe(blas, sizeof blas);
-        printf("dtrain: %s%s%d rank%s, %lld training and %lld test samples, %zu parameters, "
-               "%lld steps per epoch of %lld samples, %d thread%s per rank%s%s\n",
-               cfg.source[0] ? cfg.source : "built-in ConvNet", ", ", world.size,
-               world.size == 1 ? "" : "s", (long long)tr->n, (long long)te->n,
-               dt_model_param_count(dt_trainer_model(t)), (long long)dt_trainer_steps_per_epoch(t),
-               (long long)dt_trainer_global_batch(t), threads, threads == 1 ? "" : "s",
-               blas[0] ? ", " : "", blas);
-        fflush(stdout);
-    }
+    if (world.rank == 0)
+        print_header(&cfg, &world, t, threads);
     dt_train_callbacks cb = {.ctx = &ctx, .on_step = on_step, .on_epoch = on_epoch};
-    if (dt_trainer_run(t, &cb) != DT_OK)
+    if (dt_trainer_run(t, &cb) != DT_OK || report_comm(&cfg, &world, t) != DT_OK)
         goto fail;
-    dt_train_comm_stats cs;
-    dt_trainer_comm_stats(t, &cs);
-    if (cs.dp > 1 && cs.steps > 0) {
-        /* How much of the gradient all-reduce backward hid: compare the wait of the rank
-         * that ended backward last with the same all-reduces run alone (every rank takes
-         * part); the others' longer waits are their lead over it. */
-        double alone = 0.0;
-        if (!cfg.parallel.zero && dt_trainer_time_comm_alone(t, 5, &alone) != DT_OK)
-            goto fail;
-        if (world.rank == 0) {
-            double wait = cs.exposed_s / (double)cs.steps;
-            printf("dtrain: data-parallel over %d ranks: %.2f MB of gradients per step, %.2f ms "
-                   "per step waited for communication by the last rank to end backward "
-                   "(%.2f ms by rank 0)",
-                   cs.dp, (double)cs.bytes_per_step / 1e6, wait * 1e3,
-                   cs.wait_s / (double)cs.steps * 1e3);
-            if (cfg.parallel.zero)
-                printf(" (ZeRO-1's reduce-scatter and all-gather, not overlapped)\n");
-            else
-                printf(" after backward; %d bucket%s %.2f ms alone: %.0f%% hidden\n", cs.buckets,
-                       cs.buckets == 1 ? " takes" : "s take", alone * 1e3,
-                       alone > 0 ? 100.0 * (1.0 - (wait < alone ? wait / alone : 1.0)) : 0.0);
-            printf("dtrain: optimizer state %.2f MB per rank%s\n",
-                   (double)cs.optim_state_bytes / 1e6,
-                   cfg.parallel.zero ? " (ZeRO-1: sharded over the data-parallel ranks)" : "");
-        }
-    }
     if (world.rank == 0 && save != NULL) {
         if (dt_weights_save(dt_trainer_model(t), save, cfg.data.mean, cfg.data.std) != DT_OK) {
             save_fallback(dt_trainer_model(t), &cfg);

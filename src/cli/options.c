@@ -47,6 +47,12 @@ int dt_cli_parse(const char *cmd, const dt_cli_option *opts, int nopts, int argc
                  dt_config *cfg, dt_cli_values *vals, int allow_positional)
 {
     memset(vals, 0, sizeof *vals);
+    /* One slot per STRING or FLAG option of the table: a table with more is a programmer's
+     * mistake, caught here on every run rather than by a dropped option. */
+    int nslots = 0;
+    for (int k = 0; k < nopts; k++)
+        nslots += opts[k].kind == DT_OPT_STRING || opts[k].kind == DT_OPT_FLAG;
+    DT_ASSERT(nslots <= DT_CLI_MAX_SLOTS);
     /* Pass 1: find --help and the config file, so the file applies before overrides. */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -107,15 +113,22 @@ int dt_cli_parse(const char *cmd, const dt_cli_option *opts, int nopts, int argc
                 rc = DT_EXIT_USAGE;
             }
             break;
-        case DT_OPT_STRING:
-            if (vals->nstrings < 16) {
-                vals->string_keys[vals->nstrings] = o->key;
-                vals->strings[vals->nstrings++] = value;
-            }
+        case DT_OPT_STRING: {
+            int k = 0;
+            while (k < vals->nstrings && strcmp(vals->string_keys[k], o->key) != 0)
+                k++;
+            DT_ASSERT(k < DT_CLI_MAX_SLOTS); /* the table is checked below */
+            vals->string_keys[k] = o->key;
+            vals->strings[k] = value;
+            if (k == vals->nstrings)
+                vals->nstrings++;
             break;
+        }
         case DT_OPT_FLAG:
-            if (vals->nflags < 16)
+            if (!dt_cli_flag(vals, o->key)) {
+                DT_ASSERT(vals->nflags < DT_CLI_MAX_SLOTS);
                 vals->flags[vals->nflags++] = o->key;
+            }
             break;
         }
         if (rc != DT_EXIT_OK)

@@ -72,6 +72,87 @@ static dt_status check_data_vs_model(const dt_trainer *t)
     return DT_OK;
 }
 
+/* The global batch, its parts (replicas x micro-batches), the largest part (the model's
+ * planned batch) and the steps of an epoch, each checked against the training set. */
+static dt_status plan_batches(dt_trainer *t)
+{
+    const dt_config *cfg = &t->cfg;
+    const int64_t accum = cfg->parallel.accumulation;
+    t->parts = (int64_t)t->replicas * accum;
+    t->global_batch =
+        cfg->parallel.global_batch > 0 ? cfg->parallel.global_batch : cfg->train.batch * t->parts;
+    if (t->global_batch < t->parts)
+        return dt_fail(DT_ERR_INVALID,
+                       "parallel.global_batch: %lld samples cannot be split over "
+                       "%lld ranks x micro-steps",
+                       (long long)t->global_batch, (long long)t->parts);
+    t->micro_max = (t->global_batch + t->parts - 1) / t->parts;
+    if (t->train.n < 1)
+        return dt_fail(DT_ERR_INVALID, "data: the training set is empty");
+    /* A step never holds more samples than the epoch: refused rather than shrunk, so the
+     * batch a run reports is the batch it trained with. */
+    if (t->global_batch > t->train.n) {
+        if (cfg->parallel.global_batch > 0)
+            return dt_fail(DT_ERR_INVALID,
+                           "parallel.global_batch: %lld samples per step is more than the %lld "
+                           "training samples",
+                           (long long)t->global_batch, (long long)t->train.n);
+        return dt_fail(DT_ERR_INVALID,
+                       "train.batch: %lld samples per step (batch %lld x %d ranks x %lld "
+                       "micro-steps) is more than the %lld training samples; use --batch %lld "
+                       "or less",
+                       (long long)t->global_batch, (long long)cfg->train.batch, t->replicas,
+                       (long long)accum, (long long)t->train.n,
+                       (long long)(t->train.n / t->parts > 0 ? t->train.n / t->parts : 1));
+    }
+    t->steps_per_epoch = cfg->parallel.last_batch == DT_LAST_BATCH_DROP
+                             ? t->train.n / t->global_batch
+                             : (t->train.n + t->global_batch - 1) / t->global_batch;
+    if (t->steps_per_epoch < 1)
+        return dt_fail(DT_ERR_INVALID,
+                       "parallel.last_batch drop: the global batch of %lld is "
+                       "larger than the %lld training samples",
+                       (long long)t->global_batch, (long long)t->train.n);
+    return DT_OK;
+}
+
+/* The model, planned for the largest micro-batch (and evaluation chunks of it), on its
+ * team of threads, initialised from the seed, and checked against the data. */
+static dt_status build_model(dt_trainer *t)
+{
+    dt_status st = DT_OK;
+    const dt_config *cfg = &t->cfg;
+    DT_TRY(dt_model_create(cfg->layers, cfg->nlayers, &t->train.sample_shape, t->micro_max,
+                           &t->model));
+    dt_model_set_input_grad(t->model, 0);
+    /* train.threads: the model's own team, each member calling BLAS single-threaded, so
+     * that one team of threads is busy at a time (0: leave BLAS as the caller set it). */
+    if (cfg->train.threads > 0) {
+        dt_blas_set_threads(1);
+        DT_TRY(dt_model_set_threads(t->model, cfg->train.threads));
+    }
+    dt_model_init_params(t->model, cfg->train.seed);
+    DT_TRY(check_data_vs_model(t));
+    t->out_width = dt_model_shape(t->model, dt_model_layer_count(t->model))->d[0];
+fail:
+    return st;
+}
+
+/* The step's buffers, sized once: the epoch's order and one micro-batch's positions,
+ * samples, labels and targets. */
+static dt_status alloc_step_buffers(dt_trainer *t)
+{
+    dt_status st = DT_OK;
+    const size_t mb = (size_t)t->micro_max;
+    DT_TRY(dt_alloc((size_t)t->train.n * sizeof(int64_t), "permutation", (void **)&t->perm));
+    DT_TRY(dt_alloc(mb * sizeof(int64_t), "positions", (void **)&t->positions));
+    DT_TRY(dt_alloc(mb * sizeof(int64_t), "samples", (void **)&t->samples));
+    DT_TRY(dt_alloc(mb * sizeof(int32_t), "labels", (void **)&t->labels));
+    DT_TRY(dt_alloc(mb * (size_t)t->out_width * sizeof(float), "targets", (void **)&t->targets));
+fail:
+    return st;
+}
+
 dt_status dt_trainer_create(const dt_config *cfg, dt_comm *world, dt_trainer **out)
 {
     DT_ASSERT(cfg != NULL && out != NULL);
@@ -92,71 +173,9 @@ dt_status dt_trainer_create(const dt_config *cfg, dt_comm *world, dt_trainer **o
     DT_TRY(dt_strategy_create(&so, world, &t->strategy));
     t->replicas = dt_strategy_get_info(t->strategy)->replicas;
     DT_TRY(dt_data_load(cfg, &t->storage, &t->test_storage, &t->train, &t->test));
-
-    const int64_t accum = cfg->parallel.accumulation;
-    t->parts = (int64_t)t->replicas * accum;
-    t->global_batch =
-        cfg->parallel.global_batch > 0 ? cfg->parallel.global_batch : cfg->train.batch * t->parts;
-    if (t->global_batch < t->parts) {
-        st = dt_fail(DT_ERR_INVALID,
-                     "parallel.global_batch: %lld samples cannot be split over "
-                     "%lld ranks x micro-steps",
-                     (long long)t->global_batch, (long long)t->parts);
-        goto fail;
-    }
-    t->micro_max = (t->global_batch + t->parts - 1) / t->parts;
-    if (t->train.n < 1) {
-        st = dt_fail(DT_ERR_INVALID, "data: the training set is empty");
-        goto fail;
-    }
-    /* A step never holds more samples than the epoch: refused rather than shrunk, so the
-     * batch a run reports is the batch it trained with. */
-    if (t->global_batch > t->train.n) {
-        if (cfg->parallel.global_batch > 0)
-            st = dt_fail(DT_ERR_INVALID,
-                         "parallel.global_batch: %lld samples per step is more than the %lld "
-                         "training samples",
-                         (long long)t->global_batch, (long long)t->train.n);
-        else
-            st = dt_fail(DT_ERR_INVALID,
-                         "train.batch: %lld samples per step (batch %lld x %d ranks x %lld "
-                         "micro-steps) is more than the %lld training samples; use --batch %lld "
-                         "or less",
-                         (long long)t->global_batch, (long long)cfg->train.batch, t->replicas,
-                         (long long)accum, (long long)t->train.n,
-                         (long long)(t->train.n / t->parts > 0 ? t->train.n / t->parts : 1));
-        goto fail;
-    }
-    t->steps_per_epoch = cfg->parallel.last_batch == DT_LAST_BATCH_DROP
-                             ? t->train.n / t->global_batch
-                             : (t->train.n + t->global_batch - 1) / t->global_batch;
-    if (t->steps_per_epoch < 1) {
-        st = dt_fail(DT_ERR_INVALID,
-                     "parallel.last_batch drop: the global batch of %lld is "
-                     "larger than the %lld training samples",
-                     (long long)t->global_batch, (long long)t->train.n);
-        goto fail;
-    }
-    /* The model plans for the largest micro-batch and for evaluation chunks of it. */
-    DT_TRY(dt_model_create(cfg->layers, cfg->nlayers, &t->train.sample_shape, t->micro_max,
-                           &t->model));
-    dt_model_set_input_grad(t->model, 0);
-    /* train.threads: the model's own team, each member calling BLAS single-threaded, so
-     * that one team of threads is busy at a time (0: leave BLAS as the caller set it). */
-    if (cfg->train.threads > 0) {
-        dt_blas_set_threads(1);
-        DT_TRY(dt_model_set_threads(t->model, cfg->train.threads));
-    }
-    dt_model_init_params(t->model, cfg->train.seed);
-    DT_TRY(check_data_vs_model(t));
-    t->out_width = dt_model_shape(t->model, dt_model_layer_count(t->model))->d[0];
-
-    DT_TRY(dt_alloc((size_t)t->train.n * sizeof(int64_t), "permutation", (void **)&t->perm));
-    DT_TRY(dt_alloc((size_t)t->micro_max * sizeof(int64_t), "positions", (void **)&t->positions));
-    DT_TRY(dt_alloc((size_t)t->micro_max * sizeof(int64_t), "samples", (void **)&t->samples));
-    DT_TRY(dt_alloc((size_t)t->micro_max * sizeof(int32_t), "labels", (void **)&t->labels));
-    DT_TRY(dt_alloc((size_t)(t->micro_max * t->out_width) * sizeof(float), "targets",
-                    (void **)&t->targets));
+    DT_TRY(plan_batches(t));
+    DT_TRY(build_model(t));
+    DT_TRY(alloc_step_buffers(t));
     /* The optimizer owns what the strategy says: the whole buffer, or a ZeRO-1 slice. */
     size_t optim_count = 0;
     DT_TRY(dt_strategy_attach(t->strategy, t->model, &optim_count));
@@ -341,21 +360,82 @@ dt_status dt_trainer_evaluate(dt_trainer *t, double *loss, double *accuracy)
     return DT_OK;
 }
 
-dt_status dt_trainer_run(dt_trainer *t, const dt_train_callbacks *cb)
+/* The run's schedule: a cosine with total_steps 0 decays over the whole run after the
+ * warm-up. */
+static dt_schedule run_schedule(const dt_trainer *t)
 {
-    dt_status st = DT_OK;
     const dt_config *c = &t->cfg;
-    const double lr_factor = c->parallel.lr_scaling_linear ? (double)t->replicas : 1.0;
     dt_schedule sched = c->schedule;
     if (sched.kind == DT_SCHED_COSINE && sched.total_steps == 0) {
-        /* total_steps 0: decay over the whole run after the warm-up. */
         int64_t total =
             c->train.max_steps > 0 ? c->train.max_steps : c->train.epochs * t->steps_per_epoch;
         sched.total_steps = total - sched.warmup_steps > 0 ? total - sched.warmup_steps : 1;
     }
+    return sched;
+}
+
+static int max_steps_reached(const dt_trainer *t)
+{
+    return t->cfg.train.max_steps > 0 && dt_optim_steps(t->optim) >= t->cfg.train.max_steps;
+}
+
+/* One epoch's steps (up to train.max_steps): each global batch through the strategy, the
+ * update at the scheduled rate, the step callback. Fills the epoch's training figures. */
+static dt_status run_epoch(dt_trainer *t, int64_t epoch, const dt_schedule *sched,
+                           const dt_train_callbacks *cb, dt_epoch_info *e)
+{
+    dt_status st = DT_OK;
+    const dt_config *c = &t->cfg;
+    const double lr_factor = c->parallel.lr_scaling_linear ? (double)t->replicas : 1.0;
+    const dt_step_io io = step_io(t);
+    order_for_epoch(t, epoch);
+    double t0 = dt_now(), epoch_loss = 0.0;
+    int64_t epoch_samples = 0;
+    for (int64_t s = 0; s < t->steps_per_epoch && !max_steps_reached(t); s++) {
+        const int64_t first = s * t->global_batch;
+        int64_t g = t->global_batch;
+        if (first + g > t->train.n && c->parallel.last_batch == DT_LAST_BATCH_UNEVEN)
+            g = t->train.n - first;
+        const dt_step_plan plan = {.epoch = epoch, .first = first, .samples = g};
+        double step_loss = 0.0;
+        DT_TRY(dt_strategy_step(t->strategy, &plan, &io, &step_loss));
+        const double lr = dt_schedule_lr(sched, dt_optim_steps(t->optim)) * lr_factor;
+        DT_TRY(dt_strategy_update(t->strategy, t->optim, lr));
+        epoch_loss += step_loss;
+        epoch_samples += g;
+        if (cb != NULL && cb->on_step != NULL) {
+            double el = dt_now() - t0;
+            dt_step_info info = {.epoch = epoch,
+                                 .step = dt_optim_steps(t->optim),
+                                 .epoch_step = s + 1,
+                                 .epoch_steps = t->steps_per_epoch,
+                                 .samples = g,
+                                 .loss = step_loss / (double)g,
+                                 .lr = lr,
+                                 .samples_per_s = el > 0 ? (double)epoch_samples / el : 0.0,
+                                 .elapsed_s = el};
+            DT_TRY(cb->on_step(cb->ctx, &info));
+        }
+    }
+    double train_s = dt_now() - t0;
+    *e = (dt_epoch_info){.epoch = epoch,
+                         .steps = dt_optim_steps(t->optim),
+                         .train_loss = epoch_samples > 0 ? epoch_loss / (double)epoch_samples : NAN,
+                         .test_loss = NAN,
+                         .test_accuracy = NAN,
+                         .samples_per_s = train_s > 0 ? (double)epoch_samples / train_s : 0.0,
+                         .epoch_s = train_s};
+fail:
+    return st;
+}
+
+dt_status dt_trainer_run(dt_trainer *t, const dt_train_callbacks *cb)
+{
+    dt_status st = DT_OK;
+    const dt_config *c = &t->cfg;
+    const dt_schedule sched = run_schedule(t);
     /* The replicas agree on the model and start from the same parameters. */
     DT_TRY(dt_strategy_start(t->strategy));
-    const dt_step_io io = step_io(t);
     if (c->train.epochs == 0 && c->train.max_steps == 0) {
         /* Nothing to train: evaluate the parameters as they are (loaded weights, say). */
         dt_epoch_info e = {.epoch = 0,
@@ -370,51 +450,13 @@ dt_status dt_trainer_run(dt_trainer *t, const dt_train_callbacks *cb)
     }
     /* epochs 0: only max_steps limits the run. */
     for (int64_t epoch = 0; c->train.epochs == 0 || epoch < c->train.epochs; epoch++) {
-        order_for_epoch(t, epoch);
-        double t0 = dt_now(), epoch_loss = 0.0;
-        int64_t epoch_samples = 0;
-        for (int64_t s = 0; s < t->steps_per_epoch; s++) {
-            if (c->train.max_steps > 0 && dt_optim_steps(t->optim) >= c->train.max_steps)
-                break;
-            const int64_t first = s * t->global_batch;
-            int64_t g = t->global_batch;
-            if (first + g > t->train.n && c->parallel.last_batch == DT_LAST_BATCH_UNEVEN)
-                g = t->train.n - first;
-            const dt_step_plan plan = {.epoch = epoch, .first = first, .samples = g};
-            double step_loss = 0.0;
-            DT_TRY(dt_strategy_step(t->strategy, &plan, &io, &step_loss));
-            const double lr = dt_schedule_lr(&sched, dt_optim_steps(t->optim)) * lr_factor;
-            DT_TRY(dt_strategy_update(t->strategy, t->optim, lr));
-                        epoch_loss += step_loss;
-            epoch_samples += g;
-            if (cb != NULL && cb->on_step != NULL) {
-                double el = dt_now() - t0;
-                dt_step_info info = {.epoch = epoch,
-                                     .step = dt_optim_steps(t->optim),
-                                     .epoch_step = s + 1,
-                                     .epoch_steps = t->steps_per_epoch,
-                                     .samples = g,
-                                     .loss = step_loss / (double)g,
-                                     .lr = lr,
-                                     .samples_per_s = el > 0 ? (double)epoch_samples / el : 0.0,
-                                     .elapsed_s = el};
-                DT_TRY(cb->on_step(cb->ctx, &info));
-            }
-        }
-        double train_s = dt_now() - t0;
-        dt_epoch_info e = {.epoch = epoch,
-                           .steps = dt_optim_steps(t->optim),
-                           .train_loss =
-                               epoch_samples > 0 ? epoch_loss / (double)epoch_samples : NAN,
-                           .test_loss = NAN,
-                           .test_accuracy = NAN,
-                           .samples_per_s = train_s > 0 ? (double)epoch_samples / train_s : 0.0,
-                           .epoch_s = train_s};
+        dt_epoch_info e;
+        DT_TRY(run_epoch(t, epoch, &sched, cb, &e));
         if (c->train.eval)
             DT_TRY(dt_trainer_evaluate(t, &e.test_loss, &e.test_accuracy));
         if (cb != NULL && cb->on_epoch != NULL)
             DT_TRY(cb->on_epoch(cb->ctx, &e));
-        if (c->train.max_steps > 0 && dt_optim_steps(t->optim) >= c->train.max_steps)
+        if (max_steps_reached(t))
             break;
     }
     return DT_OK;
