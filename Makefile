@@ -16,7 +16,7 @@ endif
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 
-.PHONY: all deps build demo test test-asan fuzz check-accuracy refs bench clean
+.PHONY: all deps build demo test test-asan fuzz fuzz-ci check-accuracy refs bench clean
 
 all: build
 
@@ -50,6 +50,12 @@ fuzz:
 	    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDT_FUZZ=ON $(CMAKE_ARGS)
 	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(addprefix fuzz_,$(FUZZ_READERS))
 	tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_READERS)
+
+# CI's fuzzing: a fixed seed and number of runs per reader, from the committed corpus alone,
+# so that the result depends neither on the machine's speed nor on an earlier run's finds.
+fuzz-ci:
+	rm -rf $(FUZZ_BUILD)/fuzz
+	$(MAKE) fuzz FUZZ_SECONDS=900 FUZZ_ARGS="-seed=1 -runs=20000"
 
 test-slow: build
 	cd $(BUILD) && ctest --output-on-failure -L slow

@@ -43,17 +43,11 @@ static int apply_key(dt_config *cfg, const char *key, const char *value, const c
     return DT_EXIT_OK;
 }
 
-int dt_cli_parse(const char *cmd, const dt_cli_option *opts, int nopts, int argc, char **argv,
-                 dt_config *cfg, dt_cli_values *vals, int allow_positional)
+/* Pass 1: validates every option's shape and finds --help and the config file, so that the
+ * file applies before any override. Returns -1 for --help. */
+static int scan_args(const char *cmd, const dt_cli_option *opts, int nopts, int argc,
+                     char **argv, dt_cli_values *vals, int allow_positional)
 {
-    memset(vals, 0, sizeof *vals);
-    /* One slot per STRING or FLAG option of the table: a table with more is a programmer's
-     * mistake, caught here on every run rather than by a dropped option. */
-    int nslots = 0;
-    for (int k = 0; k < nopts; k++)
-        nslots += opts[k].kind == DT_OPT_STRING || opts[k].kind == DT_OPT_FLAG;
-    DT_ASSERT(nslots <= DT_CLI_MAX_SLOTS);
-    /* Pass 1: find --help and the config file, so the file applies before overrides. */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
@@ -85,6 +79,65 @@ int dt_cli_parse(const char *cmd, const dt_cli_option *opts, int nopts, int argc
         }
         vals->positional = a;
     }
+    return DT_EXIT_OK;
+}
+
+/* Keeps a STRING option's value in its slot (the last one given wins) or marks a FLAG. */
+static void keep_value(const dt_cli_option *o, const char *value, dt_cli_values *vals)
+{
+    if (o->kind == DT_OPT_FLAG) {
+        if (!dt_cli_flag(vals, o->key)) {
+            DT_ASSERT(vals->nflags < DT_CLI_MAX_SLOTS);
+            vals->flags[vals->nflags++] = o->key;
+        }
+        return;
+    }
+    int k = 0;
+    while (k < vals->nstrings && strcmp(vals->string_keys[k], o->key) != 0)
+        k++;
+    DT_ASSERT(k < DT_CLI_MAX_SLOTS); /* dt_cli_parse checks the table */
+    vals->string_keys[k] = o->key;
+    vals->strings[k] = value;
+    if (k == vals->nstrings)
+        vals->nstrings++;
+}
+
+/* Applies one option (already validated by scan_args). */
+static int apply_option(const dt_cli_option *o, const char *value, dt_config *cfg,
+                        dt_cli_values *vals)
+{
+    switch (o->kind) {
+    case DT_OPT_CONFIG_KEY:
+        return apply_key(cfg, o->key, value, o->name);
+    case DT_OPT_CONFIG_ON:
+        return apply_key(cfg, o->key, "on", o->name);
+    case DT_OPT_SET:
+        if (dt_config_set(cfg, value, "--set") != DT_OK) {
+            fprintf(stderr, "dtrain: %s\n", dt_last_error());
+            return DT_EXIT_USAGE;
+        }
+        return DT_EXIT_OK;
+    case DT_OPT_STRING:
+    case DT_OPT_FLAG:
+        keep_value(o, value, vals);
+        return DT_EXIT_OK;
+    }
+    return DT_EXIT_OK;
+}
+
+int dt_cli_parse(const char *cmd, const dt_cli_option *opts, int nopts, int argc, char **argv,
+                 dt_config *cfg, dt_cli_values *vals, int allow_positional)
+{
+    memset(vals, 0, sizeof *vals);
+    /* One slot per STRING or FLAG option of the table: a table with more is a programmer's
+     * mistake, caught here on every run rather than by a dropped option. */
+    int nslots = 0;
+    for (int k = 0; k < nopts; k++)
+        nslots += opts[k].kind == DT_OPT_STRING || opts[k].kind == DT_OPT_FLAG;
+    DT_ASSERT(nslots <= DT_CLI_MAX_SLOTS);
+    int rc = scan_args(cmd, opts, nopts, argc, argv, vals, allow_positional);
+    if (rc != DT_EXIT_OK)
+        return rc;
     if (vals->positional != NULL && dt_config_load(vals->positional, cfg) != DT_OK) {
         fprintf(stderr, "dtrain: %s\n", dt_last_error());
         return DT_EXIT_FAIL;
@@ -99,39 +152,7 @@ int dt_cli_parse(const char *cmd, const dt_cli_option *opts, int nopts, int argc
         const char *value = NULL;
         if (o->metavar != NULL)
             value = eq ? eq + 1 : argv[++i];
-        int rc = DT_EXIT_OK;
-        switch (o->kind) {
-        case DT_OPT_CONFIG_KEY:
-            rc = apply_key(cfg, o->key, value, o->name);
-            break;
-        case DT_OPT_CONFIG_ON:
-            rc = apply_key(cfg, o->key, "on", o->name);
-            break;
-        case DT_OPT_SET:
-            if (dt_config_set(cfg, value, "--set") != DT_OK) {
-                fprintf(stderr, "dtrain: %s\n", dt_last_error());
-                rc = DT_EXIT_USAGE;
-            }
-            break;
-        case DT_OPT_STRING: {
-            int k = 0;
-            while (k < vals->nstrings && strcmp(vals->string_keys[k], o->key) != 0)
-                k++;
-            DT_ASSERT(k < DT_CLI_MAX_SLOTS); /* the table is checked below */
-            vals->string_keys[k] = o->key;
-            vals->strings[k] = value;
-            if (k == vals->nstrings)
-                vals->nstrings++;
-            break;
-        }
-        case DT_OPT_FLAG:
-            if (!dt_cli_flag(vals, o->key)) {
-                DT_ASSERT(vals->nflags < DT_CLI_MAX_SLOTS);
-                vals->flags[vals->nflags++] = o->key;
-            }
-            break;
-        }
-        if (rc != DT_EXIT_OK)
+        if ((rc = apply_option(o, value, cfg, vals)) != DT_EXIT_OK)
             return rc;
     }
     return DT_EXIT_OK;

@@ -16,61 +16,72 @@ static void empty_like(const dt_dataset *like, dt_dataset *out)
     out->shift = like->shift;
 }
 
+/* IDX: the directory's train files, and its t10k files when evaluation is on. */
+static dt_status load_idx(const dt_config *cfg, dt_dataset *storage, dt_dataset *test_storage)
+{
+    dt_status st = DT_OK;
+    char train_images[4096], test_images[4096], labels[4096];
+    DT_TRY(dt_idx_load_dir(cfg->data.dir, "train", cfg->data.num_classes, storage));
+    /* Without evaluation the test set would only take memory (7.8 MB here). */
+    if (cfg->train.eval) {
+        DT_TRY(dt_idx_load_dir(cfg->data.dir, "t10k", cfg->data.num_classes, test_storage));
+        DT_TRY(dt_idx_dir_paths(cfg->data.dir, "train", train_images, labels,
+                                sizeof train_images));
+        DT_TRY(dt_idx_dir_paths(cfg->data.dir, "t10k", test_images, labels, sizeof test_images));
+        DT_TRY(dt_dataset_check_pair(storage, train_images, test_storage, test_images));
+    } else {
+        empty_like(storage, test_storage);
+    }
+fail:
+    return st;
+}
+
+/* CSV: the training file, and the test file when the config names one and evaluation is
+ * on (*has_test tells which; without a test file the caller holds samples out). */
+static dt_status load_csv(const dt_config *cfg, dt_dataset *storage, dt_dataset *test_storage,
+                          int *has_test)
+{
+    dt_status st = DT_OK;
+    dt_csv_options o = dt_csv_options_default();
+    o.header = cfg->data.csv_header;
+    o.target_cols = cfg->data.csv_targets;
+    o.n_target_cols = cfg->data.n_csv_targets;
+    o.labels = cfg->data.csv_labels;
+    o.num_classes = cfg->data.num_classes;
+    *has_test = cfg->data.test_file[0] != '\0';
+    DT_TRY(dt_csv_load(cfg->data.train_file, &o, storage));
+    if (!*has_test)
+        return DT_OK;
+    if (!cfg->train.eval) {
+        empty_like(storage, test_storage);
+        return DT_OK;
+    }
+    /* Test labels are checked against the training set's classes as the file is read, so
+     * a label out of range is reported with its line. */
+    if (o.labels)
+        o.num_classes = storage->num_classes;
+    DT_TRY(dt_csv_load(cfg->data.test_file, &o, test_storage));
+    DT_TRY(dt_dataset_check_pair(storage, cfg->data.train_file, test_storage,
+                                 cfg->data.test_file));
+fail:
+    return st;
+}
+
 dt_status dt_data_load(const dt_config *cfg, dt_dataset *storage, dt_dataset *test_storage,
                        dt_dataset *train, dt_dataset *test)
 {
     dt_status st = DT_OK;
     memset(storage, 0, sizeof *storage);
     memset(test_storage, 0, sizeof *test_storage);
-    const float scale = (float)(1.0 / (255.0 * cfg->data.std));
-    const float shift = (float)(-cfg->data.mean / cfg->data.std);
+    int separate_test = 0;
     switch (cfg->data.kind) {
-    case DT_DATA_IDX: {
-        char train_images[4096], test_images[4096], labels[4096];
-        DT_TRY(dt_idx_load_dir(cfg->data.dir, "train", cfg->data.num_classes, storage));
-        /* Without evaluation the test set would only take memory (7.8 MB here). */
-        if (cfg->train.eval) {
-            DT_TRY(dt_idx_load_dir(cfg->data.dir, "t10k", cfg->data.num_classes, test_storage));
-            DT_TRY(dt_idx_dir_paths(cfg->data.dir, "train", train_images, labels,
-                                    sizeof train_images));
-            DT_TRY(dt_idx_dir_paths(cfg->data.dir, "t10k", test_images, labels,
-                                    sizeof test_images));
-            DT_TRY(dt_dataset_check_pair(storage, train_images, test_storage, test_images));
-        } else {
-            empty_like(storage, test_storage);
-        }
-        storage->scale = test_storage->scale = scale;
-        storage->shift = test_storage->shift = shift;
-        *train = *storage;
-        *test = *test_storage;
-        return DT_OK;
-    }
-    case DT_DATA_CSV: {
-        dt_csv_options o = dt_csv_options_default();
-        o.header = cfg->data.csv_header;
-        o.target_cols = cfg->data.csv_targets;
-        o.n_target_cols = cfg->data.n_csv_targets;
-        o.labels = cfg->data.csv_labels;
-        o.num_classes = cfg->data.num_classes;
-        DT_TRY(dt_csv_load(cfg->data.train_file, &o, storage));
-        if (cfg->data.test_file[0] != '\0') {
-            if (cfg->train.eval) {
-                /* Test labels are checked against the training set's classes as the file
-                 * is read, so a label out of range is reported with its line. */
-                if (o.labels)
-                    o.num_classes = storage->num_classes;
-                DT_TRY(dt_csv_load(cfg->data.test_file, &o, test_storage));
-                DT_TRY(dt_dataset_check_pair(storage, cfg->data.train_file, test_storage,
-                                             cfg->data.test_file));
-            } else {
-                empty_like(storage, test_storage);
-            }
-            *train = *storage;
-            *test = *test_storage;
-            return DT_OK;
-        }
+    case DT_DATA_IDX:
+        DT_TRY(load_idx(cfg, storage, test_storage));
+        separate_test = 1;
         break;
-    }
+    case DT_DATA_CSV:
+        DT_TRY(load_csv(cfg, storage, test_storage, &separate_test));
+        break;
     case DT_DATA_SYNTH_LINREG: {
         dt_synth_linreg s = {.n = cfg->data.synth_samples,
                              .p = cfg->data.synth_features,
@@ -82,6 +93,16 @@ dt_status dt_data_load(const dt_config *cfg, dt_dataset *storage, dt_dataset *te
     }
     default:
         return dt_fail(DT_ERR_INVALID, "data.kind: unknown kind %d", (int)cfg->data.kind);
+    }
+    if (separate_test) {
+        /* uint8 pixels become (x/255 - mean)/std (CSV features are floats already). */
+        if (cfg->data.kind == DT_DATA_IDX) {
+            storage->scale = test_storage->scale = (float)(1.0 / (255.0 * cfg->data.std));
+            storage->shift = test_storage->shift = (float)(-cfg->data.mean / cfg->data.std);
+        }
+        *train = *storage;
+        *test = *test_storage;
+        return DT_OK;
     }
     /* One file: hold out the last test_samples samples. */
     if (cfg->data.test_samples < 0 || cfg->data.test_samples >= storage->n) {

@@ -49,7 +49,7 @@ for r in "$@"; do
     rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$work/log" | tail -n 1)
     cov=$(grep -o 'cov: [0-9]*' "$work/log" | tail -n 1)
     if [ "$rc" -eq 0 ]; then
-        echo "fuzz_$r: ok, ${runs:-?} runs in ${seconds} s (${rate:-?}/s), ${cov:-cov: ?}," \
+        echo "fuzz_$r: ok, ${runs:-?} runs (limit ${seconds} s, ${rate:-?}/s), ${cov:-cov: ?}," \
             "corpus $(find "$work/corpus" -type f | wc -l) inputs"
         continue
     fi
