@@ -142,63 +142,63 @@ static dt_status parse_positional(dt_layer_spec *s, int index, const char *text)
 }
 
 /* Parses the trimmed, NUL-terminated `buf` (modified in place). */
-static dt_status parse_body(char *buf, dt_layer_spec *out)
+/* An optional "name:" before the layer: copied into name (a zero-filled buffer, left
+ * empty without one); *body is what follows it. */
+static dt_status split_name(char *buf, char name[DT_NAME_MAX], char **body)
 {
-    char *body = buf;
-    char name[DT_NAME_MAX] = "";
+    *body = buf;
     char *colon = strchr(buf, ':');
-    if (colon != NULL) {
-        char *end = colon;
-        while (end > buf && isspace((unsigned char)end[-1]))
-            end--;
-        if (check_name(buf, (size_t)(end - buf)) != DT_OK)
-            return DT_ERR_INVALID;
-        memcpy(name, buf, (size_t)(end - buf));
-        name[end - buf] = '\0';
-        body = colon + 1;
-    }
+    if (colon == NULL)
+        return DT_OK;
+    char *end = colon;
+    while (end > buf && isspace((unsigned char)end[-1]))
+        end--;
+    if (check_name(buf, (size_t)(end - buf)) != DT_OK)
+        return DT_ERR_INVALID;
+    memcpy(name, buf, (size_t)(end - buf));
+    name[end - buf] = '\0';
+    *body = colon + 1;
+    return DT_OK;
+}
 
-    char *tok[LAYER_MAX_TOKENS];
-    int ntok = 0;
+/* Splits body at white space, in place, into at most LAYER_MAX_TOKENS words. */
+static dt_status split_words(char *body, char *tok[LAYER_MAX_TOKENS], int *ntok)
+{
+    *ntok = 0;
     for (char *p = body;;) {
         while (isspace((unsigned char)*p))
             p++;
         if (*p == '\0')
-            break;
-        if (ntok == LAYER_MAX_TOKENS)
+            return DT_OK;
+        if (*ntok == LAYER_MAX_TOKENS)
             return dt_fail(DT_ERR_INVALID, "more than %d words", LAYER_MAX_TOKENS);
-        tok[ntok++] = p;
+        tok[(*ntok)++] = p;
         while (*p != '\0' && !isspace((unsigned char)*p))
             p++;
         if (*p != '\0')
             *p++ = '\0';
     }
-    if (ntok == 0)
-        return dt_fail(DT_ERR_INVALID, "no layer kind%s", name[0] ? " after the name" : "");
+}
 
-    dt_layer_kind kind;
-    if (dt_layer_kind_parse(tok[0], &kind) != DT_OK)
-        return DT_ERR_INVALID;
-    dt_layer_spec s = dt_layer_spec_default(kind);
-    memcpy(s.name, name, sizeof s.name);
-    const kind_syntax *syn = &syntax[kind];
-
+/* The words after the kind: positional arguments in order, then key=value options, each
+ * at most once. */
+static dt_status parse_args(dt_layer_spec *s, const kind_syntax *syn, char **tok, int ntok)
+{
     int npos = 0;
     char seen[LAYER_MAX_TOKENS][16];
     int nseen = 0;
+    const int takes = syn->required + syn->optional;
     for (int i = 1; i < ntok; i++) {
         char *eq = strchr(tok[i], '=');
         if (eq == NULL) {
-            if (npos >= syn->required + syn->optional) {
-                if (syn->required + syn->optional == 0)
+            if (npos >= takes) {
+                if (takes == 0)
                     return dt_fail(DT_ERR_INVALID, "%s takes no arguments, got '%s'", tok[0],
                                    tok[i]);
                 return dt_fail(DT_ERR_INVALID, "%s takes %d argument%s (%s), got another: '%s'",
-                               tok[0], syn->required + syn->optional,
-                               syn->required + syn->optional == 1 ? "" : "s", syn->positional,
-                               tok[i]);
+                               tok[0], takes, takes == 1 ? "" : "s", syn->positional, tok[i]);
             }
-            if (parse_positional(&s, npos, tok[i]) != DT_OK)
+            if (parse_positional(s, npos, tok[i]) != DT_OK)
                 return DT_ERR_INVALID;
             npos++;
             continue;
@@ -215,12 +215,33 @@ static dt_status parse_body(char *buf, dt_layer_spec *out)
             if (strcmp(seen[j], key) == 0)
                 return dt_fail(DT_ERR_INVALID, "option '%s' given twice", key);
         snprintf(seen[nseen++], sizeof seen[0], "%s", key);
-        if (parse_option(&s, key, value) != DT_OK)
+        if (parse_option(s, key, value) != DT_OK)
             return DT_ERR_INVALID;
     }
     if (npos < syn->required)
         return dt_fail(DT_ERR_INVALID, "%s needs %d argument%s (%s), got %d", tok[0], syn->required,
                        syn->required == 1 ? "" : "s", syn->positional, npos);
+    return DT_OK;
+}
+
+static dt_status parse_body(char *buf, dt_layer_spec *out)
+{
+    char name[DT_NAME_MAX] = "", *body = NULL; /* zero-filled: copied whole into the spec */
+    if (split_name(buf, name, &body) != DT_OK)
+        return DT_ERR_INVALID;
+    char *tok[LAYER_MAX_TOKENS];
+    int ntok = 0;
+    if (split_words(body, tok, &ntok) != DT_OK)
+        return DT_ERR_INVALID;
+    if (ntok == 0)
+        return dt_fail(DT_ERR_INVALID, "no layer kind%s", name[0] ? " after the name" : "");
+    dt_layer_kind kind;
+    if (dt_layer_kind_parse(tok[0], &kind) != DT_OK)
+        return DT_ERR_INVALID;
+    dt_layer_spec s = dt_layer_spec_default(kind);
+    memcpy(s.name, name, sizeof s.name);
+    if (parse_args(&s, &syntax[kind], tok, ntok) != DT_OK)
+        return DT_ERR_INVALID;
     *out = s;
     return DT_OK;
 }
