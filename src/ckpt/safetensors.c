@@ -135,18 +135,18 @@ static int st_entry_cmp(const void *pa, const void *pb)
     return (a->order > b->order) - (a->order < b->order);
 }
 
-/* Parses one tensor entry `j` named `name` into e; data_size bounds its offsets. */
-static dt_status st_parse_entry(const char *path, const char *name, const cJSON *j,
-                                uint64_t data_size, st_entry *e)
+/* Finds the three keys of tensor entry `j` named `name`: each exactly once, and no other. */
+static dt_status st_entry_keys(const char *path, const char *name, const cJSON *j,
+                               const cJSON **dtype, const cJSON **shape, const cJSON **offsets)
 {
     if (!cJSON_IsObject(j))
         return dt_fail(DT_ERR_FORMAT, "safetensors: %s: tensor '%s': entry is not a JSON object",
                        path, name);
-    const cJSON *dtype = NULL, *shape = NULL, *offsets = NULL;
+    *dtype = *shape = *offsets = NULL;
     for (const cJSON *k = j->child; k != NULL; k = k->next) {
-        const cJSON **slot = strcmp(k->string, "dtype") == 0          ? &dtype
-                             : strcmp(k->string, "shape") == 0        ? &shape
-                             : strcmp(k->string, "data_offsets") == 0 ? &offsets
+        const cJSON **slot = strcmp(k->string, "dtype") == 0          ? dtype
+                             : strcmp(k->string, "shape") == 0        ? shape
+                             : strcmp(k->string, "data_offsets") == 0 ? offsets
                                                                       : NULL;
         if (slot == NULL)
             return dt_fail(DT_ERR_FORMAT, "safetensors: %s: tensor '%s': unknown key '%s'", path,
@@ -156,12 +156,17 @@ static dt_status st_parse_entry(const char *path, const char *name, const cJSON 
                            path, name, k->string);
         *slot = k;
     }
-    if (dtype == NULL || shape == NULL || offsets == NULL)
+    if (*dtype == NULL || *shape == NULL || *offsets == NULL)
         return dt_fail(DT_ERR_FORMAT, "safetensors: %s: tensor '%s': missing '%s'", path, name,
-                       dtype == NULL   ? "dtype"
-                       : shape == NULL ? "shape"
-                                       : "data_offsets");
+                       *dtype == NULL   ? "dtype"
+                       : *shape == NULL ? "shape"
+                                        : "data_offsets");
+    return DT_OK;
+}
 
+/* Sets e->t.dtype from the entry's "dtype", one of the names this reader supports. */
+static dt_status st_entry_dtype(const char *path, const char *name, const cJSON *dtype, st_entry *e)
+{
     if (!cJSON_IsString(dtype))
         return dt_fail(DT_ERR_FORMAT, "safetensors: %s: tensor '%s': dtype is not a string", path,
                        name);
@@ -175,7 +180,14 @@ static dt_status st_parse_entry(const char *path, const char *name, const cJSON 
                        "I64, U8)",
                        path, name, dtype->valuestring);
     e->t.dtype = (dt_st_dtype)dt;
+    return DT_OK;
+}
 
+/* Sets e->t.ndim and e->t.shape from the entry's "shape" and *nbytes to the bytes that
+ * shape holds in e->t.dtype (set before), refusing a count that overflows 64 bits. */
+static dt_status st_entry_shape(const char *path, const char *name, const cJSON *shape, st_entry *e,
+                                uint64_t *nbytes)
+{
     if (!cJSON_IsArray(shape))
         return dt_fail(DT_ERR_FORMAT, "safetensors: %s: tensor '%s': shape is not an array", path,
                        name);
@@ -196,15 +208,23 @@ static dt_status st_parse_entry(const char *path, const char *name, const cJSON 
         has_zero |= e->t.shape[d] == 0;
     }
     /* The byte count; an empty tensor is empty however large its other dimensions. */
-    uint64_t nbytes = has_zero ? 0 : st_dtype_sizes[dt];
-    for (d = 0; d < ndim && nbytes != 0; d++) {
+    uint64_t count = has_zero ? 0 : st_dtype_sizes[e->t.dtype];
+    for (d = 0; d < ndim && count != 0; d++) {
         uint64_t dim = (uint64_t)e->t.shape[d];
-        if (nbytes > UINT64_MAX / dim)
+        if (count > UINT64_MAX / dim)
             return dt_fail(DT_ERR_FORMAT, "safetensors: %s: tensor '%s': shape overflows 64 bits",
                            path, name);
-        nbytes *= dim;
+        count *= dim;
     }
+    *nbytes = count;
+    return DT_OK;
+}
 
+/* Sets e->begin and e->end from the entry's "data_offsets": in order, spanning exactly
+ * the `nbytes` its shape needs, inside the data region of `data_size` bytes. */
+static dt_status st_entry_offsets(const char *path, const char *name, const cJSON *offsets,
+                                  uint64_t nbytes, uint64_t data_size, st_entry *e)
+{
     if (!cJSON_IsArray(offsets) || cJSON_GetArraySize(offsets) != 2 ||
         !st_is_integer(offsets->child) || !st_is_integer(offsets->child->next))
         return dt_fail(DT_ERR_FORMAT,
@@ -222,7 +242,7 @@ static dt_status st_parse_entry(const char *path, const char *name, const cJSON 
         return dt_fail(DT_ERR_FORMAT,
                        "safetensors: %s: tensor '%s': shape needs %llu bytes of %s but "
                        "data_offsets [%llu, %llu] span %llu",
-                       path, name, (unsigned long long)nbytes, st_dtype_names[dt],
+                       path, name, (unsigned long long)nbytes, st_dtype_names[e->t.dtype],
                        (unsigned long long)e->begin, (unsigned long long)e->end,
                        (unsigned long long)(e->end - e->begin));
     if (e->end > data_size)
@@ -231,9 +251,26 @@ static dt_status st_parse_entry(const char *path, const char *name, const cJSON 
                        "%llu-byte data region",
                        path, name, (unsigned long long)e->begin, (unsigned long long)e->end,
                        (unsigned long long)data_size);
+    return DT_OK;
+}
+
+/* Parses one tensor entry `j` named `name` into e; data_size bounds its offsets. The
+ * checks run in the entry's logical order (keys, dtype, shape, offsets), so the first
+ * fault found is the one reported. */
+static dt_status st_parse_entry(const char *path, const char *name, const cJSON *j,
+                                uint64_t data_size, st_entry *e)
+{
+    dt_status st = DT_OK;
+    const cJSON *dtype = NULL, *shape = NULL, *offsets = NULL;
+    uint64_t nbytes = 0;
+    DT_TRY(st_entry_keys(path, name, j, &dtype, &shape, &offsets));
+    DT_TRY(st_entry_dtype(path, name, dtype, e));
+    DT_TRY(st_entry_shape(path, name, shape, e, &nbytes));
+    DT_TRY(st_entry_offsets(path, name, offsets, nbytes, data_size, e));
     e->t.name = name;
     e->t.nbytes = (size_t)nbytes;
-    return DT_OK;
+fail:
+    return st;
 }
 
 static dt_status st_parse_metadata(dt_st_file *f, const cJSON *j)
@@ -262,6 +299,126 @@ static dt_status st_parse_metadata(dt_st_file *f, const cJSON *j)
     return DT_OK;
 }
 
+/* Reads the 8-byte little-endian header length of f's file into *hlen: at most the
+ * reference implementation's limit, and inside the file. */
+static dt_status st_header_length(const dt_st_file *f, uint64_t *hlen)
+{
+    const char *path = f->path;
+    if (f->size < 8)
+        return dt_fail(DT_ERR_FORMAT,
+                       "safetensors: %s: %zu bytes, shorter than the 8-byte header "
+                       "length",
+                       path, f->size);
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; i--)
+        n = (n << 8) | f->buf[i];
+    if (n > ST_MAX_HEADER)
+        return dt_fail(DT_ERR_FORMAT,
+                       "safetensors: %s: header length %llu exceeds the limit of "
+                       "%llu bytes",
+                       path, (unsigned long long)n, (unsigned long long)ST_MAX_HEADER);
+    if (n > f->size - 8)
+        return dt_fail(DT_ERR_FORMAT,
+                       "safetensors: %s: header length %llu runs past the end of "
+                       "the %zu-byte file",
+                       path, (unsigned long long)n, f->size);
+    *hlen = n;
+    return DT_OK;
+}
+
+/* Parses the `hlen` header bytes after the length into f->root: UTF-8 JSON that starts
+ * with '{', is one object, and is followed by nothing but whitespace (the padding). */
+static dt_status st_parse_header(dt_st_file *f, uint64_t hlen)
+{
+    const char *path = f->path;
+    const char *head = (const char *)f->buf + 8;
+    if (hlen == 0 || head[0] != '{')
+        return dt_fail(DT_ERR_FORMAT, "safetensors: %s: header does not start with '{'", path);
+    if (!st_valid_utf8((const unsigned char *)head, (size_t)hlen))
+        return dt_fail(DT_ERR_FORMAT, "safetensors: %s: header is not valid UTF-8", path);
+    const char *parse_end = NULL;
+    f->root = cJSON_ParseWithLengthOpts(head, (size_t)hlen, &parse_end, 0);
+    if (f->root == NULL)
+        return dt_fail(DT_ERR_FORMAT,
+                       "safetensors: %s: header is not valid JSON (at byte %lld of "
+                       "%llu)",
+                       path, parse_end ? (long long)(parse_end - head) : -1LL,
+                       (unsigned long long)hlen);
+    for (const char *q = parse_end; q < head + hlen; q++)
+        if (*q != ' ' && *q != '\t' && *q != '\n' && *q != '\r')
+            return dt_fail(DT_ERR_FORMAT,
+                           "safetensors: %s: header has bytes after its JSON "
+                           "object (at byte %lld)",
+                           path, (long long)(q - head));
+    if (!cJSON_IsObject(f->root))
+        return dt_fail(DT_ERR_FORMAT, "safetensors: %s: header is not a JSON object", path);
+    return DT_OK;
+}
+
+/* Fills f->entries (in JSON order, f->count of them) and f->meta from the keys of
+ * f->root: at most one "__metadata__", every other key a tensor named once. */
+static dt_status st_parse_tensors(dt_st_file *f, uint64_t data_size)
+{
+    dt_status st = DT_OK;
+    const char *path = f->path;
+    int n = cJSON_GetArraySize(f->root);
+    f->entries = calloc((size_t)(n > 0 ? n : 1), sizeof *f->entries);
+    f->tensors = calloc((size_t)(n > 0 ? n : 1), sizeof *f->tensors);
+    if (f->entries == NULL || f->tensors == NULL)
+        return dt_fail(DT_ERR_NOMEM, "safetensors: %s: cannot allocate %d entries", path, n);
+    int order = 0, seen_meta = 0;
+    for (const cJSON *k = f->root->child; k != NULL; k = k->next, order++) {
+        if (strcmp(k->string, "__metadata__") == 0) {
+            if (seen_meta++)
+                return dt_fail(DT_ERR_FORMAT, "safetensors: %s: __metadata__ appears twice", path);
+            DT_TRY(st_parse_metadata(f, k));
+            continue;
+        }
+        for (int i = 0; i < f->count; i++)
+            if (strcmp(f->entries[i].t.name, k->string) == 0)
+                return dt_fail(DT_ERR_FORMAT, "safetensors: %s: tensor '%s' appears twice", path,
+                               k->string);
+        st_entry *e = &f->entries[f->count];
+        DT_TRY(st_parse_entry(path, k->string, k, data_size, e));
+        e->order = order;
+        f->count++;
+    }
+fail:
+    return st;
+}
+
+/* Sorts f->entries by offset and checks that they tile the data region of `data_size`
+ * bytes: each starts where the last ended (no overlap, no hole) and the last ends at its
+ * end. */
+static dt_status st_check_tiling(dt_st_file *f, uint64_t data_size)
+{
+    const char *path = f->path;
+    qsort(f->entries, (size_t)f->count, sizeof *f->entries, st_entry_cmp);
+    uint64_t at = 0;
+    const char *last = NULL;
+    for (int i = 0; i < f->count; i++) {
+        const st_entry *e = &f->entries[i];
+        if (e->begin < at)
+            return dt_fail(DT_ERR_FORMAT,
+                           "safetensors: %s: tensors '%s' and '%s' overlap (bytes [%llu, %llu) "
+                           "of the data region)",
+                           path, last, e->t.name, (unsigned long long)e->begin,
+                           (unsigned long long)at);
+        if (e->begin > at)
+            return dt_fail(DT_ERR_FORMAT,
+                           "safetensors: %s: bytes [%llu, %llu) of the data region, before "
+                           "tensor '%s', belong to no tensor",
+                           path, (unsigned long long)at, (unsigned long long)e->begin, e->t.name);
+        at = e->end;
+        last = e->t.name;
+    }
+    if (at != data_size)
+        return dt_fail(DT_ERR_FORMAT,
+                       "safetensors: %s: %llu bytes after the last tensor belong to no tensor",
+                       path, (unsigned long long)(data_size - at));
+    return DT_OK;
+}
+
 dt_status dt_st_open(const char *path, dt_st_file **out)
 {
     DT_ASSERT(path != NULL && out != NULL);
@@ -285,125 +442,13 @@ dt_status dt_st_open(const char *path, dt_st_file **out)
         f->buf = (unsigned char *)raw;
     }
 
-    if (f->size < 8) {
-        st = dt_fail(DT_ERR_FORMAT,
-                     "safetensors: %s: %zu bytes, shorter than the 8-byte header "
-                     "length",
-                     path, f->size);
-        goto fail;
-    }
     uint64_t hlen = 0;
-    for (int i = 7; i >= 0; i--)
-        hlen = (hlen << 8) | f->buf[i];
-    if (hlen > ST_MAX_HEADER) {
-        st = dt_fail(DT_ERR_FORMAT,
-                     "safetensors: %s: header length %llu exceeds the limit of "
-                     "%llu bytes",
-                     path, (unsigned long long)hlen, (unsigned long long)ST_MAX_HEADER);
-        goto fail;
-    }
-    if (hlen > f->size - 8) {
-        st = dt_fail(DT_ERR_FORMAT,
-                     "safetensors: %s: header length %llu runs past the end of "
-                     "the %zu-byte file",
-                     path, (unsigned long long)hlen, f->size);
-        goto fail;
-    }
-    const char *head = (const char *)f->buf + 8;
-    if (hlen == 0 || head[0] != '{') {
-        st = dt_fail(DT_ERR_FORMAT, "safetensors: %s: header does not start with '{'", path);
-        goto fail;
-    }
-    if (!st_valid_utf8((const unsigned char *)head, (size_t)hlen)) {
-        st = dt_fail(DT_ERR_FORMAT, "safetensors: %s: header is not valid UTF-8", path);
-        goto fail;
-    }
-    const char *parse_end = NULL;
-    f->root = cJSON_ParseWithLengthOpts(head, (size_t)hlen, &parse_end, 0);
-    if (f->root == NULL) {
-        st = dt_fail(DT_ERR_FORMAT,
-                     "safetensors: %s: header is not valid JSON (at byte %lld of "
-                     "%llu)",
-                     path, parse_end ? (long long)(parse_end - head) : -1LL,
-                     (unsigned long long)hlen);
-        goto fail;
-    }
-    for (const char *q = parse_end; q < head + hlen; q++) {
-        if (*q != ' ' && *q != '\t' && *q != '\n' && *q != '\r') {
-            st = dt_fail(DT_ERR_FORMAT,
-                         "safetensors: %s: header has bytes after its JSON "
-                         "object (at byte %lld)",
-                         path, (long long)(q - head));
-            goto fail;
-        }
-    }
-    if (!cJSON_IsObject(f->root)) {
-        st = dt_fail(DT_ERR_FORMAT, "safetensors: %s: header is not a JSON object", path);
-        goto fail;
-    }
-
+    DT_TRY(st_header_length(f, &hlen));
+    DT_TRY(st_parse_header(f, hlen));
     const uint64_t data_size = f->size - 8 - hlen;
     const unsigned char *data = f->buf + 8 + hlen;
-    int n = cJSON_GetArraySize(f->root);
-    f->entries = calloc((size_t)(n > 0 ? n : 1), sizeof *f->entries);
-    f->tensors = calloc((size_t)(n > 0 ? n : 1), sizeof *f->tensors);
-    if (f->entries == NULL || f->tensors == NULL) {
-        st = dt_fail(DT_ERR_NOMEM, "safetensors: %s: cannot allocate %d entries", path, n);
-        goto fail;
-    }
-    int order = 0, seen_meta = 0;
-    for (const cJSON *k = f->root->child; k != NULL; k = k->next, order++) {
-        if (strcmp(k->string, "__metadata__") == 0) {
-            if (seen_meta++) {
-                st = dt_fail(DT_ERR_FORMAT, "safetensors: %s: __metadata__ appears twice", path);
-                goto fail;
-            }
-            DT_TRY(st_parse_metadata(f, k));
-            continue;
-        }
-        for (int i = 0; i < f->count; i++) {
-            if (strcmp(f->entries[i].t.name, k->string) == 0) {
-                st = dt_fail(DT_ERR_FORMAT, "safetensors: %s: tensor '%s' appears twice", path,
-                             k->string);
-                goto fail;
-            }
-        }
-        st_entry *e = &f->entries[f->count];
-        DT_TRY(st_parse_entry(path, k->string, k, data_size, e));
-        e->order = order;
-        f->count++;
-    }
-
-    /* The tensors must tile the buffer: sorted by offset, each starts where the last ended. */
-    qsort(f->entries, (size_t)f->count, sizeof *f->entries, st_entry_cmp);
-    uint64_t at = 0;
-    const char *last = NULL;
-    for (int i = 0; i < f->count; i++) {
-        const st_entry *e = &f->entries[i];
-        if (e->begin < at) {
-            st = dt_fail(DT_ERR_FORMAT,
-                         "safetensors: %s: tensors '%s' and '%s' overlap (bytes [%llu, %llu) of "
-                         "the data region)",
-                         path, last, e->t.name, (unsigned long long)e->begin,
-                         (unsigned long long)at);
-            goto fail;
-        }
-        if (e->begin > at) {
-            st = dt_fail(DT_ERR_FORMAT,
-                         "safetensors: %s: bytes [%llu, %llu) of the data region, before tensor "
-                         "'%s', belong to no tensor",
-                         path, (unsigned long long)at, (unsigned long long)e->begin, e->t.name);
-            goto fail;
-        }
-        at = e->end;
-        last = e->t.name;
-    }
-    if (at != data_size) {
-        st = dt_fail(DT_ERR_FORMAT,
-                     "safetensors: %s: %llu bytes after the last tensor belong to no tensor", path,
-                     (unsigned long long)(data_size - at));
-        goto fail;
-    }
+    DT_TRY(st_parse_tensors(f, data_size));
+    DT_TRY(st_check_tiling(f, data_size));
     for (int i = 0; i < f->count; i++) {
         f->entries[i].t.data = data + f->entries[i].begin;
         f->tensors[i] = f->entries[i].t;
@@ -612,6 +657,92 @@ static dt_status st_create_tmp(const char *path, char *tmp, size_t tmp_size, int
     return dt_fail(DT_ERR_IO, "safetensors: %s: cannot find a free temporary name", path);
 }
 
+/* Builds the header into h: the JSON object (metadata first, then the tensors in the
+ * caller's order with contiguous offsets), padded with spaces to a multiple of 8 so that
+ * the buffer starts 8-byte aligned in the file. Fails when it cannot be allocated or is
+ * over the reference implementation's limit. */
+static dt_status st_build_header(const char *path, const dt_st_tensor *tensors, int n,
+                                 const char *const *meta, int nmeta, st_buf *h)
+{
+    st_puts(h, "{");
+    if (nmeta > 0) {
+        st_puts(h, "\"__metadata__\":{");
+        for (int m = 0; m < nmeta; m++) {
+            if (m > 0)
+                st_puts(h, ",");
+            st_put_json_string(h, meta[2 * m]);
+            st_puts(h, ":");
+            st_put_json_string(h, meta[2 * m + 1]);
+        }
+        st_puts(h, "}");
+    }
+    uint64_t offset = 0;
+    for (int i = 0; i < n; i++) {
+        const dt_st_tensor *t = &tensors[i];
+        if (i > 0 || nmeta > 0)
+            st_puts(h, ",");
+        st_put_json_string(h, t->name);
+        st_puts(h, ":{\"dtype\":\"");
+        st_puts(h, st_dtype_names[t->dtype]);
+        st_puts(h, "\",\"shape\":[");
+        for (int d = 0; d < t->ndim; d++) {
+            if (d > 0)
+                st_puts(h, ",");
+            st_put_u64(h, (uint64_t)t->shape[d]);
+        }
+        st_puts(h, "],\"data_offsets\":[");
+        st_put_u64(h, offset);
+        st_puts(h, ",");
+        offset += t->nbytes;
+        st_put_u64(h, offset);
+        st_puts(h, "]}");
+    }
+    st_puts(h, "}");
+    while (!h->oom && h->len % 8 != 0)
+        st_puts(h, " ");
+    if (h->oom)
+        return dt_fail(DT_ERR_NOMEM, "safetensors: %s: cannot allocate the header", path);
+    if ((uint64_t)h->len > ST_MAX_HEADER)
+        return dt_fail(DT_ERR_INVALID,
+                       "safetensors: %s: header of %zu bytes exceeds the limit of "
+                       "%llu",
+                       path, h->len, (unsigned long long)ST_MAX_HEADER);
+    return DT_OK;
+}
+
+/* Writes the whole file to f (the temporary `tmp` for `path`): the header length, the
+ * header h, the tensors' data in order; then flushes it to the disk. Closing f is the
+ * caller's. */
+static dt_status st_write_contents(FILE *f, const char *path, const char *tmp, const st_buf *h,
+                                   const dt_st_tensor *tensors, int n)
+{
+    unsigned char len8[8];
+    for (int i = 0; i < 8; i++)
+        len8[i] = (unsigned char)((uint64_t)h->len >> (8 * i));
+    int ok = st_fwrite(f, len8, 8) && st_fwrite(f, h->p, h->len);
+    for (int i = 0; ok && i < n; i++)
+        ok = st_fwrite(f, tensors[i].data, tensors[i].nbytes);
+    if (!ok || fflush(f) != 0 || fsync(fileno(f)) != 0)
+        return dt_fail(DT_ERR_IO, "safetensors: %s: cannot write %s: %s", path, tmp,
+                       strerror(errno));
+    return DT_OK;
+}
+
+/* Makes a rename into the directory of `tmp` durable (tmp's text is cut to that
+ * directory). The file is complete and in place whatever happens here, and some file
+ * systems refuse fsync on a directory, so nothing here can fail the write. */
+static void st_sync_dir(char *tmp)
+{
+    char *slash = strrchr(tmp, '/');
+    if (slash != NULL)
+        *(slash == tmp ? slash + 1 : slash) = '\0';
+    int dfd = open(slash != NULL ? tmp : ".", O_RDONLY);
+    if (dfd >= 0) {
+        (void)fsync(dfd);
+        close(dfd);
+    }
+}
+
 dt_status dt_st_write(const char *path, const dt_st_tensor *tensors, int n, const char *const *meta,
                       int nmeta)
 {
@@ -625,55 +756,7 @@ dt_status dt_st_write(const char *path, const dt_st_tensor *tensors, int n, cons
         return dt_fail(DT_ERR_UNSUPPORTED, "safetensors: %s: big-endian hosts are not supported",
                        path);
     DT_TRY(st_check_args(path, tensors, n, meta, nmeta));
-
-    st_puts(&h, "{");
-    if (nmeta > 0) {
-        st_puts(&h, "\"__metadata__\":{");
-        for (int m = 0; m < nmeta; m++) {
-            if (m > 0)
-                st_puts(&h, ",");
-            st_put_json_string(&h, meta[2 * m]);
-            st_puts(&h, ":");
-            st_put_json_string(&h, meta[2 * m + 1]);
-        }
-        st_puts(&h, "}");
-    }
-    uint64_t offset = 0;
-    for (int i = 0; i < n; i++) {
-        const dt_st_tensor *t = &tensors[i];
-        if (i > 0 || nmeta > 0)
-            st_puts(&h, ",");
-        st_put_json_string(&h, t->name);
-        st_puts(&h, ":{\"dtype\":\"");
-        st_puts(&h, st_dtype_names[t->dtype]);
-        st_puts(&h, "\",\"shape\":[");
-        for (int d = 0; d < t->ndim; d++) {
-            if (d > 0)
-                st_puts(&h, ",");
-            st_put_u64(&h, (uint64_t)t->shape[d]);
-        }
-        st_puts(&h, "],\"data_offsets\":[");
-        st_put_u64(&h, offset);
-        st_puts(&h, ",");
-        offset += t->nbytes;
-        st_put_u64(&h, offset);
-        st_puts(&h, "]}");
-    }
-    st_puts(&h, "}");
-    /* Spaces up to a multiple of 8: the buffer then starts 8-byte aligned in the file. */
-    while (!h.oom && h.len % 8 != 0)
-        st_puts(&h, " ");
-    if (h.oom) {
-        st = dt_fail(DT_ERR_NOMEM, "safetensors: %s: cannot allocate the header", path);
-        goto fail;
-    }
-    if ((uint64_t)h.len > ST_MAX_HEADER) {
-        st = dt_fail(DT_ERR_INVALID,
-                     "safetensors: %s: header of %zu bytes exceeds the limit of "
-                     "%llu",
-                     path, h.len, (unsigned long long)ST_MAX_HEADER);
-        goto fail;
-    }
+    DT_TRY(st_build_header(path, tensors, n, meta, nmeta, &h));
 
     size_t tmp_size = strlen(path) + 64;
     tmp = malloc(tmp_size);
@@ -689,16 +772,7 @@ dt_status dt_st_write(const char *path, const dt_st_tensor *tensors, int n, cons
         goto fail;
     }
     fd = -1; /* f owns it now */
-    unsigned char len8[8];
-    for (int i = 0; i < 8; i++)
-        len8[i] = (unsigned char)((uint64_t)h.len >> (8 * i));
-    int ok = st_fwrite(f, len8, 8) && st_fwrite(f, h.p, h.len);
-    for (int i = 0; ok && i < n; i++)
-        ok = st_fwrite(f, tensors[i].data, tensors[i].nbytes);
-    if (!ok || fflush(f) != 0 || fsync(fileno(f)) != 0) {
-        st = dt_fail(DT_ERR_IO, "safetensors: %s: cannot write %s: %s", path, tmp, strerror(errno));
-        goto fail;
-    }
+    DT_TRY(st_write_contents(f, path, tmp, &h, tensors, n));
     int rc = fclose(f);
     f = NULL;
     if (rc != 0) {
@@ -710,17 +784,7 @@ dt_status dt_st_write(const char *path, const dt_st_tensor *tensors, int n, cons
                      strerror(errno));
         goto fail;
     }
-    /* Make the rename itself durable. The file is complete and in place whatever happens
-     * here, and some file systems refuse fsync on a directory, so a failure is not an
-     * error of this write. */
-    char *slash = strrchr(tmp, '/');
-    if (slash != NULL)
-        *(slash == tmp ? slash + 1 : slash) = '\0';
-    int dfd = open(slash != NULL ? tmp : ".", O_RDONLY);
-    if (dfd >= 0) {
-        (void)fsync(dfd);
-        close(dfd);
-    }
+    st_sync_dir(tmp);
     free(tmp);
     free(h.p);
     return DT_OK;

@@ -157,16 +157,10 @@ static int csv_scan_first(char *line, char *end, char delim, int64_t *count, int
     return 1;
 }
 
-dt_status dt_csv_load(const char *path, const dt_csv_options *opts, dt_dataset *out)
+/* The options a load cannot start without: a delimiter that cannot occur inside a number,
+ * a valid header mode, target columns that labels mode can use. */
+static dt_status csv_check_options(const char *path, const dt_csv_options *opts)
 {
-    DT_ASSERT(path != NULL && opts != NULL && out != NULL);
-    dt_status st = DT_OK;
-    char *text = NULL;
-    float *x = NULL, *y = NULL;
-    int32_t *labels = NULL;
-    int64_t *col_slot = NULL; /* per column: feature index >= 0, or -(target index) - 1 */
-    memset(out, 0, sizeof *out);
-
     const char delim = opts->delimiter;
     if (delim == '\0' || delim == '\n' || delim == '\r' || delim == '"' ||
         strchr("0123456789+-.eE", delim) != NULL)
@@ -184,23 +178,245 @@ dt_status dt_csv_load(const char *path, const dt_csv_options *opts, dt_dataset *
     if (opts->num_classes < 0)
         return dt_fail(DT_ERR_INVALID, "csv: %s: num_classes must be >= 0, got %lld", path,
                        (long long)opts->num_classes);
+    return DT_OK;
+}
+
+/* One dt_csv_load in progress: what the first line fixes (columns and where each goes)
+ * and the rows read so far. The steps below allocate col_slot, x, y and labels here and
+ * leave them here on failure too: dt_csv_load frees them, or hands x and y or labels to
+ * the data set. */
+typedef struct csv_load {
+    const char *path;
+    const dt_csv_options *opts;
+    char delim;
+    int64_t ncols, nfeat, ntarg; /* columns of every row: all, features, targets */
+    int64_t first_line;          /* the line that fixed ncols */
+    int64_t cap, n;              /* rows allocated, rows read */
+    int64_t max_label;           /* -1 before the first label */
+    int64_t *col_slot;           /* per column: feature index >= 0, or -(target index) - 1 */
+    float *x, *y;
+    int32_t *labels;
+} csv_load;
+
+/* Fills ld->col_slot for ld->ncols columns: targets in the options' order, features the
+ * remaining columns in file order. Refuses a target outside the columns, a column named
+ * twice and a file left without features. */
+static dt_status csv_map_columns(csv_load *ld)
+{
+    const dt_csv_options *opts = ld->opts;
+    const int64_t ncols = ld->ncols;
+    ld->col_slot = malloc((size_t)ncols * sizeof *ld->col_slot);
+    if (ld->col_slot == NULL)
+        return dt_fail(DT_ERR_NOMEM, "csv: %s: cannot allocate %lld columns", ld->path,
+                       (long long)ncols);
+    int64_t *col_slot = ld->col_slot;
+    for (int64_t c = 0; c < ncols; c++)
+        col_slot[c] = INT64_MAX;
+    for (int t = 0; t < opts->n_target_cols; t++) {
+        int64_t c = opts->target_cols[t];
+        if (c < 0)
+            c += ncols;
+        if (c < 0 || c >= ncols)
+            return dt_fail(DT_ERR_INVALID,
+                           "csv: %s: target column %d is outside the "
+                           "%lld columns",
+                           ld->path, opts->target_cols[t], (long long)ncols);
+        if (col_slot[c] != INT64_MAX)
+            return dt_fail(DT_ERR_INVALID,
+                           "csv: %s: column %lld is named twice as a "
+                           "target",
+                           ld->path, (long long)c);
+        col_slot[c] = -(int64_t)t - 1;
+    }
+    ld->nfeat = ncols - ld->ntarg;
+    if (ld->nfeat < 1)
+        return dt_fail(DT_ERR_INVALID,
+                       "csv: %s: all %lld columns are targets; no "
+                       "features are left",
+                       ld->path, (long long)ncols);
+    for (int64_t c = 0, f = 0; c < ncols; c++)
+        if (col_slot[c] == INT64_MAX)
+            col_slot[c] = f++;
+    return DT_OK;
+}
+
+/* Allocates the row buffers once, from the file itself: rows are at most the first line
+ * and the lines left in [rest, eof), the last of which need not end in '\n'. */
+static dt_status csv_alloc_rows(csv_load *ld, const char *rest, const char *eof)
+{
+    ld->cap = 2;
+    for (const char *q = rest; (q = memchr(q, '\n', (size_t)(eof - q))) != NULL; q++)
+        ld->cap++;
+    size_t nx, ny;
+    if (dt_mul_size((size_t)ld->cap, (size_t)ld->nfeat * sizeof(float), &nx) != DT_OK ||
+        dt_mul_size((size_t)ld->cap, (size_t)ld->ntarg * sizeof(float), &ny) != DT_OK)
+        return dt_fail(DT_ERR_NOMEM, "csv: %s: %lld rows x %lld columns overflow", ld->path,
+                       (long long)ld->cap, (long long)ld->ncols);
+    ld->x = malloc(nx);
+    if (ld->opts->labels)
+        ld->labels = malloc((size_t)ld->cap * sizeof *ld->labels);
+    else
+        ld->y = malloc(ny);
+    if (ld->x == NULL || (ld->labels == NULL && ld->y == NULL))
+        return dt_fail(DT_ERR_NOMEM, "csv: %s: cannot allocate %lld rows x %lld columns", ld->path,
+                       (long long)ld->cap, (long long)ld->ncols);
+    return DT_OK;
+}
+
+/* The first non-empty line [line, end), number `lineno`, fixes the column count, the
+ * column map and the row buffers (sized from [rest, eof), the lines after it), and says
+ * in *header whether it is a header rather than data. */
+static dt_status csv_first_line(csv_load *ld, char *line, char *end, int64_t lineno,
+                                const char *rest, const char *eof, int *header)
+{
+    dt_status st = DT_OK;
+    ld->first_line = lineno;
+    int numeric = 1;
+    size_t bad = 0;
+    if (!csv_scan_first(line, end, ld->delim, &ld->ncols, &numeric, &bad))
+        return dt_fail(DT_ERR_FORMAT, "csv: %s:%lld:%zu: unterminated or misplaced quote", ld->path,
+                       (long long)lineno, bad + 1);
+    if (ld->ncols < 2)
+        return dt_fail(DT_ERR_FORMAT,
+                       "csv: %s:%lld: one column (delimiter '%c'); features and targets "
+                       "need at least two",
+                       ld->path, (long long)lineno, ld->delim);
+    DT_TRY(csv_map_columns(ld));
+    DT_TRY(csv_alloc_rows(ld, rest, eof));
+    *header = ld->opts->header == -1 ? !numeric : ld->opts->header;
+fail:
+    return st;
+}
+
+/* Stores field `c` (0-based) of row ld->n, trimmed to [ts, te), in its slot; `col` is the
+ * field's 1-based byte position in its line, for the messages. A feature or a float
+ * target must be a finite float, a label a non-negative integer below num_classes when
+ * that is given. */
+static dt_status csv_read_field(csv_load *ld, char *ts, char *te, size_t col, int64_t lineno,
+                                int64_t c)
+{
+    const dt_csv_options *opts = ld->opts;
+    const char *path = ld->path;
+    const int len = (int)(te - ts < 40 ? te - ts : 40);
+    const int64_t slot = ld->col_slot[c];
+    if (ts == te)
+        return dt_fail(DT_ERR_FORMAT, "csv: %s:%lld:%zu: field %lld is empty", path,
+                       (long long)lineno, col, (long long)c + 1);
+    if (slot < 0 && opts->labels) {
+        double v = 0;
+        if (!csv_parse_double(ts, te, &v) || v < 0 || v != floor(v) || v > 2147483647.0)
+            return dt_fail(DT_ERR_FORMAT,
+                           "csv: %s:%lld:%zu: label \"%.*s\" in field %lld is "
+                           "not a non-negative integer",
+                           path, (long long)lineno, col, len, ts, (long long)c + 1);
+        if (opts->num_classes > 0 && (int64_t)v >= opts->num_classes)
+            return dt_fail(DT_ERR_FORMAT, "csv: %s:%lld:%zu: label %lld is not below %lld", path,
+                           (long long)lineno, col, (long long)v, (long long)opts->num_classes);
+        ld->labels[ld->n] = (int32_t)v;
+        if ((int64_t)v > ld->max_label)
+            ld->max_label = (int64_t)v;
+        return DT_OK;
+    }
+    float v = 0;
+    if (!csv_parse_float(ts, te, &v))
+        return dt_fail(DT_ERR_FORMAT,
+                       "csv: %s:%lld:%zu: field %lld \"%.*s\" is not a "
+                       "finite float",
+                       path, (long long)lineno, col, (long long)c + 1, len, ts);
+    if (slot >= 0)
+        ld->x[ld->n * ld->nfeat + slot] = v;
+    else
+        ld->y[ld->n * ld->ntarg + (-slot - 1)] = v;
+    return DT_OK;
+}
+
+/* Reads the data row [line, end) as row ld->n. Its fields are counted first, so that a
+ * ragged row is reported as such rather than as a bad field. */
+static dt_status csv_read_row(csv_load *ld, char *line, char *end, int64_t lineno)
+{
+    dt_status st = DT_OK;
+    const char delim = ld->delim;
+    int64_t fields = 1;
+    for (const char *q = line; (q = memchr(q, delim, (size_t)(end - q))) != NULL; q++)
+        fields++;
+    if (fields != ld->ncols)
+        return dt_fail(DT_ERR_FORMAT, "csv: %s:%lld: %lld fields, expected %lld as on line %lld",
+                       ld->path, (long long)lineno, (long long)fields, (long long)ld->ncols,
+                       (long long)ld->first_line);
+    char *fs = line;
+    for (int64_t c = 0; c < ld->ncols; c++) {
+        char *fe = memchr(fs, delim, (size_t)(end - fs));
+        if (fe == NULL)
+            fe = end;
+        char *ts = fs, *te = fe;
+        csv_trim(&ts, &te, delim);
+        DT_TRY(csv_read_field(ld, ts, te, (size_t)(ts - line) + 1, lineno, c));
+        fs = fe + 1;
+    }
+    ld->n++;
+fail:
+    return st;
+}
+
+/* Cuts the next line off [*p, eof): [*line, *end) is its text without the LF or CRLF, and
+ * *p moves past it. The last line need not end in '\n'. */
+static void csv_next_line(char **p, char *eof, char **line, char **end)
+{
+    char *nl = memchr(*p, '\n', (size_t)(eof - *p));
+    *line = *p;
+    *end = nl ? nl : eof;
+    *p = nl ? nl + 1 : eof;
+    if (*end > *line && (*end)[-1] == '\r')
+        (*end)--;
+}
+
+/* Describes the rows read in `out`, which points at ld's buffers (not yet adopted). */
+static void csv_describe(const csv_load *ld, dt_dataset *out)
+{
+    out->n = ld->n;
+    out->sample_shape.ndim = 1;
+    out->sample_shape.d[0] = ld->nfeat;
+    out->features = DT_FEATURES_F32;
+    out->x_f32 = ld->x;
+    out->scale = 1.0f;
+    out->shift = 0.0f;
+    if (ld->opts->labels) {
+        out->targets = DT_TARGETS_LABELS;
+        out->labels = ld->labels;
+        out->num_classes = ld->opts->num_classes > 0 ? ld->opts->num_classes : ld->max_label + 1;
+    } else {
+        out->targets = DT_TARGETS_F32;
+        out->y_f32 = ld->y;
+        out->target_width = ld->ntarg;
+    }
+}
+
+dt_status dt_csv_load(const char *path, const dt_csv_options *opts, dt_dataset *out)
+{
+    DT_ASSERT(path != NULL && opts != NULL && out != NULL);
+    dt_status st = DT_OK;
+    char *text = NULL;
+    csv_load ld;
+    memset(&ld, 0, sizeof ld);
+    memset(out, 0, sizeof *out);
+    DT_TRY(csv_check_options(path, opts));
+    ld.path = path;
+    ld.opts = opts;
+    ld.delim = opts->delimiter;
+    ld.ntarg = opts->n_target_cols;
+    ld.max_label = -1;
 
     size_t size = 0;
     DT_TRY(dt_read_file(path, "csv", &text, &size));
     char *p = text, *const eof = text + size;
     if (size >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0)
         p += 3;
-
-    int64_t ncols = 0, nfeat = 0, ntarg = opts->n_target_cols, n = 0, cap = 0;
-    int64_t lineno = 0, first_line = 0, blank_line = 0, max_label = -1;
+    int64_t lineno = 0, blank_line = 0;
     int seen_first = 0;
     while (p < eof) {
-        char *nl = memchr(p, '\n', (size_t)(eof - p));
-        char *line = p, *end = nl ? nl : eof;
-        p = nl ? nl + 1 : eof;
+        char *line, *end;
+        csv_next_line(&p, eof, &line, &end);
         lineno++;
-        if (end > line && end[-1] == '\r')
-            end--;
         if (end == line) {
             if (blank_line == 0)
                 blank_line = lineno;
@@ -214,154 +430,16 @@ dt_status dt_csv_load(const char *path, const dt_csv_options *opts, dt_dataset *
                          seen_first ? "inside the data" : "before the first row");
             goto fail;
         }
-
         if (!seen_first) {
-            /* The first line fixes the column count and, maybe, is the header. */
+            int header = 0;
             seen_first = 1;
-            first_line = lineno;
-            int numeric = 1;
-            size_t bad = 0;
-            if (!csv_scan_first(line, end, delim, &ncols, &numeric, &bad)) {
-                st = dt_fail(DT_ERR_FORMAT, "csv: %s:%lld:%zu: unterminated or misplaced quote",
-                             path, (long long)lineno, bad + 1);
-                goto fail;
-            }
-            if (ncols < 2) {
-                st = dt_fail(DT_ERR_FORMAT,
-                             "csv: %s:%lld: one column (delimiter '%c'); features and targets "
-                             "need at least two",
-                             path, (long long)lineno, delim);
-                goto fail;
-            }
-            col_slot = malloc((size_t)ncols * sizeof *col_slot);
-            if (col_slot == NULL) {
-                st = dt_fail(DT_ERR_NOMEM, "csv: %s: cannot allocate %lld columns", path,
-                             (long long)ncols);
-                goto fail;
-            }
-            for (int64_t c = 0; c < ncols; c++)
-                col_slot[c] = INT64_MAX;
-            for (int t = 0; t < opts->n_target_cols; t++) {
-                int64_t c = opts->target_cols[t];
-                if (c < 0)
-                    c += ncols;
-                if (c < 0 || c >= ncols) {
-                    st = dt_fail(DT_ERR_INVALID,
-                                 "csv: %s: target column %d is outside the "
-                                 "%lld columns",
-                                 path, opts->target_cols[t], (long long)ncols);
-                    goto fail;
-                }
-                if (col_slot[c] != INT64_MAX) {
-                    st = dt_fail(DT_ERR_INVALID,
-                                 "csv: %s: column %lld is named twice as a "
-                                 "target",
-                                 path, (long long)c);
-                    goto fail;
-                }
-                col_slot[c] = -(int64_t)t - 1;
-            }
-            nfeat = ncols - ntarg;
-            if (nfeat < 1) {
-                st = dt_fail(DT_ERR_INVALID,
-                             "csv: %s: all %lld columns are targets; no "
-                             "features are left",
-                             path, (long long)ncols);
-                goto fail;
-            }
-            for (int64_t c = 0, f = 0; c < ncols; c++)
-                if (col_slot[c] == INT64_MAX)
-                    col_slot[c] = f++;
-
-            /* Rows are at most this line and the lines left, the last of which need not
-             * end in '\n'; size everything once. */
-            cap = 2;
-            for (const char *q = p; (q = memchr(q, '\n', (size_t)(eof - q))) != NULL; q++)
-                cap++;
-            size_t nx, ny;
-            if (dt_mul_size((size_t)cap, (size_t)nfeat * sizeof(float), &nx) != DT_OK ||
-                dt_mul_size((size_t)cap, (size_t)ntarg * sizeof(float), &ny) != DT_OK) {
-                st = dt_fail(DT_ERR_NOMEM, "csv: %s: %lld rows x %lld columns overflow", path,
-                             (long long)cap, (long long)ncols);
-                goto fail;
-            }
-            x = malloc(nx);
-            if (opts->labels)
-                labels = malloc((size_t)cap * sizeof *labels);
-            else
-                y = malloc(ny);
-            if (x == NULL || (labels == NULL && y == NULL)) {
-                st = dt_fail(DT_ERR_NOMEM, "csv: %s: cannot allocate %lld rows x %lld columns",
-                             path, (long long)cap, (long long)ncols);
-                goto fail;
-            }
-            int header = opts->header == -1 ? !numeric : opts->header;
+            DT_TRY(csv_first_line(&ld, line, end, lineno, p, eof, &header));
             if (header)
                 continue;
         }
-
-        /* A data row: count first, so a ragged row is reported as such. */
-        int64_t fields = 1;
-        for (const char *q = line; (q = memchr(q, delim, (size_t)(end - q))) != NULL; q++)
-            fields++;
-        if (fields != ncols) {
-            st = dt_fail(DT_ERR_FORMAT, "csv: %s:%lld: %lld fields, expected %lld as on line %lld",
-                         path, (long long)lineno, (long long)fields, (long long)ncols,
-                         (long long)first_line);
-            goto fail;
-        }
-        char *fs = line;
-        for (int64_t c = 0; c < ncols; c++) {
-            char *fe = memchr(fs, delim, (size_t)(end - fs));
-            if (fe == NULL)
-                fe = end;
-            char *ts = fs, *te = fe;
-            csv_trim(&ts, &te, delim);
-            const size_t col = (size_t)(ts - line) + 1;
-            const int len = (int)(te - ts < 40 ? te - ts : 40);
-            const int64_t slot = col_slot[c];
-            if (ts == te) {
-                st = dt_fail(DT_ERR_FORMAT, "csv: %s:%lld:%zu: field %lld is empty", path,
-                             (long long)lineno, col, (long long)c + 1);
-                goto fail;
-            }
-            if (slot < 0 && opts->labels) {
-                double v = 0;
-                if (!csv_parse_double(ts, te, &v) || v < 0 || v != floor(v) || v > 2147483647.0) {
-                    st = dt_fail(DT_ERR_FORMAT,
-                                 "csv: %s:%lld:%zu: label \"%.*s\" in field %lld is "
-                                 "not a non-negative integer",
-                                 path, (long long)lineno, col, len, ts, (long long)c + 1);
-                    goto fail;
-                }
-                if (opts->num_classes > 0 && (int64_t)v >= opts->num_classes) {
-                    st = dt_fail(DT_ERR_FORMAT, "csv: %s:%lld:%zu: label %lld is not below %lld",
-                                 path, (long long)lineno, col, (long long)v,
-                                 (long long)opts->num_classes);
-                    goto fail;
-                }
-                labels[n] = (int32_t)v;
-                if ((int64_t)v > max_label)
-                    max_label = (int64_t)v;
-            } else {
-                float v = 0;
-                if (!csv_parse_float(ts, te, &v)) {
-                    st = dt_fail(DT_ERR_FORMAT,
-                                 "csv: %s:%lld:%zu: field %lld \"%.*s\" is not a "
-                                 "finite float",
-                                 path, (long long)lineno, col, (long long)c + 1, len, ts);
-                    goto fail;
-                }
-                if (slot >= 0)
-                    x[n * nfeat + slot] = v;
-                else
-                    y[n * ntarg + (-slot - 1)] = v;
-            }
-            fs = fe + 1;
-        }
-        n++;
+        DT_TRY(csv_read_row(&ld, line, end, lineno));
     }
-    if (n == 0) {
+    if (ld.n == 0) {
         st = dt_fail(DT_ERR_FORMAT,
                      seen_first ? "csv: %s: a header but no data rows"
                                 : "csv: %s: no data (the file is empty)",
@@ -369,35 +447,20 @@ dt_status dt_csv_load(const char *path, const dt_csv_options *opts, dt_dataset *
         goto fail;
     }
 
-    out->n = n;
-    out->sample_shape.ndim = 1;
-    out->sample_shape.d[0] = nfeat;
-    out->features = DT_FEATURES_F32;
-    out->x_f32 = x;
-    out->scale = 1.0f;
-    out->shift = 0.0f;
-    if (opts->labels) {
-        out->targets = DT_TARGETS_LABELS;
-        out->labels = labels;
-        out->num_classes = opts->num_classes > 0 ? opts->num_classes : max_label + 1;
-    } else {
-        out->targets = DT_TARGETS_F32;
-        out->y_f32 = y;
-        out->target_width = ntarg;
-    }
+    csv_describe(&ld, out);
     dt_free(text);
-    free(col_slot);
-    st = dt_dataset_adopt(out, x, opts->labels ? (void *)labels : (void *)y, path);
+    free(ld.col_slot);
+    st = dt_dataset_adopt(out, ld.x, opts->labels ? (void *)ld.labels : (void *)ld.y, path);
     if (st != DT_OK)
         memset(out, 0, sizeof *out); /* adopt freed both blocks */
     return st;
 
 fail:
     dt_free(text);
-    free(col_slot);
-    free(x);
-    free(y);
-    free(labels);
+    free(ld.col_slot);
+    free(ld.x);
+    free(ld.y);
+    free(ld.labels);
     memset(out, 0, sizeof *out);
     return st;
 }

@@ -79,6 +79,128 @@ fail:
     return st;
 }
 
+/* Reads and checks the 4-byte magic: unsigned bytes (0x08) in `want_ndim` dimensions.
+ * Every message names the magic found and the one expected. */
+static dt_status idx_read_magic(dt_gzin *gz, const char *path, int want_ndim, const char *kind,
+                                unsigned char head[4])
+{
+    const uint32_t want_magic = ((uint32_t)IDX_TYPE_U8 << 8) | (uint32_t)want_ndim;
+    dt_status st = DT_OK;
+    size_t got = 0;
+    DT_TRY(dt_gzin_read(gz, head, 4, &got));
+    if (got < 4)
+        return dt_fail(DT_ERR_FORMAT,
+                       "idx: %s: truncated: %zu bytes, shorter than the 4-byte magic", path, got);
+    const uint32_t magic = idx_be32(head);
+    if (head[0] != 0 || head[1] != 0)
+        return dt_fail(DT_ERR_FORMAT, "idx: %s: not an IDX file: magic 0x%08x, expected 0x%08x",
+                       path, (unsigned)magic, (unsigned)want_magic);
+    if (head[2] != IDX_TYPE_U8)
+        return dt_fail(DT_ERR_FORMAT,
+                       "idx: %s: data type 0x%02x is not unsigned byte (0x08): magic 0x%08x, "
+                       "expected 0x%08x",
+                       path, (unsigned)head[2], (unsigned)magic, (unsigned)want_magic);
+    if (head[3] != want_ndim)
+        return dt_fail(DT_ERR_FORMAT,
+                       "idx: %s: %u dimensions, expected %d for %s: magic 0x%08x, expected "
+                       "0x%08x",
+                       path, (unsigned)head[3], want_ndim, kind, (unsigned)magic,
+                       (unsigned)want_magic);
+fail:
+    return st;
+}
+
+/* Reads the header after the magic: `want_ndim` big-endian dimensions into dims[], none
+ * 0, and their product, the data bytes the header promises, into *expected. The promise
+ * is only checked for overflow here; nothing is allocated from it. */
+static dt_status idx_read_dims(dt_gzin *gz, const char *path, int want_ndim, const char *kind,
+                               int64_t dims[IDX_MAX_DIMS], size_t *expected)
+{
+    dt_status st = DT_OK;
+    unsigned char head[4 + 4 * IDX_MAX_DIMS];
+    DT_TRY(idx_read_magic(gz, path, want_ndim, kind, head));
+    size_t head_bytes = 4 + 4 * (size_t)want_ndim, got = 0;
+    DT_TRY(dt_gzin_read(gz, head + 4, head_bytes - 4, &got));
+    if (got < head_bytes - 4)
+        return dt_fail(DT_ERR_FORMAT,
+                       "idx: %s: truncated: %zu bytes, shorter than the %zu-byte "
+                       "header",
+                       path, 4 + got, head_bytes);
+    size_t product = 1;
+    for (int d = 0; d < want_ndim; d++) {
+        dims[d] = (int64_t)idx_be32(head + 4 + 4 * d);
+        if (dims[d] == 0)
+            return dt_fail(DT_ERR_FORMAT, "idx: %s: dimension %d of %s is 0", path, d, kind);
+        if (dt_mul_size(product, (size_t)dims[d], &product) != DT_OK)
+            return dt_fail(DT_ERR_FORMAT, "idx: %s: dimensions overflow the address space", path);
+    }
+    *expected = product;
+fail:
+    return st;
+}
+
+/* Reads up to `expected` data bytes into *buf, which starts at 1 MiB (or `expected` if
+ * smaller) and grows by doubling, so memory follows the data actually present. *buf is
+ * the caller's to free, on failure too; *done says how many bytes arrived (short of
+ * `expected` at a truncated file). */
+static dt_status idx_read_raw(dt_gzin *gz, const char *path, size_t expected, unsigned char **buf,
+                              size_t *done)
+{
+    dt_status st = DT_OK;
+    size_t cap = expected < ((size_t)1 << 20) ? expected : ((size_t)1 << 20), got = 0;
+    *done = 0;
+    if ((*buf = malloc(cap)) == NULL)
+        return dt_fail(DT_ERR_NOMEM, "idx: %s: cannot allocate %zu bytes", path, cap);
+    while (*done < expected) {
+        if (*done == cap) {
+            size_t ncap = cap > expected / 2 ? expected : 2 * cap;
+            unsigned char *nbuf = realloc(*buf, ncap);
+            if (nbuf == NULL)
+                return dt_fail(DT_ERR_NOMEM, "idx: %s: cannot allocate %zu bytes", path, ncap);
+            *buf = nbuf;
+            cap = ncap;
+        }
+        DT_TRY(dt_gzin_read(gz, *buf + *done, cap - *done, &got));
+        *done += got;
+        if (*done < cap)
+            break; /* end of file */
+    }
+fail:
+    return st;
+}
+
+/* After `done` of the `expected` data bytes: refuses a short file, then counts whatever
+ * follows the data, so that the message says how much is there. */
+static dt_status idx_check_end(dt_gzin *gz, const char *path, int want_ndim,
+                               const int64_t dims[IDX_MAX_DIMS], size_t expected, size_t done)
+{
+    dt_status st = DT_OK;
+    if (done < expected) {
+        if (want_ndim == 3)
+            return dt_fail(DT_ERR_FORMAT,
+                           "idx: %s: truncated: %zu data bytes, expected %zu (%lld x %lld x %lld)",
+                           path, done, expected, (long long)dims[0], (long long)dims[1],
+                           (long long)dims[2]);
+        return dt_fail(DT_ERR_FORMAT, "idx: %s: truncated: %zu data bytes, expected %zu", path,
+                       done, expected);
+    }
+    size_t trailing = 0, got = 0;
+    for (;;) {
+        unsigned char scratch[4096];
+        DT_TRY(dt_gzin_read(gz, scratch, sizeof scratch, &got));
+        trailing += got;
+        if (got < sizeof scratch)
+            break;
+    }
+    if (trailing > 0)
+        st = dt_fail(DT_ERR_FORMAT,
+                     "idx: %s: %zu trailing bytes after the %zu data bytes the "
+                     "header promises",
+                     path, trailing, expected);
+fail:
+    return st;
+}
+
 /* Reads one IDX file of unsigned bytes with `want_ndim` dimensions. On success *data
  * (malloc'd, caller frees) holds exactly the product of dims[] bytes — or, when `pk` is
  * given and dt_pack_fits the images, *data is NULL and the packer holds them. `kind`
@@ -88,118 +210,21 @@ static dt_status idx_read_file(const char *path, int want_ndim, const char *kind
 {
     dt_status st = DT_OK;
     unsigned char *buf = NULL;
-    const uint32_t want_magic = ((uint32_t)IDX_TYPE_U8 << 8) | (uint32_t)want_ndim;
     int packing = 0;
     *data = NULL;
 
     dt_gzin *gz = NULL;
     DT_TRY(dt_gzin_open(path, "idx", &gz));
-
-    unsigned char head[4 + 4 * IDX_MAX_DIMS];
-    size_t head_bytes = 4 + 4 * (size_t)want_ndim, got = 0;
-    DT_TRY(dt_gzin_read(gz, head, 4, &got));
-    if (got < 4) {
-        st = dt_fail(DT_ERR_FORMAT, "idx: %s: truncated: %zu bytes, shorter than the 4-byte magic",
-                     path, got);
-        goto fail;
-    }
-    const uint32_t magic = idx_be32(head);
-    if (head[0] != 0 || head[1] != 0) {
-        st = dt_fail(DT_ERR_FORMAT, "idx: %s: not an IDX file: magic 0x%08x, expected 0x%08x", path,
-                     (unsigned)magic, (unsigned)want_magic);
-        goto fail;
-    }
-    if (head[2] != IDX_TYPE_U8) {
-        st = dt_fail(DT_ERR_FORMAT,
-                     "idx: %s: data type 0x%02x is not unsigned byte (0x08): magic 0x%08x, "
-                     "expected 0x%08x",
-                     path, (unsigned)head[2], (unsigned)magic, (unsigned)want_magic);
-        goto fail;
-    }
-    if (head[3] != want_ndim) {
-        st = dt_fail(DT_ERR_FORMAT,
-                     "idx: %s: %u dimensions, expected %d for %s: magic 0x%08x, expected "
-                     "0x%08x",
-                     path, (unsigned)head[3], want_ndim, kind, (unsigned)magic,
-                     (unsigned)want_magic);
-        goto fail;
-    }
-    DT_TRY(dt_gzin_read(gz, head + 4, head_bytes - 4, &got));
-    if (got < head_bytes - 4) {
-        st = dt_fail(DT_ERR_FORMAT,
-                     "idx: %s: truncated: %zu bytes, shorter than the %zu-byte "
-                     "header",
-                     path, 4 + got, head_bytes);
-        goto fail;
-    }
-    size_t expected = 1;
-    for (int d = 0; d < want_ndim; d++) {
-        dims[d] = (int64_t)idx_be32(head + 4 + 4 * d);
-        if (dims[d] == 0) {
-            st = dt_fail(DT_ERR_FORMAT, "idx: %s: dimension %d of %s is 0", path, d, kind);
-            goto fail;
-        }
-        if (dt_mul_size(expected, (size_t)dims[d], &expected) != DT_OK) {
-            st = dt_fail(DT_ERR_FORMAT, "idx: %s: dimensions overflow the address space", path);
-            goto fail;
-        }
-    }
-
-    size_t done = 0;
+    size_t expected = 0, done = 0;
+    DT_TRY(idx_read_dims(gz, path, want_ndim, kind, dims, &expected));
     if (pk != NULL && want_ndim == 3 && dt_pack_fits(dims[0], dims[1], dims[2])) {
         packing = 1;
         DT_TRY(dt_pack_begin(pk, dims[1], dims[2], path));
         DT_TRY(idx_read_packed(gz, path, expected, (size_t)(dims[1] * dims[2]), pk, &done));
+    } else {
+        DT_TRY(idx_read_raw(gz, path, expected, &buf, &done));
     }
-    /* Grow towards `expected` by doubling, so memory follows the data actually present. */
-    size_t cap = expected < ((size_t)1 << 20) ? expected : ((size_t)1 << 20);
-    if (!packing && (buf = malloc(cap)) == NULL) {
-        st = dt_fail(DT_ERR_NOMEM, "idx: %s: cannot allocate %zu bytes", path, cap);
-        goto fail;
-    }
-    while (!packing && done < expected) {
-        if (done == cap) {
-            size_t ncap = cap > expected / 2 ? expected : 2 * cap;
-            unsigned char *nbuf = realloc(buf, ncap);
-            if (nbuf == NULL) {
-                st = dt_fail(DT_ERR_NOMEM, "idx: %s: cannot allocate %zu bytes", path, ncap);
-                goto fail;
-            }
-            buf = nbuf;
-            cap = ncap;
-        }
-        DT_TRY(dt_gzin_read(gz, buf + done, cap - done, &got));
-        done += got;
-        if (done < cap)
-            break; /* end of file */
-    }
-    if (done < expected) {
-        if (want_ndim == 3)
-            st = dt_fail(DT_ERR_FORMAT,
-                         "idx: %s: truncated: %zu data bytes, expected %zu (%lld x %lld x %lld)",
-                         path, done, expected, (long long)dims[0], (long long)dims[1],
-                         (long long)dims[2]);
-        else
-            st = dt_fail(DT_ERR_FORMAT, "idx: %s: truncated: %zu data bytes, expected %zu", path,
-                         done, expected);
-        goto fail;
-    }
-    /* Count whatever follows: the message says how much is there. */
-    size_t trailing = 0;
-    for (;;) {
-        unsigned char scratch[4096];
-        DT_TRY(dt_gzin_read(gz, scratch, sizeof scratch, &got));
-        trailing += got;
-        if (got < sizeof scratch)
-            break;
-    }
-    if (trailing > 0) {
-        st = dt_fail(DT_ERR_FORMAT,
-                     "idx: %s: %zu trailing bytes after the %zu data bytes the "
-                     "header promises",
-                     path, trailing, expected);
-        goto fail;
-    }
+    DT_TRY(idx_check_end(gz, path, want_ndim, dims, expected, done));
     dt_gzin_close(gz);
     gz = NULL;
     *data = buf;

@@ -55,13 +55,10 @@ static double synth_normal(uint64_t seed, uint32_t array, uint64_t e)
     return sqrt(-2.0 * log(u1)) * cos(two_pi * u2);
 }
 
-dt_status dt_synth_linreg_make(const dt_synth_linreg *cfg, dt_dataset *out, float *w_true,
-                               float *b_true)
+/* Checks cfg (n, p, q >= 1, a finite noise >= 0) and sizes the arrays in bytes: X (n, p)
+ * in *nx, Y (n, q) in *ny, W (q, p) in *nw, refusing any that overflows. */
+static dt_status synth_check(const dt_synth_linreg *cfg, size_t *nx, size_t *ny, size_t *nw)
 {
-    DT_ASSERT(cfg != NULL && out != NULL);
-    dt_status st = DT_OK;
-    float *x = NULL, *y = NULL, *w = NULL, *b = NULL;
-    memset(out, 0, sizeof *out);
     if (cfg->n < 1 || cfg->p < 1 || cfg->q < 1)
         return dt_fail(DT_ERR_INVALID, "synth: n, p and q must be >= 1, got n=%lld p=%lld q=%lld",
                        (long long)cfg->n, (long long)cfg->p, (long long)cfg->q);
@@ -71,25 +68,23 @@ dt_status dt_synth_linreg_make(const dt_synth_linreg *cfg, dt_dataset *out, floa
                        "got %g",
                        cfg->noise);
     const int64_t n = cfg->n, p = cfg->p, q = cfg->q;
-    size_t nx, ny, nw;
-    if (dt_mul_size((size_t)n, (size_t)p, &nx) != DT_OK ||
-        dt_mul_size(nx, sizeof(float), &nx) != DT_OK ||
-        dt_mul_size((size_t)n, (size_t)q, &ny) != DT_OK ||
-        dt_mul_size(ny, sizeof(float), &ny) != DT_OK ||
-        dt_mul_size((size_t)q, (size_t)p, &nw) != DT_OK ||
-        dt_mul_size(nw, sizeof(float), &nw) != DT_OK)
+    if (dt_mul_size((size_t)n, (size_t)p, nx) != DT_OK ||
+        dt_mul_size(*nx, sizeof(float), nx) != DT_OK ||
+        dt_mul_size((size_t)n, (size_t)q, ny) != DT_OK ||
+        dt_mul_size(*ny, sizeof(float), ny) != DT_OK ||
+        dt_mul_size((size_t)q, (size_t)p, nw) != DT_OK ||
+        dt_mul_size(*nw, sizeof(float), nw) != DT_OK)
         return dt_fail(DT_ERR_INVALID, "synth: n=%lld p=%lld q=%lld overflows the address space",
                        (long long)n, (long long)p, (long long)q);
+    return DT_OK;
+}
 
-    x = malloc(nx);
-    y = malloc(ny);
-    w = malloc(nw);
-    b = malloc((size_t)q * sizeof *b);
-    if (x == NULL || y == NULL || w == NULL || b == NULL) {
-        st = dt_fail(DT_ERR_NOMEM, "synth: cannot allocate %lld x (%lld + %lld) floats",
-                     (long long)n, (long long)p, (long long)q);
-        goto fail;
-    }
+/* Generates W (q, p), b (q), X (n, p) and Y (n, q) as the formulas at the top say: each
+ * element a pure function of (seed, array, index), each Y summed in double over j in
+ * order from the float X, W and b. */
+static void synth_fill(const dt_synth_linreg *cfg, float *x, float *y, float *w, float *b)
+{
+    const int64_t n = cfg->n, p = cfg->p, q = cfg->q;
     const uint64_t seed = cfg->seed;
     for (int64_t e = 0; e < q * p; e++)
         w[e] = (float)synth_uniform(seed, SYNTH_W, (uint64_t)e);
@@ -110,6 +105,29 @@ dt_status dt_synth_linreg_make(const dt_synth_linreg *cfg, dt_dataset *out, floa
             y[i * q + k] = (float)acc;
         }
     }
+}
+
+dt_status dt_synth_linreg_make(const dt_synth_linreg *cfg, dt_dataset *out, float *w_true,
+                               float *b_true)
+{
+    DT_ASSERT(cfg != NULL && out != NULL);
+    dt_status st = DT_OK;
+    float *x = NULL, *y = NULL, *w = NULL, *b = NULL;
+    memset(out, 0, sizeof *out);
+    size_t nx, ny, nw;
+    DT_TRY(synth_check(cfg, &nx, &ny, &nw));
+    const int64_t n = cfg->n, p = cfg->p, q = cfg->q;
+
+    x = malloc(nx);
+    y = malloc(ny);
+    w = malloc(nw);
+    b = malloc((size_t)q * sizeof *b);
+    if (x == NULL || y == NULL || w == NULL || b == NULL) {
+        st = dt_fail(DT_ERR_NOMEM, "synth: cannot allocate %lld x (%lld + %lld) floats",
+                     (long long)n, (long long)p, (long long)q);
+        goto fail;
+    }
+    synth_fill(cfg, x, y, w, b);
     if (w_true != NULL)
         memcpy(w_true, w, nw);
     if (b_true != NULL)

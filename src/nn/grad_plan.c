@@ -46,19 +46,11 @@ static int no_conflict(const chain *chains, int n, const chain *c, int where)
     return 1;
 }
 
-dt_status dt_grad_plan_make(const dt_layer *layers, int nlayers, const int *sid, int nstore,
-                            const size_t *cap, const size_t *need, dt_grad_plan *plan)
+/* last_read[s]: the earliest backward time at which activation buffer s is still read
+ * (INT_MAX: never; INT_MIN: the model's input or output, which are never used). */
+static void plan_last_reads(const dt_layer *layers, int L, const int *sid, int nstore,
+                            int *last_read)
 {
-    DT_ASSERT(layers != NULL && nlayers >= 1 && sid != NULL && plan != NULL && nstore >= 1);
-    dt_status st = DT_OK;
-    const int L = nlayers;
-    int *last_read = NULL, *order = NULL;
-    chain *ch = NULL;
-    DT_TRY(dt_alloc(sizeof(int) * (size_t)nstore, "gradient plan", (void **)&last_read));
-    DT_TRY(dt_alloc(sizeof(chain) * (size_t)(L + 1), "gradient plan", (void **)&ch));
-    DT_TRY(dt_alloc(sizeof(int) * (size_t)(L + 1), "gradient plan", (void **)&order));
-
-    /* The earliest backward time at which each activation buffer is still read. */
     for (int s = 0; s < nstore; s++)
         last_read[s] = INT_MAX;
     for (int i = 0; i < L; i++) {
@@ -70,8 +62,13 @@ dt_status dt_grad_plan_make(const dt_layer *layers, int nlayers, const int *sid,
     }
     last_read[sid[0]] = INT_MIN; /* the caller's */
     last_read[sid[L]] = INT_MIN;
+}
 
-    /* Chains, from the top. */
+/* Cuts the boundaries L..0 into chains, from the top: a chain runs down through every
+ * layer whose backward writes dx over dy. Each is sized for its largest gradient and left
+ * unplaced. Returns the number of chains (at most L + 1). */
+static int plan_chains(const dt_layer *layers, int L, const size_t *need, chain *ch)
+{
     int nch = 0;
     for (int k = L; k >= 0;) {
         chain *c = &ch[nch++];
@@ -89,8 +86,13 @@ dt_status dt_grad_plan_make(const dt_layer *layers, int nlayers, const int *sid,
         c->store = INT_MIN; /* unplaced */
         k = j - 1;
     }
+    return nch;
+}
 
-    /* Largest first (ties: higher first), insertion sort: a few dozen chains at most. */
+/* order[]: the chains largest first (ties: higher first), by insertion sort: a few dozen
+ * chains at most. */
+static void plan_order(const chain *ch, int nch, int *order)
+{
     for (int i = 0; i < nch; i++) {
         int v = i, p = i;
         while (p > 0 &&
@@ -101,49 +103,83 @@ dt_status dt_grad_plan_make(const dt_layer *layers, int nlayers, const int *sid,
         }
         order[p] = v;
     }
+}
 
+/* The smallest activation buffer that holds chain c and is free by the time c is written
+ * (its last reader ran above c's top, or is c's producer writing dx over its own x), and
+ * whose chains placed so far do not meet c; -1 when none. */
+static int plan_pick_activation(const dt_layer *layers, int L, const int *sid, int nstore,
+                                const size_t *cap, const int *last_read, const chain *ch, int nch,
+                                const chain *c)
+{
+    const int k = c->top;
+    int best = -1;
+    for (int s = 0; s < nstore; s++) {
+        if (cap[s] < c->floats || last_read[s] == INT_MIN)
+            continue;
+        int free_then = k < last_read[s];
+        if (!free_then && k == last_read[s] && k < L && layers[k].ops->bwd_dx_over_x &&
+            s == sid[k] && s != sid[k + 1])
+            free_then = 1; /* the producer writes dx over its own x, sample by sample */
+        if (free_then && no_conflict(ch, nch, c, s) && (best < 0 || cap[s] < cap[best]))
+            best = s;
+    }
+    return best;
+}
+
+/* Puts chain c in an extra buffer: the smallest whose chains do not meet c that holds it,
+ * else the one that grows least, else a new one. *where is -1 - e for extra buffer e. */
+static dt_status plan_pick_extra(dt_grad_plan *plan, const chain *ch, int nch, const chain *c,
+                                 int *where)
+{
+    int fit = -1, grow = -1;
+    for (int e = 0; e < plan->nextra; e++) {
+        if (!no_conflict(ch, nch, c, -1 - e))
+            continue;
+        if (plan->extra_floats[e] >= c->floats) {
+            if (fit < 0 || plan->extra_floats[e] < plan->extra_floats[fit])
+                fit = e;
+        } else if (grow < 0 || plan->extra_floats[e] > plan->extra_floats[grow]) {
+            grow = e;
+        }
+    }
+    int e = fit >= 0 ? fit : grow;
+    if (e < 0) {
+        if (plan->nextra == DT_GRAD_PLAN_MAX_EXTRA)
+            return dt_fail(DT_ERR_INVALID, "model: more than %d gradient buffers needed",
+                           DT_GRAD_PLAN_MAX_EXTRA);
+        e = plan->nextra++;
+        plan->extra_floats[e] = 0;
+    }
+    if (plan->extra_floats[e] < c->floats)
+        plan->extra_floats[e] = c->floats;
+    *where = -1 - e;
+    return DT_OK;
+}
+
+dt_status dt_grad_plan_make(const dt_layer *layers, int nlayers, const int *sid, int nstore,
+                            const size_t *cap, const size_t *need, dt_grad_plan *plan)
+{
+    DT_ASSERT(layers != NULL && nlayers >= 1 && sid != NULL && plan != NULL && nstore >= 1);
+    dt_status st = DT_OK;
+    const int L = nlayers;
+    int *last_read = NULL, *order = NULL;
+    chain *ch = NULL;
+    DT_TRY(dt_alloc(sizeof(int) * (size_t)nstore, "gradient plan", (void **)&last_read));
+    DT_TRY(dt_alloc(sizeof(chain) * (size_t)(L + 1), "gradient plan", (void **)&ch));
+    DT_TRY(dt_alloc(sizeof(int) * (size_t)(L + 1), "gradient plan", (void **)&order));
+
+    plan_last_reads(layers, L, sid, nstore, last_read);
+    const int nch = plan_chains(layers, L, need, ch);
+    plan_order(ch, nch, order);
+    /* Largest first, each where it fits best; a placed chain keeps its place. */
     plan->nextra = 0;
     for (int oi = 0; oi < nch; oi++) {
         chain *c = &ch[order[oi]];
-        const int k = c->top;
-        int best = INT_MIN;
-        for (int s = 0; s < nstore; s++) {
-            if (cap[s] < c->floats || last_read[s] == INT_MIN)
-                continue;
-            int free_then = k < last_read[s];
-            if (!free_then && k == last_read[s] && k < L && layers[k].ops->bwd_dx_over_x &&
-                s == sid[k] && s != sid[k + 1])
-                free_then = 1; /* the producer writes dx over its own x, sample by sample */
-            if (free_then && no_conflict(ch, nch, c, s) && (best < 0 || cap[s] < cap[best]))
-                best = s;
-        }
-        if (best < 0) { /* an extra buffer: one that fits, else the one that grows least */
-            int fit = -1, grow = -1;
-            for (int e = 0; e < plan->nextra; e++) {
-                if (!no_conflict(ch, nch, c, -1 - e))
-                    continue;
-                if (plan->extra_floats[e] >= c->floats) {
-                    if (fit < 0 || plan->extra_floats[e] < plan->extra_floats[fit])
-                        fit = e;
-                } else if (grow < 0 || plan->extra_floats[e] > plan->extra_floats[grow]) {
-                    grow = e;
-                }
-            }
-            int e = fit >= 0 ? fit : grow;
-            if (e < 0) {
-                if (plan->nextra == DT_GRAD_PLAN_MAX_EXTRA) {
-                    st = dt_fail(DT_ERR_INVALID, "model: more than %d gradient buffers needed",
-                                 DT_GRAD_PLAN_MAX_EXTRA);
-                    goto fail;
-                }
-                e = plan->nextra++;
-                plan->extra_floats[e] = 0;
-            }
-            if (plan->extra_floats[e] < c->floats)
-                plan->extra_floats[e] = c->floats;
-            best = -1 - e;
-        }
-        c->store = best;
+        int where = plan_pick_activation(layers, L, sid, nstore, cap, last_read, ch, nch, c);
+        if (where < 0)
+            DT_TRY(plan_pick_extra(plan, ch, nch, c, &where));
+        c->store = where;
     }
     for (int i = 0; i < nch; i++)
         for (int b = ch[i].bottom; b <= ch[i].top; b++)

@@ -87,35 +87,35 @@ static dt_status check_shape(const dt_shape *s, const char *what)
     return DT_OK;
 }
 
-dt_status dt_model_create(const dt_layer_spec *specs, int nlayers, const dt_shape *input,
-                          int64_t max_batch, dt_model **out)
-{
-    DT_ASSERT(out != NULL && input != NULL && (specs != NULL || nlayers == 0));
-    dt_status st = DT_OK;
-    dt_model *m = NULL;
-    int *sid = NULL;
-    size_t *cap = NULL, *need = NULL;
-    dt_grad_plan gplan = {0};
-    *out = NULL;
-    if (nlayers < 1)
-        return dt_fail(DT_ERR_INVALID, "model: no layers");
-    if (max_batch < 1 || max_batch > ((int64_t)1 << 31))
-        return dt_fail(DT_ERR_INVALID, "model: max batch %lld out of range", (long long)max_batch);
-    DT_TRY(check_shape(input, "input shape"));
-    DT_TRY(dt_alloc(sizeof *m, "model", (void **)&m));
-    m->nlayers = nlayers;
-    m->max_batch = max_batch;
-    m->input_grad = 1;
-    DT_TRY(dt_alloc(sizeof(dt_layer) * (size_t)nlayers, "model layers", (void **)&m->layers));
-    DT_TRY(dt_alloc(sizeof(dt_shape) * (size_t)(nlayers + 1), "model shapes", (void **)&m->shapes));
-    DT_TRY(
-        dt_alloc(sizeof(float *) * (size_t)(nlayers + 1), "model activations", (void **)&m->act));
+/* What dt_model_create works out before it allocates the model's buffers (sized first,
+ * allocated once: docs/ARCHITECTURE.md, "Planned memory"). sid, cap, need and gplan.store
+ * are temporaries that dt_model_create frees, whatever happens. */
+typedef struct model_plan {
+    size_t nparams;     /* floats of parameters (and of gradients) */
+    size_t ws_bytes;    /* the largest layer's workspace */
+    size_t state_total; /* bytes of saved state, each layer's rounded up to 64 */
+    size_t act_total;   /* floats of the activation buffers */
+    size_t extra_total; /* floats of the extra gradient buffers */
+    int ntensors;
+    int nstore;   /* activation buffers */
+    int *sid;     /* [nlayers + 1] the activation buffer holding boundary i */
+    size_t *cap;  /* [nstore] each activation buffer's floats */
+    size_t *need; /* [nlayers + 1] boundary i's floats, its activation's and its gradient's */
+    dt_grad_plan gplan;
+} model_plan;
 
-    /* Plan: shapes, parameter counts, state and workspace sizes. */
-    m->shapes[0] = *input;
-    size_t nparams = 0, ws_bytes = 0, state_total = 0, act_total = 0;
-    int ntensors = 0;
-    for (int i = 0; i < nlayers; i++) {
+/* A layer's saved state for max_batch samples, rounded up to a cache line. */
+static size_t state_span(const dt_layer *l, int64_t max_batch)
+{
+    return ((l->state_bytes * (size_t)max_batch) + 63u) & ~(size_t)63u;
+}
+
+/* Plans every layer in order (each one's input is the one before's output): m->shapes,
+ * each layer's parameter offset, and the sums in mp. */
+static dt_status model_plan_layers(dt_model *m, const dt_layer_spec *specs, model_plan *mp)
+{
+    dt_status st = DT_OK;
+    for (int i = 0; i < m->nlayers; i++) {
         dt_layer *l = &m->layers[i];
         l->ops = ops_for(specs[i].kind);
         if (l->ops == NULL) {
@@ -132,88 +132,124 @@ dt_status dt_model_create(const dt_layer_spec *specs, int nlayers, const dt_shap
         DT_TRY(check_shape(&l->out, "a layer's output shape"));
         m->shapes[i + 1] = l->out;
         l->param_count = l->weight_count + l->bias_count;
-        l->param_offset = nparams;
-        nparams += l->param_count;
-        ntensors += (l->weight_count > 0) + (l->bias_count > 0);
-        if (l->ws_bytes > ws_bytes)
-            ws_bytes = l->ws_bytes;
-        state_total += ((l->state_bytes * (size_t)max_batch) + 63u) & ~(size_t)63u;
+        l->param_offset = mp->nparams;
+        mp->nparams += l->param_count;
+        mp->ntensors += (l->weight_count > 0) + (l->bias_count > 0);
+        if (l->ws_bytes > mp->ws_bytes)
+            mp->ws_bytes = l->ws_bytes;
+        mp->state_total += state_span(l, m->max_batch);
     }
-    /* A layer that can run in place shares its input's buffer, unless that input is the
-     * model's input (the caller's data) or the output of a layer whose backward reads it.
-     * Buffer sid[i] holds boundary i; cap[] its floats; need[] each gradient's. */
-    size_t nb = (size_t)nlayers + 1;
-    DT_TRY(dt_alloc(sizeof(int) * nb, "model plan", (void **)&sid));
-    DT_TRY(dt_alloc(sizeof(size_t) * nb, "model plan", (void **)&cap));
-    DT_TRY(dt_alloc(sizeof(size_t) * nb, "model plan", (void **)&need));
-    int nstore = 0;
-    for (int i = 0; i <= nlayers; i++) {
-        need[i] = (size_t)(max_batch * dt_shape_numel(&m->shapes[i]));
+fail:
+    return st;
+}
+
+/* Assigns the boundaries to activation buffers. A layer that can run in place shares its
+ * input's buffer, unless that input is the model's input (the caller's data) or the
+ * output of a layer whose backward reads it (shares_input). Buffer sid[i] holds boundary
+ * i; cap[] its floats; need[] each gradient's. */
+static dt_status model_plan_activations(const dt_model *m, model_plan *mp)
+{
+    dt_status st = DT_OK;
+    const size_t nb = (size_t)m->nlayers + 1;
+    DT_TRY(dt_alloc(sizeof(int) * nb, "model plan", (void **)&mp->sid));
+    DT_TRY(dt_alloc(sizeof(size_t) * nb, "model plan", (void **)&mp->cap));
+    DT_TRY(dt_alloc(sizeof(size_t) * nb, "model plan", (void **)&mp->need));
+    for (int i = 0; i <= m->nlayers; i++) {
+        mp->need[i] = (size_t)(m->max_batch * dt_shape_numel(&m->shapes[i]));
         if (shares_input(m, i)) {
-            sid[i] = sid[i - 1];
+            mp->sid[i] = mp->sid[i - 1];
             continue;
         }
-        sid[i] = nstore;
-        cap[nstore++] = need[i];
-        act_total += need[i];
+        mp->sid[i] = mp->nstore;
+        mp->cap[mp->nstore++] = mp->need[i];
+        mp->act_total += mp->need[i];
     }
+fail:
+    return st;
+}
 
-    /* Where backward keeps the activations' gradients: in activations' buffers that
-     * nothing reads any more, else in a few extra ones (grad_plan.c). */
+/* Where backward keeps the activations' gradients: in activations' buffers that nothing
+ * reads any more, else in a few extra ones (grad_plan.c). Allocates m->grad for the
+ * views. */
+static dt_status model_plan_grads(dt_model *m, model_plan *mp)
+{
+    dt_status st = DT_OK;
+    const size_t nb = (size_t)m->nlayers + 1;
     DT_TRY(dt_alloc(sizeof(float *) * nb, "model gradients", (void **)&m->grad));
-    DT_TRY(dt_alloc(sizeof(int) * nb, "model plan", (void **)&gplan.store));
-    DT_TRY(dt_grad_plan_make(m->layers, nlayers, sid, nstore, cap, need, &gplan));
-    size_t extra_total = 0;
-    for (int e = 0; e < gplan.nextra; e++)
-        extra_total += gplan.extra_floats[e];
+    DT_TRY(dt_alloc(sizeof(int) * nb, "model plan", (void **)&mp->gplan.store));
+    DT_TRY(dt_grad_plan_make(m->layers, m->nlayers, mp->sid, mp->nstore, mp->cap, mp->need,
+                             &mp->gplan));
+    for (int e = 0; e < mp->gplan.nextra; e++)
+        mp->extra_total += mp->gplan.extra_floats[e];
+fail:
+    return st;
+}
 
-    /* Allocate once. */
-    m->nparams = nparams;
-    DT_TRY(dt_alloc(nparams * sizeof(float), "parameters", (void **)&m->params));
-    DT_TRY(dt_alloc_large(nparams * sizeof(float), "gradients", (void **)&m->grads));
-    DT_TRY(dt_alloc(act_total * sizeof(float), "activations", (void **)&m->act_arena));
-    DT_TRY(dt_alloc(extra_total * sizeof(float), "activation gradients", (void **)&m->grad_arena));
-    DT_TRY(dt_alloc(state_total, "layer state", (void **)&m->state_arena));
-    m->ws_bytes = (ws_bytes + 63u) & ~(size_t)63u;
-    DT_TRY(dt_alloc(ws_bytes, "workspace", (void **)&m->ws));
-    DT_TRY(dt_alloc(sizeof(dt_param_info) * (size_t)(ntensors > 0 ? ntensors : 1), "tensor table",
-                    (void **)&m->tensors));
-    m->activation_bytes = (act_total + extra_total) * sizeof(float) + state_total + ws_bytes;
+/* Allocates every buffer the plan sized, once: parameters, gradients, activations, extra
+ * gradient buffers, layer state, the workspace and the tensor table. */
+static dt_status model_alloc_arenas(dt_model *m, const model_plan *mp)
+{
+    dt_status st = DT_OK;
+    m->nparams = mp->nparams;
+    DT_TRY(dt_alloc(mp->nparams * sizeof(float), "parameters", (void **)&m->params));
+    DT_TRY(dt_alloc_large(mp->nparams * sizeof(float), "gradients", (void **)&m->grads));
+    DT_TRY(dt_alloc(mp->act_total * sizeof(float), "activations", (void **)&m->act_arena));
+    DT_TRY(
+        dt_alloc(mp->extra_total * sizeof(float), "activation gradients", (void **)&m->grad_arena));
+    DT_TRY(dt_alloc(mp->state_total, "layer state", (void **)&m->state_arena));
+    m->ws_bytes = (mp->ws_bytes + 63u) & ~(size_t)63u;
+    DT_TRY(dt_alloc(mp->ws_bytes, "workspace", (void **)&m->ws));
+    DT_TRY(dt_alloc(sizeof(dt_param_info) * (size_t)(mp->ntensors > 0 ? mp->ntensors : 1),
+                    "tensor table", (void **)&m->tensors));
+    m->activation_bytes =
+        (mp->act_total + mp->extra_total) * sizeof(float) + mp->state_total + mp->ws_bytes;
+fail:
+    return st;
+}
 
-    /* Hand out views. */
+/* Points m->act[i] at each boundary's activation buffer (shared buffers alike) and
+ * m->grad[i] at the buffer the gradient plan chose for it. */
+static void model_place_buffers(dt_model *m, const model_plan *mp)
+{
     float *a = m->act_arena;
-    unsigned char *s = m->state_arena;
-    for (int i = 0; i <= nlayers; i++) {
+    for (int i = 0; i <= m->nlayers; i++) {
         if (shares_input(m, i)) {
             m->act[i] = m->act[i - 1];
             continue;
         }
         m->act[i] = a;
-        a += need[i];
+        a += mp->need[i];
     }
     float *extra_at[DT_GRAD_PLAN_MAX_EXTRA];
     float *g = m->grad_arena;
-    for (int e = 0; e < gplan.nextra; e++) {
+    for (int e = 0; e < mp->gplan.nextra; e++) {
         extra_at[e] = g;
-        g += gplan.extra_floats[e];
+        g += mp->gplan.extra_floats[e];
     }
-    for (int i = 0; i <= nlayers; i++) {
-        const int w = gplan.store[i];
+    for (int i = 0; i <= m->nlayers; i++) {
+        const int w = mp->gplan.store[i];
         if (w >= 0) { /* the activation buffer w: the first boundary that lives there */
             int b = 0;
-            while (sid[b] != w)
+            while (mp->sid[b] != w)
                 b++;
             m->grad[i] = m->act[b];
         } else {
             m->grad[i] = extra_at[-1 - w];
         }
     }
-    for (int i = 0; i < nlayers; i++) {
+}
+
+/* Gives each layer its views (workspace, state, weight and bias with their gradients)
+ * and lists its tensors in m->tensors, weight before bias, in layer order. */
+static void model_bind_layers(dt_model *m)
+{
+    unsigned char *s = m->state_arena;
+    for (int i = 0; i < m->nlayers; i++) {
         dt_layer *l = &m->layers[i];
         l->ws = m->ws;
         l->ws_stride = m->ws_bytes / sizeof(float);
         l->state = l->state_bytes ? s : NULL;
-        s += ((l->state_bytes * (size_t)max_batch) + 63u) & ~(size_t)63u;
+        s += state_span(l, m->max_batch);
         if (l->weight_count > 0) {
             dt_param_info *t = &m->tensors[m->ntensors++];
             l->w = m->params + l->param_offset;
@@ -236,23 +272,60 @@ dt_status dt_model_create(const dt_layer_spec *specs, int nlayers, const dt_shap
             t->count = l->bias_count;
         }
     }
-    /* Names must be unique: two layers named alike would collide in weight files. */
+}
+
+/* Names must be unique: two layers named alike would collide in weight files. */
+static dt_status model_check_names(const dt_model *m)
+{
     for (int i = 0; i < m->ntensors; i++)
         for (int j = 0; j < i; j++)
-            if (strcmp(m->tensors[i].name, m->tensors[j].name) == 0) {
-                st = dt_fail(DT_ERR_INVALID,
-                             "model: two tensors named '%s' (layer names must "
-                             "be unique)",
-                             m->tensors[i].name);
-                goto fail;
-            }
+            if (strcmp(m->tensors[i].name, m->tensors[j].name) == 0)
+                return dt_fail(DT_ERR_INVALID,
+                               "model: two tensors named '%s' (layer names must "
+                               "be unique)",
+                               m->tensors[i].name);
+    return DT_OK;
+}
+
+dt_status dt_model_create(const dt_layer_spec *specs, int nlayers, const dt_shape *input,
+                          int64_t max_batch, dt_model **out)
+{
+    DT_ASSERT(out != NULL && input != NULL && (specs != NULL || nlayers == 0));
+    dt_status st = DT_OK;
+    dt_model *m = NULL;
+    model_plan mp;
+    memset(&mp, 0, sizeof mp);
+    *out = NULL;
+    if (nlayers < 1)
+        return dt_fail(DT_ERR_INVALID, "model: no layers");
+    if (max_batch < 1 || max_batch > ((int64_t)1 << 31))
+        return dt_fail(DT_ERR_INVALID, "model: max batch %lld out of range", (long long)max_batch);
+    DT_TRY(check_shape(input, "input shape"));
+    DT_TRY(dt_alloc(sizeof *m, "model", (void **)&m));
+    m->nlayers = nlayers;
+    m->max_batch = max_batch;
+    m->input_grad = 1;
+    DT_TRY(dt_alloc(sizeof(dt_layer) * (size_t)nlayers, "model layers", (void **)&m->layers));
+    DT_TRY(dt_alloc(sizeof(dt_shape) * (size_t)(nlayers + 1), "model shapes", (void **)&m->shapes));
+    DT_TRY(
+        dt_alloc(sizeof(float *) * (size_t)(nlayers + 1), "model activations", (void **)&m->act));
+
+    /* Plan everything, allocate once, then hand out views. */
+    m->shapes[0] = *input;
+    DT_TRY(model_plan_layers(m, specs, &mp));
+    DT_TRY(model_plan_activations(m, &mp));
+    DT_TRY(model_plan_grads(m, &mp));
+    DT_TRY(model_alloc_arenas(m, &mp));
+    model_place_buffers(m, &mp);
+    model_bind_layers(m);
+    DT_TRY(model_check_names(m));
     *out = m;
     m = NULL; /* handed over; below only the plan's temporaries go */
 fail:
-    dt_free(sid);
-    dt_free(cap);
-    dt_free(need);
-    dt_free(gplan.store);
+    dt_free(mp.sid);
+    dt_free(mp.cap);
+    dt_free(mp.need);
+    dt_free(mp.gplan.store);
     dt_model_free(m);
     return st;
 }
