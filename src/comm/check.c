@@ -15,15 +15,6 @@
 
 enum { F_SEQ = 0, F_COLL, F_DTYPE, F_OP, F_ROOT, F_COUNT, F_SHAPE, F_IMPL };
 
-static const char *const impl_names[] = {"local", "mpi", "ring", "det", "direct"};
-
-const char *dt_cx_impl_name(dt_impl impl)
-{
-    return (int)impl >= 0 && (size_t)impl < sizeof impl_names / sizeof impl_names[0]
-               ? impl_names[impl]
-               : "?";
-}
-
 /* FNV-1a over the per-rank block layout, so that v-collectives compare counts and
  * displacements, not only totals. */
 static int64_t shape_hash(const dt_comm_req *q)

@@ -1,12 +1,14 @@
 /* coll.c — the public collectives: argument checks, the choice of algorithm, the local
- * path for a group of one, and the typed wrappers over dt_comm_start.
+ * path for a group of one, the engines' registry, and the typed wrappers over
+ * dt_comm_start.
  *
- * Choice (options.algorithm, or the call's own): a group of one copies locally. AUTO takes
- * our one-round exchange up to direct_max_bytes (latency), MPI's below ring_min_bytes, and
- * our ring from there (bandwidth: persistent buffers, where MPI's large all-reduce
- * allocates and first-touches a temporary buffer per call). With options.deterministic,
- * every reduction takes an order-defined algorithm (direct when small, det otherwise),
- * whatever the choice, since neither MPI's nor the plain ring's order is the rank order. */
+ * Choice (options.algorithm, or the call's own) of the engine that runs a request: a group
+ * of one copies locally (the `local` engine, here). AUTO takes our one-round exchange up to
+ * direct_max_bytes (latency), MPI's below ring_min_bytes, and our ring from there
+ * (bandwidth: persistent buffers, where MPI's large all-reduce allocates and first-touches
+ * a temporary buffer per call). With options.deterministic, every reduction takes an
+ * order-defined algorithm (direct when small, det otherwise), whatever the choice, since
+ * neither MPI's nor the plain ring's order is the rank order. */
 #include <string.h>
 
 #include "comm/comm_internal.h"
@@ -53,7 +55,7 @@ static dt_impl choose(const dt_comm *c, const dt_comm_req *q)
 }
 
 /* A group of one: the result is the input. AVG divides by 1, which changes nothing. */
-static void run_local(dt_comm_req *q)
+static dt_status local_start(dt_comm_req *q)
 {
     const dt_comm_args *a = &q->a;
     char *recv = a->recvbuf;
@@ -76,6 +78,47 @@ static void run_local(dt_comm_req *q)
     default:
         break;
     }
+    dt_cx_finish(q, DT_OK);
+    return DT_OK;
+}
+
+static int local_progress(dt_comm_req *q)
+{
+    (void)q;
+    return 0; /* finished by its start */
+}
+
+static const dt_cx_engine local_engine = {
+    .name = "local",
+    .opaque_progress = 0,
+    .state_bytes = NULL,
+    .wants_slots = NULL,
+    .start = local_start,
+    .progress = local_progress,
+    .cancel = NULL,
+};
+
+/* The engines by id (dt_impl). */
+static const dt_cx_engine *const engines[DT_IMPL_COUNT] = {
+    [DT_IMPL_LOCAL] = &local_engine,         [DT_IMPL_MPI] = &dt_cx_engine_mpi,
+    [DT_IMPL_RING] = &dt_cx_engine_ring,     [DT_IMPL_DET] = &dt_cx_engine_det,
+    [DT_IMPL_DIRECT] = &dt_cx_engine_direct,
+};
+
+const char *dt_cx_impl_name(dt_impl impl)
+{
+    return (int)impl >= 0 && impl < DT_IMPL_COUNT ? engines[impl]->name : "?";
+}
+
+size_t dt_cx_engine_state_bytes(const dt_comm *c)
+{
+    size_t most = 0;
+    for (int i = 0; i < DT_IMPL_COUNT; i++) {
+        size_t b = engines[i]->state_bytes != NULL ? engines[i]->state_bytes(c) : 0;
+        if (b > most)
+            most = b;
+    }
+    return most;
 }
 
 dt_comm_args dt_comm_args_init(dt_comm_coll coll)
@@ -118,6 +161,7 @@ dt_status dt_comm_start(dt_comm *comm, const dt_comm_args *args, dt_comm_req **o
                        dt_comm_coll_name(q->a.coll), c->name);
     }
     q->impl = choose(c, q);
+    q->engine = engines[q->impl];
     if (q->is_coll) {
         q->seq = c->coll_seq++;
         c->stats.collectives++;
@@ -130,14 +174,9 @@ dt_status dt_comm_start(dt_comm *comm, const dt_comm_args *args, dt_comm_req **o
     q->hist_id = dt_cx_history_begin(c, q);
     *out = q;
 
-    if (q->impl == DT_IMPL_LOCAL) {
-        run_local(q);
-        dt_cx_finish(q, DT_OK);
-        return DT_OK;
-    }
     if (q->is_coll && q->impl != DT_IMPL_MPI)
         dt_cx_issued(q); /* ours never start MPI collectives on the data communicator */
-    if (c->opt.check && q->is_coll) {
+    if (c->opt.check && q->is_coll && q->impl != DT_IMPL_LOCAL) {
         st = dt_cx_check_begin(q);
         if (st != DT_OK)
             dt_cx_finish(q, st);

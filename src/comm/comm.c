@@ -4,7 +4,8 @@
  * A handle owns two duplicates of the caller's communicator — data (collectives and our
  * point-to-point traffic) and control (the watchdog and --comm-check exchanges, which
  * must never match data messages) — both with MPI_ERRORS_RETURN. Everything a call needs
- * is sized here, once: the request pool with its per-request arrays, the watchdog's
+ * is sized here, once: the request pool with its per-request arrays and engine memory
+ * (as much as the hungriest engine needs: dt_cx_engine_state_bytes), the watchdog's
  * records, and DT_SLOT_GROUPS groups of receive slots (chunk_bytes each, pre-touched by
  * dt_alloc_large's zeroing, on huge pages where they fill one), so that collectives allocate
  * nothing in a steady state. */
@@ -33,34 +34,22 @@ static size_t align64(size_t x)
     return (x + 63u) & ~(size_t)63u;
 }
 
-/* Carves `bytes` from *p (64-byte aligned); with *p == NULL it only counts. */
-static void *carve(char **p, size_t *total, size_t bytes)
+/* A request's arrays and its engine memory, carved from base; base NULL only counts. */
+static size_t layout_request(const dt_comm *c, dt_comm_req *q, char *base)
 {
-    void *at = *p ? *p + *total : NULL;
-    *total += align64(bytes);
-    return at;
-}
-
-static void layout_request(dt_comm *c, dt_comm_req *q, char *base, size_t *used)
-{
-    size_t n = (size_t)c->size, w = q->nwin;
-    char *b = base;
-    q->boff = carve(&b, used, n * sizeof(size_t));
-    q->blen = carve(&b, used, n * sizeof(size_t));
-    q->icnt = carve(&b, used, n * sizeof(int));
-    q->idsp = carve(&b, used, n * sizeof(int));
-    q->check = carve(&b, used, n * DT_CHECK_FIELDS * sizeof(int64_t));
-    q->srcs = carve(&b, used, n * sizeof(const void *));
-    q->mr = carve(&b, used, w * sizeof(MPI_Request));
-    q->ms = carve(&b, used, w * sizeof(MPI_Request));
-    q->md = carve(&b, used, w * sizeof(MPI_Request));
-    q->mds = carve(&b, used, w * sizeof(MPI_Request));
-    q->rent = carve(&b, used, w * sizeof(dt_rent));
-    q->dent = carve(&b, used, w * sizeof(dt_rent));
-    q->sent = carve(&b, used, w * sizeof(dt_sent));
-    q->dsent = carve(&b, used, w * sizeof(dt_sent));
-    q->idx = carve(&b, used, w * sizeof(int));
-    q->slotstack = carve(&b, used, c->nslots * sizeof(int));
+    size_t n = (size_t)c->size;
+    dt_cx_carver k = {base, 0};
+    size_t *boff = dt_cx_carve(&k, n * sizeof(size_t));
+    size_t *blen = dt_cx_carve(&k, n * sizeof(size_t));
+    int64_t *check = dt_cx_carve(&k, n * DT_CHECK_FIELDS * sizeof(int64_t));
+    void *engine_state = dt_cx_carve(&k, dt_cx_engine_state_bytes(c));
+    if (q != NULL) {
+        q->boff = boff;
+        q->blen = blen;
+        q->check = check;
+        q->engine_state = engine_state;
+    }
+    return k.used;
 }
 
 static dt_status alloc_slots(dt_comm *c)
@@ -128,29 +117,21 @@ static dt_status comm_new(int rank, int size, const char *name, dt_cx_history *s
     for (int i = 0; i < size; i++)
         c->world_ranks[i] = i;
 
-    /* Windows: a det chunk group needs N-1 receives; 8 keeps a 2-rank ring pipelined. */
-    size_t nwin = n > 1 ? 2 * (n - 1) : 1;
-    if (nwin < 8)
-        nwin = 8;
-    c->nslots = nwin;
+    /* Slots per group, also a ring or det window's capacity: a det chunk group needs N-1
+     * receives; 8 keeps a 2-rank ring pipelined. */
+    size_t nslots = n > 1 ? 2 * (n - 1) : 1;
+    c->nslots = nslots < 8 ? 8 : nslots;
     DT_TRY(dt_alloc(DT_COMM_MAX_PENDING * sizeof(dt_comm_req), "comm requests", &p));
     c->pool = p;
-    size_t per = 0;
-    char *none = NULL;
-    c->pool[0].nwin = nwin;
-    layout_request(c, &c->pool[0], none, &per);
+    size_t per = layout_request(c, NULL, NULL);
     DT_TRY(dt_alloc(per * DT_COMM_MAX_PENDING, "comm request arrays", &c->pool_mem));
     for (int i = 0; i < DT_COMM_MAX_PENDING; i++) {
         dt_comm_req *q = &c->pool[i];
-        size_t used = 0;
         q->comm = c;
-        q->nwin = nwin;
         q->state = DT_REQ_FREE;
         q->act_index = -1;
         c->freel[DT_COMM_MAX_PENDING - 1 - i] = q; /* pool[0] on top */
-        layout_request(c, q, (char *)c->pool_mem + per * (size_t)i, &used);
-        for (size_t k = 0; k < nwin; k++)
-            q->mr[k] = q->ms[k] = q->md[k] = q->mds[k] = MPI_REQUEST_NULL;
+        layout_request(c, q, (char *)c->pool_mem + per * (size_t)i);
         q->check_req = MPI_REQUEST_NULL;
     }
     c->nfree = DT_COMM_MAX_PENDING;
@@ -181,13 +162,10 @@ dt_status dt_comm_create_self(dt_comm **out)
     return comm_new(0, 1, "world", NULL, NULL, out);
 }
 
+/* "comm: group 'NAME': WHAT: <MPI's error string>" (validate.c). */
 static dt_status mpi_fail(const char *what, const char *name, int err)
 {
-    char msg[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    if (MPI_Error_string(err, msg, &len) != MPI_SUCCESS)
-        snprintf(msg, sizeof msg, "error %d", err);
-    return dt_fail(DT_ERR_MPI, "comm: group '%s': %s: %s", name, what, msg);
+    return dt_cx_group_mpi_fail(name, what, err);
 }
 
 /* uint8 sum modulo 256, for MPI's reductions (its own saturates: validate.c). */
@@ -218,9 +196,15 @@ static dt_status wrap(MPI_Comm data, const char *name, dt_cx_history *shared,
         st = mpi_fail("MPI_Comm_dup (control)", nm, err);
         goto fail;
     }
-    MPI_Comm_set_errhandler(ctrl, MPI_ERRORS_RETURN);
-    MPI_Comm_rank(data, &rank);
-    MPI_Comm_size(data, &size);
+    if ((err = MPI_Comm_set_errhandler(ctrl, MPI_ERRORS_RETURN)) != MPI_SUCCESS) {
+        st = mpi_fail("MPI_Comm_set_errhandler (control)", nm, err);
+        goto fail;
+    }
+    if ((err = MPI_Comm_rank(data, &rank)) != MPI_SUCCESS ||
+        (err = MPI_Comm_size(data, &size)) != MPI_SUCCESS) {
+        st = mpi_fail("MPI_Comm_rank/MPI_Comm_size", nm, err);
+        goto fail;
+    }
     DT_TRY(comm_new(rank, size, nm, shared, opt, &c));
     if ((err = MPI_Op_create(u8_sum_fn, 1, &c->u8_sum)) != MPI_SUCCESS) {
         st = mpi_fail("MPI_Op_create", nm, err);
@@ -232,6 +216,7 @@ static dt_status wrap(MPI_Comm data, const char *name, dt_cx_history *shared,
     *out = c;
     return DT_OK;
 fail:
+    /* Cleanup: a communicator that cannot be freed is all MPI can say here; ignored. */
     free_mem(c);
     if (ctrl != MPI_COMM_NULL)
         MPI_Comm_free(&ctrl);
@@ -243,21 +228,22 @@ dt_status dt_comm_create_mpi(MPI_Comm comm, const char *name, dt_comm **out)
 {
     DT_ASSERT(out != NULL);
     *out = NULL;
-    int init = 0, fin = 0;
-    MPI_Initialized(&init);
-    MPI_Finalized(&fin);
+    const char *nm = name ? name : "world";
+    int init = 0, fin = 0, err;
+    if ((err = MPI_Initialized(&init)) != MPI_SUCCESS)
+        return mpi_fail("MPI_Initialized", nm, err);
+    if ((err = MPI_Finalized(&fin)) != MPI_SUCCESS)
+        return mpi_fail("MPI_Finalized", nm, err);
     if (!init || fin)
         return dt_fail(DT_ERR_INVALID,
                        "comm: MPI is %s: initialise it first, or use "
                        "dt_comm_create_self for a single process",
                        fin ? "already finalised" : "not initialised");
     if (comm == MPI_COMM_NULL)
-        return dt_fail(DT_ERR_INVALID, "comm: MPI_COMM_NULL given for group '%s'",
-                       name ? name : "world");
+        return dt_fail(DT_ERR_INVALID, "comm: MPI_COMM_NULL given for group '%s'", nm);
     MPI_Comm data = MPI_COMM_NULL;
-    int err = MPI_Comm_dup(comm, &data);
-    if (err != MPI_SUCCESS)
-        return mpi_fail("MPI_Comm_dup", name ? name : "world", err);
+    if ((err = MPI_Comm_dup(comm, &data)) != MPI_SUCCESS)
+        return mpi_fail("MPI_Comm_dup", nm, err);
     return wrap(data, name, NULL, NULL, out);
 }
 
@@ -282,8 +268,11 @@ void dt_comm_free(dt_comm *comm)
         return;
     int busy = comm->is_mpi && buffers_in_use(comm);
     if (comm->is_mpi) {
+        /* Cleanup, which cannot report: MPI's answers are ignored, and when MPI cannot say
+         * whether it is finalised, it is not called again. */
         int fin = 0;
-        MPI_Finalized(&fin);
+        if (MPI_Finalized(&fin) != MPI_SUCCESS)
+            fin = 1;
         if (!fin) {
             /* Pending operations complete normally after MPI_Comm_free (MPI 3.1, 6.4.3). */
             MPI_Comm_free(&comm->data);
@@ -415,7 +404,7 @@ static dt_status translate(dt_comm *parent, dt_comm *child)
     }
     for (int i = 0; i < child->size; i++)
         child->world_ranks[i] = parent->world_ranks[outr[i]];
-fail:
+fail: /* cleanup: a group that cannot be freed changes nothing here; ignored */
     if (gp != MPI_GROUP_NULL)
         MPI_Group_free(&gp);
     if (gc != MPI_GROUP_NULL)

@@ -6,6 +6,10 @@
  * control communicator), SLOTS (waiting for a group of the handle's persistent receive
  * buffers, granted in sequence order), RUN (the algorithm's state machine), DONE.
  *
+ * Each algorithm is an engine (dt_cx_engine below): a const table of start, progress and
+ * cancel in the algorithm's own file, with its state private to that file. nb.c drives
+ * requests through the table and knows no engine's fields; coll.c chooses the engine.
+ *
  * Two orderings keep ranks consistent without any exchange:
  *  - MPI requires non-blocking collectives on a communicator to be started in the same
  *    order everywhere. Requests start MPI calls only when every older collective of the
@@ -24,20 +28,20 @@
 #include "dtrain/comm.h"
 #include "dtrain/comm_mpi.h"
 
-/* What a request actually runs. */
+/* What a request actually runs: the id of its engine (sent in --comm-check records). */
 typedef enum dt_impl {
-    DT_IMPL_LOCAL = 0, /* a group of one: local copies */
-    DT_IMPL_MPI,       /* MPI's non-blocking collectives / point to point */
-    DT_IMPL_RING,      /* ring reduce-scatter and/or ring all-gather */
+    DT_IMPL_LOCAL = 0, /* a group of one: local copies (coll.c) */
+    DT_IMPL_MPI,       /* MPI's non-blocking collectives / point to point (coll_mpi.c) */
+    DT_IMPL_RING,      /* ring reduce-scatter and/or ring all-gather (ring.c) */
     DT_IMPL_DET,       /* reduce-scatter folded in rank order by each block's owner, then
-                          ring all-gather (the deterministic algorithm) */
-    DT_IMPL_DIRECT     /* small messages: one round, every rank sends to every rank */
+                          ring all-gather: the deterministic algorithm (det.c) */
+    DT_IMPL_DIRECT,    /* small messages: one round, every rank sends to every rank (direct.c) */
+    DT_IMPL_COUNT
 } dt_impl;
 
 enum { DT_REQ_FREE = 0, DT_REQ_ACTIVE, DT_REQ_COMPLETE, DT_REQ_ABANDONED };
 enum { DT_PH_CHECK = 0, DT_PH_SLOTS, DT_PH_RUN, DT_PH_DONE };
 
-#define DT_MPI_PIECES 4     /* MPI calls of one split request in flight at once */
 #define DT_CHECK_FIELDS 8   /* int64 per rank in a --comm-check record */
 #define DT_WD_FIELDS 8      /* int64 per rank in a watchdog record */
 #define DT_WD_STATE_FIELD 6 /* its state: -1 nothing heard, 0 idle, 1 waiting, 2 timed out */
@@ -50,68 +54,53 @@ enum { DT_PH_CHECK = 0, DT_PH_SLOTS, DT_PH_RUN, DT_PH_DONE };
 /* Tags on the control communicator (the watchdog's questions and answers). */
 enum { DT_TAG_WD_ASK = 1, DT_TAG_WD_REPLY = 2 };
 
-/* One receive of the ring/det window, in posting order. */
-typedef struct dt_rent {
-    int g;    /* ring step, or -1 for a det receive */
-    int peer; /* det: the sending rank */
-    size_t j; /* chunk index within the block */
-    int slot; /* receive buffer slot, -1 for a receive straight into the result */
-    int done;
-} dt_rent;
+/* An engine: one algorithm's lifecycle behind a const table, so that nb.c drives every
+ * algorithm the same way. Each engine keeps its own state in the request's engine memory
+ * (`engine_state`, sized at handle creation for the largest engine, no allocation per
+ * call); only the engine's file knows its layout, and start() lays it out afresh, since
+ * the engine that used the memory last may have been another one. */
+typedef struct dt_cx_engine {
+    const char *name; /* "mpi", "ring", ...: reports, history, --comm-check */
+    /* Progress happens inside MPI_Test with no visible sign until the end (MPI's own
+     * non-blocking collectives): waits only yield between polls, never sleep. */
+    int opaque_progress;
+    /* Bytes of engine memory a request of handle c needs; NULL: none. */
+    size_t (*state_bytes)(const dt_comm *c);
+    /* Whether q needs a receive-buffer group before start(); NULL: never. */
+    int (*wants_slots)(const dt_comm_req *q);
+    /* Starts the algorithm (q is in phase RUN and holds a slot group if it wanted one). It
+     * lays out its state before anything that can fail; it may finish q (dt_cx_finish).
+     * A failure returned here finishes q with that status. */
+    dt_status (*start)(dt_comm_req *q);
+    /* One step: polls MPI, moves data; finishes q (dt_cx_finish) when it completes or
+     * fails. Returns 1 when something changed. Called only in phase RUN. */
+    int (*progress)(dt_comm_req *q);
+    /* q failed after start(): takes back receives still posted (they would match later
+     * traffic) and lets sends finish on their own. Cleanup: MPI's answers are ignored.
+     * NULL: nothing can be taken back (MPI's collectives cannot be cancelled). */
+    void (*cancel)(dt_comm_req *q);
+} dt_cx_engine;
 
-/* One send in flight: the bytes it reads (an all-gather receive never overwrites them). */
-typedef struct dt_sent {
-    const char *lo, *hi;
-} dt_sent;
+extern const dt_cx_engine dt_cx_engine_mpi;    /* coll_mpi.c */
+extern const dt_cx_engine dt_cx_engine_ring;   /* ring.c */
+extern const dt_cx_engine dt_cx_engine_det;    /* det.c */
+extern const dt_cx_engine dt_cx_engine_direct; /* direct.c */
 
-/* The MPI engine: `npieces` calls issued in order, at most DT_MPI_PIECES at once. */
-typedef struct dt_mpi_state {
-    size_t npieces, next, ndone;
-    int single;          /* one MPI call (v-collective) rather than per-block pieces */
-    size_t cur_b, cur_o; /* cursor over (block, offset) for per-block pieces */
-} dt_mpi_state;
+/* Carving a region into 64-byte aligned pieces; with base NULL it only counts, so that one
+ * layout function both sizes engine memory (at handle creation) and lays it out. */
+typedef struct dt_cx_carver {
+    char *base;
+    size_t used;
+} dt_cx_carver;
 
-/* The ring/det engine. Steps g = 0 .. nsteps-1: the first rs_steps reduce (ring only),
- * the rest all-gather. At step g a rank sends one chunk sequence of block sblk(g) to its
- * right neighbour and receives block rblk(g) from its left, chunk by chunk; a chunk may go
- * on at step g+1 once it was received and reduced at step g. */
-typedef struct dt_ring_state {
-    int rs_steps, nsteps;
-    int shift;       /* ring reduce-scatter block offset: 0 (all-reduce), -1 (RS) */
-    int own;         /* the block this rank all-gathers first */
-    size_t E;        /* chunk elements */
-    char *W;         /* the full-length work vector partial sums and results live in */
-    const char *S;   /* this rank's input vector (sendbuf, or W in place) */
-    char *fin;       /* reduce-scatter only: where the own block's result goes */
-    const char *ag0; /* source of all-gather step 0 (own block) */
-    int sg;
-    size_t sj; /* next send to post */
-    int rg;
-    size_t rj; /* next receive to post */
-    int pg;
-    size_t pj;            /* next receive to process */
-    size_t rhead, rcount; /* receive window FIFO */
-    size_t nsend;         /* sends in flight */
-    size_t nslot_free;    /* free slots: the first nslot_free entries of slotstack */
-    /* det: direct reduce-scatter to the block owners */
-    int det;
-    size_t dsj;
-    int dsk;              /* next direct send: chunk, peer offset 1..N-1 */
-    size_t drj;           /* next chunk group of receives to post */
-    size_t dfold;         /* chunks of the own block folded */
-    size_t dgroups;       /* chunk groups of receives the slots allow at once */
-    size_t dhead, dcount; /* det receive FIFO (groups of N-1, in rank order) */
-    size_t dnsend;        /* det sends in flight */
-    size_t djmax;         /* chunks of the largest other block */
-    int tag_rs, tag_ag;
-} dt_ring_state;
+static inline void *dt_cx_carve(dt_cx_carver *k, size_t nbytes)
+{
+    void *at = k->base != NULL ? k->base + k->used : NULL;
+    k->used += (nbytes + 63u) & ~(size_t)63u;
+    return at;
+}
 
-/* The direct (one-round) engine. */
-typedef struct dt_direct_state {
-    size_t nreq;
-    int started;
-} dt_direct_state;
-
+/* One operation, blocking or not: what every engine needs. */
 struct dt_comm_req {
     dt_comm *comm;
     int state, phase;
@@ -119,6 +108,7 @@ struct dt_comm_req {
     dt_status status;
     dt_comm_args a; /* the call, with sendbuf/recvbuf normalised */
     dt_impl impl;
+    const dt_cx_engine *engine; /* impl's table (coll.c) */
     int is_coll;
     int issued; /* every MPI collective call of this request has been started */
     uint64_t seq;
@@ -129,25 +119,12 @@ struct dt_comm_req {
     double t_start, deadline;
     uint64_t hist_id;
     int group; /* receive-buffer group held, -1 for none */
-    int idle_polls;
     /* arrays sized at handle creation (no allocation per call) */
     size_t *boff, *blen; /* per rank blocks, in elements */
-    int *icnt, *idsp;    /* MPI's int counts/displacements */
     int64_t *check;      /* size * DT_CHECK_FIELDS */
     MPI_Request check_req;
-    const void **srcs; /* size: the fold's inputs */
-    MPI_Request *mr;   /* ring receives (FIFO), MPI pieces, direct receives */
-    MPI_Request *ms;   /* ring sends, direct sends */
-    MPI_Request *md;   /* det receives (FIFO) */
-    MPI_Request *mds;  /* det sends */
-    dt_rent *rent, *dent;
-    dt_sent *sent, *dsent;
-    int *idx;       /* MPI_Testsome's indices */
-    int *slotstack; /* nslots */
-    size_t nwin;    /* capacity of each window array */
-    dt_mpi_state m;
-    dt_ring_state ring;
-    dt_direct_state d;
+    void *engine_state; /* the engine's own state, in the handle's pool memory (owned by
+                           the handle): opaque outside the engine's file */
 };
 
 /* The per-rank history, shared by a handle and every handle split or duplicated from it. */
@@ -179,7 +156,8 @@ struct dt_comm {
     uint64_t p2p_seq;
     uint64_t issue_seq; /* oldest collective that may not have started all its MPI calls */
     dt_comm_stats stats;
-    /* persistent receive buffers: DT_SLOT_GROUPS groups of nslots slots of slot_bytes */
+    /* persistent receive buffers: DT_SLOT_GROUPS groups of nslots slots of slot_bytes;
+     * nslots is also the capacity of a ring or det window (window.h) */
     char *slots;
     size_t nslots, slot_bytes;
     dt_comm_req *slot_owner[DT_SLOT_GROUPS];
@@ -205,15 +183,20 @@ struct dt_comm {
     char *report;         /* the family's report buffer (hist->report) */
 };
 
-/* ---- validate.c: types, operations, arguments ---- */
+/* ---- validate.c: types, operations, arguments, MPI's errors ---- */
 MPI_Datatype dt_cx_mpi_type(dt_comm_dtype dtype);
 MPI_Op dt_cx_mpi_op(const dt_comm *c, dt_comm_dtype dtype, dt_comm_redop op);
 /* Checks the call and fills the request's block layout, in_place, total and nbytes. */
 dt_status dt_cx_validate(dt_comm *c, dt_comm_req *q);
 /* "comm: allreduce #12 on group 'world'" into buf. */
 void dt_cx_describe(const dt_comm_req *q, char *buf, size_t n);
-/* DT_ERR_MPI with the MPI error string. */
+/* DT_ERR_MPI for one request's MPI call: "<describe>: CALL: <MPI's error string>". */
 dt_status dt_cx_mpi_fail(const dt_comm_req *q, const char *call, int err);
+/* DT_ERR_MPI for a call on a group rather than for one request:
+ * "comm: group 'GROUP': WHAT: <MPI's error string>". */
+dt_status dt_cx_group_mpi_fail(const char *group, const char *what, int err);
+/* MPI's text for an error code (or "error N" when MPI cannot say) into buf. */
+void dt_cx_mpi_error_string(int err, char *buf, size_t n);
 
 /* ---- reduce_ops.c: element-wise kernels ---- */
 /* dst[i] = a[i] op b[i]; dst may alias a or b. AVG adds. */
@@ -225,20 +208,22 @@ void dt_cx_fold(void *dst, const void *const *src, int k, size_t n, dt_comm_dtyp
 /* x[i] /= n (AVG's single division). */
 void dt_cx_divide(void *x, size_t count, dt_comm_dtype t, int n);
 
+/* ---- coll.c: the choice of algorithm and the engines' registry ---- */
 const char *dt_cx_impl_name(dt_impl impl);
+/* Engine memory per request: the most any engine needs on handle c. */
+size_t dt_cx_engine_state_bytes(const dt_comm *c);
 
 /* ---- nb.c: the request pool and progress ---- */
 dt_status dt_cx_acquire(dt_comm *c, dt_comm_req **out);
 void dt_cx_release(dt_comm_req *q);
-/* Whether the request needs a receive-buffer group. */
-int dt_cx_wants_slots(const dt_comm_req *q);
-/* After the check: takes slots if needed and starts the algorithm. */
+/* After the check: takes slots if needed and starts the engine. */
 void dt_cx_enter_run(dt_comm_req *q);
 /* One step of one request; returns 1 when something changed. */
 int dt_cx_step(dt_comm_req *q);
 /* Steps every active request of the handle; *changed (may be NULL) says whether any did. */
 dt_status dt_cx_progress(dt_comm *c, int *changed);
-/* Marks q complete with `st`: history end time, buffers released. */
+/* Marks q complete with `st`: history end time, buffers released; on failure the engine
+ * takes back what it posted. */
 void dt_cx_finish(dt_comm_req *q, dt_status st);
 /* Whether q may start MPI collective calls now (all older collectives have). */
 int dt_cx_may_issue(dt_comm_req *q);
@@ -261,28 +246,6 @@ typedef struct dt_cx_poller {
 } dt_cx_poller;
 void dt_cx_poll_idle(dt_cx_poller *p, int changed);
 
-/* ---- coll_mpi.c ---- */
-dt_status dt_cx_mpi_begin(dt_comm_req *q);
-int dt_cx_mpi_step(dt_comm_req *q);
-
-/* ---- ring.c / det.c ---- */
-dt_status dt_cx_ring_begin(dt_comm_req *q);
-int dt_cx_ring_step(dt_comm_req *q);
-int dt_cx_sblk(const dt_comm_req *q, int g); /* block sent at step g */
-int dt_cx_rblk(const dt_comm_req *q, int g); /* block received at step g */
-size_t dt_cx_nchunks(const dt_comm_req *q, int b);
-size_t dt_cx_chunk_len(const dt_comm_req *q, int b, size_t j);
-/* det.c: the direct reduce-scatter phase inside the ring engine */
-void dt_cx_det_begin(dt_comm_req *q);
-dt_status dt_cx_det_step(dt_comm_req *q, int *changed);
-int dt_cx_det_done(const dt_comm_req *q);
-/* Whether the det send of block b chunk j has been posted. */
-int dt_cx_det_sent(const dt_comm_req *q, int b, size_t j);
-
-/* ---- direct.c ---- */
-dt_status dt_cx_direct_begin(dt_comm_req *q);
-int dt_cx_direct_step(dt_comm_req *q);
-
 /* ---- check.c ---- */
 dt_status dt_cx_check_begin(dt_comm_req *q);
 int dt_cx_check_step(dt_comm_req *q);
@@ -291,8 +254,10 @@ int dt_cx_check_step(dt_comm_req *q);
 /* Called when q passed its deadline: exchanges records, writes the report, fails the
  * handle; returns DT_ERR_TIMEOUT. */
 dt_status dt_cx_watchdog(dt_comm_req *q);
-/* Answers other ranks' watchdog questions (rate-limited; cheap when there are none). */
-void dt_cx_wd_answer(dt_comm *c, double now);
+/* Answers other ranks' watchdog questions (rate-limited; cheap when there are none). When
+ * the control communicator fails, the handle fails with DT_ERR_MPI (it could no longer
+ * answer nor ask) and that status is returned. */
+dt_status dt_cx_wd_answer(dt_comm *c, double now);
 
 /* ---- history.c ---- */
 dt_status dt_cx_history_create(dt_cx_history **out);

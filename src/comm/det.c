@@ -6,161 +6,194 @@
  * and the owner, once it holds all N slices of chunk j (its own from its input), folds them
  * in rank order into the result. The volume each rank sends and receives is (N-1)/N of the
  * vector, as in the ring's reduce-scatter, so this runs near ring bandwidth; the ring
- * all-gather (ring.c) then spreads the folded blocks. Receives land in groups of N-1 slots
- * of the handle's persistent buffers; up to dgroups chunks are in flight per rank.
+ * all-gather (ring.c) then spreads the folded blocks: the engine is the ring's, with this
+ * file's state (below) beside the ring's (ring.h). Receives land in groups of N-1 slots of
+ * the handle's persistent buffers; up to max_groups chunks are in flight per rank.
  *
  * Sends go in (chunk, destination) order, destinations staggered (r+1, r+2, ...) so that
  * the ranks do not all start on rank 0. Each owner posts its receives per chunk in the
  * same order, so one tag matches them. */
 #include <string.h>
 
-#include "comm/comm_internal.h"
+#include "comm/ring.h"
 
-void dt_cx_det_begin(dt_comm_req *q)
+struct dt_cx_det {
+    dt_cx_window win;   /* receives of the own block's slices, N-1 per chunk in rank order;
+                           sends of the other blocks' slices to their owners */
+    size_t send_chunk;  /* the chunk of the next slice to send */
+    int send_peer;      /* its destination: rank r + send_peer, 1 .. N-1 */
+    size_t recv_chunk;  /* the next chunk of the own block whose receives to post */
+    size_t folded;      /* chunks of the own block folded */
+    size_t max_groups;  /* chunks whose receives may be posted at once */
+    size_t send_chunks; /* chunks of the largest other block */
+    const void **srcs;  /* the fold's inputs, one per rank */
+};
+
+dt_cx_det *dt_cx_det_carve(const dt_comm *c, dt_cx_carver *k)
+{
+    dt_cx_det *d = dt_cx_carve(k, sizeof *d);
+    dt_cx_window_carve(d != NULL ? &d->win : NULL, k, c->nslots, "det");
+    const void **srcs = dt_cx_carve(k, (size_t)c->size * sizeof(const void *));
+    if (d != NULL)
+        d->srcs = srcs;
+    return d;
+}
+
+void dt_cx_det_start(dt_comm_req *q, dt_cx_ring *R)
 {
     dt_comm *c = q->comm;
-    dt_ring_state *R = &q->ring;
+    dt_cx_det *d = R->det;
     int n = c->size;
-    R->dsj = 0;
-    R->dsk = 1;
-    R->drj = 0;
-    R->dfold = 0;
-    R->dhead = R->dcount = R->dnsend = 0;
+    d->send_chunk = 0;
+    d->send_peer = 1;
+    d->recv_chunk = 0;
+    d->folded = 0;
     size_t per = (size_t)(n - 1);
-    size_t g1 = R->nslot_free / per, g2 = q->nwin / per;
-    R->dgroups = g1 < g2 ? g1 : g2;
-    DT_ASSERT(R->dgroups >= 1);
-    R->djmax = 0;
+    size_t g1 = R->nfree_slots / per, g2 = d->win.cap / per;
+    d->max_groups = g1 < g2 ? g1 : g2;
+    DT_ASSERT(d->max_groups >= 1);
+    d->send_chunks = 0;
     for (int b = 0; b < n; b++)
-        if (b != c->rank && dt_cx_nchunks(q, b) > R->djmax)
-            R->djmax = dt_cx_nchunks(q, b);
+        if (b != c->rank && dt_cx_ring_nchunks(q, R, b) > d->send_chunks)
+            d->send_chunks = dt_cx_ring_nchunks(q, R, b);
 }
 
-int dt_cx_det_sent(const dt_comm_req *q, int b, size_t j)
+int dt_cx_det_folded(const dt_cx_ring *R, size_t j)
 {
-    const dt_ring_state *R = &q->ring;
+    return R->det->folded > j;
+}
+
+int dt_cx_det_sent(const dt_comm_req *q, const dt_cx_ring *R, int b, size_t j)
+{
+    const dt_cx_det *d = R->det;
     int n = q->comm->size;
     int k = ((b - q->comm->rank) % n + n) % n;
-    return j < R->dsj || (j == R->dsj && R->dsk > k);
+    return j < d->send_chunk || (j == d->send_chunk && d->send_peer > k);
 }
 
-int dt_cx_det_done(const dt_comm_req *q)
+int dt_cx_det_done(const dt_comm_req *q, const dt_cx_ring *R)
 {
-    const dt_ring_state *R = &q->ring;
-    return R->dfold == dt_cx_nchunks(q, q->comm->rank) && R->dsj >= R->djmax && R->dnsend == 0;
+    const dt_cx_det *d = R->det;
+    return d->folded == dt_cx_ring_nchunks(q, R, q->comm->rank) &&
+           d->send_chunk >= d->send_chunks && d->win.nsend == 0;
+}
+
+int dt_cx_det_reads(const dt_cx_ring *R, const char *lo, const char *hi)
+{
+    return dt_cx_window_reads(&R->det->win, lo, hi);
+}
+
+void dt_cx_det_cancel(dt_cx_ring *R)
+{
+    dt_cx_window_cancel(&R->det->win);
 }
 
 /* Folds chunk j of the own block from the N-1 received slices (the group at the head of
  * the receive FIFO, in rank order) and the rank's own input. */
-static void fold(dt_comm_req *q)
+static void fold(dt_comm_req *q, dt_cx_ring *R)
 {
     dt_comm *c = q->comm;
-    dt_ring_state *R = &q->ring;
+    dt_cx_det *d = R->det;
     const dt_comm_args *a = &q->a;
     int n = c->size, r = c->rank;
-    size_t es = q->esize;
-    size_t j = q->dent[R->dhead].j;
-    size_t len = dt_cx_chunk_len(q, r, j);
-    size_t pos = R->dhead;
+    size_t es = q->esize, E = R->chunk_elems;
+    size_t j = dt_cx_window_at(&d->win, 0)->chunk;
+    size_t len = dt_cx_ring_chunk_len(q, R, r, j);
+    size_t i = 0;
     for (int p = 0; p < n; p++) {
-        if (p == r) {
-            q->srcs[p] = R->S + (q->boff[r] + j * R->E) * es;
-            continue;
-        }
-        q->srcs[p] = dt_cx_slot(q, q->dent[pos].slot);
-        pos = (pos + 1) % q->nwin;
+        if (p == r)
+            d->srcs[p] = R->input + (q->boff[r] + j * E) * es;
+        else
+            d->srcs[p] = dt_cx_slot(q, dt_cx_window_at(&d->win, i++)->slot);
     }
-    char *dst = R->fin ? R->fin + j * R->E * es : R->W + (q->boff[r] + j * R->E) * es;
-    dt_cx_fold(dst, q->srcs, n, len, a->dtype, a->op);
+    char *dst = R->own_result ? R->own_result + j * E * es : R->work + (q->boff[r] + j * E) * es;
+    dt_cx_fold(dst, d->srcs, n, len, a->dtype, a->op);
     if (a->op == DT_COMM_AVG)
         dt_cx_divide(dst, len, a->dtype, n);
     for (int p = 0; p < n - 1; p++) {
-        q->slotstack[R->nslot_free++] = q->dent[R->dhead].slot;
-        R->dhead = (R->dhead + 1) % q->nwin;
+        R->free_slots[R->nfree_slots++] = dt_cx_window_at(&d->win, 0)->slot;
+        dt_cx_window_pop(&d->win);
     }
-    R->dcount -= (size_t)(n - 1);
-    R->dfold++;
+    d->folded++;
 }
 
-dt_status dt_cx_det_step(dt_comm_req *q, int *changed)
+dt_status dt_cx_det_step(dt_comm_req *q, dt_cx_ring *R, int *changed)
 {
     dt_comm *c = q->comm;
-    dt_ring_state *R = &q->ring;
-    int n = c->size, r = c->rank, nwin = (int)q->nwin, out = 0, err;
-    size_t es = q->esize, per = (size_t)(n - 1);
-    MPI_Datatype type = dt_cx_mpi_type(q->a.dtype);
-
-    if (R->dcount > 0) {
-        err = MPI_Testsome(nwin, q->md, &out, q->idx, MPI_STATUSES_IGNORE);
-        if (err != MPI_SUCCESS)
-            return dt_cx_mpi_fail(q, "MPI_Testsome (det receives)", err);
-        for (int i = 0; i < out && out != MPI_UNDEFINED; i++)
-            q->dent[q->idx[i]].done = 1;
-        *changed |= out > 0 && out != MPI_UNDEFINED;
-    }
-    if (R->dnsend > 0) {
-        err = MPI_Testsome(nwin, q->mds, &out, q->idx, MPI_STATUSES_IGNORE);
-        if (err != MPI_SUCCESS)
-            return dt_cx_mpi_fail(q, "MPI_Testsome (det sends)", err);
-        if (out != MPI_UNDEFINED) {
-            R->dnsend -= (size_t)out;
-            *changed |= out > 0;
-        }
-    }
+    dt_cx_det *d = R->det;
+    int n = c->size, r = c->rank;
+    size_t es = q->esize, E = R->chunk_elems, per = (size_t)(n - 1);
+    dt_status st = dt_cx_window_test(q, &d->win, changed);
+    if (st != DT_OK)
+        return st;
 
     /* Fold complete chunk groups in order. */
-    while (R->dcount >= per) {
+    while (d->win.nrecv >= per) {
         int all = 1;
         for (size_t i = 0; i < per && all; i++)
-            all = q->dent[(R->dhead + i) % q->nwin].done;
+            all = dt_cx_window_at(&d->win, i)->done;
         if (!all)
             break;
-        fold(q);
+        fold(q, R);
         *changed = 1;
     }
 
     /* Receive groups for the next chunks of the own block. */
-    size_t mine = dt_cx_nchunks(q, r);
-    while (R->drj < mine && R->dcount + per <= R->dgroups * per && R->nslot_free >= per) {
-        size_t len = dt_cx_chunk_len(q, r, R->drj);
+    size_t mine = dt_cx_ring_nchunks(q, R, r);
+    while (d->recv_chunk < mine && d->win.nrecv + per <= d->max_groups * per &&
+           R->nfree_slots >= per) {
+        size_t len = dt_cx_ring_chunk_len(q, R, r, d->recv_chunk);
         for (int p = 0; p < n; p++) {
             if (p == r)
                 continue;
-            int slot = q->slotstack[--R->nslot_free];
-            size_t pos = (R->dhead + R->dcount) % q->nwin;
-            err =
-                MPI_Irecv(dt_cx_slot(q, slot), (int)len, type, p, R->tag_rs, c->data, &q->md[pos]);
-            if (err != MPI_SUCCESS)
-                return dt_cx_mpi_fail(q, "MPI_Irecv (det)", err);
-            q->dent[pos] = (dt_rent){.g = -1, .peer = p, .j = R->drj, .slot = slot, .done = 0};
-            R->dcount++;
+            int slot = R->free_slots[--R->nfree_slots];
+            dt_cx_recv entry = {.step = -1, .peer = p, .chunk = d->recv_chunk, .slot = slot};
+            st = dt_cx_window_recv(q, &d->win, dt_cx_slot(q, slot), len, p, R->tag_rs, entry);
+            if (st != DT_OK)
+                return st;
         }
-        R->drj++;
+        d->recv_chunk++;
         *changed = 1;
     }
 
     /* Slices of the other blocks to their owners. */
-    while (R->dsj < R->djmax) {
-        int b = (r + R->dsk) % n;
-        if (R->dsj < dt_cx_nchunks(q, b)) {
-            if (R->dnsend == q->nwin)
+    while (d->send_chunk < d->send_chunks) {
+        int b = (r + d->send_peer) % n;
+        if (d->send_chunk < dt_cx_ring_nchunks(q, R, b)) {
+            if (d->win.nsend == d->win.cap)
                 break;
-            size_t k = 0;
-            while (q->mds[k] != MPI_REQUEST_NULL)
-                k++;
-            size_t len = dt_cx_chunk_len(q, b, R->dsj);
-            const char *src = R->S + (q->boff[b] + R->dsj * R->E) * es;
-            err = MPI_Isend(src, (int)len, type, b, R->tag_rs, c->data, &q->mds[k]);
-            if (err != MPI_SUCCESS)
-                return dt_cx_mpi_fail(q, "MPI_Isend (det)", err);
-            q->dsent[k] = (dt_sent){src, src + len * es};
-            R->dnsend++;
+            size_t len = dt_cx_ring_chunk_len(q, R, b, d->send_chunk);
+            const char *src = R->input + (q->boff[b] + d->send_chunk * E) * es;
+            st = dt_cx_window_send(q, &d->win, src, len, b, R->tag_rs);
+            if (st != DT_OK)
+                return st;
             *changed = 1;
         }
-        if (++R->dsk == n) {
-            R->dsk = 1;
-            R->dsj++;
+        if (++d->send_peer == n) {
+            d->send_peer = 1;
+            d->send_chunk++;
         }
     }
     return DT_OK;
 }
+
+static int det_wants_slots(const dt_comm_req *q)
+{
+    (void)q;
+    return 1;
+}
+
+static dt_status det_start(dt_comm_req *q)
+{
+    return dt_cx_ring_start(q, 1);
+}
+
+const dt_cx_engine dt_cx_engine_det = {
+    .name = "det",
+    .opaque_progress = 0,
+    .state_bytes = dt_cx_ring_state_bytes,
+    .wants_slots = det_wants_slots,
+    .start = det_start,
+    .progress = dt_cx_ring_progress,
+    .cancel = dt_cx_ring_cancel,
+};

@@ -11,15 +11,47 @@
 
 #include "comm/comm_internal.h"
 
+typedef struct direct_state {
+    /* Receives in [0, N-1), sends in [N-1, 2N-2), so that one MPI_Testall (one pass of
+     * MPI's progress engine) polls both. Entry k belongs to peer p with k = slot_of(p). */
+    MPI_Request *req;
+    size_t npeers;     /* N-1 */
+    const void **srcs; /* the fold's inputs, one per rank */
+} direct_state;
+
+static size_t direct_carve(const dt_comm *c, char *mem, direct_state **out)
+{
+    dt_cx_carver k = {mem, 0};
+    size_t n = (size_t)c->size;
+    direct_state *s = dt_cx_carve(&k, sizeof *s);
+    MPI_Request *req = dt_cx_carve(&k, 2 * n * sizeof(MPI_Request));
+    const void **srcs = dt_cx_carve(&k, n * sizeof(const void *));
+    if (s != NULL) {
+        s->req = req;
+        s->npeers = n - 1;
+        s->srcs = srcs;
+        for (size_t i = 0; i < 2 * s->npeers; i++)
+            req[i] = MPI_REQUEST_NULL;
+    }
+    if (out != NULL)
+        *out = s;
+    return k.used;
+}
+
+static size_t direct_state_bytes(const dt_comm *c)
+{
+    return direct_carve(c, NULL, NULL);
+}
+
+/* The receive slot (and request entry) of peer p on rank r. */
 static int slot_of(int p, int r)
 {
     return p < r ? p : p - 1;
 }
 
-/* Receives go in mr[0, n-1), sends right after them, so that one MPI_Testall (one pass of
- * MPI's progress engine) polls both. */
+static int direct_progress(dt_comm_req *q);
 
-dt_status dt_cx_direct_begin(dt_comm_req *q)
+static dt_status direct_start(dt_comm_req *q)
 {
     dt_comm *c = q->comm;
     const dt_comm_args *a = &q->a;
@@ -29,7 +61,9 @@ dt_status dt_cx_direct_begin(dt_comm_req *q)
     MPI_Datatype type = dt_cx_mpi_type(a->dtype);
     char *recv = a->recvbuf;
     const char *src = q->in_place ? recv : (const char *)a->sendbuf;
-    memset(&q->d, 0, sizeof q->d);
+    direct_state *s = NULL;
+    direct_carve(c, q->engine_state, &s);
+    MPI_Request *rq = s->req, *at = NULL; /* at: the entry of the last call */
 
     switch (a->coll) {
     case DT_COMM_ALLREDUCE:
@@ -38,10 +72,14 @@ dt_status dt_cx_direct_begin(dt_comm_req *q)
             if (p == r)
                 continue;
             int k = slot_of(p, r);
-            if (a->coll == DT_COMM_ALLREDUCE || r == a->root)
-                err = MPI_Irecv(dt_cx_slot(q, k), (int)q->total, type, p, tag, c->data, &q->mr[k]);
-            if (err == MPI_SUCCESS && (a->coll == DT_COMM_ALLREDUCE || p == a->root))
-                err = MPI_Isend(src, (int)q->total, type, p, tag, c->data, &q->mr[n - 1 + k]);
+            if (a->coll == DT_COMM_ALLREDUCE || r == a->root) {
+                at = &rq[k];
+                err = MPI_Irecv(dt_cx_slot(q, k), (int)q->total, type, p, tag, c->data, at);
+            }
+            if (err == MPI_SUCCESS && (a->coll == DT_COMM_ALLREDUCE || p == a->root)) {
+                at = &rq[n - 1 + k];
+                err = MPI_Isend(src, (int)q->total, type, p, tag, c->data, at);
+            }
         }
         break;
     case DT_COMM_ALLGATHER: {
@@ -52,10 +90,12 @@ dt_status dt_cx_direct_begin(dt_comm_req *q)
             if (p == r)
                 continue;
             int k = slot_of(p, r);
-            err = MPI_Irecv(recv + q->boff[p] * es, (int)q->blen[p], type, p, tag, c->data,
-                            &q->mr[k]);
-            if (err == MPI_SUCCESS)
-                err = MPI_Isend(own, (int)q->blen[r], type, p, tag, c->data, &q->mr[n - 1 + k]);
+            at = &rq[k];
+            err = MPI_Irecv(recv + q->boff[p] * es, (int)q->blen[p], type, p, tag, c->data, at);
+            if (err == MPI_SUCCESS) {
+                at = &rq[n - 1 + k];
+                err = MPI_Isend(own, (int)q->blen[r], type, p, tag, c->data, at);
+            }
         }
         break;
     }
@@ -63,22 +103,21 @@ dt_status dt_cx_direct_begin(dt_comm_req *q)
         DT_ASSERT(!"direct: unsupported operation");
         break;
     }
-    if (err != MPI_SUCCESS)
+    if (err != MPI_SUCCESS) {
+        *at = MPI_REQUEST_NULL; /* the failed call posted nothing: nothing to take back */
         return dt_cx_mpi_fail(q, "starting the direct exchange", err);
-    q->d.nreq = (size_t)(n - 1);
-    q->d.started = 1;
-    dt_cx_direct_step(q);
+    }
+    direct_progress(q);
     return DT_OK;
 }
 
-int dt_cx_direct_step(dt_comm_req *q)
+static int direct_progress(dt_comm_req *q)
 {
     dt_comm *c = q->comm;
+    direct_state *s = q->engine_state;
     const dt_comm_args *a = &q->a;
-    int n = c->size, r = c->rank, done = 0, err;
-    if (q->phase != DT_PH_RUN)
-        return 0;
-    err = MPI_Testall((int)(2 * q->d.nreq), q->mr, &done, MPI_STATUSES_IGNORE);
+    int n = c->size, r = c->rank, done = 0;
+    int err = MPI_Testall((int)(2 * s->npeers), s->req, &done, MPI_STATUSES_IGNORE);
     if (err != MPI_SUCCESS) {
         dt_cx_finish(q, dt_cx_mpi_fail(q, "MPI_Testall (direct)", err));
         return 1;
@@ -89,12 +128,43 @@ int dt_cx_direct_step(dt_comm_req *q)
     if (a->coll == DT_COMM_ALLREDUCE || (a->coll == DT_COMM_REDUCE && r == a->root)) {
         char *recv = a->recvbuf;
         for (int p = 0; p < n; p++)
-            q->srcs[p] = p == r ? (q->in_place ? recv : a->sendbuf)
+            s->srcs[p] = p == r ? (q->in_place ? recv : a->sendbuf)
                                 : (const void *)dt_cx_slot(q, slot_of(p, r));
-        dt_cx_fold(recv, q->srcs, n, q->total, a->dtype, a->op);
+        dt_cx_fold(recv, s->srcs, n, q->total, a->dtype, a->op);
         if (a->op == DT_COMM_AVG)
             dt_cx_divide(recv, q->total, a->dtype, n);
     }
     dt_cx_finish(q, DT_OK);
     return 1;
 }
+
+/* Cleanup after a failure: receives still posted are cancelled, sends left to finish.
+ * MPI's answers are ignored: nothing more can be done here. */
+static void direct_cancel(dt_comm_req *q)
+{
+    direct_state *s = q->engine_state;
+    for (size_t k = 0; k < 2 * s->npeers; k++) {
+        if (s->req[k] == MPI_REQUEST_NULL)
+            continue;
+        if (k < s->npeers)
+            MPI_Cancel(&s->req[k]);
+        MPI_Request_free(&s->req[k]);
+    }
+}
+
+/* Receive slots for the folded reductions; all-gather receives land in the result. */
+static int direct_wants_slots(const dt_comm_req *q)
+{
+    return q->a.coll == DT_COMM_ALLREDUCE ||
+           (q->a.coll == DT_COMM_REDUCE && q->a.root == q->comm->rank);
+}
+
+const dt_cx_engine dt_cx_engine_direct = {
+    .name = "direct",
+    .opaque_progress = 0,
+    .state_bytes = direct_state_bytes,
+    .wants_slots = direct_wants_slots,
+    .start = direct_start,
+    .progress = direct_progress,
+    .cancel = direct_cancel,
+};

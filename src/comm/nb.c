@@ -1,7 +1,8 @@
 /* nb.c — the request pool, progress, test and wait.
  *
  * Requests live in a fixed pool owned by the handle (no allocation per call). Progress
- * steps every active request: MPI_Test* on MPI's, one round of our state machines. Wait
+ * steps every active request through its engine's table (comm_internal.h): MPI_Test* on
+ * MPI's, one round of our state machines; nb.c knows no engine's fields. Wait
  * loops poll against the request's deadline; after a few empty polls they yield the CPU
  * (oversubscribed ranks must not starve the peer they wait for), and after a long idle
  * time they sleep briefly, so a rank waiting minutes for a straggler costs no CPU.
@@ -27,13 +28,13 @@ dt_status dt_cx_acquire(dt_comm *c, dt_comm_req **out)
     q->phase = DT_PH_RUN;
     q->status = DT_OK;
     q->impl = DT_IMPL_LOCAL;
+    q->engine = NULL; /* set with impl, before anything drives the request */
     q->issued = 0;
     q->group = -1;
     q->in_place = 0;
     q->hist_id = UINT64_MAX;
     q->check_req = MPI_REQUEST_NULL;
-    /* The engines' states are set by their begin functions; the windows are all
-     * MPI_REQUEST_NULL between uses (MPI resets completed requests; release() the rest). */
+    /* The engine's state is laid out by its start(). */
     q->act_index = c->nactive;
     c->act[c->nactive++] = q;
     *out = q;
@@ -46,13 +47,10 @@ void dt_cx_release(dt_comm_req *q)
     int i = q->act_index;
     c->act[i] = c->act[--c->nactive];
     c->act[i]->act_index = i;
-    if (q->status != DT_OK) {
-        /* A failed request may leave MPI operations behind (a collective cannot be
-         * cancelled): drop the handles, so the next use of this slot starts clean. */
-        for (size_t k = 0; k < q->nwin; k++)
-            q->mr[k] = q->ms[k] = q->md[k] = q->mds[k] = MPI_REQUEST_NULL;
-        q->check_req = MPI_REQUEST_NULL;
-    }
+    /* A failed request may leave MPI operations behind (a collective cannot be cancelled):
+     * their handles are dropped here and by the next start(), which lays its state out
+     * afresh, so the next use of this request starts clean. */
+    q->check_req = MPI_REQUEST_NULL;
     q->state = DT_REQ_FREE;
     q->act_index = -1;
     c->freel[c->nfree++] = q;
@@ -91,19 +89,10 @@ void dt_cx_issued(dt_comm_req *q)
     advance_issue(q->comm);
 }
 
-int dt_cx_wants_slots(const dt_comm_req *q)
+/* Whether the request needs a receive-buffer group. */
+static int wants_slots(const dt_comm_req *q)
 {
-    switch (q->impl) {
-    case DT_IMPL_RING:
-        return q->a.coll != DT_COMM_ALLGATHER;
-    case DT_IMPL_DET:
-        return 1;
-    case DT_IMPL_DIRECT:
-        return q->a.coll == DT_COMM_ALLREDUCE ||
-               (q->a.coll == DT_COMM_REDUCE && q->a.root == q->comm->rank);
-    default:
-        return 0;
-    }
+    return q->engine->wants_slots != NULL && q->engine->wants_slots(q);
 }
 
 int dt_cx_take_slots(dt_comm_req *q)
@@ -113,7 +102,7 @@ int dt_cx_take_slots(dt_comm_req *q)
     for (int i = 0; i < c->nactive; i++) {
         const dt_comm_req *o = c->act[i];
         if (o != q && o->state == DT_REQ_ACTIVE && o->phase != DT_PH_DONE && o->is_coll &&
-            o->seq < q->seq && o->group < 0 && dt_cx_wants_slots(o))
+            o->seq < q->seq && o->group < 0 && wants_slots(o))
             return 0;
     }
     for (int g = 0; g < DT_SLOT_GROUPS; g++)
@@ -161,16 +150,10 @@ void dt_cx_finish(dt_comm_req *q, dt_status st)
         /* Kept so that test/wait can say it again: the thread's message may be overwritten
          * by then. */
         snprintf(c->req_error, sizeof c->req_error, "%s", dt_last_error());
-        /* Receives of ours still posted would match later traffic: take them back; sends
-         * finish on their own. (MPI's collectives cannot be cancelled.) */
-        MPI_Request *arrs[4] = {q->mr, q->md, q->ms, q->mds};
-        for (int a = 0; a < 4 && c->is_mpi && q->impl != DT_IMPL_MPI; a++)
-            for (size_t k = 0; k < q->nwin; k++)
-                if (arrs[a][k] != MPI_REQUEST_NULL) {
-                    if (a < 2)
-                        MPI_Cancel(&arrs[a][k]);
-                    MPI_Request_free(&arrs[a][k]);
-                }
+        /* Receives of ours still posted would match later traffic: the engine takes them
+         * back if it was started (phase RUN). MPI's collectives cannot be cancelled. */
+        if (q->phase == DT_PH_RUN && q->engine->cancel != NULL)
+            q->engine->cancel(q);
     }
     q->status = st;
     q->phase = DT_PH_DONE;
@@ -185,31 +168,16 @@ void dt_cx_finish(dt_comm_req *q, dt_status st)
 }
 
 /* Moves a request past its check: waits for a receive-buffer group if it needs one, then
- * starts its algorithm. */
+ * starts its engine. */
 void dt_cx_enter_run(dt_comm_req *q)
 {
-    if (dt_cx_wants_slots(q) && q->group < 0) {
+    if (wants_slots(q) && q->group < 0) {
         q->phase = DT_PH_SLOTS;
         if (!dt_cx_take_slots(q))
             return;
     }
     q->phase = DT_PH_RUN;
-    dt_status st;
-    switch (q->impl) {
-    case DT_IMPL_MPI:
-        st = dt_cx_mpi_begin(q);
-        break;
-    case DT_IMPL_RING:
-    case DT_IMPL_DET:
-        st = dt_cx_ring_begin(q);
-        break;
-    case DT_IMPL_DIRECT:
-        st = dt_cx_direct_begin(q);
-        break;
-    default:
-        st = DT_OK;
-        break;
-    }
+    dt_status st = q->engine->start(q);
     if (st != DT_OK)
         dt_cx_finish(q, st);
 }
@@ -227,17 +195,7 @@ int dt_cx_step(dt_comm_req *q)
         dt_cx_enter_run(q);
         return 1;
     case DT_PH_RUN:
-        switch (q->impl) {
-        case DT_IMPL_MPI:
-            return dt_cx_mpi_step(q);
-        case DT_IMPL_RING:
-        case DT_IMPL_DET:
-            return dt_cx_ring_step(q);
-        case DT_IMPL_DIRECT:
-            return dt_cx_direct_step(q);
-        default:
-            return 0;
-        }
+        return q->engine->progress(q);
     default:
         return 0;
     }
@@ -250,7 +208,9 @@ static dt_status refail(const dt_comm *c)
 }
 
 /* Steps the other handles of c's family and answers their watchdog questions; their
- * deadlines are checked by their own waits. */
+ * deadlines are checked by their own waits. A handle whose control communicator fails
+ * while answering is marked failed (watchdog.c), and its own calls report it: c's wait
+ * goes on. */
 static int progress_family(dt_comm *c, double now)
 {
     const dt_cx_history *h = c->hist;
@@ -263,7 +223,7 @@ static int progress_family(dt_comm *c, double now)
             if (m->act[i]->state == DT_REQ_ACTIVE)
                 any |= dt_cx_step(m->act[i]);
         if (m->is_mpi && m->size > 1)
-            dt_cx_wd_answer(m, now);
+            (void)dt_cx_wd_answer(m, now);
     }
     return any;
 }
@@ -280,8 +240,11 @@ dt_status dt_cx_progress(dt_comm *c, int *changed)
         double now = dt_now();
         if (c->hist->nmembers > 1)
             any |= progress_family(c, now);
-        if (c->size > 1)
-            dt_cx_wd_answer(c, now);
+        if (c->size > 1) {
+            dt_status st = dt_cx_wd_answer(c, now);
+            if (st != DT_OK)
+                return st;
+        }
         /* The oldest request past its deadline triggers the watchdog. */
         dt_comm_req *late = NULL;
         for (int i = 0; i < c->nactive; i++) {
@@ -372,7 +335,7 @@ dt_status dt_comm_wait(dt_comm_req **reqp)
     dt_comm_req *q = *reqp;
     if (q == NULL)
         return DT_OK;
-    dt_cx_poller p = {0, 0.0, q->impl == DT_IMPL_MPI};
+    dt_cx_poller p = {0, 0.0, q->engine->opaque_progress};
     while (q->state == DT_REQ_ACTIVE) {
         int changed = 0;
         dt_status st = dt_cx_progress(q->comm, &changed);

@@ -1,4 +1,5 @@
-/* validate.c — names, MPI mappings and the checks every call passes before MPI sees it.
+/* validate.c — names, MPI mappings and the checks every call passes before MPI sees it;
+ * MPI's errors turned into statuses.
  *
  * MPI aborts the job on aliased buffers and takes int counts, so the layer refuses what
  * MPI would choke on: unknown types and operations, a root or peer outside the group,
@@ -110,14 +111,28 @@ void dt_cx_describe(const dt_comm_req *q, char *buf, size_t n)
                  a->tag, c->name);
 }
 
-dt_status dt_cx_mpi_fail(const dt_comm_req *q, const char *call, int err)
+void dt_cx_mpi_error_string(int err, char *buf, size_t n)
 {
-    char what[256], msg[MPI_MAX_ERROR_STRING];
+    char msg[MPI_MAX_ERROR_STRING];
     int len = 0;
     if (MPI_Error_string(err, msg, &len) != MPI_SUCCESS)
         snprintf(msg, sizeof msg, "error %d", err);
+    snprintf(buf, n, "%s", msg);
+}
+
+dt_status dt_cx_mpi_fail(const dt_comm_req *q, const char *call, int err)
+{
+    char what[256], msg[MPI_MAX_ERROR_STRING];
+    dt_cx_mpi_error_string(err, msg, sizeof msg);
     dt_cx_describe(q, what, sizeof what);
     return dt_fail(DT_ERR_MPI, "%s: %s: %s", what, call, msg);
+}
+
+dt_status dt_cx_group_mpi_fail(const char *group, const char *what, int err)
+{
+    char msg[MPI_MAX_ERROR_STRING];
+    dt_cx_mpi_error_string(err, msg, sizeof msg);
+    return dt_fail(DT_ERR_MPI, "comm: group '%s': %s: %s", group, what, msg);
 }
 
 /* [a, a+na) and [b, b+nb) share a byte. */

@@ -14,7 +14,12 @@
  * inside their own exchange. The result is DT_ERR_TIMEOUT with a message naming the
  * operation, group, sequence number, count and missing ranks; the full report adds this
  * rank's last DT_COMM_HISTORY operations. The handle is unusable afterwards (its pending
- * MPI operations can never complete): the CLI prints the report and calls MPI_Abort. */
+ * MPI operations can never complete): the CLI prints the report and calls MPI_Abort.
+ *
+ * Every MPI call here is checked, and nothing a failed receive should have written is
+ * read: a failure while answering fails the handle with DT_ERR_MPI naming the call; a
+ * failure while asking still ends in DT_ERR_TIMEOUT, saying what stopped the exchange
+ * instead of naming ranks it could not hear. */
 #include <stdio.h>
 #include <string.h>
 
@@ -50,12 +55,31 @@ static void my_record(const dt_comm *c, const dt_comm_req *q, int64_t *rec, doub
     rec[W_WAITED_MS] = (int64_t)((now - q->t_start) * 1000.0);
 }
 
+/* The first MPI call of the control traffic that failed: what it was and MPI's code. */
+typedef struct wd_error {
+    char call[96];
+    int err;
+} wd_error;
+
+/* Notes a failed call about `peer` ("MPI_Irecv (answer from rank 2)"); 1 when it failed. */
+static int wd_failed(wd_error *e, int err, const char *call, const char *what, int peer)
+{
+    if (err == MPI_SUCCESS)
+        return 0;
+    snprintf(e->call, sizeof e->call, "%s (%s rank %d)", call, what, peer);
+    e->err = err;
+    return 1;
+}
+
 /* Receives one question (already probed) and answers it; the question is the asker's
- * record, kept in `heard` when given. */
-static void answer_one(dt_comm *c, int src, int64_t *heard, double now)
+ * record, kept in `heard` when given. Returns 1 (and fills e) when an MPI call failed. */
+static int answer_one(dt_comm *c, int src, int64_t *heard, double now, wd_error *e)
 {
     int64_t ask[DT_WD_FIELDS];
-    MPI_Recv(ask, DT_WD_FIELDS, MPI_INT64_T, src, DT_TAG_WD_ASK, c->ctrl, MPI_STATUS_IGNORE);
+    int err =
+        MPI_Recv(ask, DT_WD_FIELDS, MPI_INT64_T, src, DT_TAG_WD_ASK, c->ctrl, MPI_STATUS_IGNORE);
+    if (wd_failed(e, err, "MPI_Recv", "question from", src))
+        return 1; /* ask holds nothing: never read */
     /* Kept: if this rank's own deadline comes later (it started later), the asker will have
      * given up by then, but its question already said where it was. */
     memcpy(c->wd_seen + (size_t)src * DT_WD_FIELDS, ask, sizeof ask);
@@ -66,29 +90,29 @@ static void answer_one(dt_comm *c, int src, int64_t *heard, double now)
     MPI_Request rq;
     /* The answer buffer is this asker's own, kept for the handle's lifetime, so the send
      * may finish whenever it likes: free the request now. */
-    if (MPI_Isend(ans, DT_WD_FIELDS, MPI_INT64_T, src, DT_TAG_WD_REPLY, c->ctrl, &rq) ==
-        MPI_SUCCESS)
-        MPI_Request_free(&rq);
+    err = MPI_Isend(ans, DT_WD_FIELDS, MPI_INT64_T, src, DT_TAG_WD_REPLY, c->ctrl, &rq);
+    if (wd_failed(e, err, "MPI_Isend", "answer to", src))
+        return 1;
+    return wd_failed(e, MPI_Request_free(&rq), "MPI_Request_free", "answer to", src);
 }
 
-static void answer_all(dt_comm *c, int64_t *heard, double now)
+/* Answers every question waiting; returns 1 (and fills e) when an MPI call failed. */
+static int answer_all(dt_comm *c, int64_t *heard, double now, wd_error *e)
 {
     for (;;) {
         int flag = 0;
         MPI_Status status;
-        if (MPI_Iprobe(MPI_ANY_SOURCE, DT_TAG_WD_ASK, c->ctrl, &flag, &status) != MPI_SUCCESS ||
-            !flag)
-            return;
-        answer_one(c, status.MPI_SOURCE, heard, now);
+        int err = MPI_Iprobe(MPI_ANY_SOURCE, DT_TAG_WD_ASK, c->ctrl, &flag, &status);
+        if (err != MPI_SUCCESS) {
+            snprintf(e->call, sizeof e->call, "MPI_Iprobe (questions)");
+            e->err = err;
+            return 1;
+        }
+        if (!flag)
+            return 0;
+        if (answer_one(c, status.MPI_SOURCE, heard, now, e))
+            return 1;
     }
-}
-
-void dt_cx_wd_answer(dt_comm *c, double now)
-{
-    if (now < c->next_probe)
-        return;
-    c->next_probe = now + 0.002;
-    answer_all(c, NULL, now);
 }
 
 static int rec_same(const int64_t *a, const dt_comm_req *q)
@@ -147,6 +171,23 @@ static dt_status report(dt_comm *c, dt_status st, const char *summary)
     return dt_fail(st, "%s", summary);
 }
 
+dt_status dt_cx_wd_answer(dt_comm *c, double now)
+{
+    wd_error e = {"", MPI_SUCCESS};
+    if (now < c->next_probe)
+        return DT_OK;
+    c->next_probe = now + 0.002;
+    if (!answer_all(c, NULL, now, &e))
+        return DT_OK;
+    /* The control communicator failed: this rank can no longer answer nor ask, so the
+     * handle fails as after a timeout, and every further call says why. */
+    char what[160], summary[1024];
+    snprintf(what, sizeof what, "watchdog: %s", e.call);
+    dt_cx_group_mpi_fail(c->name, what, e.err);
+    snprintf(summary, sizeof summary, "%s", dt_last_error());
+    return report(c, DT_ERR_MPI, summary);
+}
+
 dt_status dt_cx_watchdog(dt_comm_req *q)
 {
     dt_comm *c = q->comm;
@@ -179,40 +220,64 @@ dt_status dt_cx_watchdog(dt_comm_req *q)
     int64_t *me = recs + (size_t)r * DT_WD_FIELDS;
     my_record(c, q, me, now);
     me[W_STATE] = STATE_TIMED_OUT;
-    for (int p = 0; p < n; p++) {
+    wd_error e = {"", MPI_SUCCESS};
+    int failed = 0;
+    for (int p = 0; p < n && !failed; p++) {
         if (p == r)
             continue;
-        if (recs[(size_t)p * DT_WD_FIELDS + W_STATE] == STATE_UNHEARD)
-            MPI_Irecv(recs + (size_t)p * DT_WD_FIELDS, DT_WD_FIELDS, MPI_INT64_T, p,
-                      DT_TAG_WD_REPLY, c->ctrl, &rq[p]);
-        MPI_Isend(me, DT_WD_FIELDS, MPI_INT64_T, p, DT_TAG_WD_ASK, c->ctrl, &rq[n + p]);
+        if (recs[(size_t)p * DT_WD_FIELDS + W_STATE] == STATE_UNHEARD) {
+            int err = MPI_Irecv(recs + (size_t)p * DT_WD_FIELDS, DT_WD_FIELDS, MPI_INT64_T, p,
+                                DT_TAG_WD_REPLY, c->ctrl, &rq[p]);
+            if ((failed = wd_failed(&e, err, "MPI_Irecv", "answer from", p)))
+                rq[p] = MPI_REQUEST_NULL; /* nothing posted: nothing to take back */
+        }
+        if (!failed) {
+            int err =
+                MPI_Isend(me, DT_WD_FIELDS, MPI_INT64_T, p, DT_TAG_WD_ASK, c->ctrl, &rq[n + p]);
+            if ((failed = wd_failed(&e, err, "MPI_Isend", "question to", p)))
+                rq[n + p] = MPI_REQUEST_NULL;
+        }
     }
     double grace = grace_period(c->opt.timeout_s), end = now + grace;
     dt_cx_poller poll = {0, 0.0, 0};
-    for (;;) {
+    while (!failed) {
         int heard_all = 1, changed = 0;
-        for (int p = 0; p < n; p++) {
+        for (int p = 0; p < n && !failed; p++) {
             if (p == r || recs[(size_t)p * DT_WD_FIELDS + W_STATE] != STATE_UNHEARD)
                 continue;
             int flag = 0;
             if (rq[p] != MPI_REQUEST_NULL)
-                MPI_Test(&rq[p], &flag, MPI_STATUS_IGNORE);
+                failed = wd_failed(&e, MPI_Test(&rq[p], &flag, MPI_STATUS_IGNORE), "MPI_Test",
+                                   "answer from", p);
             changed |= flag;
             heard_all &= recs[(size_t)p * DT_WD_FIELDS + W_STATE] != STATE_UNHEARD;
         }
         /* Ranks that timed out too ask us: their question is their record. */
-        answer_all(c, recs, dt_now());
-        if (heard_all || dt_now() > end)
+        if (!failed)
+            failed = answer_all(c, recs, dt_now(), &e);
+        if (failed || heard_all || dt_now() > end)
             break;
         dt_cx_poll_idle(&poll, changed);
     }
-    /* Take back the receives nobody answered; questions to silent ranks may stay queued. */
+    /* Take back the receives nobody answered; questions to silent ranks may stay queued.
+     * Cleanup: MPI's answers are ignored, nothing more can be done with these. */
     for (int p = 0; p < 2 * n; p++) {
         if (rq[p] == MPI_REQUEST_NULL)
             continue;
         if (p < n)
             MPI_Cancel(&rq[p]);
         MPI_Request_free(&rq[p]);
+    }
+    if (failed) {
+        /* Who arrived cannot be known: say what stopped the exchange instead. */
+        char msg[MPI_MAX_ERROR_STRING];
+        dt_cx_mpi_error_string(e.err, msg, sizeof msg);
+        snprintf(summary, sizeof summary,
+                 "%s: not complete after %.1f s on rank %d (world %d), algorithm %s; the "
+                 "watchdog could not ask the other ranks where they are: %s: %s",
+                 what, now - q->t_start, r, dt_comm_world_rank(c, r), dt_cx_impl_name(q->impl),
+                 e.call, msg);
+        return report(c, DT_ERR_TIMEOUT, summary);
     }
 
     char missing[400] = "", elsewhere[500] = "", arrived[200] = "";
