@@ -194,8 +194,12 @@ static void layout_split(dt_comm_req *q)
     }
 }
 
-dt_status dt_cx_validate(dt_comm *c, dt_comm_req *q)
+/* The arguments alone: a known operation, algorithm, element type and reduction; root,
+ * peer and tag in range. Sets the request's element size and whether it is a collective;
+ * a barrier needs nothing more (*done = 1). */
+static dt_status check_args(dt_comm *c, dt_comm_req *q, int *done)
 {
+    *done = 0;
     dt_comm_args *a = &q->a;
     if ((int)a->coll < 0 || a->coll >= DT_COMM_COLL_COUNT)
         return dt_fail(DT_ERR_INVALID, "comm: unknown operation %d on group '%s'", (int)a->coll,
@@ -208,6 +212,7 @@ dt_status dt_cx_validate(dt_comm *c, dt_comm_req *q)
         q->esize = 1;
         q->total = q->nbytes = 0;
         q->in_place = 0;
+        *done = 1;
         return DT_OK;
     }
     q->esize = dt_comm_dtype_size(a->dtype);
@@ -240,10 +245,16 @@ dt_status dt_cx_validate(dt_comm *c, dt_comm_req *q)
             return bad(q, m, NULL);
         }
     }
+    return DT_OK;
+}
 
-    size_t es = q->esize, extent = 0;
-    const char *sb = a->sendbuf;
-    char *rb = a->recvbuf;
+/* The element layout: q->total and the blocks (all-gather, reduce-scatter), *extent the
+ * elements of the gathered result; byte counts checked against size_t. */
+static dt_status plan_layout(dt_comm_req *q, size_t *extent)
+{
+    dt_comm_args *a = &q->a;
+    const size_t es = q->esize;
+    *extent = 0;
     switch (a->coll) {
     case DT_COMM_ALLREDUCE:
     case DT_COMM_REDUCE:
@@ -255,7 +266,7 @@ dt_status dt_cx_validate(dt_comm *c, dt_comm_req *q)
             return bad(q, "reduce-scatter takes counts, not displacements", NULL);
         /* fall through */
     case DT_COMM_ALLGATHER: {
-        dt_status st = layout_blocks(q, &extent);
+        dt_status st = layout_blocks(q, extent);
         if (st != DT_OK)
             return st;
         break;
@@ -264,40 +275,57 @@ dt_status dt_cx_validate(dt_comm *c, dt_comm_req *q)
         q->total = a->count;
         break;
     }
-    if (q->total > SIZE_MAX / es || extent > SIZE_MAX / es)
+    if (q->total > SIZE_MAX / es || *extent > SIZE_MAX / es)
         return bad(q, "count overflows size_t bytes", NULL);
     q->nbytes = q->total * es;
+    return DT_OK;
+}
 
-    /* NULL is fine only where no byte is read or written. */
-    size_t in_bytes = 0, out_bytes = 0;
-    int root_here = a->root == c->rank;
+/* Bytes this rank reads from sendbuf and writes to recvbuf; NULL is fine only where no
+ * byte is read or written (recvbuf is not significant away from a reduce's root). */
+static dt_status check_buffers(dt_comm *c, dt_comm_req *q, size_t extent, size_t *in_bytes,
+                               size_t *out_bytes)
+{
+    dt_comm_args *a = &q->a;
+    const size_t es = q->esize;
+    const int root_here = a->root == c->rank;
+    *in_bytes = *out_bytes = 0;
     switch (a->coll) {
     case DT_COMM_ALLREDUCE:
-        in_bytes = out_bytes = q->nbytes;
+        *in_bytes = *out_bytes = q->nbytes;
         break;
     case DT_COMM_REDUCE:
-        in_bytes = q->nbytes;
-        out_bytes = root_here ? q->nbytes : 0;
+        *in_bytes = q->nbytes;
+        *out_bytes = root_here ? q->nbytes : 0;
         if (!root_here)
-            a->recvbuf = rb = NULL; /* not significant away from the root */
+            a->recvbuf = NULL;
         break;
     case DT_COMM_REDUCE_SCATTER:
-        in_bytes = q->nbytes;
-        out_bytes = q->blen[c->rank] * es;
+        *in_bytes = q->nbytes;
+        *out_bytes = q->blen[c->rank] * es;
         break;
     case DT_COMM_ALLGATHER:
-        in_bytes = q->blen[c->rank] * es;
-        out_bytes = extent * es;
+        *in_bytes = q->blen[c->rank] * es;
+        *out_bytes = extent * es;
         break;
     default: /* bcast, send, recv: one buffer, passed as recvbuf */
-        out_bytes = q->nbytes;
+        *out_bytes = q->nbytes;
         break;
     }
-    if ((in_bytes && sb == NULL) || (out_bytes && rb == NULL))
+    if ((*in_bytes && a->sendbuf == NULL) || (*out_bytes && a->recvbuf == NULL))
         return bad(q, "NULL buffer with a non-zero count", NULL);
+    return DT_OK;
+}
 
-    q->in_place = 0;
+/* In place is each collective's MPI_IN_PLACE meaning; any other overlap is refused. */
+static dt_status check_in_place(dt_comm *c, dt_comm_req *q, size_t in_bytes, size_t out_bytes)
+{
+    const dt_comm_args *a = &q->a;
+    const size_t es = q->esize;
+    const char *sb = a->sendbuf;
+    const char *rb = a->recvbuf;
     char m[200];
+    q->in_place = 0;
     switch (a->coll) {
     case DT_COMM_ALLREDUCE:
     case DT_COMM_REDUCE:
@@ -337,4 +365,18 @@ dt_status dt_cx_validate(dt_comm *c, dt_comm_req *q)
         break;
     }
     return DT_OK;
+}
+
+dt_status dt_cx_validate(dt_comm *c, dt_comm_req *q)
+{
+    int done = 0;
+    size_t extent = 0, in_bytes = 0, out_bytes = 0;
+    dt_status st = check_args(c, q, &done);
+    if (st != DT_OK || done)
+        return st;
+    if ((st = plan_layout(q, &extent)) != DT_OK)
+        return st;
+    if ((st = check_buffers(c, q, extent, &in_bytes, &out_bytes)) != DT_OK)
+        return st;
+    return check_in_place(c, q, in_bytes, out_bytes);
 }

@@ -188,6 +188,113 @@ dt_status dt_cx_wd_answer(dt_comm *c, double now)
     return report(c, DT_ERR_MPI, summary);
 }
 
+/* Asks every rank not yet heard from where it is (a receive for its answer, this rank's
+ * record sent as the question). Returns 1 when an MPI call failed (*e says which). */
+static int ask_all(dt_comm *c, int64_t *recs, MPI_Request *rq, wd_error *e)
+{
+    const int n = c->size, r = c->rank;
+    const int64_t *me = recs + (size_t)r * DT_WD_FIELDS;
+    int failed = 0;
+    for (int p = 0; p < n && !failed; p++) {
+        if (p == r)
+            continue;
+        if (recs[(size_t)p * DT_WD_FIELDS + W_STATE] == STATE_UNHEARD) {
+            int err = MPI_Irecv(recs + (size_t)p * DT_WD_FIELDS, DT_WD_FIELDS, MPI_INT64_T, p,
+                                DT_TAG_WD_REPLY, c->ctrl, &rq[p]);
+            if ((failed = wd_failed(e, err, "MPI_Irecv", "answer from", p)))
+                rq[p] = MPI_REQUEST_NULL; /* nothing posted: nothing to take back */
+        }
+        if (!failed) {
+            int err =
+                MPI_Isend(me, DT_WD_FIELDS, MPI_INT64_T, p, DT_TAG_WD_ASK, c->ctrl, &rq[n + p]);
+            if ((failed = wd_failed(e, err, "MPI_Isend", "question to", p)))
+                rq[n + p] = MPI_REQUEST_NULL;
+        }
+    }
+    return failed;
+}
+
+/* Polls the answers until all are in or the grace period ends, answering the questions of
+ * ranks that timed out too (not at all when asking `failed` already); then takes back what
+ * nobody answered. Returns 1 when an MPI call failed. */
+static int collect_answers(dt_comm *c, int64_t *recs, MPI_Request *rq, double end, int failed,
+                           wd_error *e)
+{
+    const int n = c->size, r = c->rank;
+    dt_cx_poller poll = {0, 0.0, 0};
+    while (!failed) {
+        int heard_all = 1, changed = 0;
+        for (int p = 0; p < n && !failed; p++) {
+            if (p == r || recs[(size_t)p * DT_WD_FIELDS + W_STATE] != STATE_UNHEARD)
+                continue;
+            int flag = 0;
+            if (rq[p] != MPI_REQUEST_NULL)
+                failed = wd_failed(e, MPI_Test(&rq[p], &flag, MPI_STATUS_IGNORE), "MPI_Test",
+                                   "answer from", p);
+            changed |= flag;
+            heard_all &= recs[(size_t)p * DT_WD_FIELDS + W_STATE] != STATE_UNHEARD;
+        }
+        /* Ranks that timed out too ask us: their question is their record. */
+        if (!failed)
+            failed = answer_all(c, recs, dt_now(), e);
+        if (failed || heard_all || dt_now() > end)
+            break;
+        dt_cx_poll_idle(&poll, changed);
+    }
+    /* Take back the receives nobody answered; questions to silent ranks may stay queued.
+     * Cleanup: MPI's answers are ignored, nothing more can be done with these. */
+    for (int p = 0; p < 2 * n; p++) {
+        if (rq[p] == MPI_REQUEST_NULL)
+            continue;
+        if (p < n)
+            MPI_Cancel(&rq[p]);
+        MPI_Request_free(&rq[p]);
+    }
+    return failed;
+}
+
+/* The report's summary from the records: who never answered, who waits in the same
+ * collective, who is elsewhere (and where). */
+static void summarize(const dt_comm *c, const dt_comm_req *q, const int64_t *recs,
+                      const char *what, double now, double grace, char *summary, size_t nbytes)
+{
+    const int n = c->size, r = c->rank;
+    char missing[400] = "", elsewhere[500] = "", arrived[200] = "";
+    int fm = 1, fe = 1, fa = 1, nmissing = 0;
+    for (int p = 0; p < n; p++) {
+        if (p == r)
+            continue;
+        const int64_t *rp = recs + (size_t)p * DT_WD_FIELDS;
+        int w = dt_comm_world_rank(c, p);
+        char t[200];
+        if (rp[W_STATE] == STATE_UNHEARD) {
+            snprintf(t, sizeof t, "rank %d (world %d)", p, w);
+            add(missing, sizeof missing, &fm, t);
+            nmissing++;
+        } else if (rec_same(rp, q)) {
+            snprintf(t, sizeof t, "%d", p);
+            add(arrived, sizeof arrived, &fa, t);
+        } else if (rp[W_STATE] == STATE_IDLE) {
+            snprintf(t, sizeof t,
+                     "rank %d (world %d) is in no collective of this group "
+                     "(its next is #%lld)",
+                     p, w, (long long)rp[W_SEQ]);
+            add(elsewhere, sizeof elsewhere, &fe, t);
+        } else {
+            snprintf(t, sizeof t, "rank %d (world %d) waits in %s #%lld (%lld %s)", p, w,
+                     dt_comm_coll_name((dt_comm_coll)rp[W_COLL]), (long long)rp[W_SEQ],
+                     (long long)rp[W_COUNT], dt_comm_dtype_name((dt_comm_dtype)rp[W_DTYPE]));
+            add(elsewhere, sizeof elsewhere, &fe, t);
+        }
+    }
+    snprintf(summary, nbytes,
+             "%s: not complete after %.1f s on rank %d (world %d), algorithm %s; "
+             "never arrived: %s%s%s; arrived too: %s (no answer within %.1f s means "
+             "never arrived)",
+             what, now - q->t_start, r, dt_comm_world_rank(c, r), dt_cx_impl_name(q->impl),
+             nmissing ? missing : "none", fe ? "" : "; ", elsewhere, fa ? "none" : arrived, grace);
+}
+
 dt_status dt_cx_watchdog(dt_comm_req *q)
 {
     dt_comm *c = q->comm;
@@ -221,53 +328,9 @@ dt_status dt_cx_watchdog(dt_comm_req *q)
     my_record(c, q, me, now);
     me[W_STATE] = STATE_TIMED_OUT;
     wd_error e = {"", MPI_SUCCESS};
-    int failed = 0;
-    for (int p = 0; p < n && !failed; p++) {
-        if (p == r)
-            continue;
-        if (recs[(size_t)p * DT_WD_FIELDS + W_STATE] == STATE_UNHEARD) {
-            int err = MPI_Irecv(recs + (size_t)p * DT_WD_FIELDS, DT_WD_FIELDS, MPI_INT64_T, p,
-                                DT_TAG_WD_REPLY, c->ctrl, &rq[p]);
-            if ((failed = wd_failed(&e, err, "MPI_Irecv", "answer from", p)))
-                rq[p] = MPI_REQUEST_NULL; /* nothing posted: nothing to take back */
-        }
-        if (!failed) {
-            int err =
-                MPI_Isend(me, DT_WD_FIELDS, MPI_INT64_T, p, DT_TAG_WD_ASK, c->ctrl, &rq[n + p]);
-            if ((failed = wd_failed(&e, err, "MPI_Isend", "question to", p)))
-                rq[n + p] = MPI_REQUEST_NULL;
-        }
-    }
-    double grace = grace_period(c->opt.timeout_s), end = now + grace;
-    dt_cx_poller poll = {0, 0.0, 0};
-    while (!failed) {
-        int heard_all = 1, changed = 0;
-        for (int p = 0; p < n && !failed; p++) {
-            if (p == r || recs[(size_t)p * DT_WD_FIELDS + W_STATE] != STATE_UNHEARD)
-                continue;
-            int flag = 0;
-            if (rq[p] != MPI_REQUEST_NULL)
-                failed = wd_failed(&e, MPI_Test(&rq[p], &flag, MPI_STATUS_IGNORE), "MPI_Test",
-                                   "answer from", p);
-            changed |= flag;
-            heard_all &= recs[(size_t)p * DT_WD_FIELDS + W_STATE] != STATE_UNHEARD;
-        }
-        /* Ranks that timed out too ask us: their question is their record. */
-        if (!failed)
-            failed = answer_all(c, recs, dt_now(), &e);
-        if (failed || heard_all || dt_now() > end)
-            break;
-        dt_cx_poll_idle(&poll, changed);
-    }
-    /* Take back the receives nobody answered; questions to silent ranks may stay queued.
-     * Cleanup: MPI's answers are ignored, nothing more can be done with these. */
-    for (int p = 0; p < 2 * n; p++) {
-        if (rq[p] == MPI_REQUEST_NULL)
-            continue;
-        if (p < n)
-            MPI_Cancel(&rq[p]);
-        MPI_Request_free(&rq[p]);
-    }
+    const double grace = grace_period(c->opt.timeout_s);
+    int failed = ask_all(c, recs, rq, &e);
+    failed = collect_answers(c, recs, rq, now + grace, failed, &e);
     if (failed) {
         /* Who arrived cannot be known: say what stopped the exchange instead. */
         char msg[MPI_MAX_ERROR_STRING];
@@ -279,40 +342,6 @@ dt_status dt_cx_watchdog(dt_comm_req *q)
                  e.call, msg);
         return report(c, DT_ERR_TIMEOUT, summary);
     }
-
-    char missing[400] = "", elsewhere[500] = "", arrived[200] = "";
-    int fm = 1, fe = 1, fa = 1, nmissing = 0;
-    for (int p = 0; p < n; p++) {
-        if (p == r)
-            continue;
-        const int64_t *rp = recs + (size_t)p * DT_WD_FIELDS;
-        int w = dt_comm_world_rank(c, p);
-        char t[200];
-        if (rp[W_STATE] == STATE_UNHEARD) {
-            snprintf(t, sizeof t, "rank %d (world %d)", p, w);
-            add(missing, sizeof missing, &fm, t);
-            nmissing++;
-        } else if (rec_same(rp, q)) {
-            snprintf(t, sizeof t, "%d", p);
-            add(arrived, sizeof arrived, &fa, t);
-        } else if (rp[W_STATE] == STATE_IDLE) {
-            snprintf(t, sizeof t,
-                     "rank %d (world %d) is in no collective of this group "
-                     "(its next is #%lld)",
-                     p, w, (long long)rp[W_SEQ]);
-            add(elsewhere, sizeof elsewhere, &fe, t);
-        } else {
-            snprintf(t, sizeof t, "rank %d (world %d) waits in %s #%lld (%lld %s)", p, w,
-                     dt_comm_coll_name((dt_comm_coll)rp[W_COLL]), (long long)rp[W_SEQ],
-                     (long long)rp[W_COUNT], dt_comm_dtype_name((dt_comm_dtype)rp[W_DTYPE]));
-            add(elsewhere, sizeof elsewhere, &fe, t);
-        }
-    }
-    snprintf(summary, sizeof summary,
-             "%s: not complete after %.1f s on rank %d (world %d), algorithm %s; "
-             "never arrived: %s%s%s; arrived too: %s (no answer within %.1f s means "
-             "never arrived)",
-             what, now - q->t_start, r, dt_comm_world_rank(c, r), dt_cx_impl_name(q->impl),
-             nmissing ? missing : "none", fe ? "" : "; ", elsewhere, fa ? "none" : arrived, grace);
+    summarize(c, q, recs, what, now, grace, summary, sizeof summary);
     return report(c, DT_ERR_TIMEOUT, summary);
 }
