@@ -12,19 +12,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/dtrain-cli-XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 fail=0
 
-# run NAME ARGS...: dtrain ARGS with stdout in $tmp/NAME.out; fails the test unless it exits 0.
-run() {
-    name=$1
-    shift
-    echo "\$ dtrain $*"
-    "$DTRAIN" "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
-    code=$?
-    sed 's/^/  /' "$tmp/$name.out" "$tmp/$name.err"
-    if [ $code -ne 0 ]; then
-        echo "FAIL: exit status $code, expected 0"
-        fail=1
-    fi
-}
+. "$SRC/tests/cli/runner.sh"
 
 run mlp train "$SRC/examples/mlp.ini" --max-steps 5 --log-every 2 --no-progress \
     --metrics "$tmp/mlp.jsonl"

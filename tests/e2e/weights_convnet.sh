@@ -17,18 +17,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/dtrain-cli-XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 fail=0
 
-run() {
-    name=$1
-    shift
-    echo "\$ dtrain $*"
-    "$DTRAIN" "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
-    code=$?
-    sed 's/^/  /' "$tmp/$name.out" "$tmp/$name.err"
-    if [ $code -ne 0 ]; then
-        echo "FAIL: exit status $code, expected 0"
-        exit 1
-    fi
-}
+. "$SRC/tests/cli/runner.sh"
 
 d="$tmp/data"
 mkdir -p "$d"
