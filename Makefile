@@ -1,6 +1,7 @@
 # dtrain's front door. `make demo` and `make test` install what is missing, build, and run.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_READERS ?= idx csv config safetensors
@@ -16,7 +17,7 @@ endif
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 
-.PHONY: all deps build demo test test-asan fuzz fuzz-ci check-accuracy refs bench clean
+.PHONY: all deps build demo test test-asan test-tsan fuzz fuzz-ci check-accuracy refs bench clean
 
 all: build
 
@@ -35,12 +36,24 @@ demo: build
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE slow $(CTEST_ARGS)
 	$(MAKE) test-asan
+	$(MAKE) test-tsan
 
-# Unit, gradient and reference tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
+# Unit, gradient, reference and MPI tests again under AddressSanitizer +
+# UndefinedBehaviorSanitizer, leaks included (the tests' environment names the
+# suppressions: tests/lsan.supp, Open MPI's own). Not the tests that replace malloc
+# (label alloc), the CLI tests (label cli), public_api (label api) or the slow ones.
 test-asan: deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DDT_SANITIZE=ON $(CMAKE_ARGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
-	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) -L 'unit|grad|ref'
+	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) -L 'unit|grad|ref|mpi' -LE 'slow|alloc'
+
+# The tests that run a model on a team of threads (label threads) under ThreadSanitizer,
+# in a build of its own: it cannot share one with AddressSanitizer (tests/tsan.supp).
+test-tsan: deps
+	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDT_SANITIZE_THREAD=ON \
+	    $(CMAKE_ARGS)
+	cmake --build $(TSAN_BUILD) -j $(JOBS)
+	cd $(TSAN_BUILD) && ctest --output-on-failure -j $(JOBS) -L threads -LE 'slow|alloc'
 
 # libFuzzer on each input reader for FUZZ_SECONDS, in a clang build of its own, from a
 # scratch copy of tests/fuzz/corpus; a crash fails it and names the reproducer.
@@ -76,4 +89,4 @@ bench: build
 	bench/run.sh $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)

@@ -13,6 +13,7 @@ dt_add_test(NAME test_grad_dropout
 dt_add_test(NAME test_grad_loss
             SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_grad_loss.c ${DT_GRAD_SUPPORT}
             LABELS grad TIMEOUT 60)
+# Label threads too: `make test-tsan` runs it under ThreadSanitizer.
 dt_add_test(NAME test_threads
             SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_threads.c ${DT_GRAD_SUPPORT}
-            LABELS grad TIMEOUT 60)
+            LABELS grad threads TIMEOUT 60)
