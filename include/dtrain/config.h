@@ -78,6 +78,7 @@ typedef struct dt_config {
     struct {
         dt_strategy_kind strategy; /* ddp (a world of one: single), ps, fedavg */
         int dp, tp, pp;          /* 0 = derive (dp = world / (tp * pp)) */
+        int64_t tp_min_weights;  /* tp: layers with fewer weights stay whole */
         int64_t global_batch;    /* 0 = batch * dp * accumulation */
         int accumulation;        /* micro-steps per optimizer step */
         dt_last_batch last_batch;

@@ -29,7 +29,65 @@ typedef struct dt_param_info {
     int64_t shape[DT_MAX_DIMS]; /* PyTorch layout: Linear (out, in), Conv2d (Co, Ci, kH, kW) */
     size_t offset;              /* in elements, into params and grads */
     size_t count;               /* elements */
+    /* Tensor parallelism: shape[] is this rank's part. split_dim -1: the whole tensor
+     * (whole_shape == shape); 0: rows (or output channels) [split_begin, split_end) of
+     * the whole; 1: columns [split_begin, split_end) of a 2-D whole. */
+    int split_dim;
+    int64_t whole_shape[DT_MAX_DIMS];
+    int64_t split_begin, split_end;
+    size_t whole_count;
 } dt_param_info;
+
+/* ---- Tensor parallelism ---------------------------------------------------------------
+ * A model can be one rank's part of a model split over a tensor-parallel group of `size`
+ * ranks (Megatron-LM's layers). Which layers are split is decided from the specs and the
+ * input shape alone, the same on every rank:
+ *   - a linear or conv2d layer whose input is whole and whose weight has at least
+ *     min_weights elements (and at least `size` output rows or channels) is
+ *     column-parallel: each rank holds a contiguous block of its output rows (channels),
+ *     shards differing by at most one, and computes that block of the output;
+ *   - relu, dropout, maxpool2d and flatten after it run on the block (dropout draws the
+ *     numbers of the whole tensor: its keys use the element's index in the whole);
+ *   - a linear layer whose input is a block is row-parallel: it holds the matching
+ *     columns of its weight, its partial outputs are summed by an all-reduce over the
+ *     group and its bias (whole on every rank) is added once, after the sum. A column
+ *     layer followed by a row layer costs one all-reduce in forward and one in backward
+ *     (the column layer's input gradient);
+ *   - before any other layer (conv2d, log_softmax) and at the model's end, a block is
+ *     all-gathered into the whole activation;
+ *   - everything else is whole, the same on every rank of the group.
+ * A model with size > 1 needs its group's collectives before it runs (the strategy
+ * attaches them, src/parallel). */
+typedef enum dt_tp_role {
+    DT_TP_WHOLE = 0, /* the whole layer on every rank */
+    DT_TP_COLUMN,    /* output rows (channels) split */
+    DT_TP_ROW,       /* input features split; partial outputs all-reduced */
+    DT_TP_SHARD,     /* a parameter-free layer running on a block of its input */
+} dt_tp_role;
+
+typedef struct dt_tp_layout {
+    int size, rank;      /* the tensor-parallel group: 1 and 0 for a whole model */
+    int64_t min_weights; /* smallest weight a column-parallel split takes */
+} dt_tp_layout;
+
+/* One layer's part on one rank. */
+typedef struct dt_tp_layer_plan {
+    dt_tp_role role;
+    int gather;           /* the output block is all-gathered into the whole after forward */
+    int64_t begin, end;   /* COLUMN: output rows/channels held; ROW: input features held;
+                           * SHARD: dim-0 range of the output held; WHOLE: 0 and the dim */
+    int64_t whole_dim;    /* the dimension begin/end index */
+    size_t params;        /* parameters on this rank */
+    size_t whole_params;  /* parameters of the whole layer */
+} dt_tp_layer_plan;
+
+/* "whole", "column", "row", "shard". */
+DT_API const char *dt_tp_role_name(dt_tp_role role);
+
+/* The plan of every layer on rank tp->rank, without building the model (for a report of
+ * the layout on every rank). out has nlayers entries. DT_ERR_INVALID as dt_model_create. */
+DT_API dt_status dt_model_tp_plan(const dt_layer_spec *specs, int nlayers, const dt_shape *input,
+                                  const dt_tp_layout *tp, dt_tp_layer_plan *out);
 
 /* Builds the model for inputs of per-sample shape `input` and batches of up to
  * max_batch samples. Validates every layer against its input shape (DT_ERR_INVALID with
@@ -37,6 +95,14 @@ typedef struct dt_param_info {
  * load weights. Caller frees with dt_model_free. `specs` is copied. */
 DT_API dt_status dt_model_create(const dt_layer_spec *specs, int nlayers, const dt_shape *input,
                           int64_t max_batch, dt_model **out);
+/* dt_model_create for rank tp->rank's part of a tensor-parallel model (tp NULL or size 1:
+ * the whole model). Shapes, tensors and buffers are this rank's; dt_model_shape(m, i) is
+ * the shape boundary i holds here (a block's, or the whole after a gather). */
+DT_API dt_status dt_model_create_tp(const dt_layer_spec *specs, int nlayers, const dt_shape *input,
+                                    int64_t max_batch, const dt_tp_layout *tp, dt_model **out);
+/* This rank's tensor-parallel plan of layer i, and the group's size. */
+DT_API const dt_tp_layer_plan *dt_model_tp_layer(const dt_model *m, int layer);
+DT_API int dt_model_tp_size(const dt_model *m);
 DT_API void dt_model_free(dt_model *m);
 /* Runs the model's own loops on `nthreads` threads (default 1): convolutions split the
  * batch's samples, element-wise layers the elements, linear layers the rows of their

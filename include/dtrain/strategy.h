@@ -29,6 +29,7 @@ DT_API const char *dt_strategy_kind_name(dt_strategy_kind kind);
 typedef struct dt_strategy_options {
     dt_strategy_kind kind;
     int dp, tp, pp;         /* grid axes; dp 0: the ranks left over by tp x pp */
+    int64_t tp_min_weights; /* tp: a layer with fewer weights stays whole (model.h) */
     int micro_batches;      /* micro-steps per optimizer step (gradient accumulation), >= 1 */
     int zero;               /* 1: ZeRO-1, optimizer state sharded over the dp group */
     int overlap;            /* 1: gradient all-reduce overlapped with backward */
@@ -36,7 +37,7 @@ typedef struct dt_strategy_options {
     double first_bucket_mb; /* the first bucket's (MiB), small so communication starts early */
 } dt_strategy_options;
 
-/* ddp, dp derived, tp = pp = 1, one micro-batch, no ZeRO, overlap on, PyTorch DDP's
+/* ddp, dp derived, tp = pp = 1, tp_min_weights 65536, one micro-batch, no ZeRO, overlap on, PyTorch DDP's
  * buckets (25 MiB, first 1 MiB). */
 DT_API dt_strategy_options dt_strategy_options_default(void);
 

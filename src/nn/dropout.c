@@ -61,14 +61,19 @@ static void forward_part(void *vctx, int t, int nt)
         uint8_t *kr = keep + r * nbytes;
         for (int64_t b = 0; b < nbytes; b++)
             kr[b] = 0;
-        for (int64_t e = 0; e < n; e += 4) {
+        /* Element e of this layer is element off + e of the whole tensor (a block of a
+         * tensor-parallel split): its key is the whole's, so every split draws the numbers
+         * of the unsplit layer. */
+        const int64_t off = l->elem_offset;
+        for (int64_t e = 0; e < n;) {
             uint32_t w[4];
-            dt_philox(ctx->seed, (uint32_t)ctx->epoch, pos, c2, (uint32_t)(e / 4), w);
-            for (int64_t j = 0; j < 4 && e + j < n; j++) {
+            const int64_t g = off + e;
+            dt_philox(ctx->seed, (uint32_t)ctx->epoch, pos, c2, (uint32_t)(g / 4), w);
+            for (int64_t j = g % 4; j < 4 && e < n; j++, e++) {
                 const int k = dt_u01f(w[j]) >= p;
-                kr[(e + j) / 8] |= (uint8_t)(k << ((e + j) % 8));
+                kr[e / 8] |= (uint8_t)(k << (e % 8));
                 /* x * noise as in PyTorch: a dropped NaN stays NaN */
-                yr[e + j] = xr[e + j] * (k ? scale : 0.0f);
+                yr[e] = xr[e] * (k ? scale : 0.0f);
             }
         }
     }

@@ -76,11 +76,21 @@ struct dt_layer {
      * (t >= 1) parameter-gradient partial at partial + (t - 1) * param_count. */
     struct dt_pool *pool;
     float *partial;
+    /* Tensor parallelism (model_tp.c; model.h says which layer is split how). */
+    dt_tp_layer_plan tp;
+    int64_t elem_offset;  /* this rank's block's first element in the whole per-sample output
+                           * (dropout's keys), 0 for a whole layer */
+    int64_t fan_in_whole; /* a row-parallel layer's whole fan-in (initialisation), else 0 */
+    int bias_after;       /* row-parallel linear: the model adds the bias after the sum */
+    float *tp_out;        /* gather: the block's output before the all-gather */
 };
 
 /* Below this many elements (or multiply-adds) a layer runs on one thread: waking the team
  * costs a few microseconds. */
 #define DT_PAR_MIN 32768
+
+/* The vtable of a kind, or NULL (model.c). */
+const dt_layer_ops *dt_layer_ops_for(dt_layer_kind kind);
 
 extern const dt_layer_ops dt_linear_ops;
 extern const dt_layer_ops dt_conv2d_ops;

@@ -64,7 +64,7 @@ static void forward_part(void *ctx, int t, int nt)
     float *y = j->y + lo * out;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(hi - lo), (int)out, (int)in, 1.0f,
                 j->x + lo * in, (int)in, l->w, (int)in, 0.0f, y, (int)out);
-    if (l->b != NULL)
+    if (l->b != NULL && !l->bias_after)
         dt_add_bias_rows(y, l->b, hi - lo, out);
 }
 

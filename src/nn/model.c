@@ -11,6 +11,7 @@
 #include "nn/grad_plan.h"
 #include "nn/layer_internal.h"
 #include "nn/model_team.h"
+#include "nn/tp.h"
 
 struct dt_model {
     int nlayers;
@@ -33,9 +34,12 @@ struct dt_model {
     dt_pool *pool;     /* dt_model_set_threads; NULL: one thread */
     float *partials;   /* members 1..n-1's parameter-gradient partials */
     size_t team_bytes; /* of activation_bytes: the extra members' workspaces and partials */
+    dt_layer_spec *specs; /* [nlayers] the whole model's, as given */
+    dt_tp_run tp;         /* tensor parallelism: the group and its scratch (model_tp.c) */
+    float *tp_arena;      /* the gathering layers' blocks */
 };
 
-static const dt_layer_ops *ops_for(dt_layer_kind kind)
+const dt_layer_ops *dt_layer_ops_for(dt_layer_kind kind)
 {
     switch (kind) {
     case DT_LAYER_LINEAR:
@@ -63,7 +67,8 @@ static int shares_input(const dt_model *m, int i)
     if (i < 2)
         return 0; /* boundary 0 is the model input, which the caller owns */
     const dt_layer *l = &m->layers[i - 1], *prev = &m->layers[i - 2];
-    return l->ops->in_place && !prev->ops->needs_output;
+    /* A gathering layer writes its block elsewhere; the boundary holds the whole. */
+    return l->ops->in_place && !prev->ops->needs_output && !l->tp.gather;
 }
 
 static void tensor_name(const dt_layer *l, const char *suffix, char *buf, size_t nbytes)
@@ -96,6 +101,8 @@ typedef struct model_plan {
     size_t state_total; /* bytes of saved state, each layer's rounded up to 64 */
     size_t act_total;   /* floats of the activation buffers */
     size_t extra_total; /* floats of the extra gradient buffers */
+    size_t tp_blocks;   /* floats of the gathering layers' blocks */
+    size_t tp_scratch;  /* floats of the gather's scratch: the largest gathered boundary */
     int ntensors;
     int nstore;   /* activation buffers */
     int *sid;     /* [nlayers + 1] the activation buffer holding boundary i */
@@ -110,34 +117,29 @@ static size_t state_span(const dt_layer *l, int64_t max_batch)
     return ((l->state_bytes * (size_t)max_batch) + 63u) & ~(size_t)63u;
 }
 
-/* Plans every layer in order (each one's input is the one before's output): m->shapes,
- * each layer's parameter offset, and the sums in mp. */
-static dt_status model_plan_layers(dt_model *m, const dt_layer_spec *specs, model_plan *mp)
+/* Plans every layer in order (each one's input is the one before's output, a block of it
+ * on a tensor-parallel rank: model_tp.c): m->shapes, each layer's parameter offset, and
+ * the sums in mp. */
+static dt_status model_plan_layers(dt_model *m, const dt_layer_spec *specs,
+                                   const dt_tp_layout *tp, model_plan *mp)
 {
     dt_status st = DT_OK;
+    DT_TRY(dt_tp_plan_layers(m->layers, specs, m->nlayers, m->shapes, tp));
     for (int i = 0; i < m->nlayers; i++) {
         dt_layer *l = &m->layers[i];
-        l->ops = ops_for(specs[i].kind);
-        if (l->ops == NULL) {
-            st = dt_fail(DT_ERR_INVALID, "model: layer %d has unknown kind %d", i,
-                         (int)specs[i].kind);
-            goto fail;
-        }
-        l->spec = specs[i];
-        l->index = i;
-        l->in = m->shapes[i];
-        l->in_numel = dt_shape_numel(&l->in);
-        DT_TRY(l->ops->plan(l));
-        l->out_numel = dt_shape_numel(&l->out);
         DT_TRY(check_shape(&l->out, "a layer's output shape"));
-        m->shapes[i + 1] = l->out;
-        l->param_count = l->weight_count + l->bias_count;
         l->param_offset = mp->nparams;
         mp->nparams += l->param_count;
         mp->ntensors += (l->weight_count > 0) + (l->bias_count > 0);
         if (l->ws_bytes > mp->ws_bytes)
             mp->ws_bytes = l->ws_bytes;
         mp->state_total += state_span(l, m->max_batch);
+        if (l->tp.gather) {
+            const size_t whole = (size_t)(m->max_batch * dt_shape_numel(&m->shapes[i + 1]));
+            mp->tp_blocks += (size_t)(m->max_batch * l->out_numel);
+            if (whole > mp->tp_scratch)
+                mp->tp_scratch = whole;
+        }
     }
 fail:
     return st;
@@ -201,8 +203,15 @@ static dt_status model_alloc_arenas(dt_model *m, const model_plan *mp)
     DT_TRY(dt_alloc(mp->ws_bytes, "workspace", (void **)&m->ws));
     DT_TRY(dt_alloc(sizeof(dt_param_info) * (size_t)(mp->ntensors > 0 ? mp->ntensors : 1),
                     "tensor table", (void **)&m->tensors));
-    m->activation_bytes =
-        (mp->act_total + mp->extra_total) * sizeof(float) + mp->state_total + mp->ws_bytes;
+    DT_TRY(dt_alloc(mp->tp_blocks * sizeof(float), "tensor-parallel blocks",
+                    (void **)&m->tp_arena));
+    DT_TRY(dt_alloc(mp->tp_scratch * sizeof(float), "tensor-parallel scratch",
+                    (void **)&m->tp.scratch));
+    DT_TRY(dt_alloc(sizeof(size_t) * (size_t)m->tp.size, "tensor-parallel counts",
+                    (void **)&m->tp.counts));
+    m->activation_bytes = (mp->act_total + mp->extra_total + mp->tp_blocks + mp->tp_scratch) *
+                              sizeof(float) +
+                          mp->state_total + mp->ws_bytes;
 fail:
     return st;
 }
@@ -239,13 +248,41 @@ static void model_place_buffers(dt_model *m, const model_plan *mp)
     }
 }
 
+/* Which part of the whole tensor t is (model.h, dt_param_info): a column-parallel layer's
+ * rows, a row-parallel weight's columns, else the whole. */
+static void describe_split(const dt_layer *l, dt_param_info *t, int is_bias)
+{
+    memcpy(t->whole_shape, t->shape, sizeof t->shape);
+    t->whole_count = t->count;
+    t->split_dim = -1;
+    t->split_begin = 0;
+    t->split_end = t->shape[0];
+    if (l->tp.role == DT_TP_COLUMN) {
+        t->split_dim = 0;
+        t->whole_shape[0] = l->tp.whole_dim;
+    } else if (l->tp.role == DT_TP_ROW && !is_bias) {
+        t->split_dim = 1;
+        t->whole_shape[1] = l->tp.whole_dim;
+    } else {
+        return;
+    }
+    t->split_begin = l->tp.begin;
+    t->split_end = l->tp.end;
+    t->whole_count = t->count / (size_t)(l->tp.end - l->tp.begin) * (size_t)l->tp.whole_dim;
+}
+
 /* Gives each layer its views (workspace, state, weight and bias with their gradients)
  * and lists its tensors in m->tensors, weight before bias, in layer order. */
 static void model_bind_layers(dt_model *m)
 {
     unsigned char *s = m->state_arena;
+    float *block = m->tp_arena;
     for (int i = 0; i < m->nlayers; i++) {
         dt_layer *l = &m->layers[i];
+        if (l->tp.gather) {
+            l->tp_out = block;
+            block += m->max_batch * l->out_numel;
+        }
         l->ws = m->ws;
         l->ws_stride = m->ws_bytes / sizeof(float);
         l->state = l->state_bytes ? s : NULL;
@@ -259,6 +296,7 @@ static void model_bind_layers(dt_model *m)
             t->ndim = l->ops->weight_shape(l, t->shape);
             t->offset = l->param_offset;
             t->count = l->weight_count;
+            describe_split(l, t, 0);
         }
         if (l->bias_count > 0) {
             dt_param_info *t = &m->tensors[m->ntensors++];
@@ -270,6 +308,7 @@ static void model_bind_layers(dt_model *m)
             t->shape[0] = (int64_t)l->bias_count;
             t->offset = l->param_offset + l->weight_count;
             t->count = l->bias_count;
+            describe_split(l, t, 1);
         }
     }
 }
@@ -290,6 +329,12 @@ static dt_status model_check_names(const dt_model *m)
 dt_status dt_model_create(const dt_layer_spec *specs, int nlayers, const dt_shape *input,
                           int64_t max_batch, dt_model **out)
 {
+    return dt_model_create_tp(specs, nlayers, input, max_batch, NULL, out);
+}
+
+dt_status dt_model_create_tp(const dt_layer_spec *specs, int nlayers, const dt_shape *input,
+                             int64_t max_batch, const dt_tp_layout *tp, dt_model **out)
+{
     DT_ASSERT(out != NULL && input != NULL && (specs != NULL || nlayers == 0));
     dt_status st = DT_OK;
     dt_model *m = NULL;
@@ -309,10 +354,14 @@ dt_status dt_model_create(const dt_layer_spec *specs, int nlayers, const dt_shap
     DT_TRY(dt_alloc(sizeof(dt_shape) * (size_t)(nlayers + 1), "model shapes", (void **)&m->shapes));
     DT_TRY(
         dt_alloc(sizeof(float *) * (size_t)(nlayers + 1), "model activations", (void **)&m->act));
+    DT_TRY(dt_alloc(sizeof(dt_layer_spec) * (size_t)nlayers, "model specs", (void **)&m->specs));
+    memcpy(m->specs, specs, sizeof(dt_layer_spec) * (size_t)nlayers);
+    m->tp.size = tp != NULL ? tp->size : 1;
+    m->tp.rank = tp != NULL ? tp->rank : 0;
 
     /* Plan everything, allocate once, then hand out views. */
     m->shapes[0] = *input;
-    DT_TRY(model_plan_layers(m, specs, &mp));
+    DT_TRY(model_plan_layers(m, specs, tp, &mp));
     DT_TRY(model_plan_activations(m, &mp));
     DT_TRY(model_plan_grads(m, &mp));
     DT_TRY(model_alloc_arenas(m, &mp));
@@ -346,6 +395,10 @@ void dt_model_free(dt_model *m)
     dt_free(m->tensors);
     dt_free(m->act);
     dt_free(m->shapes);
+    dt_free(m->specs);
+    dt_free(m->tp_arena);
+    dt_free(m->tp.scratch);
+    dt_free(m->tp.counts);
     dt_free(m->layers);
     dt_free(m);
 }
@@ -410,7 +463,42 @@ int dt_model_layer_count(const dt_model *m)
 const dt_layer_spec *dt_model_layer_spec(const dt_model *m, int layer)
 {
     DT_ASSERT(layer >= 0 && layer < m->nlayers);
-    return &m->layers[layer].spec;
+    return &m->specs[layer];
+}
+
+const dt_tp_layer_plan *dt_model_tp_layer(const dt_model *m, int layer)
+{
+    DT_ASSERT(layer >= 0 && layer < m->nlayers);
+    return &m->layers[layer].tp;
+}
+
+int dt_model_tp_size(const dt_model *m)
+{
+    return m->tp.size;
+}
+
+size_t dt_model_tp_max_floats(const dt_model *m)
+{
+    size_t most = 0;
+    for (int i = 0; i < m->nlayers; i++) {
+        const dt_layer *l = &m->layers[i];
+        int64_t n = 0;
+        if (l->tp.role == DT_TP_ROW)
+            n = l->out_numel;
+        else if (l->tp.role == DT_TP_COLUMN)
+            n = l->in_numel;
+        if (l->tp.gather && dt_shape_numel(&m->shapes[i + 1]) > n)
+            n = dt_shape_numel(&m->shapes[i + 1]);
+        if ((size_t)(n * m->max_batch) > most)
+            most = (size_t)(n * m->max_batch);
+    }
+    return most;
+}
+
+void dt_model_set_tp_group(dt_model *m, const dt_tp_group *g)
+{
+    m->tp.group = *g;
+    m->tp.attached = 1;
 }
 
 const dt_shape *dt_model_shape(const dt_model *m, int i)
@@ -459,27 +547,36 @@ size_t dt_model_activation_bytes(const dt_model *m)
     return m->activation_bytes;
 }
 
+/* Tensor t's elements from the numbers of the whole tensor, element g of the whole from
+ * word g mod 4 of block g / 4: a part of a tensor-parallel split gets the values its
+ * elements have in the unsplit model. */
+static void init_tensor(const dt_param_info *t, float *v, uint64_t seed, uint32_t c3, uint32_t k,
+                        double bound)
+{
+    size_t have = (size_t)-1;
+    uint32_t w[4];
+    for (size_t e = 0; e < t->count; e++) {
+        const size_t g = dt_tp_whole_index(t, e);
+        if (g / 4 != have) {
+            have = g / 4;
+            dt_philox(seed, (uint32_t)(g / 4), (uint32_t)((uint64_t)g >> 34), k, c3, w);
+        }
+        v[e] = (float)(bound * (2.0 * dt_u01d(w[g % 4]) - 1.0));
+    }
+}
+
 void dt_model_init_params(dt_model *m, uint64_t seed)
 {
-    for (int i = 0; i < m->nlayers; i++) {
-        dt_layer *l = &m->layers[i];
-        if (l->param_count == 0)
-            continue;
+    for (int i = 0; i < m->ntensors; i++) {
+        const dt_param_info *t = &m->tensors[i];
+        const dt_layer *l = &m->layers[t->layer];
         /* kaiming_uniform_(a=sqrt(5)) gives bound 1/sqrt(fan_in); the bias uses the
          * weight's fan_in (torch.nn.Linear/Conv2d reset_parameters). */
-        const double bound = 1.0 / sqrt((double)l->ops->fan_in(l));
-        const uint32_t c3 = ((uint32_t)DT_RNG_STREAM_INIT << 24) | (uint32_t)i;
-        float *t[2] = {l->w, l->b};
-        size_t cnt[2] = {l->weight_count, l->bias_count};
-        for (int k = 0; k < 2; k++) {
-            for (size_t e = 0; e < cnt[k]; e += 4) {
-                uint32_t w[4];
-                dt_philox(seed, (uint32_t)(e / 4), (uint32_t)((uint64_t)e >> 34), (uint32_t)k, c3,
-                          w);
-                for (size_t j = 0; j < 4 && e + j < cnt[k]; j++)
-                    t[k][e + j] = (float)(bound * (2.0 * dt_u01d(w[j]) - 1.0));
-            }
-        }
+        const int64_t fan_in = l->fan_in_whole > 0 ? l->fan_in_whole : l->ops->fan_in(l);
+        const double bound = 1.0 / sqrt((double)fan_in);
+        const uint32_t c3 = ((uint32_t)DT_RNG_STREAM_INIT << 24) | (uint32_t)t->layer;
+        const uint32_t k = t->offset != l->param_offset; /* 0: weight, 1: bias */
+        init_tensor(t, m->params + t->offset, seed, c3, k, bound);
     }
 }
 
@@ -526,7 +623,10 @@ dt_status dt_model_forward_range(dt_model *m, int first, int last, int64_t batch
         return st;
     for (int i = first; i < last; i++) {
         dt_layer *l = &m->layers[i];
-        l->ops->forward(l, m->act[i], m->act[i + 1], batch, ctx);
+        l->ops->forward(l, m->act[i], l->tp.gather ? l->tp_out : m->act[i + 1], batch, ctx);
+        st = dt_tp_after_forward(&m->tp, l, m->act[i + 1], batch);
+        if (st != DT_OK)
+            return st;
     }
     return DT_OK;
 }
@@ -552,7 +652,14 @@ dt_status dt_model_backward_range(dt_model *m, int first, int last, int64_t batc
     for (int i = last - 1; i >= first && i >= lowest; i--) {
         dt_layer *l = &m->layers[i];
         float *dx = (i > lowest || m->input_grad) ? m->grad[i] : NULL;
-        st = l->ops->backward(l, m->act[i], m->act[i + 1], m->grad[i + 1], dx, batch, hooks);
+        const float *y = m->act[i + 1], *dy = m->grad[i + 1];
+        if (l->tp.gather) { /* the layer's own output and its block of the gradient */
+            y = l->tp_out;
+            dy = dt_tp_block_of_grad(&m->tp, l, dy, batch);
+        }
+        st = l->ops->backward(l, m->act[i], y, dy, dx, batch, hooks);
+        if (st == DT_OK)
+            st = dt_tp_after_backward(&m->tp, l, dx, batch);
         if (st != DT_OK)
             return st;
         if (hooks != NULL && hooks->grads_ready != NULL && l->param_count > 0) {

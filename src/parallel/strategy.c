@@ -18,6 +18,9 @@ dt_strategy_options dt_strategy_options_default(void)
     memset(&o, 0, sizeof o);
     o.kind = DT_STRATEGY_DDP;
     o.micro_batches = 1;
+    /* 256 KiB of weights: below it a split saves little memory and costs a collective
+     * of activations per step (docs/TENSOR_PARALLEL.md). */
+    o.tp_min_weights = 65536;
     o.overlap = 1;
     o.bucket_cap_mb = 25.0; /* torch.nn.parallel.DistributedDataParallel's defaults */
     o.first_bucket_mb = 1.0;
@@ -28,10 +31,12 @@ dt_strategy_options dt_strategy_options_default(void)
 static dt_status check_layout(const dt_strategy_options *o, int world)
 {
     const int tp = o->tp > 0 ? o->tp : 1, pp = o->pp > 0 ? o->pp : 1;
-    if (tp != 1 || pp != 1)
+    if (pp != 1)
         return dt_fail(DT_ERR_UNSUPPORTED,
-                       "parallel.tp and parallel.pp: tensor and pipeline "
-                       "parallelism are not built yet; only data parallelism (tp = pp = 1)");
+                       "parallel.pp: pipeline parallelism is not built yet (pp = 1)");
+    if (tp > world)
+        return dt_fail(DT_ERR_INVALID,
+                       "parallel.tp: %d tensor-parallel ranks in a job of %d", tp, world);
     if (o->kind != DT_STRATEGY_DDP)
         return dt_fail(DT_ERR_UNSUPPORTED, "parallel.strategy: %s is not built yet; only ddp",
                        dt_strategy_kind_name(o->kind) ? dt_strategy_kind_name(o->kind) : "?");
@@ -64,6 +69,8 @@ dt_status dt_strategy_create(const dt_strategy_options *opt, dt_comm *world, dt_
     i->replicas = dt_grid_size(grid, DT_GRID_DP);
     i->replica = dt_grid_rank(grid, DT_GRID_DP);
     i->micro_batches = opt->micro_batches;
+    i->tp_size = dt_grid_size(grid, DT_GRID_TP);
+    i->tp_rank = dt_grid_rank(grid, DT_GRID_TP);
     i->world_size = dt_comm_size(world);
     i->world_rank = dt_comm_rank(world);
     i->main = i->world_rank == 0;
@@ -78,6 +85,7 @@ void dt_strategy_free(dt_strategy *s)
     if (s == NULL)
         return;
     dt_grid *grid = s->grid;
+    dt_tp_comm_free(s->tp);
     s->ops->free(s);
     dt_grid_free(grid);
 }
@@ -90,6 +98,15 @@ const dt_strategy_info *dt_strategy_get_info(const dt_strategy *s)
 dt_status dt_strategy_attach(dt_strategy *s, dt_model *m, size_t *optim_count)
 {
     DT_ASSERT(s != NULL && m != NULL && optim_count != NULL && s->model == NULL);
+    if (dt_model_tp_size(m) != s->info.tp_size)
+        return dt_fail(DT_ERR_INVALID,
+                       "strategy: the model is split over %d tensor-parallel ranks, the "
+                       "grid has %d", dt_model_tp_size(m), s->info.tp_size);
+    if (s->info.tp_size > 1) {
+        dt_status st = dt_tp_comm_attach(s, m);
+        if (st != DT_OK)
+            return st;
+    }
     return s->ops->attach(s, m, optim_count);
 }
 
@@ -119,6 +136,7 @@ void dt_strategy_get_stats(const dt_strategy *s, dt_strategy_stats *out)
 {
     memset(out, 0, sizeof *out);
     s->ops->stats(s, out);
+    dt_tp_comm_stats(s->tp, out);
 }
 
 dt_status dt_strategy_time_comm_alone(dt_strategy *s, int reps, double *seconds)

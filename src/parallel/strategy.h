@@ -63,6 +63,7 @@ typedef struct dt_step_plan {
 typedef struct dt_strategy_info {
     const char *name; /* "single", "ddp" */
     int replicas, replica;
+    int tp_size, tp_rank; /* this rank's place in its tensor-parallel group */
     int micro_batches;
     int main;
     int world_size, world_rank;
@@ -76,7 +77,12 @@ typedef struct dt_strategy_stats {
     int64_t steps;
     int buckets;
     size_t bytes_per_step; /* gradient bytes each rank contributes per step */
+    double tp_s;           /* time in the tensor-parallel group's collectives */
+    int64_t tp_calls;
+    size_t tp_bytes;       /* bytes this rank put into them */
 } dt_strategy_stats;
+
+typedef struct dt_tp_comm dt_tp_comm;
 
 typedef struct dt_strategy dt_strategy;
 
@@ -105,6 +111,7 @@ struct dt_strategy {
     dt_comm *world;  /* borrowed */
     dt_model *model; /* borrowed, set by attach */
     dt_strategy_info info;
+    dt_tp_comm *tp;  /* the model's tensor-parallel collectives (tp_group.c), or NULL */
 };
 
 /* Lays out `world` as opt's grid (collective: every rank calls it; the layout is checked
@@ -144,6 +151,12 @@ dt_status dt_strategy_micro_steps(dt_strategy *s, const dt_step_plan *plan, cons
  * the sums (not combined across ranks). */
 dt_status dt_strategy_eval_share(dt_strategy *s, int64_t n_test, const dt_step_io *io,
                                  double *loss_sum, double *correct);
+
+/* Gives a tensor-parallel model its group's collectives (tp_group.c); the stats of those
+ * collectives; freeing (NULL is safe). */
+dt_status dt_tp_comm_attach(dt_strategy *s, dt_model *m);
+void dt_tp_comm_stats(const dt_tp_comm *t, dt_strategy_stats *out);
+void dt_tp_comm_free(dt_tp_comm *t);
 
 /* Each strategy's constructor (its own file), called by dt_strategy_create with the grid
  * made: fills a struct that begins with dt_strategy. */

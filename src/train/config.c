@@ -68,6 +68,7 @@ dt_config dt_config_default(void)
     c.parallel.strategy = so.kind;
     c.parallel.dp = so.dp;
     c.parallel.tp = so.tp;
+    c.parallel.tp_min_weights = so.tp_min_weights;
     c.parallel.pp = so.pp;
     c.parallel.accumulation = so.micro_batches;
     c.parallel.zero = so.zero;

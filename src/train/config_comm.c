@@ -17,6 +17,7 @@ void dt_config_strategy_options(const dt_config *cfg, dt_strategy_options *out)
     out->kind = cfg->parallel.strategy;
     out->dp = cfg->parallel.dp;
     out->tp = cfg->parallel.tp;
+    out->tp_min_weights = cfg->parallel.tp_min_weights;
     out->pp = cfg->parallel.pp;
     out->micro_batches = cfg->parallel.accumulation;
     out->zero = cfg->parallel.zero;

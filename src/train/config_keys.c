@@ -287,7 +287,10 @@ static const key_def keys[] = {
           "(ps and fedavg are not built yet)"),
     NUM("parallel.dp", KEY_INT, parallel.dp, LO | HI, 0, 1 << 20,
         "data-parallel ranks; 0: world size / (tp * pp)"),
-    NUM("parallel.tp", KEY_INT, parallel.tp, LO | HI, 0, 1 << 20, "tensor-parallel ranks; 0: 1"),
+    NUM("parallel.tp", KEY_INT, parallel.tp, LO | HI, 0, 1 << 20,
+        "tensor-parallel ranks (Megatron-LM's column- and row-parallel layers); 0: 1"),
+    NUM("parallel.tp_min_weights", KEY_INT64, parallel.tp_min_weights, LO, 0, 0,
+        "under tp, a linear or conv2d layer with fewer weights stays whole on every rank"),
     NUM("parallel.pp", KEY_INT, parallel.pp, LO | HI, 0, 1 << 20, "pipeline stages; 0: 1"),
     NUM("parallel.global_batch", KEY_INT64, parallel.global_batch, LO | HI, 0, INT32_MAX,
         "samples per optimizer step over all ranks and micro-steps; 0: batch * dp * "

@@ -122,8 +122,14 @@ static dt_status build_model(dt_trainer *t)
 {
     dt_status st = DT_OK;
     const dt_config *cfg = &t->cfg;
-    DT_TRY(dt_model_create(cfg->layers, cfg->nlayers, &t->train.sample_shape, t->micro_max,
-                           &t->model));
+    /* This rank's part of the model on its tensor-parallel group (the whole model when
+     * the group is one rank). */
+    const dt_strategy_info *si = dt_strategy_get_info(t->strategy);
+    const dt_tp_layout tp = {.size = si->tp_size,
+                             .rank = si->tp_rank,
+                             .min_weights = cfg->parallel.tp_min_weights};
+    DT_TRY(dt_model_create_tp(cfg->layers, cfg->nlayers, &t->train.sample_shape, t->micro_max,
+                              &tp, &t->model));
     dt_model_set_input_grad(t->model, 0);
     /* train.threads: the model's own team, each member calling BLAS single-threaded, so
      * that one team of threads is busy at a time (0: leave BLAS as the caller set it). */

@@ -1,0 +1,254 @@
+/* model_tp.c — which layers of a model are split over a tensor-parallel group, and the
+ * collectives around them at run time (model.h says the rules; tp.h the interface).
+ *
+ * A split activation is a block of dimension 0 of each sample's whole tensor: output
+ * features [lo, hi) after a column-parallel linear, channels [lo, hi) after a column-
+ * parallel conv2d (each channel's H x W positions contiguous), kept by relu, dropout and
+ * maxpool2d, and turned into features [lo H W, hi H W) by flatten, which is exactly the
+ * block of the whole flattened tensor, so a row-parallel linear can follow a convolution. */
+#include <string.h>
+
+#include "nn/tp.h"
+#include "tensor/kernels.h"
+
+/* These functions have nothing to clean up: a failure returns at once. */
+#define TRY_RET(expr)                                                                              \
+    do {                                                                                           \
+        dt_status try_st_ = (expr);                                                                \
+        if (try_st_ != DT_OK)                                                                      \
+            return try_st_;                                                                        \
+    } while (0)
+
+const char *dt_tp_role_name(dt_tp_role role)
+{
+    static const char *const names[] = {"whole", "column", "row", "shard"};
+    return (int)role >= 0 && role <= DT_TP_SHARD ? names[role] : "?";
+}
+
+/* Part `rank` of `size` of n rows: the first n mod size take one extra. */
+static void part(int64_t n, int size, int rank, int64_t *lo, int64_t *hi)
+{
+    const int64_t base = n / size, extra = n % size;
+    *lo = rank * base + (rank < extra ? rank : extra);
+    *hi = *lo + base + (rank < extra ? 1 : 0);
+}
+
+/* The block boundary i holds: dim-0 rows [lo, hi) of `whole`, or none. */
+typedef struct block {
+    int split;
+    int64_t lo, hi, whole;
+} block;
+
+static int runs_on_block(dt_layer_kind k)
+{
+    return k == DT_LAYER_RELU || k == DT_LAYER_DROPOUT || k == DT_LAYER_MAXPOOL2D ||
+           k == DT_LAYER_FLATTEN;
+}
+
+/* Elements of one dim-0 row of s. */
+static int64_t row_numel(const dt_shape *s)
+{
+    return dt_shape_numel(s) / s->d[0];
+}
+
+static void set_params(dt_layer *l, const dt_layer *whole)
+{
+    l->param_count = l->weight_count + l->bias_count;
+    l->tp.params = l->param_count;
+    l->tp.whole_params = whole->weight_count + whole->bias_count;
+}
+
+/* Column-parallel: this rank's output rows (channels) of the layer planned whole. */
+static dt_status plan_column(dt_layer *l, const dt_layer *whole, const dt_tp_layout *tp, block *b)
+{
+    const int64_t d0 = whole->out.d[0];
+    int64_t lo, hi;
+    part(d0, tp->size, tp->rank, &lo, &hi);
+    if (l->spec.kind == DT_LAYER_LINEAR)
+        l->spec.out_features = hi - lo;
+    else
+        l->spec.out_channels = hi - lo;
+    TRY_RET(l->ops->plan(l));
+    l->tp = (dt_tp_layer_plan){.role = DT_TP_COLUMN, .begin = lo, .end = hi, .whole_dim = d0};
+    l->elem_offset = lo * row_numel(&l->out);
+    *b = (block){.split = 1, .lo = lo, .hi = hi, .whole = d0};
+    return DT_OK;
+}
+
+/* A layer whose input is a block: row-parallel (linear) or run on the block. */
+static dt_status plan_on_block(dt_layer *l, const dt_layer *whole, block *b)
+{
+    const int64_t in_row = row_numel(&l->in);
+    if (l->spec.kind == DT_LAYER_LINEAR) {
+        TRY_RET(l->ops->plan(l));
+        l->tp = (dt_tp_layer_plan){.role = DT_TP_ROW,
+                                   .begin = b->lo * in_row,
+                                   .end = b->hi * in_row,
+                                   .whole_dim = whole->in.d[0]};
+        l->bias_after = 1;
+        l->fan_in_whole = whole->ops->fan_in(whole);
+        *b = (block){0};
+        return DT_OK;
+    }
+    TRY_RET(l->ops->plan(l));
+    if (l->spec.kind == DT_LAYER_FLATTEN)
+        *b = (block){.split = 1, .lo = b->lo * in_row, .hi = b->hi * in_row,
+                     .whole = b->whole * in_row};
+    l->tp = (dt_tp_layer_plan){
+        .role = DT_TP_SHARD, .begin = b->lo, .end = b->hi, .whole_dim = b->whole};
+    l->elem_offset = b->lo * row_numel(&l->out);
+    return DT_OK;
+}
+
+dt_status dt_tp_plan_layers(dt_layer *layers, const dt_layer_spec *specs, int n, dt_shape *shapes,
+                            const dt_tp_layout *tp)
+{
+    const dt_tp_layout one = {.size = 1, .rank = 0};
+    if (tp == NULL)
+        tp = &one;
+    if (tp->size < 1 || tp->rank < 0 || tp->rank >= tp->size)
+        return dt_fail(DT_ERR_INVALID, "model: tensor-parallel rank %d of %d", tp->rank, tp->size);
+    block b = {0};
+    for (int i = 0; i < n; i++) {
+        dt_layer *l = &layers[i];
+        memset(l, 0, sizeof *l);
+        l->ops = dt_layer_ops_for(specs[i].kind);
+        if (l->ops == NULL)
+            return dt_fail(DT_ERR_INVALID, "model: layer %d has unknown kind %d", i,
+                           (int)specs[i].kind);
+        l->spec = specs[i];
+        l->index = i;
+        if (b.split && !runs_on_block(l->spec.kind) && l->spec.kind != DT_LAYER_LINEAR) {
+            /* A layer that needs its whole input: gather the block before it. */
+            layers[i - 1].tp.gather = 1;
+            shapes[i].d[0] = b.whole;
+            b = (block){0};
+        }
+        l->in = shapes[i];
+        l->in_numel = dt_shape_numel(&l->in);
+        /* The layer as if whole: its errors are the unsplit model's, its sizes decide. */
+        dt_layer whole = *l;
+        if (b.split) {
+            whole.in.d[0] = b.whole;
+            whole.in_numel = dt_shape_numel(&whole.in);
+        }
+        TRY_RET(whole.ops->plan(&whole));
+        const int splittable =
+            (l->spec.kind == DT_LAYER_LINEAR || l->spec.kind == DT_LAYER_CONV2D) && tp->size > 1 &&
+            (int64_t)whole.weight_count >= tp->min_weights && whole.out.d[0] >= tp->size;
+        if (b.split) {
+            TRY_RET(plan_on_block(l, &whole, &b));
+        } else if (splittable) {
+            TRY_RET(plan_column(l, &whole, tp, &b));
+        } else {
+            TRY_RET(l->ops->plan(l));
+            l->tp = (dt_tp_layer_plan){
+                .role = DT_TP_WHOLE, .begin = 0, .end = l->out.d[0], .whole_dim = l->out.d[0]};
+        }
+        l->out_numel = dt_shape_numel(&l->out);
+        set_params(l, &whole);
+        shapes[i + 1] = l->out;
+    }
+    if (b.split) { /* the model's output is whole */
+        layers[n - 1].tp.gather = 1;
+        shapes[n].d[0] = b.whole;
+    }
+    return DT_OK;
+}
+
+dt_status dt_model_tp_plan(const dt_layer_spec *specs, int nlayers, const dt_shape *input,
+                           const dt_tp_layout *tp, dt_tp_layer_plan *out)
+{
+    DT_ASSERT(specs != NULL && input != NULL && out != NULL && nlayers >= 1);
+    dt_status st = DT_OK;
+    dt_layer *layers = NULL;
+    dt_shape *shapes = NULL;
+    DT_TRY(dt_alloc(sizeof *layers * (size_t)nlayers, "model plan", (void **)&layers));
+    DT_TRY(dt_alloc(sizeof *shapes * (size_t)(nlayers + 1), "model plan", (void **)&shapes));
+    shapes[0] = *input;
+    DT_TRY(dt_tp_plan_layers(layers, specs, nlayers, shapes, tp));
+    for (int i = 0; i < nlayers; i++)
+        out[i] = layers[i].tp;
+fail:
+    dt_free(layers);
+    dt_free(shapes);
+    return st;
+}
+
+static dt_status need_group(const dt_tp_run *r)
+{
+    if (!r->attached)
+        return dt_fail(DT_ERR_INVALID, "model: a tensor-parallel model (rank %d of %d) has no "
+                       "group to communicate with: a strategy attaches it", r->rank, r->size);
+    return DT_OK;
+}
+
+/* The gather: every rank's block of every sample, in rank order, then each block into its
+ * place in each sample's whole output. */
+static dt_status gather(dt_tp_run *r, const dt_layer *l, float *y, int64_t batch)
+{
+    const int64_t row = l->out_numel / (l->tp.end - l->tp.begin); /* one dim-0 row's elements */
+    const int64_t whole = row * l->tp.whole_dim;
+    for (int k = 0; k < r->size; k++) {
+        int64_t lo, hi;
+        part(l->tp.whole_dim, r->size, k, &lo, &hi);
+        r->counts[k] = (size_t)(batch * (hi - lo) * row);
+    }
+    TRY_RET(r->group.allgatherv(r->group.ctx, l->tp_out, r->scratch, r->counts));
+    for (int k = 0; k < r->size; k++) {
+        int64_t lo, hi;
+        part(l->tp.whole_dim, r->size, k, &lo, &hi);
+        const int64_t n = (hi - lo) * row;
+        const float *src = r->scratch + batch * lo * row;
+        for (int64_t s = 0; s < batch; s++)
+            memcpy(y + s * whole + lo * row, src + s * n, (size_t)n * sizeof(float));
+    }
+    return DT_OK;
+}
+
+dt_status dt_tp_after_forward(dt_tp_run *r, dt_layer *l, float *y, int64_t batch)
+{
+    if (l->tp.role == DT_TP_WHOLE || (l->tp.role != DT_TP_ROW && !l->tp.gather))
+        return DT_OK;
+    TRY_RET(need_group(r));
+    if (l->tp.role == DT_TP_ROW) {
+        TRY_RET(r->group.allreduce_sum(r->group.ctx, y, (size_t)(batch * l->out_numel)));
+        if (l->b != NULL)
+            dt_add_bias_rows(y, l->b, batch, l->out_numel);
+        return DT_OK;
+    }
+    return gather(r, l, y, batch);
+}
+
+const float *dt_tp_block_of_grad(dt_tp_run *r, const dt_layer *l, const float *dy, int64_t batch)
+{
+    const int64_t n = l->out_numel, row = n / (l->tp.end - l->tp.begin);
+    const int64_t whole = row * l->tp.whole_dim, off = l->tp.begin * row;
+    for (int64_t s = 0; s < batch; s++)
+        memcpy(r->scratch + s * n, dy + s * whole + off, (size_t)n * sizeof(float));
+    return r->scratch;
+}
+
+dt_status dt_tp_after_backward(dt_tp_run *r, const dt_layer *l, float *dx, int64_t batch)
+{
+    if (l->tp.role != DT_TP_COLUMN || dx == NULL)
+        return DT_OK;
+    TRY_RET(need_group(r));
+    return r->group.allreduce_sum(r->group.ctx, dx, (size_t)(batch * l->in_numel));
+}
+
+size_t dt_tp_whole_index(const dt_param_info *t, size_t local)
+{
+    if (t->split_dim < 0)
+        return local;
+    if (t->split_dim == 0) {
+        size_t inner = 1;
+        for (int d = 1; d < t->ndim; d++)
+            inner *= (size_t)t->whole_shape[d];
+        return (size_t)t->split_begin * inner + local;
+    }
+    /* columns of a 2-D tensor */
+    const size_t cols = (size_t)(t->split_end - t->split_begin);
+    const size_t row = local / cols, col = local % cols;
+    return row * (size_t)t->whole_shape[1] + (size_t)t->split_begin + col;
+}

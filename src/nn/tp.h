@@ -1,0 +1,61 @@
+/* tp.h (internal) — how a tensor-parallel model reaches its group's collectives, and the
+ * pieces of model_tp.c that model.c calls.
+ *
+ * nn does not include comm (docs/ARCHITECTURE.md, the layer table): it declares the two
+ * collectives a split model needs, over "the layer's group", and the strategy that owns
+ * the communicators fills them in (src/parallel/tp_group.c). Every rank of the group must
+ * get the same bits from a sum, or the replicated layers after it drift apart: the
+ * strategy uses a deterministic reduction. A fake group in one process tests nn alone. */
+#ifndef DT_NN_TP_H
+#define DT_NN_TP_H
+
+#include <stddef.h>
+
+#include "dtrain/model.h"
+#include "nn/layer_internal.h"
+
+typedef struct dt_tp_group {
+    void *ctx;
+    /* buf (count floats) = the sum of every rank's buf, the same bits on every rank. */
+    dt_status (*allreduce_sum)(void *ctx, float *buf, size_t count);
+    /* recv = every rank's send in rank order, counts[r] floats from rank r. */
+    dt_status (*allgatherv)(void *ctx, const float *send, float *recv, const size_t *counts);
+} dt_tp_group;
+
+/* Gives a model with dt_model_tp_size(m) > 1 its group (copied). Before this, its forward
+ * and backward fail with DT_ERR_INVALID. */
+void dt_model_set_tp_group(dt_model *m, const dt_tp_group *g);
+
+/* The most floats one of the model's tp collectives moves (a batch of the largest
+ * activation summed or gathered), for the strategy to size its buffers. */
+size_t dt_model_tp_max_floats(const dt_model *m);
+
+/* ---- model_tp.c, for model.c ---- */
+
+/* Plans layers[0..n) on rank tp->rank of the group: ops, spec (this rank's out_features or
+ * out_channels), in/out shapes, parameter counts and the tp fields; shapes[1..n] get the
+ * shapes each boundary holds (shapes[0], the input, is set by the caller). */
+dt_status dt_tp_plan_layers(dt_layer *layers, const dt_layer_spec *specs, int n, dt_shape *shapes,
+                            const dt_tp_layout *tp);
+
+/* The collectives around a layer at run time, and what they need. */
+typedef struct dt_tp_run {
+    dt_tp_group group;
+    int attached;
+    int size, rank;
+    size_t *counts; /* [size] per call */
+    float *scratch; /* max_batch x the largest gathered whole output */
+} dt_tp_run;
+
+/* After layer l's forward into y (the whole output when l gathers, else its own): the
+ * row-parallel sum and bias, or the gather of l->tp_out into y. */
+dt_status dt_tp_after_forward(dt_tp_run *r, dt_layer *l, float *y, int64_t batch);
+/* Before a gathering layer's backward: its block of dy (whole) into the scratch. */
+const float *dt_tp_block_of_grad(dt_tp_run *r, const dt_layer *l, const float *dy, int64_t batch);
+/* After a column-parallel layer's backward: the sum of the partial input gradients. */
+dt_status dt_tp_after_backward(dt_tp_run *r, const dt_layer *l, float *dx, int64_t batch);
+
+/* Element `local` of tensor t (this rank's part) is element return of the whole tensor. */
+size_t dt_tp_whole_index(const dt_param_info *t, size_t local);
+
+#endif

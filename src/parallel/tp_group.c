@@ -1,0 +1,84 @@
+/* tp_group.c — a tensor-parallel model's collectives (src/nn/tp.h) over the grid's tp
+ * group, timed and counted for the strategy's stats.
+ *
+ * A sum must give the same bits on every rank of the group, or the layers every rank holds
+ * whole (after a row-parallel sum or a gather) drift apart. Every engine of the comm layer
+ * does: MPI's all-reduce gives every rank the same result (docs/comm.md), the ring and the
+ * deterministic fold all-gather the reduced chunks. */
+#include "nn/tp.h"
+#include "parallel/strategy.h"
+
+struct dt_tp_comm {
+    dt_comm *comm; /* the grid's tp group, borrowed */
+    size_t *displs; /* [size] */
+    double seconds;
+    int64_t calls;
+    size_t bytes; /* floats sent by this rank, times 4 */
+};
+
+static dt_status tp_allreduce(void *ctx, float *buf, size_t count)
+{
+    dt_tp_comm *t = ctx;
+    const double t0 = dt_now();
+    dt_status st = dt_comm_allreduce(t->comm, buf, buf, count, DT_COMM_FLOAT32, DT_COMM_SUM);
+    t->seconds += dt_now() - t0;
+    t->calls++;
+    t->bytes += count * sizeof(float);
+    return st;
+}
+
+static dt_status tp_allgatherv(void *ctx, const float *send, float *recv, const size_t *counts)
+{
+    dt_tp_comm *t = ctx;
+    const int n = dt_comm_size(t->comm), me = dt_comm_rank(t->comm);
+    size_t at = 0;
+    for (int r = 0; r < n; r++) {
+        t->displs[r] = at;
+        at += counts[r];
+    }
+    const double t0 = dt_now();
+    dt_status st =
+        dt_comm_allgatherv(t->comm, send, recv, counts, t->displs, DT_COMM_FLOAT32);
+    t->seconds += dt_now() - t0;
+    t->calls++;
+    t->bytes += counts[me] * sizeof(float);
+    return st;
+}
+
+dt_status dt_tp_comm_attach(dt_strategy *s, dt_model *m)
+{
+    dt_status st = DT_OK;
+    dt_tp_comm *t = NULL;
+    DT_ASSERT(s->tp == NULL);
+    dt_comm *comm = dt_grid_comm(s->grid, DT_GRID_TP);
+    DT_TRY(dt_alloc(sizeof *t, "tensor-parallel group", (void **)&t));
+    t->comm = comm;
+    DT_TRY(dt_alloc(sizeof(size_t) * (size_t)dt_comm_size(comm), "tensor-parallel group",
+                    (void **)&t->displs));
+    const dt_tp_group g = {.ctx = t, .allreduce_sum = tp_allreduce, .allgatherv = tp_allgatherv};
+    dt_model_set_tp_group(m, &g);
+    /* The largest activation a collective moves, so that no step allocates. */
+    DT_TRY(dt_comm_reserve(comm, dt_model_tp_max_floats(m) * sizeof(float)));
+    s->tp = t;
+    return DT_OK;
+fail:
+    dt_tp_comm_free(t);
+    return st;
+}
+
+void dt_tp_comm_stats(const dt_tp_comm *t, dt_strategy_stats *out)
+{
+    if (t == NULL)
+        return;
+    out->tp_s = t->seconds;
+    out->tp_calls = t->calls;
+    out->tp_bytes = t->bytes;
+}
+
+void dt_tp_comm_free(dt_tp_comm *t)
+{
+    if (t == NULL)
+        return;
+    dt_free(t->displs);
+    dt_free(t);
+}
