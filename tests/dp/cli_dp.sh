@@ -76,7 +76,7 @@ expect_fail mismatch 'disagree on model\.layers \(rank 0: flatten, linear 128, .
 # A layout that does not fit the job, and one that is not built.
 expect_fail layout 'dp 3 x tp 1 x pp 1 = 3 does not match the 2 ranks' \
     "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" --max-steps 2 --dp 3
-expect_fail tp 'tensor and pipeline parallelism are not built yet' \
-    "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" --max-steps 2 --set parallel.tp=2
+expect_fail pp 'pipeline parallelism is not built yet' \
+    "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" --max-steps 2 --set parallel.pp=2
 
 exit $fail
