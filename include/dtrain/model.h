@@ -36,7 +36,11 @@ typedef struct dt_param_info {
     int64_t whole_shape[DT_MAX_DIMS];
     int64_t split_begin, split_end;
     size_t whole_count;
+    size_t whole_offset; /* in the whole model's flat buffer (dt_model_gather_params) */
 } dt_param_info;
+
+/* Element `local` of p's part is element return of the whole tensor (row-major). */
+DT_API size_t dt_param_whole_index(const dt_param_info *p, size_t local);
 
 /* ---- Tensor parallelism ---------------------------------------------------------------
  * A model can be one rank's part of a model split over a tensor-parallel group of `size`
@@ -103,6 +107,13 @@ DT_API dt_status dt_model_create_tp(const dt_layer_spec *specs, int nlayers, con
 /* This rank's tensor-parallel plan of layer i, and the group's size. */
 DT_API const dt_tp_layer_plan *dt_model_tp_layer(const dt_model *m, int layer);
 DT_API int dt_model_tp_size(const dt_model *m);
+/* Parameters of the whole model (dt_model_param_count in one process). */
+DT_API size_t dt_model_whole_param_count(const dt_model *m);
+/* whole (dt_model_whole_param_count floats) = the whole model's flat buffer: every tensor
+ * whole at its whole_offset, the parts of split ones gathered from the tp group.
+ * Collective over the model's tp group; allocates a temporary for row-parallel weights.
+ * A plain copy for a whole model. */
+DT_API dt_status dt_model_gather_params(dt_model *m, float *whole);
 DT_API void dt_model_free(dt_model *m);
 /* Runs the model's own loops on `nthreads` threads (default 1): convolutions split the
  * batch's samples, element-wise layers the elements, linear layers the rows of their

@@ -104,6 +104,12 @@ typedef struct dt_train_comm_stats {
                                  the rank that ended backward last (the smallest), summed; the
                                  same on every rank. ZeRO-1's collectives count whole. */
     size_t optim_state_bytes; /* optimizer state held by this rank (ZeRO-1: its slice) */
+    int tp;                   /* tensor-parallel ranks */
+    double tp_s;              /* this rank's time in the tp group's collectives (evaluation's
+                                 forward passes included) */
+    int64_t tp_calls;         /* those collectives */
+    size_t tp_bytes;          /* bytes this rank contributed to them */
+    int64_t optim_steps;      /* optimizer steps taken */
 } dt_train_comm_stats;
 DT_API void dt_trainer_comm_stats(const dt_trainer *t, dt_train_comm_stats *out);
 
@@ -114,6 +120,11 @@ DT_API void dt_trainer_comm_stats(const dt_trainer *t, dt_train_comm_stats *out)
 DT_API dt_status dt_trainer_time_comm_alone(dt_trainer *t, int reps, double *seconds);
 
 DT_API dt_model *dt_trainer_model(dt_trainer *t);
+/* The whole model's flat buffer (dt_model_whole_param_count floats, for dt_weights_write):
+ * the model's own under one tensor-parallel rank, else gathered over the tp group into a
+ * buffer the trainer keeps (allocated at the first call). Collective: every rank calls it.
+ * The tp group's errors. */
+DT_API dt_status dt_trainer_whole_params(dt_trainer *t, const float **out);
 DT_API const dt_dataset *dt_trainer_train_set(const dt_trainer *t);
 DT_API const dt_dataset *dt_trainer_test_set(const dt_trainer *t);
 /* Steps per epoch and samples per global step under the config. */
@@ -132,8 +143,14 @@ DT_API dt_status dt_data_load(const dt_config *cfg, dt_dataset *storage, dt_data
  * layout, with __metadata__ describing the input scaling ("input_mean", "input_std") and
  * "format": "pt". Atomic (temporary file + rename). */
 DT_API dt_status dt_weights_save(const dt_model *m, const char *path, double input_mean, double input_std);
+/* dt_weights_save from `whole`, the whole model's flat buffer (dt_model_gather_params or
+ * dt_trainer_whole_params): the file of an unsplit model whatever the layout. */
+DT_API dt_status dt_weights_write(const dt_model *m, const float *whole, const char *path,
+                                  double input_mean, double input_std);
 /* Loads every parameter tensor: each model tensor must be present with dtype F32 and the
- * same shape; extra tensors in the file are an error too. Messages name the tensor. */
+ * whole tensor's shape; extra tensors in the file are an error too. Messages name the
+ * tensor. A tensor-parallel rank takes its part of each whole tensor (local, no
+ * communication): a file written under any layout loads under any other. */
 DT_API dt_status dt_weights_load(dt_model *m, const char *path);
 
 /* The communication settings of cfg's [comm] section, over dt_comm_options_default(). */

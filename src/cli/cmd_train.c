@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "cli/blas_core.h"
+#include "cli/explain.h"
 #include "dtrain/train.h"
 
 static const dt_cli_option train_opts[] = {
@@ -31,6 +32,10 @@ static const dt_cli_option train_opts[] = {
     {"--strategy", "S", DT_OPT_CONFIG_KEY, "parallel.strategy",
      "ddp (synchronous data parallelism; a single process is its one-rank case)"},
     {"--dp", "N", DT_OPT_CONFIG_KEY, "parallel.dp", "data-parallel ranks (0: all)"},
+    {"--tp", "N", DT_OPT_CONFIG_KEY, "parallel.tp",
+     "tensor-parallel ranks: large linear and conv2d layers split over them (world = dp x tp)"},
+    {"--explain-layout", NULL, DT_OPT_FLAG, "explain-layout",
+     "print which layers --tp splits, each rank's part and parameter bytes, and exit"},
     {"--accumulation", "K", DT_OPT_CONFIG_KEY, "parallel.accumulation",
      "micro-steps per optimizer step"},
     {"--zero", "0|1", DT_OPT_CONFIG_KEY, "parallel.zero", "ZeRO stage (1 shards optimizer state)"},
@@ -174,7 +179,7 @@ static void test_stall(int rank)
  * directory removed meanwhile): the trained weights go to a file of their own in the
  * working directory, or else in TMPDIR, and the message says where. Keeps the original
  * error as the one the caller reports. */
-static void save_fallback(const dt_model *m, const dt_config *cfg)
+static void save_fallback(const dt_model *m, const float *whole, const dt_config *cfg)
 {
     char why[1024], path[4096];
     snprintf(why, sizeof why, "%s", dt_last_error());
@@ -182,7 +187,7 @@ static void save_fallback(const dt_model *m, const dt_config *cfg)
     const char *dirs[2] = {".", tmpdir != NULL && tmpdir[0] ? tmpdir : "/tmp"};
     for (int i = 0; i < 2; i++) {
         snprintf(path, sizeof path, "%s/dtrain-weights-%ld.safetensors", dirs[i], (long)getpid());
-        if (dt_weights_save(m, path, cfg->data.mean, cfg->data.std) == DT_OK) {
+        if (dt_weights_write(m, whole, path, cfg->data.mean, cfg->data.std) == DT_OK) {
             dt_fail(DT_ERR_IO, "%s; the trained weights are in %s instead", why, path);
             return;
         }
@@ -212,11 +217,18 @@ static void print_header(const dt_config *cfg, const dt_cli_world *world, dt_tra
     const dt_dataset *tr = dt_trainer_train_set(t), *te = dt_trainer_test_set(t);
     char blas[128];
     dt_cli_blas_describe(blas, sizeof blas);
-    printf("dtrain: %s%s%d rank%s, %lld training and %lld test samples, %zu parameters, "
+    const dt_model *m = dt_trainer_model(t);
+    const int tp = dt_model_tp_size(m);
+    char layout[96] = "", params[96] = "";
+    if (tp > 1) {
+        snprintf(layout, sizeof layout, " (dp %d x tp %d)", world->size / tp, tp);
+        snprintf(params, sizeof params, " (%zu on rank 0)", dt_model_param_count(m));
+    }
+    printf("dtrain: %s%s%d rank%s%s, %lld training and %lld test samples, %zu parameters%s, "
            "%lld steps per epoch of %lld samples, %d thread%s per rank%s%s\n",
            cfg->source[0] ? cfg->source : "built-in ConvNet", ", ", world->size,
-           world->size == 1 ? "" : "s", (long long)tr->n, (long long)te->n,
-           dt_model_param_count(dt_trainer_model(t)), (long long)dt_trainer_steps_per_epoch(t),
+           world->size == 1 ? "" : "s", layout, (long long)tr->n, (long long)te->n,
+           dt_model_whole_param_count(m), params, (long long)dt_trainer_steps_per_epoch(t),
            (long long)dt_trainer_global_batch(t), threads, threads == 1 ? "" : "s",
            blas[0] ? ", " : "", blas);
     fflush(stdout);
@@ -228,6 +240,12 @@ static dt_status report_comm(const dt_config *cfg, const dt_cli_world *world, dt
 {
     dt_train_comm_stats cs;
     dt_trainer_comm_stats(t, &cs);
+    if (cs.tp > 1 && world->rank == 0 && cs.optim_steps > 0) {
+        const double s = (double)cs.optim_steps;
+        printf("dtrain: tensor-parallel over %d ranks: %.1f collectives per step, %.3f MB per "
+               "step from rank 0, %.2f ms per step in them (evaluation included)\n",
+               cs.tp, (double)cs.tp_calls / s, (double)cs.tp_bytes / s / 1e6, cs.tp_s / s * 1e3);
+    }
     if (cs.dp <= 1 || cs.steps == 0)
         return DT_OK;
     /* How much of the gradient all-reduce backward hid: compare the wait of the rank that
@@ -272,6 +290,8 @@ int dt_cmd_train(int argc, char **argv)
         fprintf(stderr, "dtrain: %s\n", dt_last_error());
         return DT_EXIT_USAGE;
     }
+    if (dt_cli_flag(&vals, "explain-layout"))
+        return dt_cli_explain_layout(&cfg);
     dt_cli_world world;
     rc = dt_cli_world_open(&world, &argc, &argv, &cfg);
     if (rc != DT_EXIT_OK)
@@ -303,9 +323,15 @@ int dt_cmd_train(int argc, char **argv)
     dt_train_callbacks cb = {.ctx = &ctx, .on_step = on_step, .on_epoch = on_epoch};
     if (dt_trainer_run(t, &cb) != DT_OK || report_comm(&cfg, &world, t) != DT_OK)
         goto fail;
+    /* Whole tensors whatever the layout: every rank takes part in gathering its tensor-
+     * parallel group's parts; rank 0 writes. */
+    const float *whole = NULL;
+    if (save != NULL && dt_trainer_whole_params(t, &whole) != DT_OK)
+        goto fail;
     if (world.rank == 0 && save != NULL) {
-        if (dt_weights_save(dt_trainer_model(t), save, cfg.data.mean, cfg.data.std) != DT_OK) {
-            save_fallback(dt_trainer_model(t), &cfg);
+        const dt_model *m = dt_trainer_model(t);
+        if (dt_weights_write(m, whole, save, cfg.data.mean, cfg.data.std) != DT_OK) {
+            save_fallback(m, whole, &cfg);
             goto fail;
         }
         printf("dtrain: weights written to %s\n", save);

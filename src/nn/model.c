@@ -37,6 +37,7 @@ struct dt_model {
     dt_layer_spec *specs; /* [nlayers] the whole model's, as given */
     dt_tp_run tp;         /* tensor parallelism: the group and its scratch (model_tp.c) */
     float *tp_arena;      /* the gathering layers' blocks */
+    size_t whole_params;  /* parameters of the whole model */
 };
 
 const dt_layer_ops *dt_layer_ops_for(dt_layer_kind kind)
@@ -271,6 +272,17 @@ static void describe_split(const dt_layer *l, dt_param_info *t, int is_bias)
     t->whole_count = t->count / (size_t)(l->tp.end - l->tp.begin) * (size_t)l->tp.whole_dim;
 }
 
+/* Whole offsets follow the whole tensors in the same order (after model_bind_layers). */
+static void place_whole(dt_model *m)
+{
+    size_t at = 0;
+    for (int i = 0; i < m->ntensors; i++) {
+        m->tensors[i].whole_offset = at;
+        at += m->tensors[i].whole_count;
+    }
+    m->whole_params = at;
+}
+
 /* Gives each layer its views (workspace, state, weight and bias with their gradients)
  * and lists its tensors in m->tensors, weight before bias, in layer order. */
 static void model_bind_layers(dt_model *m)
@@ -367,6 +379,7 @@ dt_status dt_model_create_tp(const dt_layer_spec *specs, int nlayers, const dt_s
     DT_TRY(model_alloc_arenas(m, &mp));
     model_place_buffers(m, &mp);
     model_bind_layers(m);
+    place_whole(m);
     DT_TRY(model_check_names(m));
     *out = m;
     m = NULL; /* handed over; below only the plan's temporaries go */
@@ -477,6 +490,23 @@ int dt_model_tp_size(const dt_model *m)
     return m->tp.size;
 }
 
+size_t dt_model_whole_param_count(const dt_model *m)
+{
+    return m->whole_params;
+}
+
+dt_status dt_model_gather_params(dt_model *m, float *whole)
+{
+    for (int i = 0; i < m->ntensors; i++) {
+        const dt_param_info *t = &m->tensors[i];
+        dt_status st =
+            dt_tp_gather_tensor(&m->tp, t, m->params + t->offset, whole + t->whole_offset);
+        if (st != DT_OK)
+            return st;
+    }
+    return DT_OK;
+}
+
 size_t dt_model_tp_max_floats(const dt_model *m)
 {
     size_t most = 0;
@@ -556,7 +586,7 @@ static void init_tensor(const dt_param_info *t, float *v, uint64_t seed, uint32_
     size_t have = (size_t)-1;
     uint32_t w[4];
     for (size_t e = 0; e < t->count; e++) {
-        const size_t g = dt_tp_whole_index(t, e);
+        const size_t g = dt_param_whole_index(t, e);
         if (g / 4 != have) {
             have = g / 4;
             dt_philox(seed, (uint32_t)(g / 4), (uint32_t)((uint64_t)g >> 34), k, c3, w);

@@ -237,7 +237,7 @@ dt_status dt_tp_after_backward(dt_tp_run *r, const dt_layer *l, float *dx, int64
     return r->group.allreduce_sum(r->group.ctx, dx, (size_t)(batch * l->in_numel));
 }
 
-size_t dt_tp_whole_index(const dt_param_info *t, size_t local)
+size_t dt_param_whole_index(const dt_param_info *t, size_t local)
 {
     if (t->split_dim < 0)
         return local;
@@ -251,4 +251,43 @@ size_t dt_tp_whole_index(const dt_param_info *t, size_t local)
     const size_t cols = (size_t)(t->split_end - t->split_begin);
     const size_t row = local / cols, col = local % cols;
     return row * (size_t)t->whole_shape[1] + (size_t)t->split_begin + col;
+}
+
+/* Each rank's part of t: rows (or columns) [lo, hi) of the split dimension. */
+static size_t part_count(const dt_param_info *t, int rank, int size, int64_t *lo, int64_t *hi)
+{
+    const int64_t dim = t->whole_shape[t->split_dim];
+    part(dim, size, rank, lo, hi);
+    return t->whole_count / (size_t)dim * (size_t)(*hi - *lo);
+}
+
+dt_status dt_tp_gather_tensor(dt_tp_run *r, const dt_param_info *t, const float *part_in,
+                              float *whole)
+{
+    dt_status st = DT_OK;
+    float *tmp = NULL;
+    if (t->split_dim < 0) {
+        memcpy(whole, part_in, t->count * sizeof(float));
+        return DT_OK;
+    }
+    DT_TRY(need_group(r));
+    int64_t lo, hi;
+    for (int k = 0; k < r->size; k++)
+        r->counts[k] = part_count(t, k, r->size, &lo, &hi);
+    if (t->split_dim == 0) /* rank order is row order: the parts land in place */
+        return r->group.allgatherv(r->group.ctx, part_in, whole, r->counts);
+    DT_TRY(dt_alloc(t->whole_count * sizeof(float), "gathered weight", (void **)&tmp));
+    DT_TRY(r->group.allgatherv(r->group.ctx, part_in, tmp, r->counts));
+    /* Rank k's (rows x its columns) block into its columns of each row. */
+    const size_t rows = (size_t)t->whole_shape[0], cols = (size_t)t->whole_shape[1];
+    const float *src = tmp;
+    for (int k = 0; k < r->size; k++) {
+        part_count(t, k, r->size, &lo, &hi);
+        const size_t w = (size_t)(hi - lo);
+        for (size_t row = 0; row < rows; row++, src += w)
+            memcpy(whole + row * cols + (size_t)lo, src, w * sizeof(float));
+    }
+fail:
+    dt_free(tmp);
+    return st;
 }

@@ -55,7 +55,8 @@ const float *dt_tp_block_of_grad(dt_tp_run *r, const dt_layer *l, const float *d
 /* After a column-parallel layer's backward: the sum of the partial input gradients. */
 dt_status dt_tp_after_backward(dt_tp_run *r, const dt_layer *l, float *dx, int64_t batch);
 
-/* Element `local` of tensor t (this rank's part) is element return of the whole tensor. */
-size_t dt_tp_whole_index(const dt_param_info *t, size_t local);
+/* dt_model_gather_params's work on one tensor (model_tp.c). */
+dt_status dt_tp_gather_tensor(dt_tp_run *r, const dt_param_info *t, const float *part,
+                              float *whole);
 
 #endif

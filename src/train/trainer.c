@@ -21,6 +21,7 @@ struct dt_trainer {
     dt_model *model;
     dt_optim *optim;
     dt_comm *self;          /* the world of one, when the caller gave no communicator */
+    float *whole;           /* dt_trainer_whole_params under tensor parallelism */
     dt_strategy *strategy;
     int replicas;         /* data-parallel replicas (the strategy's) */
     int64_t global_batch; /* G: samples per optimizer step, all ranks and micro-steps */
@@ -199,6 +200,7 @@ void dt_trainer_free(dt_trainer *t)
         return;
     dt_strategy_free(t->strategy);
     dt_comm_free(t->self);
+    dt_free(t->whole);
     dt_optim_free(t->optim);
     dt_model_free(t->model);
     dt_free(t->perm);
@@ -228,6 +230,11 @@ void dt_trainer_comm_stats(const dt_trainer *t, dt_train_comm_stats *out)
     out->wait_s = ss.wait_s;
     out->exposed_s = ss.exposed_s;
     out->optim_state_bytes = dt_optim_state_bytes(t->optim);
+    out->tp = dt_model_tp_size(t->model);
+    out->tp_s = ss.tp_s;
+    out->tp_calls = ss.tp_calls;
+    out->tp_bytes = ss.tp_bytes;
+    out->optim_steps = dt_optim_steps(t->optim);
 }
 
 dt_status dt_trainer_time_comm_alone(dt_trainer *t, int reps, double *seconds)
@@ -466,6 +473,23 @@ dt_status dt_trainer_run(dt_trainer *t, const dt_train_callbacks *cb)
             break;
     }
     return DT_OK;
+fail:
+    return st;
+}
+
+dt_status dt_trainer_whole_params(dt_trainer *t, const float **out)
+{
+    dt_status st = DT_OK;
+    *out = NULL;
+    if (dt_model_tp_size(t->model) == 1) {
+        *out = dt_model_params(t->model);
+        return DT_OK;
+    }
+    if (t->whole == NULL)
+        DT_TRY(dt_alloc(dt_model_whole_param_count(t->model) * sizeof(float), "whole parameters",
+                        (void **)&t->whole));
+    DT_TRY(dt_model_gather_params(t->model, t->whole));
+    *out = t->whole;
 fail:
     return st;
 }

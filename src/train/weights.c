@@ -11,20 +11,30 @@
 dt_status dt_weights_save(const dt_model *m, const char *path, double input_mean,
                           double input_std)
 {
+    if (dt_model_tp_size(m) > 1)
+        return dt_fail(DT_ERR_INVALID,
+                       "weights: %s: the model is one rank's part of a tensor-parallel "
+                       "split: gather it (dt_model_gather_params) and use dt_weights_write",
+                       path);
+    return dt_weights_write(m, dt_model_params((dt_model *)m), path, input_mean, input_std);
+}
+
+dt_status dt_weights_write(const dt_model *m, const float *whole, const char *path,
+                           double input_mean, double input_std)
+{
     dt_status st = DT_OK;
     const int n = dt_model_tensor_count(m);
     dt_st_tensor *ts = NULL;
     DT_TRY(dt_alloc(sizeof *ts * (size_t)(n > 0 ? n : 1), "weights table", (void **)&ts));
-    const float *params = dt_model_params((dt_model *)m);
     for (int i = 0; i < n; i++) {
         const dt_param_info *p = dt_model_tensor(m, i);
         ts[i].name = p->name;
         ts[i].dtype = DT_ST_F32;
         ts[i].ndim = p->ndim;
         for (int d = 0; d < p->ndim; d++)
-            ts[i].shape[d] = p->shape[d];
-        ts[i].data = params + p->offset;
-        ts[i].nbytes = p->count * sizeof(float);
+            ts[i].shape[d] = p->whole_shape[d];
+        ts[i].data = whole + p->whole_offset;
+        ts[i].nbytes = p->whole_count * sizeof(float);
     }
     char mean[32], std[32];
     snprintf(mean, sizeof mean, "%.17g", input_mean);
@@ -44,7 +54,7 @@ static int same_shape(const dt_param_info *p, const dt_st_tensor *t)
     if (p->ndim != t->ndim)
         return 0;
     for (int d = 0; d < p->ndim; d++)
-        if (p->shape[d] != t->shape[d])
+        if (p->whole_shape[d] != t->shape[d])
             return 0;
     return 1;
 }
@@ -79,7 +89,7 @@ dt_status dt_weights_load(dt_model *m, const char *path)
             goto fail;
         }
         if (!same_shape(p, t)) {
-            shape_text(p->shape, p->ndim, a, sizeof a);
+            shape_text(p->whole_shape, p->ndim, a, sizeof a);
             shape_text(t->shape, t->ndim, b, sizeof b);
             st = dt_fail(DT_ERR_MISMATCH, "weights: %s: tensor '%s' has shape %s, the model "
                          "expects %s", path, p->name, b, a);
@@ -88,7 +98,7 @@ dt_status dt_weights_load(dt_model *m, const char *path)
         /* NaN or Inf would train on as "loss nan": refuse the file, naming the tensor. The
          * data need not be 4-byte aligned in the file, hence the copy. */
         const unsigned char *raw = t->data;
-        for (size_t k = 0; k < p->count; k++) {
+        for (size_t k = 0; k < p->whole_count; k++) {
             float v;
             memcpy(&v, raw + k * sizeof v, sizeof v);
             if (!isfinite(v)) {
@@ -109,7 +119,14 @@ dt_status dt_weights_load(dt_model *m, const char *path)
     for (int i = 0; i < dt_model_tensor_count(m); i++) {
         const dt_param_info *p = dt_model_tensor(m, i);
         const dt_st_tensor *t = dt_st_find(f, p->name);
-        memcpy(params + p->offset, t->data, p->count * sizeof(float));
+        /* The whole tensor, or this rank's part of a tensor-parallel split. */
+        const unsigned char *raw = t->data;
+        float *dst = params + p->offset;
+        if (p->split_dim < 0)
+            memcpy(dst, raw, p->count * sizeof(float));
+        else
+            for (size_t k = 0; k < p->count; k++)
+                memcpy(dst + k, raw + dt_param_whole_index(p, k) * sizeof(float), sizeof(float));
     }
 fail:
     dt_st_close(f);

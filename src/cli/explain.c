@@ -1,0 +1,142 @@
+/* explain.c — `dtrain train --explain-layout`: the tensor-parallel plan of the config's
+ * model, layer by layer, with the part each tp rank holds and its parameter bytes, and the
+ * collectives a step costs. It runs in one process (no MPI): the plan is a pure function
+ * of the config and the data's sample shape, the same on every rank of a job. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/explain.h"
+#include "dtrain/dtrain.h"
+
+static void shape_text(const dt_shape *s, char *buf, size_t n)
+{
+    size_t o = (size_t)snprintf(buf, n, "(");
+    for (int d = 0; d < s->ndim && o < n; d++)
+        o += (size_t)snprintf(buf + o, n - o, d ? ", %lld" : "%lld", (long long)s->d[d]);
+    if (o < n)
+        snprintf(buf + o, n - o, ")");
+}
+
+/* One row per layer: kind, whole output, role, then each rank's part and parameters. */
+static void print_layers(const dt_config *cfg, const dt_shape *shapes, dt_tp_layer_plan *const *plans,
+                         int tp)
+{
+    printf("%-3s %-12s %-16s %-7s %-6s", "#", "layer", "output (whole)", "role", "gather");
+    for (int r = 0; r < tp; r++)
+        printf("  rank %-2d part    params", r);
+    printf("\n");
+    for (int i = 0; i < cfg->nlayers; i++) {
+        const dt_layer_spec *sp = &cfg->layers[i];
+        char name[64], out[48];
+        snprintf(name, sizeof name, "%s%s%s", sp->name, sp->name[0] ? " " : "",
+                 dt_layer_kind_name(sp->kind));
+        shape_text(&shapes[i + 1], out, sizeof out);
+        const dt_tp_layer_plan *p0 = &plans[0][i];
+        printf("%-3d %-12.12s %-16s %-7s %-6s", i, name, out, dt_tp_role_name(p0->role),
+               p0->gather ? "yes" : "");
+        for (int r = 0; r < tp; r++) {
+            const dt_tp_layer_plan *p = &plans[r][i];
+            char part[32] = "-";
+            if (p->role != DT_TP_WHOLE)
+                snprintf(part, sizeof part, "%lld:%lld", (long long)p->begin, (long long)p->end);
+            printf("  %-13s %9zu", part, p->params);
+        }
+        printf("\n");
+    }
+}
+
+/* Totals per rank, and the step's tensor-parallel collectives at the config's batch. */
+static void print_totals(const dt_config *cfg, const dt_shape *shapes,
+                         dt_tp_layer_plan *const *plans, int tp)
+{
+    size_t whole = 0;
+    for (int i = 0; i < cfg->nlayers; i++)
+        whole += plans[0][i].whole_params;
+    printf("parameter bytes per rank:");
+    for (int r = 0; r < tp; r++) {
+        size_t n = 0;
+        for (int i = 0; i < cfg->nlayers; i++)
+            n += plans[r][i].params;
+        printf(" %zu (%.3f)", n * sizeof(float), whole ? (double)n / (double)whole : 0.0);
+    }
+    printf(" of %zu whole\n", whole * sizeof(float));
+    if (tp == 1)
+        return;
+    /* Forward: a sum after each row layer, a gather after each gathering one; backward: a
+     * sum of each column layer's input gradient (not the first parameter layer's: training
+     * skips the model input's gradient). Bytes each rank contributes, per sample. */
+    int64_t fwd_sum = 0, fwd_gather = 0, bwd_sum = 0;
+    int n_fs = 0, n_fg = 0, n_bs = 0, seen_params = 0;
+    for (int i = 0; i < cfg->nlayers; i++) {
+        const dt_tp_layer_plan *p = &plans[0][i];
+        if (p->role == DT_TP_ROW) {
+            fwd_sum += dt_shape_numel(&shapes[i + 1]);
+            n_fs++;
+        }
+        if (p->gather) {
+            fwd_gather += dt_shape_numel(&shapes[i + 1]);
+            n_fg++;
+        }
+        if (p->role == DT_TP_COLUMN && seen_params) {
+            bwd_sum += dt_shape_numel(&shapes[i]);
+            n_bs++;
+        }
+        seen_params |= p->whole_params > 0;
+    }
+    const double b = (double)cfg->train.batch * sizeof(float) / 1e6;
+    printf("tensor-parallel collectives per micro-batch of %lld: forward %d all-reduce%s "
+           "(%.3f MB) and %d all-gather%s (%.3f MB whole), backward %d all-reduce%s (%.3f MB)\n",
+           (long long)cfg->train.batch, n_fs, n_fs == 1 ? "" : "s", (double)fwd_sum * b, n_fg,
+           n_fg == 1 ? "" : "s", (double)fwd_gather * b, n_bs, n_bs == 1 ? "" : "s",
+           (double)bwd_sum * b);
+}
+
+int dt_cli_explain_layout(const dt_config *cfg)
+{
+    dt_dataset storage, test_storage, train, test;
+    dt_tp_layer_plan *plans[1024] = {0};
+    dt_shape *shapes = NULL;
+    int rc = DT_EXIT_FAIL;
+    const int tp = cfg->parallel.tp > 0 ? cfg->parallel.tp : 1;
+    if (tp > 1024) {
+        fprintf(stderr, "dtrain: --explain-layout: at most 1024 tensor-parallel ranks\n");
+        return DT_EXIT_USAGE;
+    }
+    if (dt_data_load(cfg, &storage, &test_storage, &train, &test) != DT_OK) {
+        fprintf(stderr, "dtrain: %s\n", dt_last_error());
+        return DT_EXIT_FAIL;
+    }
+    const size_t n = (size_t)cfg->nlayers;
+    if (dt_alloc(sizeof *shapes * (n + 1), "layout", (void **)&shapes) != DT_OK)
+        goto fail;
+    for (int r = 0; r < tp; r++) {
+        const dt_tp_layout lay = {.size = tp, .rank = r, .min_weights = cfg->parallel.tp_min_weights};
+        if (dt_alloc(sizeof **plans * n, "layout", (void **)&plans[r]) != DT_OK ||
+            dt_model_tp_plan(cfg->layers, cfg->nlayers, &train.sample_shape, &lay, plans[r]) != DT_OK)
+            goto fail;
+    }
+    /* Whole shapes: the plan of one rank, unsplit. */
+    dt_model *m = NULL;
+    if (dt_model_create(cfg->layers, cfg->nlayers, &train.sample_shape, 1, &m) != DT_OK)
+        goto fail;
+    for (size_t i = 0; i <= n; i++)
+        shapes[i] = *dt_model_shape(m, (int)i);
+    dt_model_free(m);
+    printf("dtrain: tensor-parallel layout of %s over %d rank%s (layers with fewer than %lld "
+           "weights stay whole: parallel.tp_min_weights)\n",
+           cfg->source[0] ? cfg->source : "the built-in ConvNet", tp, tp == 1 ? "" : "s",
+           (long long)cfg->parallel.tp_min_weights);
+    print_layers(cfg, shapes, plans, tp);
+    print_totals(cfg, shapes, plans, tp);
+    rc = DT_EXIT_OK;
+fail:
+    if (rc != DT_EXIT_OK)
+        fprintf(stderr, "dtrain: %s\n", dt_last_error());
+    for (int r = 0; r < tp; r++)
+        dt_free(plans[r]);
+    dt_free(shapes);
+    dt_dataset_free(&storage);
+    dt_dataset_free(&test_storage);
+    return rc;
+}
