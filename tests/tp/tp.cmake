@@ -1,0 +1,6 @@
+# Tensor parallelism: 2 ranks are tp 2, 3 ranks tp 3 (uneven parts), 4 ranks dp 2 x tp 2;
+# each equals single-process training.
+dt_add_mpi_test(NAME test_tp SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_tp.c NP 2 3 4 TIMEOUT 240)
+# The plan of which layers split, in one process.
+dt_add_test(NAME test_tp_plan SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_tp_plan.c LABELS unit
+            TIMEOUT 30)
