@@ -4,3 +4,6 @@ dt_add_mpi_test(NAME test_tp SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_tp.c NP 2 3 
 # The plan of which layers split, in one process.
 dt_add_test(NAME test_tp_plan SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_tp_plan.c LABELS unit
             TIMEOUT 30)
+# The CLI: --explain-layout, dp 2 x tp 2 on the seed's linear regression, weights across
+# layouts, a tp that does not fit refused.
+dt_add_cli_test(NAME cli_tp COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_tp.sh MPI TIMEOUT 180)
