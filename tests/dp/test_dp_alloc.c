@@ -1,5 +1,5 @@
 /* test_dp_alloc.c — a data-parallel training step allocates nothing in our code with the
- * ring all-reduce. Counts malloc and friends in the whole process (alloc_count.c)
+ * ring all-reduce (and with tensor parallelism at tp 2). Counts malloc and friends in the whole process (alloc_count.c)
  * from the second step to the last. With MPI's own all-reduce the count is reported, not
  * checked: Open MPI allocates a temporary buffer inside MPI_Iallreduce on every call
  * (docs/NOTES.md). */
@@ -24,7 +24,7 @@ static dt_status count_from_step_2(void *ctx, const dt_step_info *s)
     return DT_OK;
 }
 
-static long steps_allocations(const char *algorithm)
+static long steps_allocations(const char *algorithm, int tp)
 {
     dt_config c = dt_config_default();
     char kv[64];
@@ -35,6 +35,12 @@ static long steps_allocations(const char *algorithm)
     DT_ASSERT_OK(dt_config_set(&c, "train.max_steps=8", "test"));
     DT_ASSERT_OK(dt_config_set(&c, "train.eval=off", "test"));
     DT_ASSERT_OK(dt_config_set(&c, kv, "test"));
+    if (tp) { /* column, row, then column gathered at the end: every tp collective */
+        DT_ASSERT_OK(dt_config_set(&c, "model.layers=flatten, linear 64, relu, dropout 0.2, "
+                                       "linear 32, relu, linear 10", "test"));
+        DT_ASSERT_OK(dt_config_set(&c, "parallel.tp=2", "test"));
+        DT_ASSERT_OK(dt_config_set(&c, "parallel.tp_min_weights=0", "test"));
+    }
     dt_comm_options o = dt_comm_options_default();
     DT_ASSERT_OK(dt_comm_algo_parse(algorithm, &o.algorithm));
     DT_ASSERT_OK(dt_comm_set_options(world, &o));
@@ -52,7 +58,7 @@ static long steps_allocations(const char *algorithm)
 static void test_ring_step_allocates_nothing(void **state)
 {
     (void)state;
-    long n = steps_allocations("ring");
+    long n = steps_allocations("ring", 0);
     if (n != 0)
         fprintf(stderr, "rank %d: %ld allocations in steps 2..8 with the ring\n", rank, n);
     assert_int_equal(n, 0);
@@ -61,8 +67,18 @@ static void test_ring_step_allocates_nothing(void **state)
 static void test_mpi_allreduce_allocations_reported(void **state)
 {
     (void)state;
-    long n = steps_allocations("mpi");
+    long n = steps_allocations("mpi", 0);
     printf("rank %d: MPI's own all-reduce: %ld allocations in steps 2..8 (not ours)\n", rank, n);
+}
+
+static void test_tp_step_allocates_nothing(void **state)
+{
+    (void)state;
+    /* Tensor parallelism over the 2 ranks: sums, a gather, an input-gradient sum. */
+    long n = steps_allocations("ring", 1);
+    if (n != 0)
+        fprintf(stderr, "rank %d: %ld allocations in steps 2..8 at tp 2\n", rank, n);
+    assert_int_equal(n, 0);
 }
 
 int main(int argc, char **argv)
@@ -75,6 +91,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ring_step_allocates_nothing),
         cmocka_unit_test(test_mpi_allreduce_allocations_reported),
+        cmocka_unit_test(test_tp_step_allocates_nothing),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL), any = 0;
     dt_comm_free(world);
