@@ -26,7 +26,7 @@ DT_API dt_status dt_comm_create_mpi(MPI_Comm comm, const char *name, dt_comm **o
 /* The handle's data communicator (owned by the handle: never free it), for code that must
  * call MPI itself; MPI_COMM_NULL for a handle from dt_comm_create_self. Traffic on it must
  * not use tags at or above DT_COMM_TAG_MAX. */
-MPI_Comm dt_comm_mpi_comm(const dt_comm *comm);
+DT_API MPI_Comm dt_comm_mpi_comm(const dt_comm *comm);
 
 #ifdef __cplusplus
 }

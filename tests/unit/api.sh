@@ -1,7 +1,8 @@
 #!/bin/sh
 # api.sh SRC BUILD CC MPI_INCLUDES — the public API is the public API:
 #   1. libdtrain.so exports only functions declared in include/dtrain/ (nothing of the
-#      config parser's dt_cfg_*, the comm engines' dt_cx_*, kernels or packers);
+#      config parser's dt_cfg_*, the comm engines' dt_cx_*, kernels or packers), and every
+#      function declared there is exported (a declaration without DT_API links nowhere);
 #   2. every public header compiles on its own, as C11 with -Wpedantic;
 #   3. examples/train_linreg.c, a program outside the library, compiles against
 #      <dtrain/dtrain.h> and the shared library alone, and trains.
@@ -20,7 +21,15 @@ while read -r sym; do
 done <"$tmp/exported"
 leaked=$(grep -E '^dt_(cx|cfg|pack|pool|im2col|col2im)' "$tmp/exported" | head -5)
 [ -z "$leaked" ] || { echo "FAIL: internals exported: $leaked"; fail=1; }
-echo "exported: $n functions"
+# Declared: a line of a header that starts with DT_API names a function before its "(".
+sed -n 's/^DT_API[^(]*[ *]\(dt_[a-z0-9_]*\)(.*/\1/p' "$src"/include/dtrain/*.h | sort -u >"$tmp/declared"
+while read -r sym; do
+    grep -qx "$sym" "$tmp/exported" || { echo "FAIL: $sym is declared in include/dtrain but not exported"; fail=1; }
+done <"$tmp/declared"
+grep -hE '^[a-zA-Z_][a-zA-Z0-9_ ]*[ *]dt_[a-z0-9_]+\(' "$src"/include/dtrain/*.h |
+    grep -v '^DT_API' | grep -v '^static' >"$tmp/bare" &&
+    { echo "FAIL: declared without DT_API (hidden in the library):"; cat "$tmp/bare"; fail=1; }
+echo "exported: $n functions, $(wc -l <"$tmp/declared") declared"
 
 for h in "$src"/include/dtrain/*.h; do
     name=$(basename "$h")
