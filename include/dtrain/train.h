@@ -108,7 +108,9 @@ typedef struct dt_train_comm_stats {
     double tp_s;              /* this rank's time in the tp group's collectives (evaluation's
                                  forward passes included) */
     int64_t tp_calls;         /* those collectives */
-    size_t tp_bytes;          /* bytes this rank contributed to them */
+    size_t tp_bytes;          /* the sizes of the buffers this rank passed to them: an
+                                 all-reduce's whole buffer, an all-gather's own block
+                                 (dt_trainer_whole_params's gathers included) */
     int64_t optim_steps;      /* optimizer steps taken */
 } dt_train_comm_stats;
 DT_API void dt_trainer_comm_stats(const dt_trainer *t, dt_train_comm_stats *out);

@@ -231,6 +231,11 @@ static void print_header(const dt_config *cfg, const dt_cli_world *world, dt_tra
            dt_model_whole_param_count(m), params, (long long)dt_trainer_steps_per_epoch(t),
            (long long)dt_trainer_global_batch(t), threads, threads == 1 ? "" : "s",
            blas[0] ? ", " : "", blas);
+    if (tp > 1 && dt_model_param_count(m) == dt_model_whole_param_count(m))
+        printf("dtrain: warning: --tp %d splits no layer (each has fewer weights than "
+               "parallel.tp_min_weights = %lld, or fewer outputs than ranks): every "
+               "tensor-parallel rank computes the whole model (--explain-layout shows why)\n",
+               tp, (long long)cfg->parallel.tp_min_weights);
     fflush(stdout);
 }
 

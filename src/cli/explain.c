@@ -123,10 +123,13 @@ int dt_cli_explain_layout(const dt_config *cfg)
     for (size_t i = 0; i <= n; i++)
         shapes[i] = *dt_model_shape(m, (int)i);
     dt_model_free(m);
-    printf("dtrain: tensor-parallel layout of %s over %d rank%s (layers with fewer than %lld "
-           "weights stay whole: parallel.tp_min_weights)\n",
-           cfg->source[0] ? cfg->source : "the built-in ConvNet", tp, tp == 1 ? "" : "s",
-           (long long)cfg->parallel.tp_min_weights);
+    printf("dtrain: tensor-parallel layout of %s over %d rank%s ",
+           cfg->source[0] ? cfg->source : "the built-in ConvNet", tp, tp == 1 ? "" : "s");
+    if (cfg->parallel.tp_min_weights > 0)
+        printf("(layers with fewer than %lld weights stay whole: parallel.tp_min_weights)\n",
+               (long long)cfg->parallel.tp_min_weights);
+    else
+        printf("(every linear and conv2d layer with at least %d outputs splits: parallel.tp_min_weights 0)\n", tp);
     print_layers(cfg, shapes, plans, tp);
     print_totals(cfg, shapes, plans, tp);
     rc = DT_EXIT_OK;
