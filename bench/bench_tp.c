@@ -1,0 +1,258 @@
+/* bench_tp.c — the tensor-parallel benchmark's dtrain side (bench/tp.py): trains a config
+ * with the dtrain library, one process or every rank of an mpirun job, and reports per rank
+ * what tensor parallelism costs and saves.
+ *
+ *   step time   the interval between the ends of consecutive training steps (as
+ *               bench_train.c and bench/torch_tp.py measure it), median over `steps`
+ *               intervals after `warmup` of them, on every rank;
+ *   tp time     this rank's seconds in the tp group's collectives over those same steps
+ *               (dt_trainer_comm_stats: a collective's time includes waiting for the other
+ *               ranks to arrive), per step; also collectives and bytes per step;
+ *   memory      parameter bytes on this rank (its part of every split layer, whole layers
+ *               whole), the whole model's, and the activation and workspace bytes the model
+ *               planned on this rank (dt_model_activation_bytes).
+ * Evaluation is off, the schedule a constant learning rate (the PyTorch peer's Adam 1e-3
+ * takes no schedule), and the step count never ends an epoch early.
+ *
+ * Rank 0 gathers every rank's figures and prints one JSON line: the run's settings, rank 0's
+ * step time at top level, and a "ranks" array. Settings come from the config, then from
+ * every `--set key=value` in order (model.layers, parallel.tp, ... as `dtrain train --set`).
+ *
+ * Usage: bench_tp CONFIG [--set key=value]... [--threads N] [--steps N] [--warmup N] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <mpi.h>
+
+#include "cli/blas_core.h"
+#include "dtrain/comm_mpi.h"
+#include "dtrain/train.h"
+
+enum { MAX_STEPS = 4096, MAX_RANKS = 64 };
+
+/* What on_step records: step ends and a snapshot of the tp counters where the measured
+ * window starts, so that warmup's collectives are left out of the per-step figures. */
+typedef struct run_state {
+    dt_trainer *t;
+    long warmup;
+    double last;
+    double dt[MAX_STEPS];
+    int n;
+    double last_loss;              /* the last step's mean loss: tp must not change it */
+    dt_train_comm_stats at_window; /* counters at the end of step 1 + warmup */
+} run_state;
+
+/* One rank's figures, gathered to rank 0 as plain doubles (MPI_DOUBLE, no derived type). */
+enum {
+    F_STEP_MS,
+    F_STEP_MS_MIN,
+    F_TP_MS,
+    F_TP_CALLS,
+    F_TP_MB,
+    F_PARAM_BYTES,
+    F_ACT_BYTES,
+    N_FIELDS
+};
+
+static double monotonic_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static dt_status on_step(void *ctx, const dt_step_info *s)
+{
+    run_state *r = ctx;
+    double now = monotonic_now();
+    if (s->step > 1 && r->n < MAX_STEPS)
+        r->dt[r->n++] = now - r->last;
+    if (s->step == 1 + r->warmup)
+        dt_trainer_comm_stats(r->t, &r->at_window);
+    r->last = now;
+    r->last_loss = s->loss;
+    return DT_OK;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Under mpirun (or srun) every rank runs this program; otherwise one process without MPI
+ * (as `dtrain train`: a singleton MPI_Init costs time and forks a daemon). */
+static int launched(void)
+{
+    static const char *vars[] = {
+        "OMPI_COMM_WORLD_SIZE", "PMIX_RANK",           "PMI_SIZE", "PMI_RANK",
+        "MPI_LOCALNRANKS",      "SLURM_STEP_NUM_TASKS"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        if (getenv(vars[i]) != NULL)
+            return 1;
+    return 0;
+}
+
+static long parse_count(const char *opt, const char *s)
+{
+    char *end = NULL;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end != '\0' || v < 0) {
+        fprintf(stderr, "bench_tp: %s: bad value '%s'\n", opt, s);
+        exit(2);
+    }
+    return v;
+}
+
+int main(int argc, char **argv)
+{
+    dt_cli_blas_reexec(argv); /* the kernels dtrain runs with (cli/blas_core.h) */
+    static run_state rs;      /* 32 KiB of step times: static, not on the stack */
+    const char *usage = "usage: bench_tp CONFIG [--set key=value]... [--threads N] "
+                        "[--steps N] [--warmup N]\n";
+    if (argc < 2) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    dt_config cfg = dt_config_default();
+    if (dt_config_load(argv[1], &cfg) != DT_OK) {
+        fprintf(stderr, "bench_tp: %s\n", dt_last_error());
+        return 1;
+    }
+    long threads = 1, steps = 200, warmup = 20;
+    for (int i = 2; i < argc; i += 2) {
+        if (i + 1 >= argc) {
+            fprintf(stderr, "bench_tp: %s needs a value\n%s", argv[i], usage);
+            return 2;
+        }
+        if (strcmp(argv[i], "--set") == 0) {
+            if (dt_config_set(&cfg, argv[i + 1], "--set") != DT_OK) {
+                fprintf(stderr, "bench_tp: %s\n", dt_last_error());
+                return 2;
+            }
+        } else if (strcmp(argv[i], "--threads") == 0) {
+            threads = parse_count(argv[i], argv[i + 1]);
+        } else if (strcmp(argv[i], "--steps") == 0) {
+            steps = parse_count(argv[i], argv[i + 1]);
+        } else if (strcmp(argv[i], "--warmup") == 0) {
+            warmup = parse_count(argv[i], argv[i + 1]);
+        } else {
+            fprintf(stderr, "bench_tp: unknown option %s\n%s", argv[i], usage);
+            return 2;
+        }
+    }
+    if (threads < 1 || steps < 1 || steps + warmup >= MAX_STEPS) {
+        fprintf(stderr, "bench_tp: need threads, steps >= 1 and steps + warmup < %d\n", MAX_STEPS);
+        return 2;
+    }
+    /* Step 1 ends the first interval; warmup + steps intervals follow it. */
+    char set[64];
+    snprintf(set, sizeof set, "train.threads=%ld", threads);
+    int bad = dt_config_set(&cfg, set, "bench") != DT_OK;
+    snprintf(set, sizeof set, "train.max_steps=%ld", steps + warmup + 1);
+    bad = bad || dt_config_set(&cfg, set, "bench") != DT_OK ||
+          dt_config_set(&cfg, "train.eval=off", "bench") != DT_OK ||
+          dt_config_set(&cfg, "train.epochs=1000", "bench") != DT_OK ||
+          dt_config_set(&cfg, "schedule.kind=constant", "bench") != DT_OK ||
+          dt_config_check(&cfg) != DT_OK;
+    if (bad) {
+        fprintf(stderr, "bench_tp: %s\n", dt_last_error());
+        return 2;
+    }
+
+    int mpi = 0, rank = 0, size = 1;
+    dt_comm *world = NULL;
+    dt_trainer *t = NULL;
+    if (launched()) {
+        int provided = 0; /* one thread calls MPI, as in the CLI */
+        if (MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+            fprintf(stderr, "bench_tp: MPI_Init failed\n");
+            return 1;
+        }
+        mpi = 1;
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        MPI_Comm_size(MPI_COMM_WORLD, &size);
+        if (size > MAX_RANKS) {
+            dt_fail(DT_ERR_INVALID, "bench_tp: at most %d ranks", MAX_RANKS);
+            goto fail;
+        }
+        dt_comm_options opt;
+        dt_config_comm_options(&cfg, &opt);
+        if (dt_comm_create_mpi(MPI_COMM_WORLD, "world", &world) != DT_OK ||
+            dt_comm_set_options(world, &opt) != DT_OK)
+            goto fail;
+    }
+    if (dt_trainer_create(&cfg, world, &t) != DT_OK)
+        goto fail;
+    const dt_model *m = dt_trainer_model(t);
+    rs.t = t;
+    rs.warmup = warmup;
+    dt_train_callbacks cb = {.ctx = &rs, .on_step = on_step};
+    if (dt_trainer_run(t, &cb) != DT_OK)
+        goto fail;
+    if (rs.n < (int)warmup + 1) {
+        dt_fail(DT_ERR_INVALID, "bench_tp: only %d steps ran, %ld asked", rs.n + 1,
+                steps + warmup + 1);
+        goto fail;
+    }
+    dt_train_comm_stats end;
+    dt_trainer_comm_stats(t, &end);
+    const int n = rs.n - (int)warmup;
+    double *d = rs.dt + warmup;
+    qsort(d, (size_t)n, sizeof *d, cmp);
+
+    double mine[N_FIELDS];
+    mine[F_STEP_MS] = d[n / 2] * 1e3;
+    mine[F_STEP_MS_MIN] = d[0] * 1e3;
+    mine[F_TP_MS] = (end.tp_s - rs.at_window.tp_s) / n * 1e3;
+    mine[F_TP_CALLS] = (double)(end.tp_calls - rs.at_window.tp_calls) / n;
+    mine[F_TP_MB] = (double)(end.tp_bytes - rs.at_window.tp_bytes) / n / 1e6;
+    mine[F_PARAM_BYTES] = (double)dt_model_param_count(m) * sizeof(float);
+    mine[F_ACT_BYTES] = (double)dt_model_activation_bytes(m);
+    static double all[MAX_RANKS * N_FIELDS];
+    if (mpi)
+        MPI_Gather(mine, N_FIELDS, MPI_DOUBLE, all, N_FIELDS, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    else
+        memcpy(all, mine, sizeof mine);
+
+    if (rank == 0) {
+        const int tp = dt_model_tp_size(m);
+        const int64_t gb = dt_trainer_global_batch(t);
+        char blas[128];
+        dt_cli_blas_describe(blas, sizeof blas);
+        printf("{\"impl\": \"dtrain\", \"config\": \"%s\", \"world_size\": %d, \"tp\": %d, "
+               "\"dp\": %d, \"threads\": %ld, \"global_batch\": %lld, \"steps\": %d, "
+               "\"step_ms_median\": %.4f, \"samples_per_s\": %.1f, "
+               "\"last_loss\": %.6f, \"whole_param_bytes\": %.0f, \"blas\": \"%s\", \"ranks\": [",
+               argv[1], size, tp, size / tp, threads, (long long)gb, n, mine[F_STEP_MS],
+               (double)gb / (mine[F_STEP_MS] * 1e-3), rs.last_loss,
+               (double)dt_model_whole_param_count(m) * sizeof(float), blas);
+        for (int r = 0; r < size; r++) {
+            const double *f = all + r * N_FIELDS;
+            printf("%s{\"rank\": %d, \"step_ms_median\": %.4f, \"step_ms_min\": %.4f, "
+                   "\"tp_ms_per_step\": %.4f, \"tp_calls_per_step\": %.2f, "
+                   "\"tp_mb_per_step\": %.4f, \"param_bytes\": %.0f, \"activation_bytes\": %.0f}",
+                   r ? ", " : "", r, f[F_STEP_MS], f[F_STEP_MS_MIN], f[F_TP_MS], f[F_TP_CALLS],
+                   f[F_TP_MB], f[F_PARAM_BYTES], f[F_ACT_BYTES]);
+        }
+        printf("]}\n");
+        fflush(stdout);
+    }
+    dt_trainer_free(t);
+    dt_comm_free(world);
+    if (mpi)
+        MPI_Finalize();
+    return 0;
+fail:
+    fprintf(stderr, "bench_tp: rank %d: %s\n", rank, dt_last_error());
+    fflush(stderr);
+    dt_trainer_free(t);
+    if (mpi && size > 1)
+        MPI_Abort(MPI_COMM_WORLD, 1); /* the other ranks may be waiting in a collective */
+    dt_comm_free(world);
+    if (mpi)
+        MPI_Finalize();
+    return 1;
+}
