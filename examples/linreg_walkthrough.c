@@ -241,14 +241,17 @@ static void describe_part(const dt_param_info *t, const char *sym, char *buf, si
                  (long long)t->whole_shape[t->split_dim], shape);
 }
 
-/* Rank r's line; the grid's order (comm.h) puts tp partners on neighbouring ranks:
- * rank = tp_rank + tp * dp_rank. */
-static void rank_line(const dt_model *m, int rank, int tp, char *buf, size_t n)
+/* This rank's line: its place on the grid (dt_trainer_layout) and its slices. */
+static void rank_line(dt_trainer *t, char *buf, size_t n)
 {
+    const dt_model *m = dt_trainer_model(t);
+    dt_train_layout lay;
+    dt_trainer_layout(t, &lay);
     char w[64], b[64];
     describe_part(dt_model_tensor(m, 0), "W", w, sizeof w);
     describe_part(dt_model_tensor(m, 1), "b", b, sizeof b);
-    snprintf(buf, n, "rank %d (dp %d, tp %d): %s, %s", rank, rank / tp, rank % tp, w, b);
+    snprintf(buf, n, "rank %d (dp %d, tp %d): %s, %s", lay.world_rank, lay.dp_rank, lay.tp_rank,
+             w, b);
 }
 
 /* Every rank's line, printed by rank 0 in rank order. Collective over the world. */
@@ -475,7 +478,7 @@ int main(int argc, char **argv)
     }
     if (dt_trainer_create(&cfg, w.comm, &t) != DT_OK)
         return fail(&w, "trainer");
-    rank_line(dt_trainer_model(t), w.rank, tp, line, sizeof line);
+    rank_line(t, line, sizeof line);
     if (print_rank_lines(&w, line) != 0)
         goto failed;
     dt_train_callbacks cb = {.ctx = &w, .on_epoch = on_epoch};

@@ -133,6 +133,15 @@ DT_API const dt_dataset *dt_trainer_test_set(const dt_trainer *t);
 DT_API int64_t dt_trainer_steps_per_epoch(const dt_trainer *t);
 DT_API int64_t dt_trainer_global_batch(const dt_trainer *t);
 
+/* Where this rank sits on the job's dp x tp x pp grid (config.h's parallel section; world
+ * rank = tp_rank + tp (dp_rank + dp pp_rank)). A process alone is 1 x 1 x 1, coordinates 0. */
+typedef struct dt_train_layout {
+    int dp, tp, pp;
+    int dp_rank, tp_rank, pp_rank;
+    int world_rank, world_size;
+} dt_train_layout;
+DT_API void dt_trainer_layout(const dt_trainer *t, dt_train_layout *out);
+
 /* Loads the data sets of cfg->data into train and test; with train.eval off a separate
  * test file is not read and the test set is empty. (Owned by *storage; free both
  * with dt_dataset_free(storage) and, when distinct, dt_dataset_free(test_storage)). */

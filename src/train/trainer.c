@@ -493,3 +493,16 @@ dt_status dt_trainer_whole_params(dt_trainer *t, const float **out)
 fail:
     return st;
 }
+
+void dt_trainer_layout(const dt_trainer *t, dt_train_layout *out)
+{
+    const dt_strategy_info *si = dt_strategy_get_info(t->strategy);
+    *out = (dt_train_layout){.dp = si->replicas,
+                             .tp = si->tp_size,
+                             .pp = 1, /* pipeline stages are not built yet */
+                             .dp_rank = si->replica,
+                             .tp_rank = si->tp_rank,
+                             .pp_rank = 0,
+                             .world_rank = si->world_rank,
+                             .world_size = si->world_size};
+}

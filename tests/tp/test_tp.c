@@ -112,6 +112,11 @@ static void check_equivalent(const char *name, dt_config base, long b, double at
     DT_ASSERT_OK(dt_trainer_whole_params(g, &whole));
     dt_model *mg = dt_trainer_model(g), *mo = dt_trainer_model(o);
     assert_int_equal(dt_model_tp_size(mg), tp);
+    /* The grid's order (comm.h): tp partners are neighbouring ranks. */
+    dt_train_layout lay;
+    dt_trainer_layout(g, &lay);
+    assert_true(lay.dp == dp && lay.tp == tp && lay.pp == 1 && lay.tp_rank == rank % tp &&
+                lay.dp_rank == rank / tp && lay.world_rank == rank && lay.world_size == size);
     const size_t n = dt_model_whole_param_count(mg);
     assert_int_equal(n, dt_model_param_count(mo));
     char label[160];
