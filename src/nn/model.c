@@ -135,11 +135,11 @@ static dt_status model_plan_layers(dt_model *m, const dt_layer_spec *specs,
         if (l->ws_bytes > mp->ws_bytes)
             mp->ws_bytes = l->ws_bytes;
         mp->state_total += state_span(l, m->max_batch);
-        if (l->tp.gather) {
-            const size_t whole = (size_t)(m->max_batch * dt_shape_numel(&m->shapes[i + 1]));
-            mp->tp_blocks += (size_t)(m->max_batch * l->out_numel);
-            if (whole > mp->tp_scratch)
-                mp->tp_scratch = whole;
+        if (l->tp.gather) { /* its block, padded, and every rank's in the scratch */
+            const size_t part = (size_t)m->max_batch * dt_tp_padded_part(l, m->tp.size);
+            mp->tp_blocks += part;
+            if (part * (size_t)m->tp.size > mp->tp_scratch)
+                mp->tp_scratch = part * (size_t)m->tp.size;
         }
     }
 fail:
@@ -208,8 +208,6 @@ static dt_status model_alloc_arenas(dt_model *m, const model_plan *mp)
                     (void **)&m->tp_arena));
     DT_TRY(dt_alloc(mp->tp_scratch * sizeof(float), "tensor-parallel scratch",
                     (void **)&m->tp.scratch));
-    DT_TRY(dt_alloc(sizeof(size_t) * (size_t)m->tp.size, "tensor-parallel counts",
-                    (void **)&m->tp.counts));
     m->activation_bytes = (mp->act_total + mp->extra_total + mp->tp_blocks + mp->tp_scratch) *
                               sizeof(float) +
                           mp->state_total + mp->ws_bytes;
@@ -293,7 +291,7 @@ static void model_bind_layers(dt_model *m)
         dt_layer *l = &m->layers[i];
         if (l->tp.gather) {
             l->tp_out = block;
-            block += m->max_batch * l->out_numel;
+            block += (size_t)m->max_batch * dt_tp_padded_part(l, m->tp.size);
         }
         l->ws = m->ws;
         l->ws_stride = m->ws_bytes / sizeof(float);
@@ -411,7 +409,6 @@ void dt_model_free(dt_model *m)
     dt_free(m->specs);
     dt_free(m->tp_arena);
     dt_free(m->tp.scratch);
-    dt_free(m->tp.counts);
     dt_free(m->layers);
     dt_free(m);
 }
@@ -517,8 +514,8 @@ size_t dt_model_tp_max_floats(const dt_model *m)
             n = l->out_numel;
         else if (l->tp.role == DT_TP_COLUMN)
             n = l->in_numel;
-        if (l->tp.gather && dt_shape_numel(&m->shapes[i + 1]) > n)
-            n = dt_shape_numel(&m->shapes[i + 1]);
+        if (l->tp.gather && (int64_t)dt_tp_padded_part(l, m->tp.size) * m->tp.size > n)
+            n = (int64_t)dt_tp_padded_part(l, m->tp.size) * m->tp.size;
         if ((size_t)(n * m->max_batch) > most)
             most = (size_t)(n * m->max_batch);
     }

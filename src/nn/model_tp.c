@@ -183,23 +183,25 @@ static dt_status need_group(const dt_tp_run *r)
     return DT_OK;
 }
 
-/* The gather: every rank's block of every sample, in rank order, then each block into its
- * place in each sample's whole output. */
-static dt_status gather(dt_tp_run *r, const dt_layer *l, float *y, int64_t batch)
+size_t dt_tp_padded_part(const dt_layer *l, int size)
 {
     const int64_t row = l->out_numel / (l->tp.end - l->tp.begin); /* one dim-0 row's elements */
+    return (size_t)(((l->tp.whole_dim + size - 1) / size) * row);
+}
+
+/* The gather: every rank's block of every sample (padded to the largest), in rank order,
+ * then each block into its place in each sample's whole output. */
+static dt_status gather(dt_tp_run *r, const dt_layer *l, float *y, int64_t batch)
+{
+    const int64_t row = l->out_numel / (l->tp.end - l->tp.begin);
     const int64_t whole = row * l->tp.whole_dim;
-    for (int k = 0; k < r->size; k++) {
-        int64_t lo, hi;
-        part(l->tp.whole_dim, r->size, k, &lo, &hi);
-        r->counts[k] = (size_t)(batch * (hi - lo) * row);
-    }
-    TRY_RET(r->group.allgatherv(r->group.ctx, l->tp_out, r->scratch, r->counts));
+    const size_t count = (size_t)batch * dt_tp_padded_part(l, r->size);
+    TRY_RET(r->group.allgather(r->group.ctx, l->tp_out, r->scratch, count));
     for (int k = 0; k < r->size; k++) {
         int64_t lo, hi;
         part(l->tp.whole_dim, r->size, k, &lo, &hi);
         const int64_t n = (hi - lo) * row;
-        const float *src = r->scratch + batch * lo * row;
+        const float *src = r->scratch + (size_t)k * count;
         for (int64_t s = 0; s < batch; s++)
             memcpy(y + s * whole + lo * row, src + s * n, (size_t)n * sizeof(float));
     }
@@ -265,29 +267,38 @@ dt_status dt_tp_gather_tensor(dt_tp_run *r, const dt_param_info *t, const float 
                               float *whole)
 {
     dt_status st = DT_OK;
-    float *tmp = NULL;
+    float *send = NULL, *recv = NULL;
     if (t->split_dim < 0) {
         memcpy(whole, part_in, t->count * sizeof(float));
         return DT_OK;
     }
     DT_TRY(need_group(r));
+    /* Every rank's part padded to the largest (the gather's equal counts), then each into
+     * its rows, or its columns of each row. */
     int64_t lo, hi;
-    for (int k = 0; k < r->size; k++)
-        r->counts[k] = part_count(t, k, r->size, &lo, &hi);
-    if (t->split_dim == 0) /* rank order is row order: the parts land in place */
-        return r->group.allgatherv(r->group.ctx, part_in, whole, r->counts);
-    DT_TRY(dt_alloc(t->whole_count * sizeof(float), "gathered weight", (void **)&tmp));
-    DT_TRY(r->group.allgatherv(r->group.ctx, part_in, tmp, r->counts));
-    /* Rank k's (rows x its columns) block into its columns of each row. */
-    const size_t rows = (size_t)t->whole_shape[0], cols = (size_t)t->whole_shape[1];
-    const float *src = tmp;
+    size_t most = 0;
     for (int k = 0; k < r->size; k++) {
-        part_count(t, k, r->size, &lo, &hi);
+        const size_t n = part_count(t, k, r->size, &lo, &hi);
+        most = n > most ? n : most;
+    }
+    DT_TRY(dt_alloc(most * sizeof(float), "gathered weight", (void **)&send));
+    DT_TRY(dt_alloc(most * (size_t)r->size * sizeof(float), "gathered weight", (void **)&recv));
+    memcpy(send, part_in, t->count * sizeof(float));
+    DT_TRY(r->group.allgather(r->group.ctx, send, recv, most));
+    const size_t rows = (size_t)t->whole_shape[0], cols = (size_t)t->whole_count / rows;
+    for (int k = 0; k < r->size; k++) {
+        const size_t n = part_count(t, k, r->size, &lo, &hi);
+        const float *src = recv + (size_t)k * most;
+        if (t->split_dim == 0) { /* rows [lo, hi): contiguous in the whole */
+            memcpy(whole + (size_t)lo * cols, src, n * sizeof(float));
+            continue;
+        }
         const size_t w = (size_t)(hi - lo);
         for (size_t row = 0; row < rows; row++, src += w)
             memcpy(whole + row * cols + (size_t)lo, src, w * sizeof(float));
     }
 fail:
-    dt_free(tmp);
+    dt_free(send);
+    dt_free(recv);
     return st;
 }

@@ -18,8 +18,10 @@ typedef struct dt_tp_group {
     void *ctx;
     /* buf (count floats) = the sum of every rank's buf, the same bits on every rank. */
     dt_status (*allreduce_sum)(void *ctx, float *buf, size_t count);
-    /* recv = every rank's send in rank order, counts[r] floats from rank r. */
-    dt_status (*allgatherv)(void *ctx, const float *send, float *recv, const size_t *counts);
+    /* recv (size x count floats) = every rank's send (count floats) in rank order. Parts
+     * of uneven splits are padded to the largest: an all-gather of equal counts runs on the
+     * comm layer's own engines, which allocate nothing, where MPI's all-gatherv may. */
+    dt_status (*allgather)(void *ctx, const float *send, float *recv, size_t count);
 } dt_tp_group;
 
 /* Gives a model with dt_model_tp_size(m) > 1 its group (copied). Before this, its forward
@@ -43,9 +45,12 @@ typedef struct dt_tp_run {
     dt_tp_group group;
     int attached;
     int size, rank;
-    size_t *counts; /* [size] per call */
-    float *scratch; /* max_batch x the largest gathered whole output */
+    float *scratch; /* the largest gather's padded parts, or a block of a gradient */
 } dt_tp_run;
+
+/* Floats per sample of a gathering layer's part padded to the largest rank's (uneven
+ * splits): what each rank sends in the gather. */
+size_t dt_tp_padded_part(const dt_layer *l, int size);
 
 /* After layer l's forward into y (the whole output when l gathers, else its own): the
  * row-parallel sum and bias, or the gather of l->tp_out into y. */

@@ -10,7 +10,6 @@
 
 struct dt_tp_comm {
     dt_comm *comm; /* the grid's tp group, borrowed */
-    size_t *displs; /* [size] */
     double seconds;
     int64_t calls;
     size_t bytes; /* floats sent by this rank, times 4 */
@@ -27,21 +26,14 @@ static dt_status tp_allreduce(void *ctx, float *buf, size_t count)
     return st;
 }
 
-static dt_status tp_allgatherv(void *ctx, const float *send, float *recv, const size_t *counts)
+static dt_status tp_allgather(void *ctx, const float *send, float *recv, size_t count)
 {
     dt_tp_comm *t = ctx;
-    const int n = dt_comm_size(t->comm), me = dt_comm_rank(t->comm);
-    size_t at = 0;
-    for (int r = 0; r < n; r++) {
-        t->displs[r] = at;
-        at += counts[r];
-    }
     const double t0 = dt_now();
-    dt_status st =
-        dt_comm_allgatherv(t->comm, send, recv, counts, t->displs, DT_COMM_FLOAT32);
+    dt_status st = dt_comm_allgather(t->comm, send, recv, count, DT_COMM_FLOAT32);
     t->seconds += dt_now() - t0;
     t->calls++;
-    t->bytes += counts[me] * sizeof(float);
+    t->bytes += count * sizeof(float);
     return st;
 }
 
@@ -53,9 +45,7 @@ dt_status dt_tp_comm_attach(dt_strategy *s, dt_model *m)
     dt_comm *comm = dt_grid_comm(s->grid, DT_GRID_TP);
     DT_TRY(dt_alloc(sizeof *t, "tensor-parallel group", (void **)&t));
     t->comm = comm;
-    DT_TRY(dt_alloc(sizeof(size_t) * (size_t)dt_comm_size(comm), "tensor-parallel group",
-                    (void **)&t->displs));
-    const dt_tp_group g = {.ctx = t, .allreduce_sum = tp_allreduce, .allgatherv = tp_allgatherv};
+    const dt_tp_group g = {.ctx = t, .allreduce_sum = tp_allreduce, .allgather = tp_allgather};
     dt_model_set_tp_group(m, &g);
     /* The largest activation a collective moves, so that no step allocates. */
     DT_TRY(dt_comm_reserve(comm, dt_model_tp_max_floats(m) * sizeof(float)));
@@ -79,6 +69,5 @@ void dt_tp_comm_free(dt_tp_comm *t)
 {
     if (t == NULL)
         return;
-    dt_free(t->displs);
     dt_free(t);
 }

@@ -1,8 +1,9 @@
-/* test_dp_alloc.c — a data-parallel training step allocates nothing in our code with the
- * ring all-reduce (and with tensor parallelism at tp 2). Counts malloc and friends in the whole process (alloc_count.c)
- * from the second step to the last. With MPI's own all-reduce the count is reported, not
- * checked: Open MPI allocates a temporary buffer inside MPI_Iallreduce on every call
- * (docs/NOTES.md). */
+/* test_dp_alloc.c — a data-parallel training step allocates nothing in our code, with the
+ * ring all-reduce, with MPI's own, and with tensor parallelism at tp 2. Counts malloc and
+ * friends in the whole process (alloc_count.c) from the second step to the last, Open MPI's
+ * own calls apart: it allocates a temporary inside MPI_Iallreduce on every call
+ * (docs/NOTES.md), and buffers a message that arrives before its receive is posted, as the
+ * ranks' timing dictates; those are printed, not checked. */
 #include "dt_test.h"
 
 #include <mpi.h>
@@ -51,6 +52,8 @@ static long steps_allocations(const char *algorithm, int tp)
     DT_ASSERT_OK(dt_trainer_run(t, &cb));
     dt_alloc_count_enable(0);
     long n = dt_alloc_count();
+    printf("rank %d, %s%s: %ld allocations in steps 2..8 by our code, %ld inside Open MPI\n",
+           rank, algorithm, tp ? ", tp 2" : "", n, dt_alloc_count_mpi());
     dt_trainer_free(t);
     return n;
 }
@@ -64,11 +67,11 @@ static void test_ring_step_allocates_nothing(void **state)
     assert_int_equal(n, 0);
 }
 
-static void test_mpi_allreduce_allocations_reported(void **state)
+static void test_mpi_step_allocates_nothing_of_ours(void **state)
 {
     (void)state;
     long n = steps_allocations("mpi", 0);
-    printf("rank %d: MPI's own all-reduce: %ld allocations in steps 2..8 (not ours)\n", rank, n);
+    assert_int_equal(n, 0); /* Open MPI's own (MPI_Iallreduce's temporary) are apart */
 }
 
 static void test_tp_step_allocates_nothing(void **state)
@@ -90,7 +93,7 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ring_step_allocates_nothing),
-        cmocka_unit_test(test_mpi_allreduce_allocations_reported),
+        cmocka_unit_test(test_mpi_step_allocates_nothing_of_ours),
         cmocka_unit_test(test_tp_step_allocates_nothing),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL), any = 0;
