@@ -155,8 +155,9 @@ static void print_train_help(void)
 {
     dt_cli_print_help(stdout, "dtrain train [CONFIG] [options]",
                       "Trains the model that CONFIG describes (default: the seeds' ConvNet on\n"
-                      "Fashion-MNIST). Under mpirun or srun every rank runs this command and\n"
-                      "training is data-parallel; only rank 0 prints and writes files.\n"
+                      "Fashion-MNIST). Under mpirun or srun every rank runs this command:\n"
+                      "the ranks are laid out as dp x tp (--dp, --tp), data-parallel by\n"
+                      "default; only rank 0 prints and writes files.\n"
                       "Pixels are scaled as (x/255 - data.mean) / data.std.",
                       train_opts, N_TRAIN_OPTS, 1);
 }
