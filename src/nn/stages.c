@@ -1,0 +1,137 @@
+/* stages.c — which pipeline stage each layer runs on (model.h): a balanced contiguous
+ * split by arithmetic, the round-robin placement (layer l on stage l mod P), or split
+ * points given by hand. The plan only; the pipeline strategy that runs it is not built yet.
+ *
+ * The cost is counted, not timed: a timing pass would give each rank its own numbers and
+ * the ranks could disagree on the split; a count is the same everywhere. */
+#include <float.h>
+
+#include "nn/tp.h"
+
+/* Forward and backward arithmetic per sample of a planned layer. */
+static double layer_flops(const dt_layer *l)
+{
+    if (l->weight_count == 0)
+        return 2.0 * (double)l->out_numel;
+    /* Each weight meets each output position once: a linear layer's outputs are its rows,
+     * a convolution's weights slide over its H x W outputs. */
+    const double positions =
+        l->spec.kind == DT_LAYER_CONV2D ? (double)(l->out.d[1] * l->out.d[2]) : 1.0;
+    return 3.0 * 2.0 * (double)l->weight_count * positions;
+}
+
+dt_status dt_model_layer_flops(const dt_layer_spec *specs, int nlayers, const dt_shape *input,
+                               double *flops)
+{
+    DT_ASSERT(specs != NULL && input != NULL && flops != NULL && nlayers >= 1);
+    dt_status st = DT_OK;
+    dt_layer *layers = NULL;
+    dt_shape *shapes = NULL;
+    DT_TRY(dt_alloc(sizeof *layers * (size_t)nlayers, "stage plan", (void **)&layers));
+    DT_TRY(dt_alloc(sizeof *shapes * (size_t)(nlayers + 1), "stage plan", (void **)&shapes));
+    shapes[0] = *input;
+    DT_TRY(dt_tp_plan_layers(layers, specs, nlayers, shapes, NULL));
+    for (int i = 0; i < nlayers; i++)
+        flops[i] = layer_flops(&layers[i]);
+fail:
+    dt_free(layers);
+    dt_free(shapes);
+    return st;
+}
+
+/* The contiguous split of flops[0..n) into `stages` non-empty runs whose largest sum is
+ * smallest (the linear partition problem, by dynamic programming over prefixes; n is at
+ * most a few dozen layers). best[s][i]: the least largest sum splitting the first i layers
+ * into s runs; cut[s][i]: where its last run begins. Ties keep the earliest cut. */
+static dt_status balance(const double *flops, int n, int stages, int *stage_of)
+{
+    dt_status st = DT_OK;
+    double *best = NULL, *prefix = NULL;
+    int *cut = NULL;
+    const size_t cells = (size_t)(stages + 1) * (size_t)(n + 1);
+    DT_TRY(dt_alloc(sizeof *best * cells, "stage plan", (void **)&best));
+    DT_TRY(dt_alloc(sizeof *cut * cells, "stage plan", (void **)&cut));
+    DT_TRY(dt_alloc(sizeof *prefix * (size_t)(n + 1), "stage plan", (void **)&prefix));
+    prefix[0] = 0.0;
+    for (int i = 0; i < n; i++)
+        prefix[i + 1] = prefix[i] + flops[i];
+#define AT(s, i) ((size_t)(s) * (size_t)(n + 1) + (size_t)(i))
+    for (int i = 0; i <= n; i++)
+        best[AT(1, i)] = prefix[i];
+    for (int s = 2; s <= stages; s++) {
+        for (int i = s; i <= n; i++) {
+            double least = DBL_MAX;
+            int where = s - 1;
+            for (int j = s - 1; j < i; j++) { /* the last run is layers [j, i) */
+                const double run = prefix[i] - prefix[j];
+                const double worst = best[AT(s - 1, j)] > run ? best[AT(s - 1, j)] : run;
+                if (worst < least) {
+                    least = worst;
+                    where = j;
+                }
+            }
+            best[AT(s, i)] = least;
+            cut[AT(s, i)] = where;
+        }
+    }
+    /* Walk the cuts back from the whole model. */
+    int end = n;
+    for (int s = stages; s >= 1; s--) {
+        const int begin = s == 1 ? 0 : cut[AT(s, end)];
+        for (int i = begin; i < end; i++)
+            stage_of[i] = s - 1;
+        end = begin;
+    }
+#undef AT
+fail:
+    dt_free(best);
+    dt_free(cut);
+    dt_free(prefix);
+    return st;
+}
+
+static dt_status explicit_split(int n, int stages, const int *first, int *stage_of)
+{
+    if (first[0] != 0)
+        return dt_fail(DT_ERR_INVALID,
+                       "parallel.pp split: the first stage must begin at layer 0, not %d",
+                       first[0]);
+    for (int s = 1; s < stages; s++)
+        if (first[s] <= first[s - 1] || first[s] >= n)
+            return dt_fail(DT_ERR_INVALID,
+                           "parallel.pp split: stage %d begins at layer %d, after stage %d's "
+                           "layer %d and before the last layer (%d): every stage needs a layer",
+                           s, first[s], s - 1, first[s - 1], n - 1);
+    for (int s = 0; s < stages; s++) {
+        const int end = s + 1 < stages ? first[s + 1] : n;
+        for (int i = first[s]; i < end; i++)
+            stage_of[i] = s;
+    }
+    return DT_OK;
+}
+
+dt_status dt_model_stage_plan(const dt_layer_spec *specs, int nlayers, const dt_shape *input,
+                              int stages, dt_stage_split how, const int *first, int *stage_of)
+{
+    DT_ASSERT(specs != NULL && input != NULL && stage_of != NULL && nlayers >= 1);
+    dt_status st = DT_OK;
+    double *flops = NULL;
+    if (stages < 1 || stages > nlayers)
+        return dt_fail(DT_ERR_INVALID,
+                       "parallel.pp: %d pipeline stages for a model of %d layers: every stage "
+                       "needs at least one layer",
+                       stages, nlayers);
+    DT_TRY(dt_alloc(sizeof *flops * (size_t)nlayers, "stage plan", (void **)&flops));
+    /* The model must plan, whatever the split: its errors come first. */
+    DT_TRY(dt_model_layer_flops(specs, nlayers, input, flops));
+    if (first != NULL)
+        DT_TRY(explicit_split(nlayers, stages, first, stage_of));
+    else if (how == DT_STAGES_ROUND_ROBIN)
+        for (int i = 0; i < nlayers; i++)
+            stage_of[i] = i % stages;
+    else
+        DT_TRY(balance(flops, nlayers, stages, stage_of));
+fail:
+    dt_free(flops);
+    return st;
+}
