@@ -106,65 +106,128 @@ static long parse_count(const char *opt, const char *s)
     return v;
 }
 
-int main(int argc, char **argv)
+typedef struct bench_args {
+    long threads, steps, warmup;
+} bench_args;
+
+/* The config, every --set, --threads/--steps/--warmup, and the settings the measurement
+ * needs; an exit code (0: go on). */
+static int configure(int argc, char **argv, dt_config *cfg, bench_args *a)
 {
-    dt_cli_blas_reexec(argv); /* the kernels dtrain runs with (cli/blas_core.h) */
-    static run_state rs;      /* 32 KiB of step times: static, not on the stack */
     const char *usage = "usage: bench_tp CONFIG [--set key=value]... [--threads N] "
                         "[--steps N] [--warmup N]\n";
     if (argc < 2) {
         fputs(usage, stderr);
         return 2;
     }
-    dt_config cfg = dt_config_default();
-    if (dt_config_load(argv[1], &cfg) != DT_OK) {
+    *cfg = dt_config_default();
+    if (dt_config_load(argv[1], cfg) != DT_OK) {
         fprintf(stderr, "bench_tp: %s\n", dt_last_error());
         return 1;
     }
-    long threads = 1, steps = 200, warmup = 20;
+    *a = (bench_args){.threads = 1, .steps = 200, .warmup = 20};
     for (int i = 2; i < argc; i += 2) {
         if (i + 1 >= argc) {
             fprintf(stderr, "bench_tp: %s needs a value\n%s", argv[i], usage);
             return 2;
         }
         if (strcmp(argv[i], "--set") == 0) {
-            if (dt_config_set(&cfg, argv[i + 1], "--set") != DT_OK) {
+            if (dt_config_set(cfg, argv[i + 1], "--set") != DT_OK) {
                 fprintf(stderr, "bench_tp: %s\n", dt_last_error());
                 return 2;
             }
         } else if (strcmp(argv[i], "--threads") == 0) {
-            threads = parse_count(argv[i], argv[i + 1]);
+            a->threads = parse_count(argv[i], argv[i + 1]);
         } else if (strcmp(argv[i], "--steps") == 0) {
-            steps = parse_count(argv[i], argv[i + 1]);
+            a->steps = parse_count(argv[i], argv[i + 1]);
         } else if (strcmp(argv[i], "--warmup") == 0) {
-            warmup = parse_count(argv[i], argv[i + 1]);
+            a->warmup = parse_count(argv[i], argv[i + 1]);
         } else {
             fprintf(stderr, "bench_tp: unknown option %s\n%s", argv[i], usage);
             return 2;
         }
     }
-    if (threads < 1 || steps < 1 || steps + warmup >= MAX_STEPS) {
-        fprintf(stderr, "bench_tp: need threads, steps >= 1 and steps + warmup < %d\n", MAX_STEPS);
+    if (a->threads < 1 || a->steps < 1 || a->steps + a->warmup >= MAX_STEPS) {
+        fprintf(stderr, "bench_tp: need threads, steps >= 1 and steps + warmup < %d\n",
+                MAX_STEPS);
         return 2;
     }
     /* Step 1 ends the first interval; warmup + steps intervals follow it. */
     char set[64];
-    snprintf(set, sizeof set, "train.threads=%ld", threads);
-    int bad = dt_config_set(&cfg, set, "bench") != DT_OK;
-    snprintf(set, sizeof set, "train.max_steps=%ld", steps + warmup + 1);
-    bad = bad || dt_config_set(&cfg, set, "bench") != DT_OK ||
-          dt_config_set(&cfg, "train.eval=off", "bench") != DT_OK ||
-          dt_config_set(&cfg, "train.epochs=1000", "bench") != DT_OK ||
-          dt_config_set(&cfg, "schedule.kind=constant", "bench") != DT_OK ||
-          dt_config_check(&cfg) != DT_OK;
+    snprintf(set, sizeof set, "train.threads=%ld", a->threads);
+    int bad = dt_config_set(cfg, set, "bench") != DT_OK;
+    snprintf(set, sizeof set, "train.max_steps=%ld", a->steps + a->warmup + 1);
+    bad = bad || dt_config_set(cfg, set, "bench") != DT_OK ||
+          dt_config_set(cfg, "train.eval=off", "bench") != DT_OK ||
+          dt_config_set(cfg, "train.epochs=1000", "bench") != DT_OK ||
+          dt_config_set(cfg, "schedule.kind=constant", "bench") != DT_OK ||
+          dt_config_check(cfg) != DT_OK;
     if (bad) {
         fprintf(stderr, "bench_tp: %s\n", dt_last_error());
         return 2;
     }
+    return 0;
+}
 
+/* This rank's figures over the measured window (rs->dt is sorted in place). */
+static int rank_figures(run_state *rs, long warmup, double mine[N_FIELDS])
+{
+    dt_train_comm_stats end;
+    dt_trainer_comm_stats(rs->t, &end);
+    const dt_model *m = dt_trainer_model(rs->t);
+    const int n = rs->n - (int)warmup;
+    double *d = rs->dt + warmup;
+    qsort(d, (size_t)n, sizeof *d, cmp);
+    mine[F_STEP_MS] = d[n / 2] * 1e3;
+    mine[F_STEP_MS_MIN] = d[0] * 1e3;
+    mine[F_TP_MS] = (end.tp_s - rs->at_window.tp_s) / n * 1e3;
+    mine[F_TP_CALLS] = (double)(end.tp_calls - rs->at_window.tp_calls) / n;
+    mine[F_TP_MB] = (double)(end.tp_bytes - rs->at_window.tp_bytes) / n / 1e6;
+    mine[F_PARAM_BYTES] = (double)dt_model_param_count(m) * sizeof(float);
+    mine[F_ACT_BYTES] = (double)dt_model_activation_bytes(m);
+    return n;
+}
+
+/* Rank 0's JSON line: the run's settings, its own step time, every rank's figures. */
+static void print_json(const run_state *rs, const char *config, int size, long threads, int n,
+                       const double *all)
+{
+    const dt_model *m = dt_trainer_model(rs->t);
+    const int tp = dt_model_tp_size(m);
+    const int64_t gb = dt_trainer_global_batch(rs->t);
+    char blas[128];
+    dt_cli_blas_describe(blas, sizeof blas);
+    printf("{\"impl\": \"dtrain\", \"config\": \"%s\", \"world_size\": %d, \"tp\": %d, "
+           "\"dp\": %d, \"threads\": %ld, \"global_batch\": %lld, \"steps\": %d, "
+           "\"step_ms_median\": %.4f, \"samples_per_s\": %.1f, "
+           "\"last_loss\": %.6f, \"whole_param_bytes\": %.0f, \"blas\": \"%s\", \"ranks\": [",
+           config, size, tp, size / tp, threads, (long long)gb, n, all[F_STEP_MS],
+           (double)gb / (all[F_STEP_MS] * 1e-3), rs->last_loss,
+           (double)dt_model_whole_param_count(m) * sizeof(float), blas);
+    for (int r = 0; r < size; r++) {
+        const double *f = all + r * N_FIELDS;
+        printf("%s{\"rank\": %d, \"step_ms_median\": %.4f, \"step_ms_min\": %.4f, "
+               "\"tp_ms_per_step\": %.4f, \"tp_calls_per_step\": %.2f, "
+               "\"tp_mb_per_step\": %.4f, \"param_bytes\": %.0f, \"activation_bytes\": %.0f}",
+               r ? ", " : "", r, f[F_STEP_MS], f[F_STEP_MS_MIN], f[F_TP_MS], f[F_TP_CALLS],
+               f[F_TP_MB], f[F_PARAM_BYTES], f[F_ACT_BYTES]);
+    }
+    printf("]}\n");
+    fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+    dt_cli_blas_reexec(argv); /* the kernels dtrain runs with (cli/blas_core.h) */
+    static run_state rs;      /* 32 KiB of step times: static, not on the stack */
+    static double all[MAX_RANKS * N_FIELDS];
+    dt_config cfg;
+    bench_args a;
+    int rc = configure(argc, argv, &cfg, &a);
+    if (rc != 0)
+        return rc;
     int mpi = 0, rank = 0, size = 1;
     dt_comm *world = NULL;
-    dt_trainer *t = NULL;
     if (launched()) {
         int provided = 0; /* one thread calls MPI, as in the CLI */
         if (MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
@@ -184,63 +247,26 @@ int main(int argc, char **argv)
             dt_comm_set_options(world, &opt) != DT_OK)
             goto fail;
     }
-    if (dt_trainer_create(&cfg, world, &t) != DT_OK)
+    if (dt_trainer_create(&cfg, world, &rs.t) != DT_OK)
         goto fail;
-    const dt_model *m = dt_trainer_model(t);
-    rs.t = t;
-    rs.warmup = warmup;
+    rs.warmup = a.warmup;
     dt_train_callbacks cb = {.ctx = &rs, .on_step = on_step};
-    if (dt_trainer_run(t, &cb) != DT_OK)
+    if (dt_trainer_run(rs.t, &cb) != DT_OK)
         goto fail;
-    if (rs.n < (int)warmup + 1) {
+    if (rs.n < (int)a.warmup + 1) {
         dt_fail(DT_ERR_INVALID, "bench_tp: only %d steps ran, %ld asked", rs.n + 1,
-                steps + warmup + 1);
+                a.steps + a.warmup + 1);
         goto fail;
     }
-    dt_train_comm_stats end;
-    dt_trainer_comm_stats(t, &end);
-    const int n = rs.n - (int)warmup;
-    double *d = rs.dt + warmup;
-    qsort(d, (size_t)n, sizeof *d, cmp);
-
     double mine[N_FIELDS];
-    mine[F_STEP_MS] = d[n / 2] * 1e3;
-    mine[F_STEP_MS_MIN] = d[0] * 1e3;
-    mine[F_TP_MS] = (end.tp_s - rs.at_window.tp_s) / n * 1e3;
-    mine[F_TP_CALLS] = (double)(end.tp_calls - rs.at_window.tp_calls) / n;
-    mine[F_TP_MB] = (double)(end.tp_bytes - rs.at_window.tp_bytes) / n / 1e6;
-    mine[F_PARAM_BYTES] = (double)dt_model_param_count(m) * sizeof(float);
-    mine[F_ACT_BYTES] = (double)dt_model_activation_bytes(m);
-    static double all[MAX_RANKS * N_FIELDS];
+    const int n = rank_figures(&rs, a.warmup, mine);
     if (mpi)
         MPI_Gather(mine, N_FIELDS, MPI_DOUBLE, all, N_FIELDS, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     else
         memcpy(all, mine, sizeof mine);
-
-    if (rank == 0) {
-        const int tp = dt_model_tp_size(m);
-        const int64_t gb = dt_trainer_global_batch(t);
-        char blas[128];
-        dt_cli_blas_describe(blas, sizeof blas);
-        printf("{\"impl\": \"dtrain\", \"config\": \"%s\", \"world_size\": %d, \"tp\": %d, "
-               "\"dp\": %d, \"threads\": %ld, \"global_batch\": %lld, \"steps\": %d, "
-               "\"step_ms_median\": %.4f, \"samples_per_s\": %.1f, "
-               "\"last_loss\": %.6f, \"whole_param_bytes\": %.0f, \"blas\": \"%s\", \"ranks\": [",
-               argv[1], size, tp, size / tp, threads, (long long)gb, n, mine[F_STEP_MS],
-               (double)gb / (mine[F_STEP_MS] * 1e-3), rs.last_loss,
-               (double)dt_model_whole_param_count(m) * sizeof(float), blas);
-        for (int r = 0; r < size; r++) {
-            const double *f = all + r * N_FIELDS;
-            printf("%s{\"rank\": %d, \"step_ms_median\": %.4f, \"step_ms_min\": %.4f, "
-                   "\"tp_ms_per_step\": %.4f, \"tp_calls_per_step\": %.2f, "
-                   "\"tp_mb_per_step\": %.4f, \"param_bytes\": %.0f, \"activation_bytes\": %.0f}",
-                   r ? ", " : "", r, f[F_STEP_MS], f[F_STEP_MS_MIN], f[F_TP_MS], f[F_TP_CALLS],
-                   f[F_TP_MB], f[F_PARAM_BYTES], f[F_ACT_BYTES]);
-        }
-        printf("]}\n");
-        fflush(stdout);
-    }
-    dt_trainer_free(t);
+    if (rank == 0)
+        print_json(&rs, argv[1], size, a.threads, n, all);
+    dt_trainer_free(rs.t);
     dt_comm_free(world);
     if (mpi)
         MPI_Finalize();
@@ -248,7 +274,7 @@ int main(int argc, char **argv)
 fail:
     fprintf(stderr, "bench_tp: rank %d: %s\n", rank, dt_last_error());
     fflush(stderr);
-    dt_trainer_free(t);
+    dt_trainer_free(rs.t);
     if (mpi && size > 1)
         MPI_Abort(MPI_COMM_WORLD, 1); /* the other ranks may be waiting in a collective */
     dt_comm_free(world);
