@@ -127,6 +127,18 @@ DT_API dt_status dt_model_stage_plan(const dt_layer_spec *specs, int nlayers,
  * the shape boundary i holds here (a block's, or the whole after a gather). */
 DT_API dt_status dt_model_create_tp(const dt_layer_spec *specs, int nlayers, const dt_shape *input,
                                     int64_t max_batch, const dt_tp_layout *tp, dt_model **out);
+/* Layers [first, last) of the model specs describe, as a model of their own: a pipeline
+ * stage. Shapes, tensor-parallel splits, tensor names, initial values and dropout masks are
+ * the whole model's (the layers keep their indices in it), so stages run one after another
+ * compute what the whole model computes, bit for bit. Its input is boundary `first` of the
+ * whole model; layer indices in the other functions are the stage's own, from 0. A stage
+ * that begins or ends inside a tensor-parallel block is refused (DT_ERR_INVALID). */
+DT_API dt_status dt_model_create_stage(const dt_layer_spec *specs, int nlayers,
+                                       const dt_shape *input, int64_t max_batch,
+                                       const dt_tp_layout *tp, int first, int last,
+                                       dt_model **out);
+/* The whole model's index of this model's layer 0 (0 unless it is a stage). */
+DT_API int dt_model_first_layer(const dt_model *m);
 /* This rank's tensor-parallel plan of layer i, and the group's size. */
 DT_API const dt_tp_layer_plan *dt_model_tp_layer(const dt_model *m, int layer);
 DT_API int dt_model_tp_size(const dt_model *m);

@@ -15,6 +15,7 @@
 
 struct dt_model {
     int nlayers;
+    int first;        /* a stage: the whole model's index of layers[0] (0 for a whole model) */
     dt_layer *layers; /* [nlayers] */
     dt_shape *shapes; /* [nlayers + 1]: input of each layer, then the output */
     int64_t max_batch;
@@ -118,14 +119,49 @@ static size_t state_span(const dt_layer *l, int64_t max_batch)
     return ((l->state_bytes * (size_t)max_batch) + 63u) & ~(size_t)63u;
 }
 
+/* The whole model's plan (every layer: a stage's shapes and splits are the whole model's),
+ * of which the model keeps layers [m->first, m->first + m->nlayers). A stage may not begin
+ * or end inside a tensor-parallel block: its neighbours exchange whole activations. */
+static dt_status plan_stage(dt_model *m, const dt_layer_spec *specs, int nall,
+                            const dt_shape *input, const dt_tp_layout *tp)
+{
+    dt_status st = DT_OK;
+    dt_layer *all = NULL;
+    dt_shape *shapes = NULL;
+    DT_TRY(dt_alloc(sizeof *all * (size_t)nall, "model plan", (void **)&all));
+    DT_TRY(dt_alloc(sizeof *shapes * (size_t)(nall + 1), "model plan", (void **)&shapes));
+    shapes[0] = *input;
+    DT_TRY(dt_tp_plan_layers(all, specs, nall, shapes, tp));
+    const int first = m->first, end = m->first + m->nlayers;
+    const int starts_in_block =
+        first > 0 && (all[first].tp.role == DT_TP_SHARD || all[first].tp.role == DT_TP_ROW);
+    const int ends_in_block = end < nall && !all[end - 1].tp.gather &&
+                              (all[end - 1].tp.role == DT_TP_COLUMN ||
+                               all[end - 1].tp.role == DT_TP_SHARD);
+    if (starts_in_block || ends_in_block) {
+        st = dt_fail(DT_ERR_INVALID,
+                     "model: a stage of layers %d..%d %s inside a tensor-parallel block (layer "
+                     "%d works on part of its input): move the split point",
+                     first, end - 1, starts_in_block ? "begins" : "ends",
+                     starts_in_block ? first : end);
+        goto fail;
+    }
+    memcpy(m->layers, all + first, sizeof *all * (size_t)m->nlayers);
+    memcpy(m->shapes, shapes + first, sizeof *shapes * (size_t)(m->nlayers + 1));
+fail:
+    dt_free(all);
+    dt_free(shapes);
+    return st;
+}
+
 /* Plans every layer in order (each one's input is the one before's output, a block of it
  * on a tensor-parallel rank: model_tp.c): m->shapes, each layer's parameter offset, and
  * the sums in mp. */
-static dt_status model_plan_layers(dt_model *m, const dt_layer_spec *specs,
-                                   const dt_tp_layout *tp, model_plan *mp)
+static dt_status model_plan_layers(dt_model *m, const dt_layer_spec *specs, int nall,
+                                   const dt_shape *input, const dt_tp_layout *tp, model_plan *mp)
 {
     dt_status st = DT_OK;
-    DT_TRY(dt_tp_plan_layers(m->layers, specs, m->nlayers, m->shapes, tp));
+    DT_TRY(plan_stage(m, specs, nall, input, tp));
     for (int i = 0; i < m->nlayers; i++) {
         dt_layer *l = &m->layers[i];
         DT_TRY(check_shape(&l->out, "a layer's output shape"));
@@ -345,6 +381,13 @@ dt_status dt_model_create(const dt_layer_spec *specs, int nlayers, const dt_shap
 dt_status dt_model_create_tp(const dt_layer_spec *specs, int nlayers, const dt_shape *input,
                              int64_t max_batch, const dt_tp_layout *tp, dt_model **out)
 {
+    return dt_model_create_stage(specs, nlayers, input, max_batch, tp, 0, nlayers, out);
+}
+
+dt_status dt_model_create_stage(const dt_layer_spec *specs, int nlayers, const dt_shape *input,
+                                int64_t max_batch, const dt_tp_layout *tp, int first, int last,
+                                dt_model **out)
+{
     DT_ASSERT(out != NULL && input != NULL && (specs != NULL || nlayers == 0));
     dt_status st = DT_OK;
     dt_model *m = NULL;
@@ -353,25 +396,28 @@ dt_status dt_model_create_tp(const dt_layer_spec *specs, int nlayers, const dt_s
     *out = NULL;
     if (nlayers < 1)
         return dt_fail(DT_ERR_INVALID, "model: no layers");
+    if (first < 0 || first >= last || last > nlayers)
+        return dt_fail(DT_ERR_INVALID, "model: layers %d..%d are not a stage of a model of %d "
+                       "layers", first, last - 1, nlayers);
     if (max_batch < 1 || max_batch > ((int64_t)1 << 31))
         return dt_fail(DT_ERR_INVALID, "model: max batch %lld out of range", (long long)max_batch);
     DT_TRY(check_shape(input, "input shape"));
     DT_TRY(dt_alloc(sizeof *m, "model", (void **)&m));
-    m->nlayers = nlayers;
+    m->first = first;
+    m->nlayers = last - first;
     m->max_batch = max_batch;
     m->input_grad = 1;
-    DT_TRY(dt_alloc(sizeof(dt_layer) * (size_t)nlayers, "model layers", (void **)&m->layers));
-    DT_TRY(dt_alloc(sizeof(dt_shape) * (size_t)(nlayers + 1), "model shapes", (void **)&m->shapes));
-    DT_TRY(
-        dt_alloc(sizeof(float *) * (size_t)(nlayers + 1), "model activations", (void **)&m->act));
-    DT_TRY(dt_alloc(sizeof(dt_layer_spec) * (size_t)nlayers, "model specs", (void **)&m->specs));
-    memcpy(m->specs, specs, sizeof(dt_layer_spec) * (size_t)nlayers);
+    const size_t nl = (size_t)m->nlayers;
+    DT_TRY(dt_alloc(sizeof(dt_layer) * nl, "model layers", (void **)&m->layers));
+    DT_TRY(dt_alloc(sizeof(dt_shape) * (nl + 1), "model shapes", (void **)&m->shapes));
+    DT_TRY(dt_alloc(sizeof(float *) * (nl + 1), "model activations", (void **)&m->act));
+    DT_TRY(dt_alloc(sizeof(dt_layer_spec) * nl, "model specs", (void **)&m->specs));
+    memcpy(m->specs, specs + first, sizeof(dt_layer_spec) * nl);
     m->tp.size = tp != NULL ? tp->size : 1;
     m->tp.rank = tp != NULL ? tp->rank : 0;
 
     /* Plan everything, allocate once, then hand out views. */
-    m->shapes[0] = *input;
-    DT_TRY(model_plan_layers(m, specs, tp, &mp));
+    DT_TRY(model_plan_layers(m, specs, nlayers, input, tp, &mp));
     DT_TRY(model_plan_activations(m, &mp));
     DT_TRY(model_plan_grads(m, &mp));
     DT_TRY(model_alloc_arenas(m, &mp));
@@ -480,6 +526,11 @@ const dt_tp_layer_plan *dt_model_tp_layer(const dt_model *m, int layer)
 {
     DT_ASSERT(layer >= 0 && layer < m->nlayers);
     return &m->layers[layer].tp;
+}
+
+int dt_model_first_layer(const dt_model *m)
+{
+    return m->first;
 }
 
 int dt_model_tp_size(const dt_model *m)
@@ -601,7 +652,8 @@ void dt_model_init_params(dt_model *m, uint64_t seed)
          * weight's fan_in (torch.nn.Linear/Conv2d reset_parameters). */
         const int64_t fan_in = l->fan_in_whole > 0 ? l->fan_in_whole : l->ops->fan_in(l);
         const double bound = 1.0 / sqrt((double)fan_in);
-        const uint32_t c3 = ((uint32_t)DT_RNG_STREAM_INIT << 24) | (uint32_t)t->layer;
+        /* Keyed by the layer's index in the whole model: a stage's layers draw its numbers. */
+        const uint32_t c3 = ((uint32_t)DT_RNG_STREAM_INIT << 24) | (uint32_t)l->index;
         const uint32_t k = t->offset != l->param_offset; /* 0: weight, 1: bias */
         init_tensor(t, m->params + t->offset, seed, c3, k, bound);
     }

@@ -1,0 +1,165 @@
+/* test_stage_model.c — a model cut into stages (dt_model_create_stage) computes what the
+ * whole model computes, bit for bit: the same initial parameters under the same names, the
+ * same forward output with dropout on, the same parameter gradients and input gradient when
+ * the stages run one after another with their boundary activations and gradients copied
+ * across, as a pipeline will send them. */
+#include "dt_test.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "dtrain/model.h"
+#include "dtrain/rng.h"
+#include "dtrain/train.h"
+
+enum { BATCH = 3 };
+
+static float *boundary_values(int64_t n, uint32_t stream)
+{
+    static float buf[BATCH * 28 * 28 * 32];
+    DT_ASSERT(n <= (int64_t)(sizeof buf / sizeof buf[0]));
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t w[4];
+        dt_philox(7, stream, 0, 0, (uint32_t)i, w);
+        buf[i] = (float)(2.0 * dt_u01d(w[0]) - 1.0);
+    }
+    return buf;
+}
+
+static int64_t numel(const dt_model *m, int i)
+{
+    return BATCH * dt_shape_numel(dt_model_shape(m, i));
+}
+
+/* The whole model against stages cut at cuts[0..ncuts) (increasing, inside the model). */
+static void check_stages(const char *what, const char *layers, const dt_shape *in,
+                         const int *cuts, int ncuts)
+{
+    dt_config c = dt_config_default();
+    char kv[512];
+    snprintf(kv, sizeof kv, "model.layers=%s", layers);
+    DT_ASSERT_OK(dt_config_set(&c, kv, "test"));
+    const int n = c.nlayers, nst = ncuts + 1;
+    dt_model *whole = NULL, *st[8] = {NULL};
+    DT_ASSERT(nst <= 8);
+    DT_ASSERT_OK(dt_model_create(c.layers, n, in, BATCH, &whole));
+    dt_model_init_params(whole, 5);
+    int bounds[9] = {0};
+    for (int s = 0; s < ncuts; s++)
+        bounds[s + 1] = cuts[s];
+    bounds[nst] = n;
+    for (int s = 0; s < nst; s++) {
+        DT_ASSERT_OK(dt_model_create_stage(c.layers, n, in, BATCH, NULL, bounds[s],
+                                           bounds[s + 1], &st[s]));
+        assert_int_equal(dt_model_first_layer(st[s]), bounds[s]);
+        assert_int_equal(dt_model_layer_count(st[s]), bounds[s + 1] - bounds[s]);
+        dt_model_init_params(st[s], 5);
+        /* Every tensor of the stage, under its whole-model name, with the same values. */
+        for (int t = 0; t < dt_model_tensor_count(st[s]); t++) {
+            const dt_param_info *p = dt_model_tensor(st[s], t);
+            const dt_param_info *w = dt_model_find_tensor(whole, p->name);
+            assert_non_null(w);
+            assert_int_equal(p->count, w->count);
+            assert_memory_equal(dt_model_params(st[s]) + p->offset,
+                                dt_model_params(whole) + w->offset, p->count * sizeof(float));
+        }
+        dt_model_zero_grads(st[s]);
+    }
+    dt_model_zero_grads(whole);
+    /* Forward with dropout keyed by positions 10, 11, 12 of epoch 2. */
+    const int64_t pos[BATCH] = {10, 11, 12};
+    const dt_forward_ctx fwd = {.train = 1, .seed = 9, .epoch = 2, .positions = pos};
+    memcpy(dt_model_input(whole), boundary_values(numel(whole, 0), 1),
+           (size_t)numel(whole, 0) * sizeof(float));
+    memcpy(dt_model_input(st[0]), dt_model_input(whole), (size_t)numel(whole, 0) * sizeof(float));
+    DT_ASSERT_OK(dt_model_forward(whole, BATCH, &fwd));
+    for (int s = 0; s < nst; s++) {
+        DT_ASSERT_OK(dt_model_forward(st[s], BATCH, &fwd));
+        const int out = dt_model_layer_count(st[s]);
+        if (s + 1 < nst)
+            memcpy(dt_model_input(st[s + 1]), dt_model_output(st[s]),
+                   (size_t)numel(st[s], out) * sizeof(float));
+    }
+    const int64_t nout = numel(whole, n);
+    char label[160];
+    snprintf(label, sizeof label, "%s: output", what);
+    DT_ASSERT_CLOSE_FF(label, dt_model_output(st[nst - 1]), dt_model_output(whole), nout, 0.0, 0.0);
+    /* Backward from the same output gradient, the input gradient included. */
+    const float *dy = boundary_values(nout, 2);
+    memcpy(dt_model_activation_grad(whole, n), dy, (size_t)nout * sizeof(float));
+    DT_ASSERT_OK(dt_model_backward(whole, BATCH, NULL));
+    memcpy(dt_model_activation_grad(st[nst - 1], dt_model_layer_count(st[nst - 1])), dy,
+           (size_t)nout * sizeof(float));
+    for (int s = nst - 1; s >= 0; s--) {
+        DT_ASSERT_OK(dt_model_backward(st[s], BATCH, NULL));
+        if (s > 0) {
+            const int out = dt_model_layer_count(st[s - 1]);
+            memcpy(dt_model_activation_grad(st[s - 1], out), dt_model_activation_grad(st[s], 0),
+                   (size_t)numel(st[s - 1], out) * sizeof(float));
+        }
+        for (int t = 0; t < dt_model_tensor_count(st[s]); t++) {
+            const dt_param_info *p = dt_model_tensor(st[s], t);
+            const dt_param_info *w = dt_model_find_tensor(whole, p->name);
+            snprintf(label, sizeof label, "%s: gradient of %s", what, p->name);
+            DT_ASSERT_CLOSE_FF(label, dt_model_grads(st[s]) + p->offset,
+                              dt_model_grads(whole) + w->offset, (int64_t)p->count, 0.0, 0.0);
+        }
+    }
+    snprintf(label, sizeof label, "%s: input gradient", what);
+    DT_ASSERT_CLOSE_FF(label, dt_model_activation_grad(st[0], 0),
+                      dt_model_activation_grad(whole, 0), numel(whole, 0), 0.0, 0.0);
+    for (int s = 0; s < nst; s++)
+        dt_model_free(st[s]);
+    dt_model_free(whole);
+}
+
+static void test_mlp_stages(void **state)
+{
+    (void)state;
+    const dt_shape in = {.ndim = 3, .d = {1, 28, 28}};
+    const int two[1] = {3}, four[3] = {1, 2, 4};
+    const char *mlp = "flatten, linear 32, relu, dropout 0.3, linear 10, log_softmax";
+    check_stages("mlp in 2 stages", mlp, &in, two, 1);
+    check_stages("mlp in 4 stages", mlp, &in, four, 3);
+}
+
+static void test_convnet_stages(void **state)
+{
+    (void)state;
+    /* A small ConvNet with every kind of layer, cut after conv2 and after the flatten. */
+    const dt_shape in = {.ndim = 3, .d = {1, 12, 12}};
+    const int cuts[2] = {3, 7};
+    check_stages("convnet in 3 stages",
+                 "conv2d 4 3, relu, conv2d 6 3, relu, maxpool2d 2, dropout 0.25, flatten, "
+                 "linear 16, relu, dropout 0.5, linear 10, log_softmax",
+                 &in, cuts, 2);
+}
+
+static void test_refusals(void **state)
+{
+    (void)state;
+    dt_config c = dt_config_default();
+    DT_ASSERT_OK(dt_config_set(&c, "model.layers=flatten, linear 64, relu, linear 10", "test"));
+    const dt_shape in = {.ndim = 3, .d = {1, 28, 28}};
+    dt_model *m = NULL;
+    DT_ASSERT_STATUS(dt_model_create_stage(c.layers, 4, &in, 2, NULL, 2, 2, &m), DT_ERR_INVALID);
+    DT_ASSERT_STATUS(dt_model_create_stage(c.layers, 4, &in, 2, NULL, 0, 5, &m), DT_ERR_INVALID);
+    /* At tp 2 the linear 64 is column-parallel and its relu runs on the block: a stage may
+     * not begin at the relu, nor end after the column layer. */
+    const dt_tp_layout tp = {.size = 2, .rank = 0, .min_weights = 0};
+    DT_ASSERT_STATUS(dt_model_create_stage(c.layers, 4, &in, 2, &tp, 2, 4, &m), DT_ERR_INVALID);
+    DT_ASSERT_ERROR_HAS("begins inside a tensor-parallel block");
+    DT_ASSERT_STATUS(dt_model_create_stage(c.layers, 4, &in, 2, &tp, 0, 2, &m), DT_ERR_INVALID);
+    DT_ASSERT_ERROR_HAS("ends inside a tensor-parallel block");
+    assert_null(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_mlp_stages),
+        cmocka_unit_test(test_convnet_stages),
+        cmocka_unit_test(test_refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
