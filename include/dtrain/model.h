@@ -201,6 +201,12 @@ DT_API float *dt_model_activation_grad(dt_model *m, int i);
 DT_API dt_status dt_model_forward_range(dt_model *m, int first, int last, int64_t batch,
                                  const dt_forward_ctx *ctx);
 DT_API dt_status dt_model_forward(dt_model *m, int64_t batch, const dt_forward_ctx *ctx);
+/* dt_model_forward_range on the samples in rows [row0, row0 + batch) of the planned
+ * max_batch (of the input and of every activation, saved state and gradient): the rows
+ * of other samples are left as they are, so several micro-batches can be in flight at
+ * once, each in its own rows (a pipeline stage's). ctx->positions has batch entries. */
+DT_API dt_status dt_model_forward_rows(dt_model *m, int first, int last, int64_t row0,
+                                       int64_t batch, const dt_forward_ctx *ctx);
 
 /* Backward through layers [first, last), accumulating (+=) parameter gradients into the
  * gradient buffer, as PyTorch accumulates into .grad. Uses the forward's saved state:
@@ -210,6 +216,10 @@ DT_API dt_status dt_model_forward(dt_model *m, int64_t batch, const dt_forward_c
 DT_API dt_status dt_model_backward_range(dt_model *m, int first, int last, int64_t batch,
                                   const dt_backward_hooks *hooks);
 DT_API dt_status dt_model_backward(dt_model *m, int64_t batch, const dt_backward_hooks *hooks);
+/* dt_model_backward_range on rows [row0, row0 + batch), after their own forward: the
+ * gradients of those rows' activations in the same rows, parameter gradients accumulated. */
+DT_API dt_status dt_model_backward_rows(dt_model *m, int first, int last, int64_t row0,
+                                        int64_t batch, const dt_backward_hooks *hooks);
 
 /* Whether backward computes dL/d(model input) into dt_model_activation_grad(m, 0)
  * (default on). Training turns it off: backward then stops at the first layer with

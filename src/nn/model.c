@@ -685,29 +685,52 @@ void dt_model_set_input_grad(dt_model *m, int enabled)
     m->input_grad = enabled != 0;
 }
 
-static dt_status check_range(const dt_model *m, int first, int last, int64_t batch)
+
+static dt_status check_rows(const dt_model *m, int first, int last, int64_t row0, int64_t batch)
 {
     DT_ASSERT(first >= 0 && first <= last && last <= m->nlayers);
-    if (batch < 0 || batch > m->max_batch)
-        return dt_fail(DT_ERR_INVALID, "model: batch %lld outside [0, %lld]", (long long)batch,
-                       (long long)m->max_batch);
+    if (row0 < 0 || batch < 0 || row0 + batch > m->max_batch)
+        return dt_fail(DT_ERR_INVALID, "model: rows %lld..%lld outside the planned %lld",
+                       (long long)row0, (long long)(row0 + batch), (long long)m->max_batch);
     return DT_OK;
+}
+
+/* Row r0 of boundary i's buffer (activations and their gradients hold max_batch rows). */
+static float *row_of(const dt_model *m, float *base, int i, int64_t r0)
+{
+    return base + r0 * dt_shape_numel(&m->shapes[i]);
+}
+
+/* Layer l's saved state for samples from row r0 on: its forward and backward index their
+ * state from their first sample, so the model points them at the rows' part and back. */
+static void *shift_state(dt_layer *l, int64_t r0)
+{
+    void *saved = l->state;
+    if (saved != NULL)
+        l->state = (unsigned char *)saved + (size_t)r0 * l->state_bytes;
+    return saved;
+}
+
+dt_status dt_model_forward_rows(dt_model *m, int first, int last, int64_t row0, int64_t batch,
+                                const dt_forward_ctx *ctx)
+{
+    dt_status st = check_rows(m, first, last, row0, batch);
+    for (int i = first; i < last && st == DT_OK; i++) {
+        dt_layer *l = &m->layers[i];
+        float *y = row_of(m, m->act[i + 1], i + 1, row0);
+        float *block = l->tp.gather ? l->tp_out + row0 * l->out_numel : y;
+        void *state = shift_state(l, row0);
+        l->ops->forward(l, row_of(m, m->act[i], i, row0), block, batch, ctx);
+        l->state = state;
+        st = dt_tp_after_forward(&m->tp, l, block, y, batch);
+    }
+    return st;
 }
 
 dt_status dt_model_forward_range(dt_model *m, int first, int last, int64_t batch,
                                  const dt_forward_ctx *ctx)
 {
-    dt_status st = check_range(m, first, last, batch);
-    if (st != DT_OK)
-        return st;
-    for (int i = first; i < last; i++) {
-        dt_layer *l = &m->layers[i];
-        l->ops->forward(l, m->act[i], l->tp.gather ? l->tp_out : m->act[i + 1], batch, ctx);
-        st = dt_tp_after_forward(&m->tp, l, m->act[i + 1], batch);
-        if (st != DT_OK)
-            return st;
-    }
-    return DT_OK;
+    return dt_model_forward_rows(m, first, last, 0, batch, ctx);
 }
 
 dt_status dt_model_forward(dt_model *m, int64_t batch, const dt_forward_ctx *ctx)
@@ -715,10 +738,29 @@ dt_status dt_model_forward(dt_model *m, int64_t batch, const dt_forward_ctx *ctx
     return dt_model_forward_range(m, 0, m->nlayers, batch, ctx);
 }
 
-dt_status dt_model_backward_range(dt_model *m, int first, int last, int64_t batch,
-                                  const dt_backward_hooks *hooks)
+/* Layer i's backward on rows [row0, row0 + batch), with the tensor-parallel steps around it. */
+static dt_status backward_layer(dt_model *m, int i, int64_t row0, int64_t batch, float *dx,
+                                const dt_backward_hooks *hooks)
 {
-    dt_status st = check_range(m, first, last, batch);
+    dt_layer *l = &m->layers[i];
+    const float *y = row_of(m, m->act[i + 1], i + 1, row0);
+    const float *dy = row_of(m, m->grad[i + 1], i + 1, row0);
+    if (l->tp.gather) { /* the layer's own output and its block of the gradient */
+        y = l->tp_out + row0 * l->out_numel;
+        dy = dt_tp_block_of_grad(&m->tp, l, dy, batch);
+    }
+    void *state = shift_state(l, row0);
+    dt_status st = l->ops->backward(l, row_of(m, m->act[i], i, row0), y, dy, dx, batch, hooks);
+    l->state = state;
+    if (st == DT_OK)
+        st = dt_tp_after_backward(&m->tp, l, dx, batch);
+    return st;
+}
+
+dt_status dt_model_backward_rows(dt_model *m, int first, int last, int64_t row0, int64_t batch,
+                                 const dt_backward_hooks *hooks)
+{
+    dt_status st = check_rows(m, first, last, row0, batch);
     if (st != DT_OK)
         return st;
     /* Without the model input's gradient, nothing below the first layer with parameters
@@ -730,15 +772,8 @@ dt_status dt_model_backward_range(dt_model *m, int first, int last, int64_t batc
             lowest++;
     for (int i = last - 1; i >= first && i >= lowest; i--) {
         dt_layer *l = &m->layers[i];
-        float *dx = (i > lowest || m->input_grad) ? m->grad[i] : NULL;
-        const float *y = m->act[i + 1], *dy = m->grad[i + 1];
-        if (l->tp.gather) { /* the layer's own output and its block of the gradient */
-            y = l->tp_out;
-            dy = dt_tp_block_of_grad(&m->tp, l, dy, batch);
-        }
-        st = l->ops->backward(l, m->act[i], y, dy, dx, batch, hooks);
-        if (st == DT_OK)
-            st = dt_tp_after_backward(&m->tp, l, dx, batch);
+        float *dx = (i > lowest || m->input_grad) ? row_of(m, m->grad[i], i, row0) : NULL;
+        st = backward_layer(m, i, row0, batch, dx, hooks);
         if (st != DT_OK)
             return st;
         if (hooks != NULL && hooks->grads_ready != NULL && l->param_count > 0) {
@@ -751,6 +786,12 @@ dt_status dt_model_backward_range(dt_model *m, int first, int last, int64_t batc
             return st;
     }
     return DT_OK;
+}
+
+dt_status dt_model_backward_range(dt_model *m, int first, int last, int64_t batch,
+                                  const dt_backward_hooks *hooks)
+{
+    return dt_model_backward_rows(m, first, last, 0, batch, hooks);
 }
 
 dt_status dt_model_backward(dt_model *m, int64_t batch, const dt_backward_hooks *hooks)

@@ -191,12 +191,13 @@ size_t dt_tp_padded_part(const dt_layer *l, int size)
 
 /* The gather: every rank's block of every sample (padded to the largest), in rank order,
  * then each block into its place in each sample's whole output. */
-static dt_status gather(dt_tp_run *r, const dt_layer *l, float *y, int64_t batch)
+static dt_status gather(dt_tp_run *r, const dt_layer *l, const float *own, float *y,
+                        int64_t batch)
 {
     const int64_t row = l->out_numel / (l->tp.end - l->tp.begin);
     const int64_t whole = row * l->tp.whole_dim;
     const size_t count = (size_t)batch * dt_tp_padded_part(l, r->size);
-    TRY_RET(r->group.allgather(r->group.ctx, l->tp_out, r->scratch, count));
+    TRY_RET(r->group.allgather(r->group.ctx, own, r->scratch, count));
     for (int k = 0; k < r->size; k++) {
         int64_t lo, hi;
         part(l->tp.whole_dim, r->size, k, &lo, &hi);
@@ -208,7 +209,8 @@ static dt_status gather(dt_tp_run *r, const dt_layer *l, float *y, int64_t batch
     return DT_OK;
 }
 
-dt_status dt_tp_after_forward(dt_tp_run *r, dt_layer *l, float *y, int64_t batch)
+dt_status dt_tp_after_forward(dt_tp_run *r, dt_layer *l, const float *own, float *y,
+                             int64_t batch)
 {
     if (l->tp.role == DT_TP_WHOLE || (l->tp.role != DT_TP_ROW && !l->tp.gather))
         return DT_OK;
@@ -219,7 +221,7 @@ dt_status dt_tp_after_forward(dt_tp_run *r, dt_layer *l, float *y, int64_t batch
             dt_add_bias_rows(y, l->b, batch, l->out_numel);
         return DT_OK;
     }
-    return gather(r, l, y, batch);
+    return gather(r, l, own, y, batch);
 }
 
 const float *dt_tp_block_of_grad(dt_tp_run *r, const dt_layer *l, const float *dy, int64_t batch)

@@ -2,7 +2,8 @@
  * whole model computes, bit for bit: the same initial parameters under the same names, the
  * same forward output with dropout on, the same parameter gradients and input gradient when
  * the stages run one after another with their boundary activations and gradients copied
- * across, as a pipeline will send them. */
+ * across, as a pipeline will send them; and micro-batches in rows of one model
+ * (dt_model_forward_rows) equal each run alone. */
 #include "dt_test.h"
 
 #include <stdio.h>
@@ -14,6 +15,7 @@
 
 enum { BATCH = 3 };
 
+/* Values in [-1, 1) from stream `stream`; the buffer is reused by the next call. */
 static float *boundary_values(int64_t n, uint32_t stream)
 {
     static float buf[BATCH * 28 * 28 * 32];
@@ -154,12 +156,80 @@ static void test_refusals(void **state)
     assert_null(m);
 }
 
+/* Two micro-batches in rows [0, 3) and [3, 6) of one model, both forwards before both
+ * backwards (as a pipeline stage holds them), against a model of 3 rows running each
+ * micro-batch's forward and backward in turn: the same outputs, input gradients and
+ * accumulated parameter gradients, bit for bit. A micro-batch that overwrote another's
+ * rows (activations, dropout masks, pooling argmax, planned gradient buffers) fails it. */
+static void check_rows(const char *what, const char *layers, const dt_shape *in)
+{
+    dt_config c = dt_config_default();
+    char kv[512], label[160];
+    snprintf(kv, sizeof kv, "model.layers=%s", layers);
+    DT_ASSERT_OK(dt_config_set(&c, kv, "test"));
+    const int n = c.nlayers;
+    dt_model *a = NULL, *b = NULL;
+    DT_ASSERT_OK(dt_model_create(c.layers, n, in, 2 * BATCH, &a));
+    DT_ASSERT_OK(dt_model_create(c.layers, n, in, BATCH, &b));
+    dt_model_init_params(a, 3);
+    dt_model_init_params(b, 3);
+    dt_model_zero_grads(a);
+    dt_model_zero_grads(b);
+    const int64_t nin = BATCH * dt_shape_numel(dt_model_shape(a, 0));
+    const int64_t nout = BATCH * dt_shape_numel(dt_model_shape(a, n));
+    const int64_t pos[2][BATCH] = {{4, 9, 1}, {7, 2, 8}};
+    float out[2][BATCH * 16];
+    DT_ASSERT(nout <= BATCH * 16);
+    for (int j = 0; j < 2; j++) { /* both forwards */
+        memcpy(dt_model_input(a) + j * nin, boundary_values(nin, 10 + (uint32_t)j),
+               (size_t)nin * sizeof(float));
+        const dt_forward_ctx f = {.train = 1, .seed = 4, .epoch = 1, .positions = pos[j]};
+        DT_ASSERT_OK(dt_model_forward_rows(a, 0, n, j * BATCH, BATCH, &f));
+    }
+    memcpy(out, dt_model_output(a), (size_t)(2 * nout) * sizeof(float));
+    for (int j = 1; j >= 0; j--) { /* backwards, the second micro-batch first */
+        memcpy(dt_model_activation_grad(a, n) + j * nout, boundary_values(nout, 20 + (uint32_t)j),
+               (size_t)nout * sizeof(float));
+        DT_ASSERT_OK(dt_model_backward_rows(a, 0, n, j * BATCH, BATCH, NULL));
+        /* The reference: this micro-batch alone, forward then backward. */
+        memcpy(dt_model_input(b), boundary_values(nin, 10 + (uint32_t)j), (size_t)nin * sizeof(float));
+        const dt_forward_ctx f = {.train = 1, .seed = 4, .epoch = 1, .positions = pos[j]};
+        DT_ASSERT_OK(dt_model_forward(b, BATCH, &f));
+        snprintf(label, sizeof label, "%s: micro-batch %d output", what, j);
+        DT_ASSERT_CLOSE_FF(label, out[0] + j * nout, dt_model_output(b), nout, 0.0, 0.0);
+        memcpy(dt_model_activation_grad(b, n), boundary_values(nout, 20 + (uint32_t)j),
+               (size_t)nout * sizeof(float));
+        DT_ASSERT_OK(dt_model_backward(b, BATCH, NULL));
+        snprintf(label, sizeof label, "%s: micro-batch %d input gradient", what, j);
+        DT_ASSERT_CLOSE_FF(label, dt_model_activation_grad(a, 0) + j * nin,
+                           dt_model_activation_grad(b, 0), nin, 0.0, 0.0);
+    }
+    snprintf(label, sizeof label, "%s: accumulated parameter gradients", what);
+    DT_ASSERT_CLOSE_FF(label, dt_model_grads(a), dt_model_grads(b),
+                       (int64_t)dt_model_param_count(a), 0.0, 0.0);
+    DT_ASSERT_STATUS(dt_model_forward_rows(a, 0, n, 4, BATCH, NULL), DT_ERR_INVALID);
+    dt_model_free(a);
+    dt_model_free(b);
+}
+
+static void test_micro_batches_in_rows(void **state)
+{
+    (void)state;
+    const dt_shape image = {.ndim = 3, .d = {1, 28, 28}}, small = {.ndim = 3, .d = {1, 12, 12}};
+    check_rows("mlp", "flatten, linear 32, relu, dropout 0.3, linear 10, log_softmax", &image);
+    check_rows("convnet",
+               "conv2d 4 3, relu, conv2d 6 3, relu, maxpool2d 2, dropout 0.25, flatten, "
+               "linear 16, relu, dropout 0.5, linear 10, log_softmax",
+               &small);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mlp_stages),
         cmocka_unit_test(test_convnet_stages),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_micro_batches_in_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
