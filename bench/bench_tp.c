@@ -148,8 +148,7 @@ static int configure(int argc, char **argv, dt_config *cfg, bench_args *a)
         }
     }
     if (a->threads < 1 || a->steps < 1 || a->steps + a->warmup >= MAX_STEPS) {
-        fprintf(stderr, "bench_tp: need threads, steps >= 1 and steps + warmup < %d\n",
-                MAX_STEPS);
+        fprintf(stderr, "bench_tp: need threads, steps >= 1 and steps + warmup < %d\n", MAX_STEPS);
         return 2;
     }
     /* Step 1 ends the first interval; warmup + steps intervals follow it. */

@@ -39,7 +39,7 @@ enum { EXIT_USAGE = 2, LINE_MAX_CHARS = 160 };
 /* ---- the world ------------------------------------------------------------------------ */
 
 typedef struct world {
-    int mpi;       /* MPI was initialised (the program was started by a launcher) */
+    int mpi; /* MPI was initialised (the program was started by a launcher) */
     int rank, size;
     dt_comm *comm; /* MPI_COMM_WORLD for dtrain; NULL in one process */
 } world;
@@ -48,8 +48,8 @@ typedef struct world {
  * is a world of one and need not start MPI at all. */
 static int launched(void)
 {
-    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE",
-                                       "PMI_RANK", "SLURM_STEP_NUM_TASKS"};
+    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE", "PMI_RANK",
+                                       "SLURM_STEP_NUM_TASKS"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
         if (getenv(vars[i]) != NULL)
             return 1;
@@ -110,16 +110,20 @@ static int mode_tp(const char *mode, int size, int64_t q, char *why, size_t n)
     if (strcmp(mode, "dptp") == 0 && size >= 4 && size % 2 == 0 && q >= 2)
         return 2;
     if (strcmp(mode, "single") == 0)
-        snprintf(why, n, "single runs in one process, not %d (start it without mpirun, or "
-                 "with -np 1)", size);
+        snprintf(why, n,
+                 "single runs in one process, not %d (start it without mpirun, or "
+                 "with -np 1)",
+                 size);
     else if (strcmp(mode, "dp") == 0)
         snprintf(why, n, "dp needs 2 or more ranks, got %d (mpirun -np 2)", size);
     else if (strcmp(mode, "tp") == 0)
         snprintf(why, n, "tp splits W's %lld rows over 2 to %lld ranks, got %d (mpirun -np 2)",
                  (long long)q, (long long)q, size);
     else if (strcmp(mode, "dptp") == 0)
-        snprintf(why, n, "dptp runs dp x tp 2 on an even number of ranks, 4 or more, got %d "
-                 "(mpirun -np 4 --oversubscribe)", size);
+        snprintf(why, n,
+                 "dptp runs dp x tp 2 on an even number of ranks, 4 or more, got %d "
+                 "(mpirun -np 4 --oversubscribe)",
+                 size);
     else
         snprintf(why, n, "unknown mode '%s': single, dp, tp or dptp", mode);
     return 0;
@@ -250,8 +254,8 @@ static void rank_line(dt_trainer *t, char *buf, size_t n)
     char w[64], b[64];
     describe_part(dt_model_tensor(m, 0), "W", w, sizeof w);
     describe_part(dt_model_tensor(m, 1), "b", b, sizeof b);
-    snprintf(buf, n, "rank %d (dp %d, tp %d): %s, %s", lay.world_rank, lay.dp_rank, lay.tp_rank,
-             w, b);
+    snprintf(buf, n, "rank %d (dp %d, tp %d): %s, %s", lay.world_rank, lay.dp_rank, lay.tp_rank, w,
+             b);
 }
 
 /* Every rank's line, printed by rank 0 in rank order. Collective over the world. */
@@ -305,7 +309,8 @@ static int check_linreg(const dt_config *cfg, char *why, size_t n)
 {
     if (cfg->nlayers != 1 || cfg->layers[0].kind != DT_LAYER_LINEAR || !cfg->layers[0].bias ||
         cfg->loss != DT_LOSS_MSE || cfg->data.kind == DT_DATA_IDX) {
-        snprintf(why, n, "the config must train one linear layer with a bias and loss.kind mse "
+        snprintf(why, n,
+                 "the config must train one linear layer with a bias and loss.kind mse "
                  "on regression data (as examples/linreg.ini)");
         return -1;
     }
@@ -360,7 +365,7 @@ static int report(const dt_trainer *t, const float *whole, size_t count, double 
     }
     if (least_squares(train, star) != 0) {
         fprintf(stderr, "linreg_walkthrough: the normal equations have no unique solution "
-                "(linearly dependent features)\n");
+                        "(linearly dependent features)\n");
         goto done;
     }
     double dist = 0.0;
@@ -373,8 +378,8 @@ static int report(const dt_trainer *t, const float *whole, size_t count, double 
            (long long)train->n, (long long)train->target_width);
     printf("least-squares MSE       %.8f  (normal equations, same samples)\n", best);
     printf("MSE gap                 %+.4f%%\n", 100.0 * (mse / best - 1.0));
-    printf("||theta - theta*||      %.3e  (Frobenius norm over [W b], %zu numbers)\n",
-           sqrt(dist), count);
+    printf("||theta - theta*||      %.3e  (Frobenius norm over [W b], %zu numbers)\n", sqrt(dist),
+           count);
     printf("test MSE                %.8f  (%lld held-out samples)\n", test_mse,
            (long long)dt_trainer_test_set(t)->n);
     if (print_params) {
@@ -455,7 +460,7 @@ int main(int argc, char **argv)
     if (parse_args(argc, argv, &o) != 0) {
         if (w.rank == 0)
             fprintf(stderr, "usage: linreg_walkthrough single|dp|tp|dptp [CONFIG] [--params] "
-                    "[section.key=value ...]\n");
+                            "[section.key=value ...]\n");
         world_close(&w);
         return EXIT_USAGE;
     }
@@ -465,8 +470,8 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     if (w.rank == 0)
-        printf("linreg_walkthrough %s: %d rank%s as dp %d x tp %d, %lld samples per step\n",
-               o.mode, w.size, w.size == 1 ? "" : "s", w.size / tp, tp,
+        printf("linreg_walkthrough %s: %d rank%s as dp %d x tp %d, %lld samples per step\n", o.mode,
+               w.size, w.size == 1 ? "" : "s", w.size / tp, tp,
                (long long)cfg.parallel.global_batch);
     /* One process passes no communicator: nothing is sent. */
     if (w.size > 1) {

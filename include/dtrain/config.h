@@ -28,9 +28,9 @@ extern "C" {
 #define DT_CONFIG_MAX_TARGETS 16
 
 typedef enum dt_data_kind {
-    DT_DATA_IDX = 0,         /* Fashion-MNIST style IDX files in data.dir */
-    DT_DATA_CSV,             /* data.train_file (+ data.test_file) */
-    DT_DATA_SYNTH_LINREG,    /* synthetic Y = X W^T + b + noise */
+    DT_DATA_IDX = 0,      /* Fashion-MNIST style IDX files in data.dir */
+    DT_DATA_CSV,          /* data.train_file (+ data.test_file) */
+    DT_DATA_SYNTH_LINREG, /* synthetic Y = X W^T + b + noise */
     DT_DATA_KIND_COUNT
 } dt_data_kind;
 
@@ -44,22 +44,22 @@ typedef enum dt_last_batch {
 typedef struct dt_config {
     struct {
         dt_data_kind kind;
-        char dir[DT_CONFIG_PATH_MAX];        /* IDX directory */
-        char train_file[DT_CONFIG_PATH_MAX]; /* CSV */
-        char test_file[DT_CONFIG_PATH_MAX];  /* CSV; "" = hold out test_samples */
-        int csv_header;                      /* -1 detect, 0 no, 1 yes */
+        char dir[DT_CONFIG_PATH_MAX];           /* IDX directory */
+        char train_file[DT_CONFIG_PATH_MAX];    /* CSV */
+        char test_file[DT_CONFIG_PATH_MAX];     /* CSV; "" = hold out test_samples */
+        int csv_header;                         /* -1 detect, 0 no, 1 yes */
         int csv_targets[DT_CONFIG_MAX_TARGETS]; /* target columns (0-based) */
         int n_csv_targets;
-        int csv_labels;          /* 1: the target column holds class labels */
-        int64_t num_classes;     /* IDX: 10; CSV labels: 0 = max label + 1 */
-        double mean, std;        /* uint8 pixels become (x/255 - mean)/std */
-        int64_t synth_samples;   /* synthetic: samples (train + test) */
-        int64_t synth_features;  /* p */
-        int64_t synth_targets;   /* q */
+        int csv_labels;         /* 1: the target column holds class labels */
+        int64_t num_classes;    /* IDX: 10; CSV labels: 0 = max label + 1 */
+        double mean, std;       /* uint8 pixels become (x/255 - mean)/std */
+        int64_t synth_samples;  /* synthetic: samples (train + test) */
+        int64_t synth_features; /* p */
+        int64_t synth_targets;  /* q */
         double synth_noise;
         uint64_t synth_seed;
-        int64_t test_samples;    /* CSV without test_file, synthetic: held-out count */
-        int shuffle;             /* 1: permute each epoch by (seed, epoch); 0: file order */
+        int64_t test_samples; /* CSV without test_file, synthetic: held-out count */
+        int shuffle;          /* 1: permute each epoch by (seed, epoch); 0: file order */
     } data;
     dt_layer_spec layers[DT_CONFIG_MAX_LAYERS];
     int nlayers;
@@ -68,31 +68,31 @@ typedef struct dt_config {
     dt_schedule schedule; /* schedule.lr is the learning rate (key optim.lr) */
     struct {
         int64_t epochs;
-        int64_t batch;       /* per-rank batch, as in PyTorch DDP */
+        int64_t batch; /* per-rank batch, as in PyTorch DDP */
         uint64_t seed;
-        int threads;         /* BLAS threads per rank; 0 = auto */
-        int64_t max_steps;   /* stop after this many optimizer steps; 0 = no limit */
-        int64_t log_every;   /* steps between log lines / step records; 0 = per epoch */
-        int eval;            /* evaluate on the test set after each epoch */
+        int threads;       /* BLAS threads per rank; 0 = auto */
+        int64_t max_steps; /* stop after this many optimizer steps; 0 = no limit */
+        int64_t log_every; /* steps between log lines / step records; 0 = per epoch */
+        int eval;          /* evaluate on the test set after each epoch */
     } train;
     struct {
         dt_strategy_kind strategy; /* ddp (a world of one: single), ps, fedavg */
-        int dp, tp, pp;          /* 0 = derive (dp = world / (tp * pp)) */
-        int64_t tp_min_weights;  /* tp: layers with fewer weights stay whole */
-        int64_t global_batch;    /* 0 = batch * dp * accumulation */
-        int accumulation;        /* micro-steps per optimizer step */
+        int dp, tp, pp;            /* 0 = derive (dp = world / (tp * pp)) */
+        int64_t tp_min_weights;    /* tp: layers with fewer weights stay whole */
+        int64_t global_batch;      /* 0 = batch * dp * accumulation */
+        int accumulation;          /* micro-steps per optimizer step */
         dt_last_batch last_batch;
-        int lr_scaling_linear;   /* 1: lr * dp */
-        double bucket_cap_mb;    /* 25 as in PyTorch */
-        double first_bucket_mb;  /* 1 as in PyTorch */
-        int zero;                /* ZeRO stage: 0 or 1 */
-        int overlap;             /* start bucket all-reduces during backward */
+        int lr_scaling_linear;  /* 1: lr * dp */
+        double bucket_cap_mb;   /* 25 as in PyTorch */
+        double first_bucket_mb; /* 1 as in PyTorch */
+        int zero;               /* ZeRO stage: 0 or 1 */
+        int overlap;            /* start bucket all-reduces during backward */
     } parallel;
     struct {
-        dt_comm_algo algorithm;  /* auto, mpi or ring (never DEFAULT) */
-        int deterministic;       /* rank-order left fold for every reduction */
-        double timeout_s;        /* watchdog deadline per collective */
-        int check;               /* verify operation/count/type agree before each */
+        dt_comm_algo algorithm; /* auto, mpi or ring (never DEFAULT) */
+        int deterministic;      /* rank-order left fold for every reduction */
+        double timeout_s;       /* watchdog deadline per collective */
+        int check;              /* verify operation/count/type agree before each */
     } comm;
     char source[DT_CONFIG_PATH_MAX]; /* the config file loaded last, "" if none */
     /* Which optimizer settings (optim.momentum, ..., optim.eps) were set through

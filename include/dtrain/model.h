@@ -77,12 +77,12 @@ typedef struct dt_tp_layout {
 /* One layer's part on one rank. */
 typedef struct dt_tp_layer_plan {
     dt_tp_role role;
-    int gather;           /* the output block is all-gathered into the whole after forward */
-    int64_t begin, end;   /* COLUMN: output rows/channels held; ROW: input features held;
-                           * SHARD: dim-0 range of the output held; WHOLE: 0 and the dim */
-    int64_t whole_dim;    /* the dimension begin/end index */
-    size_t params;        /* parameters on this rank */
-    size_t whole_params;  /* parameters of the whole layer */
+    int gather;          /* the output block is all-gathered into the whole after forward */
+    int64_t begin, end;  /* COLUMN: output rows/channels held; ROW: input features held;
+                          * SHARD: dim-0 range of the output held; WHOLE: 0 and the dim */
+    int64_t whole_dim;   /* the dimension begin/end index */
+    size_t params;       /* parameters on this rank */
+    size_t whole_params; /* parameters of the whole layer */
 } dt_tp_layer_plan;
 
 /* "whole", "column", "row", "shard". */
@@ -98,7 +98,7 @@ DT_API dt_status dt_model_tp_plan(const dt_layer_spec *specs, int nlayers, const
  * a message naming the layer). Parameters start at zero: call dt_model_init_params or
  * load weights. Caller frees with dt_model_free. `specs` is copied. */
 DT_API dt_status dt_model_create(const dt_layer_spec *specs, int nlayers, const dt_shape *input,
-                          int64_t max_batch, dt_model **out);
+                                 int64_t max_batch, dt_model **out);
 /* ---- Pipeline stages (the plan; the pipeline strategy is not built yet) ----------------
  * flops[i] = layer i's forward and backward arithmetic per sample, the cost a balanced
  * split evens out: a linear or conv2d layer's 2 x multiply-adds forward, three times over
@@ -118,9 +118,9 @@ typedef enum dt_stage_split {
  * nlayers), and `how` is ignored. DT_ERR_INVALID, naming parallel.pp or the split, for
  * fewer than one stage, more stages than layers, or an explicit split with an empty or
  * misordered stage: the same verdict on every rank, from the same numbers. */
-DT_API dt_status dt_model_stage_plan(const dt_layer_spec *specs, int nlayers,
-                                     const dt_shape *input, int stages, dt_stage_split how,
-                                     const int *first, int *stage_of);
+DT_API dt_status dt_model_stage_plan(const dt_layer_spec *specs, int nlayers, const dt_shape *input,
+                                     int stages, dt_stage_split how, const int *first,
+                                     int *stage_of);
 
 /* dt_model_create for rank tp->rank's part of a tensor-parallel model (tp NULL or size 1:
  * the whole model). Shapes, tensors and buffers are this rank's; dt_model_shape(m, i) is
@@ -135,8 +135,7 @@ DT_API dt_status dt_model_create_tp(const dt_layer_spec *specs, int nlayers, con
  * that begins or ends inside a tensor-parallel block is refused (DT_ERR_INVALID). */
 DT_API dt_status dt_model_create_stage(const dt_layer_spec *specs, int nlayers,
                                        const dt_shape *input, int64_t max_batch,
-                                       const dt_tp_layout *tp, int first, int last,
-                                       dt_model **out);
+                                       const dt_tp_layout *tp, int first, int last, dt_model **out);
 /* The whole model's index of this model's layer 0 (0 unless it is a stage). */
 DT_API int dt_model_first_layer(const dt_model *m);
 /* This rank's tensor-parallel plan of layer i, and the group's size. */
@@ -199,7 +198,7 @@ DT_API float *dt_model_activation_grad(dt_model *m, int i);
 /* Runs layers [first, last) on `batch` samples (0 <= batch <= max_batch) whose input is
  * in dt_model_activation(m, first). */
 DT_API dt_status dt_model_forward_range(dt_model *m, int first, int last, int64_t batch,
-                                 const dt_forward_ctx *ctx);
+                                        const dt_forward_ctx *ctx);
 DT_API dt_status dt_model_forward(dt_model *m, int64_t batch, const dt_forward_ctx *ctx);
 /* dt_model_forward_range on the samples in rows [row0, row0 + batch) of the planned
  * max_batch (of the input and of every activation, saved state and gradient): the rows
@@ -214,7 +213,7 @@ DT_API dt_status dt_model_forward_rows(dt_model *m, int first, int last, int64_t
  * activation buffers it has finished reading, so afterwards only the model's input and
  * output activations are still the forward's. hooks may be NULL. */
 DT_API dt_status dt_model_backward_range(dt_model *m, int first, int last, int64_t batch,
-                                  const dt_backward_hooks *hooks);
+                                         const dt_backward_hooks *hooks);
 DT_API dt_status dt_model_backward(dt_model *m, int64_t batch, const dt_backward_hooks *hooks);
 /* dt_model_backward_range on rows [row0, row0 + batch), after their own forward: the
  * gradients of those rows' activations in the same rows, parameter gradients accumulated. */

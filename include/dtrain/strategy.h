@@ -37,8 +37,8 @@ typedef struct dt_strategy_options {
     double first_bucket_mb; /* the first bucket's (MiB), small so communication starts early */
 } dt_strategy_options;
 
-/* ddp, dp derived, tp = pp = 1, tp_min_weights 65536, one micro-batch, no ZeRO, overlap on, PyTorch DDP's
- * buckets (25 MiB, first 1 MiB). */
+/* ddp, dp derived, tp = pp = 1, tp_min_weights 65536, one micro-batch, no ZeRO, overlap on, PyTorch
+ * DDP's buckets (25 MiB, first 1 MiB). */
 DT_API dt_strategy_options dt_strategy_options_default(void);
 
 #ifdef __cplusplus

@@ -146,14 +146,15 @@ DT_API void dt_trainer_layout(const dt_trainer *t, dt_train_layout *out);
  * test file is not read and the test set is empty. (Owned by *storage; free both
  * with dt_dataset_free(storage) and, when distinct, dt_dataset_free(test_storage)). */
 DT_API dt_status dt_data_load(const dt_config *cfg, dt_dataset *storage, dt_dataset *test_storage,
-                       dt_dataset *train, dt_dataset *test);
+                              dt_dataset *train, dt_dataset *test);
 
 /* ---- weights in and out (safetensors, PyTorch layouts and names) ------------------- */
 
 /* Writes every parameter tensor under its PyTorch name (dt_param_info.name) in PyTorch's
  * layout, with __metadata__ describing the input scaling ("input_mean", "input_std") and
  * "format": "pt". Atomic (temporary file + rename). */
-DT_API dt_status dt_weights_save(const dt_model *m, const char *path, double input_mean, double input_std);
+DT_API dt_status dt_weights_save(const dt_model *m, const char *path, double input_mean,
+                                 double input_std);
 /* dt_weights_save from `whole`, the whole model's flat buffer (dt_model_gather_params or
  * dt_trainer_whole_params): the file of an unsplit model whatever the layout. */
 DT_API dt_status dt_weights_write(const dt_model *m, const float *whole, const char *path,

@@ -19,8 +19,8 @@ static void shape_text(const dt_shape *s, char *buf, size_t n)
 }
 
 /* One row per layer: kind, whole output, role, then each rank's part and parameters. */
-static void print_layers(const dt_config *cfg, const dt_shape *shapes, dt_tp_layer_plan *const *plans,
-                         int tp)
+static void print_layers(const dt_config *cfg, const dt_shape *shapes,
+                         dt_tp_layer_plan *const *plans, int tp)
 {
     printf("%-3s %-12s %-16s %-7s %-6s", "#", "layer", "output (whole)", "role", "gather");
     for (int r = 0; r < tp; r++)
@@ -111,9 +111,11 @@ int dt_cli_explain_layout(const dt_config *cfg)
     if (dt_alloc(sizeof *shapes * (n + 1), "layout", (void **)&shapes) != DT_OK)
         goto fail;
     for (int r = 0; r < tp; r++) {
-        const dt_tp_layout lay = {.size = tp, .rank = r, .min_weights = cfg->parallel.tp_min_weights};
+        const dt_tp_layout lay = {
+            .size = tp, .rank = r, .min_weights = cfg->parallel.tp_min_weights};
         if (dt_alloc(sizeof **plans * n, "layout", (void **)&plans[r]) != DT_OK ||
-            dt_model_tp_plan(cfg->layers, cfg->nlayers, &train.sample_shape, &lay, plans[r]) != DT_OK)
+            dt_model_tp_plan(cfg->layers, cfg->nlayers, &train.sample_shape, &lay, plans[r]) !=
+                DT_OK)
             goto fail;
     }
     /* Whole shapes: the plan of one rank, unsplit. */
@@ -129,7 +131,9 @@ int dt_cli_explain_layout(const dt_config *cfg)
         printf("(layers with fewer than %lld weights stay whole: parallel.tp_min_weights)\n",
                (long long)cfg->parallel.tp_min_weights);
     else
-        printf("(every linear and conv2d layer with at least %d outputs splits: parallel.tp_min_weights 0)\n", tp);
+        printf("(every linear and conv2d layer with at least %d outputs splits: "
+               "parallel.tp_min_weights 0)\n",
+               tp);
     print_layers(cfg, shapes, plans, tp);
     print_totals(cfg, shapes, plans, tp);
     rc = DT_EXIT_OK;

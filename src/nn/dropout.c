@@ -4,8 +4,9 @@
  * The mask of element e of the sample at position `pos` of epoch `ep`'s permutation in
  * layer `l` is a pure function of (seed, ep, pos, l, e): Philox4x32 with counter
  * (ep, pos, stream<<24 | l, e/4), word e%4, kept when u01(word) >= p. It does not depend
- * on the step, the batch composition, the rank or the world size (DESIGN.md), so data-
- * parallel and accumulated runs draw the masks of the equivalent single-process run.
+ * on the step, the batch composition, the rank or the world size (docs/ARCHITECTURE.md,
+ * "Counter-based randomness"), so data-parallel and accumulated runs draw the masks of
+ * the equivalent single-process run.
  * The mask is kept as one bit per element. With a thread team each member takes its own
  * samples. */
 #include "core/pool.h"

@@ -31,10 +31,10 @@ struct dt_model {
     float *ws;
     size_t ws_bytes; /* one member's workspace, rounded to 64 bytes */
     size_t activation_bytes;
-    int input_grad;    /* compute dL/d(model input) in backward */
-    dt_pool *pool;     /* dt_model_set_threads; NULL: one thread */
-    float *partials;   /* members 1..n-1's parameter-gradient partials */
-    size_t team_bytes; /* of activation_bytes: the extra members' workspaces and partials */
+    int input_grad;       /* compute dL/d(model input) in backward */
+    dt_pool *pool;        /* dt_model_set_threads; NULL: one thread */
+    float *partials;      /* members 1..n-1's parameter-gradient partials */
+    size_t team_bytes;    /* of activation_bytes: the extra members' workspaces and partials */
     dt_layer_spec *specs; /* [nlayers] the whole model's, as given */
     dt_tp_run tp;         /* tensor parallelism: the group and its scratch (model_tp.c) */
     float *tp_arena;      /* the gathering layers' blocks */
@@ -135,9 +135,9 @@ static dt_status plan_stage(dt_model *m, const dt_layer_spec *specs, int nall,
     const int first = m->first, end = m->first + m->nlayers;
     const int starts_in_block =
         first > 0 && (all[first].tp.role == DT_TP_SHARD || all[first].tp.role == DT_TP_ROW);
-    const int ends_in_block = end < nall && !all[end - 1].tp.gather &&
-                              (all[end - 1].tp.role == DT_TP_COLUMN ||
-                               all[end - 1].tp.role == DT_TP_SHARD);
+    const int ends_in_block =
+        end < nall && !all[end - 1].tp.gather &&
+        (all[end - 1].tp.role == DT_TP_COLUMN || all[end - 1].tp.role == DT_TP_SHARD);
     if (starts_in_block || ends_in_block) {
         st = dt_fail(DT_ERR_INVALID,
                      "model: a stage of layers %d..%d %s inside a tensor-parallel block (layer "
@@ -240,13 +240,13 @@ static dt_status model_alloc_arenas(dt_model *m, const model_plan *mp)
     DT_TRY(dt_alloc(mp->ws_bytes, "workspace", (void **)&m->ws));
     DT_TRY(dt_alloc(sizeof(dt_param_info) * (size_t)(mp->ntensors > 0 ? mp->ntensors : 1),
                     "tensor table", (void **)&m->tensors));
-    DT_TRY(dt_alloc(mp->tp_blocks * sizeof(float), "tensor-parallel blocks",
-                    (void **)&m->tp_arena));
+    DT_TRY(
+        dt_alloc(mp->tp_blocks * sizeof(float), "tensor-parallel blocks", (void **)&m->tp_arena));
     DT_TRY(dt_alloc(mp->tp_scratch * sizeof(float), "tensor-parallel scratch",
                     (void **)&m->tp.scratch));
-    m->activation_bytes = (mp->act_total + mp->extra_total + mp->tp_blocks + mp->tp_scratch) *
-                              sizeof(float) +
-                          mp->state_total + mp->ws_bytes;
+    m->activation_bytes =
+        (mp->act_total + mp->extra_total + mp->tp_blocks + mp->tp_scratch) * sizeof(float) +
+        mp->state_total + mp->ws_bytes;
 fail:
     return st;
 }
@@ -397,8 +397,10 @@ dt_status dt_model_create_stage(const dt_layer_spec *specs, int nlayers, const d
     if (nlayers < 1)
         return dt_fail(DT_ERR_INVALID, "model: no layers");
     if (first < 0 || first >= last || last > nlayers)
-        return dt_fail(DT_ERR_INVALID, "model: layers %d..%d are not a stage of a model of %d "
-                       "layers", first, last - 1, nlayers);
+        return dt_fail(DT_ERR_INVALID,
+                       "model: layers %d..%d are not a stage of a model of %d "
+                       "layers",
+                       first, last - 1, nlayers);
     if (max_batch < 1 || max_batch > ((int64_t)1 << 31))
         return dt_fail(DT_ERR_INVALID, "model: max batch %lld out of range", (long long)max_batch);
     DT_TRY(check_shape(input, "input shape"));
@@ -684,7 +686,6 @@ void dt_model_set_input_grad(dt_model *m, int enabled)
 {
     m->input_grad = enabled != 0;
 }
-
 
 static dt_status check_rows(const dt_model *m, int first, int last, int64_t row0, int64_t batch)
 {

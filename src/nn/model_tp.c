@@ -92,8 +92,8 @@ static dt_status plan_on_block(dt_layer *l, const dt_layer *whole, block *b)
     }
     TRY_RET(l->ops->plan(l));
     if (l->spec.kind == DT_LAYER_FLATTEN)
-        *b = (block){.split = 1, .lo = b->lo * in_row, .hi = b->hi * in_row,
-                     .whole = b->whole * in_row};
+        *b = (block){
+            .split = 1, .lo = b->lo * in_row, .hi = b->hi * in_row, .whole = b->whole * in_row};
     l->tp = (dt_tp_layer_plan){
         .role = DT_TP_SHARD, .begin = b->lo, .end = b->hi, .whole_dim = b->whole};
     l->elem_offset = b->lo * row_numel(&l->out);
@@ -178,8 +178,10 @@ fail:
 static dt_status need_group(const dt_tp_run *r)
 {
     if (!r->attached)
-        return dt_fail(DT_ERR_INVALID, "model: a tensor-parallel model (rank %d of %d) has no "
-                       "group to communicate with: a strategy attaches it", r->rank, r->size);
+        return dt_fail(DT_ERR_INVALID,
+                       "model: a tensor-parallel model (rank %d of %d) has no "
+                       "group to communicate with: a strategy attaches it",
+                       r->rank, r->size);
     return DT_OK;
 }
 
@@ -191,8 +193,7 @@ size_t dt_tp_padded_part(const dt_layer *l, int size)
 
 /* The gather: every rank's block of every sample (padded to the largest), in rank order,
  * then each block into its place in each sample's whole output. */
-static dt_status gather(dt_tp_run *r, const dt_layer *l, const float *own, float *y,
-                        int64_t batch)
+static dt_status gather(dt_tp_run *r, const dt_layer *l, const float *own, float *y, int64_t batch)
 {
     const int64_t row = l->out_numel / (l->tp.end - l->tp.begin);
     const int64_t whole = row * l->tp.whole_dim;
@@ -209,8 +210,7 @@ static dt_status gather(dt_tp_run *r, const dt_layer *l, const float *own, float
     return DT_OK;
 }
 
-dt_status dt_tp_after_forward(dt_tp_run *r, dt_layer *l, const float *own, float *y,
-                             int64_t batch)
+dt_status dt_tp_after_forward(dt_tp_run *r, dt_layer *l, const float *own, float *y, int64_t batch)
 {
     if (l->tp.role == DT_TP_WHOLE || (l->tp.role != DT_TP_ROW && !l->tp.gather))
         return DT_OK;

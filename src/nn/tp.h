@@ -54,8 +54,7 @@ size_t dt_tp_padded_part(const dt_layer *l, int size);
 
 /* After layer l's forward into `own` (its output; y itself unless l gathers): the
  * row-parallel sum and bias on y, or the gather of every rank's `own` into y, whole. */
-dt_status dt_tp_after_forward(dt_tp_run *r, dt_layer *l, const float *own, float *y,
-                             int64_t batch);
+dt_status dt_tp_after_forward(dt_tp_run *r, dt_layer *l, const float *own, float *y, int64_t batch);
 /* Before a gathering layer's backward: its block of dy (whole) into the scratch. */
 const float *dt_tp_block_of_grad(dt_tp_run *r, const dt_layer *l, const float *dy, int64_t batch);
 /* After a column-parallel layer's backward: the sum of the partial input gradients. */

@@ -35,8 +35,8 @@ static dt_status check_layout(const dt_strategy_options *o, int world)
         return dt_fail(DT_ERR_UNSUPPORTED,
                        "parallel.pp: pipeline parallelism is not built yet (pp = 1)");
     if (tp > world)
-        return dt_fail(DT_ERR_INVALID,
-                       "parallel.tp: %d tensor-parallel ranks in a job of %d", tp, world);
+        return dt_fail(DT_ERR_INVALID, "parallel.tp: %d tensor-parallel ranks in a job of %d", tp,
+                       world);
     if (o->kind != DT_STRATEGY_DDP)
         return dt_fail(DT_ERR_UNSUPPORTED, "parallel.strategy: %s is not built yet; only ddp",
                        dt_strategy_kind_name(o->kind) ? dt_strategy_kind_name(o->kind) : "?");
@@ -101,7 +101,8 @@ dt_status dt_strategy_attach(dt_strategy *s, dt_model *m, size_t *optim_count)
     if (dt_model_tp_size(m) != s->info.tp_size)
         return dt_fail(DT_ERR_INVALID,
                        "strategy: the model is split over %d tensor-parallel ranks, the "
-                       "grid has %d", dt_model_tp_size(m), s->info.tp_size);
+                       "grid has %d",
+                       dt_model_tp_size(m), s->info.tp_size);
     if (s->info.tp_size > 1) {
         dt_status st = dt_tp_comm_attach(s, m);
         if (st != DT_OK)

@@ -38,8 +38,7 @@ typedef struct dt_step_io {
     /* Loads the training samples at positions [first, first + count) of this epoch's order
      * (count <= the model's planned batch) into the model's input and the targets; fills
      * *fwd for the model's forward (dropout keys). count may be 0. */
-    dt_status (*load)(void *ctx, int64_t epoch, int64_t first, int64_t count,
-                      dt_forward_ctx *fwd);
+    dt_status (*load)(void *ctx, int64_t epoch, int64_t first, int64_t count, dt_forward_ctx *fwd);
     /* The loss of the `count` loaded samples on the model's output, summed and divided by
      * `divisor`, into *loss_sum (added), and its gradient into the model's output gradient. */
     dt_status (*loss)(void *ctx, int64_t count, double divisor, double *loss_sum);
@@ -79,7 +78,7 @@ typedef struct dt_strategy_stats {
     size_t bytes_per_step; /* gradient bytes each rank contributes per step */
     double tp_s;           /* time in the tensor-parallel group's collectives */
     int64_t tp_calls;
-    size_t tp_bytes;       /* bytes this rank put into them */
+    size_t tp_bytes; /* bytes this rank put into them */
 } dt_strategy_stats;
 
 typedef struct dt_tp_comm dt_tp_comm;
@@ -111,7 +110,7 @@ struct dt_strategy {
     dt_comm *world;  /* borrowed */
     dt_model *model; /* borrowed, set by attach */
     dt_strategy_info info;
-    dt_tp_comm *tp;  /* the model's tensor-parallel collectives (tp_group.c), or NULL */
+    dt_tp_comm *tp; /* the model's tensor-parallel collectives (tp_group.c), or NULL */
 };
 
 /* Lays out `world` as opt's grid (collective: every rank calls it; the layout is checked

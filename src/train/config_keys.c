@@ -145,9 +145,8 @@ static const char *strategy_name(int v)
 }
 static const char *comm_algo_name(int v)
 {
-    static const char *const n[DT_COMM_ALGO_COUNT] = {[DT_COMM_ALGO_AUTO] = "auto",
-                                                      [DT_COMM_ALGO_MPI] = "mpi",
-                                                      [DT_COMM_ALGO_RING] = "ring"};
+    static const char *const n[DT_COMM_ALGO_COUNT] = {
+        [DT_COMM_ALGO_AUTO] = "auto", [DT_COMM_ALGO_MPI] = "mpi", [DT_COMM_ALGO_RING] = "ring"};
     return v >= 0 && v < DT_COMM_ALGO_COUNT ? n[v] : NULL;
 }
 

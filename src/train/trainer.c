@@ -20,8 +20,8 @@ struct dt_trainer {
     dt_dataset storage, test_storage, train, test;
     dt_model *model;
     dt_optim *optim;
-    dt_comm *self;          /* the world of one, when the caller gave no communicator */
-    float *whole;           /* dt_trainer_whole_params under tensor parallelism */
+    dt_comm *self; /* the world of one, when the caller gave no communicator */
+    float *whole;  /* dt_trainer_whole_params under tensor parallelism */
     dt_strategy *strategy;
     int replicas;         /* data-parallel replicas (the strategy's) */
     int64_t global_batch; /* G: samples per optimizer step, all ranks and micro-steps */
@@ -126,11 +126,10 @@ static dt_status build_model(dt_trainer *t)
     /* This rank's part of the model on its tensor-parallel group (the whole model when
      * the group is one rank). */
     const dt_strategy_info *si = dt_strategy_get_info(t->strategy);
-    const dt_tp_layout tp = {.size = si->tp_size,
-                             .rank = si->tp_rank,
-                             .min_weights = cfg->parallel.tp_min_weights};
-    DT_TRY(dt_model_create_tp(cfg->layers, cfg->nlayers, &t->train.sample_shape, t->micro_max,
-                              &tp, &t->model));
+    const dt_tp_layout tp = {
+        .size = si->tp_size, .rank = si->tp_rank, .min_weights = cfg->parallel.tp_min_weights};
+    DT_TRY(dt_model_create_tp(cfg->layers, cfg->nlayers, &t->train.sample_shape, t->micro_max, &tp,
+                              &t->model));
     dt_model_set_input_grad(t->model, 0);
     /* train.threads: the model's own team, each member calling BLAS single-threaded, so
      * that one team of threads is busy at a time (0: leave BLAS as the caller set it). */
@@ -353,11 +352,8 @@ static dt_status io_score(void *ctx, int64_t count, double *loss_sum, double *co
 
 static dt_step_io step_io(dt_trainer *t)
 {
-    return (dt_step_io){.ctx = t,
-                        .load = io_load,
-                        .loss = io_loss,
-                        .load_test = io_load_test,
-                        .score = io_score};
+    return (dt_step_io){
+        .ctx = t, .load = io_load, .loss = io_loss, .load_test = io_load_test, .score = io_score};
 }
 
 dt_status dt_trainer_evaluate(dt_trainer *t, double *loss, double *accuracy)

@@ -8,8 +8,7 @@
 #include "dtrain/safetensors.h"
 #include "dtrain/train.h"
 
-dt_status dt_weights_save(const dt_model *m, const char *path, double input_mean,
-                          double input_std)
+dt_status dt_weights_save(const dt_model *m, const char *path, double input_mean, double input_std)
 {
     if (dt_model_tp_size(m) > 1)
         return dt_fail(DT_ERR_INVALID,
@@ -39,8 +38,9 @@ dt_status dt_weights_write(const dt_model *m, const float *whole, const char *pa
     char mean[32], std[32];
     snprintf(mean, sizeof mean, "%.17g", input_mean);
     snprintf(std, sizeof std, "%.17g", input_std);
-    const char *meta[] = {"format", "pt", "producer", "dtrain", "input_mean", mean,
-                          "input_std", std, "input_scaling", "(x/255 - input_mean)/input_std"};
+    const char *meta[] = {
+        "format", "pt",        "producer", "dtrain",        "input_mean",
+        mean,     "input_std", std,        "input_scaling", "(x/255 - input_mean)/input_std"};
     DT_TRY(dt_st_write(path, ts, n, meta, 5));
 fail:
     dt_free(ts);
@@ -91,8 +91,10 @@ dt_status dt_weights_load(dt_model *m, const char *path)
         if (!same_shape(p, t)) {
             shape_text(p->whole_shape, p->ndim, a, sizeof a);
             shape_text(t->shape, t->ndim, b, sizeof b);
-            st = dt_fail(DT_ERR_MISMATCH, "weights: %s: tensor '%s' has shape %s, the model "
-                         "expects %s", path, p->name, b, a);
+            st = dt_fail(DT_ERR_MISMATCH,
+                         "weights: %s: tensor '%s' has shape %s, the model "
+                         "expects %s",
+                         path, p->name, b, a);
             goto fail;
         }
         /* NaN or Inf would train on as "loss nan": refuse the file, naming the tensor. The

@@ -30,15 +30,19 @@ static long steps_allocations(const char *algorithm, int tp)
     dt_config c = dt_config_default();
     char kv[64];
     snprintf(kv, sizeof kv, "comm.algorithm=%s", algorithm);
-    DT_ASSERT_OK(dt_config_set(&c, "model.layers=flatten, linear 128, relu, dropout 0.2, "
-                                   "linear 10", "test"));
+    DT_ASSERT_OK(dt_config_set(&c,
+                               "model.layers=flatten, linear 128, relu, dropout 0.2, "
+                               "linear 10",
+                               "test"));
     DT_ASSERT_OK(dt_config_set(&c, "loss.kind=cross_entropy", "test"));
     DT_ASSERT_OK(dt_config_set(&c, "train.max_steps=8", "test"));
     DT_ASSERT_OK(dt_config_set(&c, "train.eval=off", "test"));
     DT_ASSERT_OK(dt_config_set(&c, kv, "test"));
     if (tp) { /* column, row, then column gathered at the end: every tp collective */
-        DT_ASSERT_OK(dt_config_set(&c, "model.layers=flatten, linear 64, relu, dropout 0.2, "
-                                       "linear 32, relu, linear 10", "test"));
+        DT_ASSERT_OK(dt_config_set(&c,
+                                   "model.layers=flatten, linear 64, relu, dropout 0.2, "
+                                   "linear 32, relu, linear 10",
+                                   "test"));
         DT_ASSERT_OK(dt_config_set(&c, "parallel.tp=2", "test"));
         DT_ASSERT_OK(dt_config_set(&c, "parallel.tp_min_weights=0", "test"));
     }
@@ -52,8 +56,8 @@ static long steps_allocations(const char *algorithm, int tp)
     DT_ASSERT_OK(dt_trainer_run(t, &cb));
     dt_alloc_count_enable(0);
     long n = dt_alloc_count();
-    printf("rank %d, %s%s: %ld allocations in steps 2..8 by our code, %ld inside Open MPI\n",
-           rank, algorithm, tp ? ", tp 2" : "", n, dt_alloc_count_mpi());
+    printf("rank %d, %s%s: %ld allocations in steps 2..8 by our code, %ld inside Open MPI\n", rank,
+           algorithm, tp ? ", tp 2" : "", n, dt_alloc_count_mpi());
     dt_trainer_free(t);
     return n;
 }

@@ -34,8 +34,8 @@ static int64_t numel(const dt_model *m, int i)
 }
 
 /* The whole model against stages cut at cuts[0..ncuts) (increasing, inside the model). */
-static void check_stages(const char *what, const char *layers, const dt_shape *in,
-                         const int *cuts, int ncuts)
+static void check_stages(const char *what, const char *layers, const dt_shape *in, const int *cuts,
+                         int ncuts)
 {
     dt_config c = dt_config_default();
     char kv[512];
@@ -51,8 +51,8 @@ static void check_stages(const char *what, const char *layers, const dt_shape *i
         bounds[s + 1] = cuts[s];
     bounds[nst] = n;
     for (int s = 0; s < nst; s++) {
-        DT_ASSERT_OK(dt_model_create_stage(c.layers, n, in, BATCH, NULL, bounds[s],
-                                           bounds[s + 1], &st[s]));
+        DT_ASSERT_OK(
+            dt_model_create_stage(c.layers, n, in, BATCH, NULL, bounds[s], bounds[s + 1], &st[s]));
         assert_int_equal(dt_model_first_layer(st[s]), bounds[s]);
         assert_int_equal(dt_model_layer_count(st[s]), bounds[s + 1] - bounds[s]);
         dt_model_init_params(st[s], 5);
@@ -104,12 +104,12 @@ static void check_stages(const char *what, const char *layers, const dt_shape *i
             const dt_param_info *w = dt_model_find_tensor(whole, p->name);
             snprintf(label, sizeof label, "%s: gradient of %s", what, p->name);
             DT_ASSERT_CLOSE_FF(label, dt_model_grads(st[s]) + p->offset,
-                              dt_model_grads(whole) + w->offset, (int64_t)p->count, 0.0, 0.0);
+                               dt_model_grads(whole) + w->offset, (int64_t)p->count, 0.0, 0.0);
         }
     }
     snprintf(label, sizeof label, "%s: input gradient", what);
     DT_ASSERT_CLOSE_FF(label, dt_model_activation_grad(st[0], 0),
-                      dt_model_activation_grad(whole, 0), numel(whole, 0), 0.0, 0.0);
+                       dt_model_activation_grad(whole, 0), numel(whole, 0), 0.0, 0.0);
     for (int s = 0; s < nst; s++)
         dt_model_free(st[s]);
     dt_model_free(whole);
@@ -192,7 +192,8 @@ static void check_rows(const char *what, const char *layers, const dt_shape *in)
                (size_t)nout * sizeof(float));
         DT_ASSERT_OK(dt_model_backward_rows(a, 0, n, j * BATCH, BATCH, NULL));
         /* The reference: this micro-batch alone, forward then backward. */
-        memcpy(dt_model_input(b), boundary_values(nin, 10 + (uint32_t)j), (size_t)nin * sizeof(float));
+        memcpy(dt_model_input(b), boundary_values(nin, 10 + (uint32_t)j),
+               (size_t)nin * sizeof(float));
         const dt_forward_ctx f = {.train = 1, .seed = 4, .epoch = 1, .positions = pos[j]};
         DT_ASSERT_OK(dt_model_forward(b, BATCH, &f));
         snprintf(label, sizeof label, "%s: micro-batch %d output", what, j);

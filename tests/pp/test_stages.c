@@ -46,8 +46,8 @@ static void test_convnet_balanced(void **state)
     stages_text(s, c.nlayers, text);
     assert_string_equal(text, "001222222222");
     /* One stage per layer is the most there can be. */
-    DT_ASSERT_OK(dt_model_stage_plan(c.layers, c.nlayers, &image, c.nlayers, DT_STAGES_BALANCED,
-                                     NULL, s));
+    DT_ASSERT_OK(
+        dt_model_stage_plan(c.layers, c.nlayers, &image, c.nlayers, DT_STAGES_BALANCED, NULL, s));
     for (int i = 0; i < c.nlayers; i++)
         assert_int_equal(s[i], i);
 }
@@ -57,8 +57,10 @@ static void test_even_layers_balance_evenly(void **state)
     (void)state;
     /* Eight equal linear layers over 4 stages: two each. */
     dt_config c = dt_config_default();
-    DT_ASSERT_OK(dt_config_set(&c, "model.layers=linear 64, linear 64, linear 64, linear 64, "
-                                   "linear 64, linear 64, linear 64, linear 64", "test"));
+    DT_ASSERT_OK(dt_config_set(&c,
+                               "model.layers=linear 64, linear 64, linear 64, linear 64, "
+                               "linear 64, linear 64, linear 64, linear 64",
+                               "test"));
     const dt_shape in = {.ndim = 1, .d = {64}};
     int s[8];
     char text[9];

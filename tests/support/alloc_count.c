@@ -17,16 +17,28 @@ static volatile int counting;
 static volatile long allocations, mpi_allocations;
 static __thread int looking; /* dladdr below must not count itself */
 
-void dt_alloc_count_enable(int on) { counting = on; }
-void dt_alloc_count_reset(void) { allocations = mpi_allocations = 0; }
-long dt_alloc_count(void) { return allocations; }
-long dt_alloc_count_mpi(void) { return mpi_allocations; }
+void dt_alloc_count_enable(int on)
+{
+    counting = on;
+}
+void dt_alloc_count_reset(void)
+{
+    allocations = mpi_allocations = 0;
+}
+long dt_alloc_count(void)
+{
+    return allocations;
+}
+long dt_alloc_count_mpi(void)
+{
+    return mpi_allocations;
+}
 
 /* Whether the code that called the allocator lives in Open MPI (its libraries and plugins,
  * and the PMIx, libevent and hwloc libraries it runs on). */
 static int from_mpi(void *caller)
 {
-    static const char *const libs[] = {"openmpi", "libmpi", "libopen-pal", "libopen-rte",
+    static const char *const libs[] = {"openmpi", "libmpi",   "libopen-pal", "libopen-rte",
                                        "libpmix", "libevent", "libhwloc"};
     Dl_info info;
     looking = 1;
@@ -88,4 +100,7 @@ int posix_memalign(void **out, size_t al, size_t n)
     return *out != NULL ? 0 : 12; /* ENOMEM */
 }
 
-void free(void *p) { __libc_free(p); }
+void free(void *p)
+{
+    __libc_free(p);
+}

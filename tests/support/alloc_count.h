@@ -1,6 +1,6 @@
 /* alloc_count.h — counts calls to malloc and friends for the whole process (OpenBLAS and
- * MPI included, the latter apart), by replacing them with wrappers around glibc's. Link it only into tests
- * that check "the step allocates nothing"; it cannot run under AddressSanitizer, which
+ * MPI included, the latter apart), by replacing them with wrappers around glibc's. Link it only
+ * into tests that check "the step allocates nothing"; it cannot run under AddressSanitizer, which
  * replaces malloc itself. */
 #ifndef DT_ALLOC_COUNT_H
 #define DT_ALLOC_COUNT_H

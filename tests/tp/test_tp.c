@@ -217,14 +217,16 @@ static void test_convnet_first_gradient(void **state)
         if (rel > worst)
             worst = rel;
         if (rel > 1e-5)
-            fprintf(stderr, "convnet gradient %s (rows/columns %lld:%lld): relative norm "
-                    "difference %.3g > 1e-5 (rank %d, dp %d x tp %d)\n", p->name,
-                    (long long)p->split_begin, (long long)p->split_end, rel, rank, dp, tp);
+            fprintf(stderr,
+                    "convnet gradient %s (rows/columns %lld:%lld): relative norm "
+                    "difference %.3g > 1e-5 (rank %d, dp %d x tp %d)\n",
+                    p->name, (long long)p->split_begin, (long long)p->split_end, rel, rank, dp, tp);
         assert_true(rel <= 1e-5);
     }
     if (rank == 0)
         printf("convnet first-step gradients at dp %d x tp %d: worst relative norm "
-               "difference %.3g\n", dp, tp, worst);
+               "difference %.3g\n",
+               dp, tp, worst);
     dt_trainer_free(g);
     dt_trainer_free(o);
 }
@@ -267,7 +269,8 @@ static void test_convnet_loss_curve(void **state)
     }
     if (rank == 0)
         printf("convnet loss curve over 20 Adam steps at dp %d x tp %d: worst relative "
-               "difference %.3g\n", dp, tp, worst);
+               "difference %.3g\n",
+               dp, tp, worst);
     DT_ASSERT_CLOSE_D("convnet losses", cg.loss, co.loss, 20, 0.0, 1e-3);
     dt_trainer_free(g);
     dt_trainer_free(o);
@@ -298,9 +301,11 @@ static void test_param_bytes(void **state)
         const double row = (double)p->whole_params / (double)p->whole_dim;
         const double slack = row + (p->role == DT_TP_ROW ? 10.0 : 0.0);
         if (fabs((double)p->params - share) > slack) {
-            fprintf(stderr, "layer %d (%s): %zu parameters on rank %d, expected %.0f +- %.0f "
-                    "(whole %zu over %d)\n", i, dt_tp_role_name(p->role), p->params, rank,
-                    share, slack, p->whole_params, tp);
+            fprintf(stderr,
+                    "layer %d (%s): %zu parameters on rank %d, expected %.0f +- %.0f "
+                    "(whole %zu over %d)\n",
+                    i, dt_tp_role_name(p->role), p->params, rank, share, slack, p->whole_params,
+                    tp);
             fail();
         }
         split += p->params;
@@ -353,7 +358,8 @@ static void test_weights_across_layouts(void **state)
     DT_ASSERT_OK(dt_trainer_evaluate(g2, &loss_g2, &acc_g2));
     if (rank == 0)
         printf("test loss at dp %d x tp %d %.9f, its weights alone %.9f, reloaded on the "
-               "grid %.9f\n", dp, tp, loss_g, loss_o, loss_g2);
+               "grid %.9f\n",
+               dp, tp, loss_g, loss_o, loss_g2);
     assert_true(fabs(loss_o - loss_g) <= 1e-6 * fabs(loss_g));
     assert_true(fabs(loss_g2 - loss_g) <= 1e-6 * fabs(loss_g));
     assert_true(acc_o == acc_g && acc_g2 == acc_g);
@@ -381,8 +387,10 @@ static void test_tp_stats(void **state)
     assert_int_equal(cs.tp, tp);
     assert_int_equal(cs.optim_steps, 20);
     if (cs.tp_calls != 20 || cs.tp_bytes != 20u * 16u * 10u * sizeof(float)) {
-        fprintf(stderr, "rank %d: %lld tp collectives of %zu bytes in 20 steps, expected 20 "
-                "of %zu\n", rank, (long long)cs.tp_calls, cs.tp_bytes,
+        fprintf(stderr,
+                "rank %d: %lld tp collectives of %zu bytes in 20 steps, expected 20 "
+                "of %zu\n",
+                rank, (long long)cs.tp_calls, cs.tp_bytes,
                 (size_t)(20u * 16u * 10u * sizeof(float)));
         fail();
     }
