@@ -1,4 +1,5 @@
-/* test_alloc_step.c — the training step allocates nothing (docs/ARCHITECTURE.md, "Planned memory").
+/* test_alloc_step.c — the training step allocates nothing (docs/ARCHITECTURE.md,
+ * "Planned memory").
  * Counts calls to malloc and friends in the whole process (alloc_count.c) between the
  * second and the last step of short runs of an MLP and a ConvNet. Not run under
  * AddressSanitizer, which replaces malloc itself. */
