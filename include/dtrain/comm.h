@@ -184,72 +184,76 @@ DT_API void dt_comm_set_max_count_for_testing(dt_comm *comm, size_t max_count);
 /* recvbuf[i] = op over ranks of sendbuf[i], i < count, on every rank. In place:
  * sendbuf == recvbuf. Collective. */
 DT_API dt_status dt_comm_allreduce(dt_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
-                            dt_comm_dtype dtype, dt_comm_redop op);
+                                   dt_comm_dtype dtype, dt_comm_redop op);
 
 /* Rank r receives block r of the reduction: sendbuf holds size * recvcount elements (block b
  * at b * recvcount), recvbuf recvcount. In place: recvbuf == sendbuf (MPI_IN_PLACE: the
  * result lands at the start of the buffer) or recvbuf == sendbuf + r * recvcount (the result
  * stays in the rank's own block); the rest of the buffer is left undefined. Collective. */
 DT_API dt_status dt_comm_reduce_scatter(dt_comm *comm, const void *sendbuf, void *recvbuf,
-                                 size_t recvcount, dt_comm_dtype dtype, dt_comm_redop op);
+                                        size_t recvcount, dt_comm_dtype dtype, dt_comm_redop op);
 /* Varying blocks: block b has counts[b] elements, at the sum of the earlier counts.
  * `counts` (size entries, borrowed like the buffers) is the same on every rank. */
 DT_API dt_status dt_comm_reduce_scatterv(dt_comm *comm, const void *sendbuf, void *recvbuf,
-                                  const size_t *counts, dt_comm_dtype dtype, dt_comm_redop op);
+                                         const size_t *counts, dt_comm_dtype dtype,
+                                         dt_comm_redop op);
 
 /* recvbuf (size * count elements) = every rank's sendbuf (count) in rank order. In place:
  * sendbuf == recvbuf + r * count. Collective. */
 DT_API dt_status dt_comm_allgather(dt_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
-                            dt_comm_dtype dtype);
+                                   dt_comm_dtype dtype);
 /* Varying counts: rank b's counts[b] elements land at recvbuf + displs[b] (elements; blocks
  * must not overlap). In place: sendbuf == recvbuf + displs[r]. Collective. */
 DT_API dt_status dt_comm_allgatherv(dt_comm *comm, const void *sendbuf, void *recvbuf,
-                             const size_t *counts, const size_t *displs, dt_comm_dtype dtype);
+                                    const size_t *counts, const size_t *displs,
+                                    dt_comm_dtype dtype);
 
 /* buf on every rank = buf on `root`. Collective. */
-DT_API dt_status dt_comm_bcast(dt_comm *comm, void *buf, size_t count, dt_comm_dtype dtype, int root);
+DT_API dt_status dt_comm_bcast(dt_comm *comm, void *buf, size_t count, dt_comm_dtype dtype,
+                               int root);
 
 /* recvbuf on `root` = op over ranks of sendbuf; recvbuf is ignored elsewhere (may be NULL).
  * In place on the root: sendbuf == recvbuf. Collective. */
 DT_API dt_status dt_comm_reduce(dt_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
-                         dt_comm_dtype dtype, dt_comm_redop op, int root);
+                                dt_comm_dtype dtype, dt_comm_redop op, int root);
 
 /* Returns once every rank has entered. Collective. */
 DT_API dt_status dt_comm_barrier(dt_comm *comm);
 
 /* Point to point, tag in [0, DT_COMM_TAG_MAX). A receive's count must equal the matching
  * send's. Messages between two ranks with one tag arrive in order. Not collective. */
-DT_API dt_status dt_comm_send(dt_comm *comm, const void *buf, size_t count, dt_comm_dtype dtype, int peer,
-                       int tag);
+DT_API dt_status dt_comm_send(dt_comm *comm, const void *buf, size_t count, dt_comm_dtype dtype,
+                              int peer, int tag);
 DT_API dt_status dt_comm_recv(dt_comm *comm, void *buf, size_t count, dt_comm_dtype dtype, int peer,
-                       int tag);
+                              int tag);
 
 /* ---- non-blocking ----------------------------------------------------------------------
  * Same semantics, returning a request from the handle's fixed pool (no allocation); at most
  * DT_COMM_MAX_PENDING at once. Start collectives in the same order on every rank. */
 
 DT_API dt_status dt_comm_iallreduce(dt_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
-                             dt_comm_dtype dtype, dt_comm_redop op, dt_comm_req **req);
+                                    dt_comm_dtype dtype, dt_comm_redop op, dt_comm_req **req);
 DT_API dt_status dt_comm_ireduce_scatter(dt_comm *comm, const void *sendbuf, void *recvbuf,
-                                  size_t recvcount, dt_comm_dtype dtype, dt_comm_redop op,
-                                  dt_comm_req **req);
+                                         size_t recvcount, dt_comm_dtype dtype, dt_comm_redop op,
+                                         dt_comm_req **req);
 DT_API dt_status dt_comm_ireduce_scatterv(dt_comm *comm, const void *sendbuf, void *recvbuf,
-                                   const size_t *counts, dt_comm_dtype dtype, dt_comm_redop op,
-                                   dt_comm_req **req);
+                                          const size_t *counts, dt_comm_dtype dtype,
+                                          dt_comm_redop op, dt_comm_req **req);
 DT_API dt_status dt_comm_iallgather(dt_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
-                             dt_comm_dtype dtype, dt_comm_req **req);
+                                    dt_comm_dtype dtype, dt_comm_req **req);
 DT_API dt_status dt_comm_iallgatherv(dt_comm *comm, const void *sendbuf, void *recvbuf,
-                              const size_t *counts, const size_t *displs, dt_comm_dtype dtype,
-                              dt_comm_req **req);
-DT_API dt_status dt_comm_ibcast(dt_comm *comm, void *buf, size_t count, dt_comm_dtype dtype, int root,
-                         dt_comm_req **req);
+                                     const size_t *counts, const size_t *displs,
+                                     dt_comm_dtype dtype, dt_comm_req **req);
+DT_API dt_status dt_comm_ibcast(dt_comm *comm, void *buf, size_t count, dt_comm_dtype dtype,
+                                int root, dt_comm_req **req);
 DT_API dt_status dt_comm_ireduce(dt_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
-                          dt_comm_dtype dtype, dt_comm_redop op, int root, dt_comm_req **req);
+                                 dt_comm_dtype dtype, dt_comm_redop op, int root,
+                                 dt_comm_req **req);
 DT_API dt_status dt_comm_ibarrier(dt_comm *comm, dt_comm_req **req);
-DT_API dt_status dt_comm_isend(dt_comm *comm, const void *buf, size_t count, dt_comm_dtype dtype, int peer,
-                        int tag, dt_comm_req **req);
-DT_API dt_status dt_comm_irecv(dt_comm *comm, void *buf, size_t count, dt_comm_dtype dtype, int peer,
-                        int tag, dt_comm_req **req);
+DT_API dt_status dt_comm_isend(dt_comm *comm, const void *buf, size_t count, dt_comm_dtype dtype,
+                               int peer, int tag, dt_comm_req **req);
+DT_API dt_status dt_comm_irecv(dt_comm *comm, void *buf, size_t count, dt_comm_dtype dtype,
+                               int peer, int tag, dt_comm_req **req);
 
 /* Everything a call can say, for a per-call algorithm or a generic caller: the typed
  * functions above fill one of these and call dt_comm_start. Unused fields are ignored. */

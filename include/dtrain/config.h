@@ -15,6 +15,7 @@
 #include "dtrain/comm.h"
 #include "dtrain/core.h"
 #include "dtrain/loss.h"
+#include "dtrain/model.h"
 #include "dtrain/nn.h"
 #include "dtrain/optim.h"
 #include "dtrain/strategy.h"
@@ -81,6 +82,12 @@ typedef struct dt_config {
         int64_t tp_min_weights;    /* tp: layers with fewer weights stay whole */
         int64_t global_batch;      /* 0 = batch * dp * accumulation */
         int accumulation;          /* micro-steps per optimizer step */
+        int micro_batches;         /* the pipeline's name for accumulation; 0: unset (see
+                                      dt_config_micro_batches) */
+        dt_pp_schedule pp_schedule;
+        dt_stage_split pp_placement;            /* without pp_split: balanced or round-robin */
+        int pp_split[DT_CONFIG_MAX_LAYERS - 1]; /* stage s + 1 begins at layer pp_split[s] */
+        int n_pp_split;                         /* 0: pp_placement decides */
         dt_last_batch last_batch;
         int lr_scaling_linear;  /* 1: lr * dp */
         double bucket_cap_mb;   /* 25 as in PyTorch */
@@ -115,6 +122,10 @@ DT_API dt_status dt_config_set(dt_config *cfg, const char *assignment, const cha
 /* Cross-field checks (a model with no layers, batch < 1, nesterov without momentum, ...)
  * with a message naming the key. */
 DT_API dt_status dt_config_check(const dt_config *cfg);
+
+/* Micro-steps per optimizer step: parallel.micro_batches when set, else
+ * parallel.accumulation (dt_config_check refuses the two set to different values). */
+DT_API int dt_config_micro_batches(const dt_config *cfg);
 
 /* The key table, for help text: count, name ("train.epochs"), a one-line description,
  * and the value formatted as it would be written in a file. */

@@ -59,18 +59,19 @@ typedef struct dt_dataset {
  * errors name the file ("idx: /x/train-labels-idx1-ubyte.gz: label 11 at 7 is not
  * below 10"). Features are uint8 with the pixel scaling above. */
 DT_API dt_status dt_idx_load(const char *images_path, const char *labels_path, int64_t num_classes,
-                      dt_dataset *out);
+                             dt_dataset *out);
 
 /* The paths dt_idx_load_dir reads for `split` in `dir` ("train" or "t10k"): the raw file
  * when it exists, else the .gz, else the .gz name (which the load then reports missing).
  * DT_ERR_INVALID when a path does not fit `nbytes`. */
 DT_API dt_status dt_idx_dir_paths(const char *dir, const char *split, char *images, char *labels,
-                           size_t nbytes);
+                                  size_t nbytes);
 
 /* The standard file names in a directory ("train" or "t10k"), .gz or not: the raw file
  * is taken when both exist; a missing file is a DT_ERR_IO naming it. On any failure of
  * a loader in this header, *out is left zeroed. */
-DT_API dt_status dt_idx_load_dir(const char *dir, const char *split, int64_t num_classes, dt_dataset *out);
+DT_API dt_status dt_idx_load_dir(const char *dir, const char *split, int64_t num_classes,
+                                 dt_dataset *out);
 
 typedef struct dt_csv_options {
     int header;             /* 1: the first line names the columns; 0: it is data; -1:
@@ -103,7 +104,7 @@ typedef struct dt_synth_linreg {
 /* Synthetic linear-regression data from counter-based random numbers. If w_true and
  * b_true are not NULL they receive the generating W (q, p) and b (q). */
 DT_API dt_status dt_synth_linreg_make(const dt_synth_linreg *cfg, dt_dataset *out, float *w_true,
-                               float *b_true);
+                                      float *b_true);
 
 /* Frees what the data set owns and zeroes it; safe on a zeroed data set. */
 DT_API void dt_dataset_free(dt_dataset *ds);
@@ -116,21 +117,21 @@ DT_API int64_t dt_dataset_sample_numel(const dt_dataset *ds);
  * be NULL; a NULL x or labels/y skips that part). Indices must be in [0, n). Allocates
  * nothing. */
 DT_API void dt_dataset_gather(const dt_dataset *ds, const int64_t *idx, int64_t count, float *x,
-                       int32_t *labels, float *y);
+                              int32_t *labels, float *y);
 
 /* Checks that `test` can be evaluated by a model planned for `train`: the same sample
  * shape, the same kind of targets (and as many regression targets per sample), and no
  * label beyond the training set's classes. DT_ERR_MISMATCH names both data sets (the
  * names are what the message calls them: their files, usually). Gather trusts this. */
 DT_API dt_status dt_dataset_check_pair(const dt_dataset *train, const char *train_name,
-                                const dt_dataset *test, const char *test_name);
+                                       const dt_dataset *test, const char *test_name);
 
 /* Splits off the last `n_test` samples (0 <= n_test <= n, else DT_ERR_INVALID) into a
  * second data set view: `train` keeps the first n - n_test. Both share storage; only
  * `whole` owns it and must outlive them, so neither view may be `whole` itself. Freeing
  * a view is a no-op. */
 DT_API dt_status dt_dataset_split(const dt_dataset *whole, int64_t n_test, dt_dataset *train,
-                           dt_dataset *test);
+                                  dt_dataset *test);
 
 #ifdef __cplusplus
 }

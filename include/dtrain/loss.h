@@ -32,8 +32,8 @@ DT_API dt_status dt_loss_kind_parse(const char *name, dt_loss_kind *out);
  * targets (batch, width) are used by MSE. The other may be NULL. A label out of range
  * returns DT_ERR_INVALID naming the sample. batch may be 0. */
 DT_API dt_status dt_loss_compute(dt_loss_kind kind, const float *out, int64_t batch, int64_t width,
-                          const int32_t *labels, const float *targets, double divisor,
-                          double *loss_sum, float *dout, int64_t *correct);
+                                 const int32_t *labels, const float *targets, double divisor,
+                                 double *loss_sum, float *dout, int64_t *correct);
 
 #ifdef __cplusplus
 }

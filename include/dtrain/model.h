@@ -99,7 +99,7 @@ DT_API dt_status dt_model_tp_plan(const dt_layer_spec *specs, int nlayers, const
  * load weights. Caller frees with dt_model_free. `specs` is copied. */
 DT_API dt_status dt_model_create(const dt_layer_spec *specs, int nlayers, const dt_shape *input,
                                  int64_t max_batch, dt_model **out);
-/* ---- Pipeline stages (the plan; the pipeline strategy is not built yet) ----------------
+/* ---- Pipeline stages --------------------------------------------------------------------
  * flops[i] = layer i's forward and backward arithmetic per sample, the cost a balanced
  * split evens out: a linear or conv2d layer's 2 x multiply-adds forward, three times over
  * (forward, the weight gradient, the input gradient); a parameter-free layer its output's
@@ -108,6 +108,12 @@ DT_API dt_status dt_model_create(const dt_layer_spec *specs, int nlayers, const 
 DT_API dt_status dt_model_layer_flops(const dt_layer_spec *specs, int nlayers,
                                       const dt_shape *input, double *flops);
 
+/* shapes[i] (nlayers + 1 entries) = the per-sample shape entering layer i of the whole
+ * model, shapes[nlayers] its output's, from the specs alone. DT_ERR_INVALID as
+ * dt_model_create. */
+DT_API dt_status dt_model_plan_shapes(const dt_layer_spec *specs, int nlayers,
+                                      const dt_shape *input, dt_shape *shapes);
+
 typedef enum dt_stage_split {
     DT_STAGES_BALANCED = 0, /* contiguous stages, the largest stage's flops as small as can be */
     DT_STAGES_ROUND_ROBIN,  /* layer l on stage l mod stages */
@@ -115,12 +121,15 @@ typedef enum dt_stage_split {
 
 /* stage_of[i] (nlayers entries) = the stage layer i runs on. With `first` non-NULL the
  * split is explicit: stage s begins at layer first[s] (first[0] = 0, increasing, each below
- * nlayers), and `how` is ignored. DT_ERR_INVALID, naming parallel.pp or the split, for
- * fewer than one stage, more stages than layers, or an explicit split with an empty or
- * misordered stage: the same verdict on every rank, from the same numbers. */
+ * nlayers), and `how` is ignored. Under tensor parallelism (tp non-NULL, size > 1) no stage
+ * begins or ends inside a block (its neighbours exchange whole activations): a balanced
+ * split avoids those points, an explicit or round-robin one that meets one is refused.
+ * DT_ERR_INVALID, naming parallel.pp or the split, for fewer than one stage, more stages
+ * than layers, or an explicit split with an empty or misordered stage: the same verdict on
+ * every rank, from the same numbers. */
 DT_API dt_status dt_model_stage_plan(const dt_layer_spec *specs, int nlayers, const dt_shape *input,
-                                     int stages, dt_stage_split how, const int *first,
-                                     int *stage_of);
+                                     const dt_tp_layout *tp, int stages, dt_stage_split how,
+                                     const int *first, int *stage_of);
 
 /* dt_model_create for rank tp->rank's part of a tensor-parallel model (tp NULL or size 1:
  * the whole model). Shapes, tensors and buffers are this rank's; dt_model_shape(m, i) is

@@ -62,7 +62,7 @@ DT_API void dt_optim_step(dt_optim *o, float *params, const float *grads, size_t
  * once all are done one call of dt_optim_count_step counts the step. The update is
  * element-wise, so any split gives dt_optim_step's bits. */
 DT_API void dt_optim_step_part(dt_optim *o, float *params, const float *grads, size_t lo, size_t hi,
-                        double lr);
+                               double lr);
 DT_API void dt_optim_count_step(dt_optim *o);
 
 /* Optimizer steps taken so far (Adam's t; SGD's "buffer started" is t > 0). */

@@ -28,13 +28,19 @@ typedef enum dt_rng_stream {
 
 /* Four independent 32-bit words for the counter (c0, c1, c2, c3) under key `seed`. */
 DT_API void dt_philox(uint64_t seed, uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3,
-               uint32_t out[4]);
+                      uint32_t out[4]);
 
 /* Maps a word to a float in [0, 1) with 24 random bits (every value exactly a float). */
-static inline float dt_u01f(uint32_t x) { return (float)(x >> 8) * (1.0f / 16777216.0f); }
+static inline float dt_u01f(uint32_t x)
+{
+    return (float)(x >> 8) * (1.0f / 16777216.0f);
+}
 
 /* Maps a word to a double in [0, 1) with 32 random bits. */
-static inline double dt_u01d(uint32_t x) { return (double)x * (1.0 / 4294967296.0); }
+static inline double dt_u01d(uint32_t x)
+{
+    return (double)x * (1.0 / 4294967296.0);
+}
 
 /* Fills out[0..n) with the permutation of 0..n-1 for (seed, epoch): Fisher-Yates driven
  * by Philox. The same arguments give the same permutation on every rank and machine. */

@@ -67,7 +67,7 @@ DT_API const char *dt_st_path(const dt_st_file *f);
  * directory, fsync, rename. The output is deterministic: the same tensors and metadata
  * give the same bytes. */
 DT_API dt_status dt_st_write(const char *path, const dt_st_tensor *tensors, int n,
-                      const char *const *meta, int nmeta);
+                             const char *const *meta, int nmeta);
 
 #ifdef __cplusplus
 }

@@ -26,19 +26,30 @@ typedef enum dt_strategy_kind {
 /* "ddp", "ps", "fedavg"; NULL for a value out of range. */
 DT_API const char *dt_strategy_kind_name(dt_strategy_kind kind);
 
+/* The order in which a pipeline stage runs its micro-batches' forwards (F) and backwards
+ * (B). GPipe: every F, then every B, so a stage holds all M micro-batches' activations.
+ * 1F1B: stage s of P runs min(P - 1 - s, M) forwards, then alternates one F and one B, then
+ * the remaining Bs: at most P - s micro-batches in flight. Both run the backwards in
+ * micro-batch order, so gradients sum in the order of gradient accumulation. */
+typedef enum dt_pp_schedule { DT_PP_1F1B = 0, DT_PP_GPIPE, DT_PP_SCHEDULE_COUNT } dt_pp_schedule;
+
+/* "1f1b", "gpipe"; NULL out of range. */
+DT_API const char *dt_pp_schedule_name(dt_pp_schedule s);
+
 typedef struct dt_strategy_options {
     dt_strategy_kind kind;
-    int dp, tp, pp;         /* grid axes; dp 0: the ranks left over by tp x pp */
-    int64_t tp_min_weights; /* tp: a layer with fewer weights stays whole (model.h) */
-    int micro_batches;      /* micro-steps per optimizer step (gradient accumulation), >= 1 */
-    int zero;               /* 1: ZeRO-1, optimizer state sharded over the dp group */
-    int overlap;            /* 1: gradient all-reduce overlapped with backward */
-    double bucket_cap_mb;   /* gradient bucket size (MiB) */
-    double first_bucket_mb; /* the first bucket's (MiB), small so communication starts early */
+    int dp, tp, pp;             /* grid axes; dp 0: the ranks left over by tp x pp */
+    int64_t tp_min_weights;     /* tp: a layer with fewer weights stays whole (model.h) */
+    int micro_batches;          /* micro-steps per optimizer step (gradient accumulation), >= 1 */
+    dt_pp_schedule pp_schedule; /* pp > 1: the pipeline's schedule */
+    int zero;                   /* 1: ZeRO-1, optimizer state sharded over the dp group */
+    int overlap;                /* 1: gradient all-reduce overlapped with backward */
+    double bucket_cap_mb;       /* gradient bucket size (MiB) */
+    double first_bucket_mb;     /* the first bucket's (MiB), small so communication starts early */
 } dt_strategy_options;
 
-/* ddp, dp derived, tp = pp = 1, tp_min_weights 65536, one micro-batch, no ZeRO, overlap on, PyTorch
- * DDP's buckets (25 MiB, first 1 MiB). */
+/* ddp, dp derived, tp = pp = 1, tp_min_weights 65536, one micro-batch, 1F1B, no ZeRO,
+ * overlap on, PyTorch DDP's buckets (25 MiB, first 1 MiB). */
 DT_API dt_strategy_options dt_strategy_options_default(void);
 
 #ifdef __cplusplus

@@ -112,6 +112,12 @@ typedef struct dt_train_comm_stats {
                                  all-reduce's whole buffer, an all-gather's own block
                                  (dt_trainer_whole_params's gathers included) */
     int64_t optim_steps;      /* optimizer steps taken */
+    int pp;                   /* pipeline stages */
+    double pp_step_s;         /* this rank's time in the pipeline's steps */
+    double pp_compute_s;      /* of it, in its stage's forwards, backwards and losses */
+    double pp_wait_s;         /* of it, waiting for other stages' activations or gradients */
+    int64_t pp_messages;      /* activations and gradients this rank sent */
+    size_t pp_bytes;          /* and their bytes */
 } dt_train_comm_stats;
 DT_API void dt_trainer_comm_stats(const dt_trainer *t, dt_train_comm_stats *out);
 
@@ -121,12 +127,21 @@ DT_API void dt_trainer_comm_stats(const dt_trainer *t, dt_train_comm_stats *out)
  * group. */
 DT_API dt_status dt_trainer_time_comm_alone(dt_trainer *t, int reps, double *seconds);
 
+/* This rank's model: the whole model, or its pipeline stage (layers [stage_first,
+ * stage_last) of dt_train_layout), or its tensor-parallel part of either. */
 DT_API dt_model *dt_trainer_model(dt_trainer *t);
-/* The whole model's flat buffer (dt_model_whole_param_count floats, for dt_weights_write):
- * the model's own under one tensor-parallel rank, else gathered over the tp group into a
- * buffer the trainer keeps (allocated at the first call). Collective: every rank calls it.
- * The tp group's errors. */
+/* A model whose tensors are the whole model's, for dt_weights_write with
+ * dt_trainer_whole_params: this rank's model unless pipeline stages split it, else a whole
+ * model planned for one sample (made at the first call, freed with the trainer). */
+DT_API dt_status dt_trainer_whole_model(dt_trainer *t, const dt_model **out);
+/* The whole model's flat buffer (the whole model's parameter count, laid out as
+ * dt_trainer_whole_model's tensors say): the model's own in one piece, else gathered over
+ * the tensor-parallel group and the pipeline's stages into a buffer the trainer keeps
+ * (allocated at the first call). Collective: every rank calls it. The groups' errors. */
 DT_API dt_status dt_trainer_whole_params(dt_trainer *t, const float **out);
+/* dt_weights_load of a whole model's file into this rank's stage and part: the same file
+ * whatever the layout. Checks the whole file before changing any parameter. */
+DT_API dt_status dt_trainer_load_weights(dt_trainer *t, const char *path);
 DT_API const dt_dataset *dt_trainer_train_set(const dt_trainer *t);
 DT_API const dt_dataset *dt_trainer_test_set(const dt_trainer *t);
 /* Steps per epoch and samples per global step under the config. */
@@ -139,6 +154,7 @@ typedef struct dt_train_layout {
     int dp, tp, pp;
     int dp_rank, tp_rank, pp_rank;
     int world_rank, world_size;
+    int stage_first, stage_last; /* this rank's pipeline stage: layers [first, last) */
 } dt_train_layout;
 DT_API void dt_trainer_layout(const dt_trainer *t, dt_train_layout *out);
 

@@ -34,8 +34,18 @@ static const dt_cli_option train_opts[] = {
     {"--dp", "N", DT_OPT_CONFIG_KEY, "parallel.dp", "data-parallel ranks (0: all)"},
     {"--tp", "N", DT_OPT_CONFIG_KEY, "parallel.tp",
      "tensor-parallel ranks: large linear and conv2d layers split over them (world = dp x tp)"},
+    {"--pp", "N", DT_OPT_CONFIG_KEY, "parallel.pp",
+     "pipeline stages: the layers split into N consecutive stages (world = dp x tp x pp)"},
+    {"--pp-schedule", "S", DT_OPT_CONFIG_KEY, "parallel.pp_schedule",
+     "1f1b (at most pp micro-batches in flight per stage) or gpipe (all forwards first)"},
+    {"--pp-split", "HOW", DT_OPT_CONFIG_KEY, "parallel.pp_split",
+     "balanced (by counted arithmetic), round_robin, or the first layer of each later "
+     "stage ('4,7')"},
+    {"--micro-batches", "M", DT_OPT_CONFIG_KEY, "parallel.micro_batches",
+     "micro-batches per optimizer step, each of --batch samples (same as --accumulation)"},
     {"--explain-layout", NULL, DT_OPT_FLAG, "explain-layout",
-     "print which layers --tp splits, each rank's part and parameter bytes, and exit"},
+     "print each rank's stage, which layers --tp splits, each rank's part and parameter "
+     "bytes, and exit"},
     {"--accumulation", "K", DT_OPT_CONFIG_KEY, "parallel.accumulation",
      "micro-steps per optimizer step"},
     {"--zero", "0|1", DT_OPT_CONFIG_KEY, "parallel.zero", "ZeRO stage (1 shards optimizer state)"},
@@ -156,8 +166,8 @@ static void print_train_help(void)
     dt_cli_print_help(stdout, "dtrain train [CONFIG] [options]",
                       "Trains the model that CONFIG describes (default: the seeds' ConvNet on\n"
                       "Fashion-MNIST). Under mpirun or srun every rank runs this command:\n"
-                      "the ranks are laid out as dp x tp (--dp, --tp), data-parallel by\n"
-                      "default; only rank 0 prints and writes files.\n"
+                      "the ranks are laid out as dp x tp x pp (--dp, --tp, --pp), data-parallel\n"
+                      "by default; only rank 0 prints and writes files.\n"
                       "Pixels are scaled as (x/255 - data.mean) / data.std.",
                       train_opts, N_TRAIN_OPTS, 1);
 }
@@ -211,33 +221,52 @@ static dt_status open_outputs(int rank, const char *save, const char *mpath, FIL
     return DT_OK;
 }
 
-/* The first line: what trains, on how many ranks, samples, parameters, steps, threads. */
-static void print_header(const dt_config *cfg, const dt_cli_world *world, dt_trainer *t,
-                         int threads)
+/* The first line: what trains, on how many ranks, samples, parameters, steps, threads;
+ * under a pipeline, a second: the stages and the schedule. */
+static dt_status print_header(const dt_config *cfg, const dt_cli_world *world, dt_trainer *t,
+                              int threads)
 {
     const dt_dataset *tr = dt_trainer_train_set(t), *te = dt_trainer_test_set(t);
     char blas[128];
     dt_cli_blas_describe(blas, sizeof blas);
-    const dt_model *m = dt_trainer_model(t);
-    const int tp = dt_model_tp_size(m);
+    const dt_model *m = dt_trainer_model(t), *whole = NULL;
+    dt_status st = dt_trainer_whole_model(t, &whole);
+    if (st != DT_OK)
+        return st;
+    dt_train_layout lay;
+    dt_trainer_layout(t, &lay);
     char layout[96] = "", params[96] = "";
-    if (tp > 1) {
-        snprintf(layout, sizeof layout, " (dp %d x tp %d)", world->size / tp, tp);
+    if (lay.tp > 1 || lay.pp > 1) {
+        snprintf(layout, sizeof layout, " (dp %d x tp %d x pp %d)", lay.dp, lay.tp, lay.pp);
         snprintf(params, sizeof params, " (%zu on rank 0)", dt_model_param_count(m));
     }
     printf("dtrain: %s%s%d rank%s%s, %lld training and %lld test samples, %zu parameters%s, "
            "%lld steps per epoch of %lld samples, %d thread%s per rank%s%s\n",
            cfg->source[0] ? cfg->source : "built-in ConvNet", ", ", world->size,
            world->size == 1 ? "" : "s", layout, (long long)tr->n, (long long)te->n,
-           dt_model_whole_param_count(m), params, (long long)dt_trainer_steps_per_epoch(t),
+           dt_model_whole_param_count(whole), params, (long long)dt_trainer_steps_per_epoch(t),
            (long long)dt_trainer_global_batch(t), threads, threads == 1 ? "" : "s",
            blas[0] ? ", " : "", blas);
-    if (tp > 1 && dt_model_param_count(m) == dt_model_whole_param_count(m))
+    if (lay.pp > 1) {
+        const int mb = dt_config_micro_batches(cfg);
+        printf("dtrain: pipeline of %d stages (%s), rank 0's stage runs layers %d..%d; %s "
+               "schedule, %d micro-batch%s per step%s\n",
+               lay.pp,
+               cfg->parallel.n_pp_split > 0 ? "split points from the config"
+                                            : "balanced by counted arithmetic",
+               lay.stage_first, lay.stage_last - 1, dt_pp_schedule_name(cfg->parallel.pp_schedule),
+               mb, mb == 1 ? "" : "es",
+               mb == 1 ? " (naive model parallelism: one stage busy at a time; "
+                         "--micro-batches fills the pipeline)"
+                       : "");
+    }
+    if (lay.tp > 1 && lay.pp == 1 && dt_model_param_count(m) == dt_model_whole_param_count(m))
         printf("dtrain: warning: --tp %d splits no layer (each has fewer weights than "
                "parallel.tp_min_weights = %lld, or fewer outputs than ranks): every "
                "tensor-parallel rank computes the whole model (--explain-layout shows why)\n",
-               tp, (long long)cfg->parallel.tp_min_weights);
+               lay.tp, (long long)cfg->parallel.tp_min_weights);
     fflush(stdout);
+    return DT_OK;
 }
 
 /* After a data-parallel run: gradient bytes, the wait backward did not hide, optimizer
@@ -251,6 +280,14 @@ static dt_status report_comm(const dt_config *cfg, const dt_cli_world *world, dt
         printf("dtrain: tensor-parallel over %d ranks: %.1f collectives per step, %.3f MB per "
                "step from rank 0, %.2f ms per step in them (evaluation included)\n",
                cs.tp, (double)cs.tp_calls / s, (double)cs.tp_bytes / s / 1e6, cs.tp_s / s * 1e3);
+    }
+    if (cs.pp > 1 && world->rank == 0 && cs.optim_steps > 0 && cs.pp_step_s > 0) {
+        const double s = (double)cs.optim_steps;
+        printf("dtrain: pipeline stage 0 of %d: %.2f ms per step, %.0f%% computing, %.0f%% "
+               "waiting for other stages; %.1f messages, %.3f MB sent per step\n",
+               cs.pp, cs.pp_step_s / s * 1e3, 100.0 * cs.pp_compute_s / cs.pp_step_s,
+               100.0 * cs.pp_wait_s / cs.pp_step_s, (double)cs.pp_messages / s,
+               (double)cs.pp_bytes / s / 1e6);
     }
     if (cs.dp <= 1 || cs.steps == 0)
         return DT_OK;
@@ -315,7 +352,7 @@ int dt_cmd_train(int argc, char **argv)
     test_stall(world.rank);
     if (dt_trainer_create(&cfg, world.comm, &t) != DT_OK)
         goto fail;
-    if (init != NULL && dt_weights_load(dt_trainer_model(t), init) != DT_OK)
+    if (init != NULL && dt_trainer_load_weights(t, init) != DT_OK)
         goto fail;
     int tty = isatty(STDERR_FILENO) && !dt_cli_launched();
     run_ctx ctx = {.cfg = &cfg,
@@ -324,18 +361,19 @@ int dt_cmd_train(int argc, char **argv)
                    .global_batch = dt_trainer_global_batch(t),
                    .bar = dt_cli_flag(&vals, "progress") ||
                           (tty && !dt_cli_flag(&vals, "no-progress"))};
-    if (world.rank == 0)
-        print_header(&cfg, &world, t, threads);
+    if (world.rank == 0 && print_header(&cfg, &world, t, threads) != DT_OK)
+        goto fail;
     dt_train_callbacks cb = {.ctx = &ctx, .on_step = on_step, .on_epoch = on_epoch};
     if (dt_trainer_run(t, &cb) != DT_OK || report_comm(&cfg, &world, t) != DT_OK)
         goto fail;
     /* Whole tensors whatever the layout: every rank takes part in gathering its tensor-
      * parallel group's parts; rank 0 writes. */
     const float *whole = NULL;
-    if (save != NULL && dt_trainer_whole_params(t, &whole) != DT_OK)
+    const dt_model *m = NULL;
+    if (save != NULL &&
+        (dt_trainer_whole_params(t, &whole) != DT_OK || dt_trainer_whole_model(t, &m) != DT_OK))
         goto fail;
     if (world.rank == 0 && save != NULL) {
-        const dt_model *m = dt_trainer_model(t);
         if (dt_weights_write(m, whole, save, cfg.data.mean, cfg.data.std) != DT_OK) {
             save_fallback(m, whole, &cfg);
             goto fail;

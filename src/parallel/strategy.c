@@ -4,12 +4,19 @@
  * evaluation. */
 #include <string.h>
 
+#include "parallel/pipe.h"
 #include "parallel/strategy.h"
 
 const char *dt_strategy_kind_name(dt_strategy_kind kind)
 {
     static const char *const names[DT_STRATEGY_COUNT] = {"ddp", "ps", "fedavg"};
     return (int)kind >= 0 && kind < DT_STRATEGY_COUNT ? names[kind] : NULL;
+}
+
+const char *dt_pp_schedule_name(dt_pp_schedule s)
+{
+    static const char *const names[DT_PP_SCHEDULE_COUNT] = {"1f1b", "gpipe"};
+    return (int)s >= 0 && s < DT_PP_SCHEDULE_COUNT ? names[s] : NULL;
 }
 
 dt_strategy_options dt_strategy_options_default(void)
@@ -31,12 +38,15 @@ dt_strategy_options dt_strategy_options_default(void)
 static dt_status check_layout(const dt_strategy_options *o, int world)
 {
     const int tp = o->tp > 0 ? o->tp : 1, pp = o->pp > 0 ? o->pp : 1;
-    if (pp != 1)
-        return dt_fail(DT_ERR_UNSUPPORTED,
-                       "parallel.pp: pipeline parallelism is not built yet (pp = 1)");
     if (tp > world)
         return dt_fail(DT_ERR_INVALID, "parallel.tp: %d tensor-parallel ranks in a job of %d", tp,
                        world);
+    if (pp > world)
+        return dt_fail(DT_ERR_INVALID, "parallel.pp: %d pipeline stages in a job of %d ranks", pp,
+                       world);
+    if ((int)o->pp_schedule < 0 || o->pp_schedule >= DT_PP_SCHEDULE_COUNT)
+        return dt_fail(DT_ERR_INVALID, "parallel.pp_schedule: unknown schedule %d",
+                       (int)o->pp_schedule);
     if (o->kind != DT_STRATEGY_DDP)
         return dt_fail(DT_ERR_UNSUPPORTED, "parallel.strategy: %s is not built yet; only ddp",
                        dt_strategy_kind_name(o->kind) ? dt_strategy_kind_name(o->kind) : "?");
@@ -64,6 +74,7 @@ dt_status dt_strategy_create(const dt_strategy_options *opt, dt_comm *world, dt_
         DT_TRY(dt_single_create(opt, world, grid, out));
     else
         DT_TRY(dt_ddp_create(opt, world, grid, out));
+    grid = (*out)->grid;
     dt_strategy_info *i = &(*out)->info;
     i->name = dt_grid_size(grid, DT_GRID_DP) == 1 ? "single" : "ddp";
     i->replicas = dt_grid_size(grid, DT_GRID_DP);
@@ -71,12 +82,24 @@ dt_status dt_strategy_create(const dt_strategy_options *opt, dt_comm *world, dt_
     i->micro_batches = opt->micro_batches;
     i->tp_size = dt_grid_size(grid, DT_GRID_TP);
     i->tp_rank = dt_grid_rank(grid, DT_GRID_TP);
+    i->pp_size = dt_grid_size(grid, DT_GRID_PP);
+    i->pp_rank = dt_grid_rank(grid, DT_GRID_PP);
+    i->slots = 1;
+    if (i->pp_size > 1) {
+        DT_TRY(dt_pipe_create(dt_grid_comm(grid, DT_GRID_PP), opt->pp_schedule, opt->micro_batches,
+                              &(*out)->pipe));
+        i->slots = dt_pipe_slots((*out)->pipe);
+    }
     i->world_size = dt_comm_size(world);
     i->world_rank = dt_comm_rank(world);
     i->main = i->world_rank == 0;
     return DT_OK;
 fail:
-    dt_grid_free(grid);
+    if (*out != NULL) /* the grid is the strategy's: freed with it */
+        dt_strategy_free(*out);
+    else
+        dt_grid_free(grid);
+    *out = NULL;
     return st;
 }
 
@@ -86,6 +109,7 @@ void dt_strategy_free(dt_strategy *s)
         return;
     dt_grid *grid = s->grid;
     dt_tp_comm_free(s->tp);
+    dt_pipe_free(s->pipe);
     s->ops->free(s);
     dt_grid_free(grid);
 }
@@ -108,6 +132,11 @@ dt_status dt_strategy_attach(dt_strategy *s, dt_model *m, size_t *optim_count)
         if (st != DT_OK)
             return st;
     }
+    if (s->pipe != NULL) {
+        dt_status st = dt_pipe_attach(s->pipe, m);
+        if (st != DT_OK)
+            return st;
+    }
     return s->ops->attach(s, m, optim_count);
 }
 
@@ -119,7 +148,11 @@ dt_status dt_strategy_start(dt_strategy *s)
 dt_status dt_strategy_step(dt_strategy *s, const dt_step_plan *plan, const dt_step_io *io,
                            double *loss_sum)
 {
-    return s->ops->step(s, plan, io, loss_sum);
+    dt_status st = s->ops->step(s, plan, io, loss_sum);
+    /* The loss is the last stage's: every stage reports it. */
+    if (st == DT_OK && s->pipe != NULL)
+        st = dt_pipe_share(s->pipe, loss_sum, 1);
+    return st;
 }
 
 dt_status dt_strategy_update(dt_strategy *s, dt_optim *o, double lr)
@@ -130,7 +163,14 @@ dt_status dt_strategy_update(dt_strategy *s, dt_optim *o, double lr)
 dt_status dt_strategy_evaluate(dt_strategy *s, int64_t n_test, const dt_step_io *io,
                                double *loss_sum, double *correct)
 {
-    return s->ops->evaluate(s, n_test, io, loss_sum, correct);
+    dt_status st = s->ops->evaluate(s, n_test, io, loss_sum, correct);
+    if (st == DT_OK && s->pipe != NULL) {
+        double sums[2] = {*loss_sum, *correct};
+        st = dt_pipe_share(s->pipe, sums, 2);
+        *loss_sum = sums[0];
+        *correct = sums[1];
+    }
+    return st;
 }
 
 void dt_strategy_get_stats(const dt_strategy *s, dt_strategy_stats *out)
@@ -138,11 +178,19 @@ void dt_strategy_get_stats(const dt_strategy *s, dt_strategy_stats *out)
     memset(out, 0, sizeof *out);
     s->ops->stats(s, out);
     dt_tp_comm_stats(s->tp, out);
+    out->pp = 1;
+    if (s->pipe != NULL)
+        dt_pipe_stats(s->pipe, out);
 }
 
 dt_status dt_strategy_time_comm_alone(dt_strategy *s, int reps, double *seconds)
 {
     return s->ops->time_comm_alone(s, reps, seconds);
+}
+
+dt_status dt_strategy_combine_stages(dt_strategy *s, float *whole, size_t n)
+{
+    return s->pipe != NULL ? dt_pipe_combine(s->pipe, whole, n) : DT_OK;
 }
 
 void dt_strategy_part(int64_t g, int64_t parts, int64_t part, int64_t *begin, int64_t *count)
@@ -156,6 +204,8 @@ dt_status dt_strategy_micro_steps(dt_strategy *s, const dt_step_plan *plan, cons
                                   const dt_backward_hooks *last_hooks,
                                   dt_status (*before_last)(dt_strategy *s), double *loss_sum)
 {
+    if (s->pipe != NULL)
+        return dt_pipe_step(s, plan, io, last_hooks, before_last, loss_sum);
     dt_status st = DT_OK;
     const int64_t micro = s->info.micro_batches, replicas = s->info.replicas;
     const int64_t parts = replicas * micro;
@@ -168,12 +218,12 @@ dt_status dt_strategy_micro_steps(dt_strategy *s, const dt_step_plan *plan, cons
         if (last && before_last != NULL)
             DT_TRY(before_last(s));
         dt_forward_ctx fwd;
-        DT_TRY(io->load(io->ctx, plan->epoch, plan->first + begin, count, &fwd));
+        DT_TRY(io->load(io->ctx, plan->epoch, plan->first + begin, count, 0, DT_LOAD_ALL, &fwd));
         DT_TRY(dt_model_forward(s->model, count, &fwd));
         double ls = 0.0;
         /* The divisor is the whole global step's samples: the replicas' gradients then
          * sum to the global batch's mean gradient (docs/NOTES.md). */
-        DT_TRY(io->loss(io->ctx, count, (double)plan->samples, &ls));
+        DT_TRY(io->loss(io->ctx, 0, count, (double)plan->samples, &ls));
         DT_TRY(dt_model_backward(s->model, count, last ? last_hooks : NULL));
         *loss_sum += ls;
     }
@@ -184,6 +234,8 @@ fail:
 dt_status dt_strategy_eval_share(dt_strategy *s, int64_t n_test, const dt_step_io *io,
                                  double *loss_sum, double *correct)
 {
+    if (s->pipe != NULL)
+        return dt_pipe_evaluate(s, n_test, io, loss_sum, correct);
     dt_status st = DT_OK;
     int64_t begin, count;
     dt_strategy_part(n_test, s->info.replicas, s->info.replica, &begin, &count);
@@ -191,10 +243,10 @@ dt_status dt_strategy_eval_share(dt_strategy *s, int64_t n_test, const dt_step_i
     const dt_forward_ctx fwd = {.train = 0};
     for (int64_t off = 0; off < count; off += chunk) {
         const int64_t c = count - off < chunk ? count - off : chunk;
-        DT_TRY(io->load_test(io->ctx, begin + off, c));
+        DT_TRY(io->load_test(io->ctx, begin + off, c, 0, DT_LOAD_ALL));
         DT_TRY(dt_model_forward(s->model, c, &fwd));
         double ls = 0.0, right = 0.0;
-        DT_TRY(io->score(io->ctx, c, &ls, &right));
+        DT_TRY(io->score(io->ctx, 0, c, &ls, &right));
         *loss_sum += ls;
         *correct += right;
     }

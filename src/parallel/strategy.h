@@ -32,20 +32,31 @@
 #include "dtrain/optim.h"
 #include "dtrain/strategy.h"
 
-/* The trainer's side of a step. Every function returns a status; non-OK ends the step. */
+/* What a load fills: a pipeline's first stage needs the inputs, its last the targets, and
+ * every stage the samples' positions (they key dropout). */
+enum { DT_LOAD_INPUT = 1, DT_LOAD_TARGETS = 2, DT_LOAD_ALL = 3 };
+
+/* The trainer's side of a step. Every function returns a status; non-OK ends the step.
+ * Rows are those of the model's planned batch: a pipeline stage keeps several
+ * micro-batches in flight, each in its own rows. */
 typedef struct dt_step_io {
     void *ctx;
     /* Loads the training samples at positions [first, first + count) of this epoch's order
-     * (count <= the model's planned batch) into the model's input and the targets; fills
-     * *fwd for the model's forward (dropout keys). count may be 0. */
-    dt_status (*load)(void *ctx, int64_t epoch, int64_t first, int64_t count, dt_forward_ctx *fwd);
-    /* The loss of the `count` loaded samples on the model's output, summed and divided by
-     * `divisor`, into *loss_sum (added), and its gradient into the model's output gradient. */
-    dt_status (*loss)(void *ctx, int64_t count, double divisor, double *loss_sum);
-    /* Evaluation: loads test samples [first, first + count) (file order). */
-    dt_status (*load_test)(void *ctx, int64_t first, int64_t count);
-    /* Evaluation: adds the loaded test samples' loss sum and correct predictions. */
-    dt_status (*score)(void *ctx, int64_t count, double *loss_sum, double *correct);
+     * into rows [row0, row0 + count) of the model's input (DT_LOAD_INPUT) and of the
+     * targets (DT_LOAD_TARGETS); fills *fwd for the forward of those rows (dropout keys,
+     * whatever `what` says). count may be 0. */
+    dt_status (*load)(void *ctx, int64_t epoch, int64_t first, int64_t count, int64_t row0,
+                      unsigned what, dt_forward_ctx *fwd);
+    /* The loss of the `count` samples loaded in rows [row0, row0 + count), on those rows of
+     * the model's output, summed and divided by `divisor`, into *loss_sum (added), and its
+     * gradient into the same rows of the model's output gradient. */
+    dt_status (*loss)(void *ctx, int64_t row0, int64_t count, double divisor, double *loss_sum);
+    /* Evaluation: loads test samples [first, first + count) (file order) into rows
+     * [row0, row0 + count). */
+    dt_status (*load_test)(void *ctx, int64_t first, int64_t count, int64_t row0, unsigned what);
+    /* Evaluation: adds the loss sum and correct predictions of the test samples loaded in
+     * rows [row0, row0 + count). */
+    dt_status (*score)(void *ctx, int64_t row0, int64_t count, double *loss_sum, double *correct);
 } dt_step_io;
 
 /* One optimizer step's samples: the global batch at positions [first, first + samples) of
@@ -63,7 +74,12 @@ typedef struct dt_strategy_info {
     const char *name; /* "single", "ddp" */
     int replicas, replica;
     int tp_size, tp_rank; /* this rank's place in its tensor-parallel group */
+    int pp_size, pp_rank; /* this rank's pipeline stage */
     int micro_batches;
+    /* Micro-batches a stage keeps in flight, each in its own rows: the model's planned
+     * batch is slots x the largest micro-batch (1 without a pipeline; GPipe: all of them;
+     * 1F1B: at most the stages from this one to the last). */
+    int slots;
     int main;
     int world_size, world_rank;
 } dt_strategy_info;
@@ -78,10 +94,17 @@ typedef struct dt_strategy_stats {
     size_t bytes_per_step; /* gradient bytes each rank contributes per step */
     double tp_s;           /* time in the tensor-parallel group's collectives */
     int64_t tp_calls;
-    size_t tp_bytes; /* bytes this rank put into them */
+    size_t tp_bytes;     /* bytes this rank put into them */
+    int pp;              /* pipeline stages */
+    double pp_step_s;    /* time in the pipeline's steps */
+    double pp_compute_s; /* of it, in this stage's forwards, backwards and losses */
+    double pp_wait_s;    /* of it, waiting for activations or gradients from other stages */
+    int64_t pp_messages; /* activations and gradients sent */
+    size_t pp_bytes;     /* and their bytes */
 } dt_strategy_stats;
 
 typedef struct dt_tp_comm dt_tp_comm;
+typedef struct dt_pipe dt_pipe;
 
 typedef struct dt_strategy dt_strategy;
 
@@ -111,6 +134,7 @@ struct dt_strategy {
     dt_model *model; /* borrowed, set by attach */
     dt_strategy_info info;
     dt_tp_comm *tp; /* the model's tensor-parallel collectives (tp_group.c), or NULL */
+    dt_pipe *pipe;  /* the pipeline's schedule and messages (pipe.c), or NULL */
 };
 
 /* Lays out `world` as opt's grid (collective: every rank calls it; the layout is checked
@@ -132,6 +156,11 @@ dt_status dt_strategy_evaluate(dt_strategy *s, int64_t n_test, const dt_step_io 
                                double *loss_sum, double *correct);
 void dt_strategy_get_stats(const dt_strategy *s, dt_strategy_stats *out);
 dt_status dt_strategy_time_comm_alone(dt_strategy *s, int reps, double *seconds);
+
+/* whole[0..n) = the whole model's parameters gathered from the pipeline's stages (each
+ * holding its own tensors in place and zeros elsewhere); nothing without a pipeline.
+ * Collective over the pipeline. */
+dt_status dt_strategy_combine_stages(dt_strategy *s, float *whole, size_t n);
 
 /* ---- shared by the strategies (strategy.c) ---- */
 

@@ -71,6 +71,10 @@ dt_config dt_config_default(void)
     c.parallel.tp_min_weights = so.tp_min_weights;
     c.parallel.pp = so.pp;
     c.parallel.accumulation = so.micro_batches;
+    c.parallel.micro_batches = 0;
+    c.parallel.pp_schedule = so.pp_schedule;
+    c.parallel.pp_placement = DT_STAGES_BALANCED;
+    c.parallel.n_pp_split = 0;
     c.parallel.zero = so.zero;
     c.parallel.overlap = so.overlap;
     c.parallel.bucket_cap_mb = so.bucket_cap_mb;
@@ -543,6 +547,12 @@ static dt_status check_run(const dt_config *c)
     if (c->parallel.accumulation < 1)
         return dt_fail(DT_ERR_INVALID, "config: parallel.accumulation must be >= 1, got %d",
                        c->parallel.accumulation);
+    if (c->parallel.micro_batches > 0 && c->parallel.accumulation > 1 &&
+        c->parallel.micro_batches != c->parallel.accumulation)
+        return dt_fail(DT_ERR_INVALID,
+                       "config: parallel.micro_batches (%d) and parallel.accumulation (%d) "
+                       "name the same thing, micro-steps per optimizer step: give one",
+                       c->parallel.micro_batches, c->parallel.accumulation);
     if (c->parallel.global_batch < 0)
         return dt_fail(DT_ERR_INVALID, "config: parallel.global_batch must be >= 0");
     if ((int)c->parallel.last_batch < 0 || c->parallel.last_batch >= DT_LAST_BATCH_COUNT)
@@ -566,6 +576,44 @@ static dt_status check_run(const dt_config *c)
     return DT_OK;
 }
 
+/* The pipeline's layout, from the config alone: the same verdict on every rank before the
+ * job communicates. (A split inside a tensor-parallel block depends on the shapes and is
+ * refused when the stage is built.) */
+static dt_status check_pipeline(const dt_config *c)
+{
+    const int pp = c->parallel.pp > 0 ? c->parallel.pp : 1;
+    if ((int)c->parallel.pp_schedule < 0 || c->parallel.pp_schedule >= DT_PP_SCHEDULE_COUNT)
+        return dt_fail(DT_ERR_INVALID, "config: parallel.pp_schedule: unknown schedule %d",
+                       (int)c->parallel.pp_schedule);
+    if (pp > c->nlayers)
+        return dt_fail(DT_ERR_INVALID,
+                       "config: parallel.pp: %d pipeline stages for a model of %d layers: a "
+                       "stage needs at least one layer",
+                       pp, c->nlayers);
+    if (c->parallel.n_pp_split == 0)
+        return DT_OK;
+    if (c->parallel.n_pp_split != pp - 1)
+        return dt_fail(DT_ERR_INVALID,
+                       "config: parallel.pp_split: %d split point%s for %d stages; give the "
+                       "first layer of each stage after the first (%d)",
+                       c->parallel.n_pp_split, c->parallel.n_pp_split == 1 ? "" : "s", pp, pp - 1);
+    for (int s = 0; s < c->parallel.n_pp_split; s++) {
+        const int at = c->parallel.pp_split[s], prev = s > 0 ? c->parallel.pp_split[s - 1] : 0;
+        if (at <= prev || at >= c->nlayers)
+            return dt_fail(DT_ERR_INVALID,
+                           "config: parallel.pp_split: stage %d would begin at layer %d; split "
+                           "points must increase within 1..%d so that no stage is empty",
+                           s + 1, at, c->nlayers - 1);
+    }
+    return DT_OK;
+}
+
+int dt_config_micro_batches(const dt_config *cfg)
+{
+    return cfg->parallel.micro_batches > 0 ? cfg->parallel.micro_batches
+                                           : cfg->parallel.accumulation;
+}
+
 dt_status dt_config_check(const dt_config *cfg)
 {
     DT_ASSERT(cfg != NULL);
@@ -574,6 +622,7 @@ dt_status dt_config_check(const dt_config *cfg)
     DT_TRY(check_data(cfg));
     DT_TRY(check_optim(cfg));
     DT_TRY(check_run(cfg));
+    DT_TRY(check_pipeline(cfg));
     return DT_OK;
 fail:
     return st;

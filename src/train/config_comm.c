@@ -19,7 +19,8 @@ void dt_config_strategy_options(const dt_config *cfg, dt_strategy_options *out)
     out->tp = cfg->parallel.tp;
     out->tp_min_weights = cfg->parallel.tp_min_weights;
     out->pp = cfg->parallel.pp;
-    out->micro_batches = cfg->parallel.accumulation;
+    out->micro_batches = dt_config_micro_batches(cfg);
+    out->pp_schedule = cfg->parallel.pp_schedule;
     out->zero = cfg->parallel.zero;
     out->overlap = cfg->parallel.overlap;
     out->bucket_cap_mb = cfg->parallel.bucket_cap_mb;

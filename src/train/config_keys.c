@@ -139,6 +139,10 @@ static const char *lr_scaling_name(int v)
 {
     return v == 0 ? "none" : v == 1 ? "linear" : NULL;
 }
+static const char *pp_schedule_name(int v)
+{
+    return dt_pp_schedule_name((dt_pp_schedule)v);
+}
 static const char *strategy_name(int v)
 {
     return dt_strategy_kind_name((dt_strategy_kind)v);
@@ -160,6 +164,7 @@ typedef enum key_type {
     KEY_ENUM,    /* an int-sized enum; names from `names` over [first, ...] */
     KEY_PATH,    /* char[DT_CONFIG_PATH_MAX] */
     KEY_TARGETS, /* data.csv_targets: int list + count */
+    KEY_SPLIT,   /* parallel.pp_split: balanced | round_robin | a list of layers */
     KEY_LAYERS,  /* model.layers */
     KEY_OPTIM,   /* optim.kind: an enum that also resets defaults (see set_optim_kind) */
 } key_type;
@@ -291,6 +296,16 @@ static const key_def keys[] = {
     NUM("parallel.tp_min_weights", KEY_INT64, parallel.tp_min_weights, LO, 0, 0,
         "under tp, a linear or conv2d layer with fewer weights stays whole on every rank"),
     NUM("parallel.pp", KEY_INT, parallel.pp, LO | HI, 0, 1 << 20, "pipeline stages; 0: 1"),
+    ENUMK("parallel.pp_schedule", parallel.pp_schedule, pp_schedule_name, 0,
+          "pipeline schedule: 1f1b (at most pp micro-batches of activations on a stage) | "
+          "gpipe (all forwards, then all backwards)"),
+    OTHER("parallel.pp_split", KEY_SPLIT, parallel.pp_split,
+          "pipeline stages: balanced (contiguous, even counted forward and backward "
+          "arithmetic) | round_robin (layer l on stage l mod pp) | the first layer of each "
+          "stage after the first, e.g. '4, 7'"),
+    NUM("parallel.micro_batches", KEY_INT, parallel.micro_batches, LO | HI, 0, 1 << 20,
+        "micro-batches per optimizer step, the pipeline's name for parallel.accumulation "
+        "(0: unset; both set to different values is refused)"),
     NUM("parallel.global_batch", KEY_INT64, parallel.global_batch, LO | HI, 0, INT32_MAX,
         "samples per optimizer step over all ranks and micro-steps; 0: batch * dp * "
         "accumulation"),
@@ -468,6 +483,36 @@ static dt_status add_layer(void *ctx, const char *item)
     return DT_OK;
 }
 
+static dt_status add_split(void *ctx, const char *item)
+{
+    dt_config *cfg = ctx;
+    int64_t v = 0;
+    if (dt_cfg_parse_int64(item, &v) != DT_OK)
+        return dt_fail(DT_ERR_INVALID,
+                       "'%s' is not balanced, round_robin or a list of layer indices", item);
+    if (v < 1 || v >= DT_CONFIG_MAX_LAYERS)
+        return dt_fail(DT_ERR_INVALID, "layer %lld cannot begin a stage", (long long)v);
+    if (cfg->parallel.n_pp_split >= DT_CONFIG_MAX_LAYERS - 1)
+        return dt_fail(DT_ERR_INVALID, "more than %d split points", DT_CONFIG_MAX_LAYERS - 1);
+    cfg->parallel.pp_split[cfg->parallel.n_pp_split++] = (int)v;
+    return DT_OK;
+}
+
+static dt_status apply_split(dt_config *cfg, const char *text, int continued)
+{
+    if (!continued) {
+        cfg->parallel.n_pp_split = 0;
+        cfg->parallel.pp_placement = DT_STAGES_BALANCED;
+        if (strcmp(text, "balanced") == 0)
+            return DT_OK;
+        if (strcmp(text, "round_robin") == 0 || strcmp(text, "round-robin") == 0) {
+            cfg->parallel.pp_placement = DT_STAGES_ROUND_ROBIN;
+            return DT_OK;
+        }
+    }
+    return for_each_item(text, "split point", add_split, cfg);
+}
+
 static dt_status add_target(void *ctx, const char *item)
 {
     dt_config *cfg = ctx;
@@ -506,7 +551,7 @@ static void set_optim_kind(dt_config *cfg, dt_optim_kind kind)
 
 static dt_status apply_value(dt_config *cfg, const key_def *k, const char *text, int continued)
 {
-    if (continued && k->type != KEY_LAYERS && k->type != KEY_TARGETS)
+    if (continued && k->type != KEY_LAYERS && k->type != KEY_TARGETS && k->type != KEY_SPLIT)
         return dt_fail(DT_ERR_INVALID, "takes one value, but an indented line continues it "
                                        "(only lists may go on over indented lines)");
     void *f = field(cfg, k);
@@ -559,6 +604,8 @@ static dt_status apply_value(dt_config *cfg, const key_def *k, const char *text,
         if (!continued)
             cfg->nlayers = 0;
         return for_each_item(text, "layer", add_layer, cfg);
+    case KEY_SPLIT:
+        return apply_split(cfg, text, continued);
     }
     DT_ASSERT(0);
     return DT_ERR_INVALID;
@@ -614,6 +661,19 @@ void dt_config_key_format(const dt_config *cfg, int i, char *buf, size_t nbytes)
                         isspace((unsigned char)s[n - 1]) ||
                         (n >= 2 && s[0] == '"' && s[n - 1] == '"');
             snprintf(buf, nbytes, quote ? "\"%s\"" : "%s", s);
+        }
+        return;
+    case KEY_SPLIT:
+        if (cfg->parallel.n_pp_split == 0) {
+            snprintf(buf, nbytes, "%s",
+                     cfg->parallel.pp_placement == DT_STAGES_ROUND_ROBIN ? "round_robin"
+                                                                         : "balanced");
+            return;
+        }
+        for (int j = 0, used = 0; j < cfg->parallel.n_pp_split && (size_t)used < nbytes; j++) {
+            int n = snprintf(buf + used, nbytes - (size_t)used, "%s%d", j ? ", " : "",
+                             cfg->parallel.pp_split[j]);
+            used += n > 0 ? n : 0;
         }
         return;
     case KEY_TARGETS:

@@ -20,20 +20,23 @@ struct dt_trainer {
     dt_dataset storage, test_storage, train, test;
     dt_model *model;
     dt_optim *optim;
-    dt_comm *self; /* the world of one, when the caller gave no communicator */
-    float *whole;  /* dt_trainer_whole_params under tensor parallelism */
+    dt_comm *self;         /* the world of one, when the caller gave no communicator */
+    float *whole;          /* dt_trainer_whole_params under tensor or pipeline parallelism */
+    float *stage_whole;    /* pipeline + tensor parallelism: the stage's tensors whole */
+    dt_model *whole_model; /* pipeline: the whole model's tensors, for weight files */
     dt_strategy *strategy;
     int replicas;         /* data-parallel replicas (the strategy's) */
     int64_t global_batch; /* G: samples per optimizer step, all ranks and micro-steps */
     int64_t parts;        /* replicas * micro-batches */
-    int64_t micro_max;    /* largest part: the model's planned batch */
+    int64_t micro_max;    /* largest part */
+    int64_t rows;         /* the model's planned batch: micro_max x the strategy's slots */
     int64_t steps_per_epoch;
     int64_t *perm;      /* [train.n] */
-    int64_t *positions; /* [micro_max] positions in the permutation */
-    int64_t *samples;   /* [micro_max] the samples at those positions */
-    int32_t *labels;    /* [micro_max] */
-    float *targets;     /* [micro_max x width] regression targets */
-    int64_t out_width;
+    int64_t *positions; /* [rows] positions in the permutation */
+    int64_t *samples;   /* [rows] the samples at those positions */
+    int32_t *labels;    /* [rows] */
+    float *targets;     /* [rows x width] regression targets */
+    int64_t out_width;  /* of the whole model's output */
 };
 
 static int is_classification(const dt_trainer *t)
@@ -41,9 +44,8 @@ static int is_classification(const dt_trainer *t)
     return t->cfg.loss != DT_LOSS_MSE;
 }
 
-static dt_status check_data_vs_model(const dt_trainer *t)
+static dt_status check_data_vs_model(const dt_trainer *t, const dt_shape *out)
 {
-    const dt_shape *out = dt_model_shape(t->model, dt_model_layer_count(t->model));
     if (out->ndim != 1)
         return dt_fail(DT_ERR_INVALID,
                        "model: output must be a vector of scores or values, "
@@ -78,7 +80,7 @@ static dt_status check_data_vs_model(const dt_trainer *t)
 static dt_status plan_batches(dt_trainer *t)
 {
     const dt_config *cfg = &t->cfg;
-    const int64_t accum = cfg->parallel.accumulation;
+    const int64_t accum = dt_config_micro_batches(cfg);
     t->parts = (int64_t)t->replicas * accum;
     t->global_batch =
         cfg->parallel.global_batch > 0 ? cfg->parallel.global_batch : cfg->train.batch * t->parts;
@@ -88,6 +90,7 @@ static dt_status plan_batches(dt_trainer *t)
                        "%lld ranks x micro-steps",
                        (long long)t->global_batch, (long long)t->parts);
     t->micro_max = (t->global_batch + t->parts - 1) / t->parts;
+    t->rows = t->micro_max * dt_strategy_get_info(t->strategy)->slots;
     if (t->train.n < 1)
         return dt_fail(DT_ERR_INVALID, "data: the training set is empty");
     /* A step never holds more samples than the epoch: refused rather than shrunk, so the
@@ -117,20 +120,66 @@ static dt_status plan_batches(dt_trainer *t)
     return DT_OK;
 }
 
-/* The model, planned for the largest micro-batch (and evaluation chunks of it), on its
- * team of threads, initialised from the seed, and checked against the data. */
+/* Layers [*first, *last) of the whole model: this rank's pipeline stage (all of them
+ * without a pipeline). Every rank computes every stage from the same config. */
+static dt_status stage_layers(const dt_trainer *t, int *first, int *last)
+{
+    const dt_config *cfg = &t->cfg;
+    const dt_strategy_info *si = dt_strategy_get_info(t->strategy);
+    int stage_of[DT_CONFIG_MAX_LAYERS], splits[DT_CONFIG_MAX_LAYERS];
+    *first = 0;
+    *last = cfg->nlayers;
+    if (si->pp_size == 1)
+        return DT_OK;
+    const int *given = NULL;
+    if (cfg->parallel.n_pp_split > 0) {
+        splits[0] = 0;
+        memcpy(splits + 1, cfg->parallel.pp_split, sizeof(int) * (size_t)cfg->parallel.n_pp_split);
+        given = splits;
+    }
+    const dt_tp_layout tp = {
+        .size = si->tp_size, .rank = si->tp_rank, .min_weights = cfg->parallel.tp_min_weights};
+    dt_status st = dt_model_stage_plan(cfg->layers, cfg->nlayers, &t->train.sample_shape, &tp,
+                                       si->pp_size, cfg->parallel.pp_placement, given, stage_of);
+    if (st != DT_OK)
+        return st;
+    *first = -1;
+    for (int i = 0; i < cfg->nlayers; i++) {
+        if (stage_of[i] != si->pp_rank)
+            continue;
+        if (*first >= 0 && i != *last)
+            return dt_fail(DT_ERR_UNSUPPORTED,
+                           "parallel.pp_split: round_robin puts layers %d and %d on stage %d "
+                           "with others between them; a stage of separate layer runs is not "
+                           "built yet: use balanced or split points",
+                           *first, i, si->pp_rank);
+        if (*first < 0)
+            *first = i;
+        *last = i + 1;
+    }
+    return DT_OK;
+}
+
+/* The model (this rank's stage and tensor-parallel part of it), planned for its slots of
+ * the largest micro-batch (and evaluation chunks of it), on its team of threads,
+ * initialised from the seed, and checked against the data. */
 static dt_status build_model(dt_trainer *t)
 {
     dt_status st = DT_OK;
     const dt_config *cfg = &t->cfg;
-    /* This rank's part of the model on its tensor-parallel group (the whole model when
-     * the group is one rank). */
+    dt_shape shapes[DT_CONFIG_MAX_LAYERS + 1];
+    DT_TRY(dt_model_plan_shapes(cfg->layers, cfg->nlayers, &t->train.sample_shape, shapes));
+    DT_TRY(check_data_vs_model(t, &shapes[cfg->nlayers]));
+    t->out_width = shapes[cfg->nlayers].d[0];
     const dt_strategy_info *si = dt_strategy_get_info(t->strategy);
     const dt_tp_layout tp = {
         .size = si->tp_size, .rank = si->tp_rank, .min_weights = cfg->parallel.tp_min_weights};
-    DT_TRY(dt_model_create_tp(cfg->layers, cfg->nlayers, &t->train.sample_shape, t->micro_max, &tp,
-                              &t->model));
-    dt_model_set_input_grad(t->model, 0);
+    int first, last;
+    DT_TRY(stage_layers(t, &first, &last));
+    DT_TRY(dt_model_create_stage(cfg->layers, cfg->nlayers, &t->train.sample_shape, t->rows, &tp,
+                                 first, last, &t->model));
+    /* A stage after the first sends the gradient of its input back. */
+    dt_model_set_input_grad(t->model, first > 0);
     /* train.threads: the model's own team, each member calling BLAS single-threaded, so
      * that one team of threads is busy at a time (0: leave BLAS as the caller set it). */
     if (cfg->train.threads > 0) {
@@ -138,8 +187,6 @@ static dt_status build_model(dt_trainer *t)
         DT_TRY(dt_model_set_threads(t->model, cfg->train.threads));
     }
     dt_model_init_params(t->model, cfg->train.seed);
-    DT_TRY(check_data_vs_model(t));
-    t->out_width = dt_model_shape(t->model, dt_model_layer_count(t->model))->d[0];
 fail:
     return st;
 }
@@ -149,7 +196,7 @@ fail:
 static dt_status alloc_step_buffers(dt_trainer *t)
 {
     dt_status st = DT_OK;
-    const size_t mb = (size_t)t->micro_max;
+    const size_t mb = (size_t)t->rows;
     DT_TRY(dt_alloc((size_t)t->train.n * sizeof(int64_t), "permutation", (void **)&t->perm));
     DT_TRY(dt_alloc(mb * sizeof(int64_t), "positions", (void **)&t->positions));
     DT_TRY(dt_alloc(mb * sizeof(int64_t), "samples", (void **)&t->samples));
@@ -200,6 +247,8 @@ void dt_trainer_free(dt_trainer *t)
     dt_strategy_free(t->strategy);
     dt_comm_free(t->self);
     dt_free(t->whole);
+    dt_free(t->stage_whole);
+    dt_model_free(t->whole_model);
     dt_optim_free(t->optim);
     dt_model_free(t->model);
     dt_free(t->perm);
@@ -234,6 +283,12 @@ void dt_trainer_comm_stats(const dt_trainer *t, dt_train_comm_stats *out)
     out->tp_calls = ss.tp_calls;
     out->tp_bytes = ss.tp_bytes;
     out->optim_steps = dt_optim_steps(t->optim);
+    out->pp = ss.pp;
+    out->pp_step_s = ss.pp_step_s;
+    out->pp_compute_s = ss.pp_compute_s;
+    out->pp_wait_s = ss.pp_wait_s;
+    out->pp_messages = ss.pp_messages;
+    out->pp_bytes = ss.pp_bytes;
 }
 
 dt_status dt_trainer_time_comm_alone(dt_trainer *t, int reps, double *seconds)
@@ -274,78 +329,89 @@ static void order_for_epoch(dt_trainer *t, int64_t epoch)
 typedef struct gather_job {
     dt_trainer *t;
     const dt_dataset *ds;
-    int64_t count;
+    int64_t row0, count;
+    unsigned what; /* DT_LOAD_INPUT, DT_LOAD_TARGETS */
 } gather_job;
 
-/* Member m's share of t->samples[0..count), into their rows of the model's input. */
+/* Member m's share of rows [row0, row0 + count) of t->samples, into the same rows of the
+ * model's input and of the targets. */
 static void gather_part(void *ctx, int m, int n)
 {
     const gather_job *g = ctx;
     dt_trainer *t = g->t;
     int64_t lo, hi;
     dt_pool_share(g->count, m, n, &lo, &hi);
+    lo += g->row0;
+    hi += g->row0;
     const int labelled = g->ds->targets == DT_TARGETS_LABELS;
-    dt_dataset_gather(g->ds, t->samples + lo, hi - lo,
-                      dt_model_input(t->model) + lo * dt_dataset_sample_numel(g->ds),
-                      labelled ? t->labels + lo : NULL,
-                      labelled ? NULL : t->targets + lo * t->out_width);
+    const int targets = (g->what & DT_LOAD_TARGETS) != 0;
+    float *x = (g->what & DT_LOAD_INPUT)
+                   ? dt_model_input(t->model) + lo * dt_dataset_sample_numel(g->ds)
+                   : NULL;
+    dt_dataset_gather(g->ds, t->samples + lo, hi - lo, x,
+                      labelled && targets ? t->labels + lo : NULL,
+                      !labelled && targets ? t->targets + lo * t->out_width : NULL);
 }
 
-/* Gathers samples t->samples[0..count) of ds into the model's input, on the model's team
- * when the batch is large enough. */
-static void gather(dt_trainer *t, const dt_dataset *ds, int64_t count)
+/* Gathers rows [row0, row0 + count) of t->samples from ds: `what` says whether into the
+ * model's input, the targets, or both. On the model's team when the batch is large. */
+static void gather(dt_trainer *t, const dt_dataset *ds, int64_t row0, int64_t count, unsigned what)
 {
-    gather_job g = {.t = t, .ds = ds, .count = count};
-    const int64_t numel = dt_dataset_sample_numel(ds);
+    gather_job g = {.t = t, .ds = ds, .row0 = row0, .count = count, .what = what};
+    const int64_t numel = (what & DT_LOAD_INPUT) ? dt_dataset_sample_numel(ds) : 1;
+    if (what == 0)
+        return;
     dt_pool_run(count * numel >= DT_PAR_GATHER_MIN ? dt_model_team(t->model) : NULL, gather_part,
                 &g);
 }
 
 /* ---- the trainer's side of a step (dt_step_io) ---- */
 
-/* Training samples at permutation positions [first, first + count): gathered by sample
- * index through the epoch's order; the positions key dropout. */
-static dt_status io_load(void *ctx, int64_t epoch, int64_t first, int64_t count,
-                         dt_forward_ctx *fwd)
+/* Training samples at permutation positions [first, first + count), into rows
+ * [row0, row0 + count): gathered by sample index through the epoch's order; the positions
+ * key dropout. */
+static dt_status io_load(void *ctx, int64_t epoch, int64_t first, int64_t count, int64_t row0,
+                         unsigned what, dt_forward_ctx *fwd)
 {
     dt_trainer *t = ctx;
-    for (int64_t i = 0; i < count; i++) {
-        int64_t pos = first + i;
-        /* pad mode repeats the epoch's first samples past its end */
-        t->positions[i] = pos % t->train.n;
-    }
+    int64_t *pos = t->positions + row0;
     for (int64_t i = 0; i < count; i++)
-        t->samples[i] = t->perm[t->positions[i]];
-    gather(t, &t->train, count);
+        pos[i] = (first + i) % t->train.n; /* pad mode repeats the epoch's first samples */
+    for (int64_t i = 0; i < count; i++)
+        t->samples[row0 + i] = t->perm[pos[i]];
+    gather(t, &t->train, row0, count, what);
     *fwd = (dt_forward_ctx){
-        .train = 1, .seed = t->cfg.train.seed, .epoch = (uint64_t)epoch, .positions = t->positions};
+        .train = 1, .seed = t->cfg.train.seed, .epoch = (uint64_t)epoch, .positions = pos};
     return DT_OK;
 }
 
-static dt_status io_loss(void *ctx, int64_t count, double divisor, double *loss_sum)
+static dt_status io_loss(void *ctx, int64_t row0, int64_t count, double divisor, double *loss_sum)
 {
     dt_trainer *t = ctx;
     const int nl = dt_model_layer_count(t->model);
-    return dt_loss_compute(t->cfg.loss, dt_model_output(t->model), count, t->out_width, t->labels,
-                           t->targets, divisor, loss_sum, dt_model_activation_grad(t->model, nl),
-                           NULL);
+    const int64_t w = t->out_width;
+    return dt_loss_compute(t->cfg.loss, dt_model_output(t->model) + row0 * w, count, w,
+                           t->labels + row0, t->targets + row0 * w, divisor, loss_sum,
+                           dt_model_activation_grad(t->model, nl) + row0 * w, NULL);
 }
 
-static dt_status io_load_test(void *ctx, int64_t first, int64_t count)
+static dt_status io_load_test(void *ctx, int64_t first, int64_t count, int64_t row0, unsigned what)
 {
     dt_trainer *t = ctx;
     for (int64_t i = 0; i < count; i++)
-        t->samples[i] = first + i;
-    gather(t, &t->test, count);
+        t->samples[row0 + i] = first + i;
+    gather(t, &t->test, row0, count, what);
     return DT_OK;
 }
 
-static dt_status io_score(void *ctx, int64_t count, double *loss_sum, double *correct)
+static dt_status io_score(void *ctx, int64_t row0, int64_t count, double *loss_sum, double *correct)
 {
     dt_trainer *t = ctx;
     int64_t right = 0;
-    dt_status st = dt_loss_compute(t->cfg.loss, dt_model_output(t->model), count, t->out_width,
-                                   t->labels, t->targets, 1.0, loss_sum, NULL, &right);
+    const int64_t w = t->out_width;
+    dt_status st =
+        dt_loss_compute(t->cfg.loss, dt_model_output(t->model) + row0 * w, count, w,
+                        t->labels + row0, t->targets + row0 * w, 1.0, loss_sum, NULL, &right);
     *correct = (double)right;
     return st;
 }
@@ -473,19 +539,89 @@ fail:
     return st;
 }
 
+dt_status dt_trainer_whole_model(dt_trainer *t, const dt_model **out)
+{
+    *out = t->model;
+    if (dt_strategy_get_info(t->strategy)->pp_size == 1)
+        return DT_OK;
+    /* The whole model's tensors, planned for one sample: its activations are a small
+     * fraction of its parameters, which a saved or loaded file holds whole anyway. */
+    if (t->whole_model == NULL) {
+        dt_status st = dt_model_create(t->cfg.layers, t->cfg.nlayers, &t->train.sample_shape, 1,
+                                       &t->whole_model);
+        if (st != DT_OK)
+            return st;
+    }
+    *out = t->whole_model;
+    return DT_OK;
+}
+
+/* The stage's tensors whole (gathered over the tensor-parallel group), each at its
+ * whole_offset in the stage: the stage's parameters when nothing is split. */
+static dt_status stage_whole_params(dt_trainer *t, const float **out)
+{
+    dt_status st = DT_OK;
+    *out = dt_model_params(t->model);
+    if (dt_model_tp_size(t->model) == 1)
+        return DT_OK;
+    if (t->stage_whole == NULL)
+        DT_TRY(dt_alloc(dt_model_whole_param_count(t->model) * sizeof(float), "whole parameters",
+                        (void **)&t->stage_whole));
+    DT_TRY(dt_model_gather_params(t->model, t->stage_whole));
+    *out = t->stage_whole;
+fail:
+    return st;
+}
+
 dt_status dt_trainer_whole_params(dt_trainer *t, const float **out)
 {
     dt_status st = DT_OK;
+    const dt_model *wm = NULL;
+    const float *stage = NULL;
     *out = NULL;
-    if (dt_model_tp_size(t->model) == 1) {
-        *out = dt_model_params(t->model);
+    DT_TRY(stage_whole_params(t, &stage));
+    if (dt_strategy_get_info(t->strategy)->pp_size == 1) {
+        *out = stage;
         return DT_OK;
     }
+    /* Each stage puts its tensors at their places in the whole model's buffer, zeros
+     * elsewhere; the pipeline combines the stages' buffers exactly. */
+    DT_TRY(dt_trainer_whole_model(t, &wm));
+    const size_t n = dt_model_param_count(wm);
     if (t->whole == NULL)
-        DT_TRY(dt_alloc(dt_model_whole_param_count(t->model) * sizeof(float), "whole parameters",
-                        (void **)&t->whole));
-    DT_TRY(dt_model_gather_params(t->model, t->whole));
+        DT_TRY(dt_alloc(n * sizeof(float), "whole parameters", (void **)&t->whole));
+    memset(t->whole, 0, n * sizeof(float));
+    for (int i = 0; i < dt_model_tensor_count(t->model); i++) {
+        const dt_param_info *p = dt_model_tensor(t->model, i);
+        const dt_param_info *w = dt_model_find_tensor(wm, p->name);
+        DT_ASSERT(w != NULL && w->count == p->whole_count);
+        memcpy(t->whole + w->offset, stage + p->whole_offset, p->whole_count * sizeof(float));
+    }
+    DT_TRY(dt_strategy_combine_stages(t->strategy, t->whole, n));
     *out = t->whole;
+fail:
+    return st;
+}
+
+dt_status dt_trainer_load_weights(dt_trainer *t, const char *path)
+{
+    dt_status st = DT_OK;
+    if (dt_strategy_get_info(t->strategy)->pp_size == 1)
+        return dt_weights_load(t->model, path);
+    /* Checked and read whole, then this stage's tensors (its part of them under tensor
+     * parallelism) copied out: the file is the same whatever the layout. */
+    const dt_model *wm = NULL;
+    DT_TRY(dt_trainer_whole_model(t, &wm));
+    DT_TRY(dt_weights_load(t->whole_model, path));
+    const float *src = dt_model_params(t->whole_model);
+    float *dst = dt_model_params(t->model);
+    for (int i = 0; i < dt_model_tensor_count(t->model); i++) {
+        const dt_param_info *p = dt_model_tensor(t->model, i);
+        const dt_param_info *w = dt_model_find_tensor(wm, p->name);
+        DT_ASSERT(w != NULL);
+        for (size_t k = 0; k < p->count; k++)
+            dst[p->offset + k] = src[w->offset + dt_param_whole_index(p, k)];
+    }
 fail:
     return st;
 }
@@ -495,10 +631,13 @@ void dt_trainer_layout(const dt_trainer *t, dt_train_layout *out)
     const dt_strategy_info *si = dt_strategy_get_info(t->strategy);
     *out = (dt_train_layout){.dp = si->replicas,
                              .tp = si->tp_size,
-                             .pp = 1, /* pipeline stages are not built yet */
+                             .pp = si->pp_size,
                              .dp_rank = si->replica,
                              .tp_rank = si->tp_rank,
-                             .pp_rank = 0,
+                             .pp_rank = si->pp_rank,
                              .world_rank = si->world_rank,
-                             .world_size = si->world_size};
+                             .world_size = si->world_size,
+                             .stage_first = dt_model_first_layer(t->model),
+                             .stage_last =
+                                 dt_model_first_layer(t->model) + dt_model_layer_count(t->model)};
 }

@@ -39,15 +39,17 @@ static void test_convnet_balanced(void **state)
     dt_config c = dt_config_default();
     int s[DT_CONFIG_MAX_LAYERS];
     char text[DT_CONFIG_MAX_LAYERS + 1];
-    DT_ASSERT_OK(dt_model_stage_plan(c.layers, c.nlayers, &image, 2, DT_STAGES_BALANCED, NULL, s));
+    DT_ASSERT_OK(
+        dt_model_stage_plan(c.layers, c.nlayers, &image, NULL, 2, DT_STAGES_BALANCED, NULL, s));
     stages_text(s, c.nlayers, text);
     assert_string_equal(text, "000111111111");
-    DT_ASSERT_OK(dt_model_stage_plan(c.layers, c.nlayers, &image, 3, DT_STAGES_BALANCED, NULL, s));
+    DT_ASSERT_OK(
+        dt_model_stage_plan(c.layers, c.nlayers, &image, NULL, 3, DT_STAGES_BALANCED, NULL, s));
     stages_text(s, c.nlayers, text);
     assert_string_equal(text, "001222222222");
     /* One stage per layer is the most there can be. */
-    DT_ASSERT_OK(
-        dt_model_stage_plan(c.layers, c.nlayers, &image, c.nlayers, DT_STAGES_BALANCED, NULL, s));
+    DT_ASSERT_OK(dt_model_stage_plan(c.layers, c.nlayers, &image, NULL, c.nlayers,
+                                     DT_STAGES_BALANCED, NULL, s));
     for (int i = 0; i < c.nlayers; i++)
         assert_int_equal(s[i], i);
 }
@@ -64,10 +66,10 @@ static void test_even_layers_balance_evenly(void **state)
     const dt_shape in = {.ndim = 1, .d = {64}};
     int s[8];
     char text[9];
-    DT_ASSERT_OK(dt_model_stage_plan(c.layers, 8, &in, 4, DT_STAGES_BALANCED, NULL, s));
+    DT_ASSERT_OK(dt_model_stage_plan(c.layers, 8, &in, NULL, 4, DT_STAGES_BALANCED, NULL, s));
     stages_text(s, 8, text);
     assert_string_equal(text, "00112233");
-    DT_ASSERT_OK(dt_model_stage_plan(c.layers, 8, &in, 3, DT_STAGES_ROUND_ROBIN, NULL, s));
+    DT_ASSERT_OK(dt_model_stage_plan(c.layers, 8, &in, NULL, 3, DT_STAGES_ROUND_ROBIN, NULL, s));
     stages_text(s, 8, text);
     assert_string_equal(text, "01201201");
 }
@@ -79,26 +81,27 @@ static void test_explicit_and_refusals(void **state)
     int s[DT_CONFIG_MAX_LAYERS];
     char text[DT_CONFIG_MAX_LAYERS + 1];
     const int at7[2] = {0, 7};
-    DT_ASSERT_OK(dt_model_stage_plan(c.layers, c.nlayers, &image, 2, DT_STAGES_BALANCED, at7, s));
+    DT_ASSERT_OK(
+        dt_model_stage_plan(c.layers, c.nlayers, &image, NULL, 2, DT_STAGES_BALANCED, at7, s));
     stages_text(s, c.nlayers, text);
     assert_string_equal(text, "000000011111");
     const int empty[3] = {0, 4, 4}, late[2] = {1, 5}, past[2] = {0, 12};
-    DT_ASSERT_STATUS(dt_model_stage_plan(c.layers, c.nlayers, &image, 3, 0, empty, s),
+    DT_ASSERT_STATUS(dt_model_stage_plan(c.layers, c.nlayers, &image, NULL, 3, 0, empty, s),
                      DT_ERR_INVALID);
     DT_ASSERT_ERROR_HAS("every stage needs a layer");
-    DT_ASSERT_STATUS(dt_model_stage_plan(c.layers, c.nlayers, &image, 2, 0, late, s),
+    DT_ASSERT_STATUS(dt_model_stage_plan(c.layers, c.nlayers, &image, NULL, 2, 0, late, s),
                      DT_ERR_INVALID);
     DT_ASSERT_ERROR_HAS("must begin at layer 0");
-    DT_ASSERT_STATUS(dt_model_stage_plan(c.layers, c.nlayers, &image, 2, 0, past, s),
+    DT_ASSERT_STATUS(dt_model_stage_plan(c.layers, c.nlayers, &image, NULL, 2, 0, past, s),
                      DT_ERR_INVALID);
-    DT_ASSERT_STATUS(dt_model_stage_plan(c.layers, c.nlayers, &image, 13, 0, NULL, s),
+    DT_ASSERT_STATUS(dt_model_stage_plan(c.layers, c.nlayers, &image, NULL, 13, 0, NULL, s),
                      DT_ERR_INVALID);
     DT_ASSERT_ERROR_HAS("13 pipeline stages for a model of 12 layers");
-    DT_ASSERT_STATUS(dt_model_stage_plan(c.layers, c.nlayers, &image, 0, 0, NULL, s),
+    DT_ASSERT_STATUS(dt_model_stage_plan(c.layers, c.nlayers, &image, NULL, 0, 0, NULL, s),
                      DT_ERR_INVALID);
     /* A model that does not plan is refused as dt_model_create refuses it. */
     const dt_shape flat = {.ndim = 1, .d = {10}};
-    DT_ASSERT_STATUS(dt_model_stage_plan(c.layers, c.nlayers, &flat, 2, 0, NULL, s),
+    DT_ASSERT_STATUS(dt_model_stage_plan(c.layers, c.nlayers, &flat, NULL, 2, 0, NULL, s),
                      DT_ERR_INVALID);
 }
 
