@@ -1,6 +1,6 @@
-/* bench_tp.c — the tensor-parallel benchmark's dtrain side (bench/tp.py): trains a config
- * with the dtrain library, one process or every rank of an mpirun job, and reports per rank
- * what tensor parallelism costs and saves.
+/* bench_tp.c — the dtrain side of the tensor- and pipeline-parallel benchmarks (bench/tp.py,
+ * bench/pp.py): trains a config with the dtrain library, one process or every rank of an
+ * mpirun job, and reports per rank what tensor and pipeline parallelism cost and save.
  *
  *   step time   the interval between the ends of consecutive training steps (as
  *               bench_train.c and bench/torch_tp.py measure it), median over `steps`
@@ -8,17 +8,22 @@
  *   tp time     this rank's seconds in the tp group's collectives over those same steps
  *               (dt_trainer_comm_stats: a collective's time includes waiting for the other
  *               ranks to arrive), per step; also collectives and bytes per step;
+ *   pipeline    this rank's stage (layers [stage_first, stage_last)) and, over the same
+ *               steps, its seconds in the pipeline's steps, of them in its stage's compute
+ *               and in waiting for the other stages, and the messages and bytes it sent, per
+ *               step (all zero without a pipeline);
  *   memory      parameter bytes on this rank (its part of every split layer, whole layers
- *               whole), the whole model's, and the activation and workspace bytes the model
- *               planned on this rank (dt_model_activation_bytes).
- * Evaluation is off, the schedule a constant learning rate (the PyTorch peer's Adam 1e-3
+ *               whole, its stage's layers only), the whole model's, and the activation and
+ *               workspace bytes the model planned on this rank (dt_model_activation_bytes).
+ * Evaluation is off, the schedule a constant learning rate (the PyTorch peers' Adam 1e-3
  * takes no schedule), and the step count never ends an epoch early.
  *
  * Rank 0 gathers every rank's figures and prints one JSON line: the run's settings, rank 0's
- * step time at top level, and a "ranks" array. Settings come from the config, then from
- * every `--set key=value` in order (model.layers, parallel.tp, ... as `dtrain train --set`).
+ * step time at top level, and a "ranks" array. Settings come from the config (without one,
+ * the library's default: the ConvNet), then from every `--set key=value` in order
+ * (model.layers, parallel.tp, parallel.pp, ... as `dtrain train --set`).
  *
- * Usage: bench_tp CONFIG [--set key=value]... [--threads N] [--steps N] [--warmup N] */
+ * Usage: bench_tp [CONFIG] [--set key=value]... [--threads N] [--steps N] [--warmup N] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,8 +37,8 @@
 
 enum { MAX_STEPS = 4096, MAX_RANKS = 64 };
 
-/* What on_step records: step ends and a snapshot of the tp counters where the measured
- * window starts, so that warmup's collectives are left out of the per-step figures. */
+/* What on_step records: step ends and a snapshot of the tp and pipeline counters where the
+ * measured window starts, so that warmup's figures are left out of the per-step ones. */
 typedef struct run_state {
     dt_trainer *t;
     long warmup;
@@ -53,6 +58,16 @@ enum {
     F_TP_MB,
     F_PARAM_BYTES,
     F_ACT_BYTES,
+    F_DP_RANK,
+    F_TP_RANK,
+    F_PP_RANK,
+    F_STAGE_FIRST,
+    F_STAGE_LAST,
+    F_PP_STEP_MS,
+    F_PP_COMPUTE_MS,
+    F_PP_WAIT_MS,
+    F_PP_MESSAGES,
+    F_PP_MB,
     N_FIELDS
 };
 
@@ -107,26 +122,29 @@ static long parse_count(const char *opt, const char *s)
 }
 
 typedef struct bench_args {
+    const char *config; /* the file, or "default": the library's own model */
     long threads, steps, warmup;
 } bench_args;
 
-/* The config, every --set, --threads/--steps/--warmup, and the settings the measurement
- * needs; an exit code (0: go on). */
+/* The config (if the first argument is not an option), every --set,
+ * --threads/--steps/--warmup, and the settings the measurement needs; an exit code
+ * (0: go on). */
 static int configure(int argc, char **argv, dt_config *cfg, bench_args *a)
 {
-    const char *usage = "usage: bench_tp CONFIG [--set key=value]... [--threads N] "
+    const char *usage = "usage: bench_tp [CONFIG] [--set key=value]... [--threads N] "
                         "[--steps N] [--warmup N]\n";
-    if (argc < 2) {
-        fputs(usage, stderr);
-        return 2;
-    }
     *cfg = dt_config_default();
-    if (dt_config_load(argv[1], cfg) != DT_OK) {
-        fprintf(stderr, "bench_tp: %s\n", dt_last_error());
-        return 1;
+    *a = (bench_args){.config = "default", .threads = 1, .steps = 200, .warmup = 20};
+    int first = 1;
+    if (argc > 1 && argv[1][0] != '-') {
+        if (dt_config_load(argv[1], cfg) != DT_OK) {
+            fprintf(stderr, "bench_tp: %s\n", dt_last_error());
+            return 1;
+        }
+        a->config = argv[1];
+        first = 2;
     }
-    *a = (bench_args){.threads = 1, .steps = 200, .warmup = 20};
-    for (int i = 2; i < argc; i += 2) {
+    for (int i = first; i < argc; i += 2) {
         if (i + 1 >= argc) {
             fprintf(stderr, "bench_tp: %s needs a value\n%s", argv[i], usage);
             return 2;
@@ -184,32 +202,54 @@ static int rank_figures(run_state *rs, long warmup, double mine[N_FIELDS])
     mine[F_TP_MB] = (double)(end.tp_bytes - rs->at_window.tp_bytes) / n / 1e6;
     mine[F_PARAM_BYTES] = (double)dt_model_param_count(m) * sizeof(float);
     mine[F_ACT_BYTES] = (double)dt_model_activation_bytes(m);
+    dt_train_layout lay;
+    dt_trainer_layout(rs->t, &lay);
+    mine[F_DP_RANK] = lay.dp_rank;
+    mine[F_TP_RANK] = lay.tp_rank;
+    mine[F_PP_RANK] = lay.pp_rank;
+    mine[F_STAGE_FIRST] = lay.stage_first;
+    mine[F_STAGE_LAST] = lay.stage_last;
+    mine[F_PP_STEP_MS] = (end.pp_step_s - rs->at_window.pp_step_s) / n * 1e3;
+    mine[F_PP_COMPUTE_MS] = (end.pp_compute_s - rs->at_window.pp_compute_s) / n * 1e3;
+    mine[F_PP_WAIT_MS] = (end.pp_wait_s - rs->at_window.pp_wait_s) / n * 1e3;
+    mine[F_PP_MESSAGES] = (double)(end.pp_messages - rs->at_window.pp_messages) / n;
+    mine[F_PP_MB] = (double)(end.pp_bytes - rs->at_window.pp_bytes) / n / 1e6;
     return n;
 }
 
 /* Rank 0's JSON line: the run's settings, its own step time, every rank's figures. */
-static void print_json(const run_state *rs, const char *config, int size, long threads, int n,
+static void print_json(const run_state *rs, const dt_config *cfg, const bench_args *a, int n,
                        const double *all)
 {
     const dt_model *m = dt_trainer_model(rs->t);
-    const int tp = dt_model_tp_size(m);
     const int64_t gb = dt_trainer_global_batch(rs->t);
+    dt_train_layout lay;
+    dt_trainer_layout(rs->t, &lay);
     char blas[128];
     dt_cli_blas_describe(blas, sizeof blas);
     printf("{\"impl\": \"dtrain\", \"config\": \"%s\", \"world_size\": %d, \"tp\": %d, "
-           "\"dp\": %d, \"threads\": %ld, \"global_batch\": %lld, \"steps\": %d, "
+           "\"dp\": %d, \"pp\": %d, \"micro_batches\": %d, \"pp_schedule\": \"%s\", "
+           "\"threads\": %ld, \"global_batch\": %lld, \"steps\": %d, "
            "\"step_ms_median\": %.4f, \"samples_per_s\": %.1f, "
            "\"last_loss\": %.6f, \"whole_param_bytes\": %.0f, \"blas\": \"%s\", \"ranks\": [",
-           config, size, tp, size / tp, threads, (long long)gb, n, all[F_STEP_MS],
-           (double)gb / (all[F_STEP_MS] * 1e-3), rs->last_loss,
+           a->config, lay.world_size, lay.tp, lay.dp, lay.pp, dt_config_micro_batches(cfg),
+           dt_pp_schedule_name(cfg->parallel.pp_schedule), a->threads, (long long)gb, n,
+           all[F_STEP_MS], (double)gb / (all[F_STEP_MS] * 1e-3), rs->last_loss,
            (double)dt_model_whole_param_count(m) * sizeof(float), blas);
-    for (int r = 0; r < size; r++) {
+    for (int r = 0; r < lay.world_size; r++) {
         const double *f = all + r * N_FIELDS;
-        printf("%s{\"rank\": %d, \"step_ms_median\": %.4f, \"step_ms_min\": %.4f, "
+        printf("%s{\"rank\": %d, \"dp_rank\": %.0f, \"tp_rank\": %.0f, \"pp_rank\": %.0f, "
+               "\"stage_first\": %.0f, \"stage_last\": %.0f, "
+               "\"step_ms_median\": %.4f, \"step_ms_min\": %.4f, "
                "\"tp_ms_per_step\": %.4f, \"tp_calls_per_step\": %.2f, "
-               "\"tp_mb_per_step\": %.4f, \"param_bytes\": %.0f, \"activation_bytes\": %.0f}",
-               r ? ", " : "", r, f[F_STEP_MS], f[F_STEP_MS_MIN], f[F_TP_MS], f[F_TP_CALLS],
-               f[F_TP_MB], f[F_PARAM_BYTES], f[F_ACT_BYTES]);
+               "\"tp_mb_per_step\": %.4f, \"pp_step_ms_per_step\": %.4f, "
+               "\"pp_compute_ms_per_step\": %.4f, \"pp_wait_ms_per_step\": %.4f, "
+               "\"pp_messages_per_step\": %.2f, \"pp_mb_per_step\": %.4f, "
+               "\"param_bytes\": %.0f, \"activation_bytes\": %.0f}",
+               r ? ", " : "", r, f[F_DP_RANK], f[F_TP_RANK], f[F_PP_RANK], f[F_STAGE_FIRST],
+               f[F_STAGE_LAST], f[F_STEP_MS], f[F_STEP_MS_MIN], f[F_TP_MS], f[F_TP_CALLS],
+               f[F_TP_MB], f[F_PP_STEP_MS], f[F_PP_COMPUTE_MS], f[F_PP_WAIT_MS], f[F_PP_MESSAGES],
+               f[F_PP_MB], f[F_PARAM_BYTES], f[F_ACT_BYTES]);
     }
     printf("]}\n");
     fflush(stdout);
@@ -264,7 +304,7 @@ int main(int argc, char **argv)
     else
         memcpy(all, mine, sizeof mine);
     if (rank == 0)
-        print_json(&rs, argv[1], size, a.threads, n, all);
+        print_json(&rs, &cfg, &a, n, all);
     dt_trainer_free(rs.t);
     dt_comm_free(world);
     if (mpi)

@@ -141,7 +141,9 @@ DT_API dt_status dt_model_create_tp(const dt_layer_spec *specs, int nlayers, con
  * the whole model's (the layers keep their indices in it), so stages run one after another
  * compute what the whole model computes, bit for bit. Its input is boundary `first` of the
  * whole model; layer indices in the other functions are the stage's own, from 0. A stage
- * that begins or ends inside a tensor-parallel block is refused (DT_ERR_INVALID). */
+ * that begins or ends inside a tensor-parallel block is refused (DT_ERR_INVALID). Its
+ * buffers keep rows apart: micro-batches in different rows (dt_model_forward_rows) never
+ * share memory, which may cost more gradient memory than dt_model_create plans. */
 DT_API dt_status dt_model_create_stage(const dt_layer_spec *specs, int nlayers,
                                        const dt_shape *input, int64_t max_batch,
                                        const dt_tp_layout *tp, int first, int last, dt_model **out);
@@ -211,8 +213,10 @@ DT_API dt_status dt_model_forward_range(dt_model *m, int first, int last, int64_
 DT_API dt_status dt_model_forward(dt_model *m, int64_t batch, const dt_forward_ctx *ctx);
 /* dt_model_forward_range on the samples in rows [row0, row0 + batch) of the planned
  * max_batch (of the input and of every activation, saved state and gradient): the rows
- * of other samples are left as they are, so several micro-batches can be in flight at
- * once, each in its own rows (a pipeline stage's). ctx->positions has batch entries. */
+ * of other samples are left as they are. In a model made by dt_model_create_stage several
+ * micro-batches can be in flight at once, each in its own rows, forwards and backwards in
+ * any order (a pipeline's schedule); in any other model, run one micro-batch's forward and
+ * backward before the next forward. ctx->positions has batch entries. */
 DT_API dt_status dt_model_forward_rows(dt_model *m, int first, int last, int64_t row0,
                                        int64_t batch, const dt_forward_ctx *ctx);
 

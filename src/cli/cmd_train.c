@@ -237,7 +237,10 @@ static dt_status print_header(const dt_config *cfg, const dt_cli_world *world, d
     dt_trainer_layout(t, &lay);
     char layout[96] = "", params[96] = "";
     if (lay.tp > 1 || lay.pp > 1) {
-        snprintf(layout, sizeof layout, " (dp %d x tp %d x pp %d)", lay.dp, lay.tp, lay.pp);
+        if (lay.pp > 1)
+            snprintf(layout, sizeof layout, " (dp %d x tp %d x pp %d)", lay.dp, lay.tp, lay.pp);
+        else
+            snprintf(layout, sizeof layout, " (dp %d x tp %d)", lay.dp, lay.tp);
         snprintf(params, sizeof params, " (%zu on rank 0)", dt_model_param_count(m));
     }
     printf("dtrain: %s%s%d rank%s%s, %lld training and %lld test samples, %zu parameters%s, "

@@ -1,7 +1,9 @@
-/* explain.c — `dtrain train --explain-layout`: the tensor-parallel plan of the config's
- * model, layer by layer, with the part each tp rank holds and its parameter bytes, and the
- * collectives a step costs. It runs in one process (no MPI): the plan is a pure function
- * of the config and the data's sample shape, the same on every rank of a job. */
+/* explain.c — `dtrain train --explain-layout`: the pipeline stage each layer runs on and
+ * the tensor-parallel plan of the config's model, layer by layer, with the part each tp
+ * rank holds and its parameter bytes, the collectives a step costs, and each stage's share
+ * of the arithmetic and the activations it sends. It runs in one process (no MPI): the
+ * plan is a pure function of the config and the data's sample shape, the same on every
+ * rank of a job. */
 #include <stdio.h>
 #include <string.h>
 
@@ -20,8 +22,10 @@ static void shape_text(const dt_shape *s, char *buf, size_t n)
 
 /* One row per layer: kind, whole output, role, then each rank's part and parameters. */
 static void print_layers(const dt_config *cfg, const dt_shape *shapes,
-                         dt_tp_layer_plan *const *plans, int tp)
+                         dt_tp_layer_plan *const *plans, int tp, const int *stage_of)
 {
+    if (stage_of != NULL)
+        printf("%-5s ", "stage");
     printf("%-3s %-12s %-16s %-7s %-6s", "#", "layer", "output (whole)", "role", "gather");
     for (int r = 0; r < tp; r++)
         printf("  rank %-2d part    params", r);
@@ -33,6 +37,8 @@ static void print_layers(const dt_config *cfg, const dt_shape *shapes,
                  dt_layer_kind_name(sp->kind));
         shape_text(&shapes[i + 1], out, sizeof out);
         const dt_tp_layer_plan *p0 = &plans[0][i];
+        if (stage_of != NULL)
+            printf("%-5d ", stage_of[i]);
         printf("%-3d %-12.12s %-16s %-7s %-6s", i, name, out, dt_tp_role_name(p0->role),
                p0->gather ? "yes" : "");
         for (int r = 0; r < tp; r++) {
@@ -92,6 +98,62 @@ static void print_totals(const dt_config *cfg, const dt_shape *shapes,
            (double)bwd_sum * b);
 }
 
+/* Per stage: its layers, its share of the counted arithmetic (what a balanced split
+ * evens out), its parameters, and the activations it sends on per sample; then the
+ * schedule's bubble in theory. */
+static dt_status print_stages(const dt_config *cfg, const dt_shape *shapes,
+                              const dt_tp_layer_plan *plan, const int *stage_of, int pp)
+{
+    double flops[DT_CONFIG_MAX_LAYERS], total = 0.0;
+    dt_status st = dt_model_layer_flops(cfg->layers, cfg->nlayers, &shapes[0], flops);
+    if (st != DT_OK)
+        return st;
+    for (int i = 0; i < cfg->nlayers; i++)
+        total += flops[i];
+    printf("pipeline of %d stages (%s):\n", pp,
+           cfg->parallel.n_pp_split > 0 ? "split points from parallel.pp_split"
+                                        : "balanced by counted forward and backward arithmetic");
+    for (int s = 0, i = 0; s < pp; s++) {
+        const int a = i;
+        double f = 0.0;
+        size_t params = 0;
+        for (; i < cfg->nlayers && stage_of[i] == s; i++) {
+            f += flops[i];
+            params += plan[i].params;
+        }
+        printf("  stage %d: layers %d..%d, %.1f%% of the arithmetic, %zu parameter bytes on tp "
+               "rank 0",
+               s, a, i - 1, total > 0 ? 100.0 * f / total : 0.0, params * sizeof(float));
+        if (s + 1 < pp)
+            printf(", sends %lld floats per sample on", (long long)dt_shape_numel(&shapes[i]));
+        printf("\n");
+    }
+    const int m = dt_config_micro_batches(cfg);
+    printf("%s schedule, %d micro-batch%s per step: bubble (P-1)/(M+P-1) = %.3f of a step "
+           "in theory, %d micro-batch%s of activations held on stage 0\n",
+           dt_pp_schedule_name(cfg->parallel.pp_schedule), m, m == 1 ? "" : "es",
+           (double)(pp - 1) / (double)(m + pp - 1),
+           cfg->parallel.pp_schedule == DT_PP_GPIPE ? m : (pp < m ? pp : m),
+           (cfg->parallel.pp_schedule == DT_PP_GPIPE ? m : (pp < m ? pp : m)) == 1 ? "" : "es");
+    return DT_OK;
+}
+
+/* The stage of every layer, as the trainer plans it. */
+static dt_status plan_stages(const dt_config *cfg, const dt_shape *input, int tp, int pp,
+                             int *stage_of)
+{
+    int first[DT_CONFIG_MAX_LAYERS];
+    const int *given = NULL;
+    if (cfg->parallel.n_pp_split > 0) {
+        first[0] = 0;
+        memcpy(first + 1, cfg->parallel.pp_split, sizeof(int) * (size_t)cfg->parallel.n_pp_split);
+        given = first;
+    }
+    const dt_tp_layout lay = {.size = tp, .rank = 0, .min_weights = cfg->parallel.tp_min_weights};
+    return dt_model_stage_plan(cfg->layers, cfg->nlayers, input, &lay, pp,
+                               cfg->parallel.pp_placement, given, stage_of);
+}
+
 int dt_cli_explain_layout(const dt_config *cfg)
 {
     dt_dataset storage, test_storage, train, test;
@@ -125,6 +187,10 @@ int dt_cli_explain_layout(const dt_config *cfg)
     for (size_t i = 0; i <= n; i++)
         shapes[i] = *dt_model_shape(m, (int)i);
     dt_model_free(m);
+    const int pp = cfg->parallel.pp > 0 ? cfg->parallel.pp : 1;
+    int stage_of[DT_CONFIG_MAX_LAYERS];
+    if (pp > 1 && plan_stages(cfg, &shapes[0], tp, pp, stage_of) != DT_OK)
+        goto fail;
     printf("dtrain: tensor-parallel layout of %s over %d rank%s ",
            cfg->source[0] ? cfg->source : "the built-in ConvNet", tp, tp == 1 ? "" : "s");
     if (cfg->parallel.tp_min_weights > 0)
@@ -134,8 +200,10 @@ int dt_cli_explain_layout(const dt_config *cfg)
         printf("(every linear and conv2d layer with at least %d outputs splits: "
                "parallel.tp_min_weights 0)\n",
                tp);
-    print_layers(cfg, shapes, plans, tp);
+    print_layers(cfg, shapes, plans, tp, pp > 1 ? stage_of : NULL);
     print_totals(cfg, shapes, plans, tp);
+    if (pp > 1 && print_stages(cfg, shapes, plans[0], stage_of, pp) != DT_OK)
+        goto fail;
     rc = DT_EXIT_OK;
 fail:
     if (rc != DT_EXIT_OK)

@@ -17,7 +17,13 @@
  * activation buffer that holds it, else the smallest extra one, else the extra one that
  * must grow least: for the seeds' ConvNet this leaves one extra buffer of a fifth of the
  * largest activation, where two full-size ping-pong buffers were needed before (ReLU
- * then reads its mask bits, not its output: relu.c). The plan assumes one forward, then
+ * then reads its mask bits, not its output: relu.c).
+ *
+ * Rows apart (a pipeline stage's model): micro-batches in flight in different rows of the
+ * same buffers must never touch each other's memory. A gradient shares a buffer only with
+ * activations and gradients of the same size per sample, so that its rows are exactly
+ * theirs: row r of a gradient of 2 floats per sample would otherwise lie over rows 2r and
+ * 2r + 1 of an activation of 1, another micro-batch's. The plan assumes one forward, then
  * one backward: a backward that re-runs a forward segment (gradient checkpointing) would
  * refill activation buffers that hold gradients by then, and must be planned with that. */
 #include <limits.h>
@@ -110,12 +116,12 @@ static void plan_order(const chain *ch, int nch, int *order)
  * whose chains placed so far do not meet c; -1 when none. */
 static int plan_pick_activation(const dt_layer *layers, int L, const int *sid, int nstore,
                                 const size_t *cap, const int *last_read, const chain *ch, int nch,
-                                const chain *c)
+                                const chain *c, int rows_apart)
 {
     const int k = c->top;
     int best = -1;
     for (int s = 0; s < nstore; s++) {
-        if (cap[s] < c->floats || last_read[s] == INT_MIN)
+        if (cap[s] < c->floats || last_read[s] == INT_MIN || (rows_apart && cap[s] != c->floats))
             continue;
         int free_then = k < last_read[s];
         if (!free_then && k == last_read[s] && k < L && layers[k].ops->bwd_dx_over_x &&
@@ -130,11 +136,11 @@ static int plan_pick_activation(const dt_layer *layers, int L, const int *sid, i
 /* Puts chain c in an extra buffer: the smallest whose chains do not meet c that holds it,
  * else the one that grows least, else a new one. *where is -1 - e for extra buffer e. */
 static dt_status plan_pick_extra(dt_grad_plan *plan, const chain *ch, int nch, const chain *c,
-                                 int *where)
+                                 int rows_apart, int *where)
 {
     int fit = -1, grow = -1;
     for (int e = 0; e < plan->nextra; e++) {
-        if (!no_conflict(ch, nch, c, -1 - e))
+        if (!no_conflict(ch, nch, c, -1 - e) || (rows_apart && plan->extra_floats[e] != c->floats))
             continue;
         if (plan->extra_floats[e] >= c->floats) {
             if (fit < 0 || plan->extra_floats[e] < plan->extra_floats[fit])
@@ -158,7 +164,8 @@ static dt_status plan_pick_extra(dt_grad_plan *plan, const chain *ch, int nch, c
 }
 
 dt_status dt_grad_plan_make(const dt_layer *layers, int nlayers, const int *sid, int nstore,
-                            const size_t *cap, const size_t *need, dt_grad_plan *plan)
+                            const size_t *cap, const size_t *need, int rows_apart,
+                            dt_grad_plan *plan)
 {
     DT_ASSERT(layers != NULL && nlayers >= 1 && sid != NULL && plan != NULL && nstore >= 1);
     dt_status st = DT_OK;
@@ -176,9 +183,10 @@ dt_status dt_grad_plan_make(const dt_layer *layers, int nlayers, const int *sid,
     plan->nextra = 0;
     for (int oi = 0; oi < nch; oi++) {
         chain *c = &ch[order[oi]];
-        int where = plan_pick_activation(layers, L, sid, nstore, cap, last_read, ch, nch, c);
+        int where =
+            plan_pick_activation(layers, L, sid, nstore, cap, last_read, ch, nch, c, rows_apart);
         if (where < 0)
-            DT_TRY(plan_pick_extra(plan, ch, nch, c, &where));
+            DT_TRY(plan_pick_extra(plan, ch, nch, c, rows_apart, &where));
         c->store = where;
     }
     for (int i = 0; i < nch; i++)

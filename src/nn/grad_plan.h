@@ -20,9 +20,12 @@ typedef struct dt_grad_plan {
 /* Plans the gradient of every boundary of `layers`. Boundary i's activation lives in
  * activation buffer sid[i] (of cap[sid[i]] floats; buffers are shared by layers that run
  * in place); its gradient needs need[i] floats. plan->store must have nlayers + 1
- * entries. Allocates only temporaries; DT_ERR_NOMEM, or DT_ERR_INVALID if more than
- * DT_GRAD_PLAN_MAX_EXTRA extra buffers were needed. */
+ * entries. rows_apart: a gradient shares a buffer only with buffers of its own size, so
+ * that rows of different micro-batches never overlap (grad_plan.c). Allocates only
+ * temporaries; DT_ERR_NOMEM, or DT_ERR_INVALID if more than DT_GRAD_PLAN_MAX_EXTRA extra
+ * buffers were needed. */
 dt_status dt_grad_plan_make(const dt_layer *layers, int nlayers, const int *sid, int nstore,
-                            const size_t *cap, const size_t *need, dt_grad_plan *plan);
+                            const size_t *cap, const size_t *need, int rows_apart,
+                            dt_grad_plan *plan);
 
 #endif

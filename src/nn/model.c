@@ -16,6 +16,7 @@
 struct dt_model {
     int nlayers;
     int first;        /* a stage: the whole model's index of layers[0] (0 for a whole model) */
+    int rows_apart;   /* a stage: micro-batches in different rows share no memory */
     dt_layer *layers; /* [nlayers] */
     dt_shape *shapes; /* [nlayers + 1]: input of each layer, then the output */
     int64_t max_batch;
@@ -217,7 +218,7 @@ static dt_status model_plan_grads(dt_model *m, model_plan *mp)
     DT_TRY(dt_alloc(sizeof(float *) * nb, "model gradients", (void **)&m->grad));
     DT_TRY(dt_alloc(sizeof(int) * nb, "model plan", (void **)&mp->gplan.store));
     DT_TRY(dt_grad_plan_make(m->layers, m->nlayers, mp->sid, mp->nstore, mp->cap, mp->need,
-                             &mp->gplan));
+                             m->rows_apart, &mp->gplan));
     for (int e = 0; e < mp->gplan.nextra; e++)
         mp->extra_total += mp->gplan.extra_floats[e];
 fail:
@@ -378,15 +379,26 @@ dt_status dt_model_create(const dt_layer_spec *specs, int nlayers, const dt_shap
     return dt_model_create_tp(specs, nlayers, input, max_batch, NULL, out);
 }
 
+static dt_status create_model(const dt_layer_spec *specs, int nlayers, const dt_shape *input,
+                              int64_t max_batch, const dt_tp_layout *tp, int first, int last,
+                              int rows_apart, dt_model **out);
+
 dt_status dt_model_create_tp(const dt_layer_spec *specs, int nlayers, const dt_shape *input,
                              int64_t max_batch, const dt_tp_layout *tp, dt_model **out)
 {
-    return dt_model_create_stage(specs, nlayers, input, max_batch, tp, 0, nlayers, out);
+    return create_model(specs, nlayers, input, max_batch, tp, 0, nlayers, 0, out);
 }
 
 dt_status dt_model_create_stage(const dt_layer_spec *specs, int nlayers, const dt_shape *input,
                                 int64_t max_batch, const dt_tp_layout *tp, int first, int last,
                                 dt_model **out)
+{
+    return create_model(specs, nlayers, input, max_batch, tp, first, last, 1, out);
+}
+
+static dt_status create_model(const dt_layer_spec *specs, int nlayers, const dt_shape *input,
+                              int64_t max_batch, const dt_tp_layout *tp, int first, int last,
+                              int rows_apart, dt_model **out)
 {
     DT_ASSERT(out != NULL && input != NULL && (specs != NULL || nlayers == 0));
     dt_status st = DT_OK;
@@ -406,6 +418,7 @@ dt_status dt_model_create_stage(const dt_layer_spec *specs, int nlayers, const d
     DT_TRY(check_shape(input, "input shape"));
     DT_TRY(dt_alloc(sizeof *m, "model", (void **)&m));
     m->first = first;
+    m->rows_apart = rows_apart;
     m->nlayers = last - first;
     m->max_batch = max_batch;
     m->input_grad = 1;

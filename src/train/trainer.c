@@ -143,16 +143,18 @@ static dt_status stage_layers(const dt_trainer *t, int *first, int *last)
                                        si->pp_size, cfg->parallel.pp_placement, given, stage_of);
     if (st != DT_OK)
         return st;
+    /* Every stage checked, not only this rank's: the verdict must be the same everywhere. */
+    for (int i = 1; i < cfg->nlayers; i++)
+        if (stage_of[i] < stage_of[i - 1])
+            return dt_fail(DT_ERR_UNSUPPORTED,
+                           "parallel.pp_split: round_robin puts layer %d back on stage %d after "
+                           "stage %d; a stage of separate runs of layers is not built yet: use "
+                           "balanced or split points",
+                           i, stage_of[i], stage_of[i - 1]);
     *first = -1;
     for (int i = 0; i < cfg->nlayers; i++) {
         if (stage_of[i] != si->pp_rank)
             continue;
-        if (*first >= 0 && i != *last)
-            return dt_fail(DT_ERR_UNSUPPORTED,
-                           "parallel.pp_split: round_robin puts layers %d and %d on stage %d "
-                           "with others between them; a stage of separate layer runs is not "
-                           "built yet: use balanced or split points",
-                           *first, i, si->pp_rank);
         if (*first < 0)
             *first = i;
         *last = i + 1;

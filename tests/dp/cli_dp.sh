@@ -1,7 +1,7 @@
 #!/bin/sh
 # cli_dp.sh — `mpirun -np 2 dtrain train` end to end: a data-parallel run writes its metrics
 # and weights once (rank 0) and says it ran on 2 ranks; a model that differs on one rank, a
-# layout that does not fit the job and an unsupported layout each end the job with a
+# layout that does not fit the job and a strategy not built yet each end the job with a
 # non-zero status and a message naming the problem, within the test's timeout (no hang).
 set -u
 DTRAIN=${DTRAIN:?ctest sets DTRAIN}
@@ -73,10 +73,10 @@ expect_fail mismatch 'disagree on model\.layers \(rank 0: flatten, linear 128, .
     -np 1 "$DTRAIN" train "$MLP" --max-steps 2 \
     --set "model.layers=flatten, linear 64, relu, dropout 0.2, linear 10"
 
-# A layout that does not fit the job, and one that is not built.
+# A layout that does not fit the job, and a strategy that is not built.
 expect_fail layout 'dp 3 x tp 1 x pp 1 = 3 does not match the 2 ranks' \
     "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" --max-steps 2 --dp 3
-expect_fail pp 'pipeline parallelism is not built yet' \
-    "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" --max-steps 2 --set parallel.pp=2
+expect_fail ps 'parallel.strategy: ps is not built yet' \
+    "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" --max-steps 2 --strategy ps
 
 exit $fail

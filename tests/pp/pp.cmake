@@ -1,6 +1,9 @@
-# Pipeline stages: the plan of which layer runs where (the pipeline itself is not built yet).
+# Pipeline stages: the plan of which layer runs where.
 dt_add_test(NAME test_stages SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_stages.c LABELS unit
             TIMEOUT 30)
 # A model cut into stages computes what the whole model computes, bit for bit.
 dt_add_test(NAME test_stage_model SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_stage_model.c
             LABELS unit TIMEOUT 30)
+# Pipeline parallelism: 2 ranks are pp 2, 3 ranks pp 3, 4 ranks dp 2 x pp 2 and
+# tp 2 x pp 2; GPipe and 1F1B each equal single-process training.
+dt_add_mpi_test(NAME test_pp SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_pp.c NP 2 3 4 TIMEOUT 300)

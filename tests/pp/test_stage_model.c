@@ -156,11 +156,15 @@ static void test_refusals(void **state)
     assert_null(m);
 }
 
-/* Two micro-batches in rows [0, 3) and [3, 6) of one model, both forwards before both
- * backwards (as a pipeline stage holds them), against a model of 3 rows running each
- * micro-batch's forward and backward in turn: the same outputs, input gradients and
- * accumulated parameter gradients, bit for bit. A micro-batch that overwrote another's
- * rows (activations, dropout masks, pooling argmax, planned gradient buffers) fails it. */
+/* Two micro-batches in rows [0, 3) and [3, 6) of one stage model, held as a pipeline stage
+ * holds them: both forwards, then both output gradients written (a stage receives the next
+ * micro-batch's while it runs this one's backward), then both backwards, and only then both
+ * input gradients read (a stage sends one while it runs the next backward). Against a
+ * model of 3 rows running each micro-batch's forward and backward in turn: the same
+ * outputs, input gradients and accumulated parameter gradients, bit for bit. A micro-batch
+ * that overwrote another's rows (activations, dropout masks, pooling argmax, planned
+ * gradient buffers: a gradient of 2 floats per sample laid over an activation of 1) fails
+ * it. */
 static void check_rows(const char *what, const char *layers, const dt_shape *in)
 {
     dt_config c = dt_config_default();
@@ -169,7 +173,7 @@ static void check_rows(const char *what, const char *layers, const dt_shape *in)
     DT_ASSERT_OK(dt_config_set(&c, kv, "test"));
     const int n = c.nlayers;
     dt_model *a = NULL, *b = NULL;
-    DT_ASSERT_OK(dt_model_create(c.layers, n, in, 2 * BATCH, &a));
+    DT_ASSERT_OK(dt_model_create_stage(c.layers, n, in, 2 * BATCH, NULL, 0, n, &a));
     DT_ASSERT_OK(dt_model_create(c.layers, n, in, BATCH, &b));
     dt_model_init_params(a, 3);
     dt_model_init_params(b, 3);
@@ -187,11 +191,12 @@ static void check_rows(const char *what, const char *layers, const dt_shape *in)
         DT_ASSERT_OK(dt_model_forward_rows(a, 0, n, j * BATCH, BATCH, &f));
     }
     memcpy(out, dt_model_output(a), (size_t)(2 * nout) * sizeof(float));
-    for (int j = 1; j >= 0; j--) { /* backwards, the second micro-batch first */
+    for (int j = 0; j < 2; j++)
         memcpy(dt_model_activation_grad(a, n) + j * nout, boundary_values(nout, 20 + (uint32_t)j),
                (size_t)nout * sizeof(float));
+    for (int j = 0; j < 2; j++)
         DT_ASSERT_OK(dt_model_backward_rows(a, 0, n, j * BATCH, BATCH, NULL));
-        /* The reference: this micro-batch alone, forward then backward. */
+    for (int j = 0; j < 2; j++) { /* the reference: each micro-batch alone, in turn */
         memcpy(dt_model_input(b), boundary_values(nin, 10 + (uint32_t)j),
                (size_t)nin * sizeof(float));
         const dt_forward_ctx f = {.train = 1, .seed = 4, .epoch = 1, .positions = pos[j]};
