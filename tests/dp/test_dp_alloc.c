@@ -1,5 +1,6 @@
 /* test_dp_alloc.c — a data-parallel training step allocates nothing in our code, with the
- * ring all-reduce, with MPI's own, and with tensor parallelism at tp 2. Counts malloc and
+ * ring all-reduce, with MPI's own, with tensor parallelism at tp 2 and with a pipeline of 2
+ * stages (GPipe and 1F1B, 4 micro-batches). Counts malloc and
  * friends in the whole process (alloc_count.c) from the second step to the last, Open MPI's
  * own calls apart: it allocates a temporary inside MPI_Iallreduce on every call
  * (docs/NOTES.md), and buffers a message that arrives before its receive is posted, as the
@@ -25,7 +26,8 @@ static dt_status count_from_step_2(void *ctx, const dt_step_info *s)
     return DT_OK;
 }
 
-static long steps_allocations(const char *algorithm, int tp)
+/* pp: 0 none, else a pipeline of 2 stages on the schedule "gpipe" or "1f1b" it names. */
+static long steps_allocations(const char *algorithm, int tp, const char *pp)
 {
     dt_config c = dt_config_default();
     char kv[64];
@@ -46,6 +48,13 @@ static long steps_allocations(const char *algorithm, int tp)
         DT_ASSERT_OK(dt_config_set(&c, "parallel.tp=2", "test"));
         DT_ASSERT_OK(dt_config_set(&c, "parallel.tp_min_weights=0", "test"));
     }
+    if (pp != NULL) { /* messages both ways, micro-batches in rows */
+        char sk[64];
+        snprintf(sk, sizeof sk, "parallel.pp_schedule=%s", pp);
+        DT_ASSERT_OK(dt_config_set(&c, "parallel.pp=2", "test"));
+        DT_ASSERT_OK(dt_config_set(&c, "parallel.micro_batches=4", "test"));
+        DT_ASSERT_OK(dt_config_set(&c, sk, "test"));
+    }
     dt_comm_options o = dt_comm_options_default();
     DT_ASSERT_OK(dt_comm_algo_parse(algorithm, &o.algorithm));
     DT_ASSERT_OK(dt_comm_set_options(world, &o));
@@ -56,8 +65,9 @@ static long steps_allocations(const char *algorithm, int tp)
     DT_ASSERT_OK(dt_trainer_run(t, &cb));
     dt_alloc_count_enable(0);
     long n = dt_alloc_count();
-    printf("rank %d, %s%s: %ld allocations in steps 2..8 by our code, %ld inside Open MPI\n", rank,
-           algorithm, tp ? ", tp 2" : "", n, dt_alloc_count_mpi());
+    printf("rank %d, %s%s%s%s: %ld allocations in steps 2..8 by our code, %ld inside Open MPI\n",
+           rank, algorithm, tp ? ", tp 2" : "", pp ? ", pp 2 " : "", pp ? pp : "", n,
+           dt_alloc_count_mpi());
     dt_trainer_free(t);
     return n;
 }
@@ -65,7 +75,7 @@ static long steps_allocations(const char *algorithm, int tp)
 static void test_ring_step_allocates_nothing(void **state)
 {
     (void)state;
-    long n = steps_allocations("ring", 0);
+    long n = steps_allocations("ring", 0, NULL);
     if (n != 0)
         fprintf(stderr, "rank %d: %ld allocations in steps 2..8 with the ring\n", rank, n);
     assert_int_equal(n, 0);
@@ -74,7 +84,7 @@ static void test_ring_step_allocates_nothing(void **state)
 static void test_mpi_step_allocates_nothing_of_ours(void **state)
 {
     (void)state;
-    long n = steps_allocations("mpi", 0);
+    long n = steps_allocations("mpi", 0, NULL);
     assert_int_equal(n, 0); /* Open MPI's own (MPI_Iallreduce's temporary) are apart */
 }
 
@@ -82,10 +92,24 @@ static void test_tp_step_allocates_nothing(void **state)
 {
     (void)state;
     /* Tensor parallelism over the 2 ranks: sums, a gather, an input-gradient sum. */
-    long n = steps_allocations("ring", 1);
+    long n = steps_allocations("ring", 1, NULL);
     if (n != 0)
         fprintf(stderr, "rank %d: %ld allocations in steps 2..8 at tp 2\n", rank, n);
     assert_int_equal(n, 0);
+}
+
+static void test_pp_step_allocates_nothing(void **state)
+{
+    (void)state;
+    /* A pipeline of 2 stages: activations and gradients as messages, slots in rows. */
+    static const char *const schedules[] = {"gpipe", "1f1b"};
+    for (int k = 0; k < 2; k++) {
+        long n = steps_allocations("ring", 0, schedules[k]);
+        if (n != 0)
+            fprintf(stderr, "rank %d: %ld allocations in steps 2..8 at pp 2, %s\n", rank, n,
+                    schedules[k]);
+        assert_int_equal(n, 0);
+    }
 }
 
 int main(int argc, char **argv)
@@ -99,6 +123,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_ring_step_allocates_nothing),
         cmocka_unit_test(test_mpi_step_allocates_nothing_of_ours),
         cmocka_unit_test(test_tp_step_allocates_nothing),
+        cmocka_unit_test(test_pp_step_allocates_nothing),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL), any = 0;
     dt_comm_free(world);
