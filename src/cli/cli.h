@@ -22,7 +22,7 @@ typedef struct dt_cli_option {
     const char *name;    /* "--epochs" */
     const char *metavar; /* "N", or NULL for flags */
     dt_opt_kind kind;
-    const char *key;     /* config key for CONFIG_KEY/CONFIG_ON; a slot name otherwise */
+    const char *key; /* config key for CONFIG_KEY/CONFIG_ON; a slot name otherwise */
     const char *help;
 } dt_cli_option;
 
@@ -51,8 +51,8 @@ int dt_cli_parse(const char *cmd, const dt_cli_option *opts, int nopts, int argc
 
 /* Prints the options (with each shorthand's real default from dt_config_default()) and,
  * when `keys` is set, every config key with its default. */
-void dt_cli_print_help(FILE *out, const char *usage, const char *summary,
-                       const dt_cli_option *opts, int nopts, int keys);
+void dt_cli_print_help(FILE *out, const char *usage, const char *summary, const dt_cli_option *opts,
+                       int nopts, int keys);
 
 /* Launcher detection: 1 when this process was started by mpirun/mpiexec/srun (their
  * environment variables), so MPI must be initialised; 0 for a plain run. */

@@ -45,8 +45,8 @@ static int apply_key(dt_config *cfg, const char *key, const char *value, const c
 
 /* Pass 1: validates every option's shape and finds --help and the config file, so that the
  * file applies before any override. Returns -1 for --help. */
-static int scan_args(const char *cmd, const dt_cli_option *opts, int nopts, int argc,
-                     char **argv, dt_cli_values *vals, int allow_positional)
+static int scan_args(const char *cmd, const dt_cli_option *opts, int nopts, int argc, char **argv,
+                     dt_cli_values *vals, int allow_positional)
 {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -56,8 +56,8 @@ static int scan_args(const char *cmd, const dt_cli_option *opts, int nopts, int 
             const char *eq = strchr(a, '=');
             const dt_cli_option *o = find_opt(opts, nopts, a, eq ? (size_t)(eq - a) : strlen(a));
             if (o == NULL) {
-                fprintf(stderr, "dtrain %s: unknown option '%s' (see dtrain %s --help)\n", cmd,
-                        a, cmd);
+                fprintf(stderr, "dtrain %s: unknown option '%s' (see dtrain %s --help)\n", cmd, a,
+                        cmd);
                 return DT_EXIT_USAGE;
             }
             if (o->metavar != NULL && eq == NULL) {
@@ -166,8 +166,8 @@ static int key_index(const char *key)
     return -1;
 }
 
-void dt_cli_print_help(FILE *out, const char *usage, const char *summary,
-                       const dt_cli_option *opts, int nopts, int keys)
+void dt_cli_print_help(FILE *out, const char *usage, const char *summary, const dt_cli_option *opts,
+                       int nopts, int keys)
 {
     const dt_config def = dt_config_default();
     fprintf(out, "usage: %s\n\n%s\n\noptions:\n", usage, summary);
@@ -201,8 +201,9 @@ void dt_cli_print_help(FILE *out, const char *usage, const char *summary,
 
 int dt_cli_launched(void)
 {
-    static const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE", "PMI_RANK",
-                                 "MPI_LOCALNRANKS", "SLURM_STEP_NUM_TASKS"};
+    static const char *vars[] = {
+        "OMPI_COMM_WORLD_SIZE", "PMIX_RANK",           "PMI_SIZE", "PMI_RANK",
+        "MPI_LOCALNRANKS",      "SLURM_STEP_NUM_TASKS"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
         if (getenv(vars[i]) != NULL)
             return 1;

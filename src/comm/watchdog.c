@@ -255,8 +255,8 @@ static int collect_answers(dt_comm *c, int64_t *recs, MPI_Request *rq, double en
 
 /* The report's summary from the records: who never answered, who waits in the same
  * collective, who is elsewhere (and where). */
-static void summarize(const dt_comm *c, const dt_comm_req *q, const int64_t *recs,
-                      const char *what, double now, double grace, char *summary, size_t nbytes)
+static void summarize(const dt_comm *c, const dt_comm_req *q, const int64_t *recs, const char *what,
+                      double now, double grace, char *summary, size_t nbytes)
 {
     const int n = c->size, r = c->rank;
     char missing[400] = "", elsewhere[500] = "", arrived[200] = "";

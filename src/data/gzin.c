@@ -99,8 +99,7 @@ static dt_status next_member(dt_gzin *g)
     }
     if (g->zs.avail_in >= 2 && g->zs.next_in[0] == 0x1f && g->zs.next_in[1] == 0x8b) {
         if (inflateReset(&g->zs) != Z_OK)
-            return dt_fail(DT_ERR_FORMAT, "%s: %s: gzip data is corrupt (reset)", g->who,
-                           g->path);
+            return dt_fail(DT_ERR_FORMAT, "%s: %s: gzip data is corrupt (reset)", g->who, g->path);
         g->member_done = 0;
         return DT_OK;
     }
@@ -130,8 +129,10 @@ static dt_status fill(dt_gzin *g)
             if ((st = refill(g, &added)) != DT_OK)
                 return st;
             if (added == 0)
-                return dt_fail(DT_ERR_FORMAT, "%s: %s: gzip stream is truncated (unexpected end "
-                               "of file)", g->who, g->path);
+                return dt_fail(DT_ERR_FORMAT,
+                               "%s: %s: gzip stream is truncated (unexpected end "
+                               "of file)",
+                               g->who, g->path);
         }
         g->zs.next_out = g->out + g->out_len;
         g->zs.avail_out = (uInt)(GZIN_BUFFER - g->out_len);

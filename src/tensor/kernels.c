@@ -4,8 +4,8 @@
 #include <math.h>
 #include <string.h>
 
-void dt_im2col(const float *restrict x, int64_t C, int64_t H, int64_t W, int64_t k,
-               int64_t stride, int64_t pad, int64_t OH, int64_t OW, float *restrict col)
+void dt_im2col(const float *restrict x, int64_t C, int64_t H, int64_t W, int64_t k, int64_t stride,
+               int64_t pad, int64_t OH, int64_t OW, float *restrict col)
 {
     for (int64_t c = 0; c < C; c++) {
         const float *xc = x + c * H * W;

@@ -7,8 +7,8 @@
 
 /* col (C*k*k, OH*OW) from one image x (C, H, W) with zero padding `pad` and `stride`.
  * Row r = (c, ki, kj) in that order, matching the weight layout (C_out, C, k, k). */
-void dt_im2col(const float *restrict x, int64_t C, int64_t H, int64_t W, int64_t k,
-               int64_t stride, int64_t pad, int64_t OH, int64_t OW, float *restrict col);
+void dt_im2col(const float *restrict x, int64_t C, int64_t H, int64_t W, int64_t k, int64_t stride,
+               int64_t pad, int64_t OH, int64_t OW, float *restrict col);
 
 /* dx (C, H, W) += the scatter of col (C*k*k, OH*OW): the adjoint of dt_im2col. */
 void dt_col2im_add(const float *restrict col, int64_t C, int64_t H, int64_t W, int64_t k,

@@ -25,8 +25,7 @@ static dt_status load_idx(const dt_config *cfg, dt_dataset *storage, dt_dataset 
     /* Without evaluation the test set would only take memory (7.8 MB here). */
     if (cfg->train.eval) {
         DT_TRY(dt_idx_load_dir(cfg->data.dir, "t10k", cfg->data.num_classes, test_storage));
-        DT_TRY(dt_idx_dir_paths(cfg->data.dir, "train", train_images, labels,
-                                sizeof train_images));
+        DT_TRY(dt_idx_dir_paths(cfg->data.dir, "train", train_images, labels, sizeof train_images));
         DT_TRY(dt_idx_dir_paths(cfg->data.dir, "t10k", test_images, labels, sizeof test_images));
         DT_TRY(dt_dataset_check_pair(storage, train_images, test_storage, test_images));
     } else {
@@ -61,8 +60,7 @@ static dt_status load_csv(const dt_config *cfg, dt_dataset *storage, dt_dataset 
     if (o.labels)
         o.num_classes = storage->num_classes;
     DT_TRY(dt_csv_load(cfg->data.test_file, &o, test_storage));
-    DT_TRY(dt_dataset_check_pair(storage, cfg->data.train_file, test_storage,
-                                 cfg->data.test_file));
+    DT_TRY(dt_dataset_check_pair(storage, cfg->data.train_file, test_storage, cfg->data.test_file));
 fail:
     return st;
 }
@@ -106,8 +104,10 @@ dt_status dt_data_load(const dt_config *cfg, dt_dataset *storage, dt_dataset *te
     }
     /* One file: hold out the last test_samples samples. */
     if (cfg->data.test_samples < 0 || cfg->data.test_samples >= storage->n) {
-        st = dt_fail(DT_ERR_INVALID, "data.test_samples: %lld leaves no training samples out "
-                     "of %lld", (long long)cfg->data.test_samples, (long long)storage->n);
+        st = dt_fail(DT_ERR_INVALID,
+                     "data.test_samples: %lld leaves no training samples out "
+                     "of %lld",
+                     (long long)cfg->data.test_samples, (long long)storage->n);
         goto fail;
     }
     DT_TRY(dt_dataset_split(storage, cfg->data.test_samples, train, test));
