@@ -21,35 +21,27 @@
 static dt_comm *world;
 static int rank, size;
 
-static void set(dt_config *c, const char *kv)
-{
-    if (dt_config_set(c, kv, "test") != DT_OK) {
-        fprintf(stderr, "config: %s\n", dt_last_error());
-        fail();
-    }
-}
-
 static dt_config linreg_config(void)
 {
     dt_config c = dt_config_default();
-    set(&c, "data.kind=synthetic");
-    set(&c, "data.synth_samples=1000");
-    set(&c, "data.test_samples=100");
-    set(&c, "model.layers=linear 4");
-    set(&c, "loss.kind=mse");
-    set(&c, "train.eval=off");
-    set(&c, "train.epochs=5");
-    set(&c, "train.max_steps=20");
+    dt_test_set(&c, "data.kind=synthetic");
+    dt_test_set(&c, "data.synth_samples=1000");
+    dt_test_set(&c, "data.test_samples=100");
+    dt_test_set(&c, "model.layers=linear 4");
+    dt_test_set(&c, "loss.kind=mse");
+    dt_test_set(&c, "train.eval=off");
+    dt_test_set(&c, "train.epochs=5");
+    dt_test_set(&c, "train.max_steps=20");
     return c;
 }
 
 static dt_config mlp_config(void)
 {
     dt_config c = dt_config_default();
-    set(&c, "model.layers=flatten, linear 32, relu, dropout 0.2, linear 10");
-    set(&c, "loss.kind=cross_entropy");
-    set(&c, "train.eval=off");
-    set(&c, "train.max_steps=20");
+    dt_test_set(&c, "model.layers=flatten, linear 32, relu, dropout 0.2, linear 10");
+    dt_test_set(&c, "loss.kind=cross_entropy");
+    dt_test_set(&c, "train.eval=off");
+    dt_test_set(&c, "train.max_steps=20");
     return c;
 }
 
@@ -104,7 +96,7 @@ static void batch_times(dt_config *c, long b, long factor)
 {
     char kv[64];
     snprintf(kv, sizeof kv, "train.batch=%ld", b * factor);
-    set(c, kv);
+    dt_test_set(c, kv);
 }
 
 static void run_pair(const char *name, dt_config base, long b, const char *extra_dp,
@@ -114,9 +106,9 @@ static void run_pair(const char *name, dt_config base, long b, const char *extra
     batch_times(&dpc, b, 1);
     batch_times(&one, b, size);
     if (extra_dp)
-        set(&dpc, extra_dp);
+        dt_test_set(&dpc, extra_dp);
     if (extra_single)
-        set(&one, extra_single);
+        dt_test_set(&one, extra_single);
     check_equivalent(name, dpc, one);
 }
 
@@ -124,9 +116,9 @@ static void test_linreg_sgd(void **state)
 {
     (void)state;
     dt_config c = linreg_config();
-    set(&c, "optim.kind=sgd");
-    set(&c, "optim.lr=0.05");
-    set(&c, "optim.momentum=0.9");
+    dt_test_set(&c, "optim.kind=sgd");
+    dt_test_set(&c, "optim.lr=0.05");
+    dt_test_set(&c, "optim.momentum=0.9");
     run_pair("linreg sgd", c, 16, NULL, NULL);
 }
 
@@ -134,7 +126,7 @@ static void test_linreg_adam(void **state)
 {
     (void)state;
     dt_config c = linreg_config();
-    set(&c, "optim.lr=0.01");
+    dt_test_set(&c, "optim.lr=0.01");
     run_pair("linreg adam", c, 16, NULL, NULL);
 }
 
@@ -142,8 +134,8 @@ static void test_mlp_sgd(void **state)
 {
     (void)state;
     dt_config c = mlp_config();
-    set(&c, "optim.kind=sgd");
-    set(&c, "optim.lr=0.1");
+    dt_test_set(&c, "optim.kind=sgd");
+    dt_test_set(&c, "optim.lr=0.1");
     run_pair("mlp sgd", c, 16, NULL, NULL);
 }
 
@@ -158,9 +150,9 @@ static void test_mlp_zero1(void **state)
 {
     (void)state;
     dt_config c = mlp_config();
-    set(&c, "optim.kind=sgd");
-    set(&c, "optim.lr=0.1");
-    set(&c, "optim.momentum=0.9");
+    dt_test_set(&c, "optim.kind=sgd");
+    dt_test_set(&c, "optim.lr=0.1");
+    dt_test_set(&c, "optim.momentum=0.9");
     run_pair("mlp sgd zero-1", c, 16, "parallel.zero=1", NULL);
     dt_config a = mlp_config();
     run_pair("mlp adam zero-1", a, 16, "parallel.zero=1", NULL);
@@ -171,11 +163,11 @@ static void test_accumulation(void **state)
     (void)state;
     /* k = 2 micro-steps of b on N ranks equals one process with batch N*k*b. */
     dt_config c = mlp_config();
-    set(&c, "optim.kind=sgd");
-    set(&c, "optim.lr=0.1");
+    dt_test_set(&c, "optim.kind=sgd");
+    dt_test_set(&c, "optim.lr=0.1");
     dt_config dpc = c, one = c;
-    set(&dpc, "train.batch=8");
-    set(&dpc, "parallel.accumulation=2");
+    dt_test_set(&dpc, "train.batch=8");
+    dt_test_set(&dpc, "parallel.accumulation=2");
     batch_times(&one, 16, size);
     check_equivalent("mlp accumulation k=2", dpc, one);
 }
@@ -185,11 +177,11 @@ static void test_global_batch_uneven(void **state)
     (void)state;
     /* --global-batch 64 over N ranks (22/21/21 at N = 3) equals batch 64 in one process. */
     dt_config c = mlp_config();
-    set(&c, "optim.kind=sgd");
-    set(&c, "optim.lr=0.1");
+    dt_test_set(&c, "optim.kind=sgd");
+    dt_test_set(&c, "optim.lr=0.1");
     dt_config dpc = c, one = c;
-    set(&dpc, "parallel.global_batch=64");
-    set(&one, "train.batch=64");
+    dt_test_set(&dpc, "parallel.global_batch=64");
+    dt_test_set(&one, "train.batch=64");
     check_equivalent("mlp global batch 64", dpc, one);
 }
 
@@ -199,11 +191,11 @@ static void test_partial_last_batch(void **state)
     /* 1000 - 100 = 900 training samples; the global batch 16N does not divide them for
      * N = 3 or 4 (and 100 = 900 mod 40... ): several epochs cross the partial batch. */
     dt_config c = linreg_config();
-    set(&c, "optim.kind=sgd");
-    set(&c, "optim.lr=0.05");
-    set(&c, "data.synth_samples=1007");
-    set(&c, "train.max_steps=0");
-    set(&c, "train.epochs=2");
+    dt_test_set(&c, "optim.kind=sgd");
+    dt_test_set(&c, "optim.lr=0.05");
+    dt_test_set(&c, "data.synth_samples=1007");
+    dt_test_set(&c, "train.max_steps=0");
+    dt_test_set(&c, "train.epochs=2");
     run_pair("linreg last batch uneven", c, 16, "parallel.last_batch=uneven",
              "parallel.last_batch=uneven");
     run_pair("linreg last batch drop", c, 16, "parallel.last_batch=drop",
@@ -217,14 +209,14 @@ static void test_rank_without_samples(void **state)
      * one sample, so every rank but rank 0 has none; they still join every collective, and
      * the result equals one process with batch 64 keeping its 1-sample last batch. */
     dt_config c = linreg_config();
-    set(&c, "optim.kind=sgd");
-    set(&c, "optim.lr=0.05");
-    set(&c, "data.synth_samples=997");
-    set(&c, "train.max_steps=0");
-    set(&c, "train.epochs=2");
+    dt_test_set(&c, "optim.kind=sgd");
+    dt_test_set(&c, "optim.lr=0.05");
+    dt_test_set(&c, "data.synth_samples=997");
+    dt_test_set(&c, "train.max_steps=0");
+    dt_test_set(&c, "train.epochs=2");
     dt_config dpc = c, one = c;
-    set(&dpc, "parallel.global_batch=64");
-    set(&one, "train.batch=64");
+    dt_test_set(&dpc, "parallel.global_batch=64");
+    dt_test_set(&one, "train.batch=64");
     check_equivalent("linreg 1-sample last step", dpc, one);
 }
 
@@ -235,10 +227,10 @@ static dt_config convnet_config(long per_rank_batch, long factor, long steps)
     dt_config c = dt_config_default(); /* the seeds' ConvNet, dropout on */
     char kv[64];
     snprintf(kv, sizeof kv, "train.batch=%ld", per_rank_batch * factor);
-    set(&c, kv);
+    dt_test_set(&c, kv);
     snprintf(kv, sizeof kv, "train.max_steps=%ld", steps);
-    set(&c, kv);
-    set(&c, "train.eval=off");
+    dt_test_set(&c, kv);
+    dt_test_set(&c, "train.eval=off");
     return c;
 }
 
@@ -336,9 +328,9 @@ static void test_mismatched_model_refused(void **state)
     if (size < 2)
         skip();
     dt_config c = mlp_config();
-    set(&c, "train.batch=8");
+    dt_test_set(&c, "train.batch=8");
     if (rank == size - 1)
-        set(&c, "model.layers=flatten, linear 33, relu, dropout 0.2, linear 10");
+        dt_test_set(&c, "model.layers=flatten, linear 33, relu, dropout 0.2, linear 10");
     dt_trainer *t = NULL;
     dt_status st = dt_trainer_create(&c, world, &t);
     if (st == DT_OK)
@@ -356,15 +348,15 @@ static void test_settings_disagree(void **state)
 {
     (void)state;
     dt_config c = mlp_config();
-    set(&c, "optim.lr=0.001");
-    set(&c, "train.seed=5");
-    set(&c, rank == 0 ? "train.threads=1" : "train.threads=2");
+    dt_test_set(&c, "optim.lr=0.001");
+    dt_test_set(&c, "train.seed=5");
+    dt_test_set(&c, rank == 0 ? "train.threads=1" : "train.threads=2");
     DT_ASSERT_OK(dt_config_agree(&c, world));
     if (size < 2)
         skip();
     if (rank == size - 1) {
-        set(&c, "optim.lr=0.25");
-        set(&c, "train.seed=6");
+        dt_test_set(&c, "optim.lr=0.25");
+        dt_test_set(&c, "train.seed=6");
     }
     DT_ASSERT_STATUS(dt_config_agree(&c, world), DT_ERR_MISMATCH);
     char want[160], first[64] = "";

@@ -35,32 +35,18 @@ typedef struct layout {
 static layout layouts[2];
 static int nlayouts;
 
-static void set(dt_config *c, const char *kv)
-{
-    if (dt_config_set(c, kv, "test") != DT_OK) {
-        fprintf(stderr, "config: %s\n", dt_last_error());
-        fail();
-    }
-}
-
-static void set_int(dt_config *c, const char *key, long v)
-{
-    char kv[96];
-    snprintf(kv, sizeof kv, "%s=%ld", key, v);
-    set(c, kv);
-}
-
 /* Two hidden layers, so that tp 2 x pp 2 has a cut outside every tensor-parallel block. */
 static dt_config mlp_config(void)
 {
     dt_config c = dt_config_default();
-    set(&c, "model.layers=flatten, linear 32, relu, dropout 0.2, linear 24, relu, linear 10");
-    set(&c, "loss.kind=cross_entropy");
-    set(&c, "train.eval=off");
-    set(&c, "train.max_steps=20");
-    set(&c, "optim.kind=sgd");
-    set(&c, "optim.lr=0.1");
-    set(&c, "optim.momentum=0.9");
+    dt_test_set(&c,
+                "model.layers=flatten, linear 32, relu, dropout 0.2, linear 24, relu, linear 10");
+    dt_test_set(&c, "loss.kind=cross_entropy");
+    dt_test_set(&c, "train.eval=off");
+    dt_test_set(&c, "train.max_steps=20");
+    dt_test_set(&c, "optim.kind=sgd");
+    dt_test_set(&c, "optim.lr=0.1");
+    dt_test_set(&c, "optim.momentum=0.9");
     return c;
 }
 
@@ -68,31 +54,31 @@ static dt_config mlp_config(void)
 static dt_config convnet_config(long steps)
 {
     dt_config c = dt_config_default();
-    set_int(&c, "train.max_steps", steps);
-    set(&c, "train.eval=off");
+    dt_test_set_int(&c, "train.max_steps", steps);
+    dt_test_set(&c, "train.eval=off");
     return c;
 }
 
 /* base on the grid: micro-batches of b per replica, m of them per step. */
 static dt_config on_grid(dt_config base, const layout *l, long b, long m, const char *schedule)
 {
-    set_int(&base, "train.batch", b);
-    set_int(&base, "parallel.micro_batches", m);
-    set_int(&base, "parallel.dp", l->dp);
-    set_int(&base, "parallel.tp", l->tp);
-    set_int(&base, "parallel.pp", l->pp);
-    set(&base, "parallel.tp_min_weights=0");
+    dt_test_set_int(&base, "train.batch", b);
+    dt_test_set_int(&base, "parallel.micro_batches", m);
+    dt_test_set_int(&base, "parallel.dp", l->dp);
+    dt_test_set_int(&base, "parallel.tp", l->tp);
+    dt_test_set_int(&base, "parallel.pp", l->pp);
+    dt_test_set(&base, "parallel.tp_min_weights=0");
     char kv[64];
     snprintf(kv, sizeof kv, "parallel.pp_schedule=%s", schedule);
-    set(&base, kv);
+    dt_test_set(&base, kv);
     return base;
 }
 
 /* base alone: the same global batch, as `micro` micro-batches of dp x b. */
 static dt_config alone(dt_config base, const layout *l, long b, long m, long micro)
 {
-    set_int(&base, "train.batch", b * l->dp * m / micro);
-    set_int(&base, "parallel.accumulation", micro);
+    dt_test_set_int(&base, "train.batch", b * l->dp * m / micro);
+    dt_test_set_int(&base, "parallel.accumulation", micro);
     return base;
 }
 
@@ -181,15 +167,15 @@ static void test_mlp_uneven_last_batch(void **state)
     for (int k = 0; k < nlayouts; k++) {
         const layout *l = &layouts[k];
         dt_config base = mlp_config();
-        set(&base, "data.kind=synthetic");
-        set(&base, "data.synth_samples=158");
-        set(&base, "data.test_samples=100");
-        set(&base, "data.synth_features=12");
-        set(&base, "data.synth_targets=3");
-        set(&base, "model.layers=linear 16, relu, linear 8, relu, linear 3");
-        set(&base, "loss.kind=mse");
-        set(&base, "train.max_steps=0");
-        set(&base, "train.epochs=2");
+        dt_test_set(&base, "data.kind=synthetic");
+        dt_test_set(&base, "data.synth_samples=158");
+        dt_test_set(&base, "data.test_samples=100");
+        dt_test_set(&base, "data.synth_features=12");
+        dt_test_set(&base, "data.synth_targets=3");
+        dt_test_set(&base, "model.layers=linear 16, relu, linear 8, relu, linear 3");
+        dt_test_set(&base, "loss.kind=mse");
+        dt_test_set(&base, "train.max_steps=0");
+        dt_test_set(&base, "train.epochs=2");
         char label[200];
         name_of(label, sizeof label, "uneven last batch", l, 4, "1f1b");
         dt_config gc = on_grid(base, l, 3, 4, "1f1b");
@@ -321,7 +307,7 @@ static void test_weights_and_evaluation(void **state)
      * loads on the grid again, each stage taking its tensors. */
     const layout *l = &layouts[0];
     dt_config base = mlp_config();
-    set(&base, "train.eval=on");
+    dt_test_set(&base, "train.eval=on");
     dt_config gc = on_grid(base, l, 8, 4, "1f1b"), oc = alone(base, l, 8, 4, 4);
     char path[256] = "";
     tmp_path(path, sizeof path);
@@ -337,11 +323,11 @@ static void test_weights_and_evaluation(void **state)
     if (rank == 0)
         DT_ASSERT_OK(dt_weights_write(wm, whole, path, 0.0, 1.0));
     MPI_Barrier(MPI_COMM_WORLD);
-    set(&oc, "train.epochs=0");
+    dt_test_set(&oc, "train.epochs=0");
     DT_ASSERT_OK(dt_trainer_create(&oc, NULL, &o));
     DT_ASSERT_OK(dt_trainer_load_weights(o, path));
     DT_ASSERT_OK(dt_trainer_evaluate(o, &loss_o, &acc_o));
-    set(&gc, "train.epochs=0");
+    dt_test_set(&gc, "train.epochs=0");
     DT_ASSERT_OK(dt_trainer_create(&gc, world, &g2));
     DT_ASSERT_OK(dt_trainer_load_weights(g2, path));
     DT_ASSERT_OK(dt_trainer_evaluate(g2, &loss_g2, &acc_g2));
@@ -370,7 +356,7 @@ static void test_slots_and_messages(void **state)
     static const char *const schedules[] = {"gpipe", "1f1b"};
     for (int s = 0; s < 2; s++) {
         dt_config c = on_grid(mlp_config(), l, b, m, schedules[s]);
-        set(&c, "train.max_steps=5");
+        dt_test_set(&c, "train.max_steps=5");
         dt_trainer *t = NULL;
         DT_ASSERT_OK(dt_trainer_create(&c, world, &t));
         DT_ASSERT_OK(dt_trainer_run(t, NULL));
@@ -398,41 +384,41 @@ static void test_refusals(void **state)
     /* Each refused on every rank, before any message: none of these can hang. */
     dt_config c = mlp_config();
     dt_trainer *t = NULL;
-    set_int(&c, "parallel.pp", size + 1);
+    dt_test_set_int(&c, "parallel.pp", size + 1);
     DT_ASSERT_STATUS(dt_trainer_create(&c, world, &t), DT_ERR_INVALID);
     DT_ASSERT_ERROR_HAS("parallel.pp");
     assert_null(t);
     /* A layout whose product is not the world. */
     c = mlp_config();
-    set_int(&c, "parallel.pp", size);
-    set(&c, "parallel.dp=2");
+    dt_test_set_int(&c, "parallel.pp", size);
+    dt_test_set(&c, "parallel.dp=2");
     DT_ASSERT_STATUS(dt_trainer_create(&c, world, &t), DT_ERR_INVALID);
     DT_ASSERT_ERROR_HAS("does not match");
     /* More stages than layers. */
     c = mlp_config();
-    set(&c, "model.layers=flatten, linear 10");
-    set_int(&c, "parallel.pp", size);
+    dt_test_set(&c, "model.layers=flatten, linear 10");
+    dt_test_set_int(&c, "parallel.pp", size);
     if (size > 2) {
         DT_ASSERT_STATUS(dt_trainer_create(&c, world, &t), DT_ERR_INVALID);
         DT_ASSERT_ERROR_HAS("stage needs at least one layer");
     }
     /* An empty stage from split points. */
     c = mlp_config();
-    set_int(&c, "parallel.pp", 2);
-    set(&c, "parallel.pp_split=7");
+    dt_test_set_int(&c, "parallel.pp", 2);
+    dt_test_set(&c, "parallel.pp_split=7");
     DT_ASSERT_STATUS(dt_trainer_create(&c, world, &t), DT_ERR_INVALID);
     DT_ASSERT_ERROR_HAS("parallel.pp_split");
     /* Round-robin placement is not built yet. */
     c = mlp_config();
-    set_int(&c, "parallel.pp", size);
-    set(&c, "parallel.pp_split=round_robin");
+    dt_test_set_int(&c, "parallel.pp", size);
+    dt_test_set(&c, "parallel.pp_split=round_robin");
     DT_ASSERT_STATUS(dt_trainer_create(&c, world, &t), DT_ERR_UNSUPPORTED);
     DT_ASSERT_ERROR_HAS("round_robin");
     /* Under tp 2, a split point inside a block (linear 32 is column-parallel, the relu
      * after it works on its block). */
     if (size == 4) {
         c = on_grid(mlp_config(), &layouts[1], 8, 2, "1f1b");
-        set(&c, "parallel.pp_split=2");
+        dt_test_set(&c, "parallel.pp_split=2");
         DT_ASSERT_STATUS(dt_trainer_create(&c, world, &t), DT_ERR_INVALID);
         DT_ASSERT_ERROR_HAS("inside a tensor-parallel block");
     }

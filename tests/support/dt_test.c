@@ -1,6 +1,7 @@
 /* dt_test.c — comparison reports and small file helpers for the tests. */
 #include "dt_test.h"
 
+#include "dtrain/config.h"
 #include "dtrain/rng.h"
 
 #include <math.h>
@@ -43,23 +44,29 @@ static int check_close(const char *name, size_t n, double atol, double rtol,
     return 0;
 }
 
-static double at_f(const void *p, size_t i) { return (double)((const float *)p)[i]; }
-static double at_d(const void *p, size_t i) { return ((const double *)p)[i]; }
+static double at_f(const void *p, size_t i)
+{
+    return (double)((const float *)p)[i];
+}
+static double at_d(const void *p, size_t i)
+{
+    return ((const double *)p)[i];
+}
 
-int dt_check_close_f(const char *name, const float *got, const double *ref, size_t n,
-                     double atol, double rtol)
+int dt_check_close_f(const char *name, const float *got, const double *ref, size_t n, double atol,
+                     double rtol)
 {
     return check_close(name, n, atol, rtol, at_f, got, at_d, ref);
 }
 
-int dt_check_close_ff(const char *name, const float *got, const float *ref, size_t n,
-                      double atol, double rtol)
+int dt_check_close_ff(const char *name, const float *got, const float *ref, size_t n, double atol,
+                      double rtol)
 {
     return check_close(name, n, atol, rtol, at_f, got, at_f, ref);
 }
 
-int dt_check_close_d(const char *name, const double *got, const double *ref, size_t n,
-                     double atol, double rtol)
+int dt_check_close_d(const char *name, const double *got, const double *ref, size_t n, double atol,
+                     double rtol)
 {
     return check_close(name, n, atol, rtol, at_d, got, at_d, ref);
 }
@@ -68,7 +75,8 @@ int dt_check_equal_bits(const char *name, const float *got, const float *ref, si
 {
     for (size_t i = 0; i < n; i++) {
         if (memcmp(&got[i], &ref[i], sizeof(float)) != 0) {
-            fprintf(stderr, "MISMATCH %s: bits differ first at [%zu] of %zu: expected %.9g, got %.9g\n",
+            fprintf(stderr,
+                    "MISMATCH %s: bits differ first at [%zu] of %zu: expected %.9g, got %.9g\n",
                     name, i, n, (double)ref[i], (double)got[i]);
             return 0;
         }
@@ -123,4 +131,19 @@ void dt_test_fill_uniform_d(double *x, size_t n, uint64_t seed, double lo, doubl
         dt_philox(seed, (uint32_t)i, (uint32_t)(i >> 32), 0, DT_RNG_STREAM_TEST, w);
         x[i] = lo + (hi - lo) * dt_u01d(w[0]);
     }
+}
+
+void dt_test_set(dt_config *c, const char *kv)
+{
+    if (dt_config_set(c, kv, "test") != DT_OK) {
+        fprintf(stderr, "config: %s: %s\n", kv, dt_last_error());
+        fail();
+    }
+}
+
+void dt_test_set_int(dt_config *c, const char *key, long v)
+{
+    char kv[160];
+    snprintf(kv, sizeof kv, "%s=%ld", key, v);
+    dt_test_set(c, kv);
 }

@@ -24,45 +24,30 @@ static dt_comm *world;
 static int rank, size;
 static int tp, dp; /* the layout of this world size */
 
-static void set(dt_config *c, const char *kv)
-{
-    if (dt_config_set(c, kv, "test") != DT_OK) {
-        fprintf(stderr, "config: %s\n", dt_last_error());
-        fail();
-    }
-}
-
-static void set_int(dt_config *c, const char *key, long v)
-{
-    char kv[96];
-    snprintf(kv, sizeof kv, "%s=%ld", key, v);
-    set(c, kv);
-}
-
 static dt_config linreg_config(void)
 {
     dt_config c = dt_config_default();
-    set(&c, "data.kind=synthetic");
-    set(&c, "data.synth_samples=1000");
-    set(&c, "data.test_samples=100");
-    set(&c, "model.layers=linear 4");
-    set(&c, "loss.kind=mse");
-    set(&c, "train.eval=off");
-    set(&c, "train.epochs=5");
-    set(&c, "train.max_steps=20");
-    set(&c, "optim.kind=sgd");
-    set(&c, "optim.lr=0.05");
-    set(&c, "optim.momentum=0.9");
+    dt_test_set(&c, "data.kind=synthetic");
+    dt_test_set(&c, "data.synth_samples=1000");
+    dt_test_set(&c, "data.test_samples=100");
+    dt_test_set(&c, "model.layers=linear 4");
+    dt_test_set(&c, "loss.kind=mse");
+    dt_test_set(&c, "train.eval=off");
+    dt_test_set(&c, "train.epochs=5");
+    dt_test_set(&c, "train.max_steps=20");
+    dt_test_set(&c, "optim.kind=sgd");
+    dt_test_set(&c, "optim.lr=0.05");
+    dt_test_set(&c, "optim.momentum=0.9");
     return c;
 }
 
 static dt_config mlp_config(void)
 {
     dt_config c = dt_config_default();
-    set(&c, "model.layers=flatten, linear 32, relu, dropout 0.2, linear 10");
-    set(&c, "loss.kind=cross_entropy");
-    set(&c, "train.eval=off");
-    set(&c, "train.max_steps=20");
+    dt_test_set(&c, "model.layers=flatten, linear 32, relu, dropout 0.2, linear 10");
+    dt_test_set(&c, "loss.kind=cross_entropy");
+    dt_test_set(&c, "train.eval=off");
+    dt_test_set(&c, "train.max_steps=20");
     return c;
 }
 
@@ -70,9 +55,9 @@ static dt_config mlp_config(void)
 static dt_config convnet_config(long b, long steps)
 {
     dt_config c = dt_config_default();
-    set_int(&c, "train.batch", b);
-    set_int(&c, "train.max_steps", steps);
-    set(&c, "train.eval=off");
+    dt_test_set_int(&c, "train.batch", b);
+    dt_test_set_int(&c, "train.max_steps", steps);
+    dt_test_set(&c, "train.eval=off");
     return c;
 }
 
@@ -81,11 +66,11 @@ static void make_pair(dt_config base, long b, dt_config *grid, dt_config *one)
 {
     *grid = base;
     *one = base;
-    set_int(grid, "train.batch", b);
-    set_int(grid, "parallel.tp", tp);
-    set_int(grid, "parallel.dp", dp);
-    set(grid, "parallel.tp_min_weights=0");
-    set_int(one, "train.batch", b * dp);
+    dt_test_set_int(grid, "train.batch", b);
+    dt_test_set_int(grid, "parallel.tp", tp);
+    dt_test_set_int(grid, "parallel.dp", dp);
+    dt_test_set(grid, "parallel.tp_min_weights=0");
+    dt_test_set_int(one, "train.batch", b * dp);
 }
 
 static uint64_t hash_floats(const float *x, size_t n)
@@ -141,8 +126,8 @@ static void test_mlp_sgd(void **state)
 {
     (void)state;
     dt_config c = mlp_config();
-    set(&c, "optim.kind=sgd");
-    set(&c, "optim.lr=0.1");
+    dt_test_set(&c, "optim.kind=sgd");
+    dt_test_set(&c, "optim.lr=0.1");
     check_equivalent("mlp sgd, dropout", c, 16, 1e-5);
 }
 
@@ -157,9 +142,9 @@ static void test_mlp_zero1(void **state)
     (void)state;
     /* ZeRO-1 shards each rank's part over its dp group. */
     dt_config c = mlp_config();
-    set(&c, "optim.kind=sgd");
-    set(&c, "optim.lr=0.1");
-    set(&c, "parallel.zero=1");
+    dt_test_set(&c, "optim.kind=sgd");
+    dt_test_set(&c, "optim.lr=0.1");
+    dt_test_set(&c, "parallel.zero=1");
     check_equivalent("mlp sgd, zero-1", c, 16, 1e-5);
 }
 
@@ -167,12 +152,12 @@ static void test_mlp_accumulation(void **state)
 {
     (void)state;
     dt_config c = mlp_config();
-    set(&c, "optim.kind=sgd");
-    set(&c, "optim.lr=0.1");
+    dt_test_set(&c, "optim.kind=sgd");
+    dt_test_set(&c, "optim.lr=0.1");
     dt_config gc, oc;
     make_pair(c, 8, &gc, &oc);
-    set(&gc, "parallel.accumulation=2");
-    set_int(&oc, "train.batch", 16L * dp);
+    dt_test_set(&gc, "parallel.accumulation=2");
+    dt_test_set_int(&oc, "train.batch", 16L * dp);
     dt_trainer *g = NULL, *o = NULL;
     DT_ASSERT_OK(dt_trainer_create(&gc, world, &g));
     DT_ASSERT_OK(dt_trainer_run(g, NULL));
@@ -285,10 +270,10 @@ static void test_param_bytes(void **state)
      * a row-parallel layer's bias, which every rank holds whole. At the default threshold
      * the MLP's first layer splits and its 10-way output layer pairs with it. */
     dt_config c = mlp_config();
-    set(&c, "model.layers=flatten, linear 256, relu, dropout 0.2, linear 10");
-    set_int(&c, "parallel.tp", tp);
-    set_int(&c, "parallel.dp", dp);
-    set(&c, "train.max_steps=1");
+    dt_test_set(&c, "model.layers=flatten, linear 256, relu, dropout 0.2, linear 10");
+    dt_test_set_int(&c, "parallel.tp", tp);
+    dt_test_set_int(&c, "parallel.dp", dp);
+    dt_test_set(&c, "train.max_steps=1");
     dt_trainer *t = NULL;
     DT_ASSERT_OK(dt_trainer_create(&c, world, &t));
     const dt_model *m = dt_trainer_model(t);
@@ -326,7 +311,7 @@ static void test_weights_across_layouts(void **state)
     /* Weights saved from the grid load into one process (and a file written by one
      * process loads on the grid): the test loss is the same within float rounding. */
     dt_config c = mlp_config();
-    set(&c, "train.eval=on");
+    dt_test_set(&c, "train.eval=on");
     dt_config gc, oc;
     make_pair(c, 16, &gc, &oc);
     char path[256] = "";
@@ -347,12 +332,12 @@ static void test_weights_across_layouts(void **state)
         DT_ASSERT_OK(dt_weights_write(dt_trainer_model(g), whole, path, 0.0, 1.0));
     MPI_Barrier(MPI_COMM_WORLD);
     /* Alone, from the grid's file. */
-    set(&oc, "train.epochs=0");
+    dt_test_set(&oc, "train.epochs=0");
     DT_ASSERT_OK(dt_trainer_create(&oc, NULL, &o));
     DT_ASSERT_OK(dt_weights_load(dt_trainer_model(o), path));
     DT_ASSERT_OK(dt_trainer_evaluate(o, &loss_o, &acc_o));
     /* On the grid again, from the same file: each rank takes its part. */
-    set(&gc, "train.epochs=0");
+    dt_test_set(&gc, "train.epochs=0");
     DT_ASSERT_OK(dt_trainer_create(&gc, world, &g2));
     DT_ASSERT_OK(dt_weights_load(dt_trainer_model(g2), path));
     DT_ASSERT_OK(dt_trainer_evaluate(g2, &loss_g2, &acc_g2));
@@ -402,7 +387,7 @@ static void test_bad_layout_refused(void **state)
     (void)state;
     /* tp that does not divide the world: refused on every rank, before any message. */
     dt_config c = mlp_config();
-    set_int(&c, "parallel.tp", size + 1);
+    dt_test_set_int(&c, "parallel.tp", size + 1);
     dt_trainer *t = NULL;
     DT_ASSERT_STATUS(dt_trainer_create(&c, world, &t), DT_ERR_INVALID);
     DT_ASSERT_ERROR_HAS("parallel.tp");
