@@ -75,6 +75,7 @@ typedef struct dt_config {
         int64_t max_steps; /* stop after this many optimizer steps; 0 = no limit */
         int64_t log_every; /* steps between log lines / step records; 0 = per epoch */
         int eval;          /* evaluate on the test set after each epoch */
+        int recompute;     /* activation recompute: DT_RECOMPUTE_NONE, _SQRT or K (model.h) */
     } train;
     struct {
         dt_strategy_kind strategy; /* ddp (a world of one: single), ps, fedavg */

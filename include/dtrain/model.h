@@ -99,6 +99,62 @@ DT_API dt_status dt_model_tp_plan(const dt_layer_spec *specs, int nlayers, const
  * load weights. Caller frees with dt_model_free. `specs` is copied. */
 DT_API dt_status dt_model_create(const dt_layer_spec *specs, int nlayers, const dt_shape *input,
                                  int64_t max_batch, dt_model **out);
+/* ---- Creation options and activation recompute ----------------------------------------
+ * Recompute (gradient checkpointing): the layers are cut into segments of K layers; only
+ * each segment's first boundary (with the model's input and output) is kept from a forward
+ * to its backward, and backward re-runs each segment's forward from it before the
+ * segment's layers. The boundaries inside segments share working buffers of one call's
+ * rows, as large as the largest segment needs. Dropout draws the same masks from the same
+ * keys, so recompute changes no bit of any result; it costs up to one more forward per
+ * step (the top segment is not re-run when backward follows its forward directly).
+ * docs/PIPELINE.md, "Recompute". */
+#define DT_RECOMPUTE_NONE 0
+#define DT_RECOMPUTE_SQRT (-1) /* K = ceil(sqrt(layers)) */
+
+/* K for a setting (DT_RECOMPUTE_NONE, DT_RECOMPUTE_SQRT or K >= 1) on a model of nlayers
+ * layers; 0 for none. */
+DT_API int dt_model_recompute_layers(int setting, int nlayers);
+/* "none", "sqrt" or "every-K" into a setting; DT_ERR_INVALID naming the text otherwise. */
+DT_API dt_status dt_recompute_parse(const char *text, int *setting);
+/* The setting written as dt_recompute_parse reads it. */
+DT_API void dt_recompute_format(int setting, char *buf, size_t nbytes);
+
+typedef struct dt_model_options {
+    int64_t max_batch; /* rows planned for kept activations, saved state and the input and
+                        * output gradients (dt_model_forward_rows' row0 + batch) */
+    int64_t call_rows; /* the largest batch of one forward or backward call, the rows of
+                        * working buffers and inner gradients; 0: max_batch */
+    const dt_tp_layout *tp; /* NULL: the whole model */
+    int first, last;        /* layers [first, last) as a stage; last 0: all of them */
+    int rows_apart;         /* several micro-batches in flight in different rows (a stage) */
+    int recompute;          /* a recompute setting (DT_RECOMPUTE_NONE by default) */
+} dt_model_options;
+
+/* Options for a whole model of max_batch rows, nothing recomputed. */
+DT_API dt_model_options dt_model_options_default(int64_t max_batch);
+/* The general form of the dt_model_create functions below. DT_ERR_INVALID for call_rows
+ * outside [1, max_batch] or a bad recompute setting, and as dt_model_create. */
+DT_API dt_status dt_model_create_with(const dt_layer_spec *specs, int nlayers,
+                                      const dt_shape *input, const dt_model_options *opts,
+                                      dt_model **out);
+
+/* Where the planned bytes go. "Kept" memory is what a forward leaves for its backward:
+ * kept_bytes + state_bytes, for every row of max_batch (every micro-batch in flight). */
+typedef struct dt_model_memory {
+    size_t kept_bytes;    /* activations kept: the input, the output and each segment's first
+                           * boundary (every boundary without recompute) */
+    size_t input_bytes;   /* of kept_bytes: the model's input (the batch, or what a pipeline
+                           * stage receives) */
+    size_t working_bytes; /* activations inside segments, refilled by the recompute */
+    size_t state_bytes;   /* the layers' saved state: dropout and ReLU masks, pooling argmax */
+    size_t grad_bytes;    /* activation gradients' own buffers (the others reuse
+                           * activations' buffers that backward has finished reading) */
+    size_t other_bytes;   /* workspaces, tensor-parallel blocks, the thread team's partials */
+    int segments;         /* recompute segments; 0 without recompute */
+    int segment_layers;   /* K; 0 without recompute */
+} dt_model_memory;
+DT_API void dt_model_memory_info(const dt_model *m, dt_model_memory *out);
+
 /* ---- Pipeline stages --------------------------------------------------------------------
  * flops[i] = layer i's forward and backward arithmetic per sample, the cost a balanced
  * split evens out: a linear or conv2d layer's 2 x multiply-adds forward, three times over

@@ -43,6 +43,9 @@ static const dt_cli_option train_opts[] = {
      "stage ('4,7')"},
     {"--micro-batches", "M", DT_OPT_CONFIG_KEY, "parallel.micro_batches",
      "micro-batches per optimizer step, each of --batch samples (same as --accumulation)"},
+    {"--recompute", "HOW", DT_OPT_CONFIG_KEY, "train.recompute",
+     "none, sqrt or every-K: keep one layer boundary every K layers and re-run the rest in "
+     "backward (gradient checkpointing; same results, less activation memory)"},
     {"--explain-layout", NULL, DT_OPT_FLAG, "explain-layout",
      "print each rank's stage, which layers --tp splits, each rank's part and parameter "
      "bytes, and exit"},
@@ -263,6 +266,16 @@ static dt_status print_header(const dt_config *cfg, const dt_cli_world *world, d
                          "--micro-batches fills the pipeline)"
                        : "");
     }
+    dt_model_memory mem;
+    dt_model_memory_info(m, &mem);
+    if (mem.segments > 0)
+        printf("dtrain: recompute: %d segment%s of %d layers on rank 0%s; activations kept from "
+               "forward to backward %.2f MB (input %.2f MB, saved masks and indices %.2f MB), "
+               "%.2f MB refilled in backward\n",
+               mem.segments, mem.segments == 1 ? "" : "s", mem.segment_layers,
+               lay.pp > 1 ? "'s stage" : "", (double)(mem.kept_bytes + mem.state_bytes) / 1e6,
+               (double)mem.input_bytes / 1e6, (double)mem.state_bytes / 1e6,
+               (double)mem.working_bytes / 1e6);
     if (lay.tp > 1 && lay.pp == 1 && dt_model_param_count(m) == dt_model_whole_param_count(m))
         printf("dtrain: warning: --tp %d splits no layer (each has fewer weights than "
                "parallel.tp_min_weights = %lld, or fewer outputs than ranks): every "

@@ -20,12 +20,23 @@
  * then reads its mask bits, not its output: relu.c).
  *
  * Rows apart (a pipeline stage's model): micro-batches in flight in different rows of the
- * same buffers must never touch each other's memory. A gradient shares a buffer only with
- * activations and gradients of the same size per sample, so that its rows are exactly
- * theirs: row r of a gradient of 2 floats per sample would otherwise lie over rows 2r and
- * 2r + 1 of an activation of 1, another micro-batch's. The plan assumes one forward, then
- * one backward: a backward that re-runs a forward segment (gradient checkpointing) would
- * refill activation buffers that hold gradients by then, and must be planned with that. */
+ * same buffers must never touch each other's memory. A gradient in a buffer of the
+ * planned rows shares it only with activations and gradients of the same size per
+ * sample, so that its rows are exactly theirs: row r of a gradient of 2 floats per sample
+ * would otherwise lie over rows 2r and 2r + 1 of an activation of 1, another
+ * micro-batch's. Only the model's input and output gradients outlive one backward call
+ * (the pipeline sends and receives them); when one call's rows are fewer than the planned
+ * rows (split_rows), every other gradient goes to buffers of one call's rows at row 0.
+ *
+ * Recompute (gradient checkpointing, docs/PIPELINE.md): the layers are cut into segments
+ * [ckpt[k], ckpt[k+1]); only each segment's first boundary, the input and the output
+ * are kept from forward to backward, the boundaries inside a segment live in working
+ * buffers shared by all segments. Backward takes the segments from the top; before
+ * segment k's layers it re-runs their forward (all but the last layer, whose output is
+ * kept) from boundary ckpt[k], which reads that buffer and refills the working ones. So:
+ *   - a kept buffer is read once more, between time ckpt[k+1] and time ckpt[k+1] - 1;
+ *   - a working buffer takes only a chain that lives inside one segment's backward, and
+ *     only after that segment's own reads of it. */
 #include <limits.h>
 #include <string.h>
 
@@ -34,8 +45,9 @@
 typedef struct chain {
     int top, bottom; /* boundaries k >= j */
     int lo, hi;      /* live from time hi = k down to time lo = j - 1 */
-    size_t floats;
-    int store; /* as plan->store */
+    size_t floats;   /* per sample */
+    int edge;        /* holds the model's input or output gradient: the planned rows */
+    int store;       /* as plan->store */
 } chain;
 
 static int meets(const chain *a, const chain *b)
@@ -52,43 +64,66 @@ static int no_conflict(const chain *chains, int n, const chain *c, int where)
     return 1;
 }
 
-/* last_read[s]: the earliest backward time at which activation buffer s is still read
- * (INT_MAX: never; INT_MIN: the model's input or output, which are never used). */
-static void plan_last_reads(const dt_layer *layers, int L, const int *sid, int nstore,
-                            int *last_read)
+/* The segment holding layer i. */
+static int segment_of(const dt_grad_plan_in *in, int i)
 {
-    for (int s = 0; s < nstore; s++)
-        last_read[s] = INT_MAX;
-    for (int i = 0; i < L; i++) {
-        const dt_layer_ops *o = layers[i].ops;
-        if (o->bwd_reads_x && i < last_read[sid[i]])
-            last_read[sid[i]] = i;
-        if (o->needs_output && i < last_read[sid[i + 1]])
-            last_read[sid[i + 1]] = i;
+    int k = 0;
+    while (k + 1 < in->nseg && in->ckpt[k + 1] <= i)
+        k++;
+    return k;
+}
+
+/* The earliest time a backward layer in [a, b) reads buffer s (INT_MAX: none). */
+static int first_read(const dt_grad_plan_in *in, int s, int a, int b)
+{
+    int t = INT_MAX;
+    for (int i = a; i < b; i++) {
+        const dt_layer_ops *o = in->layers[i].ops;
+        if (((o->bwd_reads_x && in->sid[i] == s) || (o->needs_output && in->sid[i + 1] == s)) &&
+            i < t)
+            t = i;
     }
-    last_read[sid[0]] = INT_MIN; /* the caller's */
-    last_read[sid[L]] = INT_MIN;
+    return t;
+}
+
+/* last_read[s] of a kept buffer: the earliest backward time at which it is still read
+ * (INT_MAX: never; INT_MIN: the model's input or output, which are never used). A
+ * segment's recompute reads its first boundary just before time ckpt[k+1] - 1. */
+static void plan_last_reads(const dt_grad_plan_in *in, int *last_read)
+{
+    const int L = in->nlayers;
+    for (int s = 0; s < in->nstore; s++)
+        last_read[s] = first_read(in, s, 0, L);
+    for (int k = 1; k < in->nseg; k++) {
+        const int s = in->sid[in->ckpt[k]];
+        if (in->ckpt[k + 1] - in->ckpt[k] >= 2 && in->ckpt[k + 1] < last_read[s])
+            last_read[s] = in->ckpt[k + 1];
+    }
+    last_read[in->sid[0]] = INT_MIN; /* the caller's */
+    last_read[in->sid[L]] = INT_MIN;
 }
 
 /* Cuts the boundaries L..0 into chains, from the top: a chain runs down through every
  * layer whose backward writes dx over dy. Each is sized for its largest gradient and left
  * unplaced. Returns the number of chains (at most L + 1). */
-static int plan_chains(const dt_layer *layers, int L, const size_t *need, chain *ch)
+static int plan_chains(const dt_grad_plan_in *in, chain *ch)
 {
+    const int L = in->nlayers;
     int nch = 0;
     for (int k = L; k >= 0;) {
         chain *c = &ch[nch++];
         c->top = k;
-        c->floats = need[k];
+        c->floats = in->need[k];
         int j = k;
-        while (j > 0 && layers[j - 1].ops->bwd_in_place) {
+        while (j > 0 && in->layers[j - 1].ops->bwd_in_place) {
             j--;
-            if (need[j] > c->floats)
-                c->floats = need[j];
+            if (in->need[j] > c->floats)
+                c->floats = in->need[j];
         }
         c->bottom = j;
         c->hi = k;
         c->lo = j - 1;
+        c->edge = k == L || j == 0;
         c->store = INT_MIN; /* unplaced */
         k = j - 1;
     }
@@ -111,36 +146,66 @@ static void plan_order(const chain *ch, int nch, int *order)
     }
 }
 
-/* The smallest activation buffer that holds chain c and is free by the time c is written
- * (its last reader ran above c's top, or is c's producer writing dx over its own x), and
- * whose chains placed so far do not meet c; -1 when none. */
-static int plan_pick_activation(const dt_layer *layers, int L, const int *sid, int nstore,
-                                const size_t *cap, const int *last_read, const chain *ch, int nch,
-                                const chain *c, int rows_apart)
+/* Whether the producer of chain c (layer c->top) writes dx over its own x in buffer s,
+ * sample by sample, when it is also that buffer's last reader. */
+static int producer_over_x(const dt_grad_plan_in *in, const chain *c, int s)
 {
     const int k = c->top;
+    return k < in->nlayers && in->layers[k].ops->bwd_dx_over_x && s == in->sid[k] &&
+           s != in->sid[k + 1];
+}
+
+/* Whether working buffer s is free for chain c: c lives inside one segment's backward
+ * and is written after that segment's reads of s. */
+static int working_free(const dt_grad_plan_in *in, const chain *c, int s)
+{
+    if (c->edge)
+        return 0;
+    const int k = segment_of(in, c->hi);
+    const int a = in->ckpt[k], b = in->ckpt[k + 1];
+    if (c->lo < a)
+        return 0; /* read in the segment below, after its recompute refilled s */
+    const int rd = first_read(in, s, a, b);
+    return c->hi < rd || (c->hi == rd && producer_over_x(in, c, s));
+}
+
+/* The smallest activation buffer that holds chain c and is free by the time c is written
+ * and whose chains placed so far do not meet c; -1 when none. */
+static int plan_pick_activation(const dt_grad_plan_in *in, const int *last_read, const chain *ch,
+                                int nch, const chain *c)
+{
     int best = -1;
-    for (int s = 0; s < nstore; s++) {
-        if (cap[s] < c->floats || last_read[s] == INT_MIN || (rows_apart && cap[s] != c->floats))
-            continue;
-        int free_then = k < last_read[s];
-        if (!free_then && k == last_read[s] && k < L && layers[k].ops->bwd_dx_over_x &&
-            s == sid[k] && s != sid[k + 1])
-            free_then = 1; /* the producer writes dx over its own x, sample by sample */
-        if (free_then && no_conflict(ch, nch, c, s) && (best < 0 || cap[s] < cap[best]))
+    for (int s = 0; s < in->nstore; s++) {
+        const size_t cap = in->cap[s];
+        int free_then;
+        if (in->working[s]) {
+            free_then = cap >= c->floats && working_free(in, c, s);
+        } else {
+            if (cap < c->floats || last_read[s] == INT_MIN ||
+                (in->rows_apart && cap != c->floats))
+                continue;
+            free_then = c->top < last_read[s] ||
+                        (c->top == last_read[s] && producer_over_x(in, c, s));
+        }
+        if (free_then && no_conflict(ch, nch, c, s) && (best < 0 || cap < in->cap[best]))
             best = s;
     }
     return best;
 }
 
-/* Puts chain c in an extra buffer: the smallest whose chains do not meet c that holds it,
- * else the one that grows least, else a new one. *where is -1 - e for extra buffer e. */
-static dt_status plan_pick_extra(dt_grad_plan *plan, const chain *ch, int nch, const chain *c,
-                                 int rows_apart, int *where)
+/* Puts chain c in an extra buffer of its kind (the planned rows for an edge chain, or for
+ * every chain without split_rows; one call's rows otherwise): the smallest whose chains
+ * do not meet c that holds it, else the one that grows least, else a new one. *where is
+ * -1 - e for extra buffer e. */
+static dt_status plan_pick_extra(const dt_grad_plan_in *in, dt_grad_plan *plan, const chain *ch,
+                                 int nch, const chain *c, int *where)
 {
+    const int rowed = c->edge || !in->split_rows;
+    const int same_size = rowed && in->rows_apart;
     int fit = -1, grow = -1;
     for (int e = 0; e < plan->nextra; e++) {
-        if (!no_conflict(ch, nch, c, -1 - e) || (rows_apart && plan->extra_floats[e] != c->floats))
+        if (plan->extra_rowed[e] != rowed || !no_conflict(ch, nch, c, -1 - e) ||
+            (same_size && plan->extra_floats[e] != c->floats))
             continue;
         if (plan->extra_floats[e] >= c->floats) {
             if (fit < 0 || plan->extra_floats[e] < plan->extra_floats[fit])
@@ -156,6 +221,7 @@ static dt_status plan_pick_extra(dt_grad_plan *plan, const chain *ch, int nch, c
                            DT_GRAD_PLAN_MAX_EXTRA);
         e = plan->nextra++;
         plan->extra_floats[e] = 0;
+        plan->extra_rowed[e] = (unsigned char)rowed;
     }
     if (plan->extra_floats[e] < c->floats)
         plan->extra_floats[e] = c->floats;
@@ -163,30 +229,28 @@ static dt_status plan_pick_extra(dt_grad_plan *plan, const chain *ch, int nch, c
     return DT_OK;
 }
 
-dt_status dt_grad_plan_make(const dt_layer *layers, int nlayers, const int *sid, int nstore,
-                            const size_t *cap, const size_t *need, int rows_apart,
-                            dt_grad_plan *plan)
+dt_status dt_grad_plan_make(const dt_grad_plan_in *in, dt_grad_plan *plan)
 {
-    DT_ASSERT(layers != NULL && nlayers >= 1 && sid != NULL && plan != NULL && nstore >= 1);
+    DT_ASSERT(in != NULL && in->layers != NULL && in->nlayers >= 1 && in->sid != NULL &&
+              in->nstore >= 1 && in->nseg >= 1 && plan != NULL);
     dt_status st = DT_OK;
-    const int L = nlayers;
+    const int L = in->nlayers;
     int *last_read = NULL, *order = NULL;
     chain *ch = NULL;
-    DT_TRY(dt_alloc(sizeof(int) * (size_t)nstore, "gradient plan", (void **)&last_read));
+    DT_TRY(dt_alloc(sizeof(int) * (size_t)in->nstore, "gradient plan", (void **)&last_read));
     DT_TRY(dt_alloc(sizeof(chain) * (size_t)(L + 1), "gradient plan", (void **)&ch));
     DT_TRY(dt_alloc(sizeof(int) * (size_t)(L + 1), "gradient plan", (void **)&order));
 
-    plan_last_reads(layers, L, sid, nstore, last_read);
-    const int nch = plan_chains(layers, L, need, ch);
+    plan_last_reads(in, last_read);
+    const int nch = plan_chains(in, ch);
     plan_order(ch, nch, order);
     /* Largest first, each where it fits best; a placed chain keeps its place. */
     plan->nextra = 0;
     for (int oi = 0; oi < nch; oi++) {
         chain *c = &ch[order[oi]];
-        int where =
-            plan_pick_activation(layers, L, sid, nstore, cap, last_read, ch, nch, c, rows_apart);
+        int where = plan_pick_activation(in, last_read, ch, nch, c);
         if (where < 0)
-            DT_TRY(plan_pick_extra(plan, ch, nch, c, rows_apart, &where));
+            DT_TRY(plan_pick_extra(in, plan, ch, nch, c, &where));
         c->store = where;
     }
     for (int i = 0; i < nch; i++)
@@ -197,4 +261,10 @@ fail:
     dt_free(ch);
     dt_free(order);
     return st;
+}
+
+int dt_grad_plan_rowed(const dt_grad_plan_in *in, const dt_grad_plan *plan, int i)
+{
+    const int w = plan->store[i];
+    return w >= 0 ? !in->working[w] : plan->extra_rowed[-1 - w];
 }

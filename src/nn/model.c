@@ -1,46 +1,15 @@
-/* model.c — plans, allocates and runs an ordered list of layers over one flat parameter
- * buffer and one flat gradient buffer (model.h). Everything is sized and allocated in
- * dt_model_create; forward and backward allocate nothing. */
+/* model.c — plans and allocates an ordered list of layers over one flat parameter buffer
+ * and one flat gradient buffer (model.h), and answers questions about it. Everything is
+ * sized and allocated in dt_model_create; model_run.c runs forward and backward, which
+ * allocate nothing. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "core/pool.h"
-#include "dtrain/model.h"
 #include "dtrain/rng.h"
 #include "nn/grad_plan.h"
-#include "nn/layer_internal.h"
+#include "nn/model_internal.h"
 #include "nn/model_team.h"
-#include "nn/tp.h"
-
-struct dt_model {
-    int nlayers;
-    int first;        /* a stage: the whole model's index of layers[0] (0 for a whole model) */
-    int rows_apart;   /* a stage: micro-batches in different rows share no memory */
-    dt_layer *layers; /* [nlayers] */
-    dt_shape *shapes; /* [nlayers + 1]: input of each layer, then the output */
-    int64_t max_batch;
-    size_t nparams;
-    float *params, *grads;
-    int ntensors;
-    dt_param_info *tensors; /* [ntensors] */
-    float **act;            /* [nlayers + 1] activation buffers (max_batch x numel) */
-    float *act_arena;
-    float **grad;      /* [nlayers + 1] dL/d(activation i), placed by grad_plan.c */
-    float *grad_arena; /* the plan's extra gradient buffers */
-    unsigned char *state_arena;
-    float *ws;
-    size_t ws_bytes; /* one member's workspace, rounded to 64 bytes */
-    size_t activation_bytes;
-    int input_grad;       /* compute dL/d(model input) in backward */
-    dt_pool *pool;        /* dt_model_set_threads; NULL: one thread */
-    float *partials;      /* members 1..n-1's parameter-gradient partials */
-    size_t team_bytes;    /* of activation_bytes: the extra members' workspaces and partials */
-    dt_layer_spec *specs; /* [nlayers] the whole model's, as given */
-    dt_tp_run tp;         /* tensor parallelism: the group and its scratch (model_tp.c) */
-    float *tp_arena;      /* the gathering layers' blocks */
-    size_t whole_params;  /* parameters of the whole model */
-};
 
 const dt_layer_ops *dt_layer_ops_for(dt_layer_kind kind)
 {
@@ -64,14 +33,25 @@ const dt_layer_ops *dt_layer_ops_for(dt_layer_kind kind)
     }
 }
 
-/* Whether boundary i (> 0) reuses boundary i-1's buffer: layer i-1 runs in place. */
+int dt_model_is_ckpt(const dt_model *m, int i)
+{
+    for (int k = 0; k <= m->nseg; k++)
+        if (m->ckpt[k] == i)
+            return 1;
+    return 0;
+}
+
+/* Whether boundary i (> 0) reuses boundary i-1's buffer: layer i-1 runs in place. Under
+ * recompute both must be kept or both in the working buffers: a segment's first boundary
+ * is read again by its recompute, and a kept boundary must not live in a working buffer. */
 static int shares_input(const dt_model *m, int i)
 {
     if (i < 2)
         return 0; /* boundary 0 is the model input, which the caller owns */
     const dt_layer *l = &m->layers[i - 1], *prev = &m->layers[i - 2];
     /* A gathering layer writes its block elsewhere; the boundary holds the whole. */
-    return l->ops->in_place && !prev->ops->needs_output && !l->tp.gather;
+    return l->ops->in_place && !prev->ops->needs_output && !l->tp.gather &&
+           m->kept[i] == m->kept[i - 1];
 }
 
 static void tensor_name(const dt_layer *l, const char *suffix, char *buf, size_t nbytes)
@@ -96,21 +76,25 @@ static dt_status check_shape(const dt_shape *s, const char *what)
 }
 
 /* What dt_model_create works out before it allocates the model's buffers (sized first,
- * allocated once: docs/ARCHITECTURE.md, "Planned memory"). sid, cap, need and gplan.store
- * are temporaries that dt_model_create frees, whatever happens. */
+ * allocated once: docs/ARCHITECTURE.md, "Planned memory"). sid, cap, working, need and
+ * gplan.store are temporaries that dt_model_create frees, whatever happens. */
 typedef struct model_plan {
     size_t nparams;     /* floats of parameters (and of gradients) */
     size_t ws_bytes;    /* the largest layer's workspace */
     size_t state_total; /* bytes of saved state, each layer's rounded up to 64 */
     size_t act_total;   /* floats of the activation buffers */
+    size_t kept_total;  /* of act_total: the kept buffers' */
     size_t extra_total; /* floats of the extra gradient buffers */
     size_t tp_blocks;   /* floats of the gathering layers' blocks */
     size_t tp_scratch;  /* floats of the gather's scratch: the largest gathered boundary */
     int ntensors;
     int nstore;   /* activation buffers */
-    int *sid;     /* [nlayers + 1] the activation buffer holding boundary i */
-    size_t *cap;  /* [nstore] each activation buffer's floats */
-    size_t *need; /* [nlayers + 1] boundary i's floats, its activation's and its gradient's */
+    int *sid;               /* [nlayers + 1] the activation buffer holding boundary i */
+    size_t *cap;            /* [nstore] each activation buffer's floats per sample */
+    unsigned char *working; /* [nstore] 1: a working buffer (call_rows rows) */
+    size_t *need;           /* [nlayers + 1] boundary i's floats per sample */
+    int *work_sid;          /* [nlayers + 1] the working buffers, in a segment's order */
+    dt_grad_plan_in gin;
     dt_grad_plan gplan;
 } model_plan;
 
@@ -183,26 +167,60 @@ fail:
     return st;
 }
 
+/* Rows a buffer holds: the planned batch for a kept one, one call's for a working one. */
+static size_t store_rows(const dt_model *m, int working)
+{
+    return (size_t)(working ? m->call_rows : m->max_batch);
+}
+
+/* Buffer sid[i] for boundary i: a new one, or under recompute the p-th working buffer of
+ * every segment for the segment's p-th boundary of its own (work_sid maps p to it). */
+static int new_store(dt_model *m, model_plan *mp, int i, int *wpos, int *nwork)
+{
+    if (m->kept[i]) {
+        mp->working[mp->nstore] = 0;
+        mp->cap[mp->nstore] = mp->need[i];
+        return mp->nstore++;
+    }
+    if (*wpos < *nwork) {
+        const int s = mp->work_sid[(*wpos)++];
+        if (mp->cap[s] < mp->need[i])
+            mp->cap[s] = mp->need[i];
+        return s;
+    }
+    mp->working[mp->nstore] = 1;
+    mp->cap[mp->nstore] = mp->need[i];
+    mp->work_sid[(*nwork)++] = mp->nstore;
+    (*wpos)++;
+    return mp->nstore++;
+}
+
 /* Assigns the boundaries to activation buffers. A layer that can run in place shares its
  * input's buffer, unless that input is the model's input (the caller's data) or the
- * output of a layer whose backward reads it (shares_input). Buffer sid[i] holds boundary
- * i; cap[] its floats; need[] each gradient's. */
-static dt_status model_plan_activations(const dt_model *m, model_plan *mp)
+ * output of a layer whose backward reads it (shares_input). Under recompute the
+ * boundaries inside segments share working buffers, which are as large as the largest
+ * segment needs. Buffer sid[i] holds boundary i; cap[] and need[] are floats per sample. */
+static dt_status model_plan_activations(dt_model *m, model_plan *mp)
 {
     dt_status st = DT_OK;
     const size_t nb = (size_t)m->nlayers + 1;
     DT_TRY(dt_alloc(sizeof(int) * nb, "model plan", (void **)&mp->sid));
     DT_TRY(dt_alloc(sizeof(size_t) * nb, "model plan", (void **)&mp->cap));
+    DT_TRY(dt_alloc(nb, "model plan", (void **)&mp->working));
     DT_TRY(dt_alloc(sizeof(size_t) * nb, "model plan", (void **)&mp->need));
+    DT_TRY(dt_alloc(sizeof(int) * nb, "model plan", (void **)&mp->work_sid));
+    int wpos = 0, nwork = 0;
     for (int i = 0; i <= m->nlayers; i++) {
-        mp->need[i] = (size_t)(m->max_batch * dt_shape_numel(&m->shapes[i]));
-        if (shares_input(m, i)) {
-            mp->sid[i] = mp->sid[i - 1];
-            continue;
-        }
-        mp->sid[i] = mp->nstore;
-        mp->cap[mp->nstore++] = mp->need[i];
-        mp->act_total += mp->need[i];
+        mp->need[i] = (size_t)dt_shape_numel(&m->shapes[i]);
+        if (dt_model_is_ckpt(m, i))
+            wpos = 0; /* the boundaries after it are the next segment's */
+        mp->sid[i] = shares_input(m, i) ? mp->sid[i - 1] : new_store(m, mp, i, &wpos, &nwork);
+    }
+    for (int s = 0; s < mp->nstore; s++) {
+        const size_t floats = mp->cap[s] * store_rows(m, mp->working[s]);
+        mp->act_total += floats;
+        if (!mp->working[s])
+            mp->kept_total += floats;
     }
 fail:
     return st;
@@ -216,11 +234,24 @@ static dt_status model_plan_grads(dt_model *m, model_plan *mp)
     dt_status st = DT_OK;
     const size_t nb = (size_t)m->nlayers + 1;
     DT_TRY(dt_alloc(sizeof(float *) * nb, "model gradients", (void **)&m->grad));
+    DT_TRY(dt_alloc(nb, "model gradients", (void **)&m->grad_rowed));
     DT_TRY(dt_alloc(sizeof(int) * nb, "model plan", (void **)&mp->gplan.store));
-    DT_TRY(dt_grad_plan_make(m->layers, m->nlayers, mp->sid, mp->nstore, mp->cap, mp->need,
-                             m->rows_apart, &mp->gplan));
+    mp->gin = (dt_grad_plan_in){.layers = m->layers,
+                                .nlayers = m->nlayers,
+                                .sid = mp->sid,
+                                .nstore = mp->nstore,
+                                .cap = mp->cap,
+                                .working = mp->working,
+                                .need = mp->need,
+                                .ckpt = m->ckpt,
+                                .nseg = m->nseg,
+                                .rows_apart = m->rows_apart,
+                                .split_rows = m->call_rows < m->max_batch};
+    DT_TRY(dt_grad_plan_make(&mp->gin, &mp->gplan));
     for (int e = 0; e < mp->gplan.nextra; e++)
-        mp->extra_total += mp->gplan.extra_floats[e];
+        mp->extra_total += mp->gplan.extra_floats[e] * store_rows(m, !mp->gplan.extra_rowed[e]);
+    for (int i = 0; i <= m->nlayers; i++)
+        m->grad_rowed[i] = (unsigned char)dt_grad_plan_rowed(&mp->gin, &mp->gplan, i);
 fail:
     return st;
 }
@@ -245,9 +276,19 @@ static dt_status model_alloc_arenas(dt_model *m, const model_plan *mp)
         dt_alloc(mp->tp_blocks * sizeof(float), "tensor-parallel blocks", (void **)&m->tp_arena));
     DT_TRY(dt_alloc(mp->tp_scratch * sizeof(float), "tensor-parallel scratch",
                     (void **)&m->tp.scratch));
+    if (m->recompute)
+        DT_TRY(dt_alloc(sizeof(dt_forward_ctx) * (size_t)m->max_batch, "recompute",
+                        (void **)&m->fwd_at));
     m->activation_bytes =
         (mp->act_total + mp->extra_total + mp->tp_blocks + mp->tp_scratch) * sizeof(float) +
         mp->state_total + mp->ws_bytes;
+    m->memory = (dt_model_memory){.kept_bytes = mp->kept_total * sizeof(float),
+                                  .working_bytes = (mp->act_total - mp->kept_total) * sizeof(float),
+                                  .input_bytes = mp->cap[0] * (size_t)m->max_batch * sizeof(float),
+                                  .state_bytes = mp->state_total,
+                                  .grad_bytes = mp->extra_total * sizeof(float),
+                                  .segments = m->recompute ? m->nseg : 0,
+                                  .segment_layers = m->recompute ? m->segment_layers : 0};
 fail:
     return st;
 }
@@ -257,19 +298,17 @@ fail:
 static void model_place_buffers(dt_model *m, const model_plan *mp)
 {
     float *a = m->act_arena;
-    for (int i = 0; i <= m->nlayers; i++) {
-        if (shares_input(m, i)) {
-            m->act[i] = m->act[i - 1];
-            continue;
-        }
-        m->act[i] = a;
-        a += mp->need[i];
+    for (int s = 0; s < mp->nstore; s++) {
+        for (int i = 0; i <= m->nlayers; i++)
+            if (mp->sid[i] == s)
+                m->act[i] = a;
+        a += mp->cap[s] * store_rows(m, mp->working[s]);
     }
     float *extra_at[DT_GRAD_PLAN_MAX_EXTRA];
     float *g = m->grad_arena;
     for (int e = 0; e < mp->gplan.nextra; e++) {
         extra_at[e] = g;
-        g += mp->gplan.extra_floats[e];
+        g += mp->gplan.extra_floats[e] * store_rows(m, !mp->gplan.extra_rowed[e]);
     }
     for (int i = 0; i <= m->nlayers; i++) {
         const int w = mp->gplan.store[i];
@@ -373,54 +412,101 @@ static dt_status model_check_names(const dt_model *m)
     return DT_OK;
 }
 
+dt_model_options dt_model_options_default(int64_t max_batch)
+{
+    return (dt_model_options){.max_batch = max_batch};
+}
+
 dt_status dt_model_create(const dt_layer_spec *specs, int nlayers, const dt_shape *input,
                           int64_t max_batch, dt_model **out)
 {
-    return dt_model_create_tp(specs, nlayers, input, max_batch, NULL, out);
+    const dt_model_options o = dt_model_options_default(max_batch);
+    return dt_model_create_with(specs, nlayers, input, &o, out);
 }
-
-static dt_status create_model(const dt_layer_spec *specs, int nlayers, const dt_shape *input,
-                              int64_t max_batch, const dt_tp_layout *tp, int first, int last,
-                              int rows_apart, dt_model **out);
 
 dt_status dt_model_create_tp(const dt_layer_spec *specs, int nlayers, const dt_shape *input,
                              int64_t max_batch, const dt_tp_layout *tp, dt_model **out)
 {
-    return create_model(specs, nlayers, input, max_batch, tp, 0, nlayers, 0, out);
+    dt_model_options o = dt_model_options_default(max_batch);
+    o.tp = tp;
+    return dt_model_create_with(specs, nlayers, input, &o, out);
 }
 
 dt_status dt_model_create_stage(const dt_layer_spec *specs, int nlayers, const dt_shape *input,
                                 int64_t max_batch, const dt_tp_layout *tp, int first, int last,
                                 dt_model **out)
 {
-    return create_model(specs, nlayers, input, max_batch, tp, first, last, 1, out);
+    dt_model_options o = dt_model_options_default(max_batch);
+    o.tp = tp;
+    o.first = first;
+    o.last = last;
+    o.rows_apart = 1;
+    return dt_model_create_with(specs, nlayers, input, &o, out);
 }
 
-static dt_status create_model(const dt_layer_spec *specs, int nlayers, const dt_shape *input,
-                              int64_t max_batch, const dt_tp_layout *tp, int first, int last,
-                              int rows_apart, dt_model **out)
+/* The options' numbers, checked, before anything is allocated. */
+static dt_status check_options(const dt_model_options *o, int nlayers, int *first, int *last,
+                               int64_t *call_rows)
 {
-    DT_ASSERT(out != NULL && input != NULL && (specs != NULL || nlayers == 0));
+    *first = o->first;
+    *last = o->last == 0 ? nlayers : o->last;
+    *call_rows = o->call_rows == 0 ? o->max_batch : o->call_rows;
+    if (nlayers < 1)
+        return dt_fail(DT_ERR_INVALID, "model: no layers");
+    if (*first < 0 || *first >= *last || *last > nlayers)
+        return dt_fail(DT_ERR_INVALID, "model: layers %d..%d are not a stage of a model of %d layers",
+                       *first, *last - 1, nlayers);
+    if (o->max_batch < 1 || o->max_batch > ((int64_t)1 << 31))
+        return dt_fail(DT_ERR_INVALID, "model: max batch %lld out of range",
+                       (long long)o->max_batch);
+    if (*call_rows < 1 || *call_rows > o->max_batch)
+        return dt_fail(DT_ERR_INVALID, "model: call rows %lld outside 1..%lld (the max batch)",
+                       (long long)*call_rows, (long long)o->max_batch);
+    if (o->recompute < DT_RECOMPUTE_SQRT)
+        return dt_fail(DT_ERR_INVALID, "model: recompute setting %d (none 0, every K >= 1, sqrt -1)",
+                       o->recompute);
+    return DT_OK;
+}
+
+/* The recompute segments (model_internal.h) and which boundaries are kept. With one layer
+ * per segment nothing is recomputed: that is the same as none. */
+static dt_status plan_segments(dt_model *m, int setting)
+{
+    dt_status st = DT_OK;
+    const int L = m->nlayers, k = dt_model_recompute_layers(setting, L);
+    m->recompute = k >= 2 && L >= 2;
+    m->segment_layers = m->recompute && k < L ? k : L;
+    m->nseg = (L + m->segment_layers - 1) / m->segment_layers;
+    DT_TRY(dt_alloc(sizeof(int) * (size_t)(m->nseg + 1), "model plan", (void **)&m->ckpt));
+    DT_TRY(dt_alloc((size_t)L + 1, "model plan", (void **)&m->kept));
+    for (int s = 0; s < m->nseg; s++)
+        m->ckpt[s] = s * m->segment_layers;
+    m->ckpt[m->nseg] = L;
+    for (int i = 0; i <= L; i++)
+        m->kept[i] = (unsigned char)(!m->recompute || dt_model_is_ckpt(m, i));
+fail:
+    return st;
+}
+
+dt_status dt_model_create_with(const dt_layer_spec *specs, int nlayers, const dt_shape *input,
+                               const dt_model_options *o, dt_model **out)
+{
+    DT_ASSERT(out != NULL && input != NULL && o != NULL && (specs != NULL || nlayers == 0));
     dt_status st = DT_OK;
     dt_model *m = NULL;
     model_plan mp;
     memset(&mp, 0, sizeof mp);
     *out = NULL;
-    if (nlayers < 1)
-        return dt_fail(DT_ERR_INVALID, "model: no layers");
-    if (first < 0 || first >= last || last > nlayers)
-        return dt_fail(DT_ERR_INVALID,
-                       "model: layers %d..%d are not a stage of a model of %d "
-                       "layers",
-                       first, last - 1, nlayers);
-    if (max_batch < 1 || max_batch > ((int64_t)1 << 31))
-        return dt_fail(DT_ERR_INVALID, "model: max batch %lld out of range", (long long)max_batch);
+    int first, last;
+    int64_t call_rows;
+    DT_TRY(check_options(o, nlayers, &first, &last, &call_rows));
     DT_TRY(check_shape(input, "input shape"));
     DT_TRY(dt_alloc(sizeof *m, "model", (void **)&m));
     m->first = first;
-    m->rows_apart = rows_apart;
+    m->rows_apart = o->rows_apart != 0;
     m->nlayers = last - first;
-    m->max_batch = max_batch;
+    m->max_batch = o->max_batch;
+    m->call_rows = call_rows;
     m->input_grad = 1;
     const size_t nl = (size_t)m->nlayers;
     DT_TRY(dt_alloc(sizeof(dt_layer) * nl, "model layers", (void **)&m->layers));
@@ -428,8 +514,10 @@ static dt_status create_model(const dt_layer_spec *specs, int nlayers, const dt_
     DT_TRY(dt_alloc(sizeof(float *) * (nl + 1), "model activations", (void **)&m->act));
     DT_TRY(dt_alloc(sizeof(dt_layer_spec) * nl, "model specs", (void **)&m->specs));
     memcpy(m->specs, specs + first, sizeof(dt_layer_spec) * nl);
+    const dt_tp_layout *tp = o->tp;
     m->tp.size = tp != NULL ? tp->size : 1;
     m->tp.rank = tp != NULL ? tp->rank : 0;
+    DT_TRY(plan_segments(m, o->recompute));
 
     /* Plan everything, allocate once, then hand out views. */
     DT_TRY(model_plan_layers(m, specs, nlayers, input, tp, &mp));
@@ -445,7 +533,9 @@ static dt_status create_model(const dt_layer_spec *specs, int nlayers, const dt_
 fail:
     dt_free(mp.sid);
     dt_free(mp.cap);
+    dt_free(mp.working);
     dt_free(mp.need);
+    dt_free(mp.work_sid);
     dt_free(mp.gplan.store);
     dt_model_free(m);
     return st;
@@ -460,6 +550,10 @@ void dt_model_free(dt_model *m)
     dt_free(m->act_arena);
     dt_free(m->grad_arena);
     dt_free(m->grad);
+    dt_free(m->grad_rowed);
+    dt_free(m->kept);
+    dt_free(m->ckpt);
+    dt_free(m->fwd_at);
     dt_free(m->state_arena);
     dt_free(m->ws);
     dt_free(m->partials);
@@ -635,6 +729,13 @@ const dt_param_info *dt_model_find_tensor(const dt_model *m, const char *name)
     return NULL;
 }
 
+void dt_model_memory_info(const dt_model *m, dt_model_memory *out)
+{
+    *out = m->memory;
+    out->other_bytes = m->activation_bytes - m->memory.kept_bytes - m->memory.working_bytes -
+                       m->memory.state_bytes - m->memory.grad_bytes;
+}
+
 size_t dt_model_activation_bytes(const dt_model *m)
 {
     return m->activation_bytes;
@@ -698,124 +799,6 @@ float *dt_model_activation_grad(dt_model *m, int i)
 void dt_model_set_input_grad(dt_model *m, int enabled)
 {
     m->input_grad = enabled != 0;
-}
-
-static dt_status check_rows(const dt_model *m, int first, int last, int64_t row0, int64_t batch)
-{
-    DT_ASSERT(first >= 0 && first <= last && last <= m->nlayers);
-    if (row0 < 0 || batch < 0 || row0 + batch > m->max_batch)
-        return dt_fail(DT_ERR_INVALID, "model: rows %lld..%lld outside the planned %lld",
-                       (long long)row0, (long long)(row0 + batch), (long long)m->max_batch);
-    return DT_OK;
-}
-
-/* Row r0 of boundary i's buffer (activations and their gradients hold max_batch rows). */
-static float *row_of(const dt_model *m, float *base, int i, int64_t r0)
-{
-    return base + r0 * dt_shape_numel(&m->shapes[i]);
-}
-
-/* Layer l's saved state for samples from row r0 on: its forward and backward index their
- * state from their first sample, so the model points them at the rows' part and back. */
-static void *shift_state(dt_layer *l, int64_t r0)
-{
-    void *saved = l->state;
-    if (saved != NULL)
-        l->state = (unsigned char *)saved + (size_t)r0 * l->state_bytes;
-    return saved;
-}
-
-dt_status dt_model_forward_rows(dt_model *m, int first, int last, int64_t row0, int64_t batch,
-                                const dt_forward_ctx *ctx)
-{
-    dt_status st = check_rows(m, first, last, row0, batch);
-    for (int i = first; i < last && st == DT_OK; i++) {
-        dt_layer *l = &m->layers[i];
-        float *y = row_of(m, m->act[i + 1], i + 1, row0);
-        float *block = l->tp.gather ? l->tp_out + row0 * l->out_numel : y;
-        void *state = shift_state(l, row0);
-        l->ops->forward(l, row_of(m, m->act[i], i, row0), block, batch, ctx);
-        l->state = state;
-        st = dt_tp_after_forward(&m->tp, l, block, y, batch);
-    }
-    return st;
-}
-
-dt_status dt_model_forward_range(dt_model *m, int first, int last, int64_t batch,
-                                 const dt_forward_ctx *ctx)
-{
-    return dt_model_forward_rows(m, first, last, 0, batch, ctx);
-}
-
-dt_status dt_model_forward(dt_model *m, int64_t batch, const dt_forward_ctx *ctx)
-{
-    return dt_model_forward_range(m, 0, m->nlayers, batch, ctx);
-}
-
-/* Layer i's backward on rows [row0, row0 + batch), with the tensor-parallel steps around it. */
-static dt_status backward_layer(dt_model *m, int i, int64_t row0, int64_t batch, float *dx,
-                                const dt_backward_hooks *hooks)
-{
-    dt_layer *l = &m->layers[i];
-    const float *y = row_of(m, m->act[i + 1], i + 1, row0);
-    const float *dy = row_of(m, m->grad[i + 1], i + 1, row0);
-    if (l->tp.gather) { /* the layer's own output and its block of the gradient */
-        y = l->tp_out + row0 * l->out_numel;
-        dy = dt_tp_block_of_grad(&m->tp, l, dy, batch);
-    }
-    void *state = shift_state(l, row0);
-    dt_status st = l->ops->backward(l, row_of(m, m->act[i], i, row0), y, dy, dx, batch, hooks);
-    l->state = state;
-    if (st == DT_OK)
-        st = dt_tp_after_backward(&m->tp, l, dx, batch);
-    return st;
-}
-
-dt_status dt_model_backward_rows(dt_model *m, int first, int last, int64_t row0, int64_t batch,
-                                 const dt_backward_hooks *hooks)
-{
-    dt_status st = check_rows(m, first, last, row0, batch);
-    if (st != DT_OK)
-        return st;
-    /* Without the model input's gradient, nothing below the first layer with parameters
-     * needs a gradient: that layer skips its dx (the MLP's fc1 saves a third of its
-     * backward), and the layers under it (a flatten) are not run at all. */
-    int lowest = 0;
-    if (!m->input_grad)
-        while (lowest < m->nlayers && m->layers[lowest].param_count == 0)
-            lowest++;
-    for (int i = last - 1; i >= first && i >= lowest; i--) {
-        dt_layer *l = &m->layers[i];
-        float *dx = (i > lowest || m->input_grad) ? row_of(m, m->grad[i], i, row0) : NULL;
-        st = backward_layer(m, i, row0, batch, dx, hooks);
-        if (st != DT_OK)
-            return st;
-        if (hooks != NULL && hooks->grads_ready != NULL && l->param_count > 0) {
-            st = hooks->grads_ready(hooks->ctx, i, l->param_offset, l->param_count);
-            if (st != DT_OK)
-                return st;
-        }
-        st = dt_hooks_progress(hooks);
-        if (st != DT_OK)
-            return st;
-    }
-    return DT_OK;
-}
-
-dt_status dt_model_backward_range(dt_model *m, int first, int last, int64_t batch,
-                                  const dt_backward_hooks *hooks)
-{
-    return dt_model_backward_rows(m, first, last, 0, batch, hooks);
-}
-
-dt_status dt_model_backward(dt_model *m, int64_t batch, const dt_backward_hooks *hooks)
-{
-    return dt_model_backward_range(m, 0, m->nlayers, batch, hooks);
-}
-
-void dt_model_zero_grads(dt_model *m)
-{
-    memset(m->grads, 0, m->nparams * sizeof(float));
 }
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n)

@@ -165,6 +165,7 @@ typedef enum key_type {
     KEY_PATH,    /* char[DT_CONFIG_PATH_MAX] */
     KEY_TARGETS, /* data.csv_targets: int list + count */
     KEY_SPLIT,   /* parallel.pp_split: balanced | round_robin | a list of layers */
+    KEY_RECOMPUTE, /* train.recompute: none | sqrt | every-K (model.h) */
     KEY_LAYERS,  /* model.layers */
     KEY_OPTIM,   /* optim.kind: an enum that also resets defaults (see set_optim_kind) */
 } key_type;
@@ -285,6 +286,10 @@ static const key_def keys[] = {
     NUM("train.log_every", KEY_INT64, train.log_every, LO, 0, 0,
         "steps between log lines; 0: once per epoch"),
     NUM("train.eval", KEY_BOOL, train.eval, 0, 0, 0, "evaluate on the test set after each epoch"),
+    OTHER("train.recompute", KEY_RECOMPUTE, train.recompute,
+          "activation recompute (gradient checkpointing): none | sqrt | every-K: keep one "
+          "boundary every K layers (sqrt: K = ceil(sqrt(layers of the stage))) and re-run the "
+          "rest in backward; changes no bit of the result"),
     /* [parallel] */
     ENUMK("parallel.strategy", parallel.strategy, strategy_name, 0,
           "ddp (synchronous data parallelism; one rank: a single process) | ps | fedavg "
@@ -606,6 +611,8 @@ static dt_status apply_value(dt_config *cfg, const key_def *k, const char *text,
         return for_each_item(text, "layer", add_layer, cfg);
     case KEY_SPLIT:
         return apply_split(cfg, text, continued);
+    case KEY_RECOMPUTE:
+        return dt_recompute_parse(text, (int *)f);
     }
     DT_ASSERT(0);
     return DT_ERR_INVALID;
@@ -662,6 +669,9 @@ void dt_config_key_format(const dt_config *cfg, int i, char *buf, size_t nbytes)
                         (n >= 2 && s[0] == '"' && s[n - 1] == '"');
             snprintf(buf, nbytes, quote ? "\"%s\"" : "%s", s);
         }
+        return;
+    case KEY_RECOMPUTE:
+        dt_recompute_format(*(const int *)f, buf, nbytes);
         return;
     case KEY_SPLIT:
         if (cfg->parallel.n_pp_split == 0) {

@@ -178,8 +178,15 @@ static dt_status build_model(dt_trainer *t)
         .size = si->tp_size, .rank = si->tp_rank, .min_weights = cfg->parallel.tp_min_weights};
     int first, last;
     DT_TRY(stage_layers(t, &first, &last));
-    DT_TRY(dt_model_create_stage(cfg->layers, cfg->nlayers, &t->train.sample_shape, t->rows, &tp,
-                                 first, last, &t->model));
+    /* Every micro-batch in flight keeps its rows; one call runs one micro-batch. */
+    dt_model_options o = dt_model_options_default(t->rows);
+    o.call_rows = t->micro_max;
+    o.tp = &tp;
+    o.first = first;
+    o.last = last;
+    o.rows_apart = 1;
+    o.recompute = cfg->train.recompute;
+    DT_TRY(dt_model_create_with(cfg->layers, cfg->nlayers, &t->train.sample_shape, &o, &t->model));
     /* A stage after the first sends the gradient of its input back. */
     dt_model_set_input_grad(t->model, first > 0);
     /* train.threads: the model's own team, each member calling BLAS single-threaded, so

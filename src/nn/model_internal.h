@@ -1,0 +1,62 @@
+/* model_internal.h — the model's own state, shared by model.c (planning, buffers,
+ * accessors) and model_run.c (forward, backward, recompute). */
+#ifndef DT_MODEL_INTERNAL_H
+#define DT_MODEL_INTERNAL_H
+
+#include "core/pool.h"
+#include "dtrain/model.h"
+#include "nn/layer_internal.h"
+#include "nn/tp.h"
+
+/* What the working buffers hold (recompute): boundaries seg's first + 1 .. upto of rows
+ * [row0, row0 + batch), from a forward, when valid. */
+typedef struct dt_work_tag {
+    int valid, seg, upto;
+    int64_t row0, batch;
+} dt_work_tag;
+
+struct dt_model {
+    int nlayers;
+    int first;        /* a stage: the whole model's index of layers[0] (0 for a whole model) */
+    int rows_apart;   /* a stage: micro-batches in different rows share no memory */
+    dt_layer *layers; /* [nlayers] */
+    dt_shape *shapes; /* [nlayers + 1]: input of each layer, then the output */
+    int64_t max_batch;
+    int64_t call_rows; /* the largest batch of one call: working buffers' rows */
+    size_t nparams;
+    float *params, *grads;
+    int ntensors;
+    dt_param_info *tensors; /* [ntensors] */
+    float **act;            /* [nlayers + 1] activation buffers */
+    unsigned char *kept;    /* [nlayers + 1] 1: boundary i holds max_batch rows (row r0 of a
+                             * call at r0); 0: a working buffer of call_rows rows (row 0) */
+    float *act_arena;
+    float **grad;              /* [nlayers + 1] dL/d(activation i), placed by grad_plan.c */
+    unsigned char *grad_rowed; /* [nlayers + 1] as kept, for the gradients */
+    float *grad_arena;         /* the plan's extra gradient buffers */
+    unsigned char *state_arena;
+    float *ws;
+    size_t ws_bytes; /* one member's workspace, rounded to 64 bytes */
+    size_t activation_bytes;
+    dt_model_memory memory; /* the plan's parts (dt_model_memory_info) */
+    int input_grad;         /* compute dL/d(model input) in backward */
+    dt_pool *pool;          /* dt_model_set_threads; NULL: one thread */
+    float *partials;        /* members 1..n-1's parameter-gradient partials */
+    size_t team_bytes;      /* of activation_bytes: the extra members' workspaces and partials */
+    dt_layer_spec *specs;   /* [nlayers] the whole model's, as given */
+    dt_tp_run tp;           /* tensor parallelism: the group and its scratch (model_tp.c) */
+    float *tp_arena;        /* the gathering layers' blocks */
+    size_t whole_params;    /* parameters of the whole model */
+    /* Recompute (docs/PIPELINE.md): segment k is layers [ckpt[k], ckpt[k + 1]). */
+    int recompute;           /* 0: every activation kept, nseg 1 */
+    int segment_layers;      /* layers per segment (the last may have fewer) */
+    int nseg;
+    int *ckpt;               /* [nseg + 1] */
+    dt_forward_ctx *fwd_at;  /* [max_batch] the ctx of the forward of rows from r (nseg > 1) */
+    dt_work_tag work;
+};
+
+/* Whether boundary i begins a recompute segment (0 and nlayers included). */
+int dt_model_is_ckpt(const dt_model *m, int i);
+
+#endif

@@ -1,0 +1,203 @@
+/* model_run.c — forward and backward over a planned model (model.h), and the recompute
+ * of gradient checkpointing: backward re-runs each segment's forward from its kept first
+ * boundary before the segment's layers (docs/PIPELINE.md, "Recompute"). Allocates
+ * nothing. */
+#include <string.h>
+
+#include "nn/model_internal.h"
+
+static dt_status check_rows(const dt_model *m, int first, int last, int64_t row0, int64_t batch)
+{
+    DT_ASSERT(first >= 0 && first <= last && last <= m->nlayers);
+    if (row0 < 0 || batch < 0 || row0 + batch > m->max_batch)
+        return dt_fail(DT_ERR_INVALID, "model: rows %lld..%lld outside the planned %lld",
+                       (long long)row0, (long long)(row0 + batch), (long long)m->max_batch);
+    if (batch > m->call_rows)
+        return dt_fail(DT_ERR_INVALID, "model: a batch of %lld rows, planned for at most %lld",
+                       (long long)batch, (long long)m->call_rows);
+    return DT_OK;
+}
+
+/* Row r0 of boundary i's activation: kept boundaries hold every planned row, working ones
+ * only one call's, from row 0. */
+static float *act_rows(const dt_model *m, int i, int64_t r0)
+{
+    return m->act[i] + (m->kept[i] ? r0 : 0) * dt_shape_numel(&m->shapes[i]);
+}
+
+static float *grad_rows(const dt_model *m, int i, int64_t r0)
+{
+    return m->grad[i] + (m->grad_rowed[i] ? r0 : 0) * dt_shape_numel(&m->shapes[i]);
+}
+
+/* Layer l's saved state for samples from row r0 on: its forward and backward index their
+ * state from their first sample, so the model points them at the rows' part and back. */
+static void *shift_state(dt_layer *l, int64_t r0)
+{
+    void *saved = l->state;
+    if (saved != NULL)
+        l->state = (unsigned char *)saved + (size_t)r0 * l->state_bytes;
+    return saved;
+}
+
+static int segment_of(const dt_model *m, int layer)
+{
+    int k = 0;
+    while (k + 1 < m->nseg && m->ckpt[k + 1] <= layer)
+        k++;
+    return k;
+}
+
+/* Keeps m->work saying what the working buffers hold after layer i's forward on rows
+ * [row0, row0 + batch): a segment's forwards in order extend it, anything else spoils it.
+ * A segment's last layer writes a kept boundary and leaves the working buffers alone. */
+static void track_work(dt_model *m, int i, int64_t row0, int64_t batch)
+{
+    const int k = segment_of(m, i);
+    dt_work_tag *w = &m->work;
+    if (i == m->ckpt[k + 1] - 1)
+        return;
+    if (i == m->ckpt[k])
+        *w = (dt_work_tag){.valid = 1, .seg = k, .upto = i + 1, .row0 = row0, .batch = batch};
+    else if (w->valid && w->seg == k && w->upto == i && w->row0 == row0 && w->batch == batch)
+        w->upto = i + 1;
+    else
+        w->valid = 0;
+}
+
+static dt_status forward_layer(dt_model *m, int i, int64_t row0, int64_t batch,
+                               const dt_forward_ctx *ctx)
+{
+    dt_layer *l = &m->layers[i];
+    float *y = act_rows(m, i + 1, row0);
+    float *block = l->tp.gather ? l->tp_out + row0 * l->out_numel : y;
+    void *state = shift_state(l, row0);
+    l->ops->forward(l, act_rows(m, i, row0), block, batch, ctx);
+    l->state = state;
+    return dt_tp_after_forward(&m->tp, l, block, y, batch);
+}
+
+dt_status dt_model_forward_rows(dt_model *m, int first, int last, int64_t row0, int64_t batch,
+                                const dt_forward_ctx *ctx)
+{
+    dt_status st = check_rows(m, first, last, row0, batch);
+    if (st == DT_OK && m->recompute && first < last && ctx != NULL)
+        m->fwd_at[row0] = *ctx; /* for the recompute; positions stay the caller's */
+    for (int i = first; i < last && st == DT_OK; i++) {
+        if (m->recompute)
+            track_work(m, i, row0, batch);
+        st = forward_layer(m, i, row0, batch, ctx);
+    }
+    return st;
+}
+
+dt_status dt_model_forward_range(dt_model *m, int first, int last, int64_t batch,
+                                 const dt_forward_ctx *ctx)
+{
+    return dt_model_forward_rows(m, first, last, 0, batch, ctx);
+}
+
+dt_status dt_model_forward(dt_model *m, int64_t batch, const dt_forward_ctx *ctx)
+{
+    return dt_model_forward_range(m, 0, m->nlayers, batch, ctx);
+}
+
+/* Refills segment k's working buffers for rows [row0, row0 + batch): its forward from
+ * its kept first boundary, the last layer left out (its output is kept), with the ctx of
+ * the rows' forward, so dropout draws the same masks from the same keys. Skipped when the
+ * working buffers still hold exactly that from the forward (the top segment, unless other
+ * rows ran since). */
+static dt_status recompute(dt_model *m, int k, int64_t row0, int64_t batch,
+                           const dt_backward_hooks *hooks)
+{
+    const int a = m->ckpt[k], b = m->ckpt[k + 1];
+    const dt_work_tag *w = &m->work;
+    const int have = w->valid && w->seg == k && w->upto == b - 1 && w->row0 == row0 &&
+                     w->batch == batch;
+    m->work.valid = 0; /* backward now writes gradients over the working buffers */
+    if (have || b - a < 2)
+        return DT_OK;
+    for (int i = a; i < b - 1; i++) {
+        dt_status st = forward_layer(m, i, row0, batch, &m->fwd_at[row0]);
+        if (st == DT_OK)
+            st = dt_hooks_progress(hooks);
+        if (st != DT_OK)
+            return st;
+    }
+    return DT_OK;
+}
+
+/* Layer i's backward on rows [row0, row0 + batch), with the tensor-parallel steps around it. */
+static dt_status backward_layer(dt_model *m, int i, int64_t row0, int64_t batch, float *dx,
+                                const dt_backward_hooks *hooks)
+{
+    dt_layer *l = &m->layers[i];
+    const float *y = act_rows(m, i + 1, row0);
+    const float *dy = grad_rows(m, i + 1, row0);
+    if (l->tp.gather) { /* the layer's own output and its block of the gradient */
+        y = l->tp_out + row0 * l->out_numel;
+        dy = dt_tp_block_of_grad(&m->tp, l, dy, batch);
+    }
+    void *state = shift_state(l, row0);
+    dt_status st = l->ops->backward(l, act_rows(m, i, row0), y, dy, dx, batch, hooks);
+    l->state = state;
+    if (st == DT_OK)
+        st = dt_tp_after_backward(&m->tp, l, dx, batch);
+    if (st == DT_OK && hooks != NULL && hooks->grads_ready != NULL && l->param_count > 0)
+        st = hooks->grads_ready(hooks->ctx, i, l->param_offset, l->param_count);
+    if (st == DT_OK)
+        st = dt_hooks_progress(hooks);
+    return st;
+}
+
+dt_status dt_model_backward_rows(dt_model *m, int first, int last, int64_t row0, int64_t batch,
+                                 const dt_backward_hooks *hooks)
+{
+    dt_status st = check_rows(m, first, last, row0, batch);
+    if (st != DT_OK)
+        return st;
+    if (m->recompute && (!dt_model_is_ckpt(m, first) || !dt_model_is_ckpt(m, last)))
+        return dt_fail(DT_ERR_INVALID,
+                       "model: backward over layers %d..%d with recompute: a range must begin "
+                       "and end at a segment's first layer",
+                       first, last - 1);
+    /* Without the model input's gradient, nothing below the first layer with parameters
+     * needs a gradient: that layer skips its dx (the MLP's fc1 saves a third of its
+     * backward), and the layers under it (a flatten) are not run at all. */
+    int lowest = 0;
+    if (!m->input_grad)
+        while (lowest < m->nlayers && m->layers[lowest].param_count == 0)
+            lowest++;
+    if (last <= first)
+        return DT_OK;
+    for (int k = segment_of(m, last - 1); k >= 0 && m->ckpt[k + 1] > first; k--) {
+        const int a = m->ckpt[k] > first ? m->ckpt[k] : first;
+        const int b = m->ckpt[k + 1] < last ? m->ckpt[k + 1] : last;
+        if (b <= lowest)
+            break;
+        if (m->recompute)
+            DT_TRY(recompute(m, k, row0, batch, hooks));
+        for (int i = b - 1; i >= a && i >= lowest; i--) {
+            float *dx = (i > lowest || m->input_grad) ? grad_rows(m, i, row0) : NULL;
+            DT_TRY(backward_layer(m, i, row0, batch, dx, hooks));
+        }
+    }
+fail:
+    return st;
+}
+
+dt_status dt_model_backward_range(dt_model *m, int first, int last, int64_t batch,
+                                  const dt_backward_hooks *hooks)
+{
+    return dt_model_backward_rows(m, first, last, 0, batch, hooks);
+}
+
+dt_status dt_model_backward(dt_model *m, int64_t batch, const dt_backward_hooks *hooks)
+{
+    return dt_model_backward_range(m, 0, m->nlayers, batch, hooks);
+}
+
+void dt_model_zero_grads(dt_model *m)
+{
+    memset(m->grads, 0, m->nparams * sizeof(float));
+}
