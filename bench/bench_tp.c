@@ -14,7 +14,10 @@
  *               step (all zero without a pipeline);
  *   memory      parameter bytes on this rank (its part of every split layer, whole layers
  *               whole, its stage's layers only), the whole model's, and the activation and
- *               workspace bytes the model planned on this rank (dt_model_activation_bytes).
+ *               workspace bytes the model planned on this rank (dt_model_activation_bytes);
+ *               of them the activations kept from forward to backward, the input left out
+ *               (dt_model_memory_info: kept + saved state - input), and the working memory
+ *               a recompute refills (train.recompute).
  * Evaluation is off, the schedule a constant learning rate (the PyTorch peers' Adam 1e-3
  * takes no schedule), and the step count never ends an epoch early.
  *
@@ -68,6 +71,9 @@ enum {
     F_PP_WAIT_MS,
     F_PP_MESSAGES,
     F_PP_MB,
+    F_KEPT_BYTES,
+    F_WORKING_BYTES,
+    F_SEGMENTS,
     N_FIELDS
 };
 
@@ -214,6 +220,11 @@ static int rank_figures(run_state *rs, long warmup, double mine[N_FIELDS])
     mine[F_PP_WAIT_MS] = (end.pp_wait_s - rs->at_window.pp_wait_s) / n * 1e3;
     mine[F_PP_MESSAGES] = (double)(end.pp_messages - rs->at_window.pp_messages) / n;
     mine[F_PP_MB] = (double)(end.pp_bytes - rs->at_window.pp_bytes) / n / 1e6;
+    dt_model_memory mem;
+    dt_model_memory_info(m, &mem);
+    mine[F_KEPT_BYTES] = (double)(mem.kept_bytes - mem.input_bytes + mem.state_bytes);
+    mine[F_WORKING_BYTES] = (double)mem.working_bytes;
+    mine[F_SEGMENTS] = mem.segments;
     return n;
 }
 
@@ -245,11 +256,13 @@ static void print_json(const run_state *rs, const dt_config *cfg, const bench_ar
                "\"tp_mb_per_step\": %.4f, \"pp_step_ms_per_step\": %.4f, "
                "\"pp_compute_ms_per_step\": %.4f, \"pp_wait_ms_per_step\": %.4f, "
                "\"pp_messages_per_step\": %.2f, \"pp_mb_per_step\": %.4f, "
-               "\"param_bytes\": %.0f, \"activation_bytes\": %.0f}",
+               "\"param_bytes\": %.0f, \"activation_bytes\": %.0f, \"kept_bytes\": %.0f, "
+               "\"working_bytes\": %.0f, \"segments\": %.0f}",
                r ? ", " : "", r, f[F_DP_RANK], f[F_TP_RANK], f[F_PP_RANK], f[F_STAGE_FIRST],
                f[F_STAGE_LAST], f[F_STEP_MS], f[F_STEP_MS_MIN], f[F_TP_MS], f[F_TP_CALLS],
                f[F_TP_MB], f[F_PP_STEP_MS], f[F_PP_COMPUTE_MS], f[F_PP_WAIT_MS], f[F_PP_MESSAGES],
-               f[F_PP_MB], f[F_PARAM_BYTES], f[F_ACT_BYTES]);
+               f[F_PP_MB], f[F_PARAM_BYTES], f[F_ACT_BYTES], f[F_KEPT_BYTES], f[F_WORKING_BYTES],
+               f[F_SEGMENTS]);
     }
     printf("]}\n");
     fflush(stdout);

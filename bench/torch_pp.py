@@ -38,20 +38,10 @@ import torch.nn as nn
 from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_train import batch_of, load  # noqa: E402
+from torch_train import batch_of, deep_mlp, load  # noqa: E402
 
 STAGES = 2
 SCHEDULES = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B}
-
-
-def deep_mlp(depth, width):
-    """The layer list as dtrain's model.layers spells it: index i here is layer i there."""
-    layers, fan_in = [nn.Flatten()], 784
-    for _ in range(depth):
-        layers += [nn.Linear(fan_in, width), nn.ReLU()]
-        fan_in = width
-    layers.append(nn.Linear(fan_in, 10))
-    return nn.Sequential(*layers)
 
 
 class TimedStage(PipelineStage):

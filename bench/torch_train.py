@@ -49,6 +49,16 @@ def mlp():
                          nn.Linear(128, 10))
 
 
+def deep_mlp(depth, width):
+    """The layer list as dtrain's model.layers spells it: index i here is layer i there."""
+    layers, fan_in = [nn.Flatten()], 784
+    for _ in range(depth):
+        layers += [nn.Linear(fan_in, width), nn.ReLU()]
+        fan_in = width
+    layers.append(nn.Linear(fan_in, 10))
+    return nn.Sequential(*layers)
+
+
 class ConvNet(nn.Module):
     def __init__(self):
         super().__init__()

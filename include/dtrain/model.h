@@ -120,10 +120,10 @@ DT_API dt_status dt_recompute_parse(const char *text, int *setting);
 DT_API void dt_recompute_format(int setting, char *buf, size_t nbytes);
 
 typedef struct dt_model_options {
-    int64_t max_batch; /* rows planned for kept activations, saved state and the input and
-                        * output gradients (dt_model_forward_rows' row0 + batch) */
-    int64_t call_rows; /* the largest batch of one forward or backward call, the rows of
-                        * working buffers and inner gradients; 0: max_batch */
+    int64_t max_batch;      /* rows planned for kept activations, saved state and the input and
+                             * output gradients (dt_model_forward_rows' row0 + batch) */
+    int64_t call_rows;      /* the largest batch of one forward or backward call, the rows of
+                             * working buffers and inner gradients; 0: max_batch */
     const dt_tp_layout *tp; /* NULL: the whole model */
     int first, last;        /* layers [first, last) as a stage; last 0: all of them */
     int rows_apart;         /* several micro-batches in flight in different rows (a stage) */

@@ -181,11 +181,10 @@ static int plan_pick_activation(const dt_grad_plan_in *in, const int *last_read,
         if (in->working[s]) {
             free_then = cap >= c->floats && working_free(in, c, s);
         } else {
-            if (cap < c->floats || last_read[s] == INT_MIN ||
-                (in->rows_apart && cap != c->floats))
+            if (cap < c->floats || last_read[s] == INT_MIN || (in->rows_apart && cap != c->floats))
                 continue;
-            free_then = c->top < last_read[s] ||
-                        (c->top == last_read[s] && producer_over_x(in, c, s));
+            free_then =
+                c->top < last_read[s] || (c->top == last_read[s] && producer_over_x(in, c, s));
         }
         if (free_then && no_conflict(ch, nch, c, s) && (best < 0 || cap < in->cap[best]))
             best = s;

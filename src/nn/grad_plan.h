@@ -32,7 +32,7 @@ typedef struct dt_grad_plan {
      * dL/d(boundary i), or store[i] = -1 - e for extra buffer e. */
     int *store;
     int nextra;
-    size_t extra_floats[DT_GRAD_PLAN_MAX_EXTRA];        /* per sample */
+    size_t extra_floats[DT_GRAD_PLAN_MAX_EXTRA];       /* per sample */
     unsigned char extra_rowed[DT_GRAD_PLAN_MAX_EXTRA]; /* 1: the planned rows; 0: one call's */
 } dt_grad_plan;
 

@@ -66,7 +66,8 @@ struct dt_layer {
     /* Saved forward state (dropout mask, pooling argmax), state_bytes per sample. */
     size_t state_bytes;
     void *state;
-    int active; /* dropout: the last forward applied a mask */
+    int state_working; /* recomputed layer: state for one call's rows, from row 0 */
+    int active;        /* dropout: the last forward applied a mask */
     /* Scratch shared by all layers (used within one forward/backward call only); member
      * t of the thread team uses ws + t * ws_stride (floats). */
     size_t ws_bytes;

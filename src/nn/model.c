@@ -82,13 +82,14 @@ typedef struct model_plan {
     size_t nparams;     /* floats of parameters (and of gradients) */
     size_t ws_bytes;    /* the largest layer's workspace */
     size_t state_total; /* bytes of saved state, each layer's rounded up to 64 */
+    size_t work_state;  /* of state_total: the recomputed layers' (one call's rows) */
     size_t act_total;   /* floats of the activation buffers */
     size_t kept_total;  /* of act_total: the kept buffers' */
     size_t extra_total; /* floats of the extra gradient buffers */
     size_t tp_blocks;   /* floats of the gathering layers' blocks */
     size_t tp_scratch;  /* floats of the gather's scratch: the largest gathered boundary */
     int ntensors;
-    int nstore;   /* activation buffers */
+    int nstore;             /* activation buffers */
     int *sid;               /* [nlayers + 1] the activation buffer holding boundary i */
     size_t *cap;            /* [nstore] each activation buffer's floats per sample */
     unsigned char *working; /* [nstore] 1: a working buffer (call_rows rows) */
@@ -98,10 +99,55 @@ typedef struct model_plan {
     dt_grad_plan gplan;
 } model_plan;
 
-/* A layer's saved state for max_batch samples, rounded up to a cache line. */
-static size_t state_span(const dt_layer *l, int64_t max_batch)
+/* A layer's saved state for `rows` samples, rounded up to a cache line. */
+static size_t state_span(const dt_layer *l, int64_t rows)
 {
-    return ((l->state_bytes * (size_t)max_batch) + 63u) & ~(size_t)63u;
+    return ((l->state_bytes * (size_t)rows) + 63u) & ~(size_t)63u;
+}
+
+/* Whether layer i's forward is re-run by the recompute (every layer of a segment but its
+ * last): its saved state then needs only one call's rows, shared with the other
+ * segments' like the working buffers. */
+static int state_recomputed(const dt_model *m, int i)
+{
+    if (!m->recompute)
+        return 0;
+    for (int k = 0; k < m->nseg; k++)
+        if (i == m->ckpt[k + 1] - 1)
+            return 0;
+    return 1;
+}
+
+/* Lays out the layers' saved state: kept state one layer after another from 0 (max_batch
+ * rows each), then the recomputed layers', from the same offset in every segment
+ * (call_rows rows). With base non-NULL, points each layer at its part of it. Returns the
+ * bytes, and in *work those of the recomputed layers. */
+static size_t place_state(dt_model *m, unsigned char *base, size_t *work)
+{
+    size_t kept_total = 0, kept_at = 0, seg_used = 0;
+    *work = 0;
+    for (int i = 0; i < m->nlayers; i++)
+        if (!state_recomputed(m, i))
+            kept_total += state_span(&m->layers[i], m->max_batch);
+    for (int i = 0; i < m->nlayers; i++) {
+        dt_layer *l = &m->layers[i];
+        if (dt_model_is_ckpt(m, i))
+            seg_used = 0;
+        size_t at;
+        l->state_working = state_recomputed(m, i);
+        if (l->state_working) {
+            at = kept_total + seg_used;
+            seg_used += state_span(l, m->call_rows);
+            if (seg_used > *work)
+                *work = seg_used;
+        } else {
+            at = kept_at;
+            kept_at += state_span(l, m->max_batch);
+        }
+        if (base != NULL)
+            l->state = l->state_bytes ? base + at : NULL;
+    }
+    return kept_total + *work;
 }
 
 /* The whole model's plan (every layer: a stage's shapes and splits are the whole model's),
@@ -155,7 +201,6 @@ static dt_status model_plan_layers(dt_model *m, const dt_layer_spec *specs, int 
         mp->ntensors += (l->weight_count > 0) + (l->bias_count > 0);
         if (l->ws_bytes > mp->ws_bytes)
             mp->ws_bytes = l->ws_bytes;
-        mp->state_total += state_span(l, m->max_batch);
         if (l->tp.gather) { /* its block, padded, and every rank's in the scratch */
             const size_t part = (size_t)m->max_batch * dt_tp_padded_part(l, m->tp.size);
             mp->tp_blocks += part;
@@ -282,13 +327,14 @@ static dt_status model_alloc_arenas(dt_model *m, const model_plan *mp)
     m->activation_bytes =
         (mp->act_total + mp->extra_total + mp->tp_blocks + mp->tp_scratch) * sizeof(float) +
         mp->state_total + mp->ws_bytes;
-    m->memory = (dt_model_memory){.kept_bytes = mp->kept_total * sizeof(float),
-                                  .working_bytes = (mp->act_total - mp->kept_total) * sizeof(float),
-                                  .input_bytes = mp->cap[0] * (size_t)m->max_batch * sizeof(float),
-                                  .state_bytes = mp->state_total,
-                                  .grad_bytes = mp->extra_total * sizeof(float),
-                                  .segments = m->recompute ? m->nseg : 0,
-                                  .segment_layers = m->recompute ? m->segment_layers : 0};
+    m->memory = (dt_model_memory){
+        .kept_bytes = mp->kept_total * sizeof(float),
+        .working_bytes = (mp->act_total - mp->kept_total) * sizeof(float) + mp->work_state,
+        .input_bytes = mp->cap[0] * (size_t)m->max_batch * sizeof(float),
+        .state_bytes = mp->state_total - mp->work_state,
+        .grad_bytes = mp->extra_total * sizeof(float),
+        .segments = m->recompute ? m->nseg : 0,
+        .segment_layers = m->recompute ? m->segment_layers : 0};
 fail:
     return st;
 }
@@ -361,7 +407,8 @@ static void place_whole(dt_model *m)
  * and lists its tensors in m->tensors, weight before bias, in layer order. */
 static void model_bind_layers(dt_model *m)
 {
-    unsigned char *s = m->state_arena;
+    size_t work_state;
+    place_state(m, m->state_arena, &work_state);
     float *block = m->tp_arena;
     for (int i = 0; i < m->nlayers; i++) {
         dt_layer *l = &m->layers[i];
@@ -371,8 +418,6 @@ static void model_bind_layers(dt_model *m)
         }
         l->ws = m->ws;
         l->ws_stride = m->ws_bytes / sizeof(float);
-        l->state = l->state_bytes ? s : NULL;
-        s += state_span(l, m->max_batch);
         if (l->weight_count > 0) {
             dt_param_info *t = &m->tensors[m->ntensors++];
             l->w = m->params + l->param_offset;
@@ -454,8 +499,9 @@ static dt_status check_options(const dt_model_options *o, int nlayers, int *firs
     if (nlayers < 1)
         return dt_fail(DT_ERR_INVALID, "model: no layers");
     if (*first < 0 || *first >= *last || *last > nlayers)
-        return dt_fail(DT_ERR_INVALID, "model: layers %d..%d are not a stage of a model of %d layers",
-                       *first, *last - 1, nlayers);
+        return dt_fail(DT_ERR_INVALID,
+                       "model: layers %d..%d are not a stage of a model of %d layers", *first,
+                       *last - 1, nlayers);
     if (o->max_batch < 1 || o->max_batch > ((int64_t)1 << 31))
         return dt_fail(DT_ERR_INVALID, "model: max batch %lld out of range",
                        (long long)o->max_batch);
@@ -463,8 +509,8 @@ static dt_status check_options(const dt_model_options *o, int nlayers, int *firs
         return dt_fail(DT_ERR_INVALID, "model: call rows %lld outside 1..%lld (the max batch)",
                        (long long)*call_rows, (long long)o->max_batch);
     if (o->recompute < DT_RECOMPUTE_SQRT)
-        return dt_fail(DT_ERR_INVALID, "model: recompute setting %d (none 0, every K >= 1, sqrt -1)",
-                       o->recompute);
+        return dt_fail(DT_ERR_INVALID,
+                       "model: recompute setting %d (none 0, every K >= 1, sqrt -1)", o->recompute);
     return DT_OK;
 }
 
@@ -521,6 +567,7 @@ dt_status dt_model_create_with(const dt_layer_spec *specs, int nlayers, const dt
 
     /* Plan everything, allocate once, then hand out views. */
     DT_TRY(model_plan_layers(m, specs, nlayers, input, tp, &mp));
+    mp.state_total = place_state(m, NULL, &mp.work_state);
     DT_TRY(model_plan_activations(m, &mp));
     DT_TRY(model_plan_grads(m, &mp));
     DT_TRY(model_alloc_arenas(m, &mp));

@@ -48,11 +48,11 @@ struct dt_model {
     float *tp_arena;        /* the gathering layers' blocks */
     size_t whole_params;    /* parameters of the whole model */
     /* Recompute (docs/PIPELINE.md): segment k is layers [ckpt[k], ckpt[k + 1]). */
-    int recompute;           /* 0: every activation kept, nseg 1 */
-    int segment_layers;      /* layers per segment (the last may have fewer) */
+    int recompute;      /* 0: every activation kept, nseg 1 */
+    int segment_layers; /* layers per segment (the last may have fewer) */
     int nseg;
-    int *ckpt;               /* [nseg + 1] */
-    dt_forward_ctx *fwd_at;  /* [max_batch] the ctx of the forward of rows from r (nseg > 1) */
+    int *ckpt;              /* [nseg + 1] */
+    dt_forward_ctx *fwd_at; /* [max_batch] the ctx of the forward of rows from r (nseg > 1) */
     dt_work_tag work;
 };
 

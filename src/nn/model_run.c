@@ -31,11 +31,12 @@ static float *grad_rows(const dt_model *m, int i, int64_t r0)
 }
 
 /* Layer l's saved state for samples from row r0 on: its forward and backward index their
- * state from their first sample, so the model points them at the rows' part and back. */
+ * state from their first sample, so the model points them at the rows' part and back (a
+ * recomputed layer's state holds one call's rows, from row 0). */
 static void *shift_state(dt_layer *l, int64_t r0)
 {
     void *saved = l->state;
-    if (saved != NULL)
+    if (saved != NULL && !l->state_working)
         l->state = (unsigned char *)saved + (size_t)r0 * l->state_bytes;
     return saved;
 }
@@ -112,8 +113,8 @@ static dt_status recompute(dt_model *m, int k, int64_t row0, int64_t batch,
 {
     const int a = m->ckpt[k], b = m->ckpt[k + 1];
     const dt_work_tag *w = &m->work;
-    const int have = w->valid && w->seg == k && w->upto == b - 1 && w->row0 == row0 &&
-                     w->batch == batch;
+    const int have =
+        w->valid && w->seg == k && w->upto == b - 1 && w->row0 == row0 && w->batch == batch;
     m->work.valid = 0; /* backward now writes gradients over the working buffers */
     if (have || b - a < 2)
         return DT_OK;

@@ -156,18 +156,18 @@ static const char *comm_algo_name(int v)
 
 /* ---- the table ------------------------------------------------------------------------- */
 typedef enum key_type {
-    KEY_INT,     /* int */
-    KEY_INT64,   /* int64_t */
-    KEY_UINT64,  /* uint64_t */
-    KEY_DOUBLE,  /* double */
-    KEY_BOOL,    /* int, 0 or 1 */
-    KEY_ENUM,    /* an int-sized enum; names from `names` over [first, ...] */
-    KEY_PATH,    /* char[DT_CONFIG_PATH_MAX] */
-    KEY_TARGETS, /* data.csv_targets: int list + count */
-    KEY_SPLIT,   /* parallel.pp_split: balanced | round_robin | a list of layers */
+    KEY_INT,       /* int */
+    KEY_INT64,     /* int64_t */
+    KEY_UINT64,    /* uint64_t */
+    KEY_DOUBLE,    /* double */
+    KEY_BOOL,      /* int, 0 or 1 */
+    KEY_ENUM,      /* an int-sized enum; names from `names` over [first, ...] */
+    KEY_PATH,      /* char[DT_CONFIG_PATH_MAX] */
+    KEY_TARGETS,   /* data.csv_targets: int list + count */
+    KEY_SPLIT,     /* parallel.pp_split: balanced | round_robin | a list of layers */
     KEY_RECOMPUTE, /* train.recompute: none | sqrt | every-K (model.h) */
-    KEY_LAYERS,  /* model.layers */
-    KEY_OPTIM,   /* optim.kind: an enum that also resets defaults (see set_optim_kind) */
+    KEY_LAYERS,    /* model.layers */
+    KEY_OPTIM,     /* optim.kind: an enum that also resets defaults (see set_optim_kind) */
 } key_type;
 
 /* Range flags: which bounds apply and whether they are strict. */

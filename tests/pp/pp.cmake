@@ -10,3 +10,7 @@ dt_add_mpi_test(NAME test_pp SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_pp.c NP 2 3 
 # The CLI: --explain-layout's stages, pp 2 on the MLP bit for bit against one process, whole
 # weights across layouts, refusals without a hang.
 dt_add_cli_test(NAME cli_pp COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_pp.sh MPI TIMEOUT 180)
+# Activation recompute changes no bit: models with and without it, micro-batches in rows,
+# 20 training steps; the kept activations are the segments' first boundaries.
+dt_add_test(NAME test_recompute SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_recompute.c LABELS unit
+            TIMEOUT 120)

@@ -192,6 +192,31 @@ static void test_mlp_uneven_last_batch(void **state)
     }
 }
 
+/* Recompute on the grid (every stage re-runs its segments, tp ranks their collectives in
+ * the same order): the same whole parameters as without it, bit for bit. */
+static void test_recompute(void **state)
+{
+    (void)state;
+    for (int k = 0; k < nlayouts; k++) {
+        const layout *l = &layouts[k];
+        const float *whole[2] = {NULL, NULL};
+        dt_trainer *g[2] = {NULL, NULL};
+        for (int r = 0; r < 2; r++) {
+            dt_config gc = on_grid(mlp_config(), l, 8, 4, "gpipe");
+            dt_test_set(&gc, r == 0 ? "train.recompute=none" : "train.recompute=every-2");
+            DT_ASSERT_OK(dt_trainer_create(&gc, world, &g[r]));
+            DT_ASSERT_OK(dt_trainer_run(g[r], NULL));
+            DT_ASSERT_OK(dt_trainer_whole_params(g[r], &whole[r]));
+        }
+        char label[200];
+        name_of(label, sizeof label, "mlp, recompute every-2 against none", l, 4, "gpipe");
+        DT_ASSERT_CLOSE_FF(label, whole[1], whole[0],
+                           (int64_t)dt_model_whole_param_count(dt_trainer_model(g[0])), 0.0, 0.0);
+        dt_trainer_free(g[0]);
+        dt_trainer_free(g[1]);
+    }
+}
+
 /* ---- the ConvNet --------------------------------------------------------------------- */
 
 static void test_convnet_first_gradient(void **state)
@@ -442,13 +467,10 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_mlp_schedules),
-        cmocka_unit_test(test_mlp_uneven_last_batch),
-        cmocka_unit_test(test_convnet_first_gradient),
-        cmocka_unit_test(test_convnet_loss_curve),
-        cmocka_unit_test(test_weights_and_evaluation),
-        cmocka_unit_test(test_slots_and_messages),
-        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_mlp_schedules),      cmocka_unit_test(test_mlp_uneven_last_batch),
+        cmocka_unit_test(test_recompute),          cmocka_unit_test(test_convnet_first_gradient),
+        cmocka_unit_test(test_convnet_loss_curve), cmocka_unit_test(test_weights_and_evaluation),
+        cmocka_unit_test(test_slots_and_messages), cmocka_unit_test(test_refusals),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     dt_comm_free(world);
