@@ -159,8 +159,9 @@ def torch_run(a, peer, sched, m):
 
 def stages_of(run):
     """Per pipeline stage, in order: (first layer, last layer + 1, bubble, activation
-    bytes). A stage held by several ranks (dp, tp) takes their summed times and the
-    largest rank's bytes."""
+    bytes, waited: the share of the step spent waiting for messages, None for PyTorch).
+    A stage held by several ranks (dp, tp) takes their summed times and the largest rank's
+    bytes."""
     by = {}
     for rk in run["ranks"]:
         by.setdefault(rk["pp_rank"], []).append(rk)
@@ -171,8 +172,11 @@ def stages_of(run):
         compute = sum(rk["pp_compute_ms_per_step"] for rk in rks)
         act = (max(rk["activation_bytes"] for rk in rks)
                if all("activation_bytes" in rk for rk in rks) else None)
+        wait = (sum(rk["pp_wait_ms_per_step"] for rk in rks)
+                if all("pp_wait_ms_per_step" in rk for rk in rks) else None)
         out.append((rks[0]["stage_first"], rks[0]["stage_last"],
-                    1.0 - compute / step if step > 0 else None, act))
+                    1.0 - compute / step if step > 0 else None, act,
+                    wait / step if step > 0 and wait is not None else None))
     return out
 
 
@@ -180,8 +184,9 @@ def summarize(runs):
     """Medians over the rounds of one cell; the stages' layers and bytes are the same in
     every round."""
     per_round = [stages_of(r) for r in runs]
-    stages = [(first, last, bl.median([rnd[s][2] for rnd in per_round]), act)
-              for s, (first, last, _, act) in enumerate(per_round[0])]
+    stages = [(first, last, bl.median([rnd[s][2] for rnd in per_round]), act,
+               bl.median([rnd[s][4] for rnd in per_round]))
+              for s, (first, last, _, act, _) in enumerate(per_round[0])]
     return {"samples_per_s": bl.median([r["samples_per_s"] for r in runs]),
             "step_ms": bl.median([r["step_ms_median"] for r in runs]),
             "stages": stages, "last_loss": runs[0].get("last_loss"), "runs": len(runs)}
@@ -201,15 +206,18 @@ def row(model, layout, sched, m, b, impl, s, p, act_vs="-", vs_peer="-", vs_sing
     acts = [st[3] for st in s["stages"]]
     layers = " | ".join("%d-%d" % (st[0], st[1] - 1) for st in s["stages"])
     mean = sum(bubbles) / len(bubbles) if bubbles and None not in bubbles else None
+    waits = [st[4] for st in s["stages"]] if p > 1 else []
+    waited = sum(waits) / len(waits) if waits and None not in waits else None
     return [model, layout, sched, "%d x %d" % (m, b), impl, "%.0f" % s["samples_per_s"],
             "%.3f" % theory(p, m) if p > 1 else "-", joined(bubbles, ".3f") or "-",
-            bl.fmt(mean, ".3f"), joined(acts, ".0f") if None not in acts else "n/a",
+            bl.fmt(mean, ".3f"), bl.fmt(waited, ".3f"),
+            joined(acts, ".0f") if None not in acts else "n/a",
             act_vs, layers, vs_peer, vs_single, str(s["runs"])]
 
 
 def empty_row(model, layout, sched, mb, impl, why):
     """A row without figures: `why` in the samples/s column; mb: its "M x b"."""
-    return [model, layout, sched, mb, impl, why] + [""] * 9
+    return [model, layout, sched, mb, impl, why] + [""] * 10
 
 
 def unsupported(sched, m):
@@ -336,8 +344,12 @@ def report(a, cpu, peers, results, sums, errors, ratios):
         "Samples/s (rank 0, median step), bubble = 1 - compute / pipeline step per stage, "
         "activation bytes per stage",
         ["model", "layout", "schedule", "M x b", "implementation", "samples/s",
-         "bubble theory", "bubble by stage", "mean", "act B by stage", "1F1B/GPipe act",
+         "bubble theory", "bubble by stage", "mean", "waited", "act B by stage",
+         "1F1B/GPipe act",
          "stage layers", "dtrain/PyTorch", "vs 1 process", "runs"], rows))
+    out.append("waited: dtrain's mean share of the step spent waiting for a message (the "
+               "schedule's idle time; the rest of the bubble is the step's gradient zeroing, "
+               "input loading and message posting).")
     out.append("bubble by stage: stage 0 / stage 1 / ...; mean: over the stages; theory: "
                "(P-1)/(M+P-1), for stages of equal compute and free messages (the ConvNet's "
                "stages are not equal: its lighter stages wait more). A stage held by several "

@@ -4,6 +4,7 @@
  * allocate nothing. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dtrain/rng.h"
@@ -514,8 +515,34 @@ static dt_status check_options(const dt_model_options *o, int nlayers, int *firs
     return DT_OK;
 }
 
+/* sqrt's segment starts: each moved by at most half a segment from k * K to the boundary
+ * with the fewest floats per sample nearby (ties: the nearest, then the lower), keeping
+ * every segment at least one layer long. The seeds' ConvNet then keeps the pooled
+ * activation and fc1's output, not conv2's output, five times larger. */
+static void move_ckpts(dt_model *m)
+{
+    const int L = m->nlayers, K = m->segment_layers, reach = K / 2;
+    for (int s = 1; s < m->nseg; s++) {
+        const int nominal = s * K;
+        int lo = nominal - reach, hi = nominal + reach;
+        if (lo <= m->ckpt[s - 1])
+            lo = m->ckpt[s - 1] + 1;
+        if (hi > L - (m->nseg - s))
+            hi = L - (m->nseg - s);
+        int best = nominal < lo ? lo : (nominal > hi ? hi : nominal);
+        for (int c = lo; c <= hi; c++) {
+            const int64_t a = dt_shape_numel(&m->shapes[c]), b = dt_shape_numel(&m->shapes[best]);
+            const int da = abs(c - nominal), db = abs(best - nominal);
+            if (a < b || (a == b && (da < db || (da == db && c < best))))
+                best = c;
+        }
+        m->ckpt[s] = best;
+    }
+}
+
 /* The recompute segments (model_internal.h) and which boundaries are kept. With one layer
- * per segment nothing is recomputed: that is the same as none. */
+ * per segment nothing is recomputed: that is the same as none. every-K cuts at multiples
+ * of K exactly; sqrt moves the cuts to small activations (move_ckpts). */
 static dt_status plan_segments(dt_model *m, int setting)
 {
     dt_status st = DT_OK;
@@ -528,6 +555,8 @@ static dt_status plan_segments(dt_model *m, int setting)
     for (int s = 0; s < m->nseg; s++)
         m->ckpt[s] = s * m->segment_layers;
     m->ckpt[m->nseg] = L;
+    if (setting == DT_RECOMPUTE_SQRT)
+        move_ckpts(m);
     for (int i = 0; i <= L; i++)
         m->kept[i] = (unsigned char)(!m->recompute || dt_model_is_ckpt(m, i));
 fail:
@@ -563,10 +592,10 @@ dt_status dt_model_create_with(const dt_layer_spec *specs, int nlayers, const dt
     const dt_tp_layout *tp = o->tp;
     m->tp.size = tp != NULL ? tp->size : 1;
     m->tp.rank = tp != NULL ? tp->rank : 0;
-    DT_TRY(plan_segments(m, o->recompute));
 
     /* Plan everything, allocate once, then hand out views. */
     DT_TRY(model_plan_layers(m, specs, nlayers, input, tp, &mp));
+    DT_TRY(plan_segments(m, o->recompute)); /* from the shapes */
     mp.state_total = place_state(m, NULL, &mp.work_state);
     DT_TRY(model_plan_activations(m, &mp));
     DT_TRY(model_plan_grads(m, &mp));

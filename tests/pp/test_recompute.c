@@ -15,7 +15,8 @@
  *   - 20 training steps through the trainer (SGD with momentum on the MLP, Adam on the
  *     seeds' ConvNet) end with the same parameters.
  * The plan is checked too: the kept activations are exactly the segments' first
- * boundaries, and on the deep MLP sqrt keeps at least 3x fewer than none. */
+ * boundaries, sqrt moves them to small activations (the ConvNet's pooled output, not
+ * conv2's), and on the deep MLP sqrt keeps at least 3x fewer than none. */
 #include "dt_test.h"
 
 #include <stdio.h>
@@ -214,6 +215,20 @@ static void test_memory_plan(void **state)
         fail_msg("deep MLP: sqrt keeps %.0f bytes of activations, none %.0f: less than 3x fewer",
                  kept1, kept0);
     dt_model_free(m0);
+    dt_model_free(m1);
+
+    /* sqrt on the seeds' ConvNet (12 layers, K = 4) moves the segment starts from 4 and 8
+     * to the pooled activation (5: 9216 floats, not conv2's 36864) and fc1's output (8). */
+    const dt_config cnn = dt_config_default();
+    const dt_shape image = {.ndim = 3, .d = {1, 28, 28}};
+    DT_ASSERT_OK(dt_model_create_with(cnn.layers, cnn.nlayers, &image, &o, &m1));
+    dt_model_memory_info(m1, &b);
+    assert_int_equal(b.segments, 3);
+    const size_t want = (size_t)(784 + 9216 + 128 + 10) * 32 * sizeof(float);
+    if (b.kept_bytes != want)
+        fail_msg("convnet sqrt keeps %zu bytes of activations, expected %zu (boundaries 0, 5, "
+                 "8, 12)",
+                 b.kept_bytes, want);
     dt_model_free(m1);
 }
 
