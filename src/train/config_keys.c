@@ -288,7 +288,8 @@ static const key_def keys[] = {
     NUM("train.eval", KEY_BOOL, train.eval, 0, 0, 0, "evaluate on the test set after each epoch"),
     OTHER("train.recompute", KEY_RECOMPUTE, train.recompute,
           "activation recompute (gradient checkpointing): none | sqrt | every-K: keep one "
-          "boundary every K layers (sqrt: K = ceil(sqrt(layers of the stage))) and re-run the "
+          "boundary every K layers (sqrt: K = ceil(sqrt(layers of the stage)), each cut moved to "
+          "the smallest activation within K/2 layers) and re-run the "
           "rest in backward; changes no bit of the result"),
     /* [parallel] */
     ENUMK("parallel.strategy", parallel.strategy, strategy_name, 0,
