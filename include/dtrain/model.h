@@ -126,8 +126,12 @@ typedef struct dt_model_options {
                              * working buffers and inner gradients; 0: max_batch */
     const dt_tp_layout *tp; /* NULL: the whole model */
     int first, last;        /* layers [first, last) as a stage; last 0: all of them */
-    int rows_apart;         /* several micro-batches in flight in different rows (a stage) */
-    int recompute;          /* a recompute setting (DT_RECOMPUTE_NONE by default) */
+    const int *runs;        /* nruns > 0: a stage of separate runs of layers instead, run r
+                             * being [runs[2r], runs[2r + 1]) of the whole model, in order,
+                             * with a gap between runs (first and last are then ignored) */
+    int nruns;
+    int rows_apart; /* several micro-batches in flight in different rows (a stage) */
+    int recompute;  /* a recompute setting (DT_RECOMPUTE_NONE by default) */
 } dt_model_options;
 
 /* Options for a whole model of max_batch rows, nothing recomputed. */
@@ -205,6 +209,18 @@ DT_API dt_status dt_model_create_stage(const dt_layer_spec *specs, int nlayers,
                                        const dt_tp_layout *tp, int first, int last, dt_model **out);
 /* The whole model's index of this model's layer 0 (0 unless it is a stage). */
 DT_API int dt_model_first_layer(const dt_model *m);
+/* A stage of several runs (dt_model_options.runs, the round-robin placement): the runs
+ * follow one another in this model's layer indices, a join between each two. A join is a
+ * layer index that holds no layer: its input boundary is the run below's output (sent to
+ * the next stage), its output boundary the run above's input (received), and the two are
+ * separate buffers with gradients of their own that outlive a backward call. Forward and
+ * backward ranges may not cross a join (DT_ERR_INVALID). A whole model or a contiguous
+ * stage is one run. */
+DT_API int dt_model_run_count(const dt_model *m);
+/* Run r's layers [*first, *last) in this model's indices. */
+DT_API void dt_model_run_layers(const dt_model *m, int r, int *first, int *last);
+/* The whole model's index of this model's layer i; -1 for a join. */
+DT_API int dt_model_whole_layer(const dt_model *m, int i);
 /* This rank's tensor-parallel plan of layer i, and the group's size. */
 DT_API const dt_tp_layer_plan *dt_model_tp_layer(const dt_model *m, int layer);
 DT_API int dt_model_tp_size(const dt_model *m);

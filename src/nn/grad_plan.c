@@ -36,7 +36,14 @@
  * kept) from boundary ckpt[k], which reads that buffer and refills the working ones. So:
  *   - a kept buffer is read once more, between time ckpt[k+1] and time ckpt[k+1] - 1;
  *   - a working buffer takes only a chain that lives inside one segment's backward, and
- *     only after that segment's own reads of it. */
+ *     only after that segment's own reads of it.
+ *
+ * Joins (a stage of several runs, model_runs.c): a join's input boundary is the run
+ * below's output, its output boundary the run above's input. Their gradients are received
+ * and sent between backward calls, with other micro-batches' calls and other runs'
+ * in between, so each has an extra buffer of its own (the planned rows) that no other
+ * chain shares, and the two activations are never used for gradients, like the model's
+ * input and output. */
 #include <limits.h>
 #include <string.h>
 
@@ -47,6 +54,7 @@ typedef struct chain {
     int lo, hi;      /* live from time hi = k down to time lo = j - 1 */
     size_t floats;   /* per sample */
     int edge;        /* holds the model's input or output gradient: the planned rows */
+    int joined;      /* holds a join's input or output gradient: a buffer of its own */
     int store;       /* as plan->store */
 } chain;
 
@@ -101,6 +109,17 @@ static void plan_last_reads(const dt_grad_plan_in *in, int *last_read)
     }
     last_read[in->sid[0]] = INT_MIN; /* the caller's */
     last_read[in->sid[L]] = INT_MIN;
+    for (int i = 0; in->join != NULL && i < L; i++)
+        if (in->join[i]) { /* the pipeline's, as the model's input and output are */
+            last_read[in->sid[i]] = INT_MIN;
+            last_read[in->sid[i + 1]] = INT_MIN;
+        }
+}
+
+/* Whether boundary b is a join's input or output. */
+static int at_join(const dt_grad_plan_in *in, int b)
+{
+    return in->join != NULL && ((b < in->nlayers && in->join[b]) || (b > 0 && in->join[b - 1]));
 }
 
 /* Cuts the boundaries L..0 into chains, from the top: a chain runs down through every
@@ -115,7 +134,9 @@ static int plan_chains(const dt_grad_plan_in *in, chain *ch)
         c->top = k;
         c->floats = in->need[k];
         int j = k;
-        while (j > 0 && in->layers[j - 1].ops->bwd_in_place) {
+        /* A join's gradient is a chain of its own: the pipeline sends and receives it. */
+        while (j > 0 && in->layers[j - 1].ops->bwd_in_place && !at_join(in, j) &&
+               !at_join(in, j - 1)) {
             j--;
             if (in->need[j] > c->floats)
                 c->floats = in->need[j];
@@ -123,7 +144,12 @@ static int plan_chains(const dt_grad_plan_in *in, chain *ch)
         c->bottom = j;
         c->hi = k;
         c->lo = j - 1;
-        c->edge = k == L || j == 0;
+        c->joined = at_join(in, k) || at_join(in, j);
+        c->edge = k == L || j == 0 || c->joined;
+        if (c->joined) { /* live throughout: it meets every other chain */
+            c->lo = -1;
+            c->hi = L + 1;
+        }
         c->store = INT_MIN; /* unplaced */
         k = j - 1;
     }
@@ -175,6 +201,8 @@ static int plan_pick_activation(const dt_grad_plan_in *in, const int *last_read,
                                 int nch, const chain *c)
 {
     int best = -1;
+    if (c->joined)
+        return -1;
     for (int s = 0; s < in->nstore; s++) {
         const size_t cap = in->cap[s];
         int free_then;

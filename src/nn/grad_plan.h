@@ -7,7 +7,7 @@
 #include "nn/layer_internal.h"
 
 /* Room for at most this many extra gradient buffers (a plan needs a handful). */
-#define DT_GRAD_PLAN_MAX_EXTRA 64
+#define DT_GRAD_PLAN_MAX_EXTRA 160
 
 /* What the plan works from. Sizes are floats per sample: a kept activation buffer and a
  * rowed gradient hold the model's planned rows, a working buffer and an unrowed gradient
@@ -25,6 +25,8 @@ typedef struct dt_grad_plan_in {
     int nseg;                     /* 1: no recompute */
     int rows_apart;               /* micro-batches in flight in different rows (a stage) */
     int split_rows;               /* one call's rows are fewer than the planned rows */
+    const unsigned char *join;    /* [nlayers] 1: a join between runs (model_runs.c); NULL:
+                                   * none */
 } dt_grad_plan_in;
 
 typedef struct dt_grad_plan {

@@ -49,6 +49,8 @@ static int shares_input(const dt_model *m, int i)
 {
     if (i < 2)
         return 0; /* boundary 0 is the model input, which the caller owns */
+    if (m->join[i - 2])
+        return 0; /* a run's input, received: the pipeline owns it as the caller does */
     const dt_layer *l = &m->layers[i - 1], *prev = &m->layers[i - 2];
     /* A gathering layer writes its block elsewhere; the boundary holds the whole. */
     return l->ops->in_place && !prev->ops->needs_output && !l->tp.gather &&
@@ -152,8 +154,7 @@ static size_t place_state(dt_model *m, unsigned char *base, size_t *work)
 }
 
 /* The whole model's plan (every layer: a stage's shapes and splits are the whole model's),
- * of which the model keeps layers [m->first, m->first + m->nlayers). A stage may not begin
- * or end inside a tensor-parallel block: its neighbours exchange whole activations. */
+ * of which the model keeps its runs of layers (model_runs.c). */
 static dt_status plan_stage(dt_model *m, const dt_layer_spec *specs, int nall,
                             const dt_shape *input, const dt_tp_layout *tp)
 {
@@ -164,22 +165,7 @@ static dt_status plan_stage(dt_model *m, const dt_layer_spec *specs, int nall,
     DT_TRY(dt_alloc(sizeof *shapes * (size_t)(nall + 1), "model plan", (void **)&shapes));
     shapes[0] = *input;
     DT_TRY(dt_tp_plan_layers(all, specs, nall, shapes, tp));
-    const int first = m->first, end = m->first + m->nlayers;
-    const int starts_in_block =
-        first > 0 && (all[first].tp.role == DT_TP_SHARD || all[first].tp.role == DT_TP_ROW);
-    const int ends_in_block =
-        end < nall && !all[end - 1].tp.gather &&
-        (all[end - 1].tp.role == DT_TP_COLUMN || all[end - 1].tp.role == DT_TP_SHARD);
-    if (starts_in_block || ends_in_block) {
-        st = dt_fail(DT_ERR_INVALID,
-                     "model: a stage of layers %d..%d %s inside a tensor-parallel block (layer "
-                     "%d works on part of its input): move the split point",
-                     first, end - 1, starts_in_block ? "begins" : "ends",
-                     starts_in_block ? first : end);
-        goto fail;
-    }
-    memcpy(m->layers, all + first, sizeof *all * (size_t)m->nlayers);
-    memcpy(m->shapes, shapes + first, sizeof *shapes * (size_t)(m->nlayers + 1));
+    DT_TRY(dt_model_keep_runs(m, all, shapes, nall, specs));
 fail:
     dt_free(all);
     dt_free(shapes);
@@ -292,7 +278,8 @@ static dt_status model_plan_grads(dt_model *m, model_plan *mp)
                                 .ckpt = m->ckpt,
                                 .nseg = m->nseg,
                                 .rows_apart = m->rows_apart,
-                                .split_rows = m->call_rows < m->max_batch};
+                                .split_rows = m->call_rows < m->max_batch,
+                                .join = m->join};
     DT_TRY(dt_grad_plan_make(&mp->gin, &mp->gplan));
     for (int e = 0; e < mp->gplan.nextra; e++)
         mp->extra_total += mp->gplan.extra_floats[e] * store_rows(m, !mp->gplan.extra_rowed[e]);
@@ -490,19 +477,12 @@ dt_status dt_model_create_stage(const dt_layer_spec *specs, int nlayers, const d
     return dt_model_create_with(specs, nlayers, input, &o, out);
 }
 
-/* The options' numbers, checked, before anything is allocated. */
-static dt_status check_options(const dt_model_options *o, int nlayers, int *first, int *last,
-                               int64_t *call_rows)
+/* The options' numbers, checked, before anything is allocated (the runs: model_runs.c). */
+static dt_status check_options(const dt_model_options *o, int nlayers, int64_t *call_rows)
 {
-    *first = o->first;
-    *last = o->last == 0 ? nlayers : o->last;
     *call_rows = o->call_rows == 0 ? o->max_batch : o->call_rows;
     if (nlayers < 1)
         return dt_fail(DT_ERR_INVALID, "model: no layers");
-    if (*first < 0 || *first >= *last || *last > nlayers)
-        return dt_fail(DT_ERR_INVALID,
-                       "model: layers %d..%d are not a stage of a model of %d layers", *first,
-                       *last - 1, nlayers);
     if (o->max_batch < 1 || o->max_batch > ((int64_t)1 << 31))
         return dt_fail(DT_ERR_INVALID, "model: max batch %lld out of range",
                        (long long)o->max_batch);
@@ -540,23 +520,55 @@ static void move_ckpts(dt_model *m)
     }
 }
 
+/* Segment starts of a stage of several runs into m->ckpt (NULL: only counts them): each
+ * run cut every k layers from its first, each join a segment of its own, so that the
+ * runs' inputs and outputs (which the pipeline receives and sends) are kept. */
+static int run_cuts(const dt_model *m, int k, int *ckpt)
+{
+    int n = 0;
+    for (int r = 0; r < m->nruns; r++) {
+        for (int i = m->run_first[r]; i < m->run_last[r]; i += k)
+            if (ckpt != NULL)
+                ckpt[n++] = i;
+            else
+                n++;
+        if (r + 1 < m->nruns) {
+            if (ckpt != NULL)
+                ckpt[n] = m->run_last[r];
+            n++;
+        }
+    }
+    return n;
+}
+
 /* The recompute segments (model_internal.h) and which boundaries are kept. With one layer
  * per segment nothing is recomputed: that is the same as none. every-K cuts at multiples
- * of K exactly; sqrt moves the cuts to small activations (move_ckpts). */
+ * of K exactly; sqrt moves the cuts to small activations (move_ckpts). A stage of several
+ * runs takes K from its longest run and cuts each run on its own (run_cuts), unmoved. */
 static dt_status plan_segments(dt_model *m, int setting)
 {
     dt_status st = DT_OK;
-    const int L = m->nlayers, k = dt_model_recompute_layers(setting, L);
-    m->recompute = k >= 2 && L >= 2;
+    int L = m->nlayers, longest = 0;
+    for (int r = 0; r < m->nruns; r++)
+        if (m->run_last[r] - m->run_first[r] > longest)
+            longest = m->run_last[r] - m->run_first[r];
+    const int k = dt_model_recompute_layers(setting, longest);
+    m->recompute = k >= 2 && longest >= 2;
     m->segment_layers = m->recompute && k < L ? k : L;
-    m->nseg = (L + m->segment_layers - 1) / m->segment_layers;
+    m->nseg = !m->recompute  ? 1
+              : m->nruns > 1 ? run_cuts(m, k, NULL)
+                             : (L + m->segment_layers - 1) / m->segment_layers;
     DT_TRY(dt_alloc(sizeof(int) * (size_t)(m->nseg + 1), "model plan", (void **)&m->ckpt));
     DT_TRY(dt_alloc((size_t)L + 1, "model plan", (void **)&m->kept));
-    for (int s = 0; s < m->nseg; s++)
-        m->ckpt[s] = s * m->segment_layers;
+    if (m->recompute && m->nruns > 1) {
+        run_cuts(m, k, m->ckpt);
+    } else {
+        for (int s = 0; s < m->nseg; s++)
+            m->ckpt[s] = s * m->segment_layers;
+        if (setting == DT_RECOMPUTE_SQRT && m->recompute)
+            move_ckpts(m);
+    }
     m->ckpt[m->nseg] = L;
-    if (setting == DT_RECOMPUTE_SQRT)
-        move_ckpts(m);
     for (int i = 0; i <= L; i++)
         m->kept[i] = (unsigned char)(!m->recompute || dt_model_is_ckpt(m, i));
 fail:
@@ -572,14 +584,12 @@ dt_status dt_model_create_with(const dt_layer_spec *specs, int nlayers, const dt
     model_plan mp;
     memset(&mp, 0, sizeof mp);
     *out = NULL;
-    int first, last;
     int64_t call_rows;
-    DT_TRY(check_options(o, nlayers, &first, &last, &call_rows));
+    DT_TRY(check_options(o, nlayers, &call_rows));
     DT_TRY(check_shape(input, "input shape"));
     DT_TRY(dt_alloc(sizeof *m, "model", (void **)&m));
-    m->first = first;
+    DT_TRY(dt_model_take_runs(m, o, nlayers));
     m->rows_apart = o->rows_apart != 0;
-    m->nlayers = last - first;
     m->max_batch = o->max_batch;
     m->call_rows = call_rows;
     m->input_grad = 1;
@@ -588,7 +598,6 @@ dt_status dt_model_create_with(const dt_layer_spec *specs, int nlayers, const dt
     DT_TRY(dt_alloc(sizeof(dt_shape) * (nl + 1), "model shapes", (void **)&m->shapes));
     DT_TRY(dt_alloc(sizeof(float *) * (nl + 1), "model activations", (void **)&m->act));
     DT_TRY(dt_alloc(sizeof(dt_layer_spec) * nl, "model specs", (void **)&m->specs));
-    memcpy(m->specs, specs + first, sizeof(dt_layer_spec) * nl);
     const dt_tp_layout *tp = o->tp;
     m->tp.size = tp != NULL ? tp->size : 1;
     m->tp.rank = tp != NULL ? tp->rank : 0;
@@ -641,6 +650,10 @@ void dt_model_free(dt_model *m)
     dt_free(m->tp_arena);
     dt_free(m->tp.scratch);
     dt_free(m->layers);
+    dt_free(m->run_whole);
+    dt_free(m->run_first);
+    dt_free(m->run_last);
+    dt_free(m->join);
     dt_free(m);
 }
 

@@ -17,10 +17,15 @@ typedef struct dt_work_tag {
 
 struct dt_model {
     int nlayers;
-    int first;        /* a stage: the whole model's index of layers[0] (0 for a whole model) */
-    int rows_apart;   /* a stage: micro-batches in different rows share no memory */
-    dt_layer *layers; /* [nlayers] */
-    dt_shape *shapes; /* [nlayers + 1]: input of each layer, then the output */
+    int first;           /* a stage: the whole model's index of layers[0] (0 for a whole model) */
+    int nruns;           /* runs of layers (model.h, dt_model_run_count): 1 unless round-robin */
+    int *run_first;      /* [nruns] run r is layers [run_first[r], run_last[r]) here, */
+    int *run_last;       /* with a join at run_last[r] below run r + 1 */
+    int *run_whole;      /* [2 x nruns] run r is [run_whole[2r], run_whole[2r + 1]) of the whole */
+    unsigned char *join; /* [nlayers] 1: a join, which holds no layer */
+    int rows_apart;      /* a stage: micro-batches in different rows share no memory */
+    dt_layer *layers;    /* [nlayers] */
+    dt_shape *shapes;    /* [nlayers + 1]: input of each layer, then the output */
     int64_t max_batch;
     int64_t call_rows; /* the largest batch of one call: working buffers' rows */
     size_t nparams;
@@ -58,5 +63,15 @@ struct dt_model {
 
 /* Whether boundary i begins a recompute segment (0 and nlayers included). */
 int dt_model_is_ckpt(const dt_model *m, int i);
+
+/* The runs the options give (one for a whole model or a contiguous stage), checked against
+ * a model of nall layers: m->nruns, m->run_whole, m->first and m->nlayers, joins counted
+ * (model_runs.c). */
+dt_status dt_model_take_runs(dt_model *m, const dt_model_options *o, int nall);
+/* The whole model's plan `all` (nall layers, shapes[nall + 1]) cut to this model's runs:
+ * m->layers, m->shapes, m->specs, m->join and the runs' local bounds. A run may not begin
+ * or end inside a tensor-parallel block. */
+dt_status dt_model_keep_runs(dt_model *m, const dt_layer *all, const dt_shape *shapes, int nall,
+                             const dt_layer_spec *specs);
 
 #endif

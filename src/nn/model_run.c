@@ -15,6 +15,12 @@ static dt_status check_rows(const dt_model *m, int first, int last, int64_t row0
     if (batch > m->call_rows)
         return dt_fail(DT_ERR_INVALID, "model: a batch of %lld rows, planned for at most %lld",
                        (long long)batch, (long long)m->call_rows);
+    for (int i = first; i < last; i++)
+        if (m->join[i])
+            return dt_fail(DT_ERR_INVALID,
+                           "model: layers %d..%d cross the join at %d between two runs of this "
+                           "stage: run each run on its own (dt_model_run_layers)",
+                           first, last - 1, i);
     return DT_OK;
 }
 
@@ -167,7 +173,7 @@ dt_status dt_model_backward_rows(dt_model *m, int first, int last, int64_t row0,
      * backward), and the layers under it (a flatten) are not run at all. */
     int lowest = 0;
     if (!m->input_grad)
-        while (lowest < m->nlayers && m->layers[lowest].param_count == 0)
+        while (lowest < m->nlayers && m->layers[lowest].param_count == 0 && !m->join[lowest])
             lowest++;
     if (last <= first)
         return DT_OK;

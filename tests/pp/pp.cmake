@@ -14,3 +14,6 @@ dt_add_cli_test(NAME cli_pp COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_pp.sh MPI T
 # 20 training steps; the kept activations are the segments' first boundaries.
 dt_add_test(NAME test_recompute SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_recompute.c LABELS unit
             TIMEOUT 120)
+# Stages of separate runs (round-robin placement) compute what the whole model computes.
+dt_add_test(NAME test_stage_runs SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_stage_runs.c
+            LABELS unit TIMEOUT 30)
