@@ -155,6 +155,8 @@ typedef struct dt_train_layout {
     int dp_rank, tp_rank, pp_rank;
     int world_rank, world_size;
     int stage_first, stage_last; /* this rank's pipeline stage: layers [first, last) */
+    int stage_runs;              /* its runs of layers: 1, or under the round-robin placement
+                                  * every pp-th layer of [first, last) each on its own */
 } dt_train_layout;
 DT_API void dt_trainer_layout(const dt_trainer *t, dt_train_layout *out);
 

@@ -255,13 +255,21 @@ static dt_status print_header(const dt_config *cfg, const dt_cli_world *world, d
            blas[0] ? ", " : "", blas);
     if (lay.pp > 1) {
         const int mb = dt_config_micro_batches(cfg);
-        printf("dtrain: pipeline of %d stages (%s), rank 0's stage runs layers %d..%d; %s "
-               "schedule, %d micro-batch%s per step%s\n",
+        char layers[160];
+        if (lay.stage_runs > 1)
+            snprintf(layers, sizeof layers, "every %d%s layer from %d to %d, each on its own",
+                     lay.pp, lay.pp == 2 ? "nd" : (lay.pp == 3 ? "rd" : "th"), lay.stage_first,
+                     lay.stage_last - 1);
+        else
+            snprintf(layers, sizeof layers, "layers %d..%d", lay.stage_first, lay.stage_last - 1);
+        printf("dtrain: pipeline of %d stages (%s), rank 0's stage runs %s; %s schedule, %d "
+               "micro-batch%s per step%s\n",
                lay.pp,
                cfg->parallel.n_pp_split > 0 ? "split points from the config"
-                                            : "balanced by counted arithmetic",
-               lay.stage_first, lay.stage_last - 1, dt_pp_schedule_name(cfg->parallel.pp_schedule),
-               mb, mb == 1 ? "" : "es",
+               : cfg->parallel.pp_placement == DT_STAGES_ROUND_ROBIN
+                   ? "round-robin: layer l on stage l mod pp"
+                   : "balanced by counted arithmetic",
+               layers, dt_pp_schedule_name(cfg->parallel.pp_schedule), mb, mb == 1 ? "" : "es",
                mb == 1 ? " (naive model parallelism: one stage busy at a time; "
                          "--micro-batches fills the pipeline)"
                        : "");

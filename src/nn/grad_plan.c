@@ -43,7 +43,8 @@
  * and sent between backward calls, with other micro-batches' calls and other runs'
  * in between, so each has an extra buffer of its own (the planned rows) that no other
  * chain shares, and the two activations are never used for gradients, like the model's
- * input and output. */
+ * input and output. So has the input's gradient of a pipeline stage after the first
+ * (own_input), which the stage sends while its next micro-batches run. */
 #include <limits.h>
 #include <string.h>
 
@@ -144,7 +145,7 @@ static int plan_chains(const dt_grad_plan_in *in, chain *ch)
         c->bottom = j;
         c->hi = k;
         c->lo = j - 1;
-        c->joined = at_join(in, k) || at_join(in, j);
+        c->joined = at_join(in, k) || at_join(in, j) || (j == 0 && in->own_input);
         c->edge = k == L || j == 0 || c->joined;
         if (c->joined) { /* live throughout: it meets every other chain */
             c->lo = -1;

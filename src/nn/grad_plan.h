@@ -27,6 +27,8 @@ typedef struct dt_grad_plan_in {
     int split_rows;               /* one call's rows are fewer than the planned rows */
     const unsigned char *join;    /* [nlayers] 1: a join between runs (model_runs.c); NULL:
                                    * none */
+    int own_input;                /* the input's gradient gets a buffer of its own, as a
+                                   * join's (a pipeline stage after the first sends it) */
 } dt_grad_plan_in;
 
 typedef struct dt_grad_plan {

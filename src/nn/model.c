@@ -279,7 +279,8 @@ static dt_status model_plan_grads(dt_model *m, model_plan *mp)
                                 .nseg = m->nseg,
                                 .rows_apart = m->rows_apart,
                                 .split_rows = m->call_rows < m->max_batch,
-                                .join = m->join};
+                                .join = m->join,
+                                .own_input = m->rows_apart && m->first > 0};
     DT_TRY(dt_grad_plan_make(&mp->gin, &mp->gplan));
     for (int e = 0; e < mp->gplan.nextra; e++)
         mp->extra_total += mp->gplan.extra_floats[e] * store_rows(m, !mp->gplan.extra_rowed[e]);

@@ -13,6 +13,11 @@
 dt_status dt_pipe_create(dt_comm *pp, dt_pp_schedule sched, int micro, dt_pipe **out);
 void dt_pipe_free(dt_pipe *p);
 
+/* The stage each of the whole model's nlayers layers runs on (a contiguous split, or the
+ * round-robin placement's runs of layers); until it is called, one run per stage. Changes
+ * the slots. Before dt_pipe_attach. */
+dt_status dt_pipe_place(dt_pipe *p, const int *stage_of, int nlayers);
+
 /* Micro-batches this stage keeps in flight (dt_strategy_info.slots). */
 int dt_pipe_slots(const dt_pipe *p);
 
@@ -34,7 +39,8 @@ dt_status dt_pipe_step(dt_strategy *s, const dt_step_plan *plan, const dt_step_i
 dt_status dt_pipe_evaluate(dt_strategy *s, int64_t n_test, const dt_step_io *io, double *loss_sum,
                            double *correct);
 
-/* values[0..n) = the last stage's values, on every stage. Collective over the pipeline. */
+/* values[0..n) = the values of the stage that runs the last layer, on every stage.
+ * Collective over the pipeline. */
 dt_status dt_pipe_share(dt_pipe *p, double *values, int n);
 
 /* whole[0..n): each stage holds its own tensors there and zeros elsewhere; afterwards every

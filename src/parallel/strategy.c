@@ -140,6 +140,16 @@ dt_status dt_strategy_attach(dt_strategy *s, dt_model *m, size_t *optim_count)
     return s->ops->attach(s, m, optim_count);
 }
 
+dt_status dt_strategy_place_stages(dt_strategy *s, const int *stage_of, int nlayers)
+{
+    if (s->pipe == NULL)
+        return DT_OK;
+    dt_status st = dt_pipe_place(s->pipe, stage_of, nlayers);
+    if (st == DT_OK)
+        s->info.slots = dt_pipe_slots(s->pipe);
+    return st;
+}
+
 dt_status dt_strategy_start(dt_strategy *s)
 {
     return s->ops->start(s);
@@ -149,7 +159,7 @@ dt_status dt_strategy_step(dt_strategy *s, const dt_step_plan *plan, const dt_st
                            double *loss_sum)
 {
     dt_status st = s->ops->step(s, plan, io, loss_sum);
-    /* The loss is the last stage's: every stage reports it. */
+    /* The loss is the stage's that runs the last layer: every stage reports it. */
     if (st == DT_OK && s->pipe != NULL)
         st = dt_pipe_share(s->pipe, loss_sum, 1);
     return st;

@@ -148,6 +148,10 @@ const dt_strategy_info *dt_strategy_get_info(const dt_strategy *s);
 
 /* Calls through the vtable (see dt_strategy_ops). */
 dt_status dt_strategy_attach(dt_strategy *s, dt_model *m, size_t *optim_count);
+/* Under pp > 1: the stage each of the whole model's nlayers layers runs on, before the
+ * model is built (it sets info.slots: the round-robin placement keeps more micro-batches
+ * in flight). No-op without a pipeline. */
+dt_status dt_strategy_place_stages(dt_strategy *s, const int *stage_of, int nlayers);
 dt_status dt_strategy_start(dt_strategy *s);
 dt_status dt_strategy_step(dt_strategy *s, const dt_step_plan *plan, const dt_step_io *io,
                            double *loss_sum);

@@ -31,12 +31,13 @@ struct dt_trainer {
     int64_t micro_max;    /* largest part */
     int64_t rows;         /* the model's planned batch: micro_max x the strategy's slots */
     int64_t steps_per_epoch;
-    int64_t *perm;      /* [train.n] */
-    int64_t *positions; /* [rows] positions in the permutation */
-    int64_t *samples;   /* [rows] the samples at those positions */
-    int32_t *labels;    /* [rows] */
-    float *targets;     /* [rows x width] regression targets */
-    int64_t out_width;  /* of the whole model's output */
+    int64_t *perm;                      /* [train.n] */
+    int64_t *positions;                 /* [rows] positions in the permutation */
+    int64_t *samples;                   /* [rows] the samples at those positions */
+    int32_t *labels;                    /* [rows] */
+    float *targets;                     /* [rows x width] regression targets */
+    int64_t out_width;                  /* of the whole model's output */
+    int stage_of[DT_CONFIG_MAX_LAYERS]; /* the pipeline stage of each layer (all 0 without) */
 };
 
 static int is_classification(const dt_trainer *t)
@@ -120,15 +121,15 @@ static dt_status plan_batches(dt_trainer *t)
     return DT_OK;
 }
 
-/* Layers [*first, *last) of the whole model: this rank's pipeline stage (all of them
- * without a pipeline). Every rank computes every stage from the same config. */
-static dt_status stage_layers(const dt_trainer *t, int *first, int *last)
+/* The pipeline stage of every layer (t->stage_of), which every rank computes from the
+ * same config, and the strategy told: the round-robin placement gives a stage several runs
+ * of layers and changes its slots. Before plan_batches, which sizes the rows by them. */
+static dt_status place_stages(dt_trainer *t)
 {
     const dt_config *cfg = &t->cfg;
     const dt_strategy_info *si = dt_strategy_get_info(t->strategy);
-    int stage_of[DT_CONFIG_MAX_LAYERS], splits[DT_CONFIG_MAX_LAYERS];
-    *first = 0;
-    *last = cfg->nlayers;
+    int splits[DT_CONFIG_MAX_LAYERS];
+    memset(t->stage_of, 0, sizeof t->stage_of);
     if (si->pp_size == 1)
         return DT_OK;
     const int *given = NULL;
@@ -140,26 +141,30 @@ static dt_status stage_layers(const dt_trainer *t, int *first, int *last)
     const dt_tp_layout tp = {
         .size = si->tp_size, .rank = si->tp_rank, .min_weights = cfg->parallel.tp_min_weights};
     dt_status st = dt_model_stage_plan(cfg->layers, cfg->nlayers, &t->train.sample_shape, &tp,
-                                       si->pp_size, cfg->parallel.pp_placement, given, stage_of);
+                                       si->pp_size, cfg->parallel.pp_placement, given, t->stage_of);
     if (st != DT_OK)
         return st;
-    /* Every stage checked, not only this rank's: the verdict must be the same everywhere. */
-    for (int i = 1; i < cfg->nlayers; i++)
-        if (stage_of[i] < stage_of[i - 1])
-            return dt_fail(DT_ERR_UNSUPPORTED,
-                           "parallel.pp_split: round_robin puts layer %d back on stage %d after "
-                           "stage %d; a stage of separate runs of layers is not built yet: use "
-                           "balanced or split points",
-                           i, stage_of[i], stage_of[i - 1]);
-    *first = -1;
-    for (int i = 0; i < cfg->nlayers; i++) {
-        if (stage_of[i] != si->pp_rank)
+    return dt_strategy_place_stages(t->strategy, t->stage_of, cfg->nlayers);
+}
+
+/* This rank's runs of layers, [runs[2r], runs[2r + 1]) of the whole model: one for a
+ * contiguous stage (the whole model without a pipeline), one per layer under round robin. */
+static int stage_runs(const dt_trainer *t, int *runs)
+{
+    const int me = dt_strategy_get_info(t->strategy)->pp_rank;
+    int n = 0;
+    for (int i = 0; i < t->cfg.nlayers; i++) {
+        if (t->stage_of[i] != me)
             continue;
-        if (*first < 0)
-            *first = i;
-        *last = i + 1;
+        if (n > 0 && runs[2 * n - 1] == i) {
+            runs[2 * n - 1] = i + 1;
+            continue;
+        }
+        runs[2 * n] = i;
+        runs[2 * n + 1] = i + 1;
+        n++;
     }
-    return DT_OK;
+    return n;
 }
 
 /* The model (this rank's stage and tensor-parallel part of it), planned for its slots of
@@ -176,19 +181,19 @@ static dt_status build_model(dt_trainer *t)
     const dt_strategy_info *si = dt_strategy_get_info(t->strategy);
     const dt_tp_layout tp = {
         .size = si->tp_size, .rank = si->tp_rank, .min_weights = cfg->parallel.tp_min_weights};
-    int first, last;
-    DT_TRY(stage_layers(t, &first, &last));
+    int runs[2 * DT_CONFIG_MAX_LAYERS];
+    const int nruns = stage_runs(t, runs);
     /* Every micro-batch in flight keeps its rows; one call runs one micro-batch. */
     dt_model_options o = dt_model_options_default(t->rows);
     o.call_rows = t->micro_max;
     o.tp = &tp;
-    o.first = first;
-    o.last = last;
+    o.runs = runs;
+    o.nruns = nruns;
     o.rows_apart = 1;
     o.recompute = cfg->train.recompute;
     DT_TRY(dt_model_create_with(cfg->layers, cfg->nlayers, &t->train.sample_shape, &o, &t->model));
     /* A stage after the first sends the gradient of its input back. */
-    dt_model_set_input_grad(t->model, first > 0);
+    dt_model_set_input_grad(t->model, runs[0] > 0);
     /* train.threads: the model's own team, each member calling BLAS single-threaded, so
      * that one team of threads is busy at a time (0: leave BLAS as the caller set it). */
     if (cfg->train.threads > 0) {
@@ -235,6 +240,7 @@ dt_status dt_trainer_create(const dt_config *cfg, dt_comm *world, dt_trainer **o
     DT_TRY(dt_strategy_create(&so, world, &t->strategy));
     t->replicas = dt_strategy_get_info(t->strategy)->replicas;
     DT_TRY(dt_data_load(cfg, &t->storage, &t->test_storage, &t->train, &t->test));
+    DT_TRY(place_stages(t));
     DT_TRY(plan_batches(t));
     DT_TRY(build_model(t));
     DT_TRY(alloc_step_buffers(t));
@@ -638,15 +644,16 @@ fail:
 void dt_trainer_layout(const dt_trainer *t, dt_train_layout *out)
 {
     const dt_strategy_info *si = dt_strategy_get_info(t->strategy);
-    *out = (dt_train_layout){.dp = si->replicas,
-                             .tp = si->tp_size,
-                             .pp = si->pp_size,
-                             .dp_rank = si->replica,
-                             .tp_rank = si->tp_rank,
-                             .pp_rank = si->pp_rank,
-                             .world_rank = si->world_rank,
-                             .world_size = si->world_size,
-                             .stage_first = dt_model_first_layer(t->model),
-                             .stage_last =
-                                 dt_model_first_layer(t->model) + dt_model_layer_count(t->model)};
+    *out = (dt_train_layout){
+        .dp = si->replicas,
+        .tp = si->tp_size,
+        .pp = si->pp_size,
+        .dp_rank = si->replica,
+        .tp_rank = si->tp_rank,
+        .pp_rank = si->pp_rank,
+        .world_rank = si->world_rank,
+        .world_size = si->world_size,
+        .stage_first = dt_model_first_layer(t->model),
+        .stage_last = dt_model_whole_layer(t->model, dt_model_layer_count(t->model) - 1) + 1,
+        .stage_runs = dt_model_run_count(t->model)};
 }

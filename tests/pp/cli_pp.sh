@@ -3,8 +3,8 @@
 # ConvNet's stages; the MLP trains on pp 2 and reports its stages and schedule; its weights
 # are whole (they load in one process with the same test loss, and on pp 2 again); pp 2 with
 # 4 micro-batches writes the same weights as one process with 4 micro-steps, byte for byte;
-# a pipeline that does not fit the job, a split point out of range and the round-robin
-# placement each end the job with a message, not a hang.
+# so does the round-robin placement; a pipeline that does not fit the job and a split point
+# out of range each end the job with a message, not a hang.
 set -u
 DTRAIN=${DTRAIN:?ctest sets DTRAIN}
 MPIRUN=${MPIRUN:?ctest sets MPIRUN}
@@ -69,6 +69,16 @@ else
     echo "FAIL bitwise: pp 2's weights differ from one process's"; fail=1
 fi
 
+# The round-robin placement: every other layer on each stage, the same weights again.
+mpi rr 2 "$MLP" --pp 2 --pp-split round_robin --micro-batches 4 $common \
+    --save-weights "$tmp/rr.safetensors"
+check rr-stages "$tmp/rr.out" 'round-robin: layer l on stage l mod pp\), rank 0.s stage runs every 2nd layer from 0 to'
+if cmp -s "$tmp/rr.safetensors" "$tmp/one.safetensors"; then
+    echo "ok bitwise: round-robin pp 2 wrote the weights of one process with 4 micro-steps"
+else
+    echo "FAIL bitwise: round-robin pp 2's weights differ from one process's"; fail=1
+fi
+
 # Whole weights: one process and pp 2 (GPipe) evaluate them alike.
 loss() { sed -n 's/.*test loss \([0-9.]*\).*/\1/p' "$1" | tail -1; }
 mpi load1 1 "$MLP" --epochs 0 --init-weights "$tmp/pp2.safetensors"
@@ -82,7 +92,6 @@ fi
 
 refused too-many 'parallel.pp: 3 pipeline stages in a job of 2 ranks' --pp 3
 refused split 'parallel.pp_split: stage 1 would begin at layer 9' --pp 2 --pp-split 9
-refused round-robin 'round_robin puts layer 2 back on stage 0' --pp 2 --pp-split round_robin
 refused both 'parallel.micro_batches \(4\) and parallel.accumulation \(2\)' --pp 2 \
     --micro-batches 4 --accumulation 2
 exit $fail

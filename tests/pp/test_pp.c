@@ -116,12 +116,14 @@ static void train_alone(dt_config c, dt_trainer **out)
 
 /* The MLP on layout l: against the same micro-batches alone (bitwise without dp or tp) and
  * against one large batch (1e-5). */
-static void check_mlp(const layout *l, long m, const char *schedule)
+static void check_mlp(const layout *l, long m, const char *schedule, int round_robin)
 {
     char label[200];
-    name_of(label, sizeof label, "mlp sgd", l, m, schedule);
+    name_of(label, sizeof label, round_robin ? "mlp sgd, round-robin" : "mlp sgd", l, m, schedule);
     const dt_config base = mlp_config();
     dt_config gc = on_grid(base, l, 8, m, schedule);
+    if (round_robin)
+        dt_test_set(&gc, "parallel.pp_split=round_robin");
     dt_trainer *g = NULL, *same = NULL, *big = NULL;
     DT_ASSERT_OK(dt_trainer_create(&gc, world, &g));
     DT_ASSERT_OK(dt_trainer_run(g, NULL));
@@ -155,7 +157,7 @@ static void test_mlp_schedules(void **state)
     for (int k = 0; k < nlayouts; k++)
         for (int s = 0; s < 2; s++)
             for (int j = 0; j < 2; j++)
-                check_mlp(&layouts[k], micro[j], schedules[s]);
+                check_mlp(&layouts[k], micro[j], schedules[s], 0);
 }
 
 static void test_mlp_uneven_last_batch(void **state)
@@ -217,6 +219,64 @@ static void test_recompute(void **state)
     }
 }
 
+typedef struct curve {
+    double loss[32];
+    int n;
+} curve;
+
+static dt_status record_loss(void *ctx, const dt_step_info *s)
+{
+    curve *c = ctx;
+    if (c->n < 32)
+        c->loss[c->n++] = s->loss;
+    return DT_OK;
+}
+
+/* The round-robin placement (layer l on stage l mod pp): every stage holds several runs of
+ * layers, and a micro-batch crosses the stages once per layer. The same equalities as the
+ * contiguous split's: the MLP under both schedules at M = 1 and 4, the ConvNet's 20-step
+ * losses. Under tp it would begin a stage inside a tensor-parallel block: refused. */
+static void test_round_robin(void **state)
+{
+    (void)state;
+    static const char *const schedules[] = {"gpipe", "1f1b"};
+    static const long micro[] = {1, 4};
+    for (int k = 0; k < nlayouts; k++) {
+        const layout *l = &layouts[k];
+        if (l->tp > 1) {
+            dt_config c = on_grid(mlp_config(), l, 8, 2, "gpipe");
+            dt_test_set(&c, "parallel.pp_split=round_robin");
+            dt_trainer *t = NULL;
+            DT_ASSERT_STATUS(dt_trainer_create(&c, world, &t), DT_ERR_INVALID);
+            DT_ASSERT_ERROR_HAS("inside a tensor-parallel block");
+            continue;
+        }
+        for (int s = 0; s < 2; s++)
+            for (int j = 0; j < 2; j++)
+                check_mlp(l, micro[j], schedules[s], 1);
+        for (int s = 0; s < 2; s++) {
+            const dt_config base = convnet_config(20);
+            dt_config gc = on_grid(base, l, 2, 3, schedules[s]), oc = alone(base, l, 2, 3, 3);
+            dt_test_set(&gc, "parallel.pp_split=round_robin");
+            curve cg = {.n = 0}, co = {.n = 0};
+            dt_train_callbacks rg = {.ctx = &cg, .on_step = record_loss};
+            dt_train_callbacks ro = {.ctx = &co, .on_step = record_loss};
+            dt_trainer *g = NULL, *o = NULL;
+            DT_ASSERT_OK(dt_trainer_create(&gc, world, &g));
+            DT_ASSERT_OK(dt_trainer_run(g, &rg));
+            DT_ASSERT_OK(dt_trainer_create(&oc, NULL, &o));
+            DT_ASSERT_OK(dt_trainer_run(o, &ro));
+            dt_train_layout lay;
+            dt_trainer_layout(g, &lay);
+            assert_true(lay.stage_runs >= 2);
+            const double rtol = l->dp == 1 ? 0.0 : 1e-3;
+            DT_ASSERT_CLOSE_D("convnet losses, round-robin", cg.loss, co.loss, 20, 0.0, rtol);
+            dt_trainer_free(g);
+            dt_trainer_free(o);
+        }
+    }
+}
+
 /* ---- the ConvNet --------------------------------------------------------------------- */
 
 static void test_convnet_first_gradient(void **state)
@@ -265,19 +325,6 @@ static void test_convnet_first_gradient(void **state)
         dt_trainer_free(g);
         dt_trainer_free(o);
     }
-}
-
-typedef struct curve {
-    double loss[32];
-    int n;
-} curve;
-
-static dt_status record_loss(void *ctx, const dt_step_info *s)
-{
-    curve *c = ctx;
-    if (c->n < 32)
-        c->loss[c->n++] = s->loss;
-    return DT_OK;
 }
 
 static void test_convnet_loss_curve(void **state)
@@ -433,12 +480,6 @@ static void test_refusals(void **state)
     dt_test_set(&c, "parallel.pp_split=7");
     DT_ASSERT_STATUS(dt_trainer_create(&c, world, &t), DT_ERR_INVALID);
     DT_ASSERT_ERROR_HAS("parallel.pp_split");
-    /* Round-robin placement is not built yet. */
-    c = mlp_config();
-    dt_test_set_int(&c, "parallel.pp", size);
-    dt_test_set(&c, "parallel.pp_split=round_robin");
-    DT_ASSERT_STATUS(dt_trainer_create(&c, world, &t), DT_ERR_UNSUPPORTED);
-    DT_ASSERT_ERROR_HAS("round_robin");
     /* Under tp 2, a split point inside a block (linear 32 is column-parallel, the relu
      * after it works on its block). */
     if (size == 4) {
@@ -467,10 +508,15 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_mlp_schedules),      cmocka_unit_test(test_mlp_uneven_last_batch),
-        cmocka_unit_test(test_recompute),          cmocka_unit_test(test_convnet_first_gradient),
-        cmocka_unit_test(test_convnet_loss_curve), cmocka_unit_test(test_weights_and_evaluation),
-        cmocka_unit_test(test_slots_and_messages), cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_mlp_schedules),
+        cmocka_unit_test(test_mlp_uneven_last_batch),
+        cmocka_unit_test(test_recompute),
+        cmocka_unit_test(test_round_robin),
+        cmocka_unit_test(test_convnet_first_gradient),
+        cmocka_unit_test(test_convnet_loss_curve),
+        cmocka_unit_test(test_weights_and_evaluation),
+        cmocka_unit_test(test_slots_and_messages),
+        cmocka_unit_test(test_refusals),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     dt_comm_free(world);
