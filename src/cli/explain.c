@@ -98,6 +98,27 @@ static void print_totals(const dt_config *cfg, const dt_shape *shapes,
            (double)bwd_sum * b);
 }
 
+/* Stage s's layers into buf: "a..b" for one run, else the list. Returns its runs. */
+static int stage_layers_text(const int *stage_of, int n, int s, char *buf, size_t len)
+{
+    int runs = 0, first = -1, last = -1;
+    size_t o = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        if (stage_of[i] != s)
+            continue;
+        if (first < 0)
+            first = i;
+        runs += last < 0 || last != i - 1;
+        last = i;
+        if (o < len)
+            o += (size_t)snprintf(buf + o, len - o, o ? ", %d" : "%d", i);
+    }
+    if (runs == 1)
+        snprintf(buf, len, "%d..%d", first, last);
+    return runs;
+}
+
 /* Per stage: its layers, its share of the counted arithmetic (what a balanced split
  * evens out), its parameters, and the activations it sends on per sample; then the
  * schedule's bubble in theory. */
@@ -110,31 +131,50 @@ static dt_status print_stages(const dt_config *cfg, const dt_shape *shapes,
         return st;
     for (int i = 0; i < cfg->nlayers; i++)
         total += flops[i];
+    const int rr =
+        cfg->parallel.n_pp_split == 0 && cfg->parallel.pp_placement == DT_STAGES_ROUND_ROBIN;
     printf("pipeline of %d stages (%s):\n", pp,
            cfg->parallel.n_pp_split > 0 ? "split points from parallel.pp_split"
-                                        : "balanced by counted forward and backward arithmetic");
-    for (int s = 0, i = 0; s < pp; s++) {
-        const int a = i;
+           : rr ? "round-robin: layer l on stage l mod pp, each layer a run of its own"
+                : "balanced by counted forward and backward arithmetic");
+    int crossings = 0;
+    for (int s = 0; s < pp; s++) {
         double f = 0.0;
         size_t params = 0;
-        for (; i < cfg->nlayers && stage_of[i] == s; i++) {
+        int64_t sends = 0;
+        for (int i = 0; i < cfg->nlayers; i++) {
+            if (stage_of[i] != s)
+                continue;
             f += flops[i];
             params += plan[i].params;
+            if (i + 1 < cfg->nlayers && stage_of[i + 1] != s) {
+                sends += dt_shape_numel(&shapes[i + 1]);
+                crossings++;
+            }
         }
-        printf("  stage %d: layers %d..%d, %.1f%% of the arithmetic, %zu parameter bytes on tp "
+        char layers[256];
+        stage_layers_text(stage_of, cfg->nlayers, s, layers, sizeof layers);
+        printf("  stage %d: layers %s, %.1f%% of the arithmetic, %zu parameter bytes on tp "
                "rank 0",
-               s, a, i - 1, total > 0 ? 100.0 * f / total : 0.0, params * sizeof(float));
-        if (s + 1 < pp)
-            printf(", sends %lld floats per sample on", (long long)dt_shape_numel(&shapes[i]));
+               s, layers, total > 0 ? 100.0 * f / total : 0.0, params * sizeof(float));
+        if (sends > 0)
+            printf(", sends %lld floats per sample on", (long long)sends);
         printf("\n");
     }
     const int m = dt_config_micro_batches(cfg);
-    printf("%s schedule, %d micro-batch%s per step: bubble (P-1)/(M+P-1) = %.3f of a step "
-           "in theory, %d micro-batch%s of activations held on stage 0\n",
-           dt_pp_schedule_name(cfg->parallel.pp_schedule), m, m == 1 ? "" : "es",
-           (double)(pp - 1) / (double)(m + pp - 1),
-           cfg->parallel.pp_schedule == DT_PP_GPIPE ? m : (pp < m ? pp : m),
-           (cfg->parallel.pp_schedule == DT_PP_GPIPE ? m : (pp < m ? pp : m)) == 1 ? "" : "es");
+    /* 1F1B holds as many micro-batches on stage 0 as there are runs from its first to the
+     * last (pp for a contiguous split). */
+    const int deep = crossings + 1,
+              held = cfg->parallel.pp_schedule == DT_PP_GPIPE ? m : (deep < m ? deep : m);
+    printf("%s schedule, %d micro-batch%s per step: ",
+           dt_pp_schedule_name(cfg->parallel.pp_schedule), m, m == 1 ? "" : "es");
+    if (crossings == pp - 1)
+        printf("bubble (P-1)/(M+P-1) = %.3f of a step in theory, ",
+               (double)(pp - 1) / (double)(m + pp - 1));
+    else
+        printf("each micro-batch crosses between stages %d times each way (docs/PIPELINE.md), ",
+               crossings);
+    printf("%d micro-batch%s of activations held on stage 0\n", held, held == 1 ? "" : "es");
     return DT_OK;
 }
 
