@@ -54,6 +54,10 @@ DEEP_SETTINGS = [
     "train.batch=%d" % MICRO_BATCH]
 SCHEDULES = ["gpipe", "1f1b"]
 MICRO_BATCHES = [1, 2, 4, 8]
+# The round-robin placement (layer l on stage l mod 2): every layer boundary a message.
+RR_SETTINGS = [x if not x.startswith("parallel.pp_split=") else "parallel.pp_split=round_robin"
+               for x in DEEP_SETTINGS]
+RR_MICRO = [4]
 CONVNET_GLOBAL = 128
 CONVNET_MICRO = 4
 
@@ -62,8 +66,8 @@ class Layout:
     """One ConvNet row: the grid, and the per-replica micro-batch that keeps the global
     batch at CONVNET_GLOBAL."""
 
-    def __init__(self, key, label, dp=1, tp=1, pp=1):
-        self.key, self.dp, self.tp, self.pp = key, dp, tp, pp
+    def __init__(self, key, label, dp=1, tp=1, pp=1, rr=False):
+        self.key, self.dp, self.tp, self.pp, self.rr = key, dp, tp, pp, rr
         self.ranks = dp * tp * pp
         self.micro = CONVNET_MICRO if pp > 1 else 1
         self.batch = CONVNET_GLOBAL // (dp * self.micro)
@@ -78,11 +82,14 @@ class Layout:
             out += ["parallel.micro_batches=%d" % self.micro, "parallel.pp_schedule=1f1b"]
         if self.tp > 1:
             out.append("parallel.tp_min_weights=0")
+        if self.rr:
+            out.append("parallel.pp_split=round_robin")
         return out
 
 
 LAYOUTS = [Layout("single", "1 process"), Layout("dp2", "dp2", dp=2),
-           Layout("pp2", "pp2", pp=2), Layout("dp2pp2", "dp2 x pp2", dp=2, pp=2),
+           Layout("pp2", "pp2", pp=2), Layout("pp2rr", "pp2 round-robin", pp=2, rr=True),
+           Layout("dp2pp2", "dp2 x pp2", dp=2, pp=2),
            Layout("pp4", "pp4", pp=4), Layout("tp2pp2", "tp2 x pp2", tp=2, pp=2)]
 
 
@@ -149,10 +156,11 @@ def dtrain_run(a, build, settings, ranks, grid):
     return r
 
 
-def torch_run(a, peer, sched, m):
+def torch_run(a, peer, sched, m, placement="split"):
     cmd = [peer.python, os.path.join(bl.HERE, "torch_pp.py"), "--schedule", sched,
            "--micro-batches", str(m), "--batch", str(MICRO_BATCH), "--depth", str(DEPTH),
-           "--width", str(WIDTH), "--split", str(SPLIT), "--threads", "1",
+           "--width", str(WIDTH), "--split", str(SPLIT), "--placement", placement,
+           "--threads", "1",
            "--steps", str(a.steps), "--warmup", str(a.warmup), "--adam", a.torch_adam]
     return bl.launch(cmd, bl.thread_env(1), 900)
 
@@ -200,8 +208,9 @@ def joined(values, spec):
     return " / ".join(bl.fmt(v, spec) for v in values)
 
 
-def row(model, layout, sched, m, b, impl, s, p, act_vs="-", vs_peer="-", vs_single="-"):
-    """A table row from a summary (s) of a run with p stages."""
+def row(model, layout, sched, m, b, impl, s, p, act_vs="-", vs_peer="-", vs_single="-",
+        contiguous=True):
+    """A table row from a summary (s) of a run with p stages (round robin: no theory)."""
     bubbles = [st[2] for st in s["stages"]] if p > 1 else []
     acts = [st[3] for st in s["stages"]]
     layers = " | ".join("%d-%d" % (st[0], st[1] - 1) for st in s["stages"])
@@ -209,7 +218,8 @@ def row(model, layout, sched, m, b, impl, s, p, act_vs="-", vs_peer="-", vs_sing
     waits = [st[4] for st in s["stages"]] if p > 1 else []
     waited = sum(waits) / len(waits) if waits and None not in waits else None
     return [model, layout, sched, "%d x %d" % (m, b), impl, "%.0f" % s["samples_per_s"],
-            "%.3f" % theory(p, m) if p > 1 else "-", joined(bubbles, ".3f") or "-",
+            "%.3f" % theory(p, m) if p > 1 and contiguous else "-",
+            joined(bubbles, ".3f") or "-",
             bl.fmt(mean, ".3f"), bl.fmt(waited, ".3f"),
             joined(acts, ".0f") if None not in acts else "n/a",
             act_vs, layers, vs_peer, vs_single, str(s["runs"])]
@@ -246,28 +256,35 @@ def measure(a, build, rec, runnable):
             sys.stderr.write("pp.py: dtrain failed, stopping: %s\n" % e)
             sys.exit(1)
 
-    for rep in range(a.reps):
+    def deep_cells(rep, cell, settings, micro_batches, placement):
+        """The deep MLP under one placement: dtrain and the runnable peers per (schedule,
+        M), alternating in an order that rotates every round."""
         for sched in SCHEDULES:
-            for m in MICRO_BATCHES:
+            for m in micro_batches:
                 impls = ["dtrain"] + (runnable if unsupported(sched, m) is None else [])
                 k = rep % len(impls)
                 for impl in impls[k:] + impls[:k]:
-                    bl.log("round %d/%d  deep MLP %-5s M=%d  %s" % (
-                        rep + 1, a.reps, sched, m, impl if impl == "dtrain" else impl.label))
+                    bl.log("round %d/%d  %s %-5s M=%d  %s" % (
+                        rep + 1, a.reps, cell, sched, m,
+                        impl if impl == "dtrain" else impl.label))
                     if impl == "dtrain":
-                        dtrain_or_die(("deep", sched, m, "dtrain"),
-                                      DEEP_SETTINGS + ["parallel.pp_schedule=" + sched,
-                                                       "parallel.micro_batches=%d" % m],
+                        dtrain_or_die((cell, sched, m, "dtrain"),
+                                      settings + ["parallel.pp_schedule=" + sched,
+                                                  "parallel.micro_batches=%d" % m],
                                       DEEP_STAGES, (1, 1, DEEP_STAGES), rep)
                         continue
-                    key = ("deep", sched, m, impl.key)
+                    key = (cell, sched, m, impl.key)
                     try:
-                        record(key, torch_run(a, impl, sched, m), rep)
+                        record(key, torch_run(a, impl, sched, m, placement), rep)
                     except RuntimeError as e:
                         bl.log("FAILED: %s" % e)
                         errors[key] = str(e)
                         rec.write({"event": "failed", "cell": list(key), "rep": rep,
                                    "error": str(e)})
+
+    for rep in range(a.reps):
+        deep_cells(rep, "deep", DEEP_SETTINGS, MICRO_BATCHES, "split")
+        deep_cells(rep, "deep-rr", RR_SETTINGS, RR_MICRO, "round_robin")
         for lay in LAYOUTS:
             bl.log("round %d/%d  ConvNet %s" % (rep + 1, a.reps, lay.label))
             dtrain_or_die(("convnet", lay.key), lay.settings(), lay.ranks,
@@ -305,6 +322,21 @@ def deep_rows(sums, peers, errors):
                     rows.append(empty_row("deep MLP", "pp2", sched,
                                           "%d x %d" % (m, MICRO_BATCH), p.label,
                                           "failed" if failed else unsupported(sched, m)))
+    for sched in SCHEDULES:
+        for m in RR_MICRO:
+            d = sums[("deep-rr", sched, m, "dtrain")]
+            theirs = sums.get(("deep-rr", sched, m, newest.key))
+            vs_peer = "%.2f" % (d["samples_per_s"] / theirs["samples_per_s"]) if theirs else "-"
+            rows.append(row("deep MLP", "pp2 round-robin", sched, m, MICRO_BATCH, "dtrain", d,
+                            DEEP_STAGES, vs_peer=vs_peer, contiguous=False))
+            for p in peers:
+                s = sums.get(("deep-rr", sched, m, p.key))
+                if s is not None:
+                    rows.append(row("deep MLP", "pp2 round-robin", sched, m, MICRO_BATCH,
+                                    p.label, s, DEEP_STAGES, contiguous=False))
+                elif p.missing is None:
+                    rows.append(empty_row("deep MLP", "pp2 round-robin", sched,
+                                          "%d x %d" % (m, MICRO_BATCH), p.label, "failed"))
     # A peer that cannot run at all says why once, not in every cell.
     rows += [empty_row("deep MLP", "pp2", "any", "any", p.label, p.missing)
              for p in peers if p.missing]
@@ -315,7 +347,8 @@ def convnet_rows(sums):
     single = sums[("convnet", "single")]
     return [row("ConvNet", lay.label, "1f1b" if lay.pp > 1 else "-", lay.micro, lay.batch,
                 "dtrain", s, lay.pp,
-                vs_single="%.2f" % (s["samples_per_s"] / single["samples_per_s"]))
+                vs_single="%.2f" % (s["samples_per_s"] / single["samples_per_s"]),
+                contiguous=not lay.rr)
             for lay in LAYOUTS for s in [sums[("convnet", lay.key)]]]
 
 
@@ -357,8 +390,12 @@ def report(a, cpu, peers, results, sums, errors, ratios):
                "gradients and loading its inputs; PyTorch's compute is "
                "PipelineStage.forward_one_chunk + backward_one_chunk + the loss, over "
                "zero_grad + batch + schedule.step().")
+    out.append("round-robin: layer l on stage l mod 2 (RR_SETTINGS: parallel.pp_split="
+               "round_robin), every layer boundary a message; PyTorch runs each layer as a "
+               "stage of its own on rank l mod 2 (ScheduleLoopedBFS for gpipe, "
+               "ScheduleInterleaved1F1B for 1f1b); no closed-form theory.")
     out.append("stage layers: each stage's first-last layer of the model's layer list "
-               "(index 0 is the first layer). dtrain/PyTorch: samples/s over %s's at the same "
+               "(index 0 is the first layer; round-robin: every other one in between). dtrain/PyTorch: samples/s over %s's at the same "
                "schedule and M (above 1: dtrain faster). vs 1 process: over the ConvNet's "
                "one-process row." % peers[0].label)
     if any(lay.oversubscribed for lay in LAYOUTS):

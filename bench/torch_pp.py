@@ -35,13 +35,18 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn as nn
-from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
+from torch.distributed.pipelining import (PipelineStage, Schedule1F1B, ScheduleGPipe,
+                                          ScheduleInterleaved1F1B, ScheduleLoopedBFS)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torch_train import batch_of, deep_mlp, load  # noqa: E402
 
 STAGES = 2
 SCHEDULES = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B}
+# Round robin (--placement round_robin): layer l is stage l of the layer list, on rank
+# l mod 2, the multi-stage schedules' "looped" placement. GPipe's breadth-first form is
+# ScheduleLoopedBFS; 1F1B's is ScheduleInterleaved1F1B.
+LOOPED = {"gpipe": ScheduleLoopedBFS, "1f1b": ScheduleInterleaved1F1B}
 
 
 class TimedStage(PipelineStage):
@@ -79,9 +84,15 @@ def worker(rank, a, port):
     torch.manual_seed(1)
     x, y = load(a.data)
     whole = deep_mlp(a.depth, a.width)
-    part = whole[:a.split] if rank == 0 else whole[a.split:]
-    stage = TimedStage(part, rank, STAGES, torch.device("cpu"))
     ce = nn.CrossEntropyLoss()
+    if a.placement == "round_robin":
+        mine_idx = list(range(rank, len(whole), STAGES))
+        stages = [TimedStage(whole[i], i, len(whole), torch.device("cpu")) for i in mine_idx]
+        part = nn.ModuleList([whole[i] for i in mine_idx])
+    else:
+        part = whole[:a.split] if rank == 0 else whole[a.split:]
+        stages = [TimedStage(part, rank, STAGES, torch.device("cpu"))]
+    stage = stages[-1]
 
     def loss_fn(out, target):
         t0 = time.monotonic()
@@ -89,9 +100,15 @@ def worker(rank, a, port):
         stage.compute_s += time.monotonic() - t0
         return loss
 
-    sched = SCHEDULES[a.schedule](stage, n_microbatches=a.micro_batches, loss_fn=loss_fn)
-    opt = torch.optim.Adam(part.parameters(), lr=1e-3,
-                           **({"fused": True} if a.adam == "fused" else {}))
+    if a.placement == "round_robin":
+        sched = LOOPED[a.schedule](stages, n_microbatches=a.micro_batches, loss_fn=loss_fn)
+    else:
+        sched = SCHEDULES[a.schedule](stage, n_microbatches=a.micro_batches, loss_fn=loss_fn)
+    # Round robin on the deep MLP leaves rank 0 only flatten and the ReLUs: no parameters,
+    # which torch.optim refuses.
+    params = list(part.parameters())
+    opt = torch.optim.Adam(params, lr=1e-3,
+                           **({"fused": True} if a.adam == "fused" else {})) if params else None
     n = x.shape[0]
     perm = torch.randperm(n)
     g = a.batch * a.micro_batches  # samples per step
@@ -99,19 +116,22 @@ def worker(rank, a, port):
     times, pipe_s, compute_s, last, losses = [], [], [], None, []
     for s in range(1 + a.warmup + a.steps):
         t0 = time.monotonic()
-        c0 = stage.compute_s
-        opt.zero_grad()
+        c0 = sum(st.compute_s for st in stages)
+        if opt is not None:
+            opt.zero_grad()
         start = (s * g) % (n - g)
         idx = perm[start:start + g]
         # Stage 0 takes the step's images, stage 1 its labels (dtrain loads the same way).
+        # Under round robin rank 0 holds the first layer and rank 1 the last.
         if rank == 0:
             sched.step(batch_of(x, y, idx)[0])
         else:
             losses = []
             sched.step(target=y[idx], losses=losses)
         pipe_s.append(time.monotonic() - t0)
-        compute_s.append(stage.compute_s - c0)
-        opt.step()
+        compute_s.append(sum(st.compute_s for st in stages) - c0)
+        if opt is not None:
+            opt.step()
         now = time.monotonic()
         if last is not None:
             times.append(now - last)
@@ -121,8 +141,11 @@ def worker(rank, a, port):
     pipe = sum(pipe_s[-a.steps:]) / a.steps
     compute = sum(compute_s[-a.steps:]) / a.steps
     mine = {"rank": rank, "pp_rank": rank,
-            "stage_first": 0 if rank == 0 else a.split,
-            "stage_last": a.split if rank == 0 else len(whole),
+            "stage_first": (rank if a.placement == "round_robin" else
+                            0 if rank == 0 else a.split),
+            "stage_last": (len(whole) - (len(whole) - 1 - rank) % STAGES
+                           if a.placement == "round_robin" else
+                           a.split if rank == 0 else len(whole)),
             "step_ms_median": window[len(window) // 2] * 1e3, "step_ms_min": window[0] * 1e3,
             "pp_step_ms_per_step": pipe * 1e3, "pp_compute_ms_per_step": compute * 1e3,
             "param_bytes": sum(p.numel() * p.element_size() for p in part.parameters()),
@@ -133,7 +156,8 @@ def worker(rank, a, port):
         print(json.dumps({
             "impl": "pytorch " + torch.__version__, "adam": a.adam, "world_size": STAGES,
             "pp": STAGES, "micro_batches": a.micro_batches, "pp_schedule": a.schedule,
-            "split": a.split, "threads": a.threads, "global_batch": g,
+            "split": a.split, "placement": a.placement, "threads": a.threads,
+            "global_batch": g,
             "steps": len(window), "step_ms_median": mine["step_ms_median"],
             "samples_per_s": g / (mine["step_ms_median"] * 1e-3),
             "last_loss": ranks[-1]["last_loss"], "ranks": ranks,
@@ -150,6 +174,8 @@ def main():
     ap.add_argument("--width", type=int, default=1024)
     ap.add_argument("--split", type=int, required=True,
                     help="index in the layer list (flatten first) where stage 1 begins")
+    ap.add_argument("--placement", choices=["split", "round_robin"], default="split",
+                    help="two stages cut at --split, or layer l on rank l mod 2")
     ap.add_argument("--threads", type=int, default=1, help="threads per process")
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--warmup", type=int, default=5)
