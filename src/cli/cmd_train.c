@@ -35,12 +35,13 @@ static const dt_cli_option train_opts[] = {
     {"--tp", "N", DT_OPT_CONFIG_KEY, "parallel.tp",
      "tensor-parallel ranks: large linear and conv2d layers split over them (world = dp x tp)"},
     {"--pp", "N", DT_OPT_CONFIG_KEY, "parallel.pp",
-     "pipeline stages: the layers split into N consecutive stages (world = dp x tp x pp)"},
+     "pipeline stages: the layers split into N stages (world = dp x tp x pp)"},
     {"--pp-schedule", "S", DT_OPT_CONFIG_KEY, "parallel.pp_schedule",
-     "1f1b (at most pp micro-batches in flight per stage) or gpipe (all forwards first)"},
+     "1f1b (a backward as soon as one is ready: at most pp micro-batches in flight on a contiguous "
+     "split) or gpipe (all forwards first)"},
     {"--pp-split", "HOW", DT_OPT_CONFIG_KEY, "parallel.pp_split",
-     "balanced (by counted arithmetic), round_robin, or the first layer of each later "
-     "stage ('4,7')"},
+     "balanced (by counted arithmetic), round_robin (layer l on stage l mod pp), or the first "
+     "layer of each later stage ('4,7')"},
     {"--micro-batches", "M", DT_OPT_CONFIG_KEY, "parallel.micro_batches",
      "micro-batches per optimizer step, each of --batch samples (same as --accumulation)"},
     {"--recompute", "HOW", DT_OPT_CONFIG_KEY, "train.recompute",
