@@ -137,12 +137,19 @@ static dt_status on_epoch(void *vctx, const dt_epoch_info *e)
         fputc('\n', stderr);
         c->bar_open = 0;
     }
-    printf("epoch %lld: train loss %.4f", (long long)e->epoch + 1, e->train_loss);
+    /* --epochs 0 (or --max-steps 0) evaluates the loaded weights without training. */
+    if (e->steps == 0)
+        printf("no training steps (evaluation only):");
+    else
+        printf("epoch %lld: train loss %.4f", (long long)e->epoch + 1, e->train_loss);
     if (!isnan(e->test_loss))
         printf("  test loss %.4f", e->test_loss);
     if (!isnan(e->test_accuracy))
         printf("  test accuracy %.4f", e->test_accuracy);
-    printf("  %.0f samples/s  (%.1f s)\n", e->samples_per_s, e->epoch_s);
+    if (e->steps == 0)
+        printf("\n");
+    else
+        printf("  %.0f samples/s  (%.1f s)\n", e->samples_per_s, e->epoch_s);
     fflush(stdout);
     if (c->metrics != NULL) {
         cJSON *o = cJSON_CreateObject();
