@@ -98,8 +98,8 @@ static void print_totals(const dt_config *cfg, const dt_shape *shapes,
            (double)bwd_sum * b);
 }
 
-/* Stage s's layers into buf: "a..b" for one run, else the list. Returns its runs. */
-static int stage_layers_text(const int *stage_of, int n, int s, char *buf, size_t len)
+/* Stage s's layers into buf: "a..b" for one run, else the list. */
+static void stage_layers_text(const int *stage_of, int n, int s, char *buf, size_t len)
 {
     int runs = 0, first = -1, last = -1;
     size_t o = 0;
@@ -116,7 +116,6 @@ static int stage_layers_text(const int *stage_of, int n, int s, char *buf, size_
     }
     if (runs == 1)
         snprintf(buf, len, "%d..%d", first, last);
-    return runs;
 }
 
 /* Per stage: its layers, its share of the counted arithmetic (what a balanced split

@@ -60,7 +60,7 @@ struct dt_pipe {
     size_t bytes;
 };
 
-static dt_status free_plan(dt_pipe *p)
+static void free_plan(dt_pipe *p)
 {
     dt_free(p->owner);
     dt_free(p->chunk_of);
@@ -68,7 +68,6 @@ static dt_status free_plan(dt_pipe *p)
     dt_free(p->ops);
     p->owner = p->chunk_of = p->vs = NULL;
     p->ops = NULL;
-    return DT_OK;
 }
 
 /* The order of this stage's ops over virtual stages owner[0..nv). */
@@ -238,14 +237,15 @@ static dt_status wait_all_sends(dt_pipe *p)
     return st;
 }
 
-static float *rows_of(const dt_pipe *p, float *base, int slot, int boundary)
-{
-    return base + (int64_t)slot * p->rows * dt_shape_numel(dt_model_shape(p->model, boundary));
-}
-
 static int64_t numel_at(const dt_pipe *p, int boundary)
 {
     return dt_shape_numel(dt_model_shape(p->model, boundary));
+}
+
+/* The rows of `slot` in a buffer of boundary `boundary` starting at base. */
+static float *rows_of(const dt_pipe *p, float *base, int slot, int boundary)
+{
+    return base + (int64_t)slot * p->rows * numel_at(p, boundary);
 }
 
 /* Posts the receive of op o if it is the next of its kind on its virtual stage and its

@@ -232,6 +232,41 @@ static dt_status record_loss(void *ctx, const dt_step_info *s)
     return DT_OK;
 }
 
+/* 20 Adam steps of the ConvNet, m micro-batches of 2 per replica, on layout l: every rank
+ * reports the loss of the stage with the last layer, which follows the single process's
+ * within 1e-3 relative (Adam amplifies summation-order ulps where dp or tp change the sums:
+ * docs/NOTES.md), bit for bit without dp or tp. */
+static void check_convnet_curve(const layout *l, long m, const char *schedule, int round_robin)
+{
+    const dt_config base = convnet_config(20);
+    dt_config gc = on_grid(base, l, 2, m, schedule), oc = alone(base, l, 2, m, m);
+    if (round_robin)
+        dt_test_set(&gc, "parallel.pp_split=round_robin");
+    curve cg = {.n = 0}, co = {.n = 0};
+    dt_train_callbacks rg = {.ctx = &cg, .on_step = record_loss};
+    dt_train_callbacks ro = {.ctx = &co, .on_step = record_loss};
+    dt_trainer *g = NULL, *o = NULL;
+    DT_ASSERT_OK(dt_trainer_create(&gc, world, &g));
+    DT_ASSERT_OK(dt_trainer_run(g, &rg));
+    DT_ASSERT_OK(dt_trainer_create(&oc, NULL, &o));
+    DT_ASSERT_OK(dt_trainer_run(o, &ro));
+    assert_int_equal(cg.n, 20);
+    assert_int_equal(co.n, 20);
+    dt_train_layout lay;
+    dt_trainer_layout(g, &lay);
+    assert_true(!round_robin || lay.stage_runs >= 2);
+    const double rtol = l->dp == 1 && l->tp == 1 ? 0.0 : 1e-3;
+    DT_ASSERT_CLOSE_D(round_robin ? "convnet losses, round-robin" : "convnet losses", cg.loss,
+                      co.loss, 20, 0.0, rtol);
+    if (rank == 0)
+        printf("convnet: 20 Adam steps at dp %d x tp %d x pp %d%s, %s, M = %ld follow the single "
+               "process (last loss %.6f vs %.6f)\n",
+               l->dp, l->tp, l->pp, round_robin ? " round-robin" : "", schedule, m, cg.loss[19],
+               co.loss[19]);
+    dt_trainer_free(g);
+    dt_trainer_free(o);
+}
+
 /* The round-robin placement (layer l on stage l mod pp): every stage holds several runs of
  * layers, and a micro-batch crosses the stages once per layer. The same equalities as the
  * contiguous split's: the MLP under both schedules at M = 1 and 4, the ConvNet's 20-step
@@ -254,26 +289,8 @@ static void test_round_robin(void **state)
         for (int s = 0; s < 2; s++)
             for (int j = 0; j < 2; j++)
                 check_mlp(l, micro[j], schedules[s], 1);
-        for (int s = 0; s < 2; s++) {
-            const dt_config base = convnet_config(20);
-            dt_config gc = on_grid(base, l, 2, 3, schedules[s]), oc = alone(base, l, 2, 3, 3);
-            dt_test_set(&gc, "parallel.pp_split=round_robin");
-            curve cg = {.n = 0}, co = {.n = 0};
-            dt_train_callbacks rg = {.ctx = &cg, .on_step = record_loss};
-            dt_train_callbacks ro = {.ctx = &co, .on_step = record_loss};
-            dt_trainer *g = NULL, *o = NULL;
-            DT_ASSERT_OK(dt_trainer_create(&gc, world, &g));
-            DT_ASSERT_OK(dt_trainer_run(g, &rg));
-            DT_ASSERT_OK(dt_trainer_create(&oc, NULL, &o));
-            DT_ASSERT_OK(dt_trainer_run(o, &ro));
-            dt_train_layout lay;
-            dt_trainer_layout(g, &lay);
-            assert_true(lay.stage_runs >= 2);
-            const double rtol = l->dp == 1 ? 0.0 : 1e-3;
-            DT_ASSERT_CLOSE_D("convnet losses, round-robin", cg.loss, co.loss, 20, 0.0, rtol);
-            dt_trainer_free(g);
-            dt_trainer_free(o);
-        }
+        for (int s = 0; s < 2; s++)
+            check_convnet_curve(l, 3, schedules[s], 1);
     }
 }
 
@@ -330,33 +347,8 @@ static void test_convnet_first_gradient(void **state)
 static void test_convnet_loss_curve(void **state)
 {
     (void)state;
-    /* 20 Adam steps of 2 micro-batches of 2 per replica under GPipe: every rank reports
-     * the last stage's loss, which follows the single process's within 1e-3 relative
-     * (Adam amplifies summation-order ulps where dp or tp change the sums: docs/NOTES.md),
-     * bit for bit without dp or tp. */
-    for (int k = 0; k < nlayouts; k++) {
-        const layout *l = &layouts[k];
-        const dt_config base = convnet_config(20);
-        dt_config gc = on_grid(base, l, 2, 2, "gpipe"), oc = alone(base, l, 2, 2, 2);
-        curve cg = {.n = 0}, co = {.n = 0};
-        dt_train_callbacks rg = {.ctx = &cg, .on_step = record_loss};
-        dt_train_callbacks ro = {.ctx = &co, .on_step = record_loss};
-        dt_trainer *g = NULL, *o = NULL;
-        DT_ASSERT_OK(dt_trainer_create(&gc, world, &g));
-        DT_ASSERT_OK(dt_trainer_run(g, &rg));
-        DT_ASSERT_OK(dt_trainer_create(&oc, NULL, &o));
-        DT_ASSERT_OK(dt_trainer_run(o, &ro));
-        assert_int_equal(cg.n, 20);
-        assert_int_equal(co.n, 20);
-        const double rtol = l->dp == 1 && l->tp == 1 ? 0.0 : 1e-3;
-        DT_ASSERT_CLOSE_D("convnet losses", cg.loss, co.loss, 20, 0.0, rtol);
-        if (rank == 0)
-            printf("convnet: 20 Adam steps at dp %d x tp %d x pp %d follow the single process "
-                   "(last loss %.6f vs %.6f)\n",
-                   l->dp, l->tp, l->pp, cg.loss[19], co.loss[19]);
-        dt_trainer_free(g);
-        dt_trainer_free(o);
-    }
+    for (int k = 0; k < nlayouts; k++)
+        check_convnet_curve(&layouts[k], 2, "gpipe", 0);
 }
 
 /* ---- evaluation, weights, memory, messages -------------------------------------------- */
