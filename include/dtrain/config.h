@@ -71,11 +71,13 @@ typedef struct dt_config {
         int64_t epochs;
         int64_t batch; /* per-rank batch, as in PyTorch DDP */
         uint64_t seed;
-        int threads;       /* BLAS threads per rank; 0 = auto */
-        int64_t max_steps; /* stop after this many optimizer steps; 0 = no limit */
-        int64_t log_every; /* steps between log lines / step records; 0 = per epoch */
-        int eval;          /* evaluate on the test set after each epoch */
-        int recompute;     /* activation recompute: DT_RECOMPUTE_NONE, _SQRT or K (model.h) */
+        int threads;        /* BLAS threads per rank; 0 = auto */
+        int64_t max_steps;  /* stop after this many optimizer steps; 0 = no limit */
+        int64_t log_every;  /* steps between log lines / step records; 0 = per epoch */
+        int eval;           /* evaluate on the test set after each epoch */
+        int recompute;      /* activation recompute: DT_RECOMPUTE_NONE, _SQRT or K (model.h) */
+        int nonfinite_stop; /* a NaN or Inf in a step's loss or gradients: 0 skips the step on
+                               every rank (counted), 1 stops the run naming rank and layer */
     } train;
     struct {
         dt_strategy_kind strategy; /* ddp (a world of one: single), ps, fedavg */
@@ -102,6 +104,13 @@ typedef struct dt_config {
         double timeout_s;       /* watchdog deadline per collective */
         int check;              /* verify operation/count/type agree before each */
     } comm;
+    struct {
+        char dir[DT_CONFIG_PATH_MAX]; /* "" = no checkpoints (docs/checkpoint-format.md) */
+        int64_t every;                /* optimizer steps between checkpoints (0: only at the end) */
+        int keep;                     /* complete checkpoints kept, the newest */
+        int on_error_continue;        /* a checkpoint that cannot be written: 0 stops the run,
+                                         1 warns and trains on */
+    } checkpoint;
     char source[DT_CONFIG_PATH_MAX]; /* the config file loaded last, "" if none */
     /* Which optimizer settings (optim.momentum, ..., optim.eps) were set through
      * dt_config_load or dt_config_set: setting optim.kind keeps those and gives the others

@@ -109,6 +109,12 @@ DT_API dt_status dt_read_file(const char *path, const char *what, char **out, si
  * temporary file; touches nothing else. DT_ERR_IO "<what>: <path>: ..." otherwise. */
 DT_API dt_status dt_check_writable(const char *path, const char *what);
 
+/* Writes n bytes to `path` atomically: a temporary file beside it, fsync, rename over
+ * `path`, fsync of the directory. A failure (a full disk, say) removes the temporary file
+ * and leaves any earlier `path` as it was. DT_ERR_IO "<what>: <path>: ...". */
+DT_API dt_status dt_write_file_atomic(const char *path, const char *what, const void *data,
+                                      size_t n);
+
 /* Monotonic wall clock in seconds. */
 DT_API double dt_now(void);
 

@@ -231,6 +231,9 @@ DT_API size_t dt_model_whole_param_count(const dt_model *m);
  * Collective over the model's tp group; allocates a temporary for row-parallel weights.
  * A plain copy for a whole model. */
 DT_API dt_status dt_model_gather_params(dt_model *m, float *whole);
+/* The same for any buffer laid out as the parameters (an optimizer's moments, say):
+ * local holds dt_model_param_count floats, whole receives dt_model_whole_param_count. */
+DT_API dt_status dt_model_gather_buffer(dt_model *m, const float *local, float *whole);
 DT_API void dt_model_free(dt_model *m);
 /* Runs the model's own loops on `nthreads` threads (default 1): convolutions split the
  * batch's samples, element-wise layers the elements, linear layers the rows of their

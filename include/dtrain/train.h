@@ -47,6 +47,7 @@ typedef struct dt_step_info {
     double lr;            /* learning rate used */
     double samples_per_s; /* over the epoch so far */
     double elapsed_s;     /* since the epoch began */
+    int skipped;          /* 1: a NaN or Inf on some rank; no update was made (loss NAN) */
 } dt_step_info;
 
 /* Reported after every epoch (global figures). */
@@ -60,11 +61,23 @@ typedef struct dt_epoch_info {
     double epoch_s;       /* wall time of the training part */
 } dt_epoch_info;
 
-/* Callbacks; any may be NULL. Returning non-OK stops the run with that status. */
+/* Reported after every checkpoint the run writes (or fails to write). */
+typedef struct dt_ckpt_info {
+    int64_t step;        /* optimizer steps it holds */
+    const char *dir;     /* the set: checkpoint.dir/step-NNNNNNNNN */
+    double seconds;      /* to gather, write and sync it */
+    uint64_t bytes;      /* its part files and manifest */
+    dt_status status;    /* DT_OK, or why it failed (checkpoint.on_error continue) */
+    const char *message; /* the failure's message, or "" */
+} dt_ckpt_info;
+
+/* Callbacks; any may be NULL. Returning non-OK stops the run with that status. Every rank
+ * calls them; rank 0 (dt_train_layout.world_rank) is the one that usually prints. */
 typedef struct dt_train_callbacks {
     void *ctx;
     dt_status (*on_step)(void *ctx, const dt_step_info *info);
     dt_status (*on_epoch)(void *ctx, const dt_epoch_info *info);
+    dt_status (*on_checkpoint)(void *ctx, const dt_ckpt_info *info);
 } dt_train_callbacks;
 
 /* Loads the data sets the config names, builds the model and optimizer, sizes every
@@ -80,6 +93,12 @@ DT_API dt_status dt_trainer_create(const dt_config *cfg, dt_comm *world, dt_trai
 DT_API void dt_trainer_free(dt_trainer *t);
 
 /* Runs train.epochs epochs (or until train.max_steps); with neither, evaluates once.
+ * A run resumed from a checkpoint (dt_trainer_resume) goes on from its position. With
+ * checkpoint.dir set, writes a checkpoint every checkpoint.every optimizer steps and one
+ * when training ends (docs/checkpoint-format.md). A NaN or Inf in a step's loss or
+ * gradients on any rank is seen by every rank in that step: train.on_nonfinite skip leaves
+ * the parameters and the optimizer untouched on all ranks and counts the step; stop returns
+ * DT_ERR_NONFINITE naming the step, the rank and the layer.
  * Collective over the trainer's world: every rank calls it. Returns what a callback
  * returned, DT_ERR_INVALID (a label outside the classes, found by the loss), and, on more
  * than one rank, the comm layer's DT_ERR_MPI, DT_ERR_TIMEOUT (a rank that never arrives)
@@ -91,6 +110,34 @@ DT_API dt_status dt_trainer_run(dt_trainer *t, const dt_train_callbacks *cb);
  * rank calls it. Returns DT_ERR_INVALID (a label outside the classes), and on more than
  * one rank the comm layer's DT_ERR_MPI / DT_ERR_TIMEOUT. */
 DT_API dt_status dt_trainer_evaluate(dt_trainer *t, double *loss, double *accuracy);
+
+/* ---- checkpoints (docs/checkpoint-format.md) -------------------------------------- */
+
+/* Writes a checkpoint of the current state into root/step-NNNNNNNNN: each pipeline stage's
+ * first rank writes its stage's tensors whole (gathered over the tensor-parallel group,
+ * ZeRO-1 slices over the data-parallel group), rank 0 the manifest last, then the sets
+ * beyond the newest `keep` are removed. `epoch` and `epoch_step` give the position of the
+ * next step. Collective over the world. A failure on any rank fails it on every rank with
+ * the same status (DT_ERR_IO: a full disk or an unwritable directory; DT_ERR_NONFINITE: a
+ * NaN in the state, which is never written), and leaves earlier sets intact. */
+DT_API dt_status dt_trainer_save_checkpoint(dt_trainer *t, const char *root, int keep,
+                                            int64_t epoch, int64_t epoch_step, dt_ckpt_info *info);
+/* Loads a verified checkpoint set (a step-NNNNNNNNN directory) into this trainer, whatever
+ * layout wrote it: parameters, optimizer state and the run's position. Refuses (changing
+ * nothing) a set of another model, optimizer, seed or global batch (DT_ERR_MISMATCH). Every
+ * rank reads the files; collective over the world: all succeed or all fail. */
+DT_API dt_status dt_trainer_load_checkpoint(dt_trainer *t, const char *dir);
+/* `path` is a checkpoint set or a directory of them: rank 0 finds the newest valid set
+ * (each newer incomplete or corrupt one reported through warn on rank 0 and skipped) and
+ * every rank loads it. *step receives its step, or -1 when there was none (training then
+ * starts from the beginning). Collective. */
+DT_API dt_status dt_trainer_resume(dt_trainer *t, const char *path,
+                                   void (*warn)(void *, const char *), void *ctx, int64_t *step);
+/* Steps skipped by the non-finite guard so far. */
+DT_API int64_t dt_trainer_skipped_steps(const dt_trainer *t);
+/* Test hook: the `attempted`-th step (1-based, taken or skipped) gets a NaN in this rank's
+ * loss gradient, as a numerical fault would put it there. 0: none. */
+DT_API void dt_trainer_inject_nonfinite(dt_trainer *t, int64_t attempted);
 
 /* Data-parallel communication figures of the run so far (all zero in one process). */
 typedef struct dt_train_comm_stats {

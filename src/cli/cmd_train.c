@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "cli/blas_core.h"
 #include "cli/explain.h"
+#include "cli/train_hooks.h"
 #include "dtrain/train.h"
 
 static const dt_cli_option train_opts[] = {
@@ -63,6 +64,21 @@ static const dt_cli_option train_opts[] = {
     {"--save-weights", "FILE", DT_OPT_STRING, "save-weights",
      "write the final weights (safetensors, loadable by torch load_state_dict)"},
     {"--metrics", "FILE", DT_OPT_STRING, "metrics", "write one JSON object per epoch (and step)"},
+    {"--checkpoint-dir", "DIR", DT_OPT_CONFIG_KEY, "checkpoint.dir",
+     "write checkpoints into DIR/step-N (docs/checkpoint-format.md): every --checkpoint-every "
+     "steps and when training ends"},
+    {"--checkpoint-every", "N", DT_OPT_CONFIG_KEY, "checkpoint.every",
+     "optimizer steps between checkpoints (0: only when training ends)"},
+    {"--keep-checkpoints", "K", DT_OPT_CONFIG_KEY, "checkpoint.keep",
+     "keep the newest K complete checkpoints"},
+    {"--checkpoint-on-error", "stop|continue", DT_OPT_CONFIG_KEY, "checkpoint.on_error",
+     "a checkpoint that cannot be written: stop (default) or warn and train on"},
+    {"--resume", "PATH", DT_OPT_STRING, "resume",
+     "go on from a checkpoint, or from the newest valid one in a directory (corrupt or "
+     "incomplete ones are skipped with a warning; none: start from the beginning)"},
+    {"--on-nonfinite", "skip|stop", DT_OPT_CONFIG_KEY, "train.on_nonfinite",
+     "a NaN or Inf in a step's loss or gradients on any rank: every rank skips the step "
+     "(default), or the run stops naming rank, layer and step"},
     {"--progress", NULL, DT_OPT_FLAG, "progress",
      "draw a progress bar even when not on a terminal"},
     {"--no-progress", NULL, DT_OPT_FLAG, "no-progress", "plain log lines even on a terminal"},
@@ -92,8 +108,18 @@ static void write_json(FILE *f, cJSON *o)
 static dt_status on_step(void *vctx, const dt_step_info *s)
 {
     run_ctx *c = vctx;
+    dt_cli_hooks_step(c->rank, s->step);
     if (c->rank != 0)
         return DT_OK;
+    if (s->skipped) {
+        if (c->bar_open)
+            fputc('\n', stderr);
+        c->bar_open = 0;
+        fprintf(stderr, "dtrain: warning: epoch %lld step %lld/%lld skipped on every rank: %s\n",
+                (long long)s->epoch + 1, (long long)s->epoch_step, (long long)s->epoch_steps,
+                dt_last_error());
+        return DT_OK;
+    }
     const int64_t every = c->cfg->train.log_every;
     if (c->bar) {
         const int width = 30;
@@ -169,6 +195,48 @@ static dt_status on_epoch(void *vctx, const dt_epoch_info *e)
         cJSON_AddNumberToObject(o, "epoch_s", e->epoch_s);
         write_json(c->metrics, o);
     }
+    return DT_OK;
+}
+
+static dt_status on_checkpoint(void *vctx, const dt_ckpt_info *i)
+{
+    run_ctx *c = vctx;
+    if (c->rank != 0)
+        return DT_OK;
+    if (c->bar_open)
+        fputc('\n', stderr);
+    c->bar_open = 0;
+    if (i->status == DT_OK)
+        printf("dtrain: checkpoint of step %lld written to %s (%.2f MB, %.3f s)\n",
+               (long long)i->step, i->dir, (double)i->bytes / 1e6, i->seconds);
+    else
+        fprintf(stderr, "dtrain: warning: checkpoint of step %lld failed: %s\n", (long long)i->step,
+                i->message);
+    fflush(stdout);
+    return DT_OK;
+}
+
+static void warn_skipped(void *ctx, const char *msg)
+{
+    (void)ctx;
+    fprintf(stderr, "dtrain: warning: resume: %s\n", msg);
+}
+
+/* --resume PATH: the newest valid checkpoint, or a warning and the beginning. */
+static dt_status resume(dt_trainer *t, const char *path, int rank)
+{
+    int64_t step = -1;
+    dt_status st = dt_trainer_resume(t, path, warn_skipped, NULL, &step);
+    if (st != DT_OK || rank != 0)
+        return st;
+    if (step < 0)
+        fprintf(stderr,
+                "dtrain: warning: resume: no valid checkpoint in %s: training starts "
+                "from the beginning\n",
+                path);
+    else
+        printf("dtrain: resumed from the checkpoint of step %lld in %s\n", (long long)step, path);
+    fflush(stdout);
     return DT_OK;
 }
 
@@ -386,6 +454,10 @@ int dt_cmd_train(int argc, char **argv)
         goto fail;
     if (init != NULL && dt_trainer_load_weights(t, init) != DT_OK)
         goto fail;
+    const char *from = dt_cli_string(&vals, "resume");
+    if (from != NULL && resume(t, from, world.rank) != DT_OK)
+        goto fail;
+    dt_cli_hooks_setup(t, world.rank);
     int tty = isatty(STDERR_FILENO) && !dt_cli_launched();
     run_ctx ctx = {.cfg = &cfg,
                    .rank = world.rank,
@@ -395,9 +467,13 @@ int dt_cmd_train(int argc, char **argv)
                           (tty && !dt_cli_flag(&vals, "no-progress"))};
     if (world.rank == 0 && print_header(&cfg, &world, t, threads) != DT_OK)
         goto fail;
-    dt_train_callbacks cb = {.ctx = &ctx, .on_step = on_step, .on_epoch = on_epoch};
+    dt_train_callbacks cb = {
+        .ctx = &ctx, .on_step = on_step, .on_epoch = on_epoch, .on_checkpoint = on_checkpoint};
     if (dt_trainer_run(t, &cb) != DT_OK || report_comm(&cfg, &world, t) != DT_OK)
         goto fail;
+    if (world.rank == 0 && dt_trainer_skipped_steps(t) > 0)
+        printf("dtrain: %lld step%s skipped for a NaN or Inf (train.on_nonfinite skip)\n",
+               (long long)dt_trainer_skipped_steps(t), dt_trainer_skipped_steps(t) == 1 ? "" : "s");
     /* Whole tensors whatever the layout: every rank takes part in gathering its tensor-
      * parallel group's parts; rank 0 writes. */
     const float *whole = NULL;

@@ -75,3 +75,62 @@ dt_status dt_check_writable(const char *path, const char *what)
     free(probe);
     return st;
 }
+
+/* fsync of the directory holding `path`, so that a rename into it survives a crash. */
+static void sync_parent(const char *path)
+{
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (slash == NULL)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == path)
+        snprintf(dir, sizeof dir, "/");
+    else
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    int dfd = open(dir, O_RDONLY);
+    if (dfd >= 0) {
+        (void)fsync(dfd);
+        close(dfd);
+    }
+}
+
+static dt_status write_all(int fd, const char *tmp, const char *what, const char *path,
+                           const void *data, size_t n)
+{
+    const char *p = data;
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return dt_fail(DT_ERR_IO, "%s: %s: cannot write %s: %s", what, path, tmp,
+                           w < 0 ? strerror(errno) : "no progress");
+        p += w;
+        n -= (size_t)w;
+    }
+    if (fsync(fd) != 0)
+        return dt_fail(DT_ERR_IO, "%s: %s: cannot sync %s: %s", what, path, tmp, strerror(errno));
+    return DT_OK;
+}
+
+dt_status dt_write_file_atomic(const char *path, const char *what, const void *data, size_t n)
+{
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
+        return dt_fail(DT_ERR_IO, "%s: %s: the path is too long", what, path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (fd < 0)
+        return dt_fail(DT_ERR_IO, "%s: %s: cannot create %s: %s", what, path, tmp, strerror(errno));
+    dt_status st = write_all(fd, tmp, what, path, data, n);
+    if (close(fd) != 0 && st == DT_OK)
+        st = dt_fail(DT_ERR_IO, "%s: %s: cannot close %s: %s", what, path, tmp, strerror(errno));
+    if (st == DT_OK && rename(tmp, path) != 0)
+        st = dt_fail(DT_ERR_IO, "%s: %s: cannot rename %s over it: %s", what, path, tmp,
+                     strerror(errno));
+    if (st != DT_OK) {
+        unlink(tmp);
+        return st;
+    }
+    sync_parent(path);
+    return DT_OK;
+}

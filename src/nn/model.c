@@ -744,10 +744,14 @@ size_t dt_model_whole_param_count(const dt_model *m)
 
 dt_status dt_model_gather_params(dt_model *m, float *whole)
 {
+    return dt_model_gather_buffer(m, m->params, whole);
+}
+
+dt_status dt_model_gather_buffer(dt_model *m, const float *local, float *whole)
+{
     for (int i = 0; i < m->ntensors; i++) {
         const dt_param_info *t = &m->tensors[i];
-        dt_status st =
-            dt_tp_gather_tensor(&m->tp, t, m->params + t->offset, whole + t->whole_offset);
+        dt_status st = dt_tp_gather_tensor(&m->tp, t, local + t->offset, whole + t->whole_offset);
         if (st != DT_OK)
             return st;
     }

@@ -47,8 +47,9 @@ typedef struct dt_ddp {
     size_t shard_offset, shard_count;
     size_t *shard_counts, *shard_displs; /* [size] */
     float *shard_grad;                   /* [shard_count]: this rank's summed gradient slice */
-    double *exchange;                    /* [2 * size]: every rank's (loss sum, wait) of the step */
-    double wait_s;                       /* time this rank spent waiting for gradients */
+    double
+        *exchange; /* [4 * size]: every rank's (loss sum, wait, non-finite finding, world rank) */
+    double wait_s; /* time this rank spent waiting for gradients */
     double exposed_s; /* the step's smallest wait over the ranks, summed (see above) */
     int64_t steps;
 } dt_ddp;
@@ -94,9 +95,13 @@ static dt_status plan_buckets(dt_ddp *dp)
     return DT_OK;
 }
 
+/* Each bucket is scanned for NaN and Inf before its all-reduce: afterwards every rank
+ * would hold the poisoned sum and the rank it came from could not be named. */
 static dt_status start_bucket(dt_ddp *dp, dp_bucket *b)
 {
     float *g = dt_model_grads(dp->base.model) + b->offset;
+    if (dp->base.bad_here == 0)
+        dp->base.bad_here = dt_strategy_scan_grads(&dp->base, b->offset, b->offset + b->count);
     return dt_comm_iallreduce(dp->comm, g, g, b->count, DT_COMM_FLOAT32, DT_COMM_SUM, &b->req);
 }
 
@@ -137,11 +142,12 @@ static dt_status ddp_attach(dt_strategy *s, dt_model *m, size_t *optim_count)
     const int zero = s->opt.zero;
     dp->shard_offset = zero ? dp->shard_displs[dp->rank] : 0;
     dp->shard_count = zero ? dp->shard_counts[dp->rank] : n;
+    s->optim_offset = dp->shard_offset;
     if (zero)
         DT_TRY(dt_alloc(dp->shard_count * sizeof(float), "ZeRO gradient shard",
                         (void **)&dp->shard_grad));
     DT_TRY(
-        dt_alloc(2 * sizeof(double) * (size_t)dp->size, "step exchange", (void **)&dp->exchange));
+        dt_alloc(4 * sizeof(double) * (size_t)dp->size, "step exchange", (void **)&dp->exchange));
     /* Pre-size the comm layer's persistent buffers so no step allocates. */
     DT_TRY(dt_comm_reserve(dp->comm, n * sizeof(float)));
     *optim_count = dp->shard_count;
@@ -221,14 +227,23 @@ static dt_status ddp_finish(dt_ddp *dp, double *loss_sum)
     const double wait = dt_now() - t0;
     dp->wait_s += wait;
     dp->steps++;
-    /* Every rank's (loss sum, wait): the loss folded in rank order, the smallest wait kept. */
-    double mine[2] = {*loss_sum, wait};
-    DT_TRY(dt_comm_allgather(dp->comm, mine, dp->exchange, 2, DT_COMM_FLOAT64));
+    /* ZeRO-1 reduces after the step: its local gradients are still this rank's own. */
+    dt_strategy_note_bad(&dp->base, *loss_sum, 0,
+                         dp->base.opt.zero ? dt_model_param_count(dp->base.model) : 0);
+    /* Every rank's (loss sum, wait, finding): the loss folded in rank order, the smallest
+     * wait kept, the findings counted (docs/checkpoint-format.md: the non-finite guard). */
+    double mine[4] = {*loss_sum, wait, dp->base.bad_here, dp->base.info.world_rank};
+    DT_TRY(dt_comm_allgather(dp->comm, mine, dp->exchange, 4, DT_COMM_FLOAT64));
     double sum = 0.0, least = dp->exchange[1];
     for (int r = 0; r < dp->size; r++) {
-        sum += dp->exchange[2 * r];
-        if (dp->exchange[2 * r + 1] < least)
-            least = dp->exchange[2 * r + 1];
+        const double *x = dp->exchange + 4 * r;
+        sum += x[0];
+        if (x[1] < least)
+            least = x[1];
+        if (x[2] != 0 && (dp->base.bad.ranks++ == 0 || x[3] < dp->base.bad.rank)) {
+            dp->base.bad.rank = (int)x[3];
+            dp->base.bad.where = (int)x[2];
+        }
     }
     *loss_sum = sum;
     dp->exposed_s += least;
@@ -247,6 +262,17 @@ static dt_status ddp_step(dt_strategy *s, const dt_step_plan *plan, const dt_ste
     if (st != DT_OK)
         return st;
     return ddp_finish(dp, loss_sum);
+}
+
+static dt_status ddp_gather_optim(dt_strategy *s, const float *slice, float *full)
+{
+    dt_ddp *dp = (dt_ddp *)s;
+    if (!s->opt.zero) {
+        memcpy(full, slice, dt_model_param_count(s->model) * sizeof(float));
+        return DT_OK;
+    }
+    return dt_comm_allgatherv(dp->comm, slice, full, dp->shard_counts, dp->shard_displs,
+                              DT_COMM_FLOAT32);
 }
 
 static void ddp_stats(const dt_strategy *s, dt_strategy_stats *out)
@@ -345,6 +371,7 @@ static const dt_strategy_ops ddp_ops = {
     .evaluate = ddp_evaluate,
     .stats = ddp_stats,
     .time_comm_alone = ddp_time_alone,
+    .gather_optim = ddp_gather_optim,
     .free = ddp_free,
 };
 

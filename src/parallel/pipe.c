@@ -465,6 +465,11 @@ fail:
     return st;
 }
 
+int dt_pipe_last_stage(const dt_pipe *p)
+{
+    return p->last_stage;
+}
+
 dt_status dt_pipe_share(dt_pipe *p, double *values, int n)
 {
     return dt_comm_bcast(p->comm, values, (size_t)n, DT_COMM_FLOAT64, p->last_stage);

@@ -2,6 +2,8 @@
  * whose replica is alone on its dp axis): the same micro-steps, nothing to combine, the
  * optimizer on the whole buffer. It exists so that the trainer has one code path, not a
  * branch for "no strategy". */
+#include <string.h>
+
 #include "nn/model_team.h"
 #include "optim/optim_team.h"
 #include "parallel/strategy.h"
@@ -22,7 +24,13 @@ static dt_status single_start(dt_strategy *s)
 static dt_status single_step(dt_strategy *s, const dt_step_plan *plan, const dt_step_io *io,
                              double *loss_sum)
 {
-    return dt_strategy_micro_steps(s, plan, io, NULL, NULL, loss_sum);
+    dt_status st = dt_strategy_micro_steps(s, plan, io, NULL, NULL, loss_sum);
+    if (st != DT_OK)
+        return st;
+    dt_strategy_note_bad(s, *loss_sum, 0, dt_model_param_count(s->model));
+    if (s->bad_here != 0)
+        s->bad = (dt_nonfinite){1, s->info.world_rank, s->bad_here};
+    return DT_OK;
 }
 
 static dt_status single_update(dt_strategy *s, dt_optim *o, double lr)
@@ -54,6 +62,12 @@ static dt_status single_time_alone(dt_strategy *s, int reps, double *seconds)
     return DT_OK;
 }
 
+static dt_status single_gather_optim(dt_strategy *s, const float *slice, float *full)
+{
+    memcpy(full, slice, dt_model_param_count(s->model) * sizeof(float));
+    return DT_OK;
+}
+
 static void single_free(dt_strategy *s)
 {
     dt_free(s);
@@ -67,6 +81,7 @@ static const dt_strategy_ops single_ops = {
     .evaluate = single_evaluate,
     .stats = single_stats,
     .time_comm_alone = single_time_alone,
+    .gather_optim = single_gather_optim,
     .free = single_free,
 };
 

@@ -2,6 +2,8 @@
  * calls through its vtable, and the pieces every strategy shares: how a global batch is
  * split into parts, a replica's micro-steps through the whole model, a replica's share of
  * evaluation. */
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "parallel/pipe.h"
@@ -110,6 +112,7 @@ void dt_strategy_free(dt_strategy *s)
     dt_grid *grid = s->grid;
     dt_tp_comm_free(s->tp);
     dt_pipe_free(s->pipe);
+    dt_free(s->exchange);
     s->ops->free(s);
     dt_grid_free(grid);
 }
@@ -137,7 +140,19 @@ dt_status dt_strategy_attach(dt_strategy *s, dt_model *m, size_t *optim_count)
         if (st != DT_OK)
             return st;
     }
-    return s->ops->attach(s, m, optim_count);
+    const int most = s->info.pp_size > s->info.tp_size ? s->info.pp_size : s->info.tp_size;
+    dt_status st =
+        dt_alloc(4 * sizeof(double) * (size_t)most, "step summary", (void **)&s->exchange);
+    if (st != DT_OK)
+        return st;
+    st = s->ops->attach(s, m, optim_count);
+    s->optim_count = *optim_count;
+    return st;
+}
+
+dt_status dt_strategy_gather_optim(dt_strategy *s, const float *slice, float *full)
+{
+    return s->ops->gather_optim(s, slice, full);
 }
 
 dt_status dt_strategy_place_stages(dt_strategy *s, const int *stage_of, int nlayers)
@@ -155,14 +170,94 @@ dt_status dt_strategy_start(dt_strategy *s)
     return s->ops->start(s);
 }
 
+int dt_strategy_scan_grads(const dt_strategy *s, size_t lo, size_t hi)
+{
+    const float *g = dt_model_grads(s->model);
+    float acc = 0.0f;
+    for (size_t i = lo; i < hi; i++)
+        acc += g[i] * 0.0f;
+    if (acc == 0.0f)
+        return 0;
+    for (int k = 0; k < dt_model_tensor_count(s->model); k++) {
+        const dt_param_info *t = dt_model_tensor(s->model, k);
+        for (size_t i = t->offset; i < t->offset + t->count; i++)
+            if (i >= lo && i < hi && g[i] * 0.0f != 0.0f)
+                return 1 + dt_model_whole_layer(s->model, t->layer);
+    }
+    return 0;
+}
+
+void dt_strategy_note_bad(dt_strategy *s, double loss_sum, size_t lo, size_t hi)
+{
+    if (s->bad_here != 0)
+        return;
+    if (!isfinite(loss_sum))
+        s->bad_here = DT_NONFINITE_LOSS;
+    else
+        s->bad_here = dt_strategy_scan_grads(s, lo, hi);
+}
+
+/* Folds one view (ranks, lowest rank, where) into acc. */
+static void fold_bad(dt_nonfinite *acc, const double *v)
+{
+    if (v[0] <= 0)
+        return;
+    if (acc->ranks == 0 || (int)v[1] < acc->rank) {
+        acc->rank = (int)v[1];
+        acc->where = (int)v[2];
+    }
+    acc->ranks += (int)v[0];
+}
+
+/* After the strategy's step: every stage learns the loss (from the stage that runs the
+ * last layer) and every rank the non-finite findings of all. The data-parallel group's
+ * findings travelled with its loss exchange; the pipeline's gather replaces the broadcast
+ * of the loss it needed anyway; only tensor parallelism adds a small gather. */
+static dt_status share_step(dt_strategy *s, double *loss_sum)
+{
+    dt_status st = DT_OK;
+    double *x = s->exchange;
+    if (s->pipe != NULL) {
+        const double mine[4] = {*loss_sum, s->bad.ranks, s->bad.rank, s->bad.where};
+        DT_TRY(dt_comm_allgather(dt_grid_comm(s->grid, DT_GRID_PP), mine, x, 4, DT_COMM_FLOAT64));
+        *loss_sum = x[4 * dt_pipe_last_stage(s->pipe)];
+        s->bad = (dt_nonfinite){0, -1, 0};
+        for (int r = 0; r < s->info.pp_size; r++)
+            fold_bad(&s->bad, x + 4 * r + 1);
+    }
+    if (s->info.tp_size > 1) {
+        const double mine[3] = {s->bad.ranks, s->bad.rank, s->bad.where};
+        DT_TRY(dt_comm_allgather(dt_grid_comm(s->grid, DT_GRID_TP), mine, x, 3, DT_COMM_FLOAT64));
+        s->bad = (dt_nonfinite){0, -1, 0};
+        for (int r = 0; r < s->info.tp_size; r++)
+            fold_bad(&s->bad, x + 3 * r);
+    }
+fail:
+    return st;
+}
+
 dt_status dt_strategy_step(dt_strategy *s, const dt_step_plan *plan, const dt_step_io *io,
                            double *loss_sum)
 {
+    s->bad_here = 0;
+    s->bad = (dt_nonfinite){0, -1, 0};
     dt_status st = s->ops->step(s, plan, io, loss_sum);
-    /* The loss is the stage's that runs the last layer: every stage reports it. */
-    if (st == DT_OK && s->pipe != NULL)
-        st = dt_pipe_share(s->pipe, loss_sum, 1);
-    return st;
+    if (st == DT_OK)
+        st = share_step(s, loss_sum);
+    if (st != DT_OK || s->bad.ranks == 0)
+        return st;
+    /* Every rank returns the same verdict in the same step, so the caller's reaction (skip
+     * the update, or stop) is taken by all together. */
+    char where[64] = "the loss";
+    if (s->bad.where != DT_NONFINITE_LOSS)
+        snprintf(where, sizeof where, "the gradient of layer %d", s->bad.where - 1);
+    return dt_fail(DT_ERR_NONFINITE, "a NaN or Inf in %s on rank %d (%d rank%s in all)", where,
+                   s->bad.rank, s->bad.ranks, s->bad.ranks > 1 ? "s" : "");
+}
+
+void dt_strategy_nonfinite(const dt_strategy *s, dt_nonfinite *out)
+{
+    *out = s->bad;
 }
 
 dt_status dt_strategy_update(dt_strategy *s, dt_optim *o, double lr)

@@ -122,8 +122,22 @@ typedef struct dt_strategy_ops {
     void (*stats)(const dt_strategy *s, dt_strategy_stats *out);
     /* Times the step's gradient communication alone (median of reps rounds). Collective. */
     dt_status (*time_comm_alone)(dt_strategy *s, int reps, double *seconds);
+    /* full[0..param count) = the optimizer's buffer laid out as the parameters, from this
+     * rank's slice [optim_offset, optim_offset + optim_count) of it: the slices of the
+     * data-parallel group gathered under ZeRO-1, a copy otherwise. Collective over the dp
+     * group. */
+    dt_status (*gather_optim)(dt_strategy *s, const float *slice, float *full);
     void (*free)(dt_strategy *s);
 } dt_strategy_ops;
+
+/* A step's non-finite values, as the ranks see them together (dt_strategy_step): how
+ * many ranks found one, the lowest world rank among them and where it was there. */
+typedef struct dt_nonfinite {
+    int ranks;
+    int rank;
+    int where; /* DT_NONFINITE_LOSS, or 1 + the whole model's layer of the first gradient */
+} dt_nonfinite;
+enum { DT_NONFINITE_LOSS = -1 };
 
 /* What every strategy holds first; each strategy's own struct embeds it. */
 struct dt_strategy {
@@ -135,6 +149,14 @@ struct dt_strategy {
     dt_strategy_info info;
     dt_tp_comm *tp; /* the model's tensor-parallel collectives (tp_group.c), or NULL */
     dt_pipe *pipe;  /* the pipeline's schedule and messages (pipe.c), or NULL */
+    /* The optimizer updates [optim_offset, optim_offset + optim_count) of the flat buffer
+     * (set by attach: everything, or a ZeRO-1 slice). */
+    size_t optim_offset, optim_count;
+    /* This rank's finding in the step (where, or 0), and after the step the ranks'
+     * together; the strategy's step fills `bad` for its data-parallel group. */
+    int bad_here;
+    dt_nonfinite bad;
+    double *exchange; /* [4 x max(pp, tp)]: the step's summary crossing stages and tp ranks */
 };
 
 /* Lays out `world` as opt's grid (collective: every rank calls it; the layout is checked
@@ -156,10 +178,22 @@ dt_status dt_strategy_start(dt_strategy *s);
 dt_status dt_strategy_step(dt_strategy *s, const dt_step_plan *plan, const dt_step_io *io,
                            double *loss_sum);
 dt_status dt_strategy_update(dt_strategy *s, dt_optim *o, double lr);
+/* After a step that returned DT_ERR_NONFINITE: what the ranks found (the same on all). */
+void dt_strategy_nonfinite(const dt_strategy *s, dt_nonfinite *out);
 dt_status dt_strategy_evaluate(dt_strategy *s, int64_t n_test, const dt_step_io *io,
                                double *loss_sum, double *correct);
 void dt_strategy_get_stats(const dt_strategy *s, dt_strategy_stats *out);
 dt_status dt_strategy_time_comm_alone(dt_strategy *s, int reps, double *seconds);
+
+/* dt_strategy_ops.gather_optim, and the range the optimizer owns. */
+dt_status dt_strategy_gather_optim(dt_strategy *s, const float *slice, float *full);
+
+/* The scan of the non-finite guard: 1 + the whole model's layer of the first NaN or Inf in
+ * gradients [lo, hi) of the flat buffer, 0 when there is none. A pass over memory that
+ * vectorises (a product with zero is NaN exactly when the value is not finite). */
+int dt_strategy_scan_grads(const dt_strategy *s, size_t lo, size_t hi);
+/* bad_here for a step whose loss sum is `loss_sum`, the gradients [lo, hi) scanned. */
+void dt_strategy_note_bad(dt_strategy *s, double loss_sum, size_t lo, size_t hi);
 
 /* whole[0..n) = the whole model's parameters gathered from the pipeline's stages (each
  * holding its own tensors in place and zeros elsewhere); nothing without a pipeline.

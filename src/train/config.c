@@ -62,6 +62,12 @@ dt_config dt_config_default(void)
     c.train.max_steps = 0;
     c.train.log_every = 0;
     c.train.eval = 1;
+    c.train.nonfinite_stop = 0;
+
+    c.checkpoint.dir[0] = '\0';
+    c.checkpoint.every = 0;
+    c.checkpoint.keep = 3;
+    c.checkpoint.on_error_continue = 0;
 
     /* The parallel and comm layers own their defaults; the config only adds its own keys. */
     const dt_strategy_options so = dt_strategy_options_default();

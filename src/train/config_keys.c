@@ -147,6 +147,16 @@ static const char *strategy_name(int v)
 {
     return dt_strategy_kind_name((dt_strategy_kind)v);
 }
+static const char *nonfinite_name(int v)
+{
+    static const char *const n[2] = {"skip", "stop"};
+    return v >= 0 && v < 2 ? n[v] : NULL;
+}
+static const char *ckpt_error_name(int v)
+{
+    static const char *const n[2] = {"stop", "continue"};
+    return v >= 0 && v < 2 ? n[v] : NULL;
+}
 static const char *comm_algo_name(int v)
 {
     static const char *const n[DT_COMM_ALGO_COUNT] = {
@@ -291,6 +301,19 @@ static const key_def keys[] = {
           "boundary every K layers (sqrt: K = ceil(sqrt(layers of the stage)), each cut moved to "
           "the smallest activation within K/2 layers) and re-run the "
           "rest in backward; changes no bit of the result"),
+    ENUMK("train.on_nonfinite", train.nonfinite_stop, nonfinite_name, 0,
+          "a NaN or Inf in a step's loss or any gradient, on any rank: skip (every rank skips "
+          "the update together; counted) | stop (the run ends naming rank, layer and step)"),
+    /* [checkpoint] */
+    OTHER("checkpoint.dir", KEY_PATH, checkpoint.dir,
+          "directory of checkpoints (docs/checkpoint-format.md); empty: none are written"),
+    NUM("checkpoint.every", KEY_INT64, checkpoint.every, LO, 0, 0,
+        "optimizer steps between checkpoints; 0: one when training ends only"),
+    NUM("checkpoint.keep", KEY_INT, checkpoint.keep, LO | HI, 1, 1 << 20,
+        "complete checkpoints kept (the newest); older ones are removed"),
+    ENUMK("checkpoint.on_error", checkpoint.on_error_continue, ckpt_error_name, 0,
+          "a checkpoint that cannot be written (full disk, unwritable directory): stop (the "
+          "previous checkpoint stays intact) | continue (warn and train on)"),
     /* [parallel] */
     ENUMK("parallel.strategy", parallel.strategy, strategy_name, 0,
           "ddp (synchronous data parallelism; one rank: a single process) | ps | fedavg "
@@ -378,7 +401,7 @@ int dt_cfg_section_known(const char *section, size_t len)
 
 const char *dt_cfg_section_list(void)
 {
-    return "data, model, loss, optim, schedule, train, parallel, comm";
+    return "data, model, loss, optim, schedule, train, checkpoint, parallel, comm";
 }
 
 /* ---- applying and formatting values ---------------------------------------------------- */

@@ -15,30 +15,7 @@
 #include "optim/optim_team.h"
 #include "parallel/strategy.h"
 
-struct dt_trainer {
-    dt_config cfg;
-    dt_dataset storage, test_storage, train, test;
-    dt_model *model;
-    dt_optim *optim;
-    dt_comm *self;         /* the world of one, when the caller gave no communicator */
-    float *whole;          /* dt_trainer_whole_params under tensor or pipeline parallelism */
-    float *stage_whole;    /* pipeline + tensor parallelism: the stage's tensors whole */
-    dt_model *whole_model; /* pipeline: the whole model's tensors, for weight files */
-    dt_strategy *strategy;
-    int replicas;         /* data-parallel replicas (the strategy's) */
-    int64_t global_batch; /* G: samples per optimizer step, all ranks and micro-steps */
-    int64_t parts;        /* replicas * micro-batches */
-    int64_t micro_max;    /* largest part */
-    int64_t rows;         /* the model's planned batch: micro_max x the strategy's slots */
-    int64_t steps_per_epoch;
-    int64_t *perm;                      /* [train.n] */
-    int64_t *positions;                 /* [rows] positions in the permutation */
-    int64_t *samples;                   /* [rows] the samples at those positions */
-    int32_t *labels;                    /* [rows] */
-    float *targets;                     /* [rows x width] regression targets */
-    int64_t out_width;                  /* of the whole model's output */
-    int stage_of[DT_CONFIG_MAX_LAYERS]; /* the pipeline stage of each layer (all 0 without) */
-};
+#include "train/trainer_internal.h"
 
 static int is_classification(const dt_trainer *t)
 {
@@ -229,6 +206,7 @@ dt_status dt_trainer_create(const dt_config *cfg, dt_comm *world, dt_trainer **o
     DT_TRY(dt_config_check(cfg));
     DT_TRY(dt_alloc(sizeof *t, "trainer", (void **)&t));
     t->cfg = *cfg;
+    t->last_ckpt_step = -1;
     if (world == NULL) {
         DT_TRY(dt_comm_create_self(&t->self));
         world = t->self;
@@ -405,9 +383,13 @@ static dt_status io_loss(void *ctx, int64_t row0, int64_t count, double divisor,
     dt_trainer *t = ctx;
     const int nl = dt_model_layer_count(t->model);
     const int64_t w = t->out_width;
-    return dt_loss_compute(t->cfg.loss, dt_model_output(t->model) + row0 * w, count, w,
-                           t->labels + row0, t->targets + row0 * w, divisor, loss_sum,
-                           dt_model_activation_grad(t->model, nl) + row0 * w, NULL);
+    float *grad = dt_model_activation_grad(t->model, nl) + row0 * w;
+    dt_status st =
+        dt_loss_compute(t->cfg.loss, dt_model_output(t->model) + row0 * w, count, w,
+                        t->labels + row0, t->targets + row0 * w, divisor, loss_sum, grad, NULL);
+    if (st == DT_OK && t->inject_step == t->attempted && count > 0)
+        grad[0] = NAN; /* dt_trainer_inject_nonfinite */
+    return st;
 }
 
 static dt_status io_load_test(void *ctx, int64_t first, int64_t count, int64_t row0, unsigned what)
@@ -471,7 +453,56 @@ static int max_steps_reached(const dt_trainer *t)
 
 /* One epoch's steps (up to train.max_steps): each global batch through the strategy, the
  * update at the scheduled rate, the step callback. Fills the epoch's training figures. */
-static dt_status run_epoch(dt_trainer *t, int64_t epoch, const dt_schedule *sched,
+/* One step's non-finite verdict, the same on every rank: skipped and counted, or (with
+ * train.on_nonfinite stop) the run's failure naming the step. */
+static dt_status on_nonfinite(dt_trainer *t)
+{
+    if (t->cfg.train.nonfinite_stop) {
+        dt_nonfinite bad;
+        dt_strategy_nonfinite(t->strategy, &bad);
+        const int layer = bad.where > 0 ? bad.where - 1 : -1;
+        if (layer >= 0 && t->cfg.layers[layer].name[0] != '\0')
+            dt_error_prefix("step %lld (layer %d is %s): ", (long long)t->attempted, layer,
+                            t->cfg.layers[layer].name);
+        else
+            dt_error_prefix("step %lld: ", (long long)t->attempted);
+        return DT_ERR_NONFINITE;
+    }
+    t->skipped++;
+    return DT_OK;
+}
+
+/* The position after step s of `epoch`: the next step's epoch and its index in it. */
+static void next_position(const dt_trainer *t, int64_t epoch, int64_t s, int64_t *e, int64_t *k)
+{
+    *e = s + 1 == t->steps_per_epoch ? epoch + 1 : epoch;
+    *k = s + 1 == t->steps_per_epoch ? 0 : s + 1;
+}
+
+static dt_status report_step(dt_trainer *t, const dt_train_callbacks *cb, int64_t epoch, int64_t s,
+                             int64_t g, double loss, double lr, int skipped, double t0,
+                             int64_t epoch_samples)
+{
+    if (cb == NULL || cb->on_step == NULL)
+        return DT_OK;
+    const double el = dt_now() - t0;
+    const dt_step_info info = {.epoch = epoch,
+                               .step = dt_optim_steps(t->optim),
+                               .epoch_step = s + 1,
+                               .epoch_steps = t->steps_per_epoch,
+                               .samples = g,
+                               .loss = skipped ? NAN : loss / (double)g,
+                               .lr = lr,
+                               .samples_per_s = el > 0 ? (double)epoch_samples / el : 0.0,
+                               .elapsed_s = el,
+                               .skipped = skipped};
+    return cb->on_step(cb->ctx, &info);
+}
+
+/* One epoch's steps from step `from` (up to train.max_steps): each global batch through
+ * the strategy, the update at the scheduled rate, the step callback, a checkpoint when one
+ * is due. Fills the epoch's training figures. */
+static dt_status run_epoch(dt_trainer *t, int64_t epoch, int64_t from, const dt_schedule *sched,
                            const dt_train_callbacks *cb, dt_epoch_info *e)
 {
     dt_status st = DT_OK;
@@ -481,31 +512,28 @@ static dt_status run_epoch(dt_trainer *t, int64_t epoch, const dt_schedule *sche
     order_for_epoch(t, epoch);
     double t0 = dt_now(), epoch_loss = 0.0;
     int64_t epoch_samples = 0;
-    for (int64_t s = 0; s < t->steps_per_epoch && !max_steps_reached(t); s++) {
+    for (int64_t s = from; s < t->steps_per_epoch && !max_steps_reached(t); s++) {
         const int64_t first = s * t->global_batch;
         int64_t g = t->global_batch;
         if (first + g > t->train.n && c->parallel.last_batch == DT_LAST_BATCH_UNEVEN)
             g = t->train.n - first;
         const dt_step_plan plan = {.epoch = epoch, .first = first, .samples = g};
         double step_loss = 0.0;
-        DT_TRY(dt_strategy_step(t->strategy, &plan, &io, &step_loss));
+        t->attempted++;
         const double lr = dt_schedule_lr(sched, dt_optim_steps(t->optim)) * lr_factor;
-        DT_TRY(dt_strategy_update(t->strategy, t->optim, lr));
-        epoch_loss += step_loss;
-        epoch_samples += g;
-        if (cb != NULL && cb->on_step != NULL) {
-            double el = dt_now() - t0;
-            dt_step_info info = {.epoch = epoch,
-                                 .step = dt_optim_steps(t->optim),
-                                 .epoch_step = s + 1,
-                                 .epoch_steps = t->steps_per_epoch,
-                                 .samples = g,
-                                 .loss = step_loss / (double)g,
-                                 .lr = lr,
-                                 .samples_per_s = el > 0 ? (double)epoch_samples / el : 0.0,
-                                 .elapsed_s = el};
-            DT_TRY(cb->on_step(cb->ctx, &info));
+        st = dt_strategy_step(t->strategy, &plan, &io, &step_loss);
+        const int skipped = st == DT_ERR_NONFINITE;
+        if (skipped)
+            st = on_nonfinite(t);
+        DT_TRY(st);
+        if (!skipped) {
+            DT_TRY(dt_strategy_update(t->strategy, t->optim, lr));
+            epoch_loss += step_loss;
+            epoch_samples += g;
         }
+        DT_TRY(report_step(t, cb, epoch, s, g, step_loss, lr, skipped, t0, epoch_samples));
+        next_position(t, epoch, s, &t->next_epoch, &t->next_step);
+        DT_TRY(dt_trainer_checkpoint_due(t, cb, 0));
     }
     double train_s = dt_now() - t0;
     *e = (dt_epoch_info){.epoch = epoch,
@@ -538,17 +566,21 @@ dt_status dt_trainer_run(dt_trainer *t, const dt_train_callbacks *cb)
             DT_TRY(cb->on_epoch(cb->ctx, &e));
         return DT_OK;
     }
-    /* epochs 0: only max_steps limits the run. */
-    for (int64_t epoch = 0; c->train.epochs == 0 || epoch < c->train.epochs; epoch++) {
+    /* epochs 0: only max_steps limits the run. A resumed run starts at its checkpoint's
+     * position, and an epoch begun before the checkpoint reports only its later steps. */
+    t->next_epoch = t->start_epoch;
+    t->next_step = t->start_step;
+    for (int64_t epoch = t->start_epoch;
+         (c->train.epochs == 0 || epoch < c->train.epochs) && !max_steps_reached(t); epoch++) {
         dt_epoch_info e;
-        DT_TRY(run_epoch(t, epoch, &sched, cb, &e));
+        DT_TRY(run_epoch(t, epoch, epoch == t->start_epoch ? t->start_step : 0, &sched, cb, &e));
         if (c->train.eval)
             DT_TRY(dt_trainer_evaluate(t, &e.test_loss, &e.test_accuracy));
         if (cb != NULL && cb->on_epoch != NULL)
             DT_TRY(cb->on_epoch(cb->ctx, &e));
-        if (max_steps_reached(t))
-            break;
     }
+    /* The checkpoint that ends training, where the last periodic one was not this step. */
+    DT_TRY(dt_trainer_checkpoint_due(t, cb, 1));
     return DT_OK;
 fail:
     return st;

@@ -1,0 +1,375 @@
+/* ckpt_set.c — checkpoint sets on disk (checkpoint.h): part files with a CRC-32 per
+ * tensor, opening a set and verifying every byte of it, finding the newest valid set in a
+ * directory, and keeping the last K. docs/checkpoint-format.md specifies the layout. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dtrain/checkpoint.h"
+
+#define CRC_KEY "crc32."
+
+struct dt_ckpt_set {
+    char dir[4096];
+    dt_ckpt_manifest manifest;
+    dt_st_file *parts[DT_CKPT_MAX_FILES];
+    int count;  /* tensors in all parts */
+    int *part;  /* [count]: the part of tensor i */
+    int *index; /* [count]: its index in that part */
+};
+
+/* dir/name into buf (4096 bytes): DT_ERR_INVALID when it does not fit. */
+static dt_status join(char *buf, const char *dir, const char *name)
+{
+    if (snprintf(buf, 4096, "%s/%s", dir, name) >= 4096)
+        return dt_fail(DT_ERR_INVALID, "checkpoint: %s/%s: the path is too long", dir, name);
+    return DT_OK;
+}
+
+/* ---- writing a part ---- */
+
+dt_status dt_ckpt_write_part(const char *dir, const char *name, const dt_st_tensor *tensors, int n,
+                             const char *const *meta, int nmeta, dt_ckpt_file *entry)
+{
+    dt_status st = DT_OK;
+    char path[4096], *text = NULL;
+    const char **all = NULL;
+    char(*keys)[160] = NULL, (*crcs)[16] = NULL;
+    size_t nbytes = 0;
+    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path ||
+        strlen(name) >= DT_CKPT_NAME_MAX)
+        return dt_fail(DT_ERR_INVALID, "checkpoint: %s/%s: the path is too long", dir, name);
+    const size_t total = (size_t)nmeta + (size_t)n;
+    DT_TRY(
+        dt_alloc(sizeof *all * 2 * (total > 0 ? total : 1), "checkpoint metadata", (void **)&all));
+    DT_TRY(dt_alloc(sizeof *keys * (size_t)(n > 0 ? n : 1), "checkpoint metadata", (void **)&keys));
+    DT_TRY(dt_alloc(sizeof *crcs * (size_t)(n > 0 ? n : 1), "checkpoint metadata", (void **)&crcs));
+    for (int i = 0; i < 2 * nmeta; i++)
+        all[i] = meta[i];
+    for (int i = 0; i < n; i++) {
+        if (snprintf(keys[i], sizeof keys[i], CRC_KEY "%s", tensors[i].name) >=
+            (int)sizeof keys[i]) {
+            st = dt_fail(DT_ERR_INVALID, "checkpoint: tensor name '%s' is too long",
+                         tensors[i].name);
+            goto fail;
+        }
+        snprintf(crcs[i], sizeof crcs[i], "%08x",
+                 (unsigned)dt_crc32(0, tensors[i].data, tensors[i].nbytes));
+        all[2 * (nmeta + i)] = keys[i];
+        all[2 * (nmeta + i) + 1] = crcs[i];
+    }
+    DT_TRY(dt_st_write(path, tensors, n, all, (int)total));
+    /* The file's checksum from what was written: read back, so the manifest vouches for
+     * the bytes on disk. */
+    DT_TRY(dt_read_file(path, "checkpoint", &text, &nbytes));
+    snprintf(entry->name, sizeof entry->name, "%s", name);
+    entry->bytes = nbytes;
+    entry->crc32 = dt_crc32(0, text, nbytes);
+fail:
+    dt_free(text);
+    dt_free(all);
+    dt_free(keys);
+    dt_free(crcs);
+    return st;
+}
+
+/* ---- opening a set ---- */
+
+static dt_status read_manifest(const char *dir, dt_ckpt_manifest *m)
+{
+    char path[4096], *text = NULL;
+    size_t n = 0;
+    if (snprintf(path, sizeof path, "%s/%s", dir, DT_CKPT_MANIFEST) >= (int)sizeof path)
+        return dt_fail(DT_ERR_INVALID, "checkpoint: %s: the path is too long", dir);
+    if (access(path, F_OK) != 0)
+        return dt_fail(DT_ERR_FORMAT, "checkpoint: %s: incomplete (no %s)", dir, DT_CKPT_MANIFEST);
+    dt_status st = dt_read_file(path, "checkpoint", &text, &n);
+    if (st == DT_OK)
+        st = dt_ckpt_manifest_parse(text, n, path, m);
+    dt_free(text);
+    return st;
+}
+
+/* Part k: its size and CRC-32 against the manifest, then parsed, then each tensor's CRC-32
+ * against the part's own record. */
+static dt_status open_part(dt_ckpt_set *s, int k)
+{
+    dt_status st = DT_OK;
+    const dt_ckpt_file *f = &s->manifest.files[k];
+    char path[4096], *text = NULL;
+    size_t n = 0;
+    DT_TRY(join(path, s->dir, f->name));
+    DT_TRY(dt_read_file(path, "checkpoint", &text, &n));
+    if (n != f->bytes) {
+        st = dt_fail(DT_ERR_FORMAT,
+                     "checkpoint: %s: %zu bytes, the manifest says %llu (truncated "
+                     "or overwritten)",
+                     path, n, (unsigned long long)f->bytes);
+        goto fail;
+    }
+    if (dt_crc32(0, text, n) != f->crc32) {
+        st = dt_fail(DT_ERR_FORMAT,
+                     "checkpoint: %s: corrupt (its crc32 differs from the manifest's)", path);
+        goto fail;
+    }
+    DT_TRY(dt_st_open(path, &s->parts[k]));
+    for (int i = 0; i < dt_st_count(s->parts[k]); i++) {
+        const dt_st_tensor *t = dt_st_get(s->parts[k], i);
+        char key[192];
+        snprintf(key, sizeof key, CRC_KEY "%s", t->name);
+        const char *want = dt_st_metadata(s->parts[k], key);
+        char got[16];
+        snprintf(got, sizeof got, "%08x", (unsigned)dt_crc32(0, t->data, t->nbytes));
+        if (want == NULL || strcmp(want, got) != 0) {
+            st = dt_fail(DT_ERR_FORMAT, "checkpoint: %s: tensor '%s' %s", path, t->name,
+                         want == NULL ? "has no recorded crc32" : "is corrupt (crc32 mismatch)");
+            goto fail;
+        }
+    }
+fail:
+    dt_free(text);
+    return st;
+}
+
+/* The tensor table over all parts; a name in two parts is refused. */
+static dt_status index_tensors(dt_ckpt_set *s)
+{
+    dt_status st = DT_OK;
+    int total = 0;
+    for (int k = 0; k < s->manifest.nfiles; k++)
+        total += dt_st_count(s->parts[k]);
+    DT_TRY(
+        dt_alloc(sizeof(int) * (size_t)(total > 0 ? total : 1), "checkpoint", (void **)&s->part));
+    DT_TRY(
+        dt_alloc(sizeof(int) * (size_t)(total > 0 ? total : 1), "checkpoint", (void **)&s->index));
+    for (int k = 0; k < s->manifest.nfiles; k++)
+        for (int i = 0; i < dt_st_count(s->parts[k]); i++) {
+            const char *name = dt_st_get(s->parts[k], i)->name;
+            for (int j = 0; j < k; j++)
+                if (dt_st_find(s->parts[j], name) != NULL) {
+                    st =
+                        dt_fail(DT_ERR_FORMAT, "checkpoint: %s: tensor '%s' is in both %s and %s",
+                                s->dir, name, s->manifest.files[j].name, s->manifest.files[k].name);
+                    goto fail;
+                }
+            s->part[s->count] = k;
+            s->index[s->count++] = i;
+        }
+fail:
+    return st;
+}
+
+dt_status dt_ckpt_open(const char *dir, dt_ckpt_set **out)
+{
+    dt_status st = DT_OK;
+    dt_ckpt_set *s = NULL;
+    *out = NULL;
+    DT_TRY(dt_alloc(sizeof *s, "checkpoint", (void **)&s));
+    if (snprintf(s->dir, sizeof s->dir, "%s", dir) >= (int)sizeof s->dir) {
+        st = dt_fail(DT_ERR_INVALID, "checkpoint: %s: the path is too long", dir);
+        goto fail;
+    }
+    DT_TRY(read_manifest(dir, &s->manifest));
+    for (int k = 0; k < s->manifest.nfiles; k++)
+        DT_TRY(open_part(s, k));
+    DT_TRY(index_tensors(s));
+    *out = s;
+    return DT_OK;
+fail:
+    dt_ckpt_close(s);
+    return st;
+}
+
+void dt_ckpt_close(dt_ckpt_set *s)
+{
+    if (s == NULL)
+        return;
+    for (int k = 0; k < DT_CKPT_MAX_FILES; k++)
+        dt_st_close(s->parts[k]);
+    dt_free(s->part);
+    dt_free(s->index);
+    dt_free(s);
+}
+
+const dt_ckpt_manifest *dt_ckpt_set_manifest(const dt_ckpt_set *s)
+{
+    return &s->manifest;
+}
+const char *dt_ckpt_set_dir(const dt_ckpt_set *s)
+{
+    return s->dir;
+}
+int dt_ckpt_set_count(const dt_ckpt_set *s)
+{
+    return s->count;
+}
+const dt_st_tensor *dt_ckpt_set_get(const dt_ckpt_set *s, int i)
+{
+    DT_ASSERT(i >= 0 && i < s->count);
+    return dt_st_get(s->parts[s->part[i]], s->index[i]);
+}
+const char *dt_ckpt_set_file_of(const dt_ckpt_set *s, int i)
+{
+    DT_ASSERT(i >= 0 && i < s->count);
+    return s->manifest.files[s->part[i]].name;
+}
+
+const dt_st_tensor *dt_ckpt_set_find(const dt_ckpt_set *s, const char *name)
+{
+    for (int k = 0; k < s->manifest.nfiles; k++) {
+        const dt_st_tensor *t = dt_st_find(s->parts[k], name);
+        if (t != NULL)
+            return t;
+    }
+    return NULL;
+}
+
+dt_status dt_ckpt_verify(const char *dir, dt_ckpt_manifest *out)
+{
+    dt_ckpt_set *s = NULL;
+    dt_status st = dt_ckpt_open(dir, &s);
+    if (st == DT_OK)
+        *out = s->manifest;
+    dt_ckpt_close(s);
+    return st;
+}
+
+/* ---- the sets of a directory ---- */
+
+/* "step-" and 9 or more digits: the set's step, else -1. */
+static int64_t step_of(const char *name)
+{
+    if (strncmp(name, "step-", 5) != 0 || strlen(name) < 14 || strlen(name) > 23)
+        return -1;
+    int64_t v = 0;
+    for (const char *p = name + 5; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return -1;
+        v = v * 10 + (*p - '0');
+    }
+    return v;
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x < y) - (x > y);
+}
+
+/* The steps of root's sets, newest first, into *steps (caller frees); *n = 0 when root
+ * does not exist. */
+static dt_status list_steps(const char *root, int64_t **steps, int *n)
+{
+    *steps = NULL;
+    *n = 0;
+    DIR *d = opendir(root);
+    if (d == NULL)
+        return errno == ENOENT
+                   ? DT_OK
+                   : dt_fail(DT_ERR_IO, "checkpoint: %s: cannot list: %s", root, strerror(errno));
+    int cap = 0;
+    dt_status st = DT_OK;
+    for (struct dirent *e = readdir(d); e != NULL; e = readdir(d)) {
+        const int64_t s = step_of(e->d_name);
+        if (s < 0)
+            continue;
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 16;
+            int64_t *grown = realloc(*steps, sizeof(int64_t) * (size_t)cap);
+            if (grown == NULL) {
+                st = dt_fail(DT_ERR_NOMEM, "checkpoint: %s: cannot list", root);
+                break;
+            }
+            *steps = grown;
+        }
+        (*steps)[(*n)++] = s;
+    }
+    closedir(d);
+    if (*n > 0)
+        qsort(*steps, (size_t)*n, sizeof(int64_t), cmp_desc);
+    return st;
+}
+
+static int has_manifest(const char *dir)
+{
+    char path[4096];
+    return join(path, dir, DT_CKPT_MANIFEST) == DT_OK && access(path, F_OK) == 0;
+}
+
+dt_status dt_ckpt_find(const char *path, char *dir, size_t nbytes, dt_ckpt_manifest *out,
+                       int *found, dt_ckpt_warn_fn warn, void *ctx)
+{
+    dt_status st = DT_OK;
+    int64_t *steps = NULL;
+    int n = 0;
+    *found = 0;
+    if (has_manifest(path)) { /* one checkpoint, named: it must be valid */
+        DT_TRY(dt_ckpt_verify(path, out));
+        snprintf(dir, nbytes, "%s", path);
+        *found = 1;
+        return DT_OK;
+    }
+    DT_TRY(list_steps(path, &steps, &n));
+    for (int i = 0; i < n && !*found; i++) {
+        DT_TRY(dt_ckpt_step_dir(path, steps[i], dir, nbytes));
+        if (dt_ckpt_verify(dir, out) == DT_OK) {
+            *found = 1;
+            break;
+        }
+        if (warn != NULL) {
+            char msg[1200];
+            snprintf(msg, sizeof msg, "skipping %s: %s", dir, dt_last_error());
+            warn(ctx, msg);
+        }
+    }
+fail:
+    free(steps);
+    return st;
+}
+
+/* A set's manifest first (the set then reads as incomplete), its files, its directory. */
+static dt_status remove_set(const char *dir)
+{
+    char path[4096];
+    if (join(path, dir, DT_CKPT_MANIFEST) != DT_OK)
+        return DT_ERR_INVALID;
+    if (unlink(path) != 0 && errno != ENOENT)
+        return dt_fail(DT_ERR_IO, "checkpoint: cannot remove %s: %s", path, strerror(errno));
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return dt_fail(DT_ERR_IO, "checkpoint: cannot list %s: %s", dir, strerror(errno));
+    for (struct dirent *e = readdir(d); e != NULL; e = readdir(d)) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        if (join(path, dir, e->d_name) == DT_OK)
+            (void)unlink(path);
+    }
+    closedir(d);
+    if (rmdir(dir) != 0)
+        return dt_fail(DT_ERR_IO, "checkpoint: cannot remove %s: %s", dir, strerror(errno));
+    return DT_OK;
+}
+
+dt_status dt_ckpt_prune(const char *root, int keep)
+{
+    dt_status st = DT_OK;
+    int64_t *steps = NULL;
+    int n = 0, complete = 0;
+    char dir[4096];
+    DT_ASSERT(keep >= 1);
+    DT_TRY(list_steps(root, &steps, &n));
+    for (int i = 0; i < n; i++) { /* newest first */
+        DT_TRY(dt_ckpt_step_dir(root, steps[i], dir, sizeof dir));
+        const int whole = has_manifest(dir);
+        /* Incomplete sets newer than every complete one may be being written. */
+        if ((whole && ++complete > keep) || (!whole && complete > 0))
+            DT_TRY(remove_set(dir));
+    }
+fail:
+    free(steps);
+    return st;
+}

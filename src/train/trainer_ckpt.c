@@ -1,0 +1,457 @@
+/* trainer_ckpt.c — the trainer's checkpoints (train.h, docs/checkpoint-format.md).
+ *
+ * Every tensor goes to disk whole, under its PyTorch name, whatever the layout: each
+ * pipeline stage's first rank (dp 0, tp 0) writes its stage's parameters gathered over the
+ * tensor-parallel group, and the optimizer's state beside them, gathered first over the
+ * data-parallel group under ZeRO-1. Loading is then the same for every layout: each rank
+ * takes its part of each whole tensor, and under ZeRO-1 its slice of the state. The
+ * ranks agree on every outcome (an exchange of statuses), so that a disk that fails one
+ * writer fails the checkpoint everywhere and never leaves a rank waiting. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "dtrain/checkpoint.h"
+#include "train/trainer_internal.h"
+
+/* The optimizer's state buffers under PyTorch's names for them. */
+static const char *state_name(dt_optim_kind kind, int b)
+{
+    if (kind == DT_OPTIM_SGD)
+        return "momentum_buffer";
+    return b == 0 ? "exp_avg" : "exp_avg_sq";
+}
+
+#define STATE_PREFIX "optim."
+#define MSG_INTS 32 /* a failure's message crossing ranks: 256 bytes */
+enum {
+    REC_STATUS,
+    REC_WRITER,
+    REC_BYTES,
+    REC_CRC,
+    REC_NAME,
+    REC_MSG = REC_NAME + 8,
+    REC_LEN = REC_MSG + MSG_INTS
+};
+
+/* ---- agreeing on an outcome ---- */
+
+/* Every rank's status (and message) to every rank; returns the first failure's status
+ * with its rank and message, on every rank. rec is this rank's record (REC_LEN int64s),
+ * all receives every rank's. */
+static dt_status agree(dt_comm *world, int64_t *rec, int64_t *all, dt_status mine)
+{
+    rec[REC_STATUS] = mine;
+    memset(rec + REC_MSG, 0, MSG_INTS * sizeof(int64_t));
+    if (mine != DT_OK)
+        snprintf((char *)(rec + REC_MSG), MSG_INTS * sizeof(int64_t), "%s", dt_last_error());
+    dt_status st = dt_comm_allgather(world, rec, all, REC_LEN, DT_COMM_INT64);
+    if (st != DT_OK)
+        return st;
+    for (int r = 0; r < dt_comm_size(world); r++) {
+        const int64_t *x = all + (size_t)r * REC_LEN;
+        if (x[REC_STATUS] == DT_OK)
+            continue;
+        char msg[MSG_INTS * sizeof(int64_t) + 1];
+        memcpy(msg, x + REC_MSG, MSG_INTS * sizeof(int64_t));
+        msg[sizeof msg - 1] = '\0';
+        return dt_fail((dt_status)x[REC_STATUS], "rank %d: %s", r, msg);
+    }
+    return DT_OK;
+}
+
+static dt_status agree_status(dt_comm *world, dt_status mine)
+{
+    int64_t rec[REC_LEN] = {0}, *all = NULL;
+    dt_status st = dt_alloc(sizeof(int64_t) * REC_LEN * (size_t)dt_comm_size(world), "statuses",
+                            (void **)&all);
+    if (st == DT_OK)
+        st = agree(world, rec, all, mine);
+    dt_free(all);
+    return st;
+}
+
+/* ---- writing ---- */
+
+/* mkdir -p of root, then its step directory, emptied of a stale manifest (a set of this
+ * step from an earlier try must read as incomplete while it is rewritten). */
+static dt_status make_dirs(const char *root, const char *dir)
+{
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s", root) >= (int)sizeof path)
+        return dt_fail(DT_ERR_INVALID, "checkpoint: %s: the path is too long", root);
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(path, 0777) != 0 && errno != EEXIST)
+            return dt_fail(DT_ERR_IO, "checkpoint: cannot create %s: %s", path, strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(root, 0777) != 0 && errno != EEXIST)
+        return dt_fail(DT_ERR_IO, "checkpoint: cannot create %s: %s", root, strerror(errno));
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return dt_fail(DT_ERR_IO, "checkpoint: cannot create %s: %s", dir, strerror(errno));
+    if (snprintf(path, sizeof path, "%s/%s", dir, DT_CKPT_MANIFEST) >= (int)sizeof path)
+        return dt_fail(DT_ERR_INVALID, "checkpoint: %s: the path is too long", dir);
+    if (remove(path) != 0 && errno != ENOENT)
+        return dt_fail(DT_ERR_IO, "checkpoint: cannot remove the stale %s: %s", path,
+                       strerror(errno));
+    return DT_OK;
+}
+
+/* The stage's whole tensors: wholes[0] the parameters, wholes[1 + b] state buffer b, each
+ * dt_model_whole_param_count floats. Collective over the dp and tp groups. */
+static dt_status gather_state(dt_trainer *t, float *full, float **wholes, int nbuf, float **bufs)
+{
+    dt_status st = DT_OK;
+    DT_TRY(dt_model_gather_params(t->model, wholes[0]));
+    for (int b = 0; b < nbuf; b++) {
+        DT_TRY(dt_strategy_gather_optim(t->strategy, bufs[b], full));
+        DT_TRY(dt_model_gather_buffer(t->model, full, wholes[1 + b]));
+    }
+fail:
+    return st;
+}
+
+static dt_status check_finite(const char *name, const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i]))
+            return dt_fail(DT_ERR_NONFINITE,
+                           "checkpoint: not written: '%s' holds %s at element %zu (a poisoned "
+                           "state is never saved)",
+                           name, isnan(x[i]) ? "NaN" : "Inf", i);
+    return DT_OK;
+}
+
+/* The writer's part file: every tensor of the stage whole, then each state buffer's. */
+static dt_status write_part(dt_trainer *t, const char *dir, float **wholes, int nbuf,
+                            dt_ckpt_file *entry)
+{
+    dt_status st = DT_OK;
+    const int nt = dt_model_tensor_count(t->model), n = nt * (1 + nbuf);
+    dt_st_tensor *ts = NULL;
+    char(*names)[160] = NULL, part[DT_CKPT_NAME_MAX];
+    DT_TRY(dt_alloc(sizeof *ts * (size_t)(n > 0 ? n : 1), "checkpoint", (void **)&ts));
+    DT_TRY(dt_alloc(sizeof *names * (size_t)(n > 0 ? n : 1), "checkpoint", (void **)&names));
+    for (int b = 0; b <= nbuf; b++)
+        for (int i = 0; i < nt; i++) {
+            const dt_param_info *p = dt_model_tensor(t->model, i);
+            const int k = b * nt + i;
+            if (b == 0)
+                snprintf(names[k], sizeof names[k], "%s", p->name);
+            else
+                snprintf(names[k], sizeof names[k], STATE_PREFIX "%s.%s",
+                         state_name(t->cfg.optim.kind, b - 1), p->name);
+            ts[k] = (dt_st_tensor){.name = names[k],
+                                   .dtype = DT_ST_F32,
+                                   .ndim = p->ndim,
+                                   .data = wholes[b] + p->whole_offset,
+                                   .nbytes = p->whole_count * sizeof(float)};
+            for (int d = 0; d < p->ndim; d++)
+                ts[k].shape[d] = p->whole_shape[d];
+            DT_TRY(check_finite(names[k], wholes[b] + p->whole_offset, p->whole_count));
+        }
+    snprintf(part, sizeof part, "part-%05d.safetensors",
+             dt_strategy_get_info(t->strategy)->pp_rank);
+    const char *meta[] = {"format", "pt", "producer", "dtrain"};
+    DT_TRY(dt_ckpt_write_part(dir, part, ts, n, meta, 2, entry));
+fail:
+    dt_free(ts);
+    dt_free(names);
+    return st;
+}
+
+/* Rank 0: the manifest from the writers' records (stage order), written last. */
+static dt_status write_manifest(dt_trainer *t, const char *dir, const int64_t *all, int64_t epoch,
+                                int64_t epoch_step, uint64_t *bytes)
+{
+    dt_status st = DT_OK;
+    dt_ckpt_manifest *m = NULL;
+    const dt_strategy_info *si = dt_strategy_get_info(t->strategy);
+    DT_TRY(dt_alloc(sizeof *m, "manifest", (void **)&m));
+    *m = (dt_ckpt_manifest){.version = DT_CKPT_VERSION,
+                            .step = dt_optim_steps(t->optim),
+                            .epoch = epoch,
+                            .epoch_step = epoch_step,
+                            .skipped = t->skipped,
+                            .global_batch = t->global_batch,
+                            .seed = t->cfg.train.seed,
+                            .input_mean = t->cfg.data.mean,
+                            .input_std = t->cfg.data.std,
+                            .dp = si->replicas,
+                            .tp = si->tp_size,
+                            .pp = si->pp_size,
+                            .zero = t->cfg.parallel.zero};
+    snprintf(m->optimizer, sizeof m->optimizer, "%s", dt_optim_kind_name(t->cfg.optim.kind));
+    *bytes = 0;
+    for (int r = 0; r < si->world_size; r++) { /* world rank order is stage order for writers */
+        const int64_t *x = all + (size_t)r * REC_LEN;
+        if (!x[REC_WRITER])
+            continue;
+        dt_ckpt_file *f = &m->files[m->nfiles++];
+        memcpy(f->name, x + REC_NAME, sizeof f->name);
+        f->name[sizeof f->name - 1] = '\0';
+        f->bytes = (uint64_t)x[REC_BYTES];
+        f->crc32 = (uint32_t)x[REC_CRC];
+        *bytes += f->bytes;
+    }
+    DT_TRY(dt_ckpt_manifest_write(dir, m));
+fail:
+    dt_free(m);
+    return st;
+}
+
+/* Each writer's part, then (all parts written, on every rank's word) rank 0's manifest. */
+static dt_status save_set(dt_trainer *t, const char *dir, float **wholes, int nbuf, int64_t epoch,
+                          int64_t epoch_step, int64_t *rec, int64_t *all, uint64_t *bytes)
+{
+    dt_status st = DT_OK;
+    const dt_strategy_info *si = dt_strategy_get_info(t->strategy);
+    dt_comm *world = t->strategy->world;
+    const int writer = si->replica == 0 && si->tp_rank == 0;
+    dt_ckpt_file entry = {0};
+    dt_status mine = writer ? write_part(t, dir, wholes, nbuf, &entry) : DT_OK;
+    rec[REC_WRITER] = writer;
+    rec[REC_BYTES] = (int64_t)entry.bytes;
+    rec[REC_CRC] = entry.crc32;
+    memcpy(rec + REC_NAME, entry.name, sizeof entry.name);
+    DT_TRY(agree(world, rec, all, mine));
+    mine = si->main ? write_manifest(t, dir, all, epoch, epoch_step, bytes) : DT_OK;
+    DT_TRY(agree(world, rec, all, mine));
+fail:
+    return st;
+}
+
+dt_status dt_trainer_save_checkpoint(dt_trainer *t, const char *root, int keep, int64_t epoch,
+                                     int64_t epoch_step, dt_ckpt_info *info)
+{
+    dt_status st = DT_OK;
+    char *dir = t->ckpt_dir;
+    const double t0 = dt_now();
+    const dt_strategy_info *si = dt_strategy_get_info(t->strategy);
+    dt_comm *world = t->strategy->world;
+    float *bufs[2] = {NULL, NULL}, *full = NULL, *wholes[3] = {NULL, NULL, NULL};
+    int64_t rec[REC_LEN] = {0}, *all = NULL;
+    const int nbuf = dt_optim_state_buffers(t->optim, bufs, 2);
+    const size_t n = dt_model_param_count(t->model), w = dt_model_whole_param_count(t->model);
+    *info = (dt_ckpt_info){.step = dt_optim_steps(t->optim), .dir = dir, .message = ""};
+    DT_TRY(dt_ckpt_step_dir(root, info->step, dir, sizeof t->ckpt_dir));
+    DT_TRY(dt_alloc(sizeof(int64_t) * REC_LEN * (size_t)si->world_size, "statuses", (void **)&all));
+    DT_TRY(dt_alloc(n * sizeof(float), "checkpoint state", (void **)&full));
+    for (int b = 0; b <= nbuf; b++)
+        DT_TRY(dt_alloc(w * sizeof(float), "checkpoint tensors", (void **)&wholes[b]));
+    /* Rank 0 makes the directory before anyone writes into it. */
+    DT_TRY(agree(world, rec, all, si->main ? make_dirs(root, dir) : DT_OK));
+    DT_TRY(gather_state(t, full, wholes, nbuf, bufs));
+    DT_TRY(save_set(t, dir, wholes, nbuf, epoch, epoch_step, rec, all, &info->bytes));
+    if (si->main)
+        (void)dt_ckpt_prune(root, keep);
+    t->last_ckpt_step = info->step;
+fail:
+    info->seconds = dt_now() - t0;
+    info->status = st;
+    dt_free(all);
+    dt_free(full);
+    for (int b = 0; b < 3; b++)
+        dt_free(wholes[b]);
+    return st;
+}
+
+dt_status dt_trainer_checkpoint_due(dt_trainer *t, const dt_train_callbacks *cb, int force)
+{
+    const dt_config *c = &t->cfg;
+    const int64_t step = dt_optim_steps(t->optim);
+    if (c->checkpoint.dir[0] == '\0' || step == t->last_ckpt_step)
+        return DT_OK;
+    if (!force && !(c->checkpoint.every > 0 && step > 0 && step % c->checkpoint.every == 0))
+        return DT_OK;
+    dt_ckpt_info info;
+    dt_status st = dt_trainer_save_checkpoint(t, c->checkpoint.dir, c->checkpoint.keep,
+                                              t->next_epoch, t->next_step, &info);
+    char msg[1024] = "";
+    if (st != DT_OK) {
+        snprintf(msg, sizeof msg, "%s", dt_last_error());
+        info.message = msg;
+    }
+    if (cb != NULL && cb->on_checkpoint != NULL) {
+        dt_status r = cb->on_checkpoint(cb->ctx, &info);
+        if (r != DT_OK)
+            return r;
+    }
+    if (st != DT_OK && !c->checkpoint.on_error_continue)
+        return dt_fail(st,
+                       "%s (training stopped: checkpoint.on_error is stop; the previous "
+                       "checkpoint is intact)",
+                       msg);
+    return DT_OK;
+}
+
+/* ---- loading ---- */
+
+/* The set's tensor `name`: F32 with p's whole shape. */
+static dt_status find_whole(const dt_ckpt_set *set, const char *name, const dt_param_info *p,
+                            const dt_st_tensor **out)
+{
+    const dt_st_tensor *x = dt_ckpt_set_find(set, name);
+    const char *dir = dt_ckpt_set_dir(set);
+    if (x == NULL)
+        return dt_fail(DT_ERR_MISMATCH,
+                       "checkpoint: %s: tensor '%s' is missing (a checkpoint of "
+                       "another model or optimizer?)",
+                       dir, name);
+    int same = x->dtype == DT_ST_F32 && x->ndim == p->ndim;
+    for (int d = 0; same && d < p->ndim; d++)
+        same = x->shape[d] == p->whole_shape[d];
+    if (!same)
+        return dt_fail(DT_ERR_MISMATCH,
+                       "checkpoint: %s: tensor '%s' differs in dtype or shape from the model's",
+                       dir, name);
+    *out = x;
+    return DT_OK;
+}
+
+/* This rank's part of whole tensor x into local[p->offset ...]. */
+static void take_part(const dt_param_info *p, const dt_st_tensor *x, float *local)
+{
+    const unsigned char *raw = x->data;
+    for (size_t k = 0; k < p->count; k++)
+        memcpy(local + p->offset + k, raw + dt_param_whole_index(p, k) * sizeof(float),
+               sizeof(float));
+}
+
+/* The set fits this run: the same optimizer, seed and global batch, and exactly the whole
+ * model's tensors and the optimizer's state for each (nothing missing, nothing extra). */
+static dt_status check_fit(dt_trainer *t, const dt_ckpt_set *set, int nbuf)
+{
+    dt_status st = DT_OK;
+    const dt_ckpt_manifest *m = dt_ckpt_set_manifest(set);
+    const char *dir = dt_ckpt_set_dir(set), *optim = dt_optim_kind_name(t->cfg.optim.kind);
+    const dt_model *whole = NULL;
+    if (strcmp(m->optimizer, optim) != 0)
+        return dt_fail(DT_ERR_MISMATCH,
+                       "checkpoint: %s was written with optim.kind %s; this run "
+                       "uses %s",
+                       dir, m->optimizer, optim);
+    if (m->seed != t->cfg.train.seed)
+        return dt_fail(DT_ERR_MISMATCH,
+                       "checkpoint: %s was written with train.seed %llu; this run has %llu (the "
+                       "sample order follows the seed)",
+                       dir, (unsigned long long)m->seed, (unsigned long long)t->cfg.train.seed);
+    if (m->global_batch != t->global_batch)
+        return dt_fail(DT_ERR_MISMATCH,
+                       "checkpoint: %s was written with a global batch of %lld samples; this run "
+                       "has %lld (use --global-batch %lld)",
+                       dir, (long long)m->global_batch, (long long)t->global_batch,
+                       (long long)m->global_batch);
+    DT_TRY(dt_trainer_whole_model(t, &whole));
+    const int expect = dt_model_tensor_count(whole) * (1 + nbuf);
+    if (dt_ckpt_set_count(set) != expect)
+        return dt_fail(DT_ERR_MISMATCH,
+                       "checkpoint: %s holds %d tensors; this model and optimizer have %d (%d "
+                       "parameters, %d state buffers each)",
+                       dir, dt_ckpt_set_count(set), expect, dt_model_tensor_count(whole), nbuf);
+fail:
+    return st;
+}
+
+/* Checks every tensor this rank needs, then copies: a set that does not fit changes
+ * nothing. */
+static dt_status load_set(dt_trainer *t, const dt_ckpt_set *set)
+{
+    dt_status st = DT_OK;
+    float *bufs[2] = {NULL, NULL}, *full = NULL;
+    const int nbuf = dt_optim_state_buffers(t->optim, bufs, 2);
+    const int nt = dt_model_tensor_count(t->model);
+    const size_t n = dt_model_param_count(t->model);
+    const dt_st_tensor *x = NULL;
+    char name[192];
+    DT_TRY(check_fit(t, set, nbuf));
+    for (int pass = 0; pass < 2; pass++) /* check, then copy */
+        for (int b = -1; b < nbuf; b++) {
+            if (pass == 1 && b >= 0 && full == NULL)
+                DT_TRY(dt_alloc(n * sizeof(float), "checkpoint state", (void **)&full));
+            for (int i = 0; i < nt; i++) {
+                const dt_param_info *p = dt_model_tensor(t->model, i);
+                if (b < 0)
+                    snprintf(name, sizeof name, "%s", p->name);
+                else
+                    snprintf(name, sizeof name, STATE_PREFIX "%s.%s",
+                             state_name(t->cfg.optim.kind, b), p->name);
+                DT_TRY(find_whole(set, name, p, &x));
+                if (pass == 1)
+                    take_part(p, x, b < 0 ? dt_model_params(t->model) : full);
+            }
+            /* Under ZeRO-1 the optimizer holds its slice of the buffer. */
+            if (pass == 1 && b >= 0)
+                memcpy(bufs[b], full + t->strategy->optim_offset,
+                       t->strategy->optim_count * sizeof(float));
+        }
+    const dt_ckpt_manifest *m = dt_ckpt_set_manifest(set);
+    dt_optim_set_steps(t->optim, m->step);
+    t->start_epoch = m->epoch;
+    t->start_step = m->epoch_step;
+    t->skipped = m->skipped;
+    t->attempted = m->step + m->skipped;
+    t->last_ckpt_step = m->step;
+fail:
+    dt_free(full);
+    return st;
+}
+
+dt_status dt_trainer_load_checkpoint(dt_trainer *t, const char *dir)
+{
+    dt_ckpt_set *set = NULL;
+    dt_status mine = dt_ckpt_open(dir, &set);
+    if (mine == DT_OK)
+        mine = load_set(t, set);
+    dt_ckpt_close(set);
+    return agree_status(t->strategy->world, mine);
+}
+
+dt_status dt_trainer_resume(dt_trainer *t, const char *path, void (*warn)(void *, const char *),
+                            void *ctx, int64_t *step)
+{
+    dt_status st = DT_OK;
+    dt_comm *world = t->strategy->world;
+    dt_ckpt_manifest *m = NULL;
+    char dir[4096];
+    int found = 0;
+    /* Rank 0 chooses (its warnings are the ones printed); the others load what it chose. */
+    int64_t chosen[2] = {-1, 0}; /* the step, or -1; 1: `path` is the set itself */
+    DT_TRY(dt_alloc(sizeof *m, "manifest", (void **)&m));
+    dt_status mine = DT_OK;
+    if (dt_strategy_get_info(t->strategy)->main) {
+        mine = dt_ckpt_find(path, dir, sizeof dir, m, &found, warn, ctx);
+        if (mine == DT_OK && found) {
+            chosen[0] = m->step;
+            chosen[1] = strcmp(dir, path) == 0;
+        }
+    }
+    DT_TRY(agree_status(world, mine));
+    DT_TRY(dt_comm_bcast(world, chosen, 2, DT_COMM_INT64, 0));
+    *step = chosen[0];
+    if (chosen[0] < 0)
+        goto fail; /* nothing to resume from: DT_OK */
+    if (chosen[1])
+        snprintf(dir, sizeof dir, "%s", path);
+    else
+        DT_TRY(dt_ckpt_step_dir(path, chosen[0], dir, sizeof dir));
+    DT_TRY(dt_trainer_load_checkpoint(t, dir));
+fail:
+    dt_free(m);
+    return st;
+}
+
+int64_t dt_trainer_skipped_steps(const dt_trainer *t)
+{
+    return t->skipped;
+}
+
+void dt_trainer_inject_nonfinite(dt_trainer *t, int64_t attempted)
+{
+    t->inject_step = attempted;
+}

@@ -1,0 +1,49 @@
+/* trainer_internal.h — the trainer's state, shared by its files (trainer.c: the loop;
+ * trainer_ckpt.c: checkpoints). Never installed. */
+#ifndef DT_TRAIN_TRAINER_INTERNAL_H
+#define DT_TRAIN_TRAINER_INTERNAL_H
+
+#include "dtrain/optim.h"
+#include "dtrain/train.h"
+#include "parallel/strategy.h"
+
+struct dt_trainer {
+    dt_config cfg;
+    dt_dataset storage, test_storage, train, test;
+    dt_model *model;
+    dt_optim *optim;
+    dt_comm *self;         /* the world of one, when the caller gave no communicator */
+    float *whole;          /* dt_trainer_whole_params under tensor or pipeline parallelism */
+    float *stage_whole;    /* pipeline + tensor parallelism: the stage's tensors whole */
+    dt_model *whole_model; /* pipeline: the whole model's tensors, for weight files */
+    dt_strategy *strategy;
+    int replicas;         /* data-parallel replicas (the strategy's) */
+    int64_t global_batch; /* G: samples per optimizer step, all ranks and micro-steps */
+    int64_t parts;        /* replicas * micro-batches */
+    int64_t micro_max;    /* largest part */
+    int64_t rows;         /* the model's planned batch: micro_max x the strategy's slots */
+    int64_t steps_per_epoch;
+    int64_t *perm;                      /* [train.n] */
+    int64_t *positions;                 /* [rows] positions in the permutation */
+    int64_t *samples;                   /* [rows] the samples at those positions */
+    int32_t *labels;                    /* [rows] */
+    float *targets;                     /* [rows x width] regression targets */
+    int64_t out_width;                  /* of the whole model's output */
+    int stage_of[DT_CONFIG_MAX_LAYERS]; /* the pipeline stage of each layer (all 0 without) */
+    /* Where the run starts: 0 and 0, or a checkpoint's position (trainer_ckpt.c). */
+    int64_t start_epoch, start_step;
+    int64_t skipped;        /* steps skipped by the non-finite guard */
+    int64_t last_ckpt_step; /* the optimizer step of the newest checkpoint, -1: none */
+    int64_t attempted;      /* steps attempted (taken or skipped) */
+    int64_t inject_step;    /* test hook: the attempted step whose loss gradient is NaN here */
+    int64_t next_epoch, next_step; /* the position of the next step, for checkpoints */
+    char ckpt_dir[4096];           /* the newest checkpoint written (dt_ckpt_info.dir) */
+};
+
+/* Writes a checkpoint of the current state (at next_epoch, next_step) when checkpoint.dir
+ * is set and the step is due (checkpoint.every), or with `force` unless the newest
+ * checkpoint holds this step already; reports it through cb. Collective. The status is the
+ * failure when checkpoint.on_error is stop. */
+dt_status dt_trainer_checkpoint_due(dt_trainer *t, const dt_train_callbacks *cb, int force);
+
+#endif
