@@ -3,7 +3,8 @@
  *
  * A checkpoint is a directory ROOT/step-NNNNNNNNN (the optimizer step, 9 digits) holding
  * part files (safetensors: the parameters under their PyTorch names, whole, and the
- * optimizer's state beside them) and manifest.json, written last: a set without its
+ * optimizer's state beside them), config.ini (the run's config) and manifest.json, written
+ * last: a set without its
  * manifest is incomplete and never loaded. docs/checkpoint-format.md specifies the bytes.
  * The trainer writes and loads sets (train.h); this header is the format's own layer,
  * with no knowledge of models or ranks, so that tools read a checkpoint without training.
@@ -30,6 +31,8 @@ extern "C" {
 #define DT_CKPT_MAX_FILES 128
 #define DT_CKPT_NAME_MAX 64
 #define DT_CKPT_MANIFEST "manifest.json"
+#define DT_CKPT_CONFIG "config.ini"   /* the run's config (dt_config_format), in every set */
+#define DT_CKPT_STATE_PREFIX "optim." /* optimizer state: optim.<state>.<parameter> */
 
 typedef struct dt_ckpt_file {
     char name[DT_CKPT_NAME_MAX]; /* in the set's directory: [A-Za-z0-9._-], not starting '.' */
@@ -91,6 +94,12 @@ DT_API const dt_st_tensor *dt_ckpt_set_get(const dt_ckpt_set *s, int i);
 /* The part file (its name in the manifest) holding tensor i. */
 DT_API const char *dt_ckpt_set_file_of(const dt_ckpt_set *s, int i);
 DT_API const dt_st_tensor *dt_ckpt_set_find(const dt_ckpt_set *s, const char *name);
+
+/* Writes the set's parameters (every tensor but the optimizer's state) to `out` as one
+ * safetensors file under PyTorch's names, with the metadata of dtrain's weight files
+ * (format pt, the input scaling): torch's load_state_dict takes it, and dtrain's
+ * --init-weights. Deterministic: the same weights give the same bytes. */
+DT_API dt_status dt_ckpt_export(const char *dir, const char *out);
 
 /* dt_ckpt_open and close: fills *out with the manifest of a valid set. */
 DT_API dt_status dt_ckpt_verify(const char *dir, dt_ckpt_manifest *out);

@@ -133,6 +133,10 @@ DT_API dt_status dt_config_set(dt_config *cfg, const char *assignment, const cha
  * with a message naming the key. */
 DT_API dt_status dt_config_check(const dt_config *cfg);
 
+/* The config as INI text that dt_config_load reads back to the same settings (every key,
+ * by section). Caller frees *out with free(). */
+DT_API dt_status dt_config_format(const dt_config *cfg, char **out, size_t *nbytes);
+
 /* Micro-steps per optimizer step: parallel.micro_batches when set, else
  * parallel.accumulation (dt_config_check refuses the two set to different values). */
 DT_API int dt_config_micro_batches(const dt_config *cfg);

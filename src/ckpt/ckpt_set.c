@@ -12,6 +12,7 @@
 #include "dtrain/checkpoint.h"
 
 #define CRC_KEY "crc32."
+#define PART_EXT ".safetensors"
 
 struct dt_ckpt_set {
     char dir[4096];
@@ -104,6 +105,8 @@ static dt_status open_part(dt_ckpt_set *s, int k)
     size_t n = 0;
     DT_TRY(join(path, s->dir, f->name));
     DT_TRY(dt_read_file(path, "checkpoint", &text, &n));
+    const size_t len = strlen(f->name), ext = strlen(PART_EXT);
+    const int is_part = len > ext && strcmp(f->name + len - ext, PART_EXT) == 0;
     if (n != f->bytes) {
         st = dt_fail(DT_ERR_FORMAT,
                      "checkpoint: %s: %zu bytes, the manifest says %llu (truncated "
@@ -116,6 +119,8 @@ static dt_status open_part(dt_ckpt_set *s, int k)
                      "checkpoint: %s: corrupt (its crc32 differs from the manifest's)", path);
         goto fail;
     }
+    if (!is_part)
+        goto fail; /* another file of the set (config.ini): its checksum is all */
     DT_TRY(dt_st_open(path, &s->parts[k]));
     for (int i = 0; i < dt_st_count(s->parts[k]); i++) {
         const dt_st_tensor *t = dt_st_get(s->parts[k], i);
@@ -141,16 +146,16 @@ static dt_status index_tensors(dt_ckpt_set *s)
     dt_status st = DT_OK;
     int total = 0;
     for (int k = 0; k < s->manifest.nfiles; k++)
-        total += dt_st_count(s->parts[k]);
+        total += s->parts[k] != NULL ? dt_st_count(s->parts[k]) : 0;
     DT_TRY(
         dt_alloc(sizeof(int) * (size_t)(total > 0 ? total : 1), "checkpoint", (void **)&s->part));
     DT_TRY(
         dt_alloc(sizeof(int) * (size_t)(total > 0 ? total : 1), "checkpoint", (void **)&s->index));
     for (int k = 0; k < s->manifest.nfiles; k++)
-        for (int i = 0; i < dt_st_count(s->parts[k]); i++) {
+        for (int i = 0; s->parts[k] != NULL && i < dt_st_count(s->parts[k]); i++) {
             const char *name = dt_st_get(s->parts[k], i)->name;
             for (int j = 0; j < k; j++)
-                if (dt_st_find(s->parts[j], name) != NULL) {
+                if (s->parts[j] != NULL && dt_st_find(s->parts[j], name) != NULL) {
                     st =
                         dt_fail(DT_ERR_FORMAT, "checkpoint: %s: tensor '%s' is in both %s and %s",
                                 s->dir, name, s->manifest.files[j].name, s->manifest.files[k].name);
@@ -221,7 +226,7 @@ const char *dt_ckpt_set_file_of(const dt_ckpt_set *s, int i)
 const dt_st_tensor *dt_ckpt_set_find(const dt_ckpt_set *s, const char *name)
 {
     for (int k = 0; k < s->manifest.nfiles; k++) {
-        const dt_st_tensor *t = dt_st_find(s->parts[k], name);
+        const dt_st_tensor *t = s->parts[k] != NULL ? dt_st_find(s->parts[k], name) : NULL;
         if (t != NULL)
             return t;
     }
@@ -371,5 +376,35 @@ dt_status dt_ckpt_prune(const char *root, int keep)
     }
 fail:
     free(steps);
+    return st;
+}
+
+/* ---- export ---- */
+
+dt_status dt_ckpt_export(const char *dir, const char *out)
+{
+    dt_status st = DT_OK;
+    dt_ckpt_set *s = NULL;
+    dt_st_tensor *ts = NULL;
+    int n = 0;
+    DT_TRY(dt_ckpt_open(dir, &s));
+    DT_TRY(dt_alloc(sizeof *ts * (size_t)(s->count > 0 ? s->count : 1), "export", (void **)&ts));
+    for (int i = 0; i < s->count; i++) {
+        const dt_st_tensor *t = dt_ckpt_set_get(s, i);
+        if (strncmp(t->name, DT_CKPT_STATE_PREFIX, strlen(DT_CKPT_STATE_PREFIX)) != 0)
+            ts[n++] = *t;
+    }
+    /* The metadata of dtrain's weight files (dt_weights_write): nothing of time or place,
+     * so that the same weights give the same bytes. */
+    char mean[32], std[32];
+    snprintf(mean, sizeof mean, "%.17g", s->manifest.input_mean);
+    snprintf(std, sizeof std, "%.17g", s->manifest.input_std);
+    const char *meta[] = {
+        "format", "pt",        "producer", "dtrain",        "input_mean",
+        mean,     "input_std", std,        "input_scaling", "(x/255 - input_mean)/input_std"};
+    DT_TRY(dt_st_write(out, ts, n, meta, 5));
+fail:
+    dt_free(ts);
+    dt_ckpt_close(s);
     return st;
 }

@@ -78,5 +78,12 @@ int dt_cli_world_fail(dt_cli_world *w, int code);
 void dt_cli_world_close(dt_cli_world *w);
 
 int dt_cmd_train(int argc, char **argv);
+/* cmd_ckpt.c: the commands that read a checkpoint. */
+int dt_cmd_eval(int argc, char **argv);
+int dt_cmd_inspect(int argc, char **argv);
+int dt_cmd_export(int argc, char **argv);
+/* `dtrain launch`: supervises `mpirun ... dtrain train` and restarts it from its newest
+ * checkpoint after a failure (cmd_launch.c). */
+int dt_cmd_launch(int argc, char **argv);
 
 #endif

@@ -1,4 +1,5 @@
 /* main.c — the dtrain command: one table of subcommands drives dispatch and --help. */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -14,6 +15,12 @@ typedef struct dt_command {
 
 static const dt_command commands[] = {
     {"train", dt_cmd_train, "train a model (one process, or data-parallel under mpirun)"},
+    {"launch", dt_cmd_launch,
+     "run train under mpirun and restart it from its newest checkpoint when it fails"},
+    {"eval", dt_cmd_eval, "test loss and accuracy of a checkpoint"},
+    {"inspect", dt_cmd_inspect, "verify a checkpoint and print its header, layout and tensors"},
+    {"export", dt_cmd_export,
+     "write a checkpoint's weights as one PyTorch-loadable safetensors file"},
     {"bench-comm", dt_cmd_bench_comm,
      "time every collective and algorithm (under mpirun) and check every result"},
 };
@@ -35,6 +42,9 @@ static void usage(FILE *out)
 int main(int argc, char **argv)
 {
     dt_cli_blas_reexec(argv);
+    /* A file-size limit (ulimit -f) then fails a write with EFBIG, which the writers report
+     * as a clear error leaving the previous file intact, instead of killing the process. */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc < 2) {
         usage(stderr);
         return DT_EXIT_USAGE;

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -24,7 +25,7 @@ static const char *state_name(dt_optim_kind kind, int b)
     return b == 0 ? "exp_avg" : "exp_avg_sq";
 }
 
-#define STATE_PREFIX "optim."
+#define STATE_PREFIX DT_CKPT_STATE_PREFIX
 #define MSG_INTS 32 /* a failure's message crossing ranks: 256 bytes */
 enum {
     REC_STATUS,
@@ -165,6 +166,25 @@ fail:
     return st;
 }
 
+/* The run's config beside the tensors, so that eval and export need only the set. */
+static dt_status write_config(dt_trainer *t, const char *dir, dt_ckpt_file *f)
+{
+    char path[4096], *text = NULL;
+    size_t n = 0;
+    if (snprintf(path, sizeof path, "%s/%s", dir, DT_CKPT_CONFIG) >= (int)sizeof path)
+        return dt_fail(DT_ERR_INVALID, "checkpoint: %s: the path is too long", dir);
+    dt_status st = dt_config_format(&t->cfg, &text, &n);
+    if (st == DT_OK)
+        st = dt_write_file_atomic(path, "checkpoint", text, n);
+    if (st == DT_OK) {
+        snprintf(f->name, sizeof f->name, "%s", DT_CKPT_CONFIG);
+        f->bytes = n;
+        f->crc32 = dt_crc32(0, text, n);
+    }
+    free(text);
+    return st;
+}
+
 /* Rank 0: the manifest from the writers' records (stage order), written last. */
 static dt_status write_manifest(dt_trainer *t, const char *dir, const int64_t *all, int64_t epoch,
                                 int64_t epoch_step, uint64_t *bytes)
@@ -188,6 +208,8 @@ static dt_status write_manifest(dt_trainer *t, const char *dir, const int64_t *a
                             .zero = t->cfg.parallel.zero};
     snprintf(m->optimizer, sizeof m->optimizer, "%s", dt_optim_kind_name(t->cfg.optim.kind));
     *bytes = 0;
+    DT_TRY(write_config(t, dir, &m->files[m->nfiles++]));
+    *bytes += m->files[0].bytes;
     for (int r = 0; r < si->world_size; r++) { /* world rank order is stage order for writers */
         const int64_t *x = all + (size_t)r * REC_LEN;
         if (!x[REC_WRITER])

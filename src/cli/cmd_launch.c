@@ -1,0 +1,846 @@
+/* cmd_launch.c — `dtrain launch -n N [options] -- <train arguments>`: runs `dtrain train`
+ * under mpirun and supervises it. When the job fails (a rank killed, a host lost) it starts
+ * the job again with --resume on the train arguments' --checkpoint-dir, so that the train
+ * command goes on from the newest checkpoint there, up to --max-restarts times. With
+ * --min-ranks below -n, a restart that fails again before it writes a new checkpoint (a
+ * rank or a host that keeps failing) drops to one rank fewer, with --global-batch fixed to
+ * the checkpoint's, so that every step still sums the same samples.
+ *
+ * launch is a supervisor only: it never initialises MPI. What it knows of the job comes
+ * from outside it: mpirun's exit status, the lines on mpirun's stderr that name a rank, the
+ * step that rank 0 writes to DTRAIN_PROGRESS_FILE, and the checkpoint directory. */
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+enum { PATH_LEN = 4096 };
+#define PROGRESS_ENV "DTRAIN_PROGRESS_FILE"
+
+/* The option table drives both the parser and --help. */
+typedef struct launch_option {
+    const char *name, *metavar, *help;
+} launch_option;
+static const launch_option options[] = {
+    {"-n", "N", "ranks to start (required)"},
+    {"--max-restarts", "R", "restarts after a failure before giving up (default 3)"},
+    {"--min-ranks", "M",
+     "one rank fewer per restart that fails before a new checkpoint, down to M (default N)"},
+    {"--hostfile", "F", "passed to mpirun"},
+    {"--mpirun", "CMD", "the launcher, split on spaces (default $DTRAIN_MPIRUN, else mpirun)"},
+    {"--help", NULL, "this text"},
+};
+#define N_OPTIONS ((int)(sizeof options / sizeof options[0]))
+
+typedef struct launch_opts {
+    int ranks, max_restarts, min_ranks;
+    const char *hostfile, *mpirun;
+    char **train; /* the train arguments, after "--" */
+    int ntrain;
+    const char *dir;        /* their --checkpoint-dir */
+    long long global_batch; /* their explicit --global-batch, or 0 */
+} launch_opts;
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: dtrain launch -n N [options] -- [CONFIG] [train options] --checkpoint-dir "
+            "DIR\n\n"
+            "Runs `mpirun -n N -x " PROGRESS_ENV " dtrain train ... --resume DIR` and, when the "
+            "job\nfails (a non-zero exit or a signal), starts it again: the train command resumes "
+            "from\nthe newest checkpoint in DIR. Each restart is logged on stderr with its cause "
+            "(mpirun's\nstatus and the rank its messages name), the step reached and the "
+            "checkpoint resumed\nfrom; at the end a report on stdout counts restarts and the "
+            "steps recomputed. With\n--min-ranks, a restart that fails again before a new "
+            "checkpoint runs on one rank\nfewer, with --global-batch set to the checkpoint's. "
+            "SIGINT and SIGTERM are passed\nto mpirun and end the supervision.\n\noptions:\n");
+    for (int i = 0; i < N_OPTIONS; i++) {
+        char left[40];
+        snprintf(left, sizeof left, "%s%s%s", options[i].name, options[i].metavar ? " " : "",
+                 options[i].metavar ? options[i].metavar : "");
+        fprintf(out, "  %-20s %s\n", left, options[i].help);
+    }
+    fprintf(out, "\nexit status: 0 the job ended well, 1 it failed after the last restart "
+                 "(or launch\nwas stopped), 2 a usage error.\n");
+}
+
+/* ---- arguments ---- */
+
+static int parse_count(const char *s, int lo, int *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end != '\0' || errno != 0 || v < lo || v > 100000)
+        return 0;
+    *out = (int)v;
+    return 1;
+}
+
+/* The option that `a` names; a long option's value may follow an '=' (*value). */
+static const launch_option *find_option(const char *a, const char **value)
+{
+    const char *eq = a[0] == '-' && a[1] == '-' ? strchr(a, '=') : NULL;
+    size_t len = eq != NULL ? (size_t)(eq - a) : strlen(a);
+    *value = eq != NULL ? eq + 1 : NULL;
+    for (int i = 0; i < N_OPTIONS; i++)
+        if (strlen(options[i].name) == len && strncmp(options[i].name, a, len) == 0)
+            return &options[i];
+    return NULL;
+}
+
+static int apply_option(launch_opts *o, const char *name, const char *v)
+{
+    if (strcmp(name, "-n") == 0)
+        return parse_count(v, 1, &o->ranks);
+    if (strcmp(name, "--max-restarts") == 0)
+        return parse_count(v, 0, &o->max_restarts);
+    if (strcmp(name, "--min-ranks") == 0)
+        return parse_count(v, 1, &o->min_ranks);
+    if (strcmp(name, "--hostfile") == 0)
+        o->hostfile = v;
+    else if (strcmp(name, "--mpirun") == 0)
+        o->mpirun = v;
+    return 1;
+}
+
+/* The value of train option `name` at train[*i] (`--name V` or `--name=V`, as the train
+ * parser reads them; *i steps over V), or NULL. */
+static const char *train_value(const launch_opts *o, int *i, const char *name)
+{
+    const char *a = o->train[*i];
+    size_t n = strlen(name);
+    if (strncmp(a, name, n) != 0)
+        return NULL;
+    if (a[n] == '=')
+        return a + n + 1;
+    if (a[n] == '\0' && *i + 1 < o->ntrain)
+        return o->train[++*i];
+    return NULL;
+}
+
+/* `value` without "KEY=" when it sets config key KEY (a --set value), else NULL. */
+static const char *set_value(const char *value, const char *key)
+{
+    size_t n = strlen(key);
+    return value != NULL && strncmp(value, key, n) == 0 && value[n] == '=' ? value + n + 1 : NULL;
+}
+
+/* The checkpoint directory (--checkpoint-dir D or --set checkpoint.dir=D) and an explicit
+ * global batch (--global-batch G or --set parallel.global_batch=G) in the train arguments;
+ * the last one wins, as in the train parser. A config file's are not seen. */
+static void scan_train_args(launch_opts *o)
+{
+    for (int i = 0; i < o->ntrain; i++) {
+        const char *v = train_value(o, &i, "--checkpoint-dir"), *g = NULL, *set = NULL;
+        if (v == NULL && (g = train_value(o, &i, "--global-batch")) == NULL &&
+            (set = train_value(o, &i, "--set")) != NULL) {
+            v = set_value(set, "checkpoint.dir");
+            g = set_value(set, "parallel.global_batch");
+        }
+        if (v != NULL)
+            o->dir = v;
+        if (g != NULL) {
+            char *end = NULL;
+            long long n = strtoll(g, &end, 10);
+            o->global_batch = end != g && *end == '\0' && n > 0 ? n : 0;
+        }
+    }
+}
+
+static int check_opts(launch_opts *o)
+{
+    if (o->ranks == 0) {
+        fprintf(stderr, "dtrain launch: -n N is required: the ranks to start\n");
+        return DT_EXIT_USAGE;
+    }
+    if (o->min_ranks == 0)
+        o->min_ranks = o->ranks;
+    if (o->min_ranks > o->ranks) {
+        fprintf(stderr, "dtrain launch: --min-ranks %d is more than -n %d\n", o->min_ranks,
+                o->ranks);
+        return DT_EXIT_USAGE;
+    }
+    if (o->mpirun[strspn(o->mpirun, " ")] == '\0') {
+        fprintf(stderr, "dtrain launch: --mpirun names no command\n");
+        return DT_EXIT_USAGE;
+    }
+    scan_train_args(o);
+    if (o->dir == NULL || o->dir[0] == '\0') {
+        fprintf(stderr, "dtrain launch: the train arguments have no --checkpoint-dir DIR: launch "
+                        "restarts the job from the checkpoints written there\n");
+        return DT_EXIT_USAGE;
+    }
+    return DT_EXIT_OK;
+}
+
+/* Returns DT_EXIT_OK, DT_EXIT_USAGE, or -1 after --help. */
+static int parse_args(int argc, char **argv, launch_opts *o)
+{
+    const char *env = getenv("DTRAIN_MPIRUN");
+    *o = (launch_opts){.max_restarts = 3, .mpirun = env != NULL && env[0] ? env : "mpirun"};
+    int i = 1;
+    for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        const char *a = argv[i], *v = NULL;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
+            return -1;
+        const launch_option *opt = find_option(a, &v);
+        if (opt == NULL) {
+            fprintf(stderr, "dtrain launch: unknown option '%s' (see dtrain launch --help)\n", a);
+            return DT_EXIT_USAGE;
+        }
+        if (v == NULL && i + 1 >= argc) {
+            fprintf(stderr, "dtrain launch: option %s needs a value (%s)\n", opt->name,
+                    opt->metavar);
+            return DT_EXIT_USAGE;
+        }
+        if (v == NULL)
+            v = argv[++i];
+        if (!apply_option(o, opt->name, v)) {
+            fprintf(stderr, "dtrain launch: %s '%s' is not a valid count\n", opt->name, v);
+            return DT_EXIT_USAGE;
+        }
+    }
+    if (i >= argc) {
+        fprintf(stderr, "dtrain launch: no '--' before the train arguments (see dtrain launch "
+                        "--help)\n");
+        return DT_EXIT_USAGE;
+    }
+    o->train = argv + i + 1;
+    o->ntrain = argc - i - 1;
+    return check_opts(o);
+}
+
+/* ---- the checkpoint directory ---- */
+
+/* The whole of a small file as a string (at most `cap` bytes), or NULL. */
+static char *read_text(const char *path, size_t cap)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return NULL;
+    size_t n = 0, size = 4096;
+    char *buf = malloc(size);
+    while (buf != NULL) {
+        n += fread(buf + n, 1, size - 1 - n, f);
+        if (n < size - 1 || size >= cap)
+            break;
+        char *grown = realloc(buf, size * 2);
+        if (grown == NULL)
+            free(buf);
+        buf = grown;
+        size *= 2;
+    }
+    if (buf != NULL && (ferror(f) || n == size - 1)) { /* unreadable, or larger than cap */
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    if (buf != NULL)
+        buf[n] = '\0';
+    return buf;
+}
+
+/* 1 when `name` is step-NNNNNNNNN (the optimizer step, 9 digits). */
+static int step_of_name(const char *name, long long *step)
+{
+    if (strncmp(name, "step-", 5) != 0 || strlen(name) != 14)
+        return 0;
+    for (int k = 5; k < 14; k++)
+        if (name[k] < '0' || name[k] > '9')
+            return 0;
+    *step = strtoll(name + 5, NULL, 10);
+    return 1;
+}
+
+/* 1 when DIR/step-NNNNNNNNN/manifest.json parses and its "manifest" object has a numeric
+ * step and global_batch. The train command checks the rest (checksum, parts) itself when
+ * it resumes; launch needs only to name the checkpoint and to read its global batch. */
+static int manifest_ok(const char *dir, long long step, long long *global_batch)
+{
+    char path[PATH_LEN];
+    if (snprintf(path, sizeof path, "%s/step-%09lld/manifest.json", dir, step) >= (int)sizeof path)
+        return 0;
+    char *text = read_text(path, (size_t)16 << 20);
+    if (text == NULL)
+        return 0;
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(root, "manifest");
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(m, "step");
+    const cJSON *g = cJSON_GetObjectItemCaseSensitive(m, "global_batch");
+    int ok = cJSON_IsNumber(s) && cJSON_IsNumber(g) && g->valuedouble >= 1;
+    if (ok)
+        *global_batch = (long long)g->valuedouble;
+    cJSON_Delete(root);
+    return ok;
+}
+
+typedef struct ckpt_info {
+    long long step; /* -1: no checkpoint */
+    long long global_batch;
+} ckpt_info;
+
+/* The newest checkpoint in DIR: the highest-numbered step-NNNNNNNNN/ that holds a valid
+ * manifest.json. The manifest is written last, so a directory without one is a checkpoint
+ * that a failure cut short. */
+static ckpt_info newest_checkpoint(const char *dir)
+{
+    ckpt_info best = {-1, 0};
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return best;
+    const struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        long long step = 0, g = 0;
+        if (step_of_name(e->d_name, &step) && step > best.step && manifest_ok(dir, step, &g))
+            best = (ckpt_info){step, g};
+    }
+    closedir(d);
+    return best;
+}
+
+/* The step that rank 0 last wrote to the progress file (space-padded decimal), or -1. */
+static long long read_progress(const char *path)
+{
+    char *text = read_text(path, 4096);
+    if (text == NULL)
+        return -1;
+    char *end = NULL;
+    long long v = strtoll(text, &end, 10);
+    int ok = end != text && v >= 0 && end[strspn(end, " \t\r\n")] == '\0';
+    free(text);
+    return ok ? v : -1;
+}
+
+/* ---- one run of the job ---- */
+
+static volatile sig_atomic_t stop_signal; /* SIGINT or SIGTERM received: no more restarts */
+static volatile sig_atomic_t to_forward;  /* a signal to pass on to the launcher */
+
+static void on_stop(int sig, siginfo_t *info, void *uctx)
+{
+    stop_signal = sig;
+    /* A terminal's Ctrl-C already reaches mpirun, which is in our process group: a second
+     * SIGINT would make it kill the ranks at once. Only a kill() aimed at us is passed on. */
+    if (info == NULL || info->si_code == SI_USER || info->si_code == SI_QUEUE)
+        to_forward = sig;
+}
+
+static void install_stop_handlers(void)
+{
+    static const int sigs[] = {SIGINT, SIGTERM};
+    for (size_t k = 0; k < sizeof sigs / sizeof sigs[0]; k++) {
+        struct sigaction sa, old;
+        /* A signal that whoever started us ignores (SIGINT in a background job) stays so. */
+        if (sigaction(sigs[k], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+            continue;
+        memset(&sa, 0, sizeof sa);
+        sigemptyset(&sa.sa_mask);
+        sa.sa_sigaction = on_stop;
+        sa.sa_flags = SA_SIGINFO; /* no SA_RESTART: poll() and waitpid() return to forward it */
+        sigaction(sigs[k], &sa, NULL);
+    }
+}
+
+static void forward_stop(pid_t pid)
+{
+    int sig = to_forward;
+    if (sig != 0) {
+        to_forward = 0;
+        kill(pid, sig);
+    }
+}
+
+/* The rank that mpirun's or the ranks' stderr names, from the last line that names one.
+ * Open MPI's own lines (ompi_rank) win over dtrain's (dtrain_rank): they name the process
+ * that ended the job, while any rank may report a problem it saw in another. */
+typedef struct err_scan {
+    char buf[1024];
+    size_t len;
+    int rank[2]; /* Open MPI's, dtrain's; -1 none */
+    char line[2][256];
+} err_scan;
+
+/* The number at p ("N", then anything), or -1. */
+static long number_at(const char *p, char **end)
+{
+    if (p == NULL || *p < '0' || *p > '9')
+        return -1;
+    return strtol(p, end, 10);
+}
+
+/* The rank that a line of Open MPI's names: "process rank N" (a rank killed, or gone
+ * without MPI_Finalize), "invoked on rank N" (MPI_Abort), or "Process name: [[JOB,STEP],N]"
+ * (the first rank to exit non-zero); -1 when it names none. */
+static long ompi_rank(const char *line)
+{
+    static const char *const marks[] = {"process rank ", "invoked on rank ", "Process name: [["};
+    char *end = NULL;
+    for (int k = 0; k < 3; k++) {
+        const char *p = strstr(line, marks[k]);
+        if (p == NULL)
+            continue;
+        p += strlen(marks[k]);
+        if (k == 2 && (p = strstr(p, "],")) != NULL)
+            p += 2;
+        long r = number_at(p, &end);
+        if (r >= 0)
+            return r;
+    }
+    return -1;
+}
+
+/* The rank of dtrain's own "dtrain: rank N: ..." (or "dtrain CMD: rank N: ..."), or -1. */
+static long dtrain_rank(const char *line)
+{
+    const char *p = strncmp(line, "dtrain", 6) == 0 ? strstr(line, ": rank ") : NULL;
+    char *end = NULL;
+    long r = number_at(p != NULL ? p + 7 : NULL, &end);
+    return r >= 0 && *end == ':' ? r : -1;
+}
+
+static void scan_line(err_scan *s)
+{
+    const char *line = s->buf + strspn(s->buf, " \t");
+    long r = ompi_rank(line);
+    int kind = 0;
+    if (r < 0) {
+        r = dtrain_rank(line);
+        kind = 1;
+    }
+    if (r < 0 || r > 1000000000)
+        return;
+    s->rank[kind] = (int)r;
+    size_t n = strlen(line) < sizeof s->line[kind] ? strlen(line) : sizeof s->line[kind] - 1;
+    memcpy(s->line[kind], line, n);
+    s->line[kind][n] = '\0';
+}
+
+static void scan_bytes(err_scan *s, const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] == '\n' || p[i] == '\r') {
+            s->buf[s->len] = '\0';
+            scan_line(s);
+            s->len = 0;
+        } else if (s->len + 1 < sizeof s->buf) {
+            s->buf[s->len++] = p[i];
+        }
+    }
+}
+
+typedef struct run_result {
+    int status;     /* waitpid's */
+    int rank;       /* the rank named on stderr, or -1 */
+    char line[256]; /* the line that named it */
+    int exec_errno; /* the launcher could not be started */
+} run_result;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Passes the launcher's stderr through unchanged, byte for byte, and scans its lines, until
+ * it ends and the launcher has exited. Ranks left behind by a killed mpirun may hold the
+ * pipe open: 2 s after the launcher's exit, reading stops. */
+static void supervise(pid_t pid, int fd, run_result *r)
+{
+    err_scan s = {.len = 0, .rank = {-1, -1}};
+    int done = 0;
+    double done_at = 0;
+    for (;;) {
+        if (!done) /* once reaped, the pid may be another process's */
+            forward_stop(pid);
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int n = poll(&p, 1, 200);
+        if (n < 0 && errno != EINTR)
+            break;
+        if (n > 0) {
+            char buf[4096];
+            ssize_t got = read(fd, buf, sizeof buf);
+            if (got == 0 || (got < 0 && errno != EINTR))
+                break;
+            if (got > 0) {
+                fwrite(buf, 1, (size_t)got, stderr);
+                scan_bytes(&s, buf, (size_t)got);
+            }
+        }
+        if (!done && waitpid(pid, &r->status, WNOHANG) == pid) {
+            done = 1;
+            done_at = now_s();
+        }
+        if (done && now_s() - done_at > 2.0)
+            break;
+    }
+    scan_bytes(&s, "\n", 1); /* a last line without its newline */
+    close(fd);
+    while (!done) { /* the pipe closed first: wait for the exit, still passing signals on */
+        forward_stop(pid);
+        pid_t w = waitpid(pid, &r->status, 0);
+        done = w == pid || (w < 0 && errno != EINTR);
+    }
+    int k = s.rank[0] >= 0 ? 0 : 1;
+    r->rank = s.rank[k];
+    snprintf(r->line, sizeof r->line, "%s", s.rank[k] >= 0 ? s.line[k] : "");
+}
+
+/* Starts the launcher with its stderr into a pipe (*errfd). An exec failure comes back as
+ * errno through a close-on-exec pipe: a launcher that cannot start is not a failed job. */
+static pid_t start_child(char **args, int *errfd, int *exec_errno)
+{
+    int err[2], ex[2];
+    if (pipe(err) != 0)
+        return -1;
+    if (pipe(ex) != 0) {
+        close(err[0]);
+        close(err[1]);
+        return -1;
+    }
+    fcntl(err[0], F_SETFD, FD_CLOEXEC);
+    fcntl(ex[0], F_SETFD, FD_CLOEXEC);
+    fcntl(ex[1], F_SETFD, FD_CLOEXEC);
+    fflush(NULL);
+    pid_t pid = fork();
+    const int fork_errno = errno;
+    if (pid == 0) {
+        close(err[0]);
+        close(ex[0]);
+        if (dup2(err[1], STDERR_FILENO) >= 0) {
+            if (err[1] != STDERR_FILENO) /* stderr was closed when launch started */
+                close(err[1]);
+            execvp(args[0], args);
+        }
+        int e = errno;
+        ssize_t w = write(ex[1], &e, sizeof e);
+        (void)w;
+        _exit(127);
+    }
+    close(err[1]);
+    close(ex[1]);
+    ssize_t got = -1;
+    *exec_errno = 0;
+    while (pid > 0 && (got = read(ex[0], exec_errno, sizeof *exec_errno)) < 0 && errno == EINTR)
+        ;
+    if (got != (ssize_t)sizeof *exec_errno)
+        *exec_errno = 0;
+    close(ex[0]);
+    if (pid < 0) {
+        close(err[0]);
+        errno = fork_errno;
+    }
+    *errfd = err[0];
+    return pid;
+}
+
+/* ---- the restarts ---- */
+
+typedef struct restart_rec {
+    char cause[512];
+    long long reached; /* the progress step at the failure, -1 unknown */
+    long long from;    /* the checkpoint resumed from, -1 none */
+    int ranks;         /* of the restart */
+} restart_rec;
+
+typedef struct launch_state {
+    const launch_opts *o;
+    int ranks;              /* of the next start */
+    long long global_batch; /* --global-batch appended once fewer ranks run, else 0 */
+    long long start_step;   /* the newest checkpoint when the current run started, -1 none */
+    restart_rec *recs;      /* one per restart */
+    int nrecs;
+    long long recomputed;    /* steps done again: progress at each failure - its checkpoint */
+    char exe[PATH_LEN];      /* this dtrain */
+    char progress[PATH_LEN]; /* DIR/.progress */
+} launch_state;
+
+/* mpirun's words, then -n N -x DTRAIN_PROGRESS_FILE [--hostfile F] EXE train ARGS...
+ * --resume DIR [--global-batch G]. -x carries the progress file's name to rank 0 on
+ * another host (Open MPI passes only the variables it is told to). `words` (split in
+ * place) and `num` hold strings the result points into. Returns NULL when out of memory. */
+static char **build_args(const launch_state *st, char *words, char num[2][32])
+{
+    const launch_opts *o = st->o;
+    /* At most (length + 1) / 2 words, 13 pointers of our own with the NULL. */
+    size_t cap = (strlen(words) + 1) / 2 + 13 + (size_t)o->ntrain;
+    char **args = malloc(cap * sizeof *args);
+    if (args == NULL)
+        return NULL;
+    size_t n = 0;
+    char *save = NULL;
+    for (char *w = strtok_r(words, " ", &save); w != NULL; w = strtok_r(NULL, " ", &save))
+        args[n++] = w;
+    snprintf(num[0], 32, "%d", st->ranks);
+    args[n++] = "-n";
+    args[n++] = num[0];
+    args[n++] = "-x";
+    args[n++] = PROGRESS_ENV;
+    if (o->hostfile != NULL) {
+        args[n++] = "--hostfile";
+        args[n++] = (char *)o->hostfile;
+    }
+    args[n++] = (char *)st->exe;
+    args[n++] = "train";
+    for (int i = 0; i < o->ntrain; i++)
+        args[n++] = o->train[i];
+    args[n++] = "--resume";
+    args[n++] = (char *)o->dir;
+    if (st->global_batch > 0) {
+        snprintf(num[1], 32, "%lld", st->global_batch);
+        args[n++] = "--global-batch";
+        args[n++] = num[1];
+    }
+    args[n] = NULL;
+    return args;
+}
+
+static void print_command(char **args)
+{
+    fprintf(stderr, "dtrain launch: running");
+    for (int i = 0; args[i] != NULL; i++)
+        fprintf(stderr, " %s", args[i]);
+    fputc('\n', stderr);
+}
+
+/* One run of the job. Returns DT_EXIT_FAIL when the launcher could not be started at all
+ * (the message said why), DT_EXIT_OK once it ran, whatever its status (in *r). */
+static int run_once(launch_state *st, run_result *r)
+{
+    char *words = strdup(st->o->mpirun), num[2][32];
+    char **args = words != NULL ? build_args(st, words, num) : NULL;
+    if (args == NULL) {
+        free(words);
+        fprintf(stderr, "dtrain launch: out of memory\n");
+        return DT_EXIT_FAIL;
+    }
+    if (st->nrecs == 0)
+        print_command(args);
+    /* A progress file left by the last run would count its steps again. */
+    unlink(st->progress);
+    int fd = -1;
+    *r = (run_result){.rank = -1};
+    pid_t pid = start_child(args, &fd, &r->exec_errno);
+    int rc = DT_EXIT_OK;
+    if (pid < 0) {
+        fprintf(stderr, "dtrain launch: cannot start %s: %s\n", args[0], strerror(errno));
+        rc = DT_EXIT_FAIL;
+    } else {
+        supervise(pid, fd, r);
+        if (r->exec_errno != 0) {
+            fprintf(stderr, "dtrain launch: cannot run '%s': %s\n", args[0],
+                    strerror(r->exec_errno));
+            rc = DT_EXIT_FAIL;
+        }
+    }
+    free(args);
+    free(words);
+    return rc;
+}
+
+static void describe(const run_result *r, char *out, size_t n)
+{
+    char what[128];
+    if (WIFEXITED(r->status))
+        snprintf(what, sizeof what, "mpirun exited with status %d", WEXITSTATUS(r->status));
+    else if (WIFSIGNALED(r->status))
+        snprintf(what, sizeof what, "mpirun was killed by signal %d (%s)", WTERMSIG(r->status),
+                 strsignal(WTERMSIG(r->status)));
+    else
+        snprintf(what, sizeof what, "mpirun ended with wait status %d", r->status);
+    if (r->rank >= 0)
+        snprintf(out, n, "%s; rank %d: \"%s\"", what, r->rank, r->line);
+    else
+        snprintf(out, n, "%s", what);
+}
+
+static void reached_text(long long step, char *out, size_t n)
+{
+    if (step >= 0)
+        snprintf(out, n, "step %lld", step);
+    else
+        snprintf(out, n, "%s", "an unknown step (no progress file)");
+}
+
+static void from_text(long long step, char *out, size_t n)
+{
+    if (step >= 0)
+        snprintf(out, n, "step-%09lld (step %lld)", step, step);
+    else
+        snprintf(out, n, "%s", "the start (no checkpoint yet)");
+}
+
+/* A restart that failed again before writing a checkpoint: a rank or a host that keeps
+ * failing. Runs on one rank fewer, down to --min-ranks, with the global batch fixed so that
+ * the run stays the same computation: the checkpoint's, or else the train arguments'. */
+static void maybe_shrink(launch_state *st, const ckpt_info *c)
+{
+    const launch_opts *o = st->o;
+    if (st->ranks <= o->min_ranks) {
+        if (o->min_ranks < o->ranks)
+            fprintf(stderr, "dtrain launch: staying at %d ranks (--min-ranks %d)\n", st->ranks,
+                    o->min_ranks);
+        return;
+    }
+    long long g = c->step >= 0 ? c->global_batch : o->global_batch;
+    if (g <= 0) {
+        fprintf(stderr,
+                "dtrain launch: not dropping to %d ranks: no checkpoint yet to take the "
+                "global batch from, and no --global-batch in the train arguments to keep "
+                "it the same\n",
+                st->ranks - 1);
+        return;
+    }
+    st->ranks--;
+    st->global_batch = g;
+    char from[80];
+    from_text(c->step, from, sizeof from);
+    fprintf(stderr,
+            "dtrain launch: dropping to %d rank%s: the restart from %s failed before writing a "
+            "new checkpoint; --global-batch %lld (%s) keeps the global batch\n",
+            st->ranks, st->ranks == 1 ? "" : "s", from, g,
+            c->step >= 0 ? "the checkpoint's" : "the train arguments'");
+}
+
+/* After a failure that will be restarted: records and logs it, and decides the ranks. */
+static void plan_restart(launch_state *st, const run_result *r)
+{
+    const ckpt_info c = newest_checkpoint(st->o->dir);
+    restart_rec *rec = &st->recs[st->nrecs];
+    describe(r, rec->cause, sizeof rec->cause);
+    rec->reached = read_progress(st->progress);
+    rec->from = c.step;
+    const long long base = c.step >= 0 ? c.step : 0;
+    if (rec->reached > base)
+        st->recomputed += rec->reached - base;
+    if (st->nrecs > 0 && c.step == st->start_step)
+        maybe_shrink(st, &c);
+    rec->ranks = st->ranks;
+    st->nrecs++;
+    char reached[64], from[80];
+    reached_text(rec->reached, reached, sizeof reached);
+    from_text(c.step, from, sizeof from);
+    fprintf(stderr,
+            "dtrain launch: restart %d of %d: %s; reached %s; resuming from %s on %d "
+            "rank%s\n",
+            st->nrecs, st->o->max_restarts, rec->cause, reached, from, st->ranks,
+            st->ranks == 1 ? "" : "s");
+}
+
+static void report(const launch_state *st, const char *outcome)
+{
+    printf("dtrain launch: %s\n", outcome);
+    printf("dtrain launch: restarts: %d\n", st->nrecs);
+    for (int i = 0; i < st->nrecs; i++) {
+        const restart_rec *rec = &st->recs[i];
+        char reached[64], from[80];
+        reached_text(rec->reached, reached, sizeof reached);
+        from_text(rec->from, from, sizeof from);
+        printf("dtrain launch:   restart %d: %s; reached %s, resumed from %s on %d rank%s\n", i + 1,
+               rec->cause, reached, from, rec->ranks, rec->ranks == 1 ? "" : "s");
+    }
+    printf("dtrain launch: ranks at the end: %d (of %d)\n", st->ranks, st->o->ranks);
+    printf("dtrain launch: steps recomputed: %lld\n", st->recomputed);
+    fflush(stdout);
+}
+
+/* The paths and the environment the runs share. */
+static int prepare(const launch_opts *o, launch_state *st)
+{
+    *st = (launch_state){.o = o, .ranks = o->ranks, .start_step = -1};
+    ssize_t n = readlink("/proc/self/exe", st->exe, sizeof st->exe - 1);
+    if (n <= 0) {
+        fprintf(stderr, "dtrain launch: cannot find this executable: /proc/self/exe: %s\n",
+                strerror(errno));
+        return DT_EXIT_FAIL;
+    }
+    st->exe[n] = '\0';
+    if (snprintf(st->progress, sizeof st->progress, "%s/.progress", o->dir) >=
+        (int)sizeof st->progress) {
+        fprintf(stderr, "dtrain launch: --checkpoint-dir %s: path too long\n", o->dir);
+        return DT_EXIT_USAGE;
+    }
+    /* The directory must exist for rank 0 to write its progress there from the first step;
+     * one that cannot be made is left to the train command to report. */
+    mkdir(o->dir, 0777);
+    if (setenv(PROGRESS_ENV, st->progress, 1) != 0 ||
+        (st->recs = calloc((size_t)o->max_restarts + 1, sizeof *st->recs)) == NULL) {
+        fprintf(stderr, "dtrain launch: out of memory\n");
+        return DT_EXIT_FAIL;
+    }
+    return DT_EXIT_OK;
+}
+
+/* Ends the supervision that did not succeed: the message on stderr, the report. */
+static int give_up(const launch_state *st, const char *cause)
+{
+    char why[640];
+    if (stop_signal != 0)
+        snprintf(why, sizeof why, "stopped by signal %d (%s), not restarting: %s", (int)stop_signal,
+                 strsignal(stop_signal), cause);
+    else
+        snprintf(why, sizeof why, "giving up after %d restart%s: %s", st->o->max_restarts,
+                 st->o->max_restarts == 1 ? "" : "s", cause);
+    fprintf(stderr, "dtrain launch: %s\n", why);
+    report(st, stop_signal != 0 ? "stopped" : "failed");
+    return DT_EXIT_FAIL;
+}
+
+/* Runs the job until it succeeds, fails after the last restart, or is stopped. */
+static int supervise_job(launch_state *st)
+{
+    char cause[512] = "";
+    for (;;) {
+        if (stop_signal != 0) /* received between two runs */
+            return give_up(st, cause);
+        run_result r;
+        st->start_step = newest_checkpoint(st->o->dir).step;
+        if (run_once(st, &r) != DT_EXIT_OK)
+            return DT_EXIT_FAIL;
+        if (WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) {
+            char outcome[64];
+            snprintf(outcome, sizeof outcome, "done after %d restart%s", st->nrecs,
+                     st->nrecs == 1 ? "" : "s");
+            report(st, outcome);
+            return DT_EXIT_OK;
+        }
+        describe(&r, cause, sizeof cause);
+        if (stop_signal != 0 || st->nrecs >= st->o->max_restarts)
+            return give_up(st, cause);
+        plan_restart(st, &r);
+    }
+}
+
+int dt_cmd_launch(int argc, char **argv)
+{
+    launch_opts o;
+    int rc = parse_args(argc, argv, &o);
+    if (rc == -1) {
+        usage(stdout);
+        return DT_EXIT_OK;
+    }
+    if (rc != DT_EXIT_OK)
+        return rc;
+    launch_state st;
+    rc = prepare(&o, &st);
+    if (rc == DT_EXIT_OK) {
+        install_stop_handlers();
+        rc = supervise_job(&st);
+    }
+    free(st.recs);
+    return rc;
+}

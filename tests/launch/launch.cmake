@@ -1,0 +1,7 @@
+# dtrain launch (label cli): its argument errors, and its restart loop driven by a fake
+# mpirun (a script the test writes) that fails on cue and writes the checkpoint directories
+# itself, so that the newest-checkpoint scan, the restart count, the drop to fewer ranks and
+# the --global-batch that keeps the computation the same are checked without MPI or a
+# train command that writes checkpoints.
+dt_add_cli_test(NAME cli_launch_args TIMEOUT 60
+                COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/launch_args.sh)

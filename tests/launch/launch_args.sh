@@ -1,0 +1,243 @@
+#!/bin/sh
+# launch_args.sh — `dtrain launch` with a fake launcher in place of mpirun: usage errors
+# exit 2 naming the option; a job that fails is restarted from the newest checkpoint (the
+# highest step-NNNNNNNNN/ with a manifest.json that parses), the cause naming mpirun's
+# status and the rank its stderr named, the step reached (the progress file) and the
+# checkpoint resumed from; a restart that fails again before a new checkpoint runs on one
+# rank fewer down to --min-ranks, with --global-batch G from the checkpoint's manifest (or
+# the train arguments when there is none yet); --max-restarts exhausted exits 1; SIGTERM is
+# passed on to the launcher and ends the supervision.
+#
+# The fake launcher is `sh fake.sh`: it logs its arguments and environment, counts its
+# calls, and does what word N of $FAKE_PLAN says on call N (comma-separated actions):
+#   ckS[:G]  a checkpoint of step S (global batch G, default 32): part file, then manifest
+#   partS    a step directory without manifest (a checkpoint cut short)
+#   badS     a step directory whose manifest.json is not JSON
+#   pS       rank 0's progress: step S, space-padded, into $DTRAIN_PROGRESS_FILE
+#   ompiR    Open MPI's line naming rank R on stderr; dtrR: dtrain's "rank R:" line
+#   fail     exit 1;  kill: SIGKILL itself;  ok: exit 0 (also when the plan has no word N)
+#   hang     wait for SIGTERM, note it, exit 143
+set -eu
+DTRAIN=${DTRAIN:?ctest sets DTRAIN}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/dtrain-launch-XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+exe=$(readlink -f "$DTRAIN")
+
+cat >"$tmp/fake.sh" <<'FAKE'
+state=${FAKE_STATE:?}
+n=$(($(cat "$state/count" 2>/dev/null || echo 0) + 1))
+echo "$n" >"$state/count"
+echo "$*" >>"$state/args"
+echo "${DTRAIN_PROGRESS_FILE-unset}" >>"$state/env"
+# -n N first, --resume DIR and launch's own --global-batch G after the train arguments.
+np=- dir= gb=-
+while [ $# -gt 0 ]; do
+    case $1 in
+    -n) [ -n "$dir" ] || np=$2; shift ;;
+    --resume) dir=$2; shift ;;
+    --global-batch) [ -z "$dir" ] || gb=$2; shift ;;
+    esac
+    shift
+done
+echo "$np $gb" >>"$state/ranks"
+step_dir() { printf '%s/step-%09d' "$dir" "$1"; }
+plan=$(echo "$FAKE_PLAN" | awk -v n="$n" '{ print $n }')
+for act in $(echo "${plan:-ok}" | tr ',' ' '); do
+    case $act in
+    ck*)
+        s=${act#ck} g=32
+        case $s in *:*) g=${s#*:} s=${s%%:*} ;; esac
+        d=$(step_dir "$s")
+        mkdir -p "$d"
+        echo part >"$d/part-00000.bin"
+        printf '{"crc32":"00000000","manifest":{"format":"dtrain-checkpoint","version":1,"step":%d,"epoch":0,"epoch_step":%d,"global_batch":%d}}\n' \
+            "$s" "$s" "$g" >"$d/manifest.json" ;;
+    part*) mkdir -p "$(step_dir "${act#part}")" ;;
+    bad*)
+        d=$(step_dir "${act#bad}")
+        mkdir -p "$d"
+        echo '{"crc32":"00000000","manifest":{"step":' >"$d/manifest.json" ;;
+    ompi*)
+        echo "mpirun noticed that process rank ${act#ompi} with PID 4242 on node fake exited on signal 9 (Killed)." >&2 ;;
+    dtr*) echo "dtrain: rank ${act#dtr}: comm: a fake failure" >&2 ;;
+    p*) printf '%12d' "${act#p}" >"$DTRAIN_PROGRESS_FILE" ;;
+    fail) exit 1 ;;
+    kill) kill -KILL $$ ;;
+    ok) exit 0 ;;
+    hang)
+        trap 'echo TERM >"$state/got"; kill $! 2>/dev/null; exit 143' TERM
+        sleep 30 >/dev/null 2>&1 &
+        echo started >"$state/started"
+        wait $! ;;
+    esac
+done
+exit 0
+FAKE
+
+# launch NAME CODE ARGS...: runs dtrain launch ARGS with $tmp/NAME as the fake's state
+# (FAKE_PLAN from the caller's environment); stdout in $tmp/NAME.out, stderr in .err; the
+# exit status must be CODE.
+launch() {
+    name=$1 want=$2
+    shift 2
+    mkdir -p "$tmp/$name"
+    code=0
+    FAKE_STATE="$tmp/$name" "$DTRAIN" launch "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" ||
+        code=$?
+    if [ "$code" -ne "$want" ]; then
+        echo "FAIL $name: exit status $code, expected $want; stdout and stderr:"
+        sed 's/^/  /' "$tmp/$name.out" "$tmp/$name.err"
+        fail=1
+    else
+        echo "ok $name: exit status $code"
+    fi
+}
+
+# expect NAME FILE REGEX: a line of FILE matches the extended regular expression.
+expect() {
+    if ! grep -Eq -- "$3" "$2"; then
+        echo "FAIL $1: no line of $(basename "$2") matches /$3/ in:"
+        sed 's/^/  /' "$2"
+        fail=1
+    fi
+}
+
+# same NAME WHAT EXPECTED ACTUAL
+same() {
+    if [ "$3" != "$4" ]; then
+        echo "FAIL $1: $2: expected"
+        echo "$3" | sed 's/^/  /'
+        echo "  but got"
+        echo "$4" | sed 's/^/  /'
+        fail=1
+    fi
+}
+
+fake="sh $tmp/fake.sh"
+
+# ---- usage errors: exit 2 and a message naming the option; the launcher never runs ----
+export FAKE_PLAN=ok
+launch no_ckdir 2 -n 2 --mpirun "$fake" -- examples/mlp.ini --epochs 1
+expect no_ckdir "$tmp/no_ckdir.err" '^dtrain launch: the train arguments have no --checkpoint-dir DIR'
+launch no_n 2 --mpirun "$fake" -- --checkpoint-dir "$tmp/d"
+expect no_n "$tmp/no_n.err" '^dtrain launch: -n N is required'
+launch min_ranks 2 -n 2 --min-ranks 3 --mpirun "$fake" -- --checkpoint-dir "$tmp/d"
+expect min_ranks "$tmp/min_ranks.err" '^dtrain launch: --min-ranks 3 is more than -n 2$'
+launch bad_n 2 -n 0 --mpirun "$fake" -- --checkpoint-dir "$tmp/d"
+expect bad_n "$tmp/bad_n.err" "^dtrain launch: -n '0' is not a valid count$"
+launch no_dashes 2 -n 2 --mpirun "$fake" --checkpoint-dir "$tmp/d"
+expect no_dashes "$tmp/no_dashes.err" "^dtrain launch: unknown option '--checkpoint-dir'"
+launch needs_value 2 -n
+expect needs_value "$tmp/needs_value.err" '^dtrain launch: option -n needs a value \(N\)$'
+for name in no_ckdir no_n min_ranks bad_n no_dashes; do
+    [ ! -e "$tmp/$name/count" ] || { echo "FAIL $name: the launcher ran"; fail=1; }
+done
+launch help 0 --help
+expect help "$tmp/help.out" '^usage: dtrain launch -n N \[options\] -- '
+expect help "$tmp/help.out" '^  --min-ranks M '
+[ ! -s "$tmp/help.err" ] || { echo "FAIL help: it wrote to stderr"; fail=1; }
+# A launcher that cannot start is not a failed job: no restarts.
+launch no_launcher 1 -n 2 --mpirun "$tmp/no-such-mpirun -v" -- --checkpoint-dir "$tmp/d"
+expect no_launcher "$tmp/no_launcher.err" "^dtrain launch: cannot run '$tmp/no-such-mpirun': No such file or directory$"
+if grep -q 'restart' "$tmp/no_launcher.err"; then
+    echo "FAIL no_launcher: it restarted"; fail=1
+fi
+
+# ---- restarts from the newest checkpoint, same ranks ----
+# Call 1 leaves step 20 as the newest complete checkpoint (30 has no manifest, 40 a broken
+# one) and dies at step 27; call 2 adds step 35 and is killed at step 38; call 3 succeeds.
+D="$tmp/restart/ck"
+: >"$tmp/hosts"
+FAKE_PLAN="ck10,ck20,part30,bad40,p27,ompi1,fail ck35,p38,dtr2,kill ok" \
+    launch restart 0 -n 3 --hostfile "$tmp/hosts" --mpirun "$fake" -- \
+    --checkpoint-dir="$D" --epochs 1
+e="$tmp/restart.err" o="$tmp/restart.out"
+same restart calls 3 "$(cat "$tmp/restart/count")"
+same restart "the launcher's arguments" \
+    "-n 3 -x DTRAIN_PROGRESS_FILE --hostfile $tmp/hosts $exe train --checkpoint-dir=$D --epochs 1 --resume $D" \
+    "$(sed -n 1p "$tmp/restart/args")"
+same restart "ranks and --global-batch of each call" "$(printf '3 -\n3 -\n3 -')" \
+    "$(cat "$tmp/restart/ranks")"
+same restart "DTRAIN_PROGRESS_FILE of each call" "$(printf '%s\n%s\n%s' "$D/.progress" \
+    "$D/.progress" "$D/.progress")" "$(cat "$tmp/restart/env")"
+# The launcher's stderr passes through unchanged.
+expect restart "$e" '^mpirun noticed that process rank 1 with PID 4242 on node fake exited on signal 9 \(Killed\)\.$'
+expect restart "$e" '^dtrain: rank 2: comm: a fake failure$'
+expect restart "$e" '^dtrain launch: restart 1 of 3: mpirun exited with status 1; rank 1: "mpirun noticed that process rank 1 with PID 4242 .*"; reached step 27; resuming from step-000000020 \(step 20\) on 3 ranks$'
+expect restart "$e" '^dtrain launch: restart 2 of 3: mpirun was killed by signal 9 \(Killed\); rank 2: "dtrain: rank 2: comm: a fake failure"; reached step 38; resuming from step-000000035 \(step 35\) on 3 ranks$'
+if grep -q 'dropping' "$e"; then
+    echo "FAIL restart: it dropped ranks without --min-ranks"; fail=1
+fi
+expect restart "$o" '^dtrain launch: done after 2 restarts$'
+expect restart "$o" '^dtrain launch: restarts: 2$'
+expect restart "$o" '^dtrain launch: ranks at the end: 3 \(of 3\)$'
+expect restart "$o" '^dtrain launch: steps recomputed: 10$'
+
+# ---- fewer ranks: restarts that fail before a new checkpoint ----
+# Call 1 checkpoints step 10 (global batch 64) and fails at 13; call 2 (a restart) fails at
+# 11 with no new checkpoint: call 3 runs on 3 ranks with --global-batch 64, fails likewise:
+# call 4 on 2 ranks, the floor, fails likewise and stays there; call 5 checkpoints step 20,
+# fails at 21 (not before a new checkpoint: no drop); call 6 succeeds.
+D="$tmp/shrink/ck"
+FAKE_PLAN="ck10:64,p13,ompi3,fail p11,ompi3,fail fail ompi1,fail ck20:64,p21,fail ok" \
+    launch shrink 0 -n 4 --min-ranks 2 --max-restarts=5 --mpirun="$fake" -- \
+    --checkpoint-dir "$D" --max-steps 100
+e="$tmp/shrink.err" o="$tmp/shrink.out"
+same shrink "ranks and --global-batch of each call" \
+    "$(printf '4 -\n4 -\n3 64\n2 64\n2 64\n2 64')" "$(cat "$tmp/shrink/ranks")"
+same shrink "the third call's arguments" \
+    "-n 3 -x DTRAIN_PROGRESS_FILE $exe train --checkpoint-dir $D --max-steps 100 --resume $D --global-batch 64" \
+    "$(sed -n 3p "$tmp/shrink/args")"
+expect shrink "$e" '^dtrain launch: dropping to 3 ranks: .*--global-batch 64'
+expect shrink "$e" '^dtrain launch: dropping to 2 ranks: '
+expect shrink "$e" '^dtrain launch: staying at 2 ranks \(--min-ranks 2\)$'
+expect shrink "$e" '^dtrain launch: restart 2 of 5: mpirun exited with status 1; rank 3: .*; reached step 11; resuming from step-000000010 \(step 10\) on 3 ranks$'
+expect shrink "$e" '^dtrain launch: restart 3 of 5: mpirun exited with status 1; reached an unknown step \(no progress file\); resuming from step-000000010 \(step 10\) on 2 ranks$'
+expect shrink "$e" '^dtrain launch: restart 5 of 5: .*reached step 21; resuming from step-000000020 \(step 20\) on 2 ranks$'
+same shrink "'staying' lines" 1 "$(grep -c 'staying at' "$e")"
+expect shrink "$o" '^dtrain launch: restarts: 5$'
+expect shrink "$o" '^dtrain launch: ranks at the end: 2 \(of 4\)$'
+expect shrink "$o" '^dtrain launch: steps recomputed: 5$'
+
+# No checkpoint yet: the global batch comes from the train arguments (the last one given).
+FAKE_PLAN="fail fail ok" launch shrink_args 0 -n 3 --min-ranks 2 --mpirun "$fake" -- \
+    --checkpoint-dir "$tmp/shrink_args/ck" --global-batch 40 --set parallel.global_batch=48
+same shrink_args "ranks and --global-batch of each call" "$(printf '3 -\n3 -\n2 48')" \
+    "$(cat "$tmp/shrink_args/ranks")"
+expect shrink_args "$tmp/shrink_args.err" '^dtrain launch: restart 2 of 3: mpirun exited with status 1; reached an unknown step \(no progress file\); resuming from the start \(no checkpoint yet\) on 2 ranks$'
+expect shrink_args "$tmp/shrink_args.out" '^dtrain launch: steps recomputed: 0$'
+
+# ---- no global batch to keep: no drop; restarts exhausted: exit 1 ----
+# The launcher named by $DTRAIN_MPIRUN this time.
+FAKE_PLAN="ompi0,fail fail fail fail" DTRAIN_MPIRUN="$fake" \
+    launch exhausted 1 -n 3 --min-ranks 1 --max-restarts 2 -- --checkpoint-dir "$tmp/exhausted/ck"
+e="$tmp/exhausted.err" o="$tmp/exhausted.out"
+same exhausted calls 3 "$(cat "$tmp/exhausted/count")"
+same exhausted "ranks of each call" "$(printf '3 -\n3 -\n3 -')" "$(cat "$tmp/exhausted/ranks")"
+expect exhausted "$e" '^dtrain launch: not dropping to 2 ranks: no checkpoint yet .*no --global-batch in the train arguments'
+expect exhausted "$e" '^dtrain launch: giving up after 2 restarts: mpirun exited with status 1$'
+expect exhausted "$o" '^dtrain launch: failed$'
+expect exhausted "$o" '^dtrain launch: restarts: 2$'
+
+# ---- SIGTERM: passed on to the launcher; no restart ----
+mkdir -p "$tmp/term"
+FAKE_STATE="$tmp/term" FAKE_PLAN="hang" "$DTRAIN" launch -n 2 --mpirun "$fake" -- \
+    --checkpoint-dir "$tmp/term/ck" >"$tmp/term.out" 2>"$tmp/term.err" &
+pid=$!
+waited=0
+while [ ! -e "$tmp/term/started" ] && [ $waited -lt 100 ]; do
+    sleep 0.1
+    waited=$((waited + 1))
+done
+kill -TERM "$pid"
+code=0
+wait "$pid" || code=$?
+same term "exit status" 1 "$code"
+same term "what the launcher received" TERM "$(cat "$tmp/term/got" 2>/dev/null || echo nothing)"
+same term calls 1 "$(cat "$tmp/term/count")"
+expect term "$tmp/term.err" '^dtrain launch: stopped by signal 15 \(Terminated\), not restarting: mpirun exited with status 143$'
+expect term "$tmp/term.out" '^dtrain launch: stopped$'
+
+[ $fail -eq 0 ] && echo "ok: launch"
+exit $fail
