@@ -58,6 +58,8 @@ static dt_status agree(dt_comm *world, int64_t *rec, int64_t *all, dt_status min
         char msg[MSG_INTS * sizeof(int64_t) + 1];
         memcpy(msg, x + REC_MSG, MSG_INTS * sizeof(int64_t));
         msg[sizeof msg - 1] = '\0';
+        if (dt_comm_size(world) == 1)
+            return dt_fail((dt_status)x[REC_STATUS], "%s", msg);
         return dt_fail((dt_status)x[REC_STATUS], "rank %d: %s", r, msg);
     }
     return DT_OK;
@@ -306,9 +308,9 @@ dt_status dt_trainer_checkpoint_due(dt_trainer *t, const dt_train_callbacks *cb,
     }
     if (st != DT_OK && !c->checkpoint.on_error_continue)
         return dt_fail(st,
-                       "%s (training stopped: checkpoint.on_error is stop; the previous "
-                       "checkpoint is intact)",
-                       msg);
+                       "checkpoint of step %lld not written: %s (training stopped: "
+                       "checkpoint.on_error is stop; the previous checkpoint is intact)",
+                       (long long)step, msg);
     return DT_OK;
 }
 

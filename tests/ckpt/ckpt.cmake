@@ -7,3 +7,6 @@ dt_add_test(NAME test_ckpt_format SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ckpt_fo
 # included; stop names the rank) and dtrain export against PyTorch's outputs, on 1-3 ranks.
 dt_add_mpi_test(NAME test_ckpt_mpi SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ckpt_mpi.c NP 1 2 3
                 TIMEOUT 120)
+# The CLI: resume bit-exact (1 rank; 2 ranks with ZeRO-1), resume at dp 1, tp 2 and pp 2 with
+# the same next loss, broken sets skipped, a file-size limit, inspect, export and eval.
+dt_add_cli_test(NAME cli_ckpt COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_ckpt.sh MPI TIMEOUT 240)

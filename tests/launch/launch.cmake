@@ -5,3 +5,8 @@
 # train command that writes checkpoints.
 dt_add_cli_test(NAME cli_launch_args TIMEOUT 60
                 COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/launch_args.sh)
+# Real failures: kill -9 of a random rank at a random step (three seeded trials) restarts
+# from the newest checkpoint and ends bitwise equal to an uninterrupted run; a rank that
+# fails every start is dropped (--min-ranks 1) with the same final loss.
+dt_add_cli_test(NAME cli_launch_kill COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/launch_kill.sh MPI
+                TIMEOUT 240)
