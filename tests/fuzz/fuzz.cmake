@@ -3,7 +3,7 @@
 # fuzz_<reader>_replay, label unit, so `make test-asan` replays it under the sanitizers.
 # With DT_FUZZ=ON (clang) the libFuzzer executables fuzz_<reader> are built as well;
 # `make fuzz` runs them (tests/fuzz/run.sh).
-set(DT_FUZZ_READERS idx csv config safetensors)
+set(DT_FUZZ_READERS idx csv config safetensors manifest)
 set(DT_FUZZ_DIR ${CMAKE_CURRENT_LIST_DIR})
 
 # dt_add_fuzz_target(READER r): the libFuzzer executable fuzz_r. Its main() is libFuzzer's;

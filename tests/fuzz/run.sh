@@ -1,7 +1,7 @@
 #!/bin/sh
 # run.sh — runs the libFuzzer targets of a DT_FUZZ=ON build; `make fuzz` calls it.
 #
-#     tests/fuzz/run.sh BUILD_DIR SECONDS READER...      (READER: idx csv config safetensors)
+#     tests/fuzz/run.sh BUILD_DIR SECONDS READER...      (READER: idx csv config safetensors manifest)
 #
 # Each reader's fuzzer runs for SECONDS from a scratch corpus, BUILD_DIR/fuzz/<reader>/corpus,
 # seeded with tests/fuzz/corpus/<reader>: the committed corpus stays as it is, and the
