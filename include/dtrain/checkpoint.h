@@ -57,9 +57,6 @@ typedef struct dt_ckpt_manifest {
     dt_ckpt_file files[DT_CKPT_MAX_FILES];
 } dt_ckpt_manifest;
 
-/* zlib's CRC-32 of n bytes continuing from crc (0 to start); any length. */
-DT_API uint32_t dt_crc32(uint32_t crc, const void *data, size_t n);
-
 /* ROOT/step-NNNNNNNNN into buf. DT_ERR_INVALID when it does not fit. */
 DT_API dt_status dt_ckpt_step_dir(const char *root, int64_t step, char *buf, size_t nbytes);
 
@@ -81,9 +78,9 @@ DT_API dt_status dt_ckpt_write_part(const char *dir, const char *name, const dt_
 /* A verified set, open for reading: every part file's tensors by name. */
 typedef struct dt_ckpt_set dt_ckpt_set;
 
-/* Opens the set in `dir` and checks it: its manifest, every file's size and CRC-32, and
- * every tensor's CRC-32 (each part file must record one for each of its tensors), and
- * that no tensor name appears in two parts. Caller frees with dt_ckpt_close. */
+/* Opens the set in `dir` and checks it: its manifest, every file's size and CRC-32 (which
+ * covers every tensor: a damaged one is named by its own CRC-32), each part's safetensors
+ * header, and that no tensor name appears in two parts. Caller frees with dt_ckpt_close. */
 DT_API dt_status dt_ckpt_open(const char *dir, dt_ckpt_set **out);
 DT_API void dt_ckpt_close(dt_ckpt_set *s);
 DT_API const dt_ckpt_manifest *dt_ckpt_set_manifest(const dt_ckpt_set *s);
@@ -94,6 +91,10 @@ DT_API const dt_st_tensor *dt_ckpt_set_get(const dt_ckpt_set *s, int i);
 /* The part file (its name in the manifest) holding tensor i. */
 DT_API const char *dt_ckpt_set_file_of(const dt_ckpt_set *s, int i);
 DT_API const dt_st_tensor *dt_ckpt_set_find(const dt_ckpt_set *s, const char *name);
+
+/* Every tensor's bytes against its own recorded CRC-32 (each part must record one for each
+ * of its tensors): what dtrain inspect reports. DT_ERR_FORMAT naming the first that differs. */
+DT_API dt_status dt_ckpt_check_tensors(const dt_ckpt_set *s);
 
 /* Writes the set's parameters (every tensor but the optimizer's state) to `out` as one
  * safetensors file under PyTorch's names, with the metadata of dtrain's weight files
@@ -113,6 +114,11 @@ typedef void (*dt_ckpt_warn_fn)(void *ctx, const char *message);
  * a directory holds no valid checkpoint (or does not exist); dir receives the set's path. */
 DT_API dt_status dt_ckpt_find(const char *path, char *dir, size_t nbytes, dt_ckpt_manifest *out,
                               int *found, dt_ckpt_warn_fn warn, void *ctx);
+
+/* dt_ckpt_find that keeps the set it found open (*out, NULL when none was found); the
+ * caller closes it with dt_ckpt_close. */
+DT_API dt_status dt_ckpt_find_open(const char *path, char *dir, size_t nbytes, dt_ckpt_set **out,
+                                   dt_ckpt_warn_fn warn, void *ctx);
 
 /* Removes from root every complete set but the newest `keep`, and every incomplete set
  * older than the newest complete one (a manifest is removed before its files, so a set

@@ -109,6 +109,9 @@ DT_API dt_status dt_read_file(const char *path, const char *what, char **out, si
  * temporary file; touches nothing else. DT_ERR_IO "<what>: <path>: ..." otherwise. */
 DT_API dt_status dt_check_writable(const char *path, const char *what);
 
+/* zlib's CRC-32 of n bytes continuing from crc (0 to start); any length. */
+DT_API uint32_t dt_crc32(uint32_t crc, const void *data, size_t n);
+
 /* Writes n bytes to `path` atomically: a temporary file beside it, fsync, rename over
  * `path`, fsync of the directory. A failure (a full disk, say) removes the temporary file
  * and leaves any earlier `path` as it was. DT_ERR_IO "<what>: <path>: ...". */

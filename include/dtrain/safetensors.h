@@ -53,6 +53,9 @@ typedef struct dt_st_file dt_st_file;
 
 /* Reads and validates the whole file. Caller frees with dt_st_close. */
 DT_API dt_status dt_st_open(const char *path, dt_st_file **out);
+/* The same on a file's bytes already read (a malloc'd buffer of `size` bytes, which the
+ * file record takes over: dt_st_close frees it, and so does a failure). `path` names it. */
+DT_API dt_status dt_st_open_buffer(const char *path, void *buf, size_t size, dt_st_file **out);
 DT_API void dt_st_close(dt_st_file *f);
 DT_API int dt_st_count(const dt_st_file *f);
 /* Tensors in the order of their data offsets. Borrowed until dt_st_close. */
@@ -68,6 +71,15 @@ DT_API const char *dt_st_path(const dt_st_file *f);
  * give the same bytes. */
 DT_API dt_status dt_st_write(const char *path, const dt_st_tensor *tensors, int n,
                              const char *const *meta, int nmeta);
+
+/* What dt_st_write_sum wrote: the file's size and zlib CRC-32, computed as it was written. */
+typedef struct dt_st_written {
+    uint64_t bytes;
+    uint32_t crc32;
+} dt_st_written;
+/* dt_st_write, also filling *sum (may be NULL). */
+DT_API dt_status dt_st_write_sum(const char *path, const dt_st_tensor *tensors, int n,
+                                 const char *const *meta, int nmeta, dt_st_written *sum);
 
 #ifdef __cplusplus
 }

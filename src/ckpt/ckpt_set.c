@@ -37,10 +37,9 @@ dt_status dt_ckpt_write_part(const char *dir, const char *name, const dt_st_tens
                              const char *const *meta, int nmeta, dt_ckpt_file *entry)
 {
     dt_status st = DT_OK;
-    char path[4096], *text = NULL;
+    char path[4096];
     const char **all = NULL;
     char(*keys)[160] = NULL, (*crcs)[16] = NULL;
-    size_t nbytes = 0;
     if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path ||
         strlen(name) >= DT_CKPT_NAME_MAX)
         return dt_fail(DT_ERR_INVALID, "checkpoint: %s/%s: the path is too long", dir, name);
@@ -63,15 +62,13 @@ dt_status dt_ckpt_write_part(const char *dir, const char *name, const dt_st_tens
         all[2 * (nmeta + i)] = keys[i];
         all[2 * (nmeta + i) + 1] = crcs[i];
     }
-    DT_TRY(dt_st_write(path, tensors, n, all, (int)total));
-    /* The file's checksum from what was written: read back, so the manifest vouches for
-     * the bytes on disk. */
-    DT_TRY(dt_read_file(path, "checkpoint", &text, &nbytes));
+    /* The file's checksum is taken as it is written: one pass over the data. */
+    dt_st_written sum;
+    DT_TRY(dt_st_write_sum(path, tensors, n, all, (int)total, &sum));
     snprintf(entry->name, sizeof entry->name, "%s", name);
-    entry->bytes = nbytes;
-    entry->crc32 = dt_crc32(0, text, nbytes);
+    entry->bytes = sum.bytes;
+    entry->crc32 = sum.crc32;
 fail:
-    dt_free(text);
     dt_free(all);
     dt_free(keys);
     dt_free(crcs);
@@ -95,8 +92,26 @@ static dt_status read_manifest(const char *dir, dt_ckpt_manifest *m)
     return st;
 }
 
-/* Part k: its size and CRC-32 against the manifest, then parsed, then each tensor's CRC-32
- * against the part's own record. */
+/* The first tensor of part f whose bytes differ from its recorded CRC-32 (or that has none),
+ * as DT_ERR_FORMAT naming it; DT_OK when all match. */
+static dt_status check_part_tensors(const dt_st_file *f)
+{
+    for (int i = 0; i < dt_st_count(f); i++) {
+        const dt_st_tensor *t = dt_st_get(f, i);
+        char key[192], got[16];
+        snprintf(key, sizeof key, CRC_KEY "%s", t->name);
+        const char *want = dt_st_metadata(f, key);
+        snprintf(got, sizeof got, "%08x", (unsigned)dt_crc32(0, t->data, t->nbytes));
+        if (want == NULL || strcmp(want, got) != 0)
+            return dt_fail(DT_ERR_FORMAT, "checkpoint: %s: tensor '%s' %s", dt_st_path(f), t->name,
+                           want == NULL ? "has no recorded crc32" : "is corrupt (crc32 mismatch)");
+    }
+    return DT_OK;
+}
+
+/* Part k: its size and CRC-32 against the manifest, then parsed from the same bytes. The
+ * file's CRC-32 covers every tensor; on a mismatch the tensors' own CRC-32s name the one
+ * that is damaged, where the header still parses. */
 static dt_status open_part(dt_ckpt_set *s, int k)
 {
     dt_status st = DT_OK;
@@ -114,26 +129,19 @@ static dt_status open_part(dt_ckpt_set *s, int k)
                      path, n, (unsigned long long)f->bytes);
         goto fail;
     }
-    if (dt_crc32(0, text, n) != f->crc32) {
+    const int intact = dt_crc32(0, text, n) == f->crc32;
+    if (!is_part && !intact)
         st = dt_fail(DT_ERR_FORMAT,
                      "checkpoint: %s: corrupt (its crc32 differs from the manifest's)", path);
-        goto fail;
-    }
     if (!is_part)
         goto fail; /* another file of the set (config.ini): its checksum is all */
-    DT_TRY(dt_st_open(path, &s->parts[k]));
-    for (int i = 0; i < dt_st_count(s->parts[k]); i++) {
-        const dt_st_tensor *t = dt_st_get(s->parts[k], i);
-        char key[192];
-        snprintf(key, sizeof key, CRC_KEY "%s", t->name);
-        const char *want = dt_st_metadata(s->parts[k], key);
-        char got[16];
-        snprintf(got, sizeof got, "%08x", (unsigned)dt_crc32(0, t->data, t->nbytes));
-        if (want == NULL || strcmp(want, got) != 0) {
-            st = dt_fail(DT_ERR_FORMAT, "checkpoint: %s: tensor '%s' %s", path, t->name,
-                         want == NULL ? "has no recorded crc32" : "is corrupt (crc32 mismatch)");
-            goto fail;
-        }
+    DT_TRY(dt_st_open_buffer(path, text, n, &s->parts[k]));
+    text = NULL; /* the part owns it */
+    if (!intact) {
+        st = check_part_tensors(s->parts[k]);
+        if (st == DT_OK)
+            st = dt_fail(DT_ERR_FORMAT,
+                         "checkpoint: %s: corrupt (its crc32 differs from the manifest's)", path);
     }
 fail:
     dt_free(text);
@@ -308,23 +316,32 @@ static int has_manifest(const char *dir)
 dt_status dt_ckpt_find(const char *path, char *dir, size_t nbytes, dt_ckpt_manifest *out,
                        int *found, dt_ckpt_warn_fn warn, void *ctx)
 {
+    dt_ckpt_set *set = NULL;
+    dt_status st = dt_ckpt_find_open(path, dir, nbytes, &set, warn, ctx);
+    *found = set != NULL;
+    if (set != NULL)
+        *out = set->manifest;
+    dt_ckpt_close(set);
+    return st;
+}
+
+dt_status dt_ckpt_find_open(const char *path, char *dir, size_t nbytes, dt_ckpt_set **out,
+                            dt_ckpt_warn_fn warn, void *ctx)
+{
     dt_status st = DT_OK;
     int64_t *steps = NULL;
     int n = 0;
-    *found = 0;
+    *out = NULL;
     if (has_manifest(path)) { /* one checkpoint, named: it must be valid */
-        DT_TRY(dt_ckpt_verify(path, out));
+        DT_TRY(dt_ckpt_open(path, out));
         snprintf(dir, nbytes, "%s", path);
-        *found = 1;
         return DT_OK;
     }
     DT_TRY(list_steps(path, &steps, &n));
-    for (int i = 0; i < n && !*found; i++) {
+    for (int i = 0; i < n && *out == NULL; i++) {
         DT_TRY(dt_ckpt_step_dir(path, steps[i], dir, nbytes));
-        if (dt_ckpt_verify(dir, out) == DT_OK) {
-            *found = 1;
+        if (dt_ckpt_open(dir, out) == DT_OK)
             break;
-        }
         if (warn != NULL) {
             char msg[1200];
             snprintf(msg, sizeof msg, "skipping %s: %s", dir, dt_last_error());
@@ -334,6 +351,17 @@ dt_status dt_ckpt_find(const char *path, char *dir, size_t nbytes, dt_ckpt_manif
 fail:
     free(steps);
     return st;
+}
+
+dt_status dt_ckpt_check_tensors(const dt_ckpt_set *s)
+{
+    for (int k = 0; k < s->manifest.nfiles; k++)
+        if (s->parts[k] != NULL) {
+            dt_status st = check_part_tensors(s->parts[k]);
+            if (st != DT_OK)
+                return st;
+        }
+    return DT_OK;
 }
 
 /* A set's manifest first (the set then reads as incomplete), its files, its directory. */

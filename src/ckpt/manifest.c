@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "dtrain/checkpoint.h"
 
@@ -23,20 +22,6 @@
     } while (0)
 
 enum { HEAD_LEN = 10, CRC_LEN = 8, TAIL_LEN = 13, PREFIX_LEN = HEAD_LEN + CRC_LEN + TAIL_LEN };
-
-uint32_t dt_crc32(uint32_t crc, const void *data, size_t n)
-{
-    const unsigned char *p = data;
-    uLong c = crc;
-    /* zlib takes a uInt length: feed large buffers in pieces. */
-    while (n > 0) {
-        const uInt piece = n > (1u << 30) ? (1u << 30) : (uInt)n;
-        c = crc32(c, p, piece);
-        p += piece;
-        n -= piece;
-    }
-    return (uint32_t)c;
-}
 
 dt_status dt_ckpt_step_dir(const char *root, int64_t step, char *buf, size_t nbytes)
 {

@@ -422,25 +422,38 @@ static dt_status st_check_tiling(dt_st_file *f, uint64_t data_size)
 dt_status dt_st_open(const char *path, dt_st_file **out)
 {
     DT_ASSERT(path != NULL && out != NULL);
+    char *raw = NULL;
+    size_t size = 0;
+    *out = NULL;
+    dt_status st = dt_read_file(path, "safetensors", &raw, &size);
+    if (st != DT_OK)
+        return st;
+    return dt_st_open_buffer(path, raw, size, out);
+}
+
+dt_status dt_st_open_buffer(const char *path, void *buf, size_t size, dt_st_file **out)
+{
+    DT_ASSERT(path != NULL && out != NULL);
     dt_status st = DT_OK;
     *out = NULL;
-    if (!st_host_is_little_endian())
+    if (!st_host_is_little_endian()) {
+        free(buf);
         return dt_fail(DT_ERR_UNSUPPORTED, "safetensors: %s: big-endian hosts are not supported",
                        path);
+    }
     dt_st_file *f = calloc(1, sizeof *f);
-    if (f == NULL)
+    if (f == NULL) {
+        free(buf);
         return dt_fail(DT_ERR_NOMEM, "safetensors: %s: cannot allocate the file record", path);
+    }
+    f->buf = buf;
+    f->size = size;
     f->path = malloc(strlen(path) + 1);
     if (f->path == NULL) {
         st = dt_fail(DT_ERR_NOMEM, "safetensors: %s: cannot allocate the path", path);
         goto fail;
     }
     strcpy(f->path, path);
-    {
-        char *raw = NULL;
-        DT_TRY(dt_read_file(path, "safetensors", &raw, &f->size));
-        f->buf = (unsigned char *)raw;
-    }
 
     uint64_t hlen = 0;
     DT_TRY(st_header_length(f, &hlen));
@@ -714,14 +727,23 @@ static dt_status st_build_header(const char *path, const dt_st_tensor *tensors, 
  * header h, the tensors' data in order; then flushes it to the disk. Closing f is the
  * caller's. */
 static dt_status st_write_contents(FILE *f, const char *path, const char *tmp, const st_buf *h,
-                                   const dt_st_tensor *tensors, int n)
+                                   const dt_st_tensor *tensors, int n, dt_st_written *sum)
 {
     unsigned char len8[8];
     for (int i = 0; i < 8; i++)
         len8[i] = (unsigned char)((uint64_t)h->len >> (8 * i));
     int ok = st_fwrite(f, len8, 8) && st_fwrite(f, h->p, h->len);
-    for (int i = 0; ok && i < n; i++)
+    if (sum != NULL) {
+        sum->crc32 = dt_crc32(dt_crc32(0, len8, 8), h->p, h->len);
+        sum->bytes = 8 + h->len;
+    }
+    for (int i = 0; ok && i < n; i++) {
         ok = st_fwrite(f, tensors[i].data, tensors[i].nbytes);
+        if (sum != NULL) {
+            sum->crc32 = dt_crc32(sum->crc32, tensors[i].data, tensors[i].nbytes);
+            sum->bytes += tensors[i].nbytes;
+        }
+    }
     if (!ok || fflush(f) != 0 || fsync(fileno(f)) != 0)
         return dt_fail(DT_ERR_IO, "safetensors: %s: cannot write %s: %s", path, tmp,
                        strerror(errno));
@@ -745,6 +767,12 @@ static void st_sync_dir(char *tmp)
 
 dt_status dt_st_write(const char *path, const dt_st_tensor *tensors, int n, const char *const *meta,
                       int nmeta)
+{
+    return dt_st_write_sum(path, tensors, n, meta, nmeta, NULL);
+}
+
+dt_status dt_st_write_sum(const char *path, const dt_st_tensor *tensors, int n,
+                          const char *const *meta, int nmeta, dt_st_written *sum)
 {
     DT_ASSERT(path != NULL);
     dt_status st = DT_OK;
@@ -772,7 +800,7 @@ dt_status dt_st_write(const char *path, const dt_st_tensor *tensors, int n, cons
         goto fail;
     }
     fd = -1; /* f owns it now */
-    DT_TRY(st_write_contents(f, path, tmp, &h, tensors, n));
+    DT_TRY(st_write_contents(f, path, tmp, &h, tensors, n, sum));
     int rc = fclose(f);
     f = NULL;
     if (rc != 0) {

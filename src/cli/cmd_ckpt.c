@@ -72,7 +72,7 @@ int dt_cmd_inspect(int argc, char **argv)
     int rc = find_set(argv[1], dir, sizeof dir, &m);
     if (rc != DT_EXIT_OK)
         return rc;
-    if (dt_ckpt_open(dir, &s) != DT_OK) {
+    if (dt_ckpt_open(dir, &s) != DT_OK || dt_ckpt_check_tensors(s) != DT_OK) {
         fprintf(stderr, "dtrain: %s\n", dt_last_error());
         return DT_EXIT_FAIL;
     }
@@ -133,8 +133,10 @@ static int eval_config(int argc, char **argv, const char *dir, const dt_ckpt_man
     snprintf(path, sizeof path, "%s/%s", dir, DT_CKPT_CONFIG);
     /* The layout is this run's (the ranks it has now), not the writer's: reset before the
      * command line's options, which come later and win. */
-    static char *const layout[] = {"--set", "parallel.dp=0",   "--set", "parallel.tp=1",
-                                   "--set", "parallel.pp=1",   "--set", "parallel.zero=0",
+    static char *const layout[] = {"--set", "parallel.dp=0",
+                                   "--set", "parallel.tp=1",
+                                   "--set", "parallel.pp=1",
+                                   "--set", "parallel.zero=0",
                                    "--set", "parallel.pp_split=balanced"};
     const int nl = (int)(sizeof layout / sizeof layout[0]), n = argc + nl;
     char **args = calloc((size_t)n + 1, sizeof *args);

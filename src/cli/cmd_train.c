@@ -226,7 +226,9 @@ static void warn_skipped(void *ctx, const char *msg)
 static dt_status resume(dt_trainer *t, const char *path, int rank)
 {
     int64_t step = -1;
+    const double t0 = dt_now();
     dt_status st = dt_trainer_resume(t, path, warn_skipped, NULL, &step);
+    const double took = dt_now() - t0;
     if (st != DT_OK || rank != 0)
         return st;
     if (step < 0)
@@ -235,7 +237,9 @@ static dt_status resume(dt_trainer *t, const char *path, int rank)
                 "from the beginning\n",
                 path);
     else
-        printf("dtrain: resumed from the checkpoint of step %lld in %s\n", (long long)step, path);
+        printf("dtrain: resumed from the checkpoint of step %lld in %s (found, verified and "
+               "loaded in %.3f s)\n",
+               (long long)step, path, took);
     fflush(stdout);
     return DT_OK;
 }

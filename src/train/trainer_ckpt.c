@@ -107,13 +107,30 @@ static dt_status make_dirs(const char *root, const char *dir)
 
 /* The stage's whole tensors: wholes[0] the parameters, wholes[1 + b] state buffer b, each
  * dt_model_whole_param_count floats. Collective over the dp and tp groups. */
-static dt_status gather_state(dt_trainer *t, float *full, float **wholes, int nbuf, float **bufs)
+static dt_status gather_state(dt_trainer *t, float **wholes, int nbuf, float **bufs)
 {
     dt_status st = DT_OK;
+    const size_t n = dt_model_param_count(t->model), w = dt_model_whole_param_count(t->model);
+    /* One process's whole model (no tp split, no ZeRO slice) is written from where it
+     * lives: no copy. */
+    if (n == w && t->strategy->optim_count == n) {
+        wholes[0] = dt_model_params(t->model);
+        for (int b = 0; b < nbuf; b++)
+            wholes[1 + b] = bufs[b];
+        return DT_OK;
+    }
+    /* Otherwise into buffers kept for the next checkpoint (no page faults then). */
+    if (t->ckpt_full == NULL) {
+        DT_TRY(dt_alloc(n * sizeof(float), "checkpoint state", (void **)&t->ckpt_full));
+        for (int b = 0; b <= nbuf; b++)
+            DT_TRY(dt_alloc(w * sizeof(float), "checkpoint tensors", (void **)&t->ckpt_whole[b]));
+    }
+    for (int b = 0; b <= nbuf; b++)
+        wholes[b] = t->ckpt_whole[b];
     DT_TRY(dt_model_gather_params(t->model, wholes[0]));
     for (int b = 0; b < nbuf; b++) {
-        DT_TRY(dt_strategy_gather_optim(t->strategy, bufs[b], full));
-        DT_TRY(dt_model_gather_buffer(t->model, full, wholes[1 + b]));
+        DT_TRY(dt_strategy_gather_optim(t->strategy, bufs[b], t->ckpt_full));
+        DT_TRY(dt_model_gather_buffer(t->model, t->ckpt_full, wholes[1 + b]));
     }
 fail:
     return st;
@@ -121,7 +138,10 @@ fail:
 
 static dt_status check_finite(const char *name, const float *x, size_t n)
 {
+    float acc = 0.0f; /* x * 0 is NaN exactly when x is not finite: a loop that vectorises */
     for (size_t i = 0; i < n; i++)
+        acc += x[i] * 0.0f;
+    for (size_t i = 0; acc != 0.0f && i < n; i++)
         if (!isfinite(x[i]))
             return dt_fail(DT_ERR_NONFINITE,
                            "checkpoint: not written: '%s' holds %s at element %zu (a poisoned "
@@ -258,19 +278,15 @@ dt_status dt_trainer_save_checkpoint(dt_trainer *t, const char *root, int keep, 
     const double t0 = dt_now();
     const dt_strategy_info *si = dt_strategy_get_info(t->strategy);
     dt_comm *world = t->strategy->world;
-    float *bufs[2] = {NULL, NULL}, *full = NULL, *wholes[3] = {NULL, NULL, NULL};
+    float *bufs[2] = {NULL, NULL}, *wholes[3] = {NULL, NULL, NULL};
     int64_t rec[REC_LEN] = {0}, *all = NULL;
     const int nbuf = dt_optim_state_buffers(t->optim, bufs, 2);
-    const size_t n = dt_model_param_count(t->model), w = dt_model_whole_param_count(t->model);
     *info = (dt_ckpt_info){.step = dt_optim_steps(t->optim), .dir = dir, .message = ""};
     DT_TRY(dt_ckpt_step_dir(root, info->step, dir, sizeof t->ckpt_dir));
     DT_TRY(dt_alloc(sizeof(int64_t) * REC_LEN * (size_t)si->world_size, "statuses", (void **)&all));
-    DT_TRY(dt_alloc(n * sizeof(float), "checkpoint state", (void **)&full));
-    for (int b = 0; b <= nbuf; b++)
-        DT_TRY(dt_alloc(w * sizeof(float), "checkpoint tensors", (void **)&wholes[b]));
     /* Rank 0 makes the directory before anyone writes into it. */
     DT_TRY(agree(world, rec, all, si->main ? make_dirs(root, dir) : DT_OK));
-    DT_TRY(gather_state(t, full, wholes, nbuf, bufs));
+    DT_TRY(gather_state(t, wholes, nbuf, bufs));
     DT_TRY(save_set(t, dir, wholes, nbuf, epoch, epoch_step, rec, all, &info->bytes));
     if (si->main)
         (void)dt_ckpt_prune(root, keep);
@@ -279,9 +295,6 @@ fail:
     info->seconds = dt_now() - t0;
     info->status = st;
     dt_free(all);
-    dt_free(full);
-    for (int b = 0; b < 3; b++)
-        dt_free(wholes[b]);
     return st;
 }
 
@@ -342,6 +355,10 @@ static dt_status find_whole(const dt_ckpt_set *set, const char *name, const dt_p
 static void take_part(const dt_param_info *p, const dt_st_tensor *x, float *local)
 {
     const unsigned char *raw = x->data;
+    if (p->split_dim < 0) { /* the whole tensor: one copy */
+        memcpy(local + p->offset, raw, p->count * sizeof(float));
+        return;
+    }
     for (size_t k = 0; k < p->count; k++)
         memcpy(local + p->offset + k, raw + dt_param_whole_index(p, k) * sizeof(float),
                sizeof(float));
@@ -426,14 +443,19 @@ fail:
     return st;
 }
 
-dt_status dt_trainer_load_checkpoint(dt_trainer *t, const char *dir)
+/* Loads `set` if given (rank 0's, verified while it was found), else opens dir first. */
+static dt_status load_dir(dt_trainer *t, const char *dir, dt_ckpt_set *set)
 {
-    dt_ckpt_set *set = NULL;
-    dt_status mine = dt_ckpt_open(dir, &set);
+    dt_status mine = set != NULL ? DT_OK : dt_ckpt_open(dir, &set);
     if (mine == DT_OK)
         mine = load_set(t, set);
     dt_ckpt_close(set);
     return agree_status(t->strategy->world, mine);
+}
+
+dt_status dt_trainer_load_checkpoint(dt_trainer *t, const char *dir)
+{
+    return load_dir(t, dir, NULL);
 }
 
 dt_status dt_trainer_resume(dt_trainer *t, const char *path, void (*warn)(void *, const char *),
@@ -441,17 +463,16 @@ dt_status dt_trainer_resume(dt_trainer *t, const char *path, void (*warn)(void *
 {
     dt_status st = DT_OK;
     dt_comm *world = t->strategy->world;
-    dt_ckpt_manifest *m = NULL;
+    dt_ckpt_set *set = NULL;
     char dir[4096];
-    int found = 0;
-    /* Rank 0 chooses (its warnings are the ones printed); the others load what it chose. */
+    /* Rank 0 chooses (its warnings are the ones printed) and keeps the set it verified; the
+     * others open what it chose. */
     int64_t chosen[2] = {-1, 0}; /* the step, or -1; 1: `path` is the set itself */
-    DT_TRY(dt_alloc(sizeof *m, "manifest", (void **)&m));
     dt_status mine = DT_OK;
     if (dt_strategy_get_info(t->strategy)->main) {
-        mine = dt_ckpt_find(path, dir, sizeof dir, m, &found, warn, ctx);
-        if (mine == DT_OK && found) {
-            chosen[0] = m->step;
+        mine = dt_ckpt_find_open(path, dir, sizeof dir, &set, warn, ctx);
+        if (mine == DT_OK && set != NULL) {
+            chosen[0] = dt_ckpt_set_manifest(set)->step;
             chosen[1] = strcmp(dir, path) == 0;
         }
     }
@@ -464,9 +485,10 @@ dt_status dt_trainer_resume(dt_trainer *t, const char *path, void (*warn)(void *
         snprintf(dir, sizeof dir, "%s", path);
     else
         DT_TRY(dt_ckpt_step_dir(path, chosen[0], dir, sizeof dir));
-    DT_TRY(dt_trainer_load_checkpoint(t, dir));
+    st = load_dir(t, dir, set);
+    set = NULL; /* load_dir closed it */
 fail:
-    dt_free(m);
+    dt_ckpt_close(set);
     return st;
 }
 

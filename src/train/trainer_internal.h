@@ -38,6 +38,8 @@ struct dt_trainer {
     int64_t inject_step;    /* test hook: the attempted step whose loss gradient is NaN here */
     int64_t next_epoch, next_step; /* the position of the next step, for checkpoints */
     char ckpt_dir[4096];           /* the newest checkpoint written (dt_ckpt_info.dir) */
+    float *ckpt_full;              /* a state buffer gathered over ZeRO-1's slices */
+    float *ckpt_whole[3];          /* parameters and state, whole, under tp or ZeRO-1 */
 };
 
 /* Writes a checkpoint of the current state (at next_epoch, next_step) when checkpoint.dir
