@@ -111,6 +111,8 @@ DT_API dt_status dt_check_writable(const char *path, const char *what);
 
 /* zlib's CRC-32 of n bytes continuing from crc (0 to start); any length. */
 DT_API uint32_t dt_crc32(uint32_t crc, const void *data, size_t n);
+/* The CRC-32 of A followed by B from crc_a, crc_b and B's length (zlib's crc32_combine). */
+DT_API uint32_t dt_crc32_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
 
 /* Writes n bytes to `path` atomically: a temporary file beside it, fsync, rename over
  * `path`, fsync of the directory. A failure (a full disk, say) removes the temporary file

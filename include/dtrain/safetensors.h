@@ -77,9 +77,12 @@ typedef struct dt_st_written {
     uint64_t bytes;
     uint32_t crc32;
 } dt_st_written;
-/* dt_st_write, also filling *sum (may be NULL). */
+/* dt_st_write, also filling *sum (may be NULL). With tensor_crc32 (each tensor's CRC-32,
+ * which the caller has anyway), the file's is combined from them instead of computed again
+ * over the data. */
 DT_API dt_status dt_st_write_sum(const char *path, const dt_st_tensor *tensors, int n,
-                                 const char *const *meta, int nmeta, dt_st_written *sum);
+                                 const char *const *meta, int nmeta, const uint32_t *tensor_crc32,
+                                 dt_st_written *sum);
 
 #ifdef __cplusplus
 }

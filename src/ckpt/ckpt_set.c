@@ -40,6 +40,7 @@ dt_status dt_ckpt_write_part(const char *dir, const char *name, const dt_st_tens
     char path[4096];
     const char **all = NULL;
     char(*keys)[160] = NULL, (*crcs)[16] = NULL;
+    uint32_t *tcrc = NULL;
     if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path ||
         strlen(name) >= DT_CKPT_NAME_MAX)
         return dt_fail(DT_ERR_INVALID, "checkpoint: %s/%s: the path is too long", dir, name);
@@ -48,6 +49,7 @@ dt_status dt_ckpt_write_part(const char *dir, const char *name, const dt_st_tens
         dt_alloc(sizeof *all * 2 * (total > 0 ? total : 1), "checkpoint metadata", (void **)&all));
     DT_TRY(dt_alloc(sizeof *keys * (size_t)(n > 0 ? n : 1), "checkpoint metadata", (void **)&keys));
     DT_TRY(dt_alloc(sizeof *crcs * (size_t)(n > 0 ? n : 1), "checkpoint metadata", (void **)&crcs));
+    DT_TRY(dt_alloc(sizeof *tcrc * (size_t)(n > 0 ? n : 1), "checkpoint metadata", (void **)&tcrc));
     for (int i = 0; i < 2 * nmeta; i++)
         all[i] = meta[i];
     for (int i = 0; i < n; i++) {
@@ -57,18 +59,19 @@ dt_status dt_ckpt_write_part(const char *dir, const char *name, const dt_st_tens
                          tensors[i].name);
             goto fail;
         }
-        snprintf(crcs[i], sizeof crcs[i], "%08x",
-                 (unsigned)dt_crc32(0, tensors[i].data, tensors[i].nbytes));
+        tcrc[i] = dt_crc32(0, tensors[i].data, tensors[i].nbytes);
+        snprintf(crcs[i], sizeof crcs[i], "%08x", (unsigned)tcrc[i]);
         all[2 * (nmeta + i)] = keys[i];
         all[2 * (nmeta + i) + 1] = crcs[i];
     }
-    /* The file's checksum is taken as it is written: one pass over the data. */
+    /* The file's checksum combines the header's with the tensors': one pass over the data. */
     dt_st_written sum;
-    DT_TRY(dt_st_write_sum(path, tensors, n, all, (int)total, &sum));
+    DT_TRY(dt_st_write_sum(path, tensors, n, all, (int)total, tcrc, &sum));
     snprintf(entry->name, sizeof entry->name, "%s", name);
     entry->bytes = sum.bytes;
     entry->crc32 = sum.crc32;
 fail:
+    dt_free(tcrc);
     dt_free(all);
     dt_free(keys);
     dt_free(crcs);

@@ -727,7 +727,8 @@ static dt_status st_build_header(const char *path, const dt_st_tensor *tensors, 
  * header h, the tensors' data in order; then flushes it to the disk. Closing f is the
  * caller's. */
 static dt_status st_write_contents(FILE *f, const char *path, const char *tmp, const st_buf *h,
-                                   const dt_st_tensor *tensors, int n, dt_st_written *sum)
+                                   const dt_st_tensor *tensors, int n, const uint32_t *tcrc,
+                                   dt_st_written *sum)
 {
     unsigned char len8[8];
     for (int i = 0; i < 8; i++)
@@ -740,7 +741,8 @@ static dt_status st_write_contents(FILE *f, const char *path, const char *tmp, c
     for (int i = 0; ok && i < n; i++) {
         ok = st_fwrite(f, tensors[i].data, tensors[i].nbytes);
         if (sum != NULL) {
-            sum->crc32 = dt_crc32(sum->crc32, tensors[i].data, tensors[i].nbytes);
+            sum->crc32 = tcrc != NULL ? dt_crc32_combine(sum->crc32, tcrc[i], tensors[i].nbytes)
+                                      : dt_crc32(sum->crc32, tensors[i].data, tensors[i].nbytes);
             sum->bytes += tensors[i].nbytes;
         }
     }
@@ -768,11 +770,12 @@ static void st_sync_dir(char *tmp)
 dt_status dt_st_write(const char *path, const dt_st_tensor *tensors, int n, const char *const *meta,
                       int nmeta)
 {
-    return dt_st_write_sum(path, tensors, n, meta, nmeta, NULL);
+    return dt_st_write_sum(path, tensors, n, meta, nmeta, NULL, NULL);
 }
 
 dt_status dt_st_write_sum(const char *path, const dt_st_tensor *tensors, int n,
-                          const char *const *meta, int nmeta, dt_st_written *sum)
+                          const char *const *meta, int nmeta, const uint32_t *tensor_crc32,
+                          dt_st_written *sum)
 {
     DT_ASSERT(path != NULL);
     dt_status st = DT_OK;
@@ -800,7 +803,7 @@ dt_status dt_st_write_sum(const char *path, const dt_st_tensor *tensors, int n,
         goto fail;
     }
     fd = -1; /* f owns it now */
-    DT_TRY(st_write_contents(f, path, tmp, &h, tensors, n, sum));
+    DT_TRY(st_write_contents(f, path, tmp, &h, tensors, n, tensor_crc32, sum));
     int rc = fclose(f);
     f = NULL;
     if (rc != 0) {

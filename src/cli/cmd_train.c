@@ -291,15 +291,16 @@ static void save_fallback(const dt_model *m, const float *whole, const dt_config
 
 /* Every output is checked before the data loads, so that a run is never lost to a path
  * found unwritable at its end: the weights' directory takes a probe file, the metrics file
- * is opened (rank 0 writes both). */
-static dt_status open_outputs(int rank, const char *save, const char *mpath, FILE **metrics)
+ * is opened (rank 0 writes both), for appending when the run resumes. */
+static dt_status open_outputs(int rank, const char *save, const char *mpath, int append,
+                              FILE **metrics)
 {
     *metrics = NULL;
     if (rank != 0)
         return DT_OK;
     if (save != NULL && dt_check_writable(save, "save-weights") != DT_OK)
         return DT_ERR_IO;
-    if (mpath != NULL && (*metrics = fopen(mpath, "w")) == NULL)
+    if (mpath != NULL && (*metrics = fopen(mpath, append ? "a" : "w")) == NULL)
         return dt_fail(DT_ERR_IO, "metrics: cannot open %s for writing", mpath);
     return DT_OK;
 }
@@ -451,7 +452,9 @@ int dt_cmd_train(int argc, char **argv)
     FILE *metrics = NULL;
     const char *init = dt_cli_string(&vals, "init-weights");
     const char *save = dt_cli_string(&vals, "save-weights");
-    if (open_outputs(world.rank, save, dt_cli_string(&vals, "metrics"), &metrics) != DT_OK)
+    /* A resumed run (dtrain launch's restarts among them) adds to the metrics it began. */
+    if (open_outputs(world.rank, save, dt_cli_string(&vals, "metrics"),
+                     dt_cli_string(&vals, "resume") != NULL, &metrics) != DT_OK)
         goto fail;
     test_stall(world.rank);
     if (dt_trainer_create(&cfg, world.comm, &t) != DT_OK)
