@@ -34,6 +34,7 @@
 #include <stdint.h>
 
 #include "dtrain/core.h"
+#include "dtrain/obs.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -314,6 +315,11 @@ typedef struct dt_comm_record {
 /* Copies up to `max` of this rank's last DT_COMM_HISTORY operations, oldest first; returns
  * how many. The history is shared by a handle and the handles split from it. */
 DT_API size_t dt_comm_history(const dt_comm *comm, dt_comm_record *out, size_t max);
+
+/* Every operation of comm's family (the handle and every handle split or duplicated from
+ * it) that completes from now on is recorded in `obs` (obs.h: its time, bytes and
+ * algorithm); NULL stops it. The recorder must outlive the recording. */
+DT_API void dt_comm_set_obs(dt_comm *comm, dt_obs *obs);
 
 /* The full text of the last watchdog or check report on this handle or any handle of its
  * family (split or duplicated from the same one: the world's handle gives the dp group's

@@ -19,6 +19,7 @@
 #include "dtrain/core.h"
 #include "dtrain/data.h"
 #include "dtrain/model.h"
+#include "dtrain/obs.h"
 #include "dtrain/strategy.h"
 
 #ifdef __cplusplus
@@ -138,6 +139,39 @@ DT_API int64_t dt_trainer_skipped_steps(const dt_trainer *t);
 /* Test hook: the `attempted`-th step (1-based, taken or skipped) gets a NaN in this rank's
  * loss gradient, as a numerical fault would put it there. 0: none. */
 DT_API void dt_trainer_inject_nonfinite(dt_trainer *t, int64_t attempted);
+
+/* ---- where the time goes (obs.h) ---------------------------------------------------- */
+
+/* Every rank's phase times over the run so far, gathered (collective over the world). */
+typedef struct dt_phase_report {
+    int ranks;
+    int64_t steps;                 /* steps attempted */
+    double mean_s[DT_PHASE_COUNT]; /* per step, mean over the ranks */
+    double max_s[DT_PHASE_COUNT];  /* per step, the largest rank's */
+    int slowest[DT_PHASE_COUNT];   /* the rank with the largest */
+    double inflight_s;             /* per step, rank mean: communication in flight */
+    int straggler;                 /* the rank whose compute (data, forward, backward,
+                                      optimizer) per step is largest */
+    double straggler_compute_s;    /* its compute per step */
+    double others_compute_s;       /* the other ranks' mean compute per step (0 alone) */
+    const double *per_rank;        /* [ranks x (DT_PHASE_COUNT + 1)] seconds per step:
+                                      each phase, then communication in flight; kept by
+                                      the trainer until the next call */
+} dt_phase_report;
+DT_API dt_status dt_trainer_phase_report(dt_trainer *t, dt_phase_report *out);
+
+/* Records every phase of every micro-batch, every collective and message (bytes,
+ * algorithm) and every step into a buffer of max_events events, for dt_trainer_write_trace.
+ * Call before dt_trainer_run; a full buffer drops further events (counted in the trace). */
+DT_API dt_status dt_trainer_enable_trace(dt_trainer *t, size_t max_events);
+/* Writes the ranks' events as one Chrome trace-event JSON file (Perfetto and
+ * chrome://tracing open it): a process per rank with a compute track and a communication
+ * track, on one clock (the ranks' common instant at the start of dt_trainer_run is zero on
+ * every rank). Collective over the world; rank 0 writes `path` (atomically). */
+DT_API dt_status dt_trainer_write_trace(dt_trainer *t, const char *path);
+/* Demonstrations and tests of the straggler report: this rank sleeps `seconds` before each
+ * step (counted as its data phase). */
+DT_API void dt_trainer_set_delay(dt_trainer *t, double seconds);
 
 /* Data-parallel communication figures of the run so far (all zero in one process). */
 typedef struct dt_train_comm_stats {

@@ -12,6 +12,7 @@
 #include "cli/blas_core.h"
 #include "cli/explain.h"
 #include "cli/train_hooks.h"
+#include "cli/train_report.h"
 #include "dtrain/train.h"
 
 static const dt_cli_option train_opts[] = {
@@ -64,6 +65,15 @@ static const dt_cli_option train_opts[] = {
     {"--save-weights", "FILE", DT_OPT_STRING, "save-weights",
      "write the final weights (safetensors, loadable by torch load_state_dict)"},
     {"--metrics", "FILE", DT_OPT_STRING, "metrics", "write one JSON object per epoch (and step)"},
+    {"--trace", "FILE", DT_OPT_STRING, "trace",
+     "write every rank's phases, collectives and steps as one Chrome trace (Perfetto, "
+     "chrome://tracing)"},
+    {"--trace-events", "N", DT_OPT_STRING, "trace-events",
+     "events each rank keeps for --trace (default 262144, about 24 MB; more are dropped and "
+     "counted)"},
+    {"--slow-rank", "R:MS", DT_OPT_STRING, "slow-rank",
+     "rank R sleeps MS milliseconds before each step (a straggler, for demonstrations; also "
+     "DTRAIN_SLOW_RANK)"},
     {"--checkpoint-dir", "DIR", DT_OPT_CONFIG_KEY, "checkpoint.dir",
      "write checkpoints into DIR/step-N (docs/checkpoint-format.md): every --checkpoint-every "
      "steps and when training ends"},
@@ -244,6 +254,45 @@ static dt_status resume(dt_trainer *t, const char *path, int rank)
     return DT_OK;
 }
 
+/* --slow-rank R:MS (or DTRAIN_SLOW_RANK) and --trace: what this rank records. */
+static dt_status setup_observe(dt_trainer *t, const dt_cli_values *vals, int rank)
+{
+    const char *slow = dt_cli_string(vals, "slow-rank");
+    if (slow == NULL)
+        slow = getenv("DTRAIN_SLOW_RANK");
+    if (slow != NULL) {
+        int who = -1, used = 0;
+        double ms = -1;
+        if (sscanf(slow, "%d:%lf%n", &who, &ms, &used) != 2 || slow[used] != '\0' || who < 0 ||
+            ms < 0)
+            return dt_fail(DT_ERR_INVALID, "--slow-rank: '%s' is not RANK:MILLISECONDS", slow);
+        if (who == rank)
+            dt_trainer_set_delay(t, ms / 1e3);
+    }
+    if (dt_cli_string(vals, "trace") == NULL)
+        return DT_OK;
+    const char *n = dt_cli_string(vals, "trace-events");
+    long long events = 262144;
+    int used = 0;
+    if (n != NULL && (sscanf(n, "%lld%n", &events, &used) != 1 || n[used] != '\0' || events < 1))
+        return dt_fail(DT_ERR_INVALID, "--trace-events: '%s' is not a positive count", n);
+    return dt_trainer_enable_trace(t, (size_t)events);
+}
+
+/* After the run: every rank's events into one trace file (collective; rank 0 writes). */
+static dt_status write_trace(dt_trainer *t, const char *path, int rank)
+{
+    const double t0 = dt_now();
+    dt_status st = dt_trainer_write_trace(t, path);
+    if (st == DT_OK && rank == 0) {
+        printf("dtrain: trace of every rank written to %s in %.2f s (open it in Perfetto or "
+               "chrome://tracing)\n",
+               path, dt_now() - t0);
+        fflush(stdout);
+    }
+    return st;
+}
+
 static void print_train_help(void)
 {
     dt_cli_print_help(stdout, "dtrain train [CONFIG] [options]",
@@ -292,13 +341,15 @@ static void save_fallback(const dt_model *m, const float *whole, const dt_config
 /* Every output is checked before the data loads, so that a run is never lost to a path
  * found unwritable at its end: the weights' directory takes a probe file, the metrics file
  * is opened (rank 0 writes both), for appending when the run resumes. */
-static dt_status open_outputs(int rank, const char *save, const char *mpath, int append,
-                              FILE **metrics)
+static dt_status open_outputs(int rank, const char *save, const char *trace, const char *mpath,
+                              int append, FILE **metrics)
 {
     *metrics = NULL;
     if (rank != 0)
         return DT_OK;
     if (save != NULL && dt_check_writable(save, "save-weights") != DT_OK)
+        return DT_ERR_IO;
+    if (trace != NULL && dt_check_writable(trace, "trace") != DT_OK)
         return DT_ERR_IO;
     if (mpath != NULL && (*metrics = fopen(mpath, append ? "a" : "w")) == NULL)
         return dt_fail(DT_ERR_IO, "metrics: cannot open %s for writing", mpath);
@@ -453,8 +504,9 @@ int dt_cmd_train(int argc, char **argv)
     const char *init = dt_cli_string(&vals, "init-weights");
     const char *save = dt_cli_string(&vals, "save-weights");
     /* A resumed run (dtrain launch's restarts among them) adds to the metrics it began. */
-    if (open_outputs(world.rank, save, dt_cli_string(&vals, "metrics"),
-                     dt_cli_string(&vals, "resume") != NULL, &metrics) != DT_OK)
+    if (open_outputs(world.rank, save, dt_cli_string(&vals, "trace"),
+                     dt_cli_string(&vals, "metrics"), dt_cli_string(&vals, "resume") != NULL,
+                     &metrics) != DT_OK)
         goto fail;
     test_stall(world.rank);
     if (dt_trainer_create(&cfg, world.comm, &t) != DT_OK)
@@ -465,6 +517,8 @@ int dt_cmd_train(int argc, char **argv)
     if (from != NULL && resume(t, from, world.rank) != DT_OK)
         goto fail;
     dt_cli_hooks_setup(t, world.rank);
+    if (setup_observe(t, &vals, world.rank) != DT_OK)
+        goto fail;
     int tty = isatty(STDERR_FILENO) && !dt_cli_launched();
     run_ctx ctx = {.cfg = &cfg,
                    .rank = world.rank,
@@ -476,7 +530,12 @@ int dt_cmd_train(int argc, char **argv)
         goto fail;
     dt_train_callbacks cb = {
         .ctx = &ctx, .on_step = on_step, .on_epoch = on_epoch, .on_checkpoint = on_checkpoint};
-    if (dt_trainer_run(t, &cb) != DT_OK || report_comm(&cfg, &world, t) != DT_OK)
+    const char *trace = dt_cli_string(&vals, "trace");
+    /* The phases and the trace before report_comm, whose all-reduces timed alone are not
+     * part of the run. */
+    if (dt_trainer_run(t, &cb) != DT_OK || dt_cli_report_phases(t, world.rank, metrics) != DT_OK ||
+        (trace != NULL && write_trace(t, trace, world.rank) != DT_OK) ||
+        report_comm(&cfg, &world, t) != DT_OK)
         goto fail;
     if (world.rank == 0 && dt_trainer_skipped_steps(t) > 0)
         printf("dtrain: %lld step%s skipped for a NaN or Inf (train.on_nonfinite skip)\n",

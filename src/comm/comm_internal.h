@@ -140,6 +140,7 @@ typedef struct dt_cx_history {
     dt_comm *members[DT_FAMILY_MAX];
     int nmembers;
     char report[DT_REPORT_BYTES]; /* the family's last watchdog or check report */
+    dt_obs *obs;                  /* dt_comm_set_obs: completed operations go there too */
 } dt_cx_history;
 
 struct dt_comm {

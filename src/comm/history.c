@@ -66,7 +66,16 @@ void dt_cx_history_end(dt_comm *c, uint64_t id)
     dt_cx_history *h = c->hist;
     if (id == UINT64_MAX || h->next - id > DT_COMM_HISTORY)
         return; /* overwritten since: 32 newer operations started meanwhile */
-    h->rec[id % DT_COMM_HISTORY].t_end = dt_now();
+    dt_comm_record *r = &h->rec[id % DT_COMM_HISTORY];
+    r->t_end = dt_now();
+    dt_obs_coll(h->obs, dt_comm_coll_name(r->coll), r->group, r->algo, r->nbytes, r->t_start,
+                r->t_end);
+}
+
+void dt_comm_set_obs(dt_comm *comm, dt_obs *obs)
+{
+    DT_ASSERT(comm != NULL);
+    comm->hist->obs = obs;
 }
 
 size_t dt_comm_history(const dt_comm *comm, dt_comm_record *out, size_t max)

@@ -248,6 +248,7 @@ static dt_status ddp_finish(dt_ddp *dp, double *loss_sum)
     *loss_sum = sum;
     dp->exposed_s += least;
 fail:
+    dt_obs_phase(dp->base.obs, DT_PHASE_COMM, t0, dt_now(), -1);
     return st;
 }
 
@@ -329,7 +330,9 @@ static dt_status ddp_update(dt_strategy *s, dt_optim *o, double lr)
     dt_status st = DT_OK;
     float *p = dt_model_params(s->model), *g = dt_model_grads(s->model);
     if (!s->opt.zero) {
+        const double t = dt_now();
         dt_optim_step_team(o, p, g, dt_model_param_count(s->model), lr, dt_model_team(s->model));
+        dt_obs_phase(s->obs, DT_PHASE_OPTIM, t, dt_now(), -1);
         return DT_OK;
     }
     /* ZeRO-1: sum gradients into this rank's slice, update it, share the parameters. The
@@ -339,13 +342,17 @@ static dt_status ddp_update(dt_strategy *s, dt_optim *o, double lr)
                                    DT_COMM_SUM));
     dp->wait_s += dt_now() - t0;
     dp->exposed_s += dt_now() - t0;
+    const double to = dt_now();
+    dt_obs_phase(s->obs, DT_PHASE_COMM, t0, to, -1);
     dt_optim_step_team(o, p + dp->shard_offset, dp->shard_grad, dp->shard_count, lr,
                        dt_model_team(s->model));
     const double t1 = dt_now();
+    dt_obs_phase(s->obs, DT_PHASE_OPTIM, to, t1, -1);
     DT_TRY(dt_comm_allgatherv(dp->comm, p + dp->shard_offset, p, dp->shard_counts, dp->shard_displs,
                               DT_COMM_FLOAT32));
     dp->wait_s += dt_now() - t1;
     dp->exposed_s += dt_now() - t1;
+    dt_obs_phase(s->obs, DT_PHASE_COMM, t1, dt_now(), -1);
 fail:
     return st;
 }

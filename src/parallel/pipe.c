@@ -35,6 +35,7 @@ enum { TAG_ACT = 1024, TAG_GRAD = 2048, TAG_EVAL = 3072 };
 
 struct dt_pipe {
     dt_comm *comm; /* the grid's pipeline group: stage = rank */
+    dt_obs *obs;   /* the rank's phase timers (dt_pipe_set_obs), or NULL */
     int stage, stages, micro, slots, depth;
     dt_pp_schedule sched;
     int nv;          /* virtual stages */
@@ -213,7 +214,9 @@ static dt_status wait_timed(dt_pipe *p, dt_comm_req **req)
         return DT_OK;
     const double t0 = dt_now();
     dt_status st = dt_comm_wait(req);
-    p->wait_s += dt_now() - t0;
+    const double t1 = dt_now();
+    p->wait_s += t1 - t0;
+    dt_obs_phase(p->obs, DT_PHASE_BUBBLE, t0, t1, -1);
     return st;
 }
 
@@ -309,9 +312,12 @@ static dt_status run_forward(dt_pipe *p, int at, const dt_step_plan *plan, const
     const int v = o->vs, c = p->chunk_of[v], j = o->micro, k = j % p->slots;
     const int64_t row0 = (int64_t)k * p->rows, n = p->count[j];
     dt_comm_req **send = &p->act_send[c * p->depth + j % p->depth];
-    if (c == 0) /* the micro-batch's first op here: its samples, targets and dropout keys */
+    if (c == 0) { /* the micro-batch's first op here: its samples, targets and dropout keys */
+        const double tl = dt_now();
         DT_TRY(io->load(io->ctx, plan->epoch, plan->first + p->begin[j], n, row0, load_what(p),
                         &p->fwd[k]));
+        dt_obs_phase(p->obs, DT_PHASE_DATA, tl, dt_now(), j);
+    }
     DT_TRY(wait_timed(p, send));
     DT_TRY(post_ahead(p, at));
     if (v > 0 && p->post_in[c] <= j)
@@ -329,7 +335,9 @@ static dt_status run_forward(dt_pipe *p, int at, const dt_step_plan *plan, const
         DT_TRY(io->loss(io->ctx, row0, n, (double)plan->samples, &ls));
         *loss_sum += ls;
     }
-    p->compute_s += dt_now() - t0;
+    const double t1 = dt_now();
+    p->compute_s += t1 - t0;
+    dt_obs_phase(p->obs, DT_PHASE_FORWARD, t0, t1, j);
     if (v < p->nv - 1) {
         const int b = p->run_b[c];
         float *y = rows_of(p, dt_model_activation(p->model, b), k, b);
@@ -359,7 +367,9 @@ static dt_status run_backward(dt_pipe *p, int at, const dt_backward_hooks *hooks
     const double t0 = dt_now();
     DT_TRY(
         dt_model_backward_rows(p->model, p->run_a[c], p->run_b[c], (int64_t)k * p->rows, n, hooks));
-    p->compute_s += dt_now() - t0;
+    const double t1 = dt_now();
+    p->compute_s += t1 - t0;
+    dt_obs_phase(p->obs, DT_PHASE_BACKWARD, t0, t1, j);
     if (v > 0) {
         const int a = p->run_a[c];
         float *dx = rows_of(p, dt_model_activation_grad(p->model, a), k, a);
@@ -463,6 +473,11 @@ fail:
     p->messages = messages;
     p->bytes = bytes;
     return st;
+}
+
+void dt_pipe_set_obs(dt_pipe *p, dt_obs *obs)
+{
+    p->obs = obs;
 }
 
 int dt_pipe_last_stage(const dt_pipe *p)

@@ -44,6 +44,8 @@ dt_status dt_pipe_evaluate(dt_strategy *s, int64_t n_test, const dt_step_io *io,
 dt_status dt_pipe_share(dt_pipe *p, double *values, int n);
 /* The stage (rank in the pipeline's group) that runs the whole model's last layer. */
 int dt_pipe_last_stage(const dt_pipe *p);
+/* Where the stage's forwards, backwards, loads and waits are timed (obs.h), or NULL. */
+void dt_pipe_set_obs(dt_pipe *p, dt_obs *obs);
 
 /* whole[0..n): each stage holds its own tensors there and zeros elsewhere; afterwards every
  * stage holds every stage's. Exact: the bit patterns are summed as integers, each element

@@ -150,6 +150,14 @@ dt_status dt_strategy_attach(dt_strategy *s, dt_model *m, size_t *optim_count)
     return st;
 }
 
+void dt_strategy_set_obs(dt_strategy *s, dt_obs *obs)
+{
+    s->obs = obs;
+    dt_comm_set_obs(s->world, obs);
+    if (s->pipe != NULL)
+        dt_pipe_set_obs(s->pipe, obs);
+}
+
 dt_status dt_strategy_gather_optim(dt_strategy *s, const float *slice, float *full)
 {
     return s->ops->gather_optim(s, slice, full);
@@ -242,8 +250,11 @@ dt_status dt_strategy_step(dt_strategy *s, const dt_step_plan *plan, const dt_st
     s->bad_here = 0;
     s->bad = (dt_nonfinite){0, -1, 0};
     dt_status st = s->ops->step(s, plan, io, loss_sum);
+    const double t0 = dt_now();
     if (st == DT_OK)
         st = share_step(s, loss_sum);
+    if (s->pipe != NULL || s->info.tp_size > 1)
+        dt_obs_phase(s->obs, DT_PHASE_COMM, t0, dt_now(), -1);
     if (st != DT_OK || s->bad.ranks == 0)
         return st;
     /* Every rank returns the same verdict in the same step, so the caller's reaction (skip
@@ -323,14 +334,20 @@ dt_status dt_strategy_micro_steps(dt_strategy *s, const dt_step_plan *plan, cons
         if (last && before_last != NULL)
             DT_TRY(before_last(s));
         dt_forward_ctx fwd;
+        const double t0 = dt_now();
         DT_TRY(io->load(io->ctx, plan->epoch, plan->first + begin, count, 0, DT_LOAD_ALL, &fwd));
+        const double t1 = dt_now();
         DT_TRY(dt_model_forward(s->model, count, &fwd));
         double ls = 0.0;
         /* The divisor is the whole global step's samples: the replicas' gradients then
          * sum to the global batch's mean gradient (docs/NOTES.md). */
         DT_TRY(io->loss(io->ctx, 0, count, (double)plan->samples, &ls));
+        const double t2 = dt_now();
         DT_TRY(dt_model_backward(s->model, count, last ? last_hooks : NULL));
         *loss_sum += ls;
+        dt_obs_phase(s->obs, DT_PHASE_DATA, t0, t1, (int)j);
+        dt_obs_phase(s->obs, DT_PHASE_FORWARD, t1, t2, (int)j);
+        dt_obs_phase(s->obs, DT_PHASE_BACKWARD, t2, dt_now(), (int)j);
     }
 fail:
     return st;

@@ -157,6 +157,7 @@ struct dt_strategy {
     int bad_here;
     dt_nonfinite bad;
     double *exchange; /* [4 x max(pp, tp)]: the step's summary crossing stages and tp ranks */
+    dt_obs *obs;      /* the rank's phase timers and trace events (dt_strategy_set_obs) */
 };
 
 /* Lays out `world` as opt's grid (collective: every rank calls it; the layout is checked
@@ -178,6 +179,9 @@ dt_status dt_strategy_start(dt_strategy *s);
 dt_status dt_strategy_step(dt_strategy *s, const dt_step_plan *plan, const dt_step_io *io,
                            double *loss_sum);
 dt_status dt_strategy_update(dt_strategy *s, dt_optim *o, double lr);
+/* Times this rank's phases into `obs` (and its world's communication: dt_comm_set_obs);
+ * NULL stops it. */
+void dt_strategy_set_obs(dt_strategy *s, dt_obs *obs);
 /* After a step that returned DT_ERR_NONFINITE: what the ranks found (the same on all). */
 void dt_strategy_nonfinite(const dt_strategy *s, dt_nonfinite *out);
 dt_status dt_strategy_evaluate(dt_strategy *s, int64_t n_test, const dt_step_io *io,

@@ -6,6 +6,7 @@
  * dt_trainer_create; a step allocates nothing. */
 #include <math.h>
 #include <string.h>
+#include <time.h>
 
 #include "dtrain/loss.h"
 #include "dtrain/optim.h"
@@ -226,6 +227,9 @@ dt_status dt_trainer_create(const dt_config *cfg, dt_comm *world, dt_trainer **o
     size_t optim_count = 0;
     DT_TRY(dt_strategy_attach(t->strategy, t->model, &optim_count));
     DT_TRY(dt_optim_create(&cfg->optim, optim_count, &t->optim));
+    /* Phase timers are always on: a clock read at each phase boundary. */
+    DT_TRY(dt_obs_create(0, &t->obs));
+    dt_strategy_set_obs(t->strategy, t->obs);
     *out = t;
     return DT_OK;
 fail:
@@ -237,6 +241,10 @@ void dt_trainer_free(dt_trainer *t)
 {
     if (t == NULL)
         return;
+    if (t->strategy != NULL)
+        dt_strategy_set_obs(t->strategy, NULL);
+    dt_obs_free(t->obs);
+    dt_free(t->phases);
     dt_strategy_free(t->strategy);
     dt_comm_free(t->self);
     dt_free(t->whole);
@@ -475,6 +483,19 @@ static dt_status on_nonfinite(dt_trainer *t)
     return DT_OK;
 }
 
+/* dt_trainer_set_delay: this rank sleeps before each step's work, as a slow input pipeline
+ * would hold it up; counted as its data phase. */
+static void slow_down(dt_trainer *t)
+{
+    if (t->delay_s <= 0)
+        return;
+    const double t0 = dt_now();
+    struct timespec ts = {(time_t)t->delay_s,
+                          (long)((t->delay_s - (double)(time_t)t->delay_s) * 1e9)};
+    nanosleep(&ts, NULL);
+    dt_obs_phase(t->obs, DT_PHASE_DATA, t0, dt_now(), -1);
+}
+
 /* The position after step s of `epoch`: the next step's epoch and its index in it. */
 static void next_position(const dt_trainer *t, int64_t epoch, int64_t s, int64_t *e, int64_t *k)
 {
@@ -523,6 +544,9 @@ static dt_status run_epoch(dt_trainer *t, int64_t epoch, int64_t from, const dt_
         const dt_step_plan plan = {.epoch = epoch, .first = first, .samples = g};
         double step_loss = 0.0;
         t->attempted++;
+        dt_obs_set_step(t->obs, t->attempted);
+        const double ts = dt_now();
+        slow_down(t);
         const double lr = dt_schedule_lr(sched, dt_optim_steps(t->optim)) * lr_factor;
         st = dt_strategy_step(t->strategy, &plan, &io, &step_loss);
         const int skipped = st == DT_ERR_NONFINITE;
@@ -534,6 +558,7 @@ static dt_status run_epoch(dt_trainer *t, int64_t epoch, int64_t from, const dt_
             epoch_loss += step_loss;
             epoch_samples += g;
         }
+        dt_obs_step(t->obs, ts, dt_now());
         DT_TRY(report_step(t, cb, epoch, s, g, step_loss, lr, skipped, t0, epoch_samples));
         next_position(t, epoch, s, &t->next_epoch, &t->next_step);
         DT_TRY(dt_trainer_checkpoint_due(t, cb, 0));
@@ -555,7 +580,9 @@ dt_status dt_trainer_run(dt_trainer *t, const dt_train_callbacks *cb)
     dt_status st = DT_OK;
     const dt_config *c = &t->cfg;
     const dt_schedule sched = run_schedule(t);
-    /* The replicas agree on the model and start from the same parameters. */
+    /* The ranks take a common instant as the trace's zero; the replicas agree on the model
+     * and start from the same parameters. */
+    DT_TRY(dt_trainer_sync_clock(t));
     DT_TRY(dt_strategy_start(t->strategy));
     if (c->train.epochs == 0 && c->train.max_steps == 0) {
         /* Nothing to train: evaluate the parameters as they are (loaded weights, say). */

@@ -40,12 +40,19 @@ struct dt_trainer {
     char ckpt_dir[4096];           /* the newest checkpoint written (dt_ckpt_info.dir) */
     float *ckpt_full;              /* a state buffer gathered over ZeRO-1's slices */
     float *ckpt_whole[3];          /* parameters and state, whole, under tp or ZeRO-1 */
+    dt_obs *obs;                   /* this rank's phase timers (and trace events) */
+    double delay_s;                /* dt_trainer_set_delay: added to every step's data phase */
+    double clock_zero;             /* dt_now() at the ranks' common instant (trace.c) */
+    double *phases;                /* [world x (DT_PHASE_COUNT + 2)]: dt_trainer_phase_report */
 };
 
 /* Writes a checkpoint of the current state (at next_epoch, next_step) when checkpoint.dir
  * is set and the step is due (checkpoint.every), or with `force` unless the newest
  * checkpoint holds this step already; reports it through cb. Collective. The status is the
  * failure when checkpoint.on_error is stop. */
+/* The ranks' common instant (a barrier, then each rank's clock): trace.c's zero. */
+dt_status dt_trainer_sync_clock(dt_trainer *t);
+
 dt_status dt_trainer_checkpoint_due(dt_trainer *t, const dt_train_callbacks *cb, int force);
 
 #endif

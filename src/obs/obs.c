@@ -1,0 +1,136 @@
+/* obs.c — per-rank phase timers and the event buffer of a trace (obs.h). */
+#include <string.h>
+
+#include "dtrain/obs.h"
+
+struct dt_obs {
+    double total[DT_PHASE_COUNT];
+    double inflight;
+    int64_t step;
+    dt_obs_event *events;
+    size_t cap, n;
+    uint64_t dropped;
+};
+
+const char *dt_phase_name(dt_phase p)
+{
+    static const char *const names[DT_PHASE_COUNT] = {"data", "forward",   "backward",
+                                                      "comm", "optimizer", "bubble"};
+    return (int)p >= 0 && p < DT_PHASE_COUNT ? names[p] : NULL;
+}
+
+dt_status dt_obs_create(size_t max_events, dt_obs **out)
+{
+    dt_obs *o = NULL;
+    *out = NULL;
+    dt_status st = dt_alloc(sizeof *o, "recorder", (void **)&o);
+    if (st == DT_OK && max_events > 0)
+        st = dt_alloc(max_events * sizeof(dt_obs_event), "trace events", (void **)&o->events);
+    if (st != DT_OK) {
+        dt_obs_free(o);
+        return st;
+    }
+    o->cap = max_events;
+    *out = o;
+    return DT_OK;
+}
+
+void dt_obs_free(dt_obs *o)
+{
+    if (o == NULL)
+        return;
+    dt_free(o->events);
+    dt_free(o);
+}
+
+void dt_obs_set_step(dt_obs *o, int64_t step)
+{
+    if (o != NULL)
+        o->step = step;
+}
+
+/* The next free event, or NULL (no buffer, or full: counted). */
+static dt_obs_event *next_event(dt_obs *o)
+{
+    if (o->cap == 0)
+        return NULL;
+    if (o->n == o->cap) {
+        o->dropped++;
+        return NULL;
+    }
+    dt_obs_event *e = &o->events[o->n++];
+    memset(e, 0, sizeof *e);
+    e->step = o->step;
+    e->micro = -1;
+    return e;
+}
+
+void dt_obs_phase(dt_obs *o, dt_phase p, double t0, double t1, int micro)
+{
+    if (o == NULL)
+        return;
+    o->total[p] += t1 - t0;
+    dt_obs_event *e = next_event(o);
+    if (e == NULL)
+        return;
+    e->kind = DT_OBS_PHASE;
+    e->what = (int)p;
+    e->micro = micro;
+    e->t0 = t0;
+    e->t1 = t1;
+}
+
+void dt_obs_coll(dt_obs *o, const char *name, const char *group, const char *algo, uint64_t bytes,
+                 double t0, double t1)
+{
+    if (o == NULL)
+        return;
+    o->inflight += t1 - t0;
+    dt_obs_event *e = next_event(o);
+    if (e == NULL)
+        return;
+    e->kind = DT_OBS_COLL;
+    e->name = name;
+    e->algo = algo;
+    e->bytes = bytes;
+    e->t0 = t0;
+    e->t1 = t1;
+    if (group != NULL) {
+        strncpy(e->group, group, sizeof e->group - 1);
+        e->group[sizeof e->group - 1] = '\0';
+    }
+}
+
+void dt_obs_step(dt_obs *o, double t0, double t1)
+{
+    if (o == NULL)
+        return;
+    dt_obs_event *e = next_event(o);
+    if (e == NULL)
+        return;
+    e->kind = DT_OBS_STEP;
+    e->t0 = t0;
+    e->t1 = t1;
+}
+
+double dt_obs_total(const dt_obs *o, dt_phase p)
+{
+    return o != NULL ? o->total[p] : 0.0;
+}
+double dt_obs_inflight(const dt_obs *o)
+{
+    return o != NULL ? o->inflight : 0.0;
+}
+size_t dt_obs_count(const dt_obs *o)
+{
+    return o != NULL ? o->n : 0;
+}
+const dt_obs_event *dt_obs_get(const dt_obs *o, size_t i)
+{
+    DT_ASSERT(o != NULL && i < o->n);
+    return &o->events[i];
+}
+uint64_t dt_obs_dropped(const dt_obs *o)
+{
+    return o != NULL ? o->dropped : 0;
+}

@@ -1,0 +1,5 @@
+# Where the time goes: the straggler named, the phase table, and a trace of both ranks on one
+# clock (python3 reads the JSON, as scripts/check-layers.py needs python3 already).
+dt_add_cli_test(NAME cli_obs COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_obs.sh MPI TIMEOUT 120)
+# The recorder: totals, events, a full buffer that drops and counts.
+dt_add_test(NAME test_obs SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_obs.c LABELS unit TIMEOUT 30)
