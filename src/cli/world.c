@@ -4,10 +4,43 @@
  * communicator is wrapped in a dt_comm with the config's [comm] settings. */
 #include <mpi.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 #include "dtrain/comm_mpi.h"
 #include "dtrain/train.h"
+
+/* Rank 0 says which ranks run on which host when there is more than one, so that a job
+ * that loses a host can be read against it (mpirun's own message names a lost daemon, not
+ * always its host). */
+static void print_hosts(const dt_cli_world *w)
+{
+    char name[MPI_MAX_PROCESSOR_NAME] = "";
+    int len = 0;
+    MPI_Get_processor_name(name, &len);
+    char *all = calloc((size_t)w->size, MPI_MAX_PROCESSOR_NAME);
+    if (all == NULL)
+        return;
+    MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all, MPI_MAX_PROCESSOR_NAME, MPI_CHAR,
+                  MPI_COMM_WORLD);
+    int hosts = 0;
+    for (int r = 0; r < w->size; r++) {
+        int seen = 0;
+        for (int q = 0; q < r && !seen; q++)
+            seen = strcmp(all + (size_t)r * MPI_MAX_PROCESSOR_NAME,
+                          all + (size_t)q * MPI_MAX_PROCESSOR_NAME) == 0;
+        hosts += !seen;
+    }
+    if (w->rank == 0 && hosts > 1) {
+        printf("dtrain: %d ranks on %d hosts:", w->size, hosts);
+        for (int r = 0; r < w->size; r++)
+            printf("%s rank %d on %s", r ? "," : "", r, all + (size_t)r * MPI_MAX_PROCESSOR_NAME);
+        printf("\n");
+        fflush(stdout);
+    }
+    free(all);
+}
 
 int dt_cli_world_open(dt_cli_world *w, int *argc, char ***argv, const dt_config *cfg)
 {
@@ -33,6 +66,7 @@ int dt_cli_world_open(dt_cli_world *w, int *argc, char ***argv, const dt_config 
         fprintf(stderr, "dtrain: rank %d: %s\n", w->rank, dt_last_error());
         return dt_cli_world_fail(w, DT_EXIT_FAIL);
     }
+    print_hosts(w);
     return DT_EXIT_OK;
 }
 

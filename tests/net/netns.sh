@@ -1,0 +1,126 @@
+#!/bin/sh
+# netns.sh — dtrain across "hosts" made of Linux network namespaces, as a user runs it across
+# machines: two namespaces joined by a veth pair rate-limited with tc's token bucket (1 Gbit/s,
+# 0.1 ms latency each way), each with its own hostname (a UTS namespace), Open MPI over TCP
+# between them, started from a hostfile with a launch agent that enters the namespace (in
+# place of ssh). Checked:
+#   - data parallelism on one rank per host writes the weights of the same run on one host,
+#     byte for byte (2 ranks sum in either order to the same bits);
+#   - the ring all-reduce across the hosts, and the startup line naming each rank's host;
+#   - a host killed mid-run (every process in its namespace, SIGKILL) ends the job within 30 s
+#     with a non-zero status: no hang.
+# Needs root and the ip, tc and unshare tools; without them it is skipped (exit 77, which
+# ctest reports as skipped) with the reason, never passed.
+set -u
+DTRAIN=${DTRAIN:?ctest sets DTRAIN}
+MPIRUN=${MPIRUN:?ctest sets MPIRUN}
+SRC=${DT_SOURCE_DIR:?ctest sets DT_SOURCE_DIR}
+MLP="$SRC/examples/mlp.ini"
+
+skip() { echo "SKIP: $*"; exit 77; }
+[ "$(id -u)" = 0 ] || skip "network namespaces need root"
+for tool in ip tc unshare; do
+    command -v "$tool" >/dev/null 2>&1 || skip "no '$tool' command"
+done
+
+tag=$$
+ns0="dtns$tag-0" ns1="dtns$tag-1"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/dtrain-netns-XXXXXX") || exit 1
+cleanup() {
+    for ns in "$ns0" "$ns1"; do
+        ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
+        ip netns del "$ns" 2>/dev/null
+    done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail=0
+
+# The subnet: 10.(100 + pid mod 100).(pid / 100 mod 250).0/24, so that runs side by side differ.
+net="10.$((100 + tag % 100)).$((tag / 100 % 250))"
+ip netns add "$ns0" 2>"$tmp/err" || skip "cannot create a network namespace: $(cat "$tmp/err")"
+ip netns add "$ns1" &&
+    ip link add "dtv${tag}a" type veth peer name "dtv${tag}b" &&
+    ip link set "dtv${tag}a" netns "$ns0" && ip link set "dtv${tag}b" netns "$ns1" &&
+    ip -n "$ns0" addr add "$net.1/24" dev "dtv${tag}a" &&
+    ip -n "$ns1" addr add "$net.2/24" dev "dtv${tag}b" &&
+    ip -n "$ns0" link set "dtv${tag}a" up && ip -n "$ns1" link set "dtv${tag}b" up &&
+    ip -n "$ns0" link set lo up && ip -n "$ns1" link set lo up ||
+    skip "cannot wire the namespaces (veth)"
+for side in "$ns0 dtv${tag}a" "$ns1 dtv${tag}b"; do
+    set -- $side
+    ip netns exec "$1" tc qdisc add dev "$2" root netem delay 100us rate 1gbit 2>/dev/null ||
+        ip netns exec "$1" tc qdisc add dev "$2" root tbf rate 1gbit burst 256kb latency 10ms ||
+        skip "tc cannot shape the link"
+done
+echo "hosts: $net.1 (namespace $ns0, host0) and $net.2 ($ns1, host1), 1 Gbit/s"
+
+# The launch agent: Open MPI calls it as `agent HOST COMMAND...`, like ssh.
+cat >"$tmp/agent" <<EOF
+#!/bin/sh
+host=\$1
+shift
+case \$host in
+$net.1) ns=$ns0 name=host0 ;;
+$net.2) ns=$ns1 name=host1 ;;
+*) echo "agent: unknown host \$host" >&2; exit 1 ;;
+esac
+# The command is a shell line (Open MPI may set PATH and LD_LIBRARY_PATH in front of it).
+exec ip netns exec "\$ns" unshare --uts /bin/sh -c "hostname \$name && \$*"
+EOF
+chmod +x "$tmp/agent"
+printf '%s slots=1\n%s slots=1\n' "$net.1" "$net.2" >"$tmp/hosts"
+
+# across ARGS...: mpirun on host0 over the hostfile, one rank per host, TCP only.
+across() {
+    ip netns exec "$ns0" unshare --uts /bin/sh -c 'hostname host0 && exec "$@"' sh \
+        "$MPIRUN" --mca plm_rsh_agent "$tmp/agent" --mca btl tcp,self \
+        --mca oob_tcp_if_include "$net.0/24" --mca btl_tcp_if_include "$net.0/24" \
+        --hostfile "$tmp/hosts" -np 2 -x OPENBLAS_NUM_THREADS=1 -x OMPI_ALLOW_RUN_AS_ROOT \
+        -x OMPI_ALLOW_RUN_AS_ROOT_CONFIRM "$DTRAIN" train "$MLP" --threads 1 --no-progress "$@"
+}
+
+common="--max-steps 20 --epochs 1"
+across $common --save-weights "$tmp/across.st" >"$tmp/across.out" 2>&1 ||
+    { echo "FAIL across: exit $?"; sed 's/^/  /' "$tmp/across.out"; fail=1; }
+"$MPIRUN" -np 2 --oversubscribe "$DTRAIN" train "$MLP" --threads 1 --no-progress $common \
+    --save-weights "$tmp/local.st" >"$tmp/local.out" 2>&1 ||
+    { echo "FAIL local: exit $?"; sed 's/^/  /' "$tmp/local.out"; fail=1; }
+if cmp -s "$tmp/across.st" "$tmp/local.st"; then
+    echo "ok across-hosts: the weights of the same run on one host, byte for byte"
+else
+    echo "FAIL across-hosts: weights differ from the one-host run"; fail=1
+fi
+if grep -q 'dtrain: 2 ranks on 2 hosts: rank 0 on host0, rank 1 on host1' "$tmp/across.out"; then
+    echo "ok host-map: $(grep 'ranks on 2 hosts' "$tmp/across.out")"
+else
+    echo "FAIL host-map: no line naming each rank's host"; sed 's/^/  /' "$tmp/across.out"; fail=1
+fi
+
+across $common --comm-algorithm ring >"$tmp/ring.out" 2>&1 &&
+    echo "ok ring: $(grep 'data-parallel over' "$tmp/ring.out")" ||
+    { echo "FAIL ring: exit $?"; sed 's/^/  /' "$tmp/ring.out"; fail=1; }
+
+# host1 dies after a few steps: every process in its namespace killed.
+across --max-steps 100000 --epochs 100 --comm-timeout 10 >"$tmp/kill.out" 2>&1 &
+job=$!
+for i in 1 2 3 4 5 6 7 8 9 10; do
+    [ "$(ip netns pids "$ns1" | wc -l)" -gt 1 ] && grep -q 'ranks on 2 hosts' "$tmp/kill.out" && break
+    sleep 1
+done
+sleep 1
+t0=$(date +%s)
+ip netns pids "$ns1" | xargs -r kill -9
+( sleep 30; kill -9 $job 2>/dev/null ) &
+guard=$!
+wait $job
+code=$?
+took=$(($(date +%s) - t0))
+kill $guard 2>/dev/null
+if [ $code -ne 0 ] && [ $took -lt 30 ]; then
+    echo "ok host-killed: the job ended in ${took} s with status $code"
+else
+    echo "FAIL host-killed: status $code after ${took} s (a hang is killed at 30 s)"
+    sed 's/^/  /' "$tmp/kill.out"; fail=1
+fi
+exit $fail
