@@ -21,6 +21,7 @@ static const dt_command commands[] = {
     {"inspect", dt_cmd_inspect, "verify a checkpoint and print its header, layout and tensors"},
     {"export", dt_cmd_export,
      "write a checkpoint's weights as one PyTorch-loadable safetensors file"},
+    {"plot", dt_cmd_plot, "draw a metrics file, a trace or bench-comm output as an SVG picture"},
     {"bench-comm", dt_cmd_bench_comm,
      "time every collective and algorithm (under mpirun) and check every result"},
 };
