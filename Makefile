@@ -17,7 +17,8 @@ endif
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 
-.PHONY: all deps build demo test test-asan test-tsan fuzz fuzz-ci check-accuracy refs bench clean
+.PHONY: all deps build demo test test-asan test-tsan fuzz fuzz-ci check-accuracy refs bench package \
+        clean
 
 all: build
 
@@ -91,6 +92,15 @@ refs: build
 
 bench: build
 	bench/run.sh $(BUILD)
+
+# The Debian package $(BUILD)/dtrain_<version>_<arch>.deb: CPack over the install rules
+# (cmake/install.cmake), its dependencies read off the binaries by dpkg-shlibdeps; then
+# checked without installing it (tests/install/check-deb.sh: fields, files, the unpacked
+# tool runs, apt resolves it on an empty system). Install it with
+# `apt install ./$(BUILD)/dtrain_*.deb`.
+package: build
+	cd $(BUILD) && cpack -G DEB
+	sh tests/install/check-deb.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)

@@ -84,6 +84,8 @@ int dt_cmd_inspect(int argc, char **argv);
 int dt_cmd_export(int argc, char **argv);
 /* cmd_plot.c */
 int dt_cmd_plot(int argc, char **argv);
+/* cmd_plan.c */
+int dt_cmd_plan(int argc, char **argv);
 /* `dtrain launch`: supervises `mpirun ... dtrain train` and restarts it from its newest
  * checkpoint after a failure (cmd_launch.c). */
 int dt_cmd_launch(int argc, char **argv);

@@ -58,13 +58,14 @@ static void print_tensors(const dt_ckpt_set *s)
 
 int dt_cmd_inspect(int argc, char **argv)
 {
-    if (wants_help(argc, argv) || argc != 2) {
-        fprintf(argc == 2 ? stdout : stderr,
+    const int help = wants_help(argc, argv);
+    if (help || argc != 2) {
+        fprintf(help ? stdout : stderr,
                 "usage: dtrain inspect CKPT\n\nVerifies a checkpoint (every file's size and "
                 "CRC-32, every tensor's CRC-32)\nand prints its header, the layout that wrote "
                 "it and its tensors. CKPT is one\ncheckpoint or a directory of them (then the "
                 "newest valid one).\n");
-        return argc == 2 ? DT_EXIT_OK : DT_EXIT_USAGE;
+        return help ? DT_EXIT_OK : DT_EXIT_USAGE;
     }
     char dir[4096];
     dt_ckpt_manifest m;
@@ -93,13 +94,14 @@ int dt_cmd_inspect(int argc, char **argv)
 
 int dt_cmd_export(int argc, char **argv)
 {
-    if (wants_help(argc, argv) || argc != 3) {
-        fprintf(argc == 3 ? stdout : stderr,
+    const int help = wants_help(argc, argv);
+    if (help || argc != 3) {
+        fprintf(help ? stdout : stderr,
                 "usage: dtrain export CKPT FILE.safetensors\n\nWrites a checkpoint's weights "
                 "as one safetensors file under PyTorch's names\n(torch's load_state_dict "
                 "takes it; so does dtrain train --init-weights), whatever\nlayout wrote it. The "
                 "same weights give the same bytes.\n");
-        return argc == 3 ? DT_EXIT_OK : DT_EXIT_USAGE;
+        return help ? DT_EXIT_OK : DT_EXIT_USAGE;
     }
     char dir[4096];
     dt_ckpt_manifest m;
@@ -169,11 +171,11 @@ int dt_cmd_eval(int argc, char **argv)
 {
     if (wants_help(argc, argv) || argc < 2 || argv[1][0] == '-') {
         FILE *out = wants_help(argc, argv) ? stdout : stderr;
-        fprintf(out,
-                "usage: dtrain eval CKPT [options]\n\nTest loss and accuracy of a checkpoint's "
-                "weights, with the model and data of the\nconfig it was written with (one "
-                "process, or any layout under mpirun).\n");
-        dt_cli_print_help(out, NULL, NULL, eval_opts, N_EVAL_OPTS, 0);
+        dt_cli_print_help(out, "dtrain eval CKPT [options]",
+                          "Test loss and accuracy of a checkpoint's weights, with the model and "
+                          "data of the\nconfig it was written with (one process, or any layout "
+                          "under mpirun).",
+                          eval_opts, N_EVAL_OPTS, 0);
         return out == stdout ? DT_EXIT_OK : DT_EXIT_USAGE;
     }
     char dir[4096];

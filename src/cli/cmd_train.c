@@ -12,6 +12,7 @@
 #include "cli/blas_core.h"
 #include "cli/explain.h"
 #include "cli/train_hooks.h"
+#include "cli/tensorboard.h"
 #include "cli/train_report.h"
 #include "dtrain/train.h"
 
@@ -71,6 +72,9 @@ static const dt_cli_option train_opts[] = {
     {"--trace-events", "N", DT_OPT_STRING, "trace-events",
      "events each rank keeps for --trace (default 262144, about 24 MB; more are dropped and "
      "counted)"},
+    {"--tensorboard", "DIR", DT_OPT_STRING, "tensorboard",
+     "write the scalars (loss, accuracy, learning rate, samples/s, phase times) as a TensorBoard "
+     "event file in DIR"},
     {"--slow-rank", "R:MS", DT_OPT_STRING, "slow-rank",
      "rank R sleeps MS milliseconds before each step (a straggler, for demonstrations; also "
      "DTRAIN_SLOW_RANK)"},
@@ -101,6 +105,7 @@ typedef struct run_ctx {
     int bar;       /* draw a progress bar */
     FILE *metrics; /* rank 0 only */
     int bar_open;  /* a progress bar line is on the terminal, unterminated */
+    dt_tb *tb;     /* --tensorboard, rank 0 only */
     int64_t global_batch;
 } run_ctx;
 
@@ -151,6 +156,11 @@ static dt_status on_step(void *vctx, const dt_step_info *s)
                s->loss, s->lr, s->samples_per_s);
         fflush(stdout);
     }
+    if (c->tb != NULL &&
+        (dt_tb_scalar(c->tb, "train/loss", s->step, s->loss) != DT_OK ||
+         dt_tb_scalar(c->tb, "train/learning_rate", s->step, s->lr) != DT_OK ||
+         dt_tb_scalar(c->tb, "train/samples_per_s", s->step, s->samples_per_s) != DT_OK))
+        return DT_ERR_IO;
     if (c->metrics != NULL && every > 0 && s->step % every == 0) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "event", "step");
@@ -187,6 +197,14 @@ static dt_status on_epoch(void *vctx, const dt_epoch_info *e)
     else
         printf("  %.0f samples/s  (%.1f s)\n", e->samples_per_s, e->epoch_s);
     fflush(stdout);
+    if (c->tb != NULL && e->steps > 0 &&
+        (dt_tb_scalar(c->tb, "epoch/train_loss", e->steps, e->train_loss) != DT_OK ||
+         dt_tb_scalar(c->tb, "epoch/samples_per_s", e->steps, e->samples_per_s) != DT_OK ||
+         (!isnan(e->test_loss) &&
+          dt_tb_scalar(c->tb, "test/loss", e->steps, e->test_loss) != DT_OK) ||
+         (!isnan(e->test_accuracy) &&
+          dt_tb_scalar(c->tb, "test/accuracy", e->steps, e->test_accuracy) != DT_OK)))
+        return DT_ERR_IO;
     if (c->metrics != NULL) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "event", "epoch");
@@ -501,12 +519,16 @@ int dt_cmd_train(int argc, char **argv)
 
     dt_trainer *t = NULL;
     FILE *metrics = NULL;
+    dt_tb *tb = NULL;
     const char *init = dt_cli_string(&vals, "init-weights");
     const char *save = dt_cli_string(&vals, "save-weights");
     /* A resumed run (dtrain launch's restarts among them) adds to the metrics it began. */
     if (open_outputs(world.rank, save, dt_cli_string(&vals, "trace"),
                      dt_cli_string(&vals, "metrics"), dt_cli_string(&vals, "resume") != NULL,
                      &metrics) != DT_OK)
+        goto fail;
+    const char *tbdir = dt_cli_string(&vals, "tensorboard");
+    if (world.rank == 0 && tbdir != NULL && dt_tb_open(tbdir, &tb) != DT_OK)
         goto fail;
     test_stall(world.rank);
     if (dt_trainer_create(&cfg, world.comm, &t) != DT_OK)
@@ -523,6 +545,7 @@ int dt_cmd_train(int argc, char **argv)
     run_ctx ctx = {.cfg = &cfg,
                    .rank = world.rank,
                    .metrics = metrics,
+                   .tb = tb,
                    .global_batch = dt_trainer_global_batch(t),
                    .bar = dt_cli_flag(&vals, "progress") ||
                           (tty && !dt_cli_flag(&vals, "no-progress"))};
@@ -533,7 +556,8 @@ int dt_cmd_train(int argc, char **argv)
     const char *trace = dt_cli_string(&vals, "trace");
     /* The phases and the trace before report_comm, whose all-reduces timed alone are not
      * part of the run. */
-    if (dt_trainer_run(t, &cb) != DT_OK || dt_cli_report_phases(t, world.rank, metrics) != DT_OK ||
+    if (dt_trainer_run(t, &cb) != DT_OK ||
+        dt_cli_report_phases(t, world.rank, metrics, tb) != DT_OK ||
         (trace != NULL && write_trace(t, trace, world.rank) != DT_OK) ||
         report_comm(&cfg, &world, t) != DT_OK)
         goto fail;
@@ -556,6 +580,9 @@ int dt_cmd_train(int argc, char **argv)
     }
     if (metrics != NULL)
         fclose(metrics);
+    if (tb != NULL)
+        printf("dtrain: TensorBoard scalars written to %s\n", dt_tb_path(tb));
+    dt_tb_close(tb);
     dt_trainer_free(t);
     dt_cli_world_close(&world);
     return DT_EXIT_OK;
@@ -566,6 +593,7 @@ fail:
         fprintf(stderr, "dtrain: %s\n", dt_last_error());
     if (metrics != NULL)
         fclose(metrics);
+    dt_tb_close(tb);
     dt_trainer_free(t);
     return dt_cli_world_fail(&world, DT_EXIT_FAIL);
 }

@@ -22,6 +22,8 @@ static const dt_command commands[] = {
     {"export", dt_cmd_export,
      "write a checkpoint's weights as one PyTorch-loadable safetensors file"},
     {"plot", dt_cmd_plot, "draw a metrics file, a trace or bench-comm output as an SVG picture"},
+    {"plan", dt_cmd_plan,
+     "predict a step's communication on a layout from a link's measured speed"},
     {"bench-comm", dt_cmd_bench_comm,
      "time every collective and algorithm (under mpirun) and check every result"},
 };

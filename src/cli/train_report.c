@@ -57,7 +57,7 @@ static void write_record(FILE *f, const dt_phase_report *r)
     cJSON_Delete(o);
 }
 
-dt_status dt_cli_report_phases(dt_trainer *t, int rank, FILE *metrics)
+dt_status dt_cli_report_phases(dt_trainer *t, int rank, FILE *metrics, dt_tb *tb)
 {
     dt_phase_report r;
     dt_status st = dt_trainer_phase_report(t, &r);
@@ -66,6 +66,13 @@ dt_status dt_cli_report_phases(dt_trainer *t, int rank, FILE *metrics)
     print_table(&r);
     if (metrics != NULL)
         write_record(metrics, &r);
+    for (int p = 0; tb != NULL && p < DT_PHASE_COUNT; p++) {
+        char tag[48];
+        snprintf(tag, sizeof tag, "phases/%s_ms", dt_phase_name((dt_phase)p));
+        st = dt_tb_scalar(tb, tag, r.steps, r.mean_s[p] * 1e3);
+        if (st != DT_OK)
+            return st;
+    }
     fflush(stdout);
     return DT_OK;
 }

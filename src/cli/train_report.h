@@ -5,10 +5,12 @@
 
 #include <stdio.h>
 
+#include "cli/tensorboard.h"
 #include "dtrain/train.h"
 
 /* Gathers every rank's phase times (collective); rank 0 prints the table and, when
- * `metrics` is open, writes a "phases" record to it. */
-dt_status dt_cli_report_phases(dt_trainer *t, int rank, FILE *metrics);
+ * `metrics` is open, writes a "phases" record to it, and with `tb` the mean time of each
+ * phase per step as TensorBoard scalars ("phases/<name>_ms", at the last step). */
+dt_status dt_cli_report_phases(dt_trainer *t, int rank, FILE *metrics, dt_tb *tb);
 
 #endif

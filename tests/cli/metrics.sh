@@ -1,7 +1,8 @@
 #!/bin/sh
 # metrics.sh PYTHON — `--metrics FILE` writes one JSON object per line: a step record every
 # --log-every steps and an epoch record with epoch, train_loss, test_loss, test_accuracy
-# (a fraction) and samples_per_s. A short MLP run on Fashion-MNIST (5 steps) and a short
+# (a fraction) and samples_per_s, and at the end a phases record (each rank's time per step
+# in each phase, and the straggler). A short MLP run on Fashion-MNIST (5 steps) and a short
 # linear regression (no accuracy: null) are parsed with Python's json module, and the
 # epoch record is checked against the log line dtrain prints for the same epoch.
 set -u
@@ -48,7 +49,16 @@ def number(o, key):
 mlp = records(sys.argv[1])
 steps = [o for o in mlp if o.get("event") == "step"]
 epochs = [o for o in mlp if o.get("event") == "epoch"]
-need(len(steps) + len(epochs) == len(mlp), f"records of unknown kind in {mlp}")
+phases = [o for o in mlp if o.get("event") == "phases"]
+need(len(steps) + len(epochs) + len(phases) == len(mlp), f"records of unknown kind in {mlp}")
+need(len(phases) == 1 and mlp[-1] is phases[0], f"{len(phases)} phases records, expected 1, last")
+p = phases[0]
+need(number(p, "steps") == 5 and p.get("straggler") == 0 and len(p.get("ranks", [])) == 1,
+     f"phases record {p}")
+for k in ("data_ms", "forward_ms", "backward_ms", "comm_ms", "optimizer_ms", "bubble_ms"):
+    need(number(p["ranks"][0], k) >= 0, f"phases record: {k}")
+need(p["ranks"][0]["forward_ms"] > 0 and p["ranks"][0]["bubble_ms"] == 0,
+     f"phases record {p}: forward timed, no bubble in one process")
 # --log-every 2 over 5 steps: records after steps 2 and 4.
 need([o.get("step") for o in steps] == [2, 4], f"step records {steps}, expected steps 2 and 4")
 for o in steps:

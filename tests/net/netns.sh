@@ -23,65 +23,24 @@ for tool in ip tc unshare; do
     command -v "$tool" >/dev/null 2>&1 || skip "no '$tool' command"
 done
 
-tag=$$
-ns0="dtns$tag-0" ns1="dtns$tag-1"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dtrain-netns-XXXXXX") || exit 1
+ns0="" ns1="" tmp_hosts=""
 cleanup() {
-    for ns in "$ns0" "$ns1"; do
-        ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
-        ip netns del "$ns" 2>/dev/null
-    done
+    [ -n "$ns0" ] && hosts_down
     rm -rf "$tmp"
 }
 trap cleanup EXIT
 fail=0
+. "$(dirname "$0")/hosts.sh"
+RATE=1gbit
+hosts_up 2>"$tmp/why" || skip "$(cat "$tmp/why")"
+echo "hosts: $net.1 (namespace $ns0, host0) and $net.2 ($ns1, host1), $RATE"
 
-# The subnet: 10.(100 + pid mod 100).(pid / 100 mod 250).0/24, so that runs side by side differ.
-net="10.$((100 + tag % 100)).$((tag / 100 % 250))"
-ip netns add "$ns0" 2>"$tmp/err" || skip "cannot create a network namespace: $(cat "$tmp/err")"
-ip netns add "$ns1" &&
-    ip link add "dtv${tag}a" type veth peer name "dtv${tag}b" &&
-    ip link set "dtv${tag}a" netns "$ns0" && ip link set "dtv${tag}b" netns "$ns1" &&
-    ip -n "$ns0" addr add "$net.1/24" dev "dtv${tag}a" &&
-    ip -n "$ns1" addr add "$net.2/24" dev "dtv${tag}b" &&
-    ip -n "$ns0" link set "dtv${tag}a" up && ip -n "$ns1" link set "dtv${tag}b" up &&
-    ip -n "$ns0" link set lo up && ip -n "$ns1" link set lo up ||
-    skip "cannot wire the namespaces (veth)"
-for side in "$ns0 dtv${tag}a" "$ns1 dtv${tag}b"; do
-    set -- $side
-    ip netns exec "$1" tc qdisc add dev "$2" root netem delay 100us rate 1gbit 2>/dev/null ||
-        ip netns exec "$1" tc qdisc add dev "$2" root tbf rate 1gbit burst 256kb latency 10ms ||
-        skip "tc cannot shape the link"
-done
-echo "hosts: $net.1 (namespace $ns0, host0) and $net.2 ($ns1, host1), 1 Gbit/s"
-
-# The launch agent: Open MPI calls it as `agent HOST COMMAND...`, like ssh.
-cat >"$tmp/agent" <<EOF
-#!/bin/sh
-host=\$1
-shift
-case \$host in
-$net.1) ns=$ns0 name=host0 ;;
-$net.2) ns=$ns1 name=host1 ;;
-*) echo "agent: unknown host \$host" >&2; exit 1 ;;
-esac
-# The command is a shell line (Open MPI may set PATH and LD_LIBRARY_PATH in front of it).
-exec ip netns exec "\$ns" unshare --uts /bin/sh -c "hostname \$name && \$*"
-EOF
-chmod +x "$tmp/agent"
-printf '%s slots=1\n%s slots=1\n' "$net.1" "$net.2" >"$tmp/hosts"
-
-# across ARGS...: mpirun on host0 over the hostfile, one rank per host, TCP only.
-across() {
-    ip netns exec "$ns0" unshare --uts /bin/sh -c 'hostname host0 && exec "$@"' sh \
-        "$MPIRUN" --mca plm_rsh_agent "$tmp/agent" --mca btl tcp,self \
-        --mca oob_tcp_if_include "$net.0/24" --mca btl_tcp_if_include "$net.0/24" \
-        --hostfile "$tmp/hosts" -np 2 -x OPENBLAS_NUM_THREADS=1 -x OMPI_ALLOW_RUN_AS_ROOT \
-        -x OMPI_ALLOW_RUN_AS_ROOT_CONFIRM "$DTRAIN" train "$MLP" --threads 1 --no-progress "$@"
-}
+# trains ARGS...: dtrain train across the hosts.
+trains() { across "$DTRAIN" train "$MLP" --threads 1 --no-progress "$@"; }
 
 common="--max-steps 20 --epochs 1"
-across $common --save-weights "$tmp/across.st" >"$tmp/across.out" 2>&1 ||
+trains $common --save-weights "$tmp/across.st" >"$tmp/across.out" 2>&1 ||
     { echo "FAIL across: exit $?"; sed 's/^/  /' "$tmp/across.out"; fail=1; }
 "$MPIRUN" -np 2 --oversubscribe "$DTRAIN" train "$MLP" --threads 1 --no-progress $common \
     --save-weights "$tmp/local.st" >"$tmp/local.out" 2>&1 ||
@@ -97,12 +56,12 @@ else
     echo "FAIL host-map: no line naming each rank's host"; sed 's/^/  /' "$tmp/across.out"; fail=1
 fi
 
-across $common --comm-algorithm ring >"$tmp/ring.out" 2>&1 &&
+trains $common --comm-algorithm ring >"$tmp/ring.out" 2>&1 &&
     echo "ok ring: $(grep 'data-parallel over' "$tmp/ring.out")" ||
     { echo "FAIL ring: exit $?"; sed 's/^/  /' "$tmp/ring.out"; fail=1; }
 
 # host1 dies after a few steps: every process in its namespace killed.
-across --max-steps 100000 --epochs 100 --comm-timeout 10 >"$tmp/kill.out" 2>&1 &
+trains --max-steps 100000 --epochs 100 --comm-timeout 10 >"$tmp/kill.out" 2>&1 &
 job=$!
 for i in 1 2 3 4 5 6 7 8 9 10; do
     [ "$(ip netns pids "$ns1" | wc -l)" -gt 1 ] && grep -q 'ranks on 2 hosts' "$tmp/kill.out" && break

@@ -5,3 +5,15 @@ dt_add_cli_test(NAME cli_obs COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_obs.sh MPI
 dt_add_test(NAME test_obs SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_obs.c LABELS unit TIMEOUT 30)
 # dtrain plot: a metrics file, a trace and bench-comm output as SVG pictures (parsed as XML).
 dt_add_cli_test(NAME cli_plot COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_plot.sh MPI TIMEOUT 120)
+# TensorBoard event files: every record framed and unpacked by protobuf-c's own reader.
+add_executable(tb_read ${CMAKE_CURRENT_LIST_DIR}/tb_read.c ${PROJECT_SOURCE_DIR}/src/cli/tensorboard.c)
+target_include_directories(tb_read PRIVATE ${PROJECT_SOURCE_DIR}/src)
+target_compile_options(tb_read PRIVATE ${DT_WARNINGS} ${DT_FLAGS})
+target_compile_definitions(tb_read PRIVATE _POSIX_C_SOURCE=200809L)
+target_link_libraries(tb_read PRIVATE dt_tensorboard_proto dtrain_static)
+dt_add_cli_test(NAME cli_tensorboard TIMEOUT 60
+                COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_tensorboard.sh $<TARGET_FILE:tb_read>)
+# Optional: TensorBoard's own reader, where bench/.venv has the tensorboard package.
+dt_add_cli_test(NAME cli_tensorboard_reader TIMEOUT 120
+                COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/tb_tensorboard.sh)
+set_tests_properties(cli_tensorboard_reader PROPERTIES SKIP_RETURN_CODE 77)

@@ -1,0 +1,38 @@
+#!/bin/sh
+# plan_netns.sh BUILD_DIR — the cost model (dtrain plan) against measured steps, on two
+# network-namespace hosts (tests/net/hosts.sh) at two link rates: for each rate, bench-comm
+# across the hosts measures the link (the all-reduce's bus bandwidth and its small-message
+# time), dtrain plan predicts the data-parallel step's gradient all-reduce from it, and the
+# MLP and the ConvNet train across the hosts with overlap off (so all of the all-reduce is
+# waited for) to give the measured communication per step (the phase table's comm row: the
+# all-reduce plus the step's small loss exchange). Needs root. Prints one line per case.
+set -u
+build=${1:?usage: bench/plan_netns.sh BUILD_DIR}
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+DTRAIN=$build/dtrain
+MPIRUN=${MPIRUN:-mpirun}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
+. "$root/tests/net/hosts.sh"
+trap 'hosts_down' EXIT
+for RATE in 1gbit 200mbit; do
+    hosts_up || exit 1
+    across "$DTRAIN" bench-comm --ops allreduce --algos auto --min-bytes 1K --max-bytes 16M \
+        --json "$tmp_hosts/link.jsonl" >/dev/null 2>&1 || { echo "bench-comm failed"; exit 1; }
+    for model in mlp:examples/mlp.ini:60 convnet:examples/convnet.ini:15; do
+        name=${model%%:*} rest=${model#*:}
+        cfg=$root/${rest%%:*} steps=${rest#*:}
+        pred=$("$DTRAIN" plan "$cfg" --ranks 2 --from "$tmp_hosts/link.jsonl" |
+            sed -n 's/^  total .* \([0-9.]*\) ms$/\1/p')
+        link=$("$DTRAIN" plan "$cfg" --ranks 2 --from "$tmp_hosts/link.jsonl" |
+            sed -n 's/.*link \([0-9.]*\) GB\/s.*latency \([0-9.]*\) us.*/\1 GB\/s, \2 us/p')
+        across "$DTRAIN" train "$cfg" --threads 1 --no-progress --max-steps "$steps" --epochs 1 \
+            --set parallel.overlap=off --set train.eval=off >"$tmp_hosts/train.out" 2>&1 ||
+            { echo "training failed"; cat "$tmp_hosts/train.out"; exit 1; }
+        meas=$(sed -n 's/^  comm  *\([0-9.]*\) .*/\1/p' "$tmp_hosts/train.out")
+        awk -v r="$RATE" -v n="$name" -v p="$pred" -v m="$meas" -v l="$link" 'BEGIN {
+            printf "%-8s %-8s link %-22s predicted %9.3f ms  measured %9.3f ms  ratio %.2f\n",
+                   r, n, l, p, m, m / p }'
+    done
+    hosts_down
+done

@@ -1,0 +1,280 @@
+/* cmd_plan.c — `dtrain plan [CONFIG] --ranks N [layout options] (--bandwidth GB/s --latency us
+ * | --from bench-comm.jsonl)`: the communication a training step of CONFIG makes on the layout,
+ * in bytes and in predicted time, from a link's bandwidth B and latency α (measured by
+ * bench-comm). One process, no MPI: the layout is planned as on the ranks (docs/USER_GUIDE.md
+ * has the formulas).
+ *
+ *   data parallelism, ring all-reduce of G gradient bytes over d ranks, in k buckets:
+ *       T = 2(d-1)/d * G/B + 2(d-1) * k * α          (ZeRO-1: reduce-scatter + all-gather, same)
+ *   tensor parallelism, per micro-batch: all-reduces of X bytes over t ranks as above, and
+ *       all-gathers of a whole activation X: (t-1)/t * X/B + (t-1) * α
+ *   pipeline, per micro-batch and cut: the activation forward and its gradient back,
+ *       2 * (X/B + α) per cut on the critical path.
+ *
+ * What it leaves out is said with the prediction: computation, and with it how much of the
+ * gradient all-reduce backward hides (none with parallel.overlap off), and the pipeline's
+ * bubble. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "dtrain/dtrain.h"
+
+static const dt_cli_option plan_opts[] = {
+    {"--set", "KEY=VALUE", DT_OPT_SET, NULL, "override any config key"},
+    {"--ranks", "N", DT_OPT_STRING, "ranks", "ranks in the job (default dp x tp x pp, or 1)"},
+    {"--dp", "N", DT_OPT_CONFIG_KEY, "parallel.dp", "data-parallel ranks (0: all left)"},
+    {"--tp", "N", DT_OPT_CONFIG_KEY, "parallel.tp", "tensor-parallel ranks"},
+    {"--pp", "N", DT_OPT_CONFIG_KEY, "parallel.pp", "pipeline stages"},
+    {"--micro-batches", "M", DT_OPT_CONFIG_KEY, "parallel.micro_batches", "micro-batches per step"},
+    {"--batch", "N", DT_OPT_CONFIG_KEY, "train.batch", "samples per micro-batch on each rank"},
+    {"--zero", "0|1", DT_OPT_CONFIG_KEY, "parallel.zero", "ZeRO stage"},
+    {"--bandwidth", "GB/s", DT_OPT_STRING, "bandwidth", "the link's bandwidth B"},
+    {"--latency", "US", DT_OPT_STRING, "latency", "the link's latency per message, microseconds"},
+    {"--from", "FILE", DT_OPT_STRING, "from",
+     "take B and the latency from bench-comm --json output (the auto all-reduce's bus "
+     "bandwidth at the gradient's size, its time at the smallest)"},
+};
+#define N_PLAN_OPTS ((int)(sizeof plan_opts / sizeof plan_opts[0]))
+
+typedef struct link {
+    double bw;    /* bytes/s */
+    double alpha; /* s */
+    double at;    /* the message size B was measured at (0: given) */
+} link;
+
+/* B and α from bench-comm JSON lines of the all-reduce with the algorithm training uses by
+ * default (comm.algorithm auto): α from its time at the smallest
+ * size over the ring's 2(n-1) steps; B its bus bandwidth at the smallest measured size of at
+ * least `bytes` (the step's gradient all-reduce: a link's bandwidth depends on the message
+ * size through TCP's windows and the shaper's bursts), or at the largest. */
+static int link_from(const char *path, double bytes, link *l)
+{
+    char *text = NULL;
+    size_t n = 0;
+    if (dt_read_file(path, "plan", &text, &n) != DT_OK)
+        return -1;
+    double pick = INFINITY, largest = -1, small_size = INFINITY, largest_bw = 0;
+    for (char *line = strtok(text, "\n"); line != NULL; line = strtok(NULL, "\n")) {
+        cJSON *o = cJSON_Parse(line);
+        const cJSON *op = cJSON_GetObjectItemCaseSensitive(o, "operation");
+        const cJSON *al = cJSON_GetObjectItemCaseSensitive(o, "algorithm");
+        const double sz = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, "size"));
+        const double bw = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, "busbw_GBps"));
+        const double us = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, "time_us"));
+        const double rk = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, "ranks"));
+        if (cJSON_IsString(op) && strcmp(op->valuestring, "allreduce") == 0 && cJSON_IsString(al) &&
+            strcmp(al->valuestring, "auto") == 0 && sz > 0 && bw > 0 && us > 0 && rk > 1) {
+            if (sz >= bytes && sz < pick) {
+                pick = sz;
+                l->bw = bw * 1e9;
+            }
+            if (sz > largest) {
+                largest = sz;
+                largest_bw = bw * 1e9;
+            }
+            if (sz < small_size) {
+                small_size = sz;
+                l->alpha = us * 1e-6 / (2.0 * (rk - 1));
+            }
+        }
+        cJSON_Delete(o);
+    }
+    free(text);
+    if (largest < 0) {
+        dt_fail(DT_ERR_FORMAT, "plan: %s: no all-reduce rows of algorithm auto (bench-comm --json)",
+                path);
+        return -1;
+    }
+    if (isinf(pick))
+        l->bw = largest_bw;
+    l->at = isinf(pick) ? largest : pick;
+    return 0;
+}
+
+static double allreduce_s(double bytes, int n, int messages, const link *l)
+{
+    return n <= 1 ? 0.0 : 2.0 * (n - 1) / n * bytes / l->bw + 2.0 * (n - 1) * messages * l->alpha;
+}
+
+static double allgather_s(double whole_bytes, int n, const link *l)
+{
+    return n <= 1 ? 0.0 : (double)(n - 1) / n * whole_bytes / l->bw + (n - 1) * l->alpha;
+}
+
+typedef struct layout {
+    int world, dp, tp, pp, micro;
+    int64_t batch;
+} layout;
+
+static void row(const char *what, double bytes, double s)
+{
+    printf("  %-52s %12.3f MB %12.3f ms\n", what, bytes / 1e6, s * 1e3);
+}
+
+/* The step's communication, printed row by row; returns the predicted seconds. */
+static double predict(const dt_config *cfg, const dt_shape *shapes, const dt_tp_layer_plan *plan,
+                      const int *stage_of, const layout *y, const link *l)
+{
+    double total = 0, grad = 0, worst = 0;
+    for (int s = 0; s < y->pp; s++) { /* the stage with the most gradient bytes sets the pace */
+        grad = 0;
+        for (int i = 0; i < cfg->nlayers; i++)
+            if (stage_of[i] == s)
+                grad += (double)plan[i].params * sizeof(float);
+        worst = fmax(worst, grad);
+    }
+    const double first = cfg->parallel.first_bucket_mb * 1048576.0,
+                 cap = cfg->parallel.bucket_cap_mb * 1048576.0;
+    const int buckets = worst <= first ? 1 : 1 + (int)ceil((worst - first) / cap);
+    char what[128];
+    if (y->dp > 1) {
+        snprintf(what, sizeof what, "dp %s of the gradients (%d bucket%s)",
+                 cfg->parallel.zero ? "reduce-scatter + all-gather" : "all-reduce", buckets,
+                 buckets == 1 ? "" : "s");
+        const double t = allreduce_s(worst, y->dp, buckets, l);
+        row(what, worst, t);
+        total += t;
+    }
+    const double mb = (double)y->batch * sizeof(float);
+    double tp_bytes = 0, tp_s = 0, seen_params = 0;
+    for (int i = 0; y->tp > 1 && i < cfg->nlayers; i++) {
+        const double out = (double)dt_shape_numel(&shapes[i + 1]) * mb,
+                     in = (double)dt_shape_numel(&shapes[i]) * mb;
+        if (plan[i].role == DT_TP_ROW)
+            tp_bytes += out, tp_s += allreduce_s(out, y->tp, 1, l);
+        if (plan[i].gather)
+            tp_bytes += out, tp_s += allgather_s(out, y->tp, l);
+        if (plan[i].role == DT_TP_COLUMN && seen_params)
+            tp_bytes += in, tp_s += allreduce_s(in, y->tp, 1, l);
+        seen_params += (double)plan[i].whole_params;
+    }
+    if (y->tp > 1) {
+        snprintf(what, sizeof what, "tp activations, %d micro-batch%s", y->micro,
+                 y->micro == 1 ? "" : "es");
+        row(what, tp_bytes * y->micro, tp_s * y->micro);
+        total += tp_s * y->micro;
+    }
+    double pp_bytes = 0, pp_s = 0;
+    for (int i = 1; y->pp > 1 && i < cfg->nlayers; i++)
+        if (stage_of[i] != stage_of[i - 1]) {
+            const double x = (double)dt_shape_numel(&shapes[i]) * mb;
+            pp_bytes += 2 * x;
+            pp_s += 2 * (x / l->bw + l->alpha);
+        }
+    if (y->pp > 1) {
+        snprintf(what, sizeof what, "pp activations and their gradients, %d micro-batch%s",
+                 y->micro, y->micro == 1 ? "" : "es");
+        row(what, pp_bytes * y->micro, pp_s * y->micro);
+        total += pp_s * y->micro;
+    }
+    return total;
+}
+
+/* B and α from the options. */
+static int link_of(const dt_cli_values *v, double bytes, link *l)
+{
+    const char *from = dt_cli_string(v, "from"), *bw = dt_cli_string(v, "bandwidth"),
+               *lat = dt_cli_string(v, "latency");
+    if (from != NULL) {
+        if (link_from(from, bytes, l) != 0) {
+            fprintf(stderr, "dtrain plan: %s\n", dt_last_error());
+            return DT_EXIT_FAIL;
+        }
+    } else if (bw == NULL || lat == NULL) {
+        fprintf(stderr, "dtrain plan: give --bandwidth and --latency, or --from FILE\n");
+        return DT_EXIT_USAGE;
+    } else {
+        l->bw = atof(bw) * 1e9;
+        l->alpha = atof(lat) * 1e-6;
+    }
+    if (!(l->bw > 0) || !(l->alpha >= 0)) {
+        fprintf(stderr, "dtrain plan: the bandwidth must be positive, the latency not negative\n");
+        return DT_EXIT_USAGE;
+    }
+    return DT_EXIT_OK;
+}
+
+static int make_layout(const dt_config *cfg, const dt_cli_values *v, layout *y)
+{
+    y->tp = cfg->parallel.tp > 0 ? cfg->parallel.tp : 1;
+    y->pp = cfg->parallel.pp > 0 ? cfg->parallel.pp : 1;
+    const char *ranks = dt_cli_string(v, "ranks");
+    y->world =
+        ranks != NULL ? atoi(ranks) : (cfg->parallel.dp > 0 ? cfg->parallel.dp : 1) * y->tp * y->pp;
+    y->dp = cfg->parallel.dp > 0 ? cfg->parallel.dp : y->world / (y->tp * y->pp);
+    y->micro = dt_config_micro_batches(cfg);
+    y->batch = cfg->train.batch;
+    if (y->world < 1 || y->dp < 1 || y->dp * y->tp * y->pp != y->world) {
+        fprintf(stderr, "dtrain plan: dp %d x tp %d x pp %d does not fill %d ranks\n", y->dp, y->tp,
+                y->pp, y->world);
+        return DT_EXIT_USAGE;
+    }
+    return DT_EXIT_OK;
+}
+
+static void help(FILE *out)
+{
+    dt_cli_print_help(out, "dtrain plan [CONFIG] --ranks N [options]",
+                      "Predicts the communication of one training step of CONFIG on a layout\n"
+                      "from a link's bandwidth and latency (measure them with bench-comm):\n"
+                      "ring all-reduce T = 2(n-1)/n * S/B + 2(n-1) * alpha, and so on\n"
+                      "(docs/USER_GUIDE.md). Computation is not predicted.",
+                      plan_opts, N_PLAN_OPTS, 0);
+}
+
+int dt_cmd_plan(int argc, char **argv)
+{
+    dt_config cfg = dt_config_default();
+    dt_cli_values vals;
+    int rc = dt_cli_parse("plan", plan_opts, N_PLAN_OPTS, argc, argv, &cfg, &vals, 1);
+    if (rc == -1) {
+        help(stdout);
+        return DT_EXIT_OK;
+    }
+    layout y;
+    link l = {0.0, 0.0, 0.0};
+    if (rc != DT_EXIT_OK || (rc = make_layout(&cfg, &vals, &y)) != DT_EXIT_OK)
+        return rc;
+    dt_dataset storage, test_storage, train, test;
+    dt_tp_layer_plan plan[DT_CONFIG_MAX_LAYERS];
+    dt_shape shapes[DT_CONFIG_MAX_LAYERS + 1];
+    int stage_of[DT_CONFIG_MAX_LAYERS] = {0};
+    const dt_tp_layout tpl = {.size = y.tp, .rank = 0, .min_weights = cfg.parallel.tp_min_weights};
+    cfg.train.eval = 0; /* the shapes need the training set's sample shape only */
+    if (dt_data_load(&cfg, &storage, &test_storage, &train, &test) != DT_OK ||
+        dt_model_plan_shapes(cfg.layers, cfg.nlayers, &train.sample_shape, shapes) != DT_OK ||
+        dt_model_tp_plan(cfg.layers, cfg.nlayers, &train.sample_shape, &tpl, plan) != DT_OK ||
+        (y.pp > 1 && dt_model_stage_plan(cfg.layers, cfg.nlayers, &train.sample_shape, &tpl, y.pp,
+                                         cfg.parallel.pp_placement, NULL, stage_of) != DT_OK)) {
+        fprintf(stderr, "dtrain plan: %s\n", dt_last_error());
+        return DT_EXIT_FAIL;
+    }
+    double grad = 0; /* the whole stage 0's gradient bytes on tp rank 0: where B is read */
+    for (int i = 0; i < cfg.nlayers; i++)
+        grad += stage_of[i] == 0 ? (double)plan[i].params * sizeof(float) : 0.0;
+    if ((rc = link_of(&vals, grad, &l)) != DT_EXIT_OK) {
+        dt_dataset_free(&storage);
+        dt_dataset_free(&test_storage);
+        return rc;
+    }
+    char at[48] = "";
+    if (l.at > 0)
+        snprintf(at, sizeof at, " (bus bandwidth at %.0f bytes)", l.at);
+    printf("dtrain plan: %s on %d rank%s (dp %d x tp %d x pp %d, %d micro-batch%s of %lld), "
+           "link %.3f GB/s%s, latency %.1f us\n",
+           cfg.source[0] ? cfg.source : "the built-in ConvNet", y.world, y.world == 1 ? "" : "s",
+           y.dp, y.tp, y.pp, y.micro, y.micro == 1 ? "" : "es", (long long)y.batch, l.bw / 1e9, at,
+           l.alpha * 1e6);
+    printf("  %-52s %15s %15s\n", "communication per step", "operand bytes", "predicted");
+    const double t = predict(&cfg, shapes, plan, stage_of, &y, &l);
+    printf("  %-52s %15s %12.3f ms\n", "total", "", t * 1e3);
+    printf("dtrain plan: computation is not predicted: with parallel.overlap on, backward hides "
+           "part of the gradient all-reduce; a pipeline adds its bubble\n");
+    dt_dataset_free(&storage);
+    dt_dataset_free(&test_storage);
+    return DT_EXIT_OK;
+}
