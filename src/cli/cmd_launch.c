@@ -372,6 +372,7 @@ typedef struct err_scan {
     size_t len;
     int rank[2]; /* Open MPI's, dtrain's; -1 none */
     char line[2][256];
+    char host[128]; /* the node of a daemon Open MPI lost ("Remote daemon: ... on node X") */
 } err_scan;
 
 /* The number at p ("N", then anything), or -1. */
@@ -415,6 +416,12 @@ static long dtrain_rank(const char *line)
 static void scan_line(err_scan *s)
 {
     const char *line = s->buf + strspn(s->buf, " \t");
+    /* A host gone: Open MPI names the node of the daemon it lost. */
+    const char *node = strncmp(line, "Remote daemon:", 14) == 0 ? strstr(line, " on node ") : NULL;
+    if (node != NULL) {
+        node += 9;
+        snprintf(s->host, sizeof s->host, "%.*s", (int)strcspn(node, " \t"), node);
+    }
     long r = ompi_rank(line);
     int kind = 0;
     if (r < 0) {
@@ -446,6 +453,7 @@ typedef struct run_result {
     int status;     /* waitpid's */
     int rank;       /* the rank named on stderr, or -1 */
     char line[256]; /* the line that named it */
+    char host[128]; /* a host whose daemon Open MPI lost, or "" */
     int exec_errno; /* the launcher could not be started */
 } run_result;
 
@@ -498,6 +506,7 @@ static void supervise(pid_t pid, int fd, run_result *r)
     int k = s.rank[0] >= 0 ? 0 : 1;
     r->rank = s.rank[k];
     snprintf(r->line, sizeof r->line, "%s", s.rank[k] >= 0 ? s.line[k] : "");
+    snprintf(r->host, sizeof r->host, "%s", s.host);
 }
 
 /* Starts the launcher with its stderr into a pipe (*errfd). An exec failure comes back as
@@ -662,10 +671,13 @@ static void describe(const run_result *r, char *out, size_t n)
                  strsignal(WTERMSIG(r->status)));
     else
         snprintf(what, sizeof what, "mpirun ended with wait status %d", r->status);
+    char host[200] = "";
+    if (r->host[0] != '\0')
+        snprintf(host, sizeof host, "; host %s lost (its daemon stopped answering)", r->host);
     if (r->rank >= 0)
-        snprintf(out, n, "%s; rank %d: \"%s\"", what, r->rank, r->line);
+        snprintf(out, n, "%s%s; rank %d: \"%s\"", what, host, r->rank, r->line);
     else
-        snprintf(out, n, "%s", what);
+        snprintf(out, n, "%s%s", what, host);
 }
 
 static void reached_text(long long step, char *out, size_t n)

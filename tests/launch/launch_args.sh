@@ -15,6 +15,7 @@
 #   badS     a step directory whose manifest.json is not JSON
 #   pS       rank 0's progress: step S, space-padded, into $DTRAIN_PROGRESS_FILE
 #   ompiR    Open MPI's line naming rank R on stderr; dtrR: dtrain's "rank R:" line
+#   lostH    Open MPI's report of a lost daemon on node H (a host gone)
 #   fail     exit 1;  kill: SIGKILL itself;  ok: exit 0 (also when the plan has no word N)
 #   hang     wait for SIGTERM, note it, exit 143
 set -eu
@@ -61,6 +62,9 @@ for act in $(echo "${plan:-ok}" | tr ',' ' '); do
     ompi*)
         echo "mpirun noticed that process rank ${act#ompi} with PID 4242 on node fake exited on signal 9 (Killed)." >&2 ;;
     dtr*) echo "dtrain: rank ${act#dtr}: comm: a fake failure" >&2 ;;
+    lost*)
+        printf 'ORTE has lost communication with a remote daemon.\n\n  HNP daemon   : [[6352,0],0] on node host0\n  Remote daemon: [[6352,0],1] on node %s\n' \
+            "${act#lost}" >&2 ;;
     p*) printf '%12d' "${act#p}" >"$DTRAIN_PROGRESS_FILE" ;;
     fail) exit 1 ;;
     kill) kill -KILL $$ ;;
@@ -173,6 +177,11 @@ expect restart "$o" '^dtrain launch: done after 2 restarts$'
 expect restart "$o" '^dtrain launch: restarts: 2$'
 expect restart "$o" '^dtrain launch: ranks at the end: 3 \(of 3\)$'
 expect restart "$o" '^dtrain launch: steps recomputed: 10$'
+
+# ---- a host gone: Open MPI names the node of the daemon it lost, and so does the cause ----
+FAKE_PLAN="ck5,p7,lost10.1.2.3,fail ok" \
+    launch host_lost 0 -n 2 --mpirun "$fake" -- --checkpoint-dir "$tmp/host_lost/ck"
+expect host_lost "$tmp/host_lost.err" '^dtrain launch: restart 1 of 3: mpirun exited with status 1; host 10\.1\.2\.3 lost \(its daemon stopped answering\); reached step 7; resuming from step-000000005'
 
 # ---- fewer ranks: restarts that fail before a new checkpoint ----
 # Call 1 checkpoints step 10 (global batch 64) and fails at 13; call 2 (a restart) fails at

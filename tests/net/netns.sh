@@ -8,7 +8,9 @@
 #     byte for byte (2 ranks sum in either order to the same bits);
 #   - the ring all-reduce across the hosts, and the startup line naming each rank's host;
 #   - a host killed mid-run (every process in its namespace, SIGKILL) ends the job within 30 s
-#     with a non-zero status: no hang.
+#     with a non-zero status. Whether the host is named depends on Open MPI's message (its
+#     "Remote daemon ... on node H", which dtrain launch turns into its restart's cause:
+#     tests/launch/launch_args.sh); the test prints which it was.
 # Needs root and the ip, tc and unshare tools; without them it is skipped (exit 77, which
 # ctest reports as skipped) with the reason, never passed.
 set -u
@@ -78,6 +80,10 @@ took=$(($(date +%s) - t0))
 kill $guard 2>/dev/null
 if [ $code -ne 0 ] && [ $took -lt 30 ]; then
     echo "ok host-killed: the job ended in ${took} s with status $code"
+    # Which message Open MPI prints depends on when the host goes: "lost communication with a
+    # remote daemon" names its node, "unable to reliably start one or more daemons" does not.
+    named=$(grep "on node $net.2" "$tmp/kill.out" | sed 's/^ *//')
+    echo "   host named by Open MPI: ${named:-no (it printed another message this time)}"
 else
     echo "FAIL host-killed: status $code after ${took} s (a hang is killed at 30 s)"
     sed 's/^/  /' "$tmp/kill.out"; fail=1
