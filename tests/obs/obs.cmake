@@ -17,3 +17,7 @@ dt_add_cli_test(NAME cli_tensorboard TIMEOUT 60
 dt_add_cli_test(NAME cli_tensorboard_reader TIMEOUT 120
                 COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/tb_tensorboard.sh)
 set_tests_properties(cli_tensorboard_reader PROPERTIES SKIP_RETURN_CODE 77)
+# The phase report and the trace through the library at 1-3 ranks (and under the sanitizers):
+# the delayed rank named, every rank's events in the file, a full buffer counted.
+dt_add_mpi_test(NAME test_obs_mpi SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_obs_mpi.c NP 1 2 3
+                TIMEOUT 120)
