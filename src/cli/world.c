@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 #include "dtrain/comm_mpi.h"
@@ -81,9 +82,13 @@ int dt_cli_world_fail(dt_cli_world *w, int code)
     }
     if (w->mpi && w->size > 1) {
         /* Other ranks may be waiting for this one in a collective: end the job rather
-         * than leave them hanging. */
+         * than leave them hanging. Errors the ranks agree on (a config that differs, a
+         * non-finite step, a checkpoint that failed) reach every rank at once; a fifth of a
+         * second lets the others print theirs before the abort tears them down. */
         fflush(stdout);
         fflush(stderr);
+        const struct timespec grace = {0, 200000000};
+        nanosleep(&grace, NULL);
         MPI_Abort(MPI_COMM_WORLD, code);
     }
     dt_cli_world_close(w);
