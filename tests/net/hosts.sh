@@ -6,6 +6,8 @@
 #   hosts_up RATE      (e.g. 1gbit): sets ns0 ns1 net tmp_hosts; returns non-zero with a
 #                      reason on stderr when namespaces cannot be made
 #   across ARGS...     mpirun -np 2 over the hosts, ARGS being the program and its arguments
+#   $tmp_hosts/mpirun  the same as a launcher for dtrain launch --mpirun (it takes launch's
+#                      -n and --hostfile; passes DTRAIN_TEST_KILL on to the ranks)
 #   hosts_down
 
 hosts_up() {
@@ -43,6 +45,15 @@ exec ip netns exec "\$ns" unshare --uts /bin/sh -c "hostname \$name && \$*"
 AGENT
     chmod +x "$tmp_hosts/agent"
     printf '%s slots=1\n%s slots=1\n' "$net.1" "$net.2" >"$tmp_hosts/hosts"
+    cat >"$tmp_hosts/mpirun" <<WRAP
+#!/bin/sh
+exec ip netns exec "$ns0" unshare --uts /bin/sh -c 'hostname host0 && exec "\$@"' sh \\
+    "$MPIRUN" --mca plm_rsh_agent "$tmp_hosts/agent" --mca btl tcp,self \\
+    --mca oob_tcp_if_include "$net.0/24" --mca btl_tcp_if_include "$net.0/24" \\
+    -x OPENBLAS_NUM_THREADS=1 -x OMPI_ALLOW_RUN_AS_ROOT -x OMPI_ALLOW_RUN_AS_ROOT_CONFIRM \\
+    -x DTRAIN_TEST_KILL "\$@"
+WRAP
+    chmod +x "$tmp_hosts/mpirun"
 }
 
 across() {

@@ -7,6 +7,8 @@
 #   - data parallelism on one rank per host writes the weights of the same run on one host,
 #     byte for byte (2 ranks sum in either order to the same bits);
 #   - the ring all-reduce across the hosts, and the startup line naming each rank's host;
+#   - dtrain launch over the hostfile restarts a job whose rank on host1 was killed, from its
+#     checkpoint, and ends with the uninterrupted run's weights, byte for byte;
 #   - a host killed mid-run (every process in its namespace, SIGKILL) ends the job within 30 s
 #     with a non-zero status. Whether the host is named depends on Open MPI's message (its
 #     "Remote daemon ... on node H", which dtrain launch turns into its restart's cause:
@@ -61,6 +63,22 @@ fi
 trains $common --comm-algorithm ring >"$tmp/ring.out" 2>&1 &&
     echo "ok ring: $(grep 'data-parallel over' "$tmp/ring.out")" ||
     { echo "FAIL ring: exit $?"; sed 's/^/  /' "$tmp/ring.out"; fail=1; }
+
+# dtrain launch across the hosts: rank 1 (on host1) kills itself after step 7, once; launch
+# restarts the job from the checkpoint of step 6, and it ends with the weights of the
+# uninterrupted run across the hosts, byte for byte.
+DTRAIN_TEST_KILL="1:7:$tmp/killed-once" "$DTRAIN" launch -n 2 --hostfile "$tmp_hosts/hosts" \
+    --mpirun "$tmp_hosts/mpirun" -- "$MLP" --threads 1 --no-progress $common \
+    --checkpoint-dir "$tmp/ck" --checkpoint-every 3 --save-weights "$tmp/launch.st" \
+    </dev/null >"$tmp/launch.out" 2>&1
+code=$?
+if [ $code -eq 0 ] && grep -q 'restarts: 1$' "$tmp/launch.out" &&
+    cmp -s "$tmp/across.st" "$tmp/launch.st"; then
+    echo "ok launch-across-hosts: $(grep 'restart 1 of' "$tmp/launch.out" | cut -c1-150)..."
+else
+    echo "FAIL launch-across-hosts: exit $code, or not one restart, or other weights"
+    sed 's/^/  /' "$tmp/launch.out"; fail=1
+fi
 
 # host1 dies after a few steps: every process in its namespace killed.
 trains --max-steps 100000 --epochs 100 --comm-timeout 10 >"$tmp/kill.out" 2>&1 &
