@@ -34,5 +34,24 @@ for RATE in 1gbit 200mbit; do
             printf "%-8s %-8s link %-22s predicted %9.3f ms  measured %9.3f ms  ratio %.2f\n",
                    r, n, l, p, m, m / p }'
     done
+    # Tensor parallelism (tp 2, the MLP: one forward all-reduce of the logits per step): the
+    # measured figure is the time in the tp group's collectives per step, from the trace.
+    pred=$("$DTRAIN" plan "$root/examples/mlp.ini" --ranks 2 --tp 2 \
+        --from "$tmp_hosts/link.jsonl" | sed -n 's/^  total .* \([0-9.]*\) ms$/\1/p')
+    across "$DTRAIN" train "$root/examples/mlp.ini" --tp 2 --threads 1 --no-progress \
+        --max-steps 40 --epochs 1 --set train.eval=off --trace "$tmp_hosts/tp.json" \
+        >"$tmp_hosts/tp.out" 2>&1 || { echo "tp training failed"; cat "$tmp_hosts/tp.out"; exit 1; }
+    meas=$(/usr/bin/python3 - "$tmp_hosts/tp.json" <<'PY'
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+tp = [e["dur"] for e in ev if e.get("cat") == "comm" and e["pid"] == 0
+      and e["args"]["group"] == "tp" and e["args"]["step"] > 0]
+steps = {e["args"]["step"] for e in ev if e.get("cat") == "step"}
+print("%.3f" % (sum(tp) / 1e3 / len(steps)))
+PY
+)
+    awk -v r="$RATE" -v p="$pred" -v m="$meas" 'BEGIN {
+        printf "%-8s %-8s %-27s predicted %9.3f ms  measured %9.3f ms  ratio %.2f\n",
+               r, "mlp tp2", "", p, m, m / p }'
     hosts_down
 done
