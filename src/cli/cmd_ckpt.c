@@ -39,6 +39,18 @@ static int wants_help(int argc, char **argv)
     return 0;
 }
 
+/* inspect and export take a fixed count of arguments: with --help, or with another count,
+ * prints `text` (to stdout for --help, else stderr) and sets *rc; returns 1 when it did. */
+static int usage(int argc, char **argv, int want, const char *text, int *rc)
+{
+    const int help = wants_help(argc, argv);
+    if (!help && argc == want)
+        return 0;
+    fputs(text, help ? stdout : stderr);
+    *rc = help ? DT_EXIT_OK : DT_EXIT_USAGE;
+    return 1;
+}
+
 static void print_tensors(const dt_ckpt_set *s)
 {
     printf("%-40s %-5s %-18s %-24s %s\n", "tensor", "dtype", "shape", "file", "crc32");
@@ -58,19 +70,18 @@ static void print_tensors(const dt_ckpt_set *s)
 
 int dt_cmd_inspect(int argc, char **argv)
 {
-    const int help = wants_help(argc, argv);
-    if (help || argc != 2) {
-        fprintf(help ? stdout : stderr,
-                "usage: dtrain inspect CKPT\n\nVerifies a checkpoint (every file's size and "
-                "CRC-32, every tensor's CRC-32)\nand prints its header, the layout that wrote "
-                "it and its tensors. CKPT is one\ncheckpoint or a directory of them (then the "
-                "newest valid one).\n");
-        return help ? DT_EXIT_OK : DT_EXIT_USAGE;
-    }
+    int rc = DT_EXIT_OK;
+    if (usage(argc, argv, 2,
+              "usage: dtrain inspect CKPT\n\nVerifies a checkpoint (every file's size and "
+              "CRC-32, every tensor's CRC-32)\nand prints its header, the layout that wrote "
+              "it and its tensors. CKPT is one\ncheckpoint or a directory of them (then the "
+              "newest valid one).\n",
+              &rc))
+        return rc;
     char dir[4096];
     dt_ckpt_manifest m;
     dt_ckpt_set *s = NULL;
-    int rc = find_set(argv[1], dir, sizeof dir, &m);
+    rc = find_set(argv[1], dir, sizeof dir, &m);
     if (rc != DT_EXIT_OK)
         return rc;
     if (dt_ckpt_open(dir, &s) != DT_OK || dt_ckpt_check_tensors(s) != DT_OK) {
@@ -94,18 +105,17 @@ int dt_cmd_inspect(int argc, char **argv)
 
 int dt_cmd_export(int argc, char **argv)
 {
-    const int help = wants_help(argc, argv);
-    if (help || argc != 3) {
-        fprintf(help ? stdout : stderr,
-                "usage: dtrain export CKPT FILE.safetensors\n\nWrites a checkpoint's weights "
-                "as one safetensors file under PyTorch's names\n(torch's load_state_dict "
-                "takes it; so does dtrain train --init-weights), whatever\nlayout wrote it. The "
-                "same weights give the same bytes.\n");
-        return help ? DT_EXIT_OK : DT_EXIT_USAGE;
-    }
+    int rc = DT_EXIT_OK;
+    if (usage(argc, argv, 3,
+              "usage: dtrain export CKPT FILE.safetensors\n\nWrites a checkpoint's weights "
+              "as one safetensors file under PyTorch's names\n(torch's load_state_dict "
+              "takes it; so does dtrain train --init-weights), whatever\nlayout wrote it. The "
+              "same weights give the same bytes.\n",
+              &rc))
+        return rc;
     char dir[4096];
     dt_ckpt_manifest m;
-    int rc = find_set(argv[1], dir, sizeof dir, &m);
+    rc = find_set(argv[1], dir, sizeof dir, &m);
     if (rc != DT_EXIT_OK)
         return rc;
     if (dt_ckpt_export(dir, argv[2]) != DT_OK) {
