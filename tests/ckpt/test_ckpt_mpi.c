@@ -11,6 +11,7 @@
  * PyTorch's outputs after the same run (tests/ckpt/export_ref.safetensors, made by
  * tests/ckpt/gen_export_ref.py), and exporting twice must give the same bytes. */
 #include "dt_test.h"
+#include "dt_test_mpi.h"
 
 #include <math.h>
 #include <mpi.h>
@@ -196,24 +197,11 @@ static void test_export_matches_pytorch(void **state)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    dt_blas_set_threads(1);
-    if (dt_comm_create_mpi(MPI_COMM_WORLD, "world", &world) != DT_OK) {
-        fprintf(stderr, "comm: %s\n", dt_last_error());
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nonfinite_skip),
         cmocka_unit_test(test_nonfinite_skip_zero),
         cmocka_unit_test(test_nonfinite_stop),
         cmocka_unit_test(test_export_matches_pytorch),
     };
-    int failed = cmocka_run_group_tests(tests, NULL, NULL);
-    dt_comm_free(world);
-    int any = 0;
-    MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    MPI_Finalize();
-    return any != 0;
+    return dt_test_mpi_main(&argc, &argv, tests, &world, &rank, &size);
 }

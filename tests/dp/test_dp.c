@@ -8,6 +8,7 @@
  * belongs: Adam's update barely notices a constant gradient factor) and with Adam. All
  * replicas must hold bitwise-identical parameters. */
 #include "dt_test.h"
+#include "dt_test_mpi.h"
 
 #include <math.h>
 #include <mpi.h>
@@ -409,14 +410,6 @@ static void test_comm_stats(void **state)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    dt_blas_set_threads(1);
-    if (dt_comm_create_mpi(MPI_COMM_WORLD, "world", &world) != DT_OK) {
-        fprintf(stderr, "comm: %s\n", dt_last_error());
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_linreg_sgd),
         cmocka_unit_test(test_linreg_adam),
@@ -433,11 +426,5 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_settings_disagree),
         cmocka_unit_test(test_comm_stats),
     };
-    int failed = cmocka_run_group_tests(tests, NULL, NULL);
-    dt_comm_free(world);
-    /* One rank's failure must fail the job: agree on the worst result. */
-    int any = 0;
-    MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    MPI_Finalize();
-    return any ? 1 : 0;
+    return dt_test_mpi_main(&argc, &argv, tests, &world, &rank, &size);
 }

@@ -4,6 +4,7 @@
  * file holds every rank's steps and phases; a buffer too small for the run drops events and
  * the file says how many. */
 #include "dt_test.h"
+#include "dt_test_mpi.h"
 
 #include <cjson/cJSON.h>
 #include <mpi.h>
@@ -110,33 +111,20 @@ static void test_trace_full_buffer(void **state)
 {
     (void)state;
     trace_case(6, 1);
-}
-
-int main(int argc, char **argv)
-{
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    dt_blas_set_threads(1);
-    if (dt_comm_create_mpi(MPI_COMM_WORLD, "world", &world) != DT_OK) {
-        fprintf(stderr, "comm: %s\n", dt_last_error());
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_straggler_named),
-        cmocka_unit_test(test_trace_all_ranks),
-        cmocka_unit_test(test_trace_full_buffer),
-    };
-    int failed = cmocka_run_group_tests(tests, NULL, NULL);
-    dt_comm_free(world);
-    if (rank == 0) {
+    if (rank == 0) { /* the last test: the scratch directory goes */
         char cmd[400];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", dt_test_tmpdir());
         if (system(cmd) != 0)
             fprintf(stderr, "could not remove %s\n", dt_test_tmpdir());
     }
-    int any = 0;
-    MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    MPI_Finalize();
-    return any != 0;
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_straggler_named),
+        cmocka_unit_test(test_trace_all_ranks),
+        cmocka_unit_test(test_trace_full_buffer),
+    };
+    return dt_test_mpi_main(&argc, &argv, tests, &world, &rank, &size);
 }
