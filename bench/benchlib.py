@@ -58,6 +58,13 @@ def torch_peers():
     v = torch_version(VENV_PYTHON)
     peers.append(Peer("torch_pypi", "PyTorch %s (PyPI)" % (v or "newest"), VENV_PYTHON,
                       None if v else "not installed"))
+    # A machine with its own PyTorch (a lent GPU machine's image, say) names it here; it
+    # joins the comparison as a third peer.
+    extra = os.environ.get("BENCH_TORCH_PYTHON")
+    if extra:
+        v = torch_version(extra)
+        peers.append(Peer("torch_extra", "PyTorch %s (%s)" % (v or "?", extra), extra,
+                          None if v else "not installed"))
     return peers
 
 

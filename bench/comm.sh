@@ -1,7 +1,7 @@
 #!/bin/sh
 # comm.sh BUILD_DIR [bench-comm options] — the communication benchmark:
-# `dtrain bench-comm` at 2 and 4 ranks (every collective and algorithm, 1 KiB to 64 MiB),
-# then bench/comm_summary.py's tables and target checks. JSON lines and the full tables go
+# `dtrain bench-comm` at 2 and 4 ranks (COMM_RANKS="2 4 8 16" for other world sizes; every
+# collective and algorithm, 1 KiB to 64 MiB), then bench/comm_summary.py's tables and target checks. JSON lines and the full tables go
 # to bench/out/. Run on a quiet machine: about 2 minutes.
 set -eu
 if [ $# -lt 1 ]; then
@@ -17,7 +17,7 @@ stamp=$(date +%Y%m%d-%H%M%S)
 # Open MPI refuses root without these; set here, never by the user.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 files=""
-for np in 2 4; do
+for np in ${COMM_RANKS:-2 4}; do
     json=$out/comm-$stamp-np$np.jsonl
     echo "comm.sh: $np ranks..." >&2
     mpirun -np "$np" --oversubscribe "$build/dtrain" bench-comm --json "$json" "$@" \

@@ -28,7 +28,8 @@ def args_parse():
     ap.add_argument("--build", required=True,
                     help="build directory with bench_train and sgemm_peak")
     ap.add_argument("--reps", type=int, default=3, help="repetitions (median taken; >= 3)")
-    ap.add_argument("--ranks", type=int, default=2)
+    ap.add_argument("--ranks", default="2",
+                    help="world sizes beside one process, comma-separated (2,4,8,16)")
     ap.add_argument("--models", default="mlp,convnet")
     ap.add_argument("--batch", type=int, default=64, help="samples per rank per step")
     ap.add_argument("--mlp-steps", type=int, default=400)
@@ -46,6 +47,12 @@ def args_parse():
     elif a.reps < 3:
         ap.error("--reps must be at least 3 (medians); --quick checks the scripts")
     a.models = a.models.split(",")
+    try:
+        a.ranks = [int(r) for r in a.ranks.split(",")]
+    except ValueError:
+        ap.error("--ranks: a comma-separated list of world sizes, not %r" % a.ranks)
+    if any(r < 2 for r in a.ranks):
+        ap.error("--ranks: world sizes of 2 or more (one process is always run)")
     for m in a.models:
         if m not in bl.MODELS:
             ap.error("unknown model %s (%s)" % (m, ", ".join(bl.MODELS)))
@@ -103,7 +110,7 @@ def main():
     peers = [bl.Peer("dtrain", "dtrain")] + bl.torch_peers()
     for p in peers:
         bl.log("peer: %s%s" % (p.label, " (%s)" % p.missing if p.missing else ""))
-    runs = [(p, w) for p in peers if p.missing is None for w in (1, a.ranks)]
+    runs = [(p, w) for p in peers if p.missing is None for w in [1] + a.ranks]
 
     bl.log("parallel ratio (before)...")
     ratio_before = bl.parallel_ratio(sgemm_peak, a.spin)
@@ -135,13 +142,6 @@ def main():
     for model in a.models:
         for p in peers:
             one = bl.median([r["samples_per_s"] for r in results.get((model, p.key, 1), [])])
-            runs = results.get((model, p.key, a.ranks), [])
-            many = bl.median([r["samples_per_s"] for r in runs])
-            hidden = bl.median([r.get("comm_hidden") for r in runs])
-            eff = many / (a.ranks * one) if one and many else None
-            rec.write({"event": "summary", "model": model, "peer": p.key, "label": p.label,
-                       "samples_per_s_1": one, "samples_per_s_n": many, "ranks": a.ranks,
-                       "efficiency": eff, "comm_hidden": hidden, "reps": a.reps})
 
             def shown(v, ranks):
                 if p.missing:
@@ -149,19 +149,30 @@ def main():
                 if v is None:
                     return "failed" if (model, p.key, ranks) in errors else "-"
                 return "%.0f" % v
-            rows.append([model, p.label, shown(one, 1), shown(many, a.ranks),
-                         bl.fmt(eff, ".3f"),
-                         "%.0f%%" % (100 * hidden) if hidden is not None else "-"])
-    out = ["dtrain data-parallel benchmark: %d ranks x 1 thread, batch %d per rank, median of "
-           "%d run(s)%s" % (a.ranks, a.batch, a.reps,
+            row = [model, p.label, shown(one, 1)]
+            for n in a.ranks:
+                runs = results.get((model, p.key, n), [])
+                many = bl.median([r["samples_per_s"] for r in runs])
+                hidden = bl.median([r.get("comm_hidden") for r in runs])
+                eff = many / (n * one) if one and many else None
+                rec.write({"event": "summary", "model": model, "peer": p.key, "label": p.label,
+                           "samples_per_s_1": one, "samples_per_s_n": many, "ranks": n,
+                           "efficiency": eff, "comm_hidden": hidden, "reps": a.reps})
+                row += [shown(many, n), bl.fmt(eff, ".3f"),
+                        "%.0f%%" % (100 * hidden) if hidden is not None else "-"]
+            rows.append(row)
+    sizes = ",".join(str(n) for n in a.ranks)
+    out = ["dtrain data-parallel benchmark: %s ranks x 1 thread, batch %d per rank, median of "
+           "%d run(s)%s" % (sizes, a.batch, a.reps,
                             " (--quick: NOT a measurement)" if a.quick else ""),
            "dtrain's BLAS: " + bl.dtrain_blas(r for k, rs in results.items()
                                                if k[1] == "dtrain" for r in rs)
            + bl.coretype_note(), ""]
-    out.append(bl.table("Throughput, global samples/s, and scaling efficiency thr(%d) / "
-                        "(%d thr(1))" % (a.ranks, a.ranks),
-                        ["model", "implementation", "1 process", "%d ranks" % a.ranks,
-                         "efficiency", "comm hidden"], rows))
+    head = ["model", "implementation", "1 process"]
+    for n in a.ranks:
+        head += ["%d ranks" % n, "eff %d" % n, "hidden %d" % n]
+    out.append(bl.table("Throughput, global samples/s; scaling efficiency thr(N) / (N thr(1)); "
+                        "share of the all-reduce hidden behind backward", head, rows))
     flag = min(ratio_before, ratio_after) < bl.PARALLEL_RATIO_MIN
     out.append("machine parallel ratio (same loop, 2 processes / 1): before %.2f, after %.2f%s"
                % (ratio_before, ratio_after,

@@ -296,6 +296,12 @@ DT_API dt_status dt_comm_wait(dt_comm_req **req);
 /* Waits for all n (NULL entries are skipped); returns the first failure after finishing or
  * abandoning every one. */
 DT_API dt_status dt_comm_waitall(dt_comm_req **reqs, size_t n);
+/* Polls until one of the n requests completes (NULL entries are skipped; at least one must
+ * be pending, all on the same handle), as dt_comm_wait does; *index is the one that did
+ * and reqs[*index] is set to NULL. Its failure is returned, or DT_ERR_TIMEOUT when a
+ * request of the handle passes its deadline (then *index is n). A server waiting for
+ * whichever client speaks next uses it. */
+DT_API dt_status dt_comm_waitany(dt_comm_req **reqs, size_t n, size_t *index);
 
 /* ---- diagnostics -------------------------------------------------------------------- */
 

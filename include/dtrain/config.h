@@ -97,6 +97,8 @@ typedef struct dt_config {
         double first_bucket_mb; /* 1 as in PyTorch */
         int zero;               /* ZeRO stage: 0 or 1 */
         int overlap;            /* start bucket all-reduces during backward */
+        int servers;            /* ps: server ranks */
+        int staleness;          /* ps: DT_PS_STALENESS_INF or a number of steps */
     } parallel;
     struct {
         dt_comm_algo algorithm; /* auto, mpi or ring (never DEFAULT) */

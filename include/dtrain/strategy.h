@@ -18,7 +18,7 @@ extern "C" {
 
 typedef enum dt_strategy_kind {
     DT_STRATEGY_DDP = 0, /* synchronous data parallelism (all-reduce); one rank: single */
-    DT_STRATEGY_PS,      /* parameter servers (not built yet) */
+    DT_STRATEGY_PS,      /* parameter servers, bulk- or stale-synchronous or asynchronous */
     DT_STRATEGY_FEDAVG,  /* federated averaging (not built yet) */
     DT_STRATEGY_COUNT
 } dt_strategy_kind;
@@ -46,10 +46,23 @@ typedef struct dt_strategy_options {
     int overlap;                /* 1: gradient all-reduce overlapped with backward */
     double bucket_cap_mb;       /* gradient bucket size (MiB) */
     double first_bucket_mb;     /* the first bucket's (MiB), small so communication starts early */
+    /* ps: the last `servers` ranks hold the parameters in contiguous shards and run the
+     * optimizer on them; the others are workers. staleness: how many steps a worker may run
+     * ahead of the slowest (0: bulk-synchronous; DT_PS_STALENESS_INF: asynchronous).
+     * docs/PARAMETER_SERVER.md. */
+    int servers;
+    int staleness;
 } dt_strategy_options;
 
+/* dt_strategy_options.staleness: no bound (fully asynchronous). */
+#define DT_PS_STALENESS_INF (-1)
+/* A worker's staleness histogram: bins 0 .. DT_PS_STALE_BINS - 2 count the steps computed
+ * on parameters that many steps old; the last bin counts the older ones. */
+#define DT_PS_STALE_BINS 17
+
 /* ddp, dp derived, tp = pp = 1, tp_min_weights 65536, one micro-batch, 1F1B, no ZeRO,
- * overlap on, PyTorch DDP's buckets (25 MiB, first 1 MiB). */
+ * overlap on, PyTorch DDP's buckets (25 MiB, first 1 MiB); under ps one server and
+ * staleness 0. */
 DT_API dt_strategy_options dt_strategy_options_default(void);
 
 #ifdef __cplusplus

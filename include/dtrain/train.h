@@ -199,6 +199,18 @@ typedef struct dt_train_comm_stats {
     double pp_wait_s;         /* of it, waiting for other stages' activations or gradients */
     int64_t pp_messages;      /* activations and gradients this rank sent */
     size_t pp_bytes;          /* and their bytes */
+    /* ps (docs/PARAMETER_SERVER.md); ps_servers is 0 under the other strategies. */
+    int ps_servers, ps_workers;
+    int ps_server;    /* 1 on a server rank */
+    int ps_staleness; /* the bound; DT_PS_STALENESS_INF: none */
+    /* Worker: its steps by the age of the parameters they were computed on (steps the
+     * slowest worker was behind it, as the servers saw it), and the largest age seen. */
+    int64_t ps_stale_hist[DT_PS_STALE_BINS];
+    int ps_stale_max;
+    int64_t ps_applied;   /* server: gradients applied (S = 0: summed steps) */
+    int64_t ps_skipped;   /* server: pushes holding NaN or Inf, not applied */
+    double ps_wait_s;     /* worker: waiting for parameters; server: for messages */
+    size_t ps_push_bytes; /* worker: bytes it pushes per step (headers included) */
 } dt_train_comm_stats;
 DT_API void dt_trainer_comm_stats(const dt_trainer *t, dt_train_comm_stats *out);
 

@@ -33,7 +33,8 @@ static const dt_cli_option train_opts[] = {
     {"--log-every", "N", DT_OPT_CONFIG_KEY, "train.log_every",
      "log (and record in --metrics) every N steps; 0: per epoch only"},
     {"--strategy", "S", DT_OPT_CONFIG_KEY, "parallel.strategy",
-     "ddp (synchronous data parallelism; a single process is its one-rank case)"},
+     "ddp (synchronous data parallelism; a single process is its one-rank case) or ps "
+     "(parameter servers: --servers, --staleness)"},
     {"--dp", "N", DT_OPT_CONFIG_KEY, "parallel.dp", "data-parallel ranks (0: all)"},
     {"--tp", "N", DT_OPT_CONFIG_KEY, "parallel.tp",
      "tensor-parallel ranks: large linear and conv2d layers split over them (world = dp x tp)"},
@@ -56,6 +57,10 @@ static const dt_cli_option train_opts[] = {
     {"--accumulation", "K", DT_OPT_CONFIG_KEY, "parallel.accumulation",
      "micro-steps per optimizer step"},
     {"--zero", "0|1", DT_OPT_CONFIG_KEY, "parallel.zero", "ZeRO stage (1 shards optimizer state)"},
+    {"--servers", "K", DT_OPT_CONFIG_KEY, "parallel.servers",
+     "ps: parameter-server ranks (the last K; the others are workers)"},
+    {"--staleness", "S", DT_OPT_CONFIG_KEY, "parallel.staleness",
+     "ps: steps a worker may run ahead of the slowest: 0 (bulk-synchronous), N, or inf"},
     {"--comm-algorithm", "A", DT_OPT_CONFIG_KEY, "comm.algorithm", "auto, mpi or ring"},
     {"--comm-timeout", "S", DT_OPT_CONFIG_KEY, "comm.timeout",
      "seconds before a stuck collective is reported"},
@@ -396,6 +401,14 @@ static dt_status print_header(const dt_config *cfg, const dt_cli_world *world, d
             snprintf(layout, sizeof layout, " (dp %d x tp %d)", lay.dp, lay.tp);
         snprintf(params, sizeof params, " (%zu on rank 0)", dt_model_param_count(m));
     }
+    if (cfg->parallel.strategy == DT_STRATEGY_PS) {
+        char bound[16] = "inf";
+        if (cfg->parallel.staleness != DT_PS_STALENESS_INF)
+            snprintf(bound, sizeof bound, "%d", cfg->parallel.staleness);
+        snprintf(layout, sizeof layout, " (ps: %d worker%s, %d server%s, staleness %s)", lay.dp,
+                 lay.dp == 1 ? "" : "s", world->size - lay.dp, world->size - lay.dp == 1 ? "" : "s",
+                 bound);
+    }
     printf("dtrain: %s%s%d rank%s%s, %lld training and %lld test samples, %zu parameters%s, "
            "%lld steps per epoch of %lld samples, %d thread%s per rank%s%s\n",
            cfg->source[0] ? cfg->source : "built-in ConvNet", ", ", world->size,
@@ -445,6 +458,37 @@ static dt_status print_header(const dt_config *cfg, const dt_cli_world *world, d
 
 /* After a data-parallel run: gradient bytes, the wait backward did not hide, optimizer
  * state. Collective (the all-reduces timed alone). */
+/* ps: every rank's own line (each worker's staleness, each server's updates), gathered to
+ * rank 0 and printed in rank order. */
+static dt_status report_ps(const dt_cli_world *world, const dt_train_comm_stats *cs)
+{
+    char line[DT_CLI_LINE_MAX], bound[16] = "inf";
+    if (cs->ps_server) {
+        snprintf(line, sizeof line,
+                 "dtrain: ps server rank %d: %lld gradient%s applied%s, %lld skipped (NaN or "
+                 "Inf), %.2f s waiting for workers",
+                 world->rank, (long long)cs->ps_applied, cs->ps_applied == 1 ? "" : "s",
+                 cs->ps_staleness == 0 ? " (summed per step)" : " (one per push)",
+                 (long long)cs->ps_skipped, cs->ps_wait_s);
+        return dt_cli_print_ranks(world, line);
+    }
+    if (cs->ps_staleness != DT_PS_STALENESS_INF)
+        snprintf(bound, sizeof bound, "%d", cs->ps_staleness);
+    int n = snprintf(line, sizeof line,
+                     "dtrain: ps worker rank %d: staleness max %d (bound %s); steps by staleness",
+                     world->rank, cs->ps_stale_max, bound);
+    for (int b = 0; b < DT_PS_STALE_BINS && n > 0 && n < (int)sizeof line; b++)
+        if (cs->ps_stale_hist[b] > 0)
+            n +=
+                snprintf(line + n, sizeof line - (size_t)n, " %s%d:%lld",
+                         b == DT_PS_STALE_BINS - 1 ? ">=" : "", b, (long long)cs->ps_stale_hist[b]);
+    if (n > 0 && n < (int)sizeof line)
+        snprintf(line + n, sizeof line - (size_t)n,
+                 "; %.3f MB pushed per step, %.2f s waiting for parameters",
+                 (double)cs->ps_push_bytes / 1e6, cs->ps_wait_s);
+    return dt_cli_print_ranks(world, line);
+}
+
 static dt_status report_comm(const dt_config *cfg, const dt_cli_world *world, dt_trainer *t)
 {
     dt_train_comm_stats cs;
@@ -463,6 +507,8 @@ static dt_status report_comm(const dt_config *cfg, const dt_cli_world *world, dt
                100.0 * cs.pp_wait_s / cs.pp_step_s, (double)cs.pp_messages / s,
                (double)cs.pp_bytes / s / 1e6);
     }
+    if (cs.ps_servers > 0)
+        return report_ps(world, &cs);
     if (cs.dp <= 1 || cs.steps == 0)
         return DT_OK;
     /* How much of the gradient all-reduce backward hid: compare the wait of the rank that

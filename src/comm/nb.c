@@ -369,3 +369,34 @@ dt_status dt_comm_waitall(dt_comm_req **reqs, size_t n)
         dt_fail(first, "%s", msg);
     return first;
 }
+
+dt_status dt_comm_waitany(dt_comm_req **reqs, size_t n, size_t *index)
+{
+    DT_ASSERT(reqs != NULL && index != NULL);
+    dt_comm *c = NULL;
+    for (size_t i = 0; i < n && c == NULL; i++)
+        if (reqs[i] != NULL)
+            c = reqs[i]->comm;
+    DT_ASSERT(c != NULL);
+    *index = n;
+    dt_cx_poller p = {0, 0.0, 0};
+    for (;;) {
+        for (size_t i = 0; i < n; i++) {
+            dt_comm_req *q = reqs[i];
+            if (q == NULL || q->state == DT_REQ_ACTIVE)
+                continue;
+            DT_ASSERT(q->comm == c);
+            *index = i;
+            if (q->state == DT_REQ_ABANDONED) {
+                reqs[i] = NULL;
+                return refail(c);
+            }
+            return collect(&reqs[i]);
+        }
+        int changed = 0;
+        dt_status st = dt_cx_progress(c, &changed);
+        if (st != DT_OK)
+            return st;
+        dt_cx_poll_idle(&p, changed);
+    }
+}

@@ -167,38 +167,7 @@ static void ddp_free(dt_strategy *s)
 
 static dt_status ddp_start(dt_strategy *s)
 {
-    dt_ddp *dp = (dt_ddp *)s;
-    dt_status st = DT_OK;
-    /* Every rank must build the same model: compare signatures before anything else
-     * touches the parameters, and name every rank that differs from rank 0. (The trainer
-     * has compared the settings already; this catches programs on the library that build
-     * their models themselves.) */
-    uint64_t mine = dt_model_signature(s->model), *all = NULL;
-    DT_TRY(dt_alloc(sizeof(uint64_t) * (size_t)dp->size, "signatures", (void **)&all));
-    DT_TRY(dt_comm_allgather(dp->comm, &mine, all, 1, DT_COMM_INT64));
-    char bad[512] = "";
-    size_t used = 0;
-    int nbad = 0;
-    for (int r = 1; r < dp->size; r++) {
-        if (all[r] == all[0])
-            continue;
-        nbad++;
-        if (used < sizeof bad)
-            used +=
-                (size_t)snprintf(bad + used, sizeof bad - used, "%s%d", nbad > 1 ? ", " : "", r);
-    }
-    if (nbad > 0) {
-        st = dt_fail(DT_ERR_MISMATCH,
-                     "dp: the model on rank%s %s differs from rank 0's (layer "
-                     "kinds, settings or shapes): every rank must use the same config",
-                     nbad > 1 ? "s" : "", bad);
-        goto fail;
-    }
-    DT_TRY(dt_comm_bcast(dp->comm, dt_model_params(s->model), dt_model_param_count(s->model),
-                         DT_COMM_FLOAT32, 0));
-fail:
-    dt_free(all);
-    return st;
+    return dt_strategy_start_replicas(s, ((dt_ddp *)s)->comm);
 }
 
 /* Before the last micro-step's backward: no bucket in flight yet. */

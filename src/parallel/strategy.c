@@ -33,7 +33,37 @@ dt_strategy_options dt_strategy_options_default(void)
     o.overlap = 1;
     o.bucket_cap_mb = 25.0; /* torch.nn.parallel.DistributedDataParallel's defaults */
     o.first_bucket_mb = 1.0;
+    o.servers = 1;
+    o.staleness = 0;
     return o;
+}
+
+/* ps: servers and workers on a flat world; the grid's tp and pp axes stay 1. */
+static dt_status check_ps(const dt_strategy_options *o, int world, int tp, int pp)
+{
+    if (tp > 1 || pp > 1 || o->zero)
+        return dt_fail(DT_ERR_UNSUPPORTED,
+                       "parallel.strategy ps: runs without tensor or pipeline parallelism "
+                       "and without ZeRO (tp %d, pp %d, zero %d); its servers already shard the "
+                       "optimizer state",
+                       tp, pp, o->zero);
+    if (o->servers < 1 || o->servers >= world)
+        return dt_fail(DT_ERR_INVALID,
+                       "parallel.servers: %d server%s in a job of %d rank%s: ps needs at least "
+                       "one server and one worker (run with %d or more ranks)",
+                       o->servers, o->servers == 1 ? "" : "s", world, world == 1 ? "" : "s",
+                       (o->servers > 0 ? o->servers : 1) + 1);
+    if (o->dp > 0 && o->dp != world - o->servers)
+        return dt_fail(DT_ERR_INVALID,
+                       "parallel.dp: %d, but ps with %d server%s in %d ranks has %d workers", o->dp,
+                       o->servers, o->servers == 1 ? "" : "s", world, world - o->servers);
+    if (o->staleness < DT_PS_STALENESS_INF)
+        return dt_fail(DT_ERR_INVALID, "parallel.staleness: %d (0, a number of steps, or inf)",
+                       o->staleness);
+    if (o->micro_batches < 1)
+        return dt_fail(DT_ERR_INVALID, "parallel.accumulation: %d micro-batches, need >= 1",
+                       o->micro_batches);
+    return DT_OK;
 }
 
 /* Every rank computes the same verdict from the same numbers, before any message. */
@@ -49,8 +79,10 @@ static dt_status check_layout(const dt_strategy_options *o, int world)
     if ((int)o->pp_schedule < 0 || o->pp_schedule >= DT_PP_SCHEDULE_COUNT)
         return dt_fail(DT_ERR_INVALID, "parallel.pp_schedule: unknown schedule %d",
                        (int)o->pp_schedule);
+    if (o->kind == DT_STRATEGY_PS)
+        return check_ps(o, world, tp, pp);
     if (o->kind != DT_STRATEGY_DDP)
-        return dt_fail(DT_ERR_UNSUPPORTED, "parallel.strategy: %s is not built yet; only ddp",
+        return dt_fail(DT_ERR_UNSUPPORTED, "parallel.strategy: %s is not built yet; ddp or ps",
                        dt_strategy_kind_name(o->kind) ? dt_strategy_kind_name(o->kind) : "?");
     const int dp = o->dp > 0 ? o->dp : world / (tp * pp);
     if ((long long)dp * tp * pp != world)
@@ -71,16 +103,23 @@ dt_status dt_strategy_create(const dt_strategy_options *opt, dt_comm *world, dt_
     dt_grid *grid = NULL;
     *out = NULL;
     DT_TRY(check_layout(opt, dt_comm_size(world)));
-    DT_TRY(dt_grid_create(world, opt->dp, opt->tp, opt->pp, &grid));
-    if (dt_grid_size(grid, DT_GRID_DP) == 1)
+    /* ps lays the world out flat: its workers are the grid's data-parallel ranks minus
+     * the servers, which ps.c sets apart. */
+    const int ps = opt->kind == DT_STRATEGY_PS;
+    DT_TRY(dt_grid_create(world, ps ? 0 : opt->dp, opt->tp, opt->pp, &grid));
+    if (ps)
+        DT_TRY(dt_ps_create(opt, world, grid, out));
+    else if (dt_grid_size(grid, DT_GRID_DP) == 1)
         DT_TRY(dt_single_create(opt, world, grid, out));
     else
         DT_TRY(dt_ddp_create(opt, world, grid, out));
     grid = (*out)->grid;
     dt_strategy_info *i = &(*out)->info;
-    i->name = dt_grid_size(grid, DT_GRID_DP) == 1 ? "single" : "ddp";
-    i->replicas = dt_grid_size(grid, DT_GRID_DP);
-    i->replica = dt_grid_rank(grid, DT_GRID_DP);
+    if (!ps) { /* ps sets its own: workers are the replicas, servers have none */
+        i->name = dt_grid_size(grid, DT_GRID_DP) == 1 ? "single" : "ddp";
+        i->replicas = dt_grid_size(grid, DT_GRID_DP);
+        i->replica = dt_grid_rank(grid, DT_GRID_DP);
+    }
     i->micro_batches = opt->micro_batches;
     i->tp_size = dt_grid_size(grid, DT_GRID_TP);
     i->tp_rank = dt_grid_rank(grid, DT_GRID_TP);
@@ -170,6 +209,52 @@ dt_status dt_strategy_place_stages(dt_strategy *s, const int *stage_of, int nlay
     dt_status st = dt_pipe_place(s->pipe, stage_of, nlayers);
     if (st == DT_OK)
         s->info.slots = dt_pipe_slots(s->pipe);
+    return st;
+}
+
+void dt_strategy_bind_optim(dt_strategy *s, dt_optim *o)
+{
+    s->optim = o;
+}
+
+dt_status dt_strategy_sync_params(dt_strategy *s)
+{
+    return s->ops->sync_params != NULL ? s->ops->sync_params(s) : DT_OK;
+}
+
+dt_status dt_strategy_start_replicas(dt_strategy *s, dt_comm *comm)
+{
+    dt_status st = DT_OK;
+    const int size = dt_comm_size(comm);
+    /* Every rank must build the same model: compare signatures before anything else
+     * touches the parameters, and name every rank that differs from rank 0. (The trainer
+     * has compared the settings already; this catches programs on the library that build
+     * their models themselves.) */
+    uint64_t mine = dt_model_signature(s->model), *all = NULL;
+    DT_TRY(dt_alloc(sizeof(uint64_t) * (size_t)size, "signatures", (void **)&all));
+    DT_TRY(dt_comm_allgather(comm, &mine, all, 1, DT_COMM_INT64));
+    char bad[512] = "";
+    size_t used = 0;
+    int nbad = 0;
+    for (int r = 1; r < size; r++) {
+        if (all[r] == all[0])
+            continue;
+        nbad++;
+        if (used < sizeof bad)
+            used +=
+                (size_t)snprintf(bad + used, sizeof bad - used, "%s%d", nbad > 1 ? ", " : "", r);
+    }
+    if (nbad > 0) {
+        st = dt_fail(DT_ERR_MISMATCH,
+                     "%s: the model on rank%s %s differs from rank 0's (layer "
+                     "kinds, settings or shapes): every rank must use the same config",
+                     s->info.name, nbad > 1 ? "s" : "", bad);
+        goto fail;
+    }
+    DT_TRY(dt_comm_bcast(comm, dt_model_params(s->model), dt_model_param_count(s->model),
+                         DT_COMM_FLOAT32, 0));
+fail:
+    dt_free(all);
     return st;
 }
 

@@ -65,6 +65,8 @@ typedef struct dt_step_plan {
     int64_t epoch;
     int64_t first;
     int64_t samples;
+    double lr; /* the step's learning rate (a server that applies as gradients arrive) */
+    int last;  /* 1 on the run's last step: messages kept posted between steps wind down */
 } dt_step_plan;
 
 /* Where this rank stands, for the trainer: the global batch is split into replicas x
@@ -101,6 +103,12 @@ typedef struct dt_strategy_stats {
     double pp_wait_s;    /* of it, waiting for activations or gradients from other stages */
     int64_t pp_messages; /* activations and gradients sent */
     size_t pp_bytes;     /* and their bytes */
+    /* ps: see dt_train_comm_stats (train.h) */
+    int ps_servers, ps_workers, ps_server, ps_staleness, ps_stale_max;
+    int64_t ps_stale_hist[DT_PS_STALE_BINS];
+    int64_t ps_applied, ps_skipped;
+    double ps_wait_s;
+    size_t ps_push_bytes;
 } dt_strategy_stats;
 
 typedef struct dt_tp_comm dt_tp_comm;
@@ -127,6 +135,10 @@ typedef struct dt_strategy_ops {
      * data-parallel group gathered under ZeRO-1, a copy otherwise. Collective over the dp
      * group. */
     dt_status (*gather_optim)(dt_strategy *s, const float *slice, float *full);
+    /* Optional (NULL: every rank's parameters are current after each update): make them
+     * current on every rank, before they are read whole (checkpoints, saved weights).
+     * Collective over the world. */
+    dt_status (*sync_params)(dt_strategy *s);
     void (*free)(dt_strategy *s);
 } dt_strategy_ops;
 
@@ -158,6 +170,8 @@ struct dt_strategy {
     dt_nonfinite bad;
     double *exchange; /* [4 x max(pp, tp)]: the step's summary crossing stages and tp ranks */
     dt_obs *obs;      /* the rank's phase timers and trace events (dt_strategy_set_obs) */
+    dt_optim *optim;  /* borrowed (dt_strategy_bind_optim): a server that applies as
+                         gradients arrive steps it inside the step */
 };
 
 /* Lays out `world` as opt's grid (collective: every rank calls it; the layout is checked
@@ -168,6 +182,11 @@ struct dt_strategy {
 dt_status dt_strategy_create(const dt_strategy_options *opt, dt_comm *world, dt_strategy **out);
 void dt_strategy_free(dt_strategy *s);
 const dt_strategy_info *dt_strategy_get_info(const dt_strategy *s);
+
+/* The trainer's optimizer (created for attach's optim_count), borrowed until free. */
+void dt_strategy_bind_optim(dt_strategy *s, dt_optim *o);
+/* dt_strategy_ops.sync_params where there is one. Collective over the world. */
+dt_status dt_strategy_sync_params(dt_strategy *s);
 
 /* Calls through the vtable (see dt_strategy_ops). */
 dt_status dt_strategy_attach(dt_strategy *s, dt_model *m, size_t *optim_count);
@@ -206,6 +225,11 @@ dt_status dt_strategy_combine_stages(dt_strategy *s, float *whole, size_t n);
 
 /* ---- shared by the strategies (strategy.c) ---- */
 
+/* The replicas' start: the model's signature compared over `comm` (DT_ERR_MISMATCH naming
+ * every rank that differs from rank 0), then rank 0's parameters broadcast. Collective
+ * over `comm`. */
+dt_status dt_strategy_start_replicas(dt_strategy *s, dt_comm *comm);
+
 /* Part `part` of `parts` consecutive parts of g samples: the first g mod parts take one
  * extra (64 over 3 is 22/21/21). */
 void dt_strategy_part(int64_t g, int64_t parts, int64_t part, int64_t *begin, int64_t *count);
@@ -234,5 +258,7 @@ dt_status dt_single_create(const dt_strategy_options *opt, dt_comm *world, dt_gr
                            dt_strategy **out);
 dt_status dt_ddp_create(const dt_strategy_options *opt, dt_comm *world, dt_grid *grid,
                         dt_strategy **out);
+dt_status dt_ps_create(const dt_strategy_options *opt, dt_comm *world, dt_grid *grid,
+                       dt_strategy **out);
 
 #endif

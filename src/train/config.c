@@ -83,6 +83,8 @@ dt_config dt_config_default(void)
     c.parallel.n_pp_split = 0;
     c.parallel.zero = so.zero;
     c.parallel.overlap = so.overlap;
+    c.parallel.servers = so.servers;
+    c.parallel.staleness = so.staleness;
     c.parallel.bucket_cap_mb = so.bucket_cap_mb;
     c.parallel.first_bucket_mb = so.first_bucket_mb;
     c.parallel.global_batch = 0;
@@ -573,6 +575,15 @@ static dt_status check_run(const dt_config *c)
     if (c->parallel.zero != 0 && c->parallel.zero != 1)
         return dt_fail(DT_ERR_INVALID, "config: parallel.zero must be 0 or 1, got %d",
                        c->parallel.zero);
+    if (c->parallel.servers < 1 || c->parallel.staleness < DT_PS_STALENESS_INF)
+        return dt_fail(DT_ERR_INVALID, "config: parallel.servers must be >= 1 and "
+                                       "parallel.staleness >= 0 or inf");
+    /* A worker's NaN cannot stop the others mid-step without a collective per step, which
+     * would synchronise them: under ps such a push is skipped by its servers and counted. */
+    if (c->parallel.strategy == DT_STRATEGY_PS && c->train.nonfinite_stop)
+        return dt_fail(DT_ERR_UNSUPPORTED,
+                       "config: train.on_nonfinite stop does not apply under parallel.strategy "
+                       "ps: its servers skip a push holding a NaN or Inf and count it");
     if ((int)c->comm.algorithm < 0 || c->comm.algorithm >= DT_COMM_ALGO_COUNT)
         return dt_fail(DT_ERR_INVALID, "config: comm.algorithm: unknown algorithm %d",
                        (int)c->comm.algorithm);

@@ -25,4 +25,6 @@ void dt_config_strategy_options(const dt_config *cfg, dt_strategy_options *out)
     out->overlap = cfg->parallel.overlap;
     out->bucket_cap_mb = cfg->parallel.bucket_cap_mb;
     out->first_bucket_mb = cfg->parallel.first_bucket_mb;
+    out->servers = cfg->parallel.servers;
+    out->staleness = cfg->parallel.staleness;
 }

@@ -176,6 +176,7 @@ typedef enum key_type {
     KEY_TARGETS,   /* data.csv_targets: int list + count */
     KEY_SPLIT,     /* parallel.pp_split: balanced | round_robin | a list of layers */
     KEY_RECOMPUTE, /* train.recompute: none | sqrt | every-K (model.h) */
+    KEY_STALENESS, /* parallel.staleness: a number of steps >= 0, or inf */
     KEY_LAYERS,    /* model.layers */
     KEY_OPTIM,     /* optim.kind: an enum that also resets defaults (see set_optim_kind) */
 } key_type;
@@ -316,8 +317,8 @@ static const key_def keys[] = {
           "previous checkpoint stays intact) | continue (warn and train on)"),
     /* [parallel] */
     ENUMK("parallel.strategy", parallel.strategy, strategy_name, 0,
-          "ddp (synchronous data parallelism; one rank: a single process) | ps | fedavg "
-          "(ps and fedavg are not built yet)"),
+          "ddp (synchronous data parallelism; one rank: a single process) | ps (parameter "
+          "servers: parallel.servers, parallel.staleness) | fedavg (not built yet)"),
     NUM("parallel.dp", KEY_INT, parallel.dp, LO | HI, 0, 1 << 20,
         "data-parallel ranks; 0: world size / (tp * pp)"),
     NUM("parallel.tp", KEY_INT, parallel.tp, LO | HI, 0, 1 << 20,
@@ -353,6 +354,13 @@ static const key_def keys[] = {
         "ZeRO stage: 0 (off) or 1 (optimizer state sharded over the dp group)"),
     NUM("parallel.overlap", KEY_BOOL, parallel.overlap, 0, 0, 0,
         "start each bucket's all-reduce during backward"),
+    NUM("parallel.servers", KEY_INT, parallel.servers, LO | HI, 1, 1 << 20,
+        "ps: parameter-server ranks (the last ones), each holding a contiguous shard of the "
+        "parameters and its optimizer state; the other ranks are workers"),
+    OTHER("parallel.staleness", KEY_STALENESS, parallel.staleness,
+          "ps: steps a worker may run ahead of the slowest: 0 (bulk-synchronous: every "
+          "worker's gradient applied before the next step), N (stale-synchronous) or inf "
+          "(asynchronous)"),
     /* [comm] */
     ENUMK("comm.algorithm", comm.algorithm, comm_algo_name, 0,
           "all-reduce algorithm: auto | mpi | ring"),
@@ -578,6 +586,20 @@ static void set_optim_kind(dt_config *cfg, dt_optim_kind kind)
     o->kind = kind;
 }
 
+static dt_status parse_staleness(const char *text, int *out)
+{
+    int64_t v = 0;
+    if (strcmp(text, "inf") == 0) {
+        *out = DT_PS_STALENESS_INF;
+        return DT_OK;
+    }
+    if (dt_cfg_parse_int64(text, &v) != DT_OK || v < 0 || v > (1 << 20))
+        return dt_fail(DT_ERR_INVALID, "'%s': a number of steps from 0 to %d, or inf", text,
+                       1 << 20);
+    *out = (int)v;
+    return DT_OK;
+}
+
 static dt_status apply_value(dt_config *cfg, const key_def *k, const char *text, int continued)
 {
     if (continued && k->type != KEY_LAYERS && k->type != KEY_TARGETS && k->type != KEY_SPLIT)
@@ -637,6 +659,8 @@ static dt_status apply_value(dt_config *cfg, const key_def *k, const char *text,
         return apply_split(cfg, text, continued);
     case KEY_RECOMPUTE:
         return dt_recompute_parse(text, (int *)f);
+    case KEY_STALENESS:
+        return parse_staleness(text, (int *)f);
     }
     DT_ASSERT(0);
     return DT_ERR_INVALID;
@@ -696,6 +720,12 @@ void dt_config_key_format(const dt_config *cfg, int i, char *buf, size_t nbytes)
         return;
     case KEY_RECOMPUTE:
         dt_recompute_format(*(const int *)f, buf, nbytes);
+        return;
+    case KEY_STALENESS:
+        if (*(const int *)f == DT_PS_STALENESS_INF)
+            snprintf(buf, nbytes, "inf");
+        else
+            snprintf(buf, nbytes, "%d", *(const int *)f);
         return;
     case KEY_SPLIT:
         if (cfg->parallel.n_pp_split == 0) {

@@ -227,6 +227,7 @@ dt_status dt_trainer_create(const dt_config *cfg, dt_comm *world, dt_trainer **o
     size_t optim_count = 0;
     DT_TRY(dt_strategy_attach(t->strategy, t->model, &optim_count));
     DT_TRY(dt_optim_create(&cfg->optim, optim_count, &t->optim));
+    dt_strategy_bind_optim(t->strategy, t->optim);
     /* Phase timers are always on: a clock read at each phase boundary. */
     DT_TRY(dt_obs_create(0, &t->obs));
     dt_strategy_set_obs(t->strategy, t->obs);
@@ -293,6 +294,16 @@ void dt_trainer_comm_stats(const dt_trainer *t, dt_train_comm_stats *out)
     out->pp_wait_s = ss.pp_wait_s;
     out->pp_messages = ss.pp_messages;
     out->pp_bytes = ss.pp_bytes;
+    out->ps_servers = ss.ps_servers;
+    out->ps_workers = ss.ps_workers;
+    out->ps_server = ss.ps_server;
+    out->ps_staleness = ss.ps_staleness;
+    memcpy(out->ps_stale_hist, ss.ps_stale_hist, sizeof out->ps_stale_hist);
+    out->ps_stale_max = ss.ps_stale_max;
+    out->ps_applied = ss.ps_applied;
+    out->ps_skipped = ss.ps_skipped;
+    out->ps_wait_s = ss.ps_wait_s;
+    out->ps_push_bytes = ss.ps_push_bytes;
 }
 
 dt_status dt_trainer_time_comm_alone(dt_trainer *t, int reps, double *seconds)
@@ -523,6 +534,16 @@ static dt_status report_step(dt_trainer *t, const dt_train_callbacks *cb, int64_
     return cb->on_step(cb->ctx, &info);
 }
 
+/* 1 when step s of `epoch` is the run's last: the last of the last epoch, or the one that
+ * reaches train.max_steps. */
+static int last_step(const dt_trainer *t, int64_t epoch, int64_t s)
+{
+    const dt_config *c = &t->cfg;
+    if (c->train.max_steps > 0 && dt_optim_steps(t->optim) + 1 >= c->train.max_steps)
+        return 1;
+    return c->train.epochs > 0 && epoch == c->train.epochs - 1 && s == t->steps_per_epoch - 1;
+}
+
 /* One epoch's steps from step `from` (up to train.max_steps): each global batch through
  * the strategy, the update at the scheduled rate, the step callback, a checkpoint when one
  * is due. Fills the epoch's training figures. */
@@ -541,13 +562,14 @@ static dt_status run_epoch(dt_trainer *t, int64_t epoch, int64_t from, const dt_
         int64_t g = t->global_batch;
         if (first + g > t->train.n && c->parallel.last_batch == DT_LAST_BATCH_UNEVEN)
             g = t->train.n - first;
-        const dt_step_plan plan = {.epoch = epoch, .first = first, .samples = g};
         double step_loss = 0.0;
         t->attempted++;
         dt_obs_set_step(t->obs, t->attempted);
         const double ts = dt_now();
         slow_down(t);
         const double lr = dt_schedule_lr(sched, dt_optim_steps(t->optim)) * lr_factor;
+        const dt_step_plan plan = {
+            .epoch = epoch, .first = first, .samples = g, .lr = lr, .last = last_step(t, epoch, s)};
         st = dt_strategy_step(t->strategy, &plan, &io, &step_loss);
         const int skipped = st == DT_ERR_NONFINITE;
         if (skipped)
@@ -656,6 +678,7 @@ dt_status dt_trainer_whole_params(dt_trainer *t, const float **out)
     const dt_model *wm = NULL;
     const float *stage = NULL;
     *out = NULL;
+    DT_TRY(dt_strategy_sync_params(t->strategy)); /* a parameter server's shards */
     DT_TRY(stage_whole_params(t, &stage));
     if (dt_strategy_get_info(t->strategy)->pp_size == 1) {
         *out = stage;

@@ -111,6 +111,7 @@ static dt_status gather_state(dt_trainer *t, float **wholes, int nbuf, float **b
 {
     dt_status st = DT_OK;
     const size_t n = dt_model_param_count(t->model), w = dt_model_whole_param_count(t->model);
+    DT_TRY(dt_strategy_sync_params(t->strategy)); /* a parameter server's shards */
     /* One process's whole model (no tp split, no ZeRO slice) is written from where it
      * lives: no copy. */
     if (n == w && t->strategy->optim_count == n) {

@@ -76,7 +76,9 @@ expect_fail mismatch 'disagree on model\.layers \(rank 0: flatten, linear 128, .
 # A layout that does not fit the job, and a strategy that is not built.
 expect_fail layout 'dp 3 x tp 1 x pp 1 = 3 does not match the 2 ranks' \
     "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" --max-steps 2 --dp 3
-expect_fail ps 'parallel.strategy: ps is not built yet' \
-    "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" --max-steps 2 --strategy ps
+expect_fail fedavg 'parallel.strategy: fedavg is not built yet' \
+    "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" --max-steps 2 --strategy fedavg
+expect_fail ps_servers 'parallel.servers: 2 servers in a job of 2 ranks' \
+    "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" --max-steps 2 --strategy ps --servers 2
 
 exit $fail

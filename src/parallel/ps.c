@@ -1,0 +1,298 @@
+/* ps.c — the parameter-server strategy (ps.h has the protocol), its worker side and what
+ * both sides share: the shards, the start, evaluation, statistics, and making every rank's
+ * parameters current (sync_params) before they are read whole.
+ *
+ * A worker's parameters are a copy, refreshed by each step's pull; between steps (at an
+ * epoch's evaluation, a checkpoint, the end) the servers' shards are gathered to every rank
+ * with one all-gather. Evaluation is shared by the workers; the servers only take part in
+ * the collectives. The loss a worker reports for a step is its own samples' loss scaled to
+ * the global batch: workers do not exchange losses, which would synchronise them. */
+#include <math.h>
+#include <string.h>
+
+#include "dtrain/optim.h"
+#include "parallel/ps.h"
+
+static int is_server(const dt_ps *ps)
+{
+    return ps->server >= 0;
+}
+
+static dt_status ps_alloc_shards(dt_ps *ps)
+{
+    dt_status st = DT_OK;
+    const size_t n = dt_model_param_count(ps->base.model), k = (size_t)ps->servers;
+    DT_TRY(dt_alloc(k * sizeof(size_t), "ps shards", (void **)&ps->shard_off));
+    DT_TRY(dt_alloc(k * sizeof(size_t), "ps shards", (void **)&ps->shard_cnt));
+    DT_TRY(dt_alloc((size_t)ps->size * sizeof(size_t), "ps shards", (void **)&ps->counts));
+    DT_TRY(dt_alloc((size_t)ps->size * sizeof(size_t), "ps shards", (void **)&ps->displs));
+    size_t largest = 0;
+    for (size_t s = 0; s < k; s++) {
+        int64_t off, cnt;
+        dt_strategy_part((int64_t)n, (int64_t)k, (int64_t)s, &off, &cnt);
+        ps->shard_off[s] = (size_t)off;
+        ps->shard_cnt[s] = (size_t)cnt;
+        largest = ps->shard_cnt[s] > largest ? ps->shard_cnt[s] : largest;
+        ps->counts[ps->workers + (int)s] = ps->shard_cnt[s];
+        ps->displs[ps->workers + (int)s] = ps->shard_off[s];
+    }
+    /* Whole cache lines per buffer, so each worker's payload stays aligned. */
+    ps->msg_bytes = (sizeof(ps_hdr) + largest * sizeof(float) + 63u) & ~(size_t)63u;
+fail:
+    return st;
+}
+
+static dt_status ps_alloc_worker(dt_ps *ps)
+{
+    dt_status st = DT_OK;
+    const size_t k = (size_t)ps->servers;
+    DT_TRY(dt_alloc_large(k * ps->msg_bytes, "ps push buffers", (void **)&ps->push_buf));
+    DT_TRY(dt_alloc(k * sizeof(ps_hdr), "ps pulls", (void **)&ps->pull_msg));
+    DT_TRY(dt_alloc(k * PS_REPLY_LEN * sizeof(int64_t), "ps replies", (void **)&ps->reply_hdr));
+    DT_TRY(dt_alloc(4 * k * sizeof *ps->wreq, "ps requests", (void **)&ps->wreq));
+    for (size_t s = 0; s < k; s++)
+        ps->push_bytes += sizeof(ps_hdr) + ps->shard_cnt[s] * sizeof(float);
+fail:
+    return st;
+}
+
+static dt_status ps_attach(dt_strategy *s, dt_model *m, size_t *optim_count)
+{
+    dt_ps *ps = (dt_ps *)s;
+    dt_status st = DT_OK;
+    s->model = m;
+    DT_TRY(ps_alloc_shards(ps));
+    if (is_server(ps))
+        DT_TRY(dt_ps_server_attach(ps));
+    else
+        DT_TRY(ps_alloc_worker(ps));
+    /* The optimizer lives on the servers, each for its shard. */
+    s->optim_offset = is_server(ps) ? ps->shard_off[ps->server] : 0;
+    *optim_count = is_server(ps) ? ps->shard_cnt[ps->server] : 0;
+fail:
+    return st;
+}
+
+static void ps_free(dt_strategy *s)
+{
+    dt_ps *ps = (dt_ps *)s;
+    dt_ps_server_free(ps);
+    dt_free(ps->push_buf);
+    dt_free(ps->pull_msg);
+    dt_free(ps->reply_hdr);
+    dt_free(ps->wreq);
+    dt_free(ps->shard_off);
+    dt_free(ps->shard_cnt);
+    dt_free(ps->counts);
+    dt_free(ps->displs);
+    dt_comm_free(ps->comm);
+    dt_free(ps);
+}
+
+static dt_status ps_start(dt_strategy *s)
+{
+    return dt_strategy_start_replicas(s, ((dt_ps *)s)->comm);
+}
+
+/* Every rank's parameters from the servers' shards. Collective over the world. */
+static dt_status ps_sync_params(dt_strategy *s)
+{
+    dt_ps *ps = (dt_ps *)s;
+    float *p = dt_model_params(s->model);
+    const float *mine = is_server(ps) ? p + ps->shard_off[ps->server] : p;
+    return dt_comm_allgatherv(ps->comm, mine, p, ps->counts, ps->displs, DT_COMM_FLOAT32);
+}
+
+/* Pull: ask every server for step t's parameters and wait for them. */
+static dt_status worker_pull(dt_ps *ps, int64_t t)
+{
+    dt_status st = DT_OK;
+    const int k = ps->servers;
+    dt_comm_req **pull = ps->wreq + k, **hdr = ps->wreq + 2 * k, **data = ps->wreq + 3 * k;
+    float *p = dt_model_params(ps->base.model);
+    const double t0 = dt_now();
+    for (int s = 0; s < k; s++) {
+        const int peer = ps->workers + s;
+        DT_TRY(dt_comm_irecv(ps->comm, ps->reply_hdr + (size_t)s * PS_REPLY_LEN, PS_REPLY_LEN,
+                             DT_COMM_INT64, peer, PS_TAG_REPLY_HDR, &hdr[s]));
+        DT_TRY(dt_comm_irecv(ps->comm, p + ps->shard_off[s], ps->shard_cnt[s], DT_COMM_FLOAT32,
+                             peer, PS_TAG_REPLY, &data[s]));
+        ps->pull_msg[s] = (ps_hdr){.kind = PS_PULL, .step = t};
+        DT_TRY(dt_comm_isend(ps->comm, &ps->pull_msg[s], sizeof(ps_hdr), DT_COMM_UINT8, peer,
+                             PS_TAG_REQ, &pull[s]));
+    }
+    DT_TRY(dt_comm_waitall(pull, 3 * (size_t)k));
+    /* The age of these parameters: how far the slowest worker, as the servers saw it,
+     * was behind this step. */
+    int64_t least = ps->reply_hdr[0];
+    for (int s = 1; s < k; s++)
+        if (ps->reply_hdr[(size_t)s * PS_REPLY_LEN] < least)
+            least = ps->reply_hdr[(size_t)s * PS_REPLY_LEN];
+    const int64_t age = t - least > 0 ? t - least : 0;
+    ps->hist[age < DT_PS_STALE_BINS - 1 ? age : DT_PS_STALE_BINS - 1]++;
+    if (age > ps->stale_max)
+        ps->stale_max = (int)age;
+fail:
+    ps->wait_s += dt_now() - t0;
+    dt_obs_phase(ps->base.obs, DT_PHASE_COMM, t0, dt_now(), -1);
+    if (st != DT_OK)
+        dt_error_prefix("ps: worker rank %d, step %lld, waiting for parameters: ", ps->rank,
+                        (long long)t);
+    return st;
+}
+
+/* Push: this worker's gradient, shard by shard, flagged when it is the last or not finite. */
+static dt_status worker_push(dt_ps *ps, int64_t t, int last, int bad)
+{
+    dt_status st = DT_OK;
+    const float *g = dt_model_grads(ps->base.model);
+    for (int s = 0; s < ps->servers; s++) {
+        uint8_t *b = ps->push_buf + (size_t)s * ps->msg_bytes;
+        const size_t nbytes = ps->shard_cnt[s] * sizeof(float);
+        const ps_hdr h = {.kind = PS_PUSH,
+                          .step = t,
+                          .flags = (last ? PS_FLAG_LAST : 0) | (bad ? PS_FLAG_BAD : 0),
+                          .nbytes = (int64_t)nbytes};
+        memcpy(b, &h, sizeof h);
+        memcpy(b + sizeof h, g + ps->shard_off[s], nbytes);
+        DT_TRY(dt_comm_isend(ps->comm, b, sizeof h + nbytes, DT_COMM_UINT8, ps->workers + s,
+                             PS_TAG_REQ, &ps->wreq[s]));
+    }
+    if (last) /* nothing stays in flight after the run */
+        DT_TRY(dt_comm_waitall(ps->wreq, (size_t)ps->servers));
+fail:
+    return st;
+}
+
+static dt_status worker_step(dt_ps *ps, const dt_step_plan *plan, const dt_step_io *io,
+                             double *loss_sum)
+{
+    dt_status st = DT_OK;
+    const int64_t t = ps->step++;
+    /* The push buffers of the last step are free again. */
+    DT_TRY(dt_comm_waitall(ps->wreq, (size_t)ps->servers));
+    DT_TRY(worker_pull(ps, t));
+    DT_TRY(dt_strategy_micro_steps(&ps->base, plan, io, NULL, NULL, loss_sum));
+    const int bad = !isfinite(*loss_sum) ||
+                    dt_strategy_scan_grads(&ps->base, 0, dt_model_param_count(ps->base.model));
+    DT_TRY(worker_push(ps, t, plan->last, bad));
+    /* This worker's samples: its parts of every micro-step. */
+    int64_t mine = 0;
+    for (int64_t j = 0; j < ps->base.info.micro_batches; j++) {
+        int64_t b, c;
+        dt_strategy_part(plan->samples, (int64_t)ps->workers * ps->base.info.micro_batches,
+                         j * ps->workers + ps->base.info.replica, &b, &c);
+        mine += c;
+    }
+    if (mine > 0)
+        *loss_sum *= (double)plan->samples / (double)mine;
+fail:
+    return st;
+}
+
+static dt_status ps_step(dt_strategy *s, const dt_step_plan *plan, const dt_step_io *io,
+                         double *loss_sum)
+{
+    dt_ps *ps = (dt_ps *)s;
+    *loss_sum = 0.0;
+    if (is_server(ps))
+        return dt_ps_server_step(ps, plan);
+    return worker_step(ps, plan, io, loss_sum);
+}
+
+static dt_status ps_update(dt_strategy *s, dt_optim *o, double lr)
+{
+    dt_ps *ps = (dt_ps *)s;
+    if (is_server(ps))
+        return dt_ps_server_update(ps, o, lr);
+    dt_optim_count_step(o); /* a worker's optimizer holds nothing; the steps are counted */
+    return DT_OK;
+}
+
+static dt_status ps_evaluate(dt_strategy *s, int64_t n_test, const dt_step_io *io, double *loss_sum,
+                             double *correct)
+{
+    dt_ps *ps = (dt_ps *)s;
+    dt_status st = DT_OK;
+    double sums[2] = {0.0, 0.0};
+    DT_TRY(ps_sync_params(s));
+    if (!is_server(ps))
+        DT_TRY(dt_strategy_eval_share(s, n_test, io, &sums[0], &sums[1]));
+    DT_TRY(dt_comm_allreduce(ps->comm, sums, sums, 2, DT_COMM_FLOAT64, DT_COMM_SUM));
+    *loss_sum = sums[0];
+    *correct = sums[1];
+fail:
+    return st;
+}
+
+static dt_status ps_gather_optim(dt_strategy *s, const float *slice, float *full)
+{
+    dt_ps *ps = (dt_ps *)s;
+    return dt_comm_allgatherv(ps->comm, slice, full, ps->counts, ps->displs, DT_COMM_FLOAT32);
+}
+
+static void ps_stats(const dt_strategy *s, dt_strategy_stats *out)
+{
+    const dt_ps *ps = (const dt_ps *)s;
+    out->replicas = ps->workers;
+    out->steps = ps->step;
+    out->ps_servers = ps->servers;
+    out->ps_workers = ps->workers;
+    out->ps_server = is_server(ps);
+    out->ps_staleness = ps->staleness;
+    out->ps_stale_max = ps->stale_max;
+    memcpy(out->ps_stale_hist, ps->hist, sizeof ps->hist);
+    out->ps_applied = ps->applied;
+    out->ps_skipped = ps->skipped;
+    out->ps_wait_s = ps->wait_s;
+    out->ps_push_bytes = ps->push_bytes;
+    out->bytes_per_step = ps->push_bytes;
+}
+
+static dt_status ps_time_alone(dt_strategy *s, int reps, double *seconds)
+{
+    (void)s;
+    (void)reps;
+    *seconds = 0.0;
+    return dt_fail(DT_ERR_UNSUPPORTED, "ps: no all-reduce to time alone (see the ps report)");
+}
+
+static const dt_strategy_ops ps_ops = {
+    .attach = ps_attach,
+    .start = ps_start,
+    .step = ps_step,
+    .update = ps_update,
+    .evaluate = ps_evaluate,
+    .stats = ps_stats,
+    .time_comm_alone = ps_time_alone,
+    .gather_optim = ps_gather_optim,
+    .sync_params = ps_sync_params,
+    .free = ps_free,
+};
+
+dt_status dt_ps_create(const dt_strategy_options *opt, dt_comm *world, dt_grid *grid,
+                       dt_strategy **out)
+{
+    dt_ps *ps = NULL;
+    *out = NULL;
+    dt_status st = dt_alloc(sizeof *ps, "parameter server", (void **)&ps);
+    if (st != DT_OK)
+        return st;
+    ps->base.ops = &ps_ops;
+    ps->base.opt = *opt;
+    ps->base.grid = grid;
+    ps->base.world = world;
+    ps->rank = dt_comm_rank(world);
+    ps->size = dt_comm_size(world);
+    ps->servers = opt->servers;
+    ps->workers = ps->size - opt->servers;
+    ps->server = ps->rank >= ps->workers ? ps->rank - ps->workers : -1;
+    ps->staleness = opt->staleness;
+    dt_strategy_info *i = &ps->base.info;
+    i->name = "ps";
+    i->replicas = ps->workers;
+    i->replica = ps->server >= 0 ? -1 : ps->rank;
+    *out = &ps->base;
+    /* ps's messages on a communicator of their own, apart from the trainer's collectives. */
+    return dt_comm_dup(world, "ps", &ps->comm);
+}

@@ -1,0 +1,83 @@
+/* ps.h (internal) — the parameter-server strategy's state and messages, shared by its
+ * worker side (ps.c) and its server side (ps_server.c). docs/PARAMETER_SERVER.md
+ * describes the protocol; in short:
+ *
+ *   - The last K ranks are servers; server k holds the contiguous shard k of the flat
+ *     parameter buffer and the optimizer state of that shard. The other N ranks are workers.
+ *   - A worker's step t: send PULL(t) to every server and receive each shard's parameters
+ *     with the server's clock; compute its part of the global batch; send PUSH(t) with its
+ *     gradient shard to every server. All of it non-blocking point-to-point messages on a
+ *     duplicate of the world.
+ *   - A server's clock is the number of steps whose gradients it has from every worker
+ *     (applied). It answers PULL(t) once clock >= t - S: with S = 0 only after step t - 1
+ *     is applied everywhere (bulk-synchronous), with S > 0 a worker may run S steps ahead of
+ *     the slowest, with S = inf at once.
+ *   - At S = 0 a server sums the N pushes of a step in worker order and takes one optimizer
+ *     step (ddp's computation); at S > 0 it applies each push as it arrives.
+ *
+ * Every request message from a worker to a server is one byte buffer: a ps_hdr, then the
+ * payload (a PUSH's gradient shard). Each server keeps one receive posted per worker; a
+ * worker's messages arrive in the order it sent them (MPI's non-overtaking rule), so the
+ * last PUSH, flagged, ends the stream with nothing left posted. */
+#ifndef DT_PARALLEL_PS_H
+#define DT_PARALLEL_PS_H
+
+#include "parallel/strategy.h"
+
+typedef struct ps_hdr {
+    int64_t kind;   /* PS_PULL or PS_PUSH */
+    int64_t step;   /* the worker's step */
+    int64_t flags;  /* PS_FLAG_* */
+    int64_t nbytes; /* payload bytes after the header */
+} ps_hdr;
+
+enum { PS_PULL = 1, PS_PUSH = 2 };
+enum { PS_FLAG_LAST = 1, PS_FLAG_BAD = 2 }; /* the worker's last message; NaN or Inf in it */
+/* Tags on ps's own communicator. */
+enum { PS_TAG_REQ = 101, PS_TAG_REPLY_HDR = 102, PS_TAG_REPLY = 103 };
+/* A reply's header: the server's clock and the gradients it has applied. */
+enum { PS_REPLY_LEN = 2 };
+
+typedef struct dt_ps {
+    dt_strategy base;        /* first: the strategy interface's view */
+    dt_comm *comm;           /* a duplicate of the world for ps's messages */
+    int rank, size;          /* in the world */
+    int servers, workers;    /* servers are world ranks workers .. size - 1 */
+    int server;              /* this rank's server index, or -1 on a worker */
+    int staleness;           /* DT_PS_STALENESS_INF or >= 0 */
+    size_t *shard_off;       /* [servers] */
+    size_t *shard_cnt;       /* [servers] */
+    size_t *counts, *displs; /* [size]: each world rank's shard (workers: none) */
+    size_t msg_bytes;        /* the largest request: a header and the largest shard */
+    int64_t step;            /* steps begun on this rank */
+    double wait_s;
+    /* ---- worker ---- */
+    uint8_t *push_buf;  /* [servers][msg_bytes] */
+    ps_hdr *pull_msg;   /* [servers] */
+    int64_t *reply_hdr; /* [servers][PS_REPLY_LEN] */
+    dt_comm_req **wreq; /* [4 * servers]: pushes, pulls, reply headers, replies */
+    int64_t hist[DT_PS_STALE_BINS];
+    int stale_max;
+    size_t push_bytes; /* per step, headers included */
+    /* ---- server ---- */
+    uint8_t *recv_buf;       /* [workers][msg_bytes] */
+    dt_comm_req **recv_req;  /* [workers], NULL once a worker's stream ended or held */
+    dt_comm_req **reply_req; /* [2 * workers] */
+    int64_t *out_hdr;        /* [workers][PS_REPLY_LEN] */
+    int64_t *pushed;         /* [workers]: pushes received */
+    int64_t *want;           /* [workers]: the step of a pull not yet answered, or -1 */
+    int *held;               /* [workers], S = 0: this step's push waits in its buffer */
+    int *ended;              /* [workers]: the last push came */
+    int64_t clock;           /* steps applied from every worker */
+    float *sum;              /* [shard], S = 0: the step's summed gradient */
+    int step_bad;            /* S = 0: a push of this step held NaN or Inf */
+    int64_t applied, skipped;
+} dt_ps;
+
+/* The server's side of a step, its update, and freeing its buffers (ps_server.c). */
+dt_status dt_ps_server_attach(dt_ps *ps);
+dt_status dt_ps_server_step(dt_ps *ps, const dt_step_plan *plan);
+dt_status dt_ps_server_update(dt_ps *ps, dt_optim *o, double lr);
+void dt_ps_server_free(dt_ps *ps);
+
+#endif
