@@ -43,19 +43,33 @@ extern "C" {
 typedef struct dt_comm dt_comm;
 typedef struct dt_comm_req dt_comm_req;
 
-/* Element types. */
+/* Element types. FLOAT16 is IEEE 754 binary16 and BFLOAT16 the top half of a float32
+ * ("float16", "bfloat16", 2 bytes each), stored as uint16_t bit patterns: what gradient
+ * compression sends on the wire (PyTorch DDP's fp16/bf16 compress hooks). */
 typedef enum dt_comm_dtype {
     DT_COMM_FLOAT32 = 0,
     DT_COMM_FLOAT64,
     DT_COMM_INT32,
     DT_COMM_INT64,
     DT_COMM_UINT8,
+    DT_COMM_FLOAT16,
+    DT_COMM_BFLOAT16,
     DT_COMM_DTYPE_COUNT
 } dt_comm_dtype;
 
 /* Reduction operations. AVG is the sum divided once by the group size, in the element type
  * (C integer division for the integer types). Integer sums wrap modulo 2^bits. MAX and MIN
- * of floats: max(a, b) = a when a >= b or a is NaN, else b (NaN propagates; min likewise). */
+ * of floats: max(a, b) = a when a >= b or a is NaN, else b (NaN propagates; min likewise).
+ *
+ * FLOAT16 and BFLOAT16: each binary step widens both operands to float32 (exactly),
+ * operates in float32 and rounds the result back to 16 bits, to nearest, ties to even (a
+ * result beyond the largest finite value becomes an infinity). A SUM over ranks is thus a
+ * fold with a rounding after every addition: under options.deterministic the left fold
+ * over ranks in rank order, ((x0 + x1) rounded + x2) rounded ...; otherwise the algorithm's
+ * order, the same bits on every rank, each of its N-1 additions rounded once. AVG widens
+ * the 16-bit sum, divides it once by N and rounds. MAX and MIN compare the widened values
+ * with the NaN rule above and give the chosen operand rounded back, which is that operand
+ * (a NaN comes back quieted). */
 typedef enum dt_comm_redop {
     DT_COMM_SUM = 0,
     DT_COMM_AVG,

@@ -155,8 +155,11 @@ static int parse(int argc, char **argv, bench_opts *o)
     const char *op_names[N_OPS];
     for (int i = 0; i < N_OPS; i++)
         op_names[i] = dt_comm_coll_name(ops[i]);
-    const char *type_names[DT_COMM_DTYPE_COUNT];
-    for (int i = 0; i < DT_COMM_DTYPE_COUNT; i++)
+    /* The types put(), equals() and the bare-mpi rows handle: the comm layer's first five.
+     * float16 and bfloat16 have no MPI type or operation for bare-mpi to call. */
+    enum { BENCH_TYPES = DT_COMM_UINT8 + 1 };
+    const char *type_names[BENCH_TYPES];
+    for (int i = 0; i < BENCH_TYPES; i++)
         type_names[i] = dt_comm_dtype_name((dt_comm_dtype)i);
     o->min_bytes = 1024;
     o->max_bytes = (size_t)64 << 20;
@@ -201,9 +204,9 @@ static int parse(int argc, char **argv, bench_opts *o)
         else if (strcmp(a, "--algos") == 0)
             ok = (o->algos_mask = parse_list(v, alg_names, ALG_COUNT, &bad)) != 0;
         else if (strcmp(a, "--type") == 0) {
-            type_mask = parse_list(v, type_names, DT_COMM_DTYPE_COUNT, &bad);
+            type_mask = parse_list(v, type_names, BENCH_TYPES, &bad);
             ok = type_mask != 0 && (type_mask & (type_mask - 1)) == 0;
-            for (int t = 0; t < DT_COMM_DTYPE_COUNT && ok; t++)
+            for (int t = 0; t < BENCH_TYPES && ok; t++)
                 if (type_mask == 1u << t)
                     o->type = (dt_comm_dtype)t;
         } else if (strcmp(a, "--timeout") == 0) {

@@ -102,6 +102,9 @@ static dt_status comm_new(int rank, int size, const char *name, dt_cx_history *s
     c->size = size;
     c->data = c->ctrl = MPI_COMM_NULL;
     c->u8_sum = MPI_OP_NULL;
+    for (int t = 0; t < 2; t++)
+        for (int k = 0; k < DT_CX_HALF_OPS; k++)
+            c->half_op[t][k] = MPI_OP_NULL;
     snprintf(c->name, sizeof c->name, "%s", name ? name : "world");
     c->opt = opt ? *opt : dt_comm_options_default();
     c->max_count = INT_MAX;
@@ -178,6 +181,52 @@ static void u8_sum_fn(void *in, void *inout, int *len, MPI_Datatype *type)
         b[i] = (uint8_t)(a[i] + b[i]);
 }
 
+/* The 16-bit float reductions for MPI, which has none (validate.c): our binary step
+ * (reduce_ops.c), so that MPI's results follow comm.h's rounding rule. MPI asks for
+ * inout = in op inout, `in` the lower rank's operand when it keeps an order. */
+#define HALF_OP_FN(NAME, DTYPE, OP)                                                                \
+    static void NAME(void *in, void *inout, int *len, MPI_Datatype *type)                          \
+    {                                                                                              \
+        (void)type;                                                                                \
+        dt_cx_reduce2(inout, in, inout, (size_t)*len, DTYPE, OP);                                  \
+    }
+HALF_OP_FN(f16_sum_fn, DT_COMM_FLOAT16, DT_COMM_SUM)
+HALF_OP_FN(f16_max_fn, DT_COMM_FLOAT16, DT_COMM_MAX)
+HALF_OP_FN(f16_min_fn, DT_COMM_FLOAT16, DT_COMM_MIN)
+HALF_OP_FN(bf16_sum_fn, DT_COMM_BFLOAT16, DT_COMM_SUM)
+HALF_OP_FN(bf16_max_fn, DT_COMM_BFLOAT16, DT_COMM_MAX)
+HALF_OP_FN(bf16_min_fn, DT_COMM_BFLOAT16, DT_COMM_MIN)
+/* indexed as dt_comm.half_op: [float16, bfloat16][DT_CX_HALF_SUM, _MAX, _MIN] */
+static MPI_User_function *const half_fns[2][DT_CX_HALF_OPS] = {
+    {f16_sum_fn, f16_max_fn, f16_min_fn},
+    {bf16_sum_fn, bf16_max_fn, bf16_min_fn},
+};
+
+/* Our MPI operations (dt_comm.u8_sum, .half_op), all commutative. On failure the ones
+ * made so far stay in the handle for free_ops. */
+static dt_status create_ops(dt_comm *c, const char *name)
+{
+    int err;
+    if ((err = MPI_Op_create(u8_sum_fn, 1, &c->u8_sum)) != MPI_SUCCESS)
+        return mpi_fail("MPI_Op_create", name, err);
+    for (int t = 0; t < 2; t++)
+        for (int k = 0; k < DT_CX_HALF_OPS; k++)
+            if ((err = MPI_Op_create(half_fns[t][k], 1, &c->half_op[t][k])) != MPI_SUCCESS)
+                return mpi_fail("MPI_Op_create", name, err);
+    return DT_OK;
+}
+
+/* Cleanup of create_ops' operations, which cannot report: MPI's answers are ignored. */
+static void free_ops(dt_comm *c)
+{
+    if (c->u8_sum != MPI_OP_NULL)
+        MPI_Op_free(&c->u8_sum);
+    for (int t = 0; t < 2; t++)
+        for (int k = 0; k < DT_CX_HALF_OPS; k++)
+            if (c->half_op[t][k] != MPI_OP_NULL)
+                MPI_Op_free(&c->half_op[t][k]);
+}
+
 /* Wraps a data communicator (already ours) into a handle with its own control duplicate.
  * On failure `data` is freed. */
 static dt_status wrap(MPI_Comm data, const char *name, dt_cx_history *shared,
@@ -206,10 +255,7 @@ static dt_status wrap(MPI_Comm data, const char *name, dt_cx_history *shared,
         goto fail;
     }
     DT_TRY(comm_new(rank, size, nm, shared, opt, &c));
-    if ((err = MPI_Op_create(u8_sum_fn, 1, &c->u8_sum)) != MPI_SUCCESS) {
-        st = mpi_fail("MPI_Op_create", nm, err);
-        goto fail;
-    }
+    DT_TRY(create_ops(c, nm));
     c->is_mpi = 1;
     c->data = data;
     c->ctrl = ctrl;
@@ -217,6 +263,8 @@ static dt_status wrap(MPI_Comm data, const char *name, dt_cx_history *shared,
     return DT_OK;
 fail:
     /* Cleanup: a communicator that cannot be freed is all MPI can say here; ignored. */
+    if (c != NULL)
+        free_ops(c);
     free_mem(c);
     if (ctrl != MPI_COMM_NULL)
         MPI_Comm_free(&ctrl);
@@ -277,7 +325,7 @@ void dt_comm_free(dt_comm *comm)
             /* Pending operations complete normally after MPI_Comm_free (MPI 3.1, 6.4.3). */
             MPI_Comm_free(&comm->data);
             MPI_Comm_free(&comm->ctrl);
-            MPI_Op_free(&comm->u8_sum);
+            free_ops(comm);
         }
     }
     if (busy) {

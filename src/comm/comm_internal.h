@@ -48,6 +48,10 @@ enum { DT_PH_CHECK = 0, DT_PH_SLOTS, DT_PH_RUN, DT_PH_DONE };
 #define DT_SLOT_GROUPS 2    /* requests that may hold receive buffers at once */
 #define DT_REPORT_BYTES 8192
 
+/* Our MPI operations on the 16-bit float types, per type (dt_comm.half_op): MPI has no
+ * such type, so these reduce the 2-byte patterns by comm.h's rounding rule; AVG sums. */
+enum { DT_CX_HALF_SUM = 0, DT_CX_HALF_MAX, DT_CX_HALF_MIN, DT_CX_HALF_OPS };
+
 /* Tags on the data communicator: user point to point below DT_COMM_TAG_MAX, then two per
  * collective sequence number (reduce-scatter phase, all-gather phase) for ours. */
 #define DT_TAG_SPAN 12000
@@ -148,6 +152,8 @@ struct dt_comm {
     int is_mpi;
     MPI_Comm data, ctrl;
     MPI_Op u8_sum; /* wrapping uint8 sum (see validate.c) */
+    /* float16 [0] and bfloat16 [1] sum, max and min: MPI has none (validate.c, comm.c) */
+    MPI_Op half_op[2][DT_CX_HALF_OPS];
     char name[24];
     int *world_ranks; /* group rank -> rank in the top-level handle's communicator */
     dt_comm_options opt;

@@ -4,10 +4,19 @@
  * The definitions match comm.h: sums in the element type (integers wrap modulo 2^bits:
  * computed in unsigned arithmetic, since signed overflow is undefined in C), max/min keep a
  * NaN. Every kernel allows its output to alias its inputs, because in-place collectives
- * fold a rank's own data where the result goes. */
+ * fold a rank's own data where the result goes.
+ *
+ * float16 and bfloat16 go through float32 a block at a time: both operands widened
+ * (exactly), the float32 kernel, the result rounded back to nearest even (core/half.h), as
+ * comm.h defines it. Rounding a sum or quotient to float32 and then to 16 bits gives the
+ * correctly rounded 16-bit result, since float32's 24 bits are at least twice the 16-bit
+ * precision (11 or 8 bits) plus 2 (Figueroa, "When is double rounding innocuous?", 1995);
+ * the tests' references round once, in double, and agree. The blocks live on the stack: no
+ * allocation. */
 #include <string.h>
 
 #include "comm/comm_internal.h"
+#include "core/half.h"
 
 #define ADD_F(a, b) ((a) + (b))
 #define ADD_I32(a, b) ((int32_t)((uint32_t)(a) + (uint32_t)(b)))
@@ -42,6 +51,27 @@ DEF_BINARY(int32_t, binary_i32, ADD_I32, MAX_I, MIN_I)
 DEF_BINARY(int64_t, binary_i64, ADD_I64, MAX_I, MIN_I)
 DEF_BINARY(uint8_t, binary_u8, ADD_U8, MAX_I, MIN_I)
 
+/* 16-bit floats: widen a block of each operand, binary_f32, round back. Both operands are
+ * read before the block is written, so dst may alias a or b. */
+#define HALF_BLOCK 256
+#define DEF_BINARY_HALF(NAME, WIDEN, NARROW)                                                       \
+    static void NAME(void *dst_, const void *a_, const void *b_, size_t n, int op)                 \
+    {                                                                                              \
+        float fa[HALF_BLOCK], fb[HALF_BLOCK];                                                      \
+        uint16_t *dst = dst_;                                                                      \
+        const uint16_t *a = a_, *b = b_;                                                           \
+        for (size_t base = 0; base < n; base += HALF_BLOCK) {                                      \
+            size_t m = n - base < HALF_BLOCK ? n - base : HALF_BLOCK;                              \
+            WIDEN(a + base, fa, m);                                                                \
+            WIDEN(b + base, fb, m);                                                                \
+            binary_f32(fa, fa, fb, m, op);                                                         \
+            NARROW(fa, dst + base, m);                                                             \
+        }                                                                                          \
+    }
+
+DEF_BINARY_HALF(binary_f16, dt_f16_to_f32_n, dt_f32_to_f16_n)
+DEF_BINARY_HALF(binary_bf16, dt_bf16_to_f32_n, dt_f32_to_bf16_n)
+
 void dt_cx_reduce2(void *dst, const void *a, const void *b, size_t n, dt_comm_dtype t,
                    dt_comm_redop op)
 {
@@ -60,6 +90,12 @@ void dt_cx_reduce2(void *dst, const void *a, const void *b, size_t n, dt_comm_dt
         break;
     case DT_COMM_UINT8:
         binary_u8(dst, a, b, n, (int)op);
+        break;
+    case DT_COMM_FLOAT16:
+        binary_f16(dst, a, b, n, (int)op);
+        break;
+    case DT_COMM_BFLOAT16:
+        binary_bf16(dst, a, b, n, (int)op);
         break;
     default:
         DT_ASSERT(!"dtype validated before");
@@ -90,6 +126,9 @@ DEF_FOLD(double, fold_f64, binary_f64)
 DEF_FOLD(int32_t, fold_i32, binary_i32)
 DEF_FOLD(int64_t, fold_i64, binary_i64)
 DEF_FOLD(uint8_t, fold_u8, binary_u8)
+/* 16 bits: the accumulator is rounded after every step, as the definition says. */
+DEF_FOLD(uint16_t, fold_f16, binary_f16)
+DEF_FOLD(uint16_t, fold_bf16, binary_bf16)
 
 void dt_cx_fold(void *dst, const void *const *src, int k, size_t n, dt_comm_dtype t,
                 dt_comm_redop op)
@@ -111,11 +150,34 @@ void dt_cx_fold(void *dst, const void *const *src, int k, size_t n, dt_comm_dtyp
     case DT_COMM_UINT8:
         fold_u8(dst, src, k, n, (int)op);
         break;
+    case DT_COMM_FLOAT16:
+        fold_f16(dst, src, k, n, (int)op);
+        break;
+    case DT_COMM_BFLOAT16:
+        fold_bf16(dst, src, k, n, (int)op);
+        break;
     default:
         DT_ASSERT(!"dtype validated before");
         break;
     }
 }
+
+/* x[i] = the 16-bit sum widened, divided by n in float32, rounded back: once, as AVG. */
+#define DEF_DIVIDE_HALF(NAME, WIDEN, NARROW)                                                       \
+    static void NAME(uint16_t *x, size_t count, int n)                                             \
+    {                                                                                              \
+        float f[HALF_BLOCK], d = (float)n;                                                         \
+        for (size_t base = 0; base < count; base += HALF_BLOCK) {                                  \
+            size_t m = count - base < HALF_BLOCK ? count - base : HALF_BLOCK;                      \
+            WIDEN(x + base, f, m);                                                                 \
+            for (size_t i = 0; i < m; i++)                                                         \
+                f[i] = f[i] / d;                                                                   \
+            NARROW(f, x + base, m);                                                                \
+        }                                                                                          \
+    }
+
+DEF_DIVIDE_HALF(divide_f16, dt_f16_to_f32_n, dt_f32_to_f16_n)
+DEF_DIVIDE_HALF(divide_bf16, dt_bf16_to_f32_n, dt_f32_to_bf16_n)
 
 void dt_cx_divide(void *x, size_t count, dt_comm_dtype t, int n)
 {
@@ -152,6 +214,12 @@ void dt_cx_divide(void *x, size_t count, dt_comm_dtype t, int n)
             p[i] = (uint8_t)(p[i] / (unsigned)n);
         break;
     }
+    case DT_COMM_FLOAT16:
+        divide_f16(x, count, n);
+        break;
+    case DT_COMM_BFLOAT16:
+        divide_bf16(x, count, n);
+        break;
     default:
         DT_ASSERT(!"dtype validated before");
         break;

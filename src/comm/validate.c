@@ -18,9 +18,15 @@ static const char *const coll_names[DT_COMM_COLL_COUNT] = {
     [DT_COMM_REDUCE] = "reduce",       [DT_COMM_BARRIER] = "barrier",
     [DT_COMM_SEND] = "send",           [DT_COMM_RECV] = "recv",
 };
-static const char *const dtype_names[DT_COMM_DTYPE_COUNT] = {"float32", "float64", "int32", "int64",
-                                                             "uint8"};
-static const size_t dtype_sizes[DT_COMM_DTYPE_COUNT] = {4, 8, 4, 8, 1};
+static const char *const dtype_names[DT_COMM_DTYPE_COUNT] = {
+    [DT_COMM_FLOAT32] = "float32",   [DT_COMM_FLOAT64] = "float64", [DT_COMM_INT32] = "int32",
+    [DT_COMM_INT64] = "int64",       [DT_COMM_UINT8] = "uint8",     [DT_COMM_FLOAT16] = "float16",
+    [DT_COMM_BFLOAT16] = "bfloat16",
+};
+static const size_t dtype_sizes[DT_COMM_DTYPE_COUNT] = {
+    [DT_COMM_FLOAT32] = 4, [DT_COMM_FLOAT64] = 8, [DT_COMM_INT32] = 4,    [DT_COMM_INT64] = 8,
+    [DT_COMM_UINT8] = 1,   [DT_COMM_FLOAT16] = 2, [DT_COMM_BFLOAT16] = 2,
+};
 static const char *const redop_names[DT_COMM_REDOP_COUNT] = {"sum", "avg", "max", "min"};
 static const char *const algo_names[DT_COMM_ALGO_COUNT] = {"auto", "mpi", "ring"};
 
@@ -72,6 +78,11 @@ MPI_Datatype dt_cx_mpi_type(dt_comm_dtype dtype)
     /* MPI_UINT8_T, not MPI_BYTE: MPI_BYTE only takes bitwise operations. */
     case DT_COMM_UINT8:
         return MPI_UINT8_T;
+    /* MPI has no 16-bit float type: the bits travel as 2-byte integers, and every
+     * reduction of them is one of our own operations (dt_cx_mpi_op). */
+    case DT_COMM_FLOAT16:
+    case DT_COMM_BFLOAT16:
+        return MPI_UINT16_T;
     default:
         return MPI_DATATYPE_NULL;
     }
@@ -83,6 +94,20 @@ MPI_Op dt_cx_mpi_op(const dt_comm *c, dt_comm_dtype dtype, dt_comm_redop op)
      * 255 in 64-element calls and 144 in 1-element ones): our own wrapping sum instead. */
     if (dtype == DT_COMM_UINT8 && (op == DT_COMM_SUM || op == DT_COMM_AVG))
         return c->u8_sum;
+    if (dtype == DT_COMM_FLOAT16 || dtype == DT_COMM_BFLOAT16) {
+        int t = dtype == DT_COMM_BFLOAT16;
+        switch (op) {
+        case DT_COMM_SUM:
+        case DT_COMM_AVG:
+            return c->half_op[t][DT_CX_HALF_SUM];
+        case DT_COMM_MAX:
+            return c->half_op[t][DT_CX_HALF_MAX];
+        case DT_COMM_MIN:
+            return c->half_op[t][DT_CX_HALF_MIN];
+        default:
+            return MPI_OP_NULL;
+        }
+    }
     switch (op) {
     case DT_COMM_SUM:
     case DT_COMM_AVG:

@@ -14,12 +14,27 @@
 
 /* Data of group member `member` (its world rank, so sub-groups get distinct data):
  * EXACT: small integers (|x| <= 8) in every type, so that every summation order gives the
- * same bits; RANDOM: uniform [-1, 1) floats and full-range integers. */
+ * same bits; for float16 and bfloat16 times 2^e(i), one power of two per element shared by
+ * all members, over the format's whole exponent range (subnormals too), so that sums of up
+ * to 5 members stay exact; RANDOM: uniform [-1, 1) floats (16-bit: rounded to nearest) and
+ * full-range integers. */
 enum { CT_EXACT = 0, CT_RANDOM = 1 };
 void ct_fill(dt_comm_dtype t, void *buf, size_t n, int member, uint64_t seed, int kind);
 
+/* float16 / bfloat16 patterns as values and back, written apart from the library's
+ * conversions (frexp, ldexp, nearbyint in double): the value of a pattern (finite or
+ * infinite), and x rounded to the type to nearest, ties to even, an infinity past the
+ * largest finite value. */
+int ct_is_half(dt_comm_dtype t);
+double ct_half_value(dt_comm_dtype t, uint16_t h);
+uint16_t ct_half_round(dt_comm_dtype t, double x);
+/* The unit roundoff: 2^-11 (float16), 2^-8 (bfloat16); half the smallest subnormal. */
+double ct_half_unit(dt_comm_dtype t);
+double ct_half_tiny(dt_comm_dtype t);
+
 /* out[i] = left fold over the group's members in group-rank order of their data at element
- * offset `first` + i, with AVG dividing once; written independently of the library. */
+ * offset `first` + i, with AVG dividing once; written independently of the library. 16-bit
+ * floats follow comm.h's rule: each step rounded back to 16 bits (ct_half_round). */
 void ct_reference(dt_comm *c, dt_comm_dtype t, dt_comm_redop op, void *out, size_t first, size_t n,
                   size_t full, uint64_t seed, int kind);
 

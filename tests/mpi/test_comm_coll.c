@@ -2,9 +2,12 @@
  * mpirun with 1..5 ranks: counts 0, 1, 7 and 1,000,003, in place and not, every type and
  * reduction, uneven and empty blocks, small chunks (long pipelines), sub-groups and the
  * grid, non-blocking requests in flight together, point to point, splitting above the MPI
- * count limit (lowered for the test), and refused arguments. */
+ * count limit (lowered for the test), and refused arguments. float16 and bfloat16 at counts
+ * 1, 7, 1000 and 65537: exact where the data keep sums exact, and with random data the same
+ * bits on every rank within the rounding bound of the exact sum. */
 #include "dt_test.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,12 +95,13 @@ static void test_types_and_ops(void **state)
         for (int op = 0; op < DT_COMM_REDOP_COUNT; op++)
             for (int ai = 0; ai < NALGO; ai++)
                 for (size_t ci = 0; ci < 3; ci++) {
-                    /* Floats stay exact integers under sum and avg; max/min and integer
-                     * sums are order-free at any value. */
-                    int kind = (t == DT_COMM_FLOAT32 || t == DT_COMM_FLOAT64) &&
-                                       (op == DT_COMM_SUM || op == DT_COMM_AVG)
-                                   ? CT_EXACT
-                                   : CT_RANDOM;
+                    /* Floats stay exact (small integers; 16 bits: times a power of two)
+                     * under sum and avg; max/min and integer sums are order-free at any
+                     * value. */
+                    int is_float = t == DT_COMM_FLOAT32 || t == DT_COMM_FLOAT64 ||
+                                   ct_is_half((dt_comm_dtype)t);
+                    int kind =
+                        is_float && (op == DT_COMM_SUM || op == DT_COMM_AVG) ? CT_EXACT : CT_RANDOM;
                     ct_case k = {.coll = DT_COMM_ALLREDUCE,
                                  .algo = algos[ai],
                                  .t = (dt_comm_dtype)t,
@@ -118,6 +122,141 @@ static void test_types_and_ops(void **state)
                         k.coll = DT_COMM_BCAST;
                         ok &= ct_run_case(world, &k, seed++);
                     }
+                }
+    assert_true(ct_all(ok));
+}
+
+static const dt_comm_dtype half_types[] = {DT_COMM_FLOAT16, DT_COMM_BFLOAT16};
+static const size_t half_counts[] = {1, 7, 1000, 65537};
+
+/* float16 and bfloat16: every collective x algorithm x reduction at awkward counts, in
+ * place and not, blocking and not. The EXACT data (small integers times one power of two
+ * per element, from the subnormals to near the largest values) keep every sum exact, so
+ * every algorithm must give the reference's bits, AVG's rounding included. */
+static void test_half_types(void **state)
+{
+    (void)state;
+    int ok = 1, n = dt_comm_size(world);
+    uint64_t seed = 9000;
+    for (int ti = 0; ti < 2; ti++)
+        for (int op = 0; op < DT_COMM_REDOP_COUNT; op++)
+            for (int ai = 0; ai < NALGO; ai++)
+                for (size_t ci = 0; ci < 4; ci++) {
+                    ct_case k = {.coll = DT_COMM_ALLREDUCE,
+                                 .algo = algos[ai],
+                                 .t = half_types[ti],
+                                 .op = (dt_comm_redop)op,
+                                 .count = half_counts[ci],
+                                 .in_place = (int)((ci + (size_t)op) & 1),
+                                 .root = (int)(ci % (size_t)n),
+                                 .kind = CT_EXACT,
+                                 .nonblocking = (int)(ci == 2)};
+                    ok &= ct_run_case(world, &k, seed++);
+                    k.coll = DT_COMM_REDUCE;
+                    ok &= ct_run_case(world, &k, seed++);
+                    k.coll = DT_COMM_REDUCE_SCATTER;
+                    k.v = 1; /* the total is the count, in uneven (for 1: empty) blocks */
+                    ok &= ct_run_case(world, &k, seed++);
+                    k.v = 0; /* equal blocks of the count each, into the own block */
+                    k.in_place = 2 * k.in_place;
+                    ok &= ct_run_case(world, &k, seed++);
+                    if (op == 0) { /* data movement does not depend on the operation */
+                        k.coll = DT_COMM_ALLGATHER;
+                        k.in_place = k.in_place > 0;
+                        ok &= ct_run_case(world, &k, seed++);
+                        k.v = 1;
+                        ok &= ct_run_case(world, &k, seed++);
+                        k.coll = DT_COMM_BCAST;
+                        ok &= ct_run_case(world, &k, seed++);
+                    }
+                }
+    assert_true(ct_all(ok));
+}
+
+/* One all-reduce or reduce-scatter of random 16-bit data on the world, whose rounding
+ * depends on the algorithm's order: checked against the exact sum (double holds sums of
+ * these values exactly). N-1 additions in any order, each rounded once with relative error
+ * at most u, the unit roundoff, give |got - sum| <= g S with g = (N-1)u / (1 - (N-1)u) and
+ * S the sum of |x| (Higham, Accuracy and Stability of Numerical Algorithms, 2nd ed., 4.2;
+ * additions with subnormal results are exact). AVG rounds once more: u |got sum| / N, plus
+ * half the smallest subnormal. An all-reduce must also leave the same bits on every rank. */
+static int half_bound_case(dt_comm_dtype t, dt_comm_coll coll, dt_comm_algo algo, dt_comm_redop op,
+                           size_t cnt, uint64_t seed)
+{
+    int n = dt_comm_size(world), r = dt_comm_rank(world), ok = 1;
+    size_t full = coll == DT_COMM_ALLREDUCE ? cnt : cnt * (size_t)n;
+    size_t first = coll == DT_COMM_ALLREDUCE ? 0 : cnt * (size_t)r;
+    uint16_t *x = ct_alloc(full * 2), *tmp = ct_alloc(full * 2);
+    uint16_t *all = ct_alloc((size_t)n * cnt * 2);
+    double *sum = ct_alloc(cnt * sizeof(double)), *abs_sum = ct_alloc(cnt * sizeof(double));
+    ct_fill(t, x, full, r, seed, CT_RANDOM);
+    dt_comm_args a = dt_comm_args_init(coll);
+    a.sendbuf = a.recvbuf = x; /* in place: the result at the buffer's start */
+    a.count = cnt;
+    a.dtype = t;
+    a.op = op;
+    a.algo = algo;
+    dt_status st = dt_comm_run(world, &a);
+    char name[160];
+    snprintf(name, sizeof name, "%s %s %s count %zu algo %s", dt_comm_coll_name(coll),
+             dt_comm_redop_name(op), dt_comm_dtype_name(t), cnt, dt_comm_algo_name(algo));
+    if (st != DT_OK) {
+        fprintf(stderr, "FAIL rank %d: %s: %s: %s\n", r, name, dt_status_str(st), dt_last_error());
+        ok = 0;
+    }
+    for (int p = 0; p < n; p++) {
+        ct_fill(t, tmp, full, p, seed, CT_RANDOM);
+        for (size_t i = 0; i < cnt; i++) {
+            double v = ct_half_value(t, tmp[first + i]);
+            sum[i] = p ? sum[i] + v : v;
+            abs_sum[i] = p ? abs_sum[i] + fabs(v) : fabs(v);
+        }
+    }
+    double u = ct_half_unit(t), g = (n - 1) * u / (1 - (n - 1) * u);
+    size_t bad = 0;
+    for (size_t i = 0; i < cnt; i++) {
+        double got = ct_half_value(t, x[i]), tol = g * abs_sum[i], want = sum[i];
+        if (op == DT_COMM_AVG) {
+            tol = (tol + u * (fabs(sum[i]) + tol)) / n + ct_half_tiny(t);
+            want = sum[i] / n;
+        }
+        if (!(fabs(got - want) <= tol) && bad++ == 0)
+            fprintf(stderr,
+                    "FAIL rank %d: %s: element %zu is %.9g (0x%04X), exact %.9g, "
+                    "error %.3g above the bound %.3g\n",
+                    r, name, i, got, (unsigned)x[i], want, fabs(got - want), tol);
+    }
+    ok &= bad == 0;
+    if (coll == DT_COMM_ALLREDUCE) { /* raw MPI, not the layer under test */
+        MPI_Allgather(x, (int)cnt, MPI_UINT16_T, all, (int)cnt, MPI_UINT16_T, MPI_COMM_WORLD);
+        for (int p = 1; p < n; p++) {
+            char what[200];
+            snprintf(what, sizeof what, "%s: rank %d's bits vs rank 0's", name, p);
+            ok &= ct_check(what, t, all + (size_t)p * cnt, all, cnt);
+        }
+    }
+    free(x);
+    free(tmp);
+    free(all);
+    free(sum);
+    free(abs_sum);
+    return ok;
+}
+
+static void test_half_rounding_bound(void **state)
+{
+    (void)state;
+    int ok = 1;
+    uint64_t seed = 9500;
+    for (int ti = 0; ti < 2; ti++)
+        for (int ai = 0; ai < NALGO; ai++)
+            for (size_t ci = 0; ci < 4; ci++)
+                for (int avg = 0; avg < 2; avg++) {
+                    dt_comm_redop op = avg ? DT_COMM_AVG : DT_COMM_SUM;
+                    ok &= half_bound_case(half_types[ti], DT_COMM_ALLREDUCE, algos[ai], op,
+                                          half_counts[ci], seed++);
+                    ok &= half_bound_case(half_types[ti], DT_COMM_REDUCE_SCATTER, algos[ai], op,
+                                          half_counts[ci], seed++);
                 }
     assert_true(ct_all(ok));
 }
@@ -364,6 +503,28 @@ static void test_point_to_point(void **state)
             DT_ASSERT_OK(dt_comm_send(world, out, 0, DT_COMM_FLOAT64, right, DT_COMM_TAG_MAX - 1));
         }
     }
+    /* the 16-bit types, around the ring the other way */
+    for (int ti = 0; ti < 2; ti++) {
+        dt_comm_dtype t = half_types[ti];
+        ct_fill(t, out, cnt, r, 6100 + (uint64_t)ti, CT_RANDOM);
+        ct_fill(t, ref, cnt, right, 6100 + (uint64_t)ti, CT_RANDOM);
+        DT_ASSERT_OK(dt_comm_irecv(world, in, cnt, t, right, 8, &rr));
+        DT_ASSERT_OK(dt_comm_isend(world, out, cnt, t, left, 8, &rs));
+        DT_ASSERT_OK(dt_comm_wait(&rs));
+        DT_ASSERT_OK(dt_comm_wait(&rr));
+        ok &= ct_check("isend/irecv", t, in, ref, cnt);
+        if (n > 1) { /* blocking, ordered by rank parity so that it cannot deadlock */
+            memset(in, 0, cnt * 2);
+            if (r % 2 == 0) {
+                DT_ASSERT_OK(dt_comm_send(world, out, cnt, t, left, 9));
+                DT_ASSERT_OK(dt_comm_recv(world, in, cnt, t, right, 9));
+            } else {
+                DT_ASSERT_OK(dt_comm_recv(world, in, cnt, t, right, 9));
+                DT_ASSERT_OK(dt_comm_send(world, out, cnt, t, left, 9));
+            }
+            ok &= ct_check("send/recv", t, in, ref, cnt);
+        }
+    }
     free(out);
     free(in);
     free(ref);
@@ -397,6 +558,20 @@ static void test_split_above_limit(void **state)
                     k.count = 9001;
                     ok &= ct_run_case(c, &k, seed++);
                 }
+            }
+    for (int ti = 0; ti < 2; ti++) /* 16-bit pieces, through our MPI operations */
+        for (int ai = 0; ai < NALGO; ai++)
+            for (int coll = 0; coll <= DT_COMM_REDUCE; coll++) {
+                ct_case k = {.coll = (dt_comm_coll)coll,
+                             .algo = algos[ai],
+                             .t = half_types[ti],
+                             .op = DT_COMM_AVG,
+                             .count = 40013,
+                             .v = 1,
+                             .in_place = 1,
+                             .root = 0,
+                             .kind = CT_EXACT};
+                ok &= ct_run_case(c, &k, seed++);
             }
     ct_case big = {.coll = DT_COMM_ALLREDUCE,
                    .algo = DT_COMM_ALGO_MPI,
@@ -596,6 +771,8 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_float_sum_matrix),
         cmocka_unit_test(test_types_and_ops),
+        cmocka_unit_test(test_half_types),
+        cmocka_unit_test(test_half_rounding_bound),
         cmocka_unit_test(test_small_chunks),
         cmocka_unit_test(test_subgroups),
         cmocka_unit_test(test_grid),

@@ -2,7 +2,8 @@
  * changes bits), every element of all-reduce, reduce-scatter and reduce equals the serial
  * left fold over ranks 0, 1, ..., N-1 bit for bit, on every rank, at every count, whatever
  * the algorithm asked for, the chunk size or the bucket boundaries. Without the flag, the
- * result is still the same on every rank (but its order is the algorithm's). */
+ * result is still the same on every rank (but its order is the algorithm's). float16 and
+ * bfloat16 likewise, with a rounding back to 16 bits after every step of the fold. */
 #include "dt_test.h"
 
 #include <stdio.h>
@@ -60,6 +61,46 @@ static void test_rank_order_fold(void **state)
                 }
             }
         }
+    }
+    set(world, 0, (size_t)256 << 10);
+    assert_true(ct_all(ok));
+}
+
+/* float16 and bfloat16 with random data: the fold rounds after every addition, so the
+ * order shows in the bits; every reduction, every operation, at counts 0, 1, 7, 1000 and
+ * 65537, must equal the serial left fold with those roundings (ct_reference) bit for bit. */
+static void test_rank_order_fold_half(void **state)
+{
+    (void)state;
+    static const dt_comm_dtype types[] = {DT_COMM_FLOAT16, DT_COMM_BFLOAT16};
+    static const size_t chunks[] = {(size_t)256 << 10, 4096, 100};
+    static const size_t counts[] = {0, 1, 7, 1000, 65537};
+    int n = dt_comm_size(world), ok = 1;
+    uint64_t seed = 300;
+    for (size_t ch = 0; ch < 3; ch++) {
+        set(world, 1, chunks[ch]);
+        for (int ti = 0; ti < 2; ti++)
+            for (size_t ci = 0; ci < 5; ci++)
+                for (int ai = 0; ai < 3; ai++)
+                    for (int op = 0; op < DT_COMM_REDOP_COUNT; op++) {
+                        if (op >= DT_COMM_MAX && ch > 0)
+                            continue; /* order-free: once is enough */
+                        for (int coll = 0; coll <= DT_COMM_REDUCE; coll++) {
+                            if (coll == DT_COMM_ALLGATHER || coll == DT_COMM_BCAST)
+                                continue;
+                            ct_case k = {.coll = (dt_comm_coll)coll,
+                                         .algo = algos[ai],
+                                         .t = types[ti],
+                                         .op = (dt_comm_redop)op,
+                                         .count = counts[ci],
+                                         .v = 1,
+                                         .in_place = (int)((ci + (size_t)op) & 1),
+                                         .root = (int)(ci % (size_t)n),
+                                         .kind = CT_RANDOM,
+                                         .nonblocking = (int)(ci == 3)};
+                            ok &= ct_run_case(world, &k, seed++);
+                        }
+                    }
     }
     set(world, 0, (size_t)256 << 10);
     assert_true(ct_all(ok));
@@ -128,6 +169,7 @@ int main(int argc, char **argv)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rank_order_fold),
+        cmocka_unit_test(test_rank_order_fold_half),
         cmocka_unit_test(test_bucket_boundaries),
         cmocka_unit_test(test_same_on_every_rank),
     };

@@ -151,6 +151,11 @@ static void test_names_and_no_mpi(void **state)
     (void)state;
     assert_string_equal(dt_comm_coll_name(DT_COMM_REDUCE_SCATTER), "reduce_scatter");
     assert_string_equal(dt_comm_dtype_name(DT_COMM_UINT8), "uint8");
+    assert_string_equal(dt_comm_dtype_name(DT_COMM_FLOAT16), "float16");
+    assert_string_equal(dt_comm_dtype_name(DT_COMM_BFLOAT16), "bfloat16");
+    assert_int_equal(dt_comm_dtype_size(DT_COMM_FLOAT16), 2);
+    assert_int_equal(dt_comm_dtype_size(DT_COMM_BFLOAT16), 2);
+    assert_string_equal(dt_comm_dtype_name(DT_COMM_DTYPE_COUNT), "?");
     assert_string_equal(dt_comm_redop_name(DT_COMM_AVG), "avg");
     assert_string_equal(dt_comm_algo_name(DT_COMM_ALGO_MPI), "mpi");
     assert_string_equal(dt_comm_coll_name((dt_comm_coll)99), "?");
