@@ -143,6 +143,7 @@ static dt_status ddp_attach(dt_strategy *s, dt_model *m, size_t *optim_count)
     dp->shard_offset = zero ? dp->shard_displs[dp->rank] : 0;
     dp->shard_count = zero ? dp->shard_counts[dp->rank] : n;
     s->optim_offset = dp->shard_offset;
+    s->optim_sharded = zero;
     if (zero)
         DT_TRY(dt_alloc(dp->shard_count * sizeof(float), "ZeRO gradient shard",
                         (void **)&dp->shard_grad));

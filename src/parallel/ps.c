@@ -68,6 +68,7 @@ static dt_status ps_attach(dt_strategy *s, dt_model *m, size_t *optim_count)
         DT_TRY(ps_alloc_worker(ps));
     /* The optimizer lives on the servers, each for its shard. */
     s->optim_offset = is_server(ps) ? ps->shard_off[ps->server] : 0;
+    s->optim_sharded = 1;
     *optim_count = is_server(ps) ? ps->shard_cnt[ps->server] : 0;
 fail:
     return st;

@@ -164,6 +164,9 @@ struct dt_strategy {
     /* The optimizer updates [optim_offset, optim_offset + optim_count) of the flat buffer
      * (set by attach: everything, or a ZeRO-1 slice). */
     size_t optim_offset, optim_count;
+    /* 1 when that range differs between ranks (ZeRO-1, ps): whoever reads the state whole
+     * gathers it, on every rank together. */
+    int optim_sharded;
     /* This rank's finding in the step (where, or 0), and after the step the ranks'
      * together; the strategy's step fills `bad` for its data-parallel group. */
     int bad_here;

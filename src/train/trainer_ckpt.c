@@ -114,7 +114,7 @@ static dt_status gather_state(dt_trainer *t, float **wholes, int nbuf, float **b
     DT_TRY(dt_strategy_sync_params(t->strategy)); /* a parameter server's shards */
     /* One process's whole model (no tp split, no ZeRO slice) is written from where it
      * lives: no copy. */
-    if (n == w && t->strategy->optim_count == n) {
+    if (n == w && !t->strategy->optim_sharded) {
         wholes[0] = dt_model_params(t->model);
         for (int b = 0; b < nbuf; b++)
             wholes[1 + b] = bufs[b];

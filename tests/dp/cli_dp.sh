@@ -12,20 +12,7 @@ trap 'rm -rf "$tmp"' EXIT
 fail=0
 MLP="$SRC/examples/mlp.ini"
 
-# expect_fail NAME REGEX CMD...: CMD must exit non-zero and print a line matching REGEX.
-expect_fail() {
-    name=$1 regex=$2
-    shift 2
-    "$@" >"$tmp/$name.out" 2>&1
-    code=$?
-    if [ $code -eq 0 ]; then
-        echo "FAIL $name: exit status 0, expected a failure"; fail=1
-    elif ! grep -Eq "$regex" "$tmp/$name.out"; then
-        echo "FAIL $name: no line matches /$regex/ in:"; sed 's/^/  /' "$tmp/$name.out"; fail=1
-    else
-        echo "ok $name (exit $code): $(grep -E "$regex" "$tmp/$name.out" | head -1)"
-    fi
-}
+. "$SRC/tests/support/expect.sh"
 
 # A data-parallel run.
 "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" --max-steps 6 --log-every 3 --no-progress \

@@ -1,0 +1,107 @@
+#!/bin/sh
+# cli_ps.sh — the ps strategy end to end under mpirun (docs/PARAMETER_SERVER.md):
+#   - bulk-synchronous (staleness 0) with one worker writes the single process's weights
+#     byte for byte, and with N workers those of N-rank ddp with the same global batch
+#     (ddp under comm.deterministic: the same rank-order sum as the servers');
+#   - staleness 2 with one worker slowed: no worker is ever more than 2 steps ahead of the
+#     slowest (each worker's report), the bound is reached, and one epoch still trains the
+#     MLP below a stated test loss; unbounded staleness runs further ahead;
+#   - a checkpoint written under ps resumes byte for byte, under ps and under ddp;
+#   - a NaN pushed by one worker is skipped by the servers and counted;
+#   - refusals: train.on_nonfinite stop.
+set -u
+DTRAIN=${DTRAIN:?ctest sets DTRAIN}
+MPIRUN=${MPIRUN:?ctest sets MPIRUN}
+SRC=${DT_SOURCE_DIR:?ctest sets DT_SOURCE_DIR}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/dtrain-ps-XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+MLP="$SRC/examples/mlp.ini"
+. "$SRC/tests/support/expect.sh"
+# A protocol mistake must fail the run within the test's time, not hang it.
+PS="--strategy ps --comm-timeout 30"
+
+# SGD without momentum, as the equivalences are stated; 20 steps.
+SGD="--set optim.kind=sgd --set optim.lr=0.05 --max-steps 20 --no-progress"
+expect_ok single "$DTRAIN" train "$MLP" $SGD --save-weights "$tmp/single.st"
+expect_ok ps_1w "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" $SGD $PS \
+    --save-weights "$tmp/ps_1w.st"
+expect_same ps_1w_equals_single "$tmp/single.st" "$tmp/ps_1w.st"
+
+# 3 workers and 1 server against 3-rank ddp: global batch 192 either way.
+expect_ok ddp_3 "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" $SGD --set comm.deterministic=on \
+    --save-weights "$tmp/ddp_3.st"
+expect_ok ps_3w "$MPIRUN" -np 4 "$DTRAIN" train "$MLP" $SGD $PS \
+    --save-weights "$tmp/ps_3w.st"
+expect_same ps_3w_equals_ddp_3 "$tmp/ddp_3.st" "$tmp/ps_3w.st"
+# Two servers: the shards split the layers' tensors; the same bytes again.
+expect_ok ps_2s "$MPIRUN" -np 5 "$DTRAIN" train "$MLP" $SGD $PS --servers 2 \
+    --save-weights "$tmp/ps_2s.st"
+expect_same ps_2servers_equals_ddp_3 "$tmp/ddp_3.st" "$tmp/ps_2s.st"
+
+# check_staleness NAME BOUND: every worker's largest staleness is within BOUND, and at least
+# one worker reached it (the slowed worker held the other back).
+check_staleness() {
+    out=$tmp/$1.out
+    lines=$(grep -c 'ps worker rank' "$out")
+    over=$(sed -n 's/.*staleness max \([0-9]*\) (bound.*/\1/p' "$out" | awk -v b="$2" '$1 > b' |
+        wc -l)
+    top=$(sed -n 's/.*staleness max \([0-9]*\) (bound.*/\1/p' "$out" | sort -n | tail -1)
+    if [ "$lines" -ne 2 ] || [ "$over" -ne 0 ] || [ "${top:-0}" -ne "$2" ]; then
+        echo "FAIL $1: expected 2 worker reports, each with staleness max <= $2 and one at $2:"
+        grep 'ps worker' "$out" | sed 's/^/  /'; fail=1
+    else
+        echo "ok $1: $(grep 'ps worker' "$out" | sed 's/.*\(rank [0-9]*: staleness max [0-9]*\).*/\1/' |
+            tr '\n' ' ')"
+    fi
+}
+
+# Staleness 2, worker rank 1 slowed by 4 ms a step: one epoch of the MLP (Adam).
+expect_ok ssp "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" --epochs 1 $PS --staleness 2 \
+    --slow-rank 1:4 --no-progress
+check_staleness ssp 2
+loss=$(sed -n 's/^epoch 1: .*test loss \([0-9.]*\).*/\1/p' "$tmp/ssp.out")
+if awk -v l="${loss:-9}" 'BEGIN { exit !(l < 0.60) }'; then
+    echo "ok ssp_converges: test loss $loss after one epoch (469 steps) < 0.60"
+else
+    echo "FAIL ssp_converges: test loss '${loss}' after one epoch, expected < 0.60"; fail=1
+fi
+# Unbounded: the fast worker runs further ahead than any bound above.
+expect_ok asp "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" --max-steps 200 $PS \
+    --staleness inf --slow-rank 1:4 --no-progress
+top=$(sed -n 's/.*staleness max \([0-9]*\) (bound inf.*/\1/p' "$tmp/asp.out" | sort -n | tail -1)
+if [ "${top:-0}" -gt 2 ]; then
+    echo "ok asp_unbounded: staleness max $top under --staleness inf"
+else
+    echo "FAIL asp_unbounded: staleness max '${top}' under --staleness inf, expected > 2"; fail=1
+fi
+
+# Checkpoints: Adam's state lives on the servers; a set written at step 6 resumes to the
+# uninterrupted run's weights, under ps and under 2-rank ddp (the same sum of 2).
+CK="--max-steps 12 --no-progress --checkpoint-dir $tmp/ck --checkpoint-every 6"
+expect_ok ck_full "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" $CK $PS \
+    --save-weights "$tmp/ck_full.st"
+expect_ok ck_resume_ps "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" --max-steps 12 --no-progress \
+    $PS --resume "$tmp/ck/step-000000006" --save-weights "$tmp/ck_ps.st"
+expect_same ck_resume_ps "$tmp/ck_full.st" "$tmp/ck_ps.st"
+expect_ok ck_resume_ddp "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" --max-steps 12 --no-progress \
+    --resume "$tmp/ck/step-000000006" --save-weights "$tmp/ck_ddp.st"
+expect_same ck_resume_ddp "$tmp/ck_full.st" "$tmp/ck_ddp.st"
+
+# A NaN in worker 0's gradient at step 3: skipped by the server, counted, the run goes on.
+for S in 0 2; do
+    expect_ok nan_s$S env DTRAIN_TEST_NAN=0:3 "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" \
+        --max-steps 6 $PS --staleness $S --no-progress
+    if grep -q 'ps server rank 2: .* 1 skipped' "$tmp/nan_s$S.out"; then
+        echo "ok nan_s$S: $(grep 'ps server' "$tmp/nan_s$S.out")"
+    else
+        echo "FAIL nan_s$S: the server should report 1 push skipped:"
+        grep 'ps ' "$tmp/nan_s$S.out" | sed 's/^/  /'; fail=1
+    fi
+done
+
+expect_fail nonfinite_stop 'on_nonfinite stop does not apply under parallel.strategy ps' \
+    "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" --max-steps 2 $PS --on-nonfinite stop
+
+[ $fail -eq 0 ] && echo "cli_ps: all checks passed"
+exit $fail
