@@ -99,6 +99,7 @@ typedef struct dt_config {
         int overlap;            /* start bucket all-reduces during backward */
         int servers;            /* ps: server ranks */
         int staleness;          /* ps: DT_PS_STALENESS_INF or a number of steps */
+        dt_compress_options compress; /* ddp: gradient compression (strategy.h) */
     } parallel;
     struct {
         dt_comm_algo algorithm; /* auto, mpi or ring (never DEFAULT) */

@@ -36,6 +36,33 @@ typedef enum dt_pp_schedule { DT_PP_1F1B = 0, DT_PP_GPIPE, DT_PP_SCHEDULE_COUNT 
 /* "1f1b", "gpipe"; NULL out of range. */
 DT_API const char *dt_pp_schedule_name(dt_pp_schedule s);
 
+/* Gradient compression for ddp (docs/COMPRESSION.md): fp16 and bf16 all-reduce 16-bit
+ * values; topk sends each rank's `ratio` largest gradient entries (with error feedback: what
+ * was not sent is added to the next step's gradient); powersgd sends rank-`rank` factors of
+ * each weight matrix (Vogels et al. 2019, with error feedback). */
+typedef enum dt_compress_kind {
+    DT_COMPRESS_NONE = 0,
+    DT_COMPRESS_FP16,
+    DT_COMPRESS_BF16,
+    DT_COMPRESS_TOPK,
+    DT_COMPRESS_POWERSGD,
+    DT_COMPRESS_COUNT
+} dt_compress_kind;
+
+typedef struct dt_compress_options {
+    dt_compress_kind kind;
+    double ratio;       /* topk: the fraction of entries sent, in (0, 1] */
+    int rank;           /* powersgd: the factors' rank, >= 1 */
+    int error_feedback; /* topk, powersgd: 1 (the default) keeps what was not sent; 0 only
+                           to measure what that buys */
+} dt_compress_options;
+
+/* "none", "fp16", "bf16", "topk:RATIO" or "powersgd:RANK" into *out (error_feedback on).
+ * DT_ERR_INVALID naming what is wrong. */
+DT_API dt_status dt_compress_parse(const char *text, dt_compress_options *out);
+/* The same text back ("topk:0.01"). */
+DT_API void dt_compress_format(const dt_compress_options *o, char *buf, size_t nbytes);
+
 typedef struct dt_strategy_options {
     dt_strategy_kind kind;
     int dp, tp, pp;             /* grid axes; dp 0: the ranks left over by tp x pp */
@@ -52,6 +79,7 @@ typedef struct dt_strategy_options {
      * docs/PARAMETER_SERVER.md. */
     int servers;
     int staleness;
+    dt_compress_options compress; /* ddp: how gradients cross the data-parallel group */
 } dt_strategy_options;
 
 /* dt_strategy_options.staleness: no bound (fully asynchronous). */

@@ -178,6 +178,8 @@ typedef struct dt_train_comm_stats {
     int dp;                   /* data-parallel ranks */
     int buckets;              /* gradient buckets per step */
     size_t bytes_per_step;    /* gradient bytes all-reduced per optimizer step */
+    size_t wire_bytes_per_step; /* what this rank hands the collectives per step: bytes_per_step,
+                                   or less under parallel.compress */
     int64_t steps;            /* optimizer steps that synchronised gradients */
     double wait_s;            /* total time this rank spent after backward waiting for gradients
                                  (communication, and the ranks that ended backward later) */

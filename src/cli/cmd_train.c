@@ -57,6 +57,8 @@ static const dt_cli_option train_opts[] = {
     {"--accumulation", "K", DT_OPT_CONFIG_KEY, "parallel.accumulation",
      "micro-steps per optimizer step"},
     {"--zero", "0|1", DT_OPT_CONFIG_KEY, "parallel.zero", "ZeRO stage (1 shards optimizer state)"},
+    {"--compress", "MODE", DT_OPT_CONFIG_KEY, "parallel.compress",
+     "gradients on the wire: none, fp16, bf16, topk:RATIO or powersgd:RANK"},
     {"--servers", "K", DT_OPT_CONFIG_KEY, "parallel.servers",
      "ps: parameter-server ranks (the last K; the others are workers)"},
     {"--staleness", "S", DT_OPT_CONFIG_KEY, "parallel.staleness",
@@ -447,6 +449,9 @@ static dt_status print_header(const dt_config *cfg, const dt_cli_world *world, d
                lay.pp > 1 ? "'s stage" : "", (double)(mem.kept_bytes + mem.state_bytes) / 1e6,
                (double)mem.input_bytes / 1e6, (double)mem.state_bytes / 1e6,
                (double)mem.working_bytes / 1e6);
+    if (cfg->parallel.compress.kind != DT_COMPRESS_NONE && lay.dp == 1)
+        printf("dtrain: warning: --compress compresses what data-parallel ranks exchange; with "
+               "one replica there is no exchange and it changes nothing\n");
     if (lay.tp > 1 && lay.pp == 1 && dt_model_param_count(m) == dt_model_whole_param_count(m))
         printf("dtrain: warning: --tp %d splits no layer (each has fewer weights than "
                "parallel.tp_min_weights = %lld, or fewer outputs than ranks): every "
@@ -489,10 +494,34 @@ static dt_status report_ps(const dt_cli_world *world, const dt_train_comm_stats 
     return dt_cli_print_ranks(world, line);
 }
 
-static dt_status report_comm(const dt_config *cfg, const dt_cli_world *world, dt_trainer *t)
+/* The metrics file's record of what crossed the network per step (rank 0's view). */
+static void write_comm_record(FILE *metrics, const dt_config *cfg, const dt_train_comm_stats *cs)
+{
+    if (metrics == NULL)
+        return;
+    char mode[64];
+    dt_compress_format(&cfg->parallel.compress, mode, sizeof mode);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "event", "comm");
+    cJSON_AddStringToObject(o, "strategy", dt_strategy_kind_name(cfg->parallel.strategy));
+    cJSON_AddStringToObject(o, "compress", mode);
+    cJSON_AddNumberToObject(o, "steps", (double)cs->optim_steps);
+    cJSON_AddNumberToObject(o, "wire_bytes_per_step", (double)cs->wire_bytes_per_step);
+    cJSON_AddNumberToObject(o, "dense_bytes_per_step", (double)cs->bytes_per_step);
+    cJSON_AddNumberToObject(o, "exposed_s", cs->exposed_s);
+    if (cs->ps_servers > 0) {
+        cJSON_AddNumberToObject(o, "ps_staleness_max", cs->ps_stale_max);
+        cJSON_AddNumberToObject(o, "ps_wait_s", cs->ps_wait_s);
+    }
+    write_json(metrics, o);
+}
+
+static dt_status report_comm(const dt_config *cfg, const dt_cli_world *world, dt_trainer *t,
+                             FILE *metrics)
 {
     dt_train_comm_stats cs;
     dt_trainer_comm_stats(t, &cs);
+    write_comm_record(metrics, cfg, &cs);
     if (cs.tp > 1 && world->rank == 0 && cs.optim_steps > 0) {
         const double s = (double)cs.optim_steps;
         printf("dtrain: tensor-parallel over %d ranks: %.1f collectives per step, %.3f MB per "
@@ -511,6 +540,22 @@ static dt_status report_comm(const dt_config *cfg, const dt_cli_world *world, dt
         return report_ps(world, &cs);
     if (cs.dp <= 1 || cs.steps == 0)
         return DT_OK;
+    if (cfg->parallel.compress.kind != DT_COMPRESS_NONE) {
+        if (world->rank == 0) {
+            char mode[64];
+            dt_compress_format(&cfg->parallel.compress, mode, sizeof mode);
+            printf("dtrain: data-parallel over %d ranks, gradients compressed (%s%s): %.4f MB "
+                   "sent per step per rank instead of %.4f MB (1/%.1f); %.2f ms per step "
+                   "waited for communication by the last rank to end backward\n",
+                   cs.dp, mode, cfg->parallel.compress.error_feedback ? "" : ", no error feedback",
+                   (double)cs.wire_bytes_per_step / 1e6, (double)cs.bytes_per_step / 1e6,
+                   cs.wire_bytes_per_step > 0
+                       ? (double)cs.bytes_per_step / (double)cs.wire_bytes_per_step
+                       : 0.0,
+                   cs.exposed_s / (double)cs.steps * 1e3);
+        }
+        return DT_OK;
+    }
     /* How much of the gradient all-reduce backward hid: compare the wait of the rank that
      * ended backward last with the same all-reduces run alone (every rank takes part); the
      * others' longer waits are their lead over it. */
@@ -605,7 +650,7 @@ int dt_cmd_train(int argc, char **argv)
     if (dt_trainer_run(t, &cb) != DT_OK ||
         dt_cli_report_phases(t, world.rank, metrics, tb) != DT_OK ||
         (trace != NULL && write_trace(t, trace, world.rank) != DT_OK) ||
-        report_comm(&cfg, &world, t) != DT_OK)
+        report_comm(&cfg, &world, t, metrics) != DT_OK)
         goto fail;
     if (world.rank == 0 && dt_trainer_skipped_steps(t) > 0)
         printf("dtrain: %lld step%s skipped for a NaN or Inf (train.on_nonfinite skip)\n",

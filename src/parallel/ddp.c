@@ -26,6 +26,7 @@
 #include "dtrain/comm.h"
 #include "nn/model_team.h"
 #include "optim/optim_team.h"
+#include "parallel/gcomp.h"
 #include "parallel/strategy.h"
 
 #define DP_MAX_BUCKETS 256
@@ -52,6 +53,7 @@ typedef struct dt_ddp {
     double wait_s; /* time this rank spent waiting for gradients */
     double exposed_s; /* the step's smallest wait over the ranks, summed (see above) */
     int64_t steps;
+    dt_gcomp *gc; /* parallel.compress (gcomp.h), or NULL */
 } dt_ddp;
 
 /* Buckets in backward order: walk layers from the last; close a bucket at the first layer
@@ -102,6 +104,9 @@ static dt_status start_bucket(dt_ddp *dp, dp_bucket *b)
     float *g = dt_model_grads(dp->base.model) + b->offset;
     if (dp->base.bad_here == 0)
         dp->base.bad_here = dt_strategy_scan_grads(&dp->base, b->offset, b->offset + b->count);
+    if (dp->gc != NULL)
+        return dt_gcomp_start(dp->gc, dt_model_grads(dp->base.model), (int)(b - dp->buckets),
+                              &b->req);
     return dt_comm_iallreduce(dp->comm, g, g, b->count, DT_COMM_FLOAT32, DT_COMM_SUM, &b->req);
 }
 
@@ -151,6 +156,12 @@ static dt_status ddp_attach(dt_strategy *s, dt_model *m, size_t *optim_count)
         dt_alloc(4 * sizeof(double) * (size_t)dp->size, "step exchange", (void **)&dp->exchange));
     /* Pre-size the comm layer's persistent buffers so no step allocates. */
     DT_TRY(dt_comm_reserve(dp->comm, n * sizeof(float)));
+    if (s->opt.compress.kind != DT_COMPRESS_NONE) {
+        dt_gcomp_bucket bk[DP_MAX_BUCKETS];
+        for (int k = 0; k < dp->nbuckets; k++)
+            bk[k] = (dt_gcomp_bucket){dp->buckets[k].offset, dp->buckets[k].count};
+        DT_TRY(dt_gcomp_create(&s->opt.compress, dp->comm, m, bk, dp->nbuckets, &dp->gc));
+    }
     *optim_count = dp->shard_count;
 fail:
     return st;
@@ -163,6 +174,7 @@ static void ddp_free(dt_strategy *s)
     dt_free(dp->shard_displs);
     dt_free(dp->shard_grad);
     dt_free(dp->exchange);
+    dt_gcomp_free(dp->gc);
     dt_free(dp);
 }
 
@@ -187,12 +199,20 @@ static dt_status ddp_finish(dt_ddp *dp, double *loss_sum)
 {
     dt_status st = DT_OK;
     const double t0 = dt_now();
-    if (!dp->base.opt.zero) {
+    if (dp->gc != NULL && !dt_gcomp_per_bucket(dp->gc)) {
+        /* PowerSGD: the whole gradient at once, after backward (its NaN scan first). */
+        dp->base.bad_here =
+            dt_strategy_scan_grads(&dp->base, 0, dt_model_param_count(dp->base.model));
+        DT_TRY(dt_gcomp_run(dp->gc, dt_model_grads(dp->base.model)));
+    } else if (!dp->base.opt.zero) {
         for (int k = 0; k < dp->nbuckets; k++)
             if (dp->buckets[k].req == NULL)
                 DT_TRY(start_bucket(dp, &dp->buckets[k]));
-        for (int k = 0; k < dp->nbuckets; k++)
+        for (int k = 0; k < dp->nbuckets; k++) {
             DT_TRY(dt_comm_wait(&dp->buckets[k].req));
+            if (dp->gc != NULL)
+                dt_gcomp_finish(dp->gc, dt_model_grads(dp->base.model), k);
+        }
     }
     const double wait = dt_now() - t0;
     dp->wait_s += wait;
@@ -228,7 +248,8 @@ static dt_status ddp_step(dt_strategy *s, const dt_step_plan *plan, const dt_ste
     dt_ddp *dp = (dt_ddp *)s;
     /* ZeRO-1 reduce-scatters the whole buffer after backward; without overlap the buckets
      * start after backward too. Either way backward needs no hooks. */
-    const dt_backward_hooks *hooks = (s->opt.overlap && !s->opt.zero) ? &dp->hooks : NULL;
+    const int whole = dp->gc != NULL && !dt_gcomp_per_bucket(dp->gc);
+    const dt_backward_hooks *hooks = (s->opt.overlap && !s->opt.zero && !whole) ? &dp->hooks : NULL;
     dt_status st = dt_strategy_micro_steps(s, plan, io, hooks, ddp_before_last, loss_sum);
     if (st != DT_OK)
         return st;
@@ -255,6 +276,7 @@ static void ddp_stats(const dt_strategy *s, dt_strategy_stats *out)
     out->steps = dp->steps;
     out->buckets = dp->nbuckets;
     out->bytes_per_step = dt_model_param_count(s->model) * sizeof(float);
+    out->wire_bytes_per_step = dp->gc != NULL ? dt_gcomp_wire_bytes(dp->gc) : out->bytes_per_step;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -267,6 +289,8 @@ static dt_status ddp_time_alone(dt_strategy *s, int reps, double *seconds)
 {
     dt_ddp *dp = (dt_ddp *)s;
     dt_status st = DT_OK;
+    if (dp->gc != NULL) /* it would move the error-feedback state */
+        return dt_fail(DT_ERR_UNSUPPORTED, "ddp: a compressed exchange is not timed alone");
     float *g = dt_model_grads(s->model), *saved = NULL;
     double *times = NULL;
     const size_t n = dt_model_param_count(s->model);

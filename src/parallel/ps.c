@@ -248,6 +248,7 @@ static void ps_stats(const dt_strategy *s, dt_strategy_stats *out)
     out->ps_wait_s = ps->wait_s;
     out->ps_push_bytes = ps->push_bytes;
     out->bytes_per_step = ps->push_bytes;
+    out->wire_bytes_per_step = ps->push_bytes;
 }
 
 static dt_status ps_time_alone(dt_strategy *s, int reps, double *seconds)

@@ -3,6 +3,7 @@
  * split into parts, a replica's micro-steps through the whole model, a replica's share of
  * evaluation. */
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -35,7 +36,61 @@ dt_strategy_options dt_strategy_options_default(void)
     o.first_bucket_mb = 1.0;
     o.servers = 1;
     o.staleness = 0;
+    o.compress = (dt_compress_options){.kind = DT_COMPRESS_NONE, .error_feedback = 1};
     return o;
+}
+
+dt_status dt_compress_parse(const char *text, dt_compress_options *out)
+{
+    static const char *const names[DT_COMPRESS_COUNT] = {"none", "fp16", "bf16", "topk",
+                                                         "powersgd"};
+    const char *colon = strchr(text, ':');
+    const size_t len = colon != NULL ? (size_t)(colon - text) : strlen(text);
+    dt_compress_options o = {.kind = DT_COMPRESS_COUNT, .error_feedback = 1};
+    for (int k = 0; k < DT_COMPRESS_COUNT; k++)
+        if (strlen(names[k]) == len && strncmp(text, names[k], len) == 0)
+            o.kind = (dt_compress_kind)k;
+    const int takes = o.kind == DT_COMPRESS_TOPK || o.kind == DT_COMPRESS_POWERSGD;
+    if (o.kind == DT_COMPRESS_COUNT || takes != (colon != NULL))
+        return dt_fail(DT_ERR_INVALID,
+                       "'%s': none, fp16, bf16, topk:RATIO (0 < RATIO <= 1) or powersgd:RANK",
+                       text);
+    if (o.kind == DT_COMPRESS_TOPK) {
+        char *end = NULL;
+        o.ratio = strtod(colon + 1, &end);
+        if (end == colon + 1 || *end != '\0' || !(o.ratio > 0.0 && o.ratio <= 1.0))
+            return dt_fail(DT_ERR_INVALID, "'%s': topk's ratio must be in (0, 1]", text);
+    }
+    if (o.kind == DT_COMPRESS_POWERSGD) {
+        char *end = NULL;
+        const long r = strtol(colon + 1, &end, 10);
+        if (end == colon + 1 || *end != '\0' || r < 1 || r > 4096)
+            return dt_fail(DT_ERR_INVALID, "'%s': powersgd's rank must be 1 to 4096", text);
+        o.rank = (int)r;
+    }
+    *out = o;
+    return DT_OK;
+}
+
+void dt_compress_format(const dt_compress_options *o, char *buf, size_t nbytes)
+{
+    switch (o->kind) {
+    case DT_COMPRESS_FP16:
+        snprintf(buf, nbytes, "fp16");
+        return;
+    case DT_COMPRESS_BF16:
+        snprintf(buf, nbytes, "bf16");
+        return;
+    case DT_COMPRESS_TOPK:
+        snprintf(buf, nbytes, "topk:%.17g", o->ratio);
+        return;
+    case DT_COMPRESS_POWERSGD:
+        snprintf(buf, nbytes, "powersgd:%d", o->rank);
+        return;
+    default:
+        snprintf(buf, nbytes, "none");
+        return;
+    }
 }
 
 /* ps: servers and workers on a flat world; the grid's tp and pp axes stay 1. */
@@ -79,6 +134,14 @@ static dt_status check_layout(const dt_strategy_options *o, int world)
     if ((int)o->pp_schedule < 0 || o->pp_schedule >= DT_PP_SCHEDULE_COUNT)
         return dt_fail(DT_ERR_INVALID, "parallel.pp_schedule: unknown schedule %d",
                        (int)o->pp_schedule);
+    if (o->compress.kind != DT_COMPRESS_NONE && (tp > 1 || pp > 1 || o->zero))
+        return dt_fail(DT_ERR_UNSUPPORTED,
+                       "parallel.compress: compresses the gradients of plain data parallelism "
+                       "(not with tp %d, pp %d or ZeRO %d yet)",
+                       tp, pp, o->zero);
+    if (o->kind == DT_STRATEGY_PS && o->compress.kind != DT_COMPRESS_NONE)
+        return dt_fail(DT_ERR_UNSUPPORTED,
+                       "parallel.compress: not built for the ps strategy yet; ddp only");
     if (o->kind == DT_STRATEGY_PS)
         return check_ps(o, world, tp, pp);
     if (o->kind != DT_STRATEGY_DDP)

@@ -94,6 +94,7 @@ typedef struct dt_strategy_stats {
     int64_t steps;
     int buckets;
     size_t bytes_per_step; /* gradient bytes each rank contributes per step */
+    size_t wire_bytes_per_step; /* of them, compressed: what it hands its collectives */
     double tp_s;           /* time in the tensor-parallel group's collectives */
     int64_t tp_calls;
     size_t tp_bytes;     /* bytes this rank put into them */

@@ -85,6 +85,7 @@ dt_config dt_config_default(void)
     c.parallel.overlap = so.overlap;
     c.parallel.servers = so.servers;
     c.parallel.staleness = so.staleness;
+    c.parallel.compress = so.compress;
     c.parallel.bucket_cap_mb = so.bucket_cap_mb;
     c.parallel.first_bucket_mb = so.first_bucket_mb;
     c.parallel.global_batch = 0;

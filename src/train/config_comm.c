@@ -27,4 +27,5 @@ void dt_config_strategy_options(const dt_config *cfg, dt_strategy_options *out)
     out->first_bucket_mb = cfg->parallel.first_bucket_mb;
     out->servers = cfg->parallel.servers;
     out->staleness = cfg->parallel.staleness;
+    out->compress = cfg->parallel.compress;
 }

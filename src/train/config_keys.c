@@ -177,6 +177,7 @@ typedef enum key_type {
     KEY_SPLIT,     /* parallel.pp_split: balanced | round_robin | a list of layers */
     KEY_RECOMPUTE, /* train.recompute: none | sqrt | every-K (model.h) */
     KEY_STALENESS, /* parallel.staleness: a number of steps >= 0, or inf */
+    KEY_COMPRESS,  /* parallel.compress: none | fp16 | bf16 | topk:R | powersgd:K */
     KEY_LAYERS,    /* model.layers */
     KEY_OPTIM,     /* optim.kind: an enum that also resets defaults (see set_optim_kind) */
 } key_type;
@@ -357,6 +358,13 @@ static const key_def keys[] = {
     NUM("parallel.servers", KEY_INT, parallel.servers, LO | HI, 1, 1 << 20,
         "ps: parameter-server ranks (the last ones), each holding a contiguous shard of the "
         "parameters and its optimizer state; the other ranks are workers"),
+    OTHER("parallel.compress", KEY_COMPRESS, parallel.compress,
+          "ddp: gradients on the wire as none | fp16 | bf16 (16-bit all-reduce) | topk:R (each "
+          "rank's R * n largest entries, with error feedback) | powersgd:K (rank-K factors of "
+          "each weight matrix, with error feedback); docs/COMPRESSION.md"),
+    NUM("parallel.error_feedback", KEY_BOOL, parallel.compress.error_feedback, 0, 0, 0,
+        "topk and powersgd keep what was not sent and add it to the next step's gradient; "
+        "off only to measure what that buys"),
     OTHER("parallel.staleness", KEY_STALENESS, parallel.staleness,
           "ps: steps a worker may run ahead of the slowest: 0 (bulk-synchronous: every "
           "worker's gradient applied before the next step), N (stale-synchronous) or inf "
@@ -661,6 +669,14 @@ static dt_status apply_value(dt_config *cfg, const key_def *k, const char *text,
         return dt_recompute_parse(text, (int *)f);
     case KEY_STALENESS:
         return parse_staleness(text, (int *)f);
+    case KEY_COMPRESS: {
+        dt_compress_options *o = f, parsed;
+        if (dt_compress_parse(text, &parsed) != DT_OK)
+            return DT_ERR_INVALID;
+        parsed.error_feedback = o->error_feedback; /* its own key, in any order */
+        *o = parsed;
+        return DT_OK;
+    }
     }
     DT_ASSERT(0);
     return DT_ERR_INVALID;
@@ -720,6 +736,9 @@ void dt_config_key_format(const dt_config *cfg, int i, char *buf, size_t nbytes)
         return;
     case KEY_RECOMPUTE:
         dt_recompute_format(*(const int *)f, buf, nbytes);
+        return;
+    case KEY_COMPRESS:
+        dt_compress_format(f, buf, nbytes);
         return;
     case KEY_STALENESS:
         if (*(const int *)f == DT_PS_STALENESS_INF)

@@ -279,6 +279,7 @@ void dt_trainer_comm_stats(const dt_trainer *t, dt_train_comm_stats *out)
     out->dp = ss.replicas;
     out->buckets = ss.buckets;
     out->bytes_per_step = ss.bytes_per_step;
+    out->wire_bytes_per_step = ss.wire_bytes_per_step;
     out->steps = ss.steps;
     out->wait_s = ss.wait_s;
     out->exposed_s = ss.exposed_s;
