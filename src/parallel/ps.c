@@ -37,7 +37,9 @@ static dt_status ps_alloc_shards(dt_ps *ps)
         ps->displs[ps->workers + (int)s] = ps->shard_off[s];
     }
     /* Whole cache lines per buffer, so each worker's payload stays aligned. */
-    ps->msg_bytes = (sizeof(ps_hdr) + largest * sizeof(float) + 63u) & ~(size_t)63u;
+    const size_t dense = largest * sizeof(float),
+                 payload = dt_ps_payload_bytes(&ps->base.opt.compress, largest);
+    ps->msg_bytes = (sizeof(ps_hdr) + (payload > dense ? payload : dense) + 63u) & ~(size_t)63u;
 fail:
     return st;
 }
@@ -50,8 +52,18 @@ static dt_status ps_alloc_worker(dt_ps *ps)
     DT_TRY(dt_alloc(k * sizeof(ps_hdr), "ps pulls", (void **)&ps->pull_msg));
     DT_TRY(dt_alloc(k * PS_REPLY_LEN * sizeof(int64_t), "ps replies", (void **)&ps->reply_hdr));
     DT_TRY(dt_alloc(4 * k * sizeof *ps->wreq, "ps requests", (void **)&ps->wreq));
-    for (size_t s = 0; s < k; s++)
-        ps->push_bytes += sizeof(ps_hdr) + ps->shard_cnt[s] * sizeof(float);
+    const dt_compress_options *c = &ps->base.opt.compress;
+    size_t largest = 1;
+    for (size_t s = 0; s < k; s++) {
+        ps->push_bytes += sizeof(ps_hdr) + dt_ps_payload_bytes(c, ps->shard_cnt[s]);
+        largest = ps->shard_cnt[s] > largest ? ps->shard_cnt[s] : largest;
+    }
+    if (c->kind == DT_COMPRESS_TOPK) {
+        DT_TRY(dt_alloc(largest * sizeof(uint32_t), "top-k scratch", (void **)&ps->scratch));
+        if (c->error_feedback)
+            DT_TRY(dt_alloc_large(dt_model_param_count(ps->base.model) * sizeof(float),
+                                  "error feedback", (void **)&ps->resid));
+    }
 fail:
     return st;
 }
@@ -82,6 +94,8 @@ static void ps_free(dt_strategy *s)
     dt_free(ps->pull_msg);
     dt_free(ps->reply_hdr);
     dt_free(ps->wreq);
+    dt_free(ps->resid);
+    dt_free(ps->scratch);
     dt_free(ps->shard_off);
     dt_free(ps->shard_cnt);
     dt_free(ps->counts);
@@ -149,13 +163,15 @@ static dt_status worker_push(dt_ps *ps, int64_t t, int last, int bad)
     const float *g = dt_model_grads(ps->base.model);
     for (int s = 0; s < ps->servers; s++) {
         uint8_t *b = ps->push_buf + (size_t)s * ps->msg_bytes;
-        const size_t nbytes = ps->shard_cnt[s] * sizeof(float);
+        const dt_compress_options *c = &ps->base.opt.compress;
+        const size_t off = ps->shard_off[s], nbytes = dt_ps_payload_bytes(c, ps->shard_cnt[s]);
         const ps_hdr h = {.kind = PS_PUSH,
                           .step = t,
                           .flags = (last ? PS_FLAG_LAST : 0) | (bad ? PS_FLAG_BAD : 0),
                           .nbytes = (int64_t)nbytes};
         memcpy(b, &h, sizeof h);
-        memcpy(b + sizeof h, g + ps->shard_off[s], nbytes);
+        dt_ps_encode(c, g + off, ps->resid != NULL ? ps->resid + off : NULL, ps->shard_cnt[s],
+                     b + sizeof h, ps->scratch);
         DT_TRY(dt_comm_isend(ps->comm, b, sizeof h + nbytes, DT_COMM_UINT8, ps->workers + s,
                              PS_TAG_REQ, &ps->wreq[s]));
     }

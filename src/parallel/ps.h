@@ -59,6 +59,8 @@ typedef struct dt_ps {
     int64_t hist[DT_PS_STALE_BINS];
     int stale_max;
     size_t push_bytes; /* per step, headers included */
+    float *resid;      /* [parameters]: top-k's error feedback, or NULL */
+    uint32_t *scratch; /* [largest shard]: top-k's workspace */
     /* ---- server ---- */
     uint8_t *recv_buf;       /* [workers][msg_bytes] */
     dt_comm_req **recv_req;  /* [workers], NULL once a worker's stream ended or held */
@@ -70,9 +72,18 @@ typedef struct dt_ps {
     int *ended;              /* [workers]: the last push came */
     int64_t clock;           /* steps applied from every worker */
     float *sum;              /* [shard], S = 0: the step's summed gradient */
+    float *dec;              /* [shard]: a push decoded */
     int step_bad;            /* S = 0: a push of this step held NaN or Inf */
     int64_t applied, skipped;
 } dt_ps;
+
+/* A push's payload under parallel.compress (ps_codec.c): its size for a shard of cnt
+ * gradients; the worker's encoding of g (cnt) with its residual e (cnt; NULL without error
+ * feedback) and scratch (cnt); the server's decoding into dense (cnt). */
+size_t dt_ps_payload_bytes(const dt_compress_options *o, size_t cnt);
+void dt_ps_encode(const dt_compress_options *o, const float *g, float *e, size_t cnt, uint8_t *out,
+                  uint32_t *scratch);
+void dt_ps_decode(const dt_compress_options *o, const uint8_t *in, size_t cnt, float *dense);
 
 /* The server's side of a step, its update, and freeing its buffers (ps_server.c). */
 dt_status dt_ps_server_attach(dt_ps *ps);

@@ -22,10 +22,8 @@ static uint8_t *wbuf(const dt_ps *ps, int w)
     return ps->recv_buf + (size_t)w * ps->msg_bytes;
 }
 
-static float *payload(const dt_ps *ps, int w)
-{
-    return (float *)(void *)(wbuf(ps, w) + sizeof(ps_hdr));
-}
+/* Worker w's push, decoded into `dense` (my_count). */
+static void decode(const dt_ps *ps, int w, float *dense);
 
 static size_t my_count(const dt_ps *ps)
 {
@@ -57,6 +55,7 @@ dt_status dt_ps_server_attach(dt_ps *ps)
     DT_TRY(dt_alloc(w * sizeof(int), "ps pushes held", (void **)&ps->held));
     DT_TRY(dt_alloc(w * sizeof(int), "ps streams", (void **)&ps->ended));
     DT_TRY(dt_alloc(my_count(ps) * sizeof(float), "ps gradient sum", (void **)&ps->sum));
+    DT_TRY(dt_alloc(my_count(ps) * sizeof(float), "ps decoded push", (void **)&ps->dec));
     for (size_t i = 0; i < w; i++)
         ps->want[i] = -1;
 fail:
@@ -74,6 +73,12 @@ void dt_ps_server_free(dt_ps *ps)
     dt_free(ps->held);
     dt_free(ps->ended);
     dt_free(ps->sum);
+    dt_free(ps->dec);
+}
+
+static void decode(const dt_ps *ps, int w, float *dense)
+{
+    dt_ps_decode(&ps->base.opt.compress, wbuf(ps, w) + sizeof(ps_hdr), my_count(ps), dense);
 }
 
 /* A pull for step t may be answered once the slowest worker is at most S steps behind. */
@@ -123,8 +128,9 @@ static dt_status apply_push(dt_ps *ps, int w, const ps_hdr *h, const dt_step_pla
     if (st != DT_OK)
         return st;
     const double t0 = dt_now();
-    float *g = payload(ps, w);
+    float *g = ps->dec;
     const size_t n = my_count(ps);
+    decode(ps, w, g);
     const float scale = (float)ps->workers;
     for (size_t i = 0; i < n; i++)
         g[i] *= scale;
@@ -139,7 +145,7 @@ static dt_status on_message(dt_ps *ps, int w, const dt_step_plan *plan)
 {
     ps_hdr h;
     memcpy(&h, wbuf(ps, w), sizeof h);
-    const int64_t want_bytes = (int64_t)(my_count(ps) * sizeof(float));
+    const int64_t want_bytes = (int64_t)dt_ps_payload_bytes(&ps->base.opt.compress, my_count(ps));
     if (h.kind == PS_PULL && h.step >= 0 && ps->want[w] < 0) {
         ps->want[w] = h.step;
         return post_recv(ps, w);
@@ -202,11 +208,11 @@ static dt_status sum_pushes(dt_ps *ps)
 {
     dt_status st = DT_OK;
     const size_t n = my_count(ps);
-    memcpy(ps->sum, payload(ps, 0), n * sizeof(float));
+    decode(ps, 0, ps->sum);
     for (int w = 1; w < ps->workers; w++) {
-        const float *g = payload(ps, w);
+        decode(ps, w, ps->dec);
         for (size_t i = 0; i < n; i++)
-            ps->sum[i] += g[i];
+            ps->sum[i] += ps->dec[i];
     }
     for (int w = 0; w < ps->workers; w++) {
         ps->held[w] = 0;

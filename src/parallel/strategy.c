@@ -139,9 +139,10 @@ static dt_status check_layout(const dt_strategy_options *o, int world)
                        "parallel.compress: compresses the gradients of plain data parallelism "
                        "(not with tp %d, pp %d or ZeRO %d yet)",
                        tp, pp, o->zero);
-    if (o->kind == DT_STRATEGY_PS && o->compress.kind != DT_COMPRESS_NONE)
+    if (o->kind == DT_STRATEGY_PS && o->compress.kind == DT_COMPRESS_POWERSGD)
         return dt_fail(DT_ERR_UNSUPPORTED,
-                       "parallel.compress: not built for the ps strategy yet; ddp only");
+                       "parallel.compress: powersgd is built for ddp only; ps pushes none, fp16, "
+                       "bf16 or topk");
     if (o->kind == DT_STRATEGY_PS)
         return check_ps(o, world, tp, pp);
     if (o->kind != DT_STRATEGY_DDP)

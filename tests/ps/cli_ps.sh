@@ -8,6 +8,7 @@
 #     MLP below a stated test loss; unbounded staleness runs further ahead;
 #   - a checkpoint written under ps resumes byte for byte, under ps and under ddp;
 #   - a NaN pushed by one worker is skipped by the servers and counted;
+#   - compressed pushes: top-k keeping everything is the plain push, fp16 halves the bytes;
 #   - refusals: train.on_nonfinite stop.
 set -u
 DTRAIN=${DTRAIN:?ctest sets DTRAIN}
@@ -38,6 +39,19 @@ expect_same ps_3w_equals_ddp_3 "$tmp/ddp_3.st" "$tmp/ps_3w.st"
 expect_ok ps_2s "$MPIRUN" -np 5 "$DTRAIN" train "$MLP" $SGD $PS --servers 2 \
     --save-weights "$tmp/ps_2s.st"
 expect_same ps_2servers_equals_ddp_3 "$tmp/ddp_3.st" "$tmp/ps_2s.st"
+
+# Compressed pushes: top-k keeping every entry is the uncompressed push; fp16 trains.
+expect_ok ps_topk1 "$MPIRUN" -np 4 "$DTRAIN" train "$MLP" $SGD $PS --compress topk:1 \
+    --save-weights "$tmp/ps_topk1.st"
+expect_same ps_topk_ratio_1_equals_uncompressed "$tmp/ps_3w.st" "$tmp/ps_topk1.st"
+expect_ok ps_fp16 "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" $SGD $PS --compress fp16
+if grep -q 'ps worker rank 0: .* 0.204 MB pushed per step' "$tmp/ps_fp16.out"; then
+    echo "ok ps_fp16_bytes: half the 0.407 MB of float32 gradients pushed per step"
+else
+    echo "FAIL ps_fp16_bytes:"; grep 'ps worker' "$tmp/ps_fp16.out" | sed 's/^/  /'; fail=1
+fi
+expect_fail ps_powersgd 'powersgd is built for ddp only' \
+    "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" $SGD $PS --compress powersgd:4
 
 # check_staleness NAME BOUND: every worker's largest staleness is within BOUND, and at least
 # one worker reached it (the slowed worker held the other back).
