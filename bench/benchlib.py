@@ -190,3 +190,104 @@ class Recorder:
 
 def log(msg):
     print(msg, file=sys.stderr, flush=True)
+
+
+# --- Drivers of `dtrain train` itself (bench/compress.py, bench/ps.py): a command that prints
+# text rather than one JSON object, the --metrics file it writes, the config it reads. ---
+
+def run_text(cmd, env, timeout):
+    """Runs `cmd` (from the repository root) to its end; returns (stdout, wall seconds from
+    just before the start to the exit), or raises RuntimeError with the command and the end
+    of its stderr (stdout where stderr is empty), as launch() does."""
+    t0 = time.monotonic()
+    try:
+        r = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError("%s: timed out after %d s" % (" ".join(cmd), timeout))
+    wall = time.monotonic() - t0
+    if r.returncode != 0:
+        raise RuntimeError("%s: exit %d\n%s" % (" ".join(cmd), r.returncode,
+                                                 (r.stderr or r.stdout)[-2000:]))
+    return r.stdout, wall
+
+
+def read_metrics(path):
+    """Summary of a `dtrain train --metrics FILE` (one JSON object per line, rank 0's):
+
+    test_accuracy  the last "epoch" record's (None where it has none or it is null);
+    train_s        the sum of the epoch records' epoch_s (training only: dtrain times an epoch
+                   before its evaluation);
+    samples        samples trained, the sum of samples_per_s x epoch_s (dtrain computes
+                   samples_per_s as the epoch's samples over epoch_s, so this is exact, and
+                   counts a partial last batch or a --max-steps stop as they ran);
+    steps          the last epoch record's "steps" (optimizer steps since the start);
+    step_s         per epoch, epoch_s over that epoch's steps: its mean step time (the
+                   metrics carry no per-step times);
+    comm           the "comm" record (written at the end of a run), or None;
+    records        every record, as read.
+    Raises RuntimeError when the file is missing or has no epoch record."""
+    try:
+        with open(path) as f:
+            records = [json.loads(ln) for ln in f if ln.strip()]
+    except (OSError, ValueError) as e:
+        raise RuntimeError("metrics %s: %s" % (path, e))
+    epochs = [r for r in records if r.get("event") == "epoch" and r.get("epoch_s") is not None]
+    if not epochs:
+        raise RuntimeError("metrics %s: no epoch record" % path)
+    comm = [r for r in records if r.get("event") == "comm"]
+    step_s, before = [], 0
+    for e in epochs:
+        n = e.get("steps", 0) - before
+        before = e.get("steps", before)
+        if n > 0:
+            step_s.append(e["epoch_s"] / n)
+    return {
+        "test_accuracy": epochs[-1].get("test_accuracy"),
+        "train_s": sum(e["epoch_s"] for e in epochs),
+        "samples": sum(e.get("samples_per_s", 0.0) * e["epoch_s"] for e in epochs),
+        "steps": epochs[-1].get("steps"),
+        "step_s": step_s,
+        "comm": comm[-1] if comm else None,
+        "records": records,
+    }
+
+
+def ini_value(path, section, key, default=None):
+    """One value of a dtrain config file ([section] then `key = value`; '#' or ';' start a
+    comment; indented lines continue a list and are not read here), as a string, or
+    `default` where the file does not set it. Relative paths are from the repository root."""
+    current = None
+    with open(os.path.join(ROOT, path)) as f:
+        for line in f:
+            text = line.split("#", 1)[0].split(";", 1)[0].rstrip()
+            if not text or text[0] in " \t":
+                continue
+            if text.startswith("[") and text.endswith("]"):
+                current = text[1:-1].strip()
+            elif current == section and "=" in text:
+                k, v = text.split("=", 1)
+                if k.strip() == key:
+                    return v.strip()
+    return default
+
+
+def failure_reason(error):
+    """The line of a failure's text (RuntimeError from launch or run_text) that says why: a
+    Python exception's last line ("RuntimeError: ..."), else the program's own message
+    ("dtrain train: unknown option ..."), rather than mpirun's abort banner."""
+    lines = [ln.strip() for ln in error.splitlines()[1:] if ln.strip()]
+    for ln in reversed(lines):
+        head = ln.split(":", 1)[0]
+        if ":" in ln and " " not in head and head.endswith(("Error", "Exception")):
+            return ln
+    dtrain = [ln for ln in lines if ln.startswith("dtrain")]
+    for ln in dtrain:
+        if "warning" not in ln:
+            return ln
+    if dtrain:
+        return dtrain[0]
+    for ln in reversed(lines):
+        if not ln.startswith("-") and "mpirun" not in ln and "Process name" not in ln:
+            return ln
+    return error.splitlines()[0] if error else "?"

@@ -33,6 +33,9 @@ extern "C" {
 #define DT_CKPT_MANIFEST "manifest.json"
 #define DT_CKPT_CONFIG "config.ini"   /* the run's config (dt_config_format), in every set */
 #define DT_CKPT_STATE_PREFIX "optim." /* optimizer state: optim.<state>.<parameter> */
+/* Gradient compression's state (docs/COMPRESSION.md): compress.residual.<replica>.<parameter>
+ * (each replica's error feedback), compress.q (PowerSGD's factors, the same on every rank). */
+#define DT_CKPT_COMPRESS_PREFIX "compress."
 
 typedef struct dt_ckpt_file {
     char name[DT_CKPT_NAME_MAX]; /* in the set's directory: [A-Za-z0-9._-], not starting '.' */

@@ -237,6 +237,8 @@ static dt_status ddp_finish(dt_ddp *dp, double *loss_sum)
     }
     *loss_sum = sum;
     dp->exposed_s += least;
+    if (dp->gc != NULL && dp->base.bad.ranks > 0) /* the step will be skipped */
+        dt_gcomp_forget_nonfinite(dp->gc);
 fail:
     dt_obs_phase(dp->base.obs, DT_PHASE_COMM, t0, dt_now(), -1);
     return st;
@@ -364,6 +366,20 @@ static dt_status ddp_evaluate(dt_strategy *s, int64_t n_test, const dt_step_io *
     return st;
 }
 
+static void ddp_comp_state(dt_strategy *s, float **resid, size_t *count, float **q, size_t *q_count)
+{
+    dt_ddp *dp = (dt_ddp *)s;
+    if (dp->gc == NULL)
+        return;
+    *resid = dt_gcomp_residual(dp->gc, count);
+    *q = dt_gcomp_factors(dp->gc, q_count);
+}
+
+static dt_status ddp_gather_resid(dt_strategy *s, const float *mine, size_t count, float *all)
+{
+    return dt_comm_allgather(((dt_ddp *)s)->comm, mine, all, count, DT_COMM_FLOAT32);
+}
+
 static const dt_strategy_ops ddp_ops = {
     .attach = ddp_attach,
     .start = ddp_start,
@@ -373,6 +389,8 @@ static const dt_strategy_ops ddp_ops = {
     .stats = ddp_stats,
     .time_comm_alone = ddp_time_alone,
     .gather_optim = ddp_gather_optim,
+    .comp_state = ddp_comp_state,
+    .gather_resid = ddp_gather_resid,
     .free = ddp_free,
 };
 

@@ -1,5 +1,6 @@
 /* gcomp.c — compressed gradient exchange over a data-parallel group (gcomp.h says what each
  * mode computes; compress.h has the kernels, core/half.h the 16-bit conversions). */
+#include <math.h>
 #include <string.h>
 
 #include "core/half.h"
@@ -55,6 +56,29 @@ float *dt_gcomp_residual(dt_gcomp *g, size_t *count)
 {
     *count = g->e != NULL ? g->n : 0;
     return g->e;
+}
+
+void dt_gcomp_forget_nonfinite(dt_gcomp *g)
+{
+    for (size_t i = 0; g->e != NULL && i < g->n; i++)
+        if (!isfinite(g->e[i]))
+            g->e[i] = 0.0f;
+    for (int j = 0; j < g->nmats; j++) {
+        const gcomp_mat *a = &g->mats[j];
+        float *q = g->qbuf + a->q_at;
+        const size_t cnt = (size_t)a->cols * (size_t)a->r;
+        int bad = 0;
+        for (size_t i = 0; i < cnt; i++)
+            bad |= !isfinite(q[i]);
+        if (bad)
+            dt_psgd_init_q(q, a->cols, a->r, GCOMP_Q_SEED, (uint64_t)j);
+    }
+}
+
+float *dt_gcomp_factors(dt_gcomp *g, size_t *count)
+{
+    *count = g->q_len;
+    return g->q_len > 0 ? g->qbuf : NULL;
 }
 
 void dt_gcomp_free(dt_gcomp *g)

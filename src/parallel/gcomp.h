@@ -57,5 +57,13 @@ size_t dt_gcomp_wire_bytes(const dt_gcomp *g);
 
 /* The error-feedback residual (NULL when the mode keeps none) and its length. */
 float *dt_gcomp_residual(dt_gcomp *g, size_t *count);
+/* After a step skipped for a NaN or Inf: the residual's entries that took it in are zeroed,
+ * and PowerSGD's factors drawn afresh if they did, so that one bad step does not poison
+ * every later one (a NaN in e would be sent again at every step). */
+void dt_gcomp_forget_nonfinite(dt_gcomp *g);
+
+/* PowerSGD's Q factors, every matrix's one after the other (NULL and 0 otherwise): the
+ * same on every rank. */
+float *dt_gcomp_factors(dt_gcomp *g, size_t *count);
 
 #endif

@@ -193,6 +193,10 @@ static dt_status worker_step(dt_ps *ps, const dt_step_plan *plan, const dt_step_
     const int bad = !isfinite(*loss_sum) ||
                     dt_strategy_scan_grads(&ps->base, 0, dt_model_param_count(ps->base.model));
     DT_TRY(worker_push(ps, t, plan->last, bad));
+    /* The servers skip this push: the residual must not keep the NaN it took in. */
+    for (size_t i = 0; bad && ps->resid != NULL && i < dt_model_param_count(ps->base.model); i++)
+        if (!isfinite(ps->resid[i]))
+            ps->resid[i] = 0.0f;
     /* This worker's samples: its parts of every micro-step. */
     int64_t mine = 0;
     for (int64_t j = 0; j < ps->base.info.micro_batches; j++) {
@@ -275,6 +279,37 @@ static dt_status ps_time_alone(dt_strategy *s, int reps, double *seconds)
     return dt_fail(DT_ERR_UNSUPPORTED, "ps: no all-reduce to time alone (see the ps report)");
 }
 
+static void ps_comp_state(dt_strategy *s, float **resid, size_t *count, float **q, size_t *q_count)
+{
+    (void)q;
+    (void)q_count;
+    dt_ps *ps = (dt_ps *)s;
+    /* Every rank answers alike (the servers too), so that all take part in the gather. */
+    if (ps->base.opt.compress.kind == DT_COMPRESS_TOPK && ps->base.opt.compress.error_feedback) {
+        *resid = ps->resid;
+        *count = dt_model_param_count(s->model);
+    }
+}
+
+/* The workers' residuals (workers are world ranks 0 .. workers - 1; servers add none). */
+static dt_status ps_gather_resid(dt_strategy *s, const float *mine, size_t count, float *all)
+{
+    dt_ps *ps = (dt_ps *)s;
+    dt_status st = DT_OK;
+    size_t *counts = NULL, *displs = NULL;
+    DT_TRY(dt_alloc((size_t)ps->size * sizeof(size_t), "residual counts", (void **)&counts));
+    DT_TRY(dt_alloc((size_t)ps->size * sizeof(size_t), "residual offsets", (void **)&displs));
+    for (int r = 0; r < ps->workers; r++) {
+        counts[r] = count;
+        displs[r] = (size_t)r * count;
+    }
+    DT_TRY(dt_comm_allgatherv(ps->comm, mine, all, counts, displs, DT_COMM_FLOAT32));
+fail:
+    dt_free(counts);
+    dt_free(displs);
+    return st;
+}
+
 static const dt_strategy_ops ps_ops = {
     .attach = ps_attach,
     .start = ps_start,
@@ -285,6 +320,8 @@ static const dt_strategy_ops ps_ops = {
     .time_comm_alone = ps_time_alone,
     .gather_optim = ps_gather_optim,
     .sync_params = ps_sync_params,
+    .comp_state = ps_comp_state,
+    .gather_resid = ps_gather_resid,
     .free = ps_free,
 };
 

@@ -286,6 +286,21 @@ dt_status dt_strategy_sync_params(dt_strategy *s)
     return s->ops->sync_params != NULL ? s->ops->sync_params(s) : DT_OK;
 }
 
+void dt_strategy_comp_state(dt_strategy *s, float **resid, size_t *count, float **q,
+                            size_t *q_count)
+{
+    *resid = *q = NULL;
+    *count = *q_count = 0;
+    if (s->ops->comp_state != NULL)
+        s->ops->comp_state(s, resid, count, q, q_count);
+}
+
+dt_status dt_strategy_gather_resid(dt_strategy *s, const float *mine, size_t count, float *all)
+{
+    DT_ASSERT(s->ops->gather_resid != NULL);
+    return s->ops->gather_resid(s, mine, count, all);
+}
+
 dt_status dt_strategy_start_replicas(dt_strategy *s, dt_comm *comm)
 {
     dt_status st = DT_OK;

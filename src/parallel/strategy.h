@@ -93,9 +93,9 @@ typedef struct dt_strategy_stats {
     double exposed_s; /* per step, the smallest wait over the ranks, summed */
     int64_t steps;
     int buckets;
-    size_t bytes_per_step; /* gradient bytes each rank contributes per step */
+    size_t bytes_per_step;      /* gradient bytes each rank contributes per step */
     size_t wire_bytes_per_step; /* of them, compressed: what it hands its collectives */
-    double tp_s;           /* time in the tensor-parallel group's collectives */
+    double tp_s;                /* time in the tensor-parallel group's collectives */
     int64_t tp_calls;
     size_t tp_bytes;     /* bytes this rank put into them */
     int pp;              /* pipeline stages */
@@ -140,6 +140,13 @@ typedef struct dt_strategy_ops {
      * current on every rank, before they are read whole (checkpoints, saved weights).
      * Collective over the world. */
     dt_status (*sync_params)(dt_strategy *s);
+    /* Optional (NULL: no compression state): this rank's error-feedback residual (*resid,
+     * *count floats, laid out as the parameters; NULL and 0 when none) and the factors
+     * every rank shares (*q, *q_count; NULL and 0 when none). Borrowed. */
+    void (*comp_state)(dt_strategy *s, float **resid, size_t *count, float **q, size_t *q_count);
+    /* With comp_state: every replica's residual (count floats each) into all, in replica
+     * order. Collective over the world. */
+    dt_status (*gather_resid)(dt_strategy *s, const float *mine, size_t count, float *all);
     void (*free)(dt_strategy *s);
 } dt_strategy_ops;
 
@@ -191,6 +198,10 @@ const dt_strategy_info *dt_strategy_get_info(const dt_strategy *s);
 void dt_strategy_bind_optim(dt_strategy *s, dt_optim *o);
 /* dt_strategy_ops.sync_params where there is one. Collective over the world. */
 dt_status dt_strategy_sync_params(dt_strategy *s);
+/* dt_strategy_ops.comp_state, or nothing (all NULL and 0). */
+void dt_strategy_comp_state(dt_strategy *s, float **resid, size_t *count, float **q,
+                            size_t *q_count);
+dt_status dt_strategy_gather_resid(dt_strategy *s, const float *mine, size_t count, float *all);
 
 /* Calls through the vtable (see dt_strategy_ops). */
 dt_status dt_strategy_attach(dt_strategy *s, dt_model *m, size_t *optim_count);

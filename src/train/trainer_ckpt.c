@@ -137,6 +137,37 @@ fail:
     return st;
 }
 
+/* Gradient compression's state as the writer puts it in the part (docs/COMPRESSION.md):
+ * every replica's error-feedback residual, and the factors every rank shares. */
+typedef struct comp_state {
+    const float *resid; /* [replicas x count], replica order, or NULL */
+    size_t count;
+    int replicas;
+    const float *q; /* [q_count] or NULL */
+    size_t q_count;
+} comp_state;
+
+/* The residuals gathered to every rank (each rank answers the same count, so all take
+ * part). Collective over the world. */
+static dt_status gather_comp(dt_trainer *t, comp_state *c)
+{
+    dt_status st = DT_OK;
+    float *mine = NULL, *q = NULL;
+    memset(c, 0, sizeof *c);
+    dt_strategy_comp_state(t->strategy, &mine, &c->count, &q, &c->q_count);
+    c->q = q;
+    c->replicas = dt_strategy_get_info(t->strategy)->replicas;
+    if (c->count == 0)
+        return DT_OK;
+    if (t->ckpt_resid == NULL)
+        DT_TRY(dt_alloc_large((size_t)c->replicas * c->count * sizeof(float),
+                              "checkpoint residuals", (void **)&t->ckpt_resid));
+    DT_TRY(dt_strategy_gather_resid(t->strategy, mine, c->count, t->ckpt_resid));
+    c->resid = t->ckpt_resid;
+fail:
+    return st;
+}
+
 static dt_status check_finite(const char *name, const float *x, size_t n)
 {
     float acc = 0.0f; /* x * 0 is NaN exactly when x is not finite: a loop that vectorises */
@@ -151,12 +182,48 @@ static dt_status check_finite(const char *name, const float *x, size_t n)
     return DT_OK;
 }
 
+/* The compression state's tensors: compress.residual.<replica>.<parameter> (the parameter's
+ * shape; compression runs without tp and pp, so local is whole) and compress.q (1-D). */
+static dt_status comp_tensors(dt_trainer *t, const comp_state *c, dt_st_tensor *ts,
+                              char (*names)[160])
+{
+    const int nt = dt_model_tensor_count(t->model);
+    int k = 0;
+    for (int r = 0; c->resid != NULL && r < c->replicas; r++)
+        for (int i = 0; i < nt; i++, k++) {
+            const dt_param_info *p = dt_model_tensor(t->model, i);
+            snprintf(names[k], sizeof names[k], DT_CKPT_COMPRESS_PREFIX "residual.%d.%s", r,
+                     p->name);
+            ts[k] = (dt_st_tensor){.name = names[k],
+                                   .dtype = DT_ST_F32,
+                                   .ndim = p->ndim,
+                                   .data = c->resid + (size_t)r * c->count + p->offset,
+                                   .nbytes = p->count * sizeof(float)};
+            memcpy(ts[k].shape, p->shape, sizeof(int64_t) * (size_t)p->ndim);
+            dt_status st = check_finite(names[k], ts[k].data, p->count);
+            if (st != DT_OK)
+                return st;
+        }
+    if (c->q != NULL) {
+        snprintf(names[k], sizeof names[k], DT_CKPT_COMPRESS_PREFIX "q");
+        ts[k] = (dt_st_tensor){.name = names[k],
+                               .dtype = DT_ST_F32,
+                               .ndim = 1,
+                               .shape = {(int64_t)c->q_count},
+                               .data = c->q,
+                               .nbytes = c->q_count * sizeof(float)};
+        return check_finite(names[k], c->q, c->q_count);
+    }
+    return DT_OK;
+}
+
 /* The writer's part file: every tensor of the stage whole, then each state buffer's. */
 static dt_status write_part(dt_trainer *t, const char *dir, float **wholes, int nbuf,
-                            dt_ckpt_file *entry)
+                            const comp_state *c, dt_ckpt_file *entry)
 {
     dt_status st = DT_OK;
-    const int nt = dt_model_tensor_count(t->model), n = nt * (1 + nbuf);
+    const int nt = dt_model_tensor_count(t->model), base = nt * (1 + nbuf);
+    const int n = base + (c->resid != NULL ? c->replicas * nt : 0) + (c->q != NULL);
     dt_st_tensor *ts = NULL;
     char(*names)[160] = NULL, part[DT_CKPT_NAME_MAX];
     DT_TRY(dt_alloc(sizeof *ts * (size_t)(n > 0 ? n : 1), "checkpoint", (void **)&ts));
@@ -179,6 +246,7 @@ static dt_status write_part(dt_trainer *t, const char *dir, float **wholes, int 
                 ts[k].shape[d] = p->whole_shape[d];
             DT_TRY(check_finite(names[k], wholes[b] + p->whole_offset, p->whole_count));
         }
+    DT_TRY(comp_tensors(t, c, ts + base, names + base));
     snprintf(part, sizeof part, "part-%05d.safetensors",
              dt_strategy_get_info(t->strategy)->pp_rank);
     const char *meta[] = {"format", "pt", "producer", "dtrain"};
@@ -251,15 +319,16 @@ fail:
 }
 
 /* Each writer's part, then (all parts written, on every rank's word) rank 0's manifest. */
-static dt_status save_set(dt_trainer *t, const char *dir, float **wholes, int nbuf, int64_t epoch,
-                          int64_t epoch_step, int64_t *rec, int64_t *all, uint64_t *bytes)
+static dt_status save_set(dt_trainer *t, const char *dir, float **wholes, int nbuf,
+                          const comp_state *c, int64_t epoch, int64_t epoch_step, int64_t *rec,
+                          int64_t *all, uint64_t *bytes)
 {
     dt_status st = DT_OK;
     const dt_strategy_info *si = dt_strategy_get_info(t->strategy);
     dt_comm *world = t->strategy->world;
     const int writer = si->replica == 0 && si->tp_rank == 0;
     dt_ckpt_file entry = {0};
-    dt_status mine = writer ? write_part(t, dir, wholes, nbuf, &entry) : DT_OK;
+    dt_status mine = writer ? write_part(t, dir, wholes, nbuf, c, &entry) : DT_OK;
     rec[REC_WRITER] = writer;
     rec[REC_BYTES] = (int64_t)entry.bytes;
     rec[REC_CRC] = entry.crc32;
@@ -287,8 +356,10 @@ dt_status dt_trainer_save_checkpoint(dt_trainer *t, const char *root, int keep, 
     DT_TRY(dt_alloc(sizeof(int64_t) * REC_LEN * (size_t)si->world_size, "statuses", (void **)&all));
     /* Rank 0 makes the directory before anyone writes into it. */
     DT_TRY(agree(world, rec, all, si->main ? make_dirs(root, dir) : DT_OK));
+    comp_state comp;
     DT_TRY(gather_state(t, wholes, nbuf, bufs));
-    DT_TRY(save_set(t, dir, wholes, nbuf, epoch, epoch_step, rec, all, &info->bytes));
+    DT_TRY(gather_comp(t, &comp));
+    DT_TRY(save_set(t, dir, wholes, nbuf, &comp, epoch, epoch_step, rec, all, &info->bytes));
     if (si->main)
         (void)dt_ckpt_prune(root, keep);
     t->last_ckpt_step = info->step;
@@ -391,13 +462,76 @@ static dt_status check_fit(dt_trainer *t, const dt_ckpt_set *set, int nbuf)
                        (long long)m->global_batch);
     DT_TRY(dt_trainer_whole_model(t, &whole));
     const int expect = dt_model_tensor_count(whole) * (1 + nbuf);
-    if (dt_ckpt_set_count(set) != expect)
+    int held = 0; /* compression's state is read where it applies (load_comp) */
+    for (int i = 0; i < dt_ckpt_set_count(set); i++)
+        held += strncmp(dt_ckpt_set_get(set, i)->name, DT_CKPT_COMPRESS_PREFIX,
+                        strlen(DT_CKPT_COMPRESS_PREFIX)) != 0;
+    if (held != expect)
         return dt_fail(DT_ERR_MISMATCH,
                        "checkpoint: %s holds %d tensors; this model and optimizer have %d (%d "
                        "parameters, %d state buffers each)",
-                       dir, dt_ckpt_set_count(set), expect, dt_model_tensor_count(whole), nbuf);
+                       dir, held, expect, dt_model_tensor_count(whole), nbuf);
 fail:
     return st;
+}
+
+/* The replicas whose residuals the set holds: compress.residual.R.<first tensor> for
+ * R = 0, 1, ... */
+static int saved_replicas(const dt_ckpt_set *set, const dt_param_info *p0)
+{
+    char name[192];
+    int r = 0;
+    for (;; r++) {
+        snprintf(name, sizeof name, DT_CKPT_COMPRESS_PREFIX "residual.%d.%s", r, p0->name);
+        if (dt_ckpt_set_find(set, name) == NULL)
+            return r;
+    }
+}
+
+/* Gradient compression's state (docs/COMPRESSION.md): on the layout it was written on, each
+ * replica takes its own residual back (a bit-exact resume); on another number of replicas
+ * each takes the mean of the saved ones, so that their sum, what the replicas still owe the
+ * parameters, is kept. PowerSGD's factors come back when the plan is the same. A set
+ * without the state (written without compression) leaves it at zero. pass 0 checks, pass 1
+ * copies. */
+static dt_status load_comp(dt_trainer *t, const dt_ckpt_set *set, int pass)
+{
+    float *mine = NULL, *q = NULL;
+    size_t n = 0, qn = 0;
+    dt_strategy_comp_state(t->strategy, &mine, &n, &q, &qn);
+    const dt_strategy_info *si = dt_strategy_get_info(t->strategy);
+    const int nt = dt_model_tensor_count(t->model);
+    const int saved = nt > 0 ? saved_replicas(set, dt_model_tensor(t->model, 0)) : 0;
+    const char *dir = dt_ckpt_set_dir(set);
+    char name[192];
+    if (mine != NULL && saved > 0) {
+        if (pass == 1)
+            memset(mine, 0, n * sizeof(float));
+        const int own = saved == si->replicas;
+        for (int r = own ? si->replica : 0; r < (own ? si->replica + 1 : saved); r++)
+            for (int i = 0; i < nt; i++) {
+                const dt_param_info *p = dt_model_tensor(t->model, i);
+                const dt_st_tensor *x = NULL;
+                snprintf(name, sizeof name, DT_CKPT_COMPRESS_PREFIX "residual.%d.%s", r, p->name);
+                dt_status st = find_whole(set, name, p, &x);
+                if (st != DT_OK)
+                    return st;
+                const float *v = x->data;
+                for (size_t k = 0; pass == 1 && k < p->count; k++)
+                    mine[p->offset + k] += own ? v[k] : v[k] / (float)si->replicas;
+            }
+    }
+    const dt_st_tensor *x = dt_ckpt_set_find(set, DT_CKPT_COMPRESS_PREFIX "q");
+    if (q == NULL || x == NULL)
+        return DT_OK;
+    if (x->dtype != DT_ST_F32 || x->ndim != 1 || x->shape[0] != (int64_t)qn)
+        return dt_fail(DT_ERR_MISMATCH,
+                       "checkpoint: %s: compress.q holds %lld factors; this run's PowerSGD "
+                       "plan has %zu (another parallel.compress rank?)",
+                       dir, (long long)x->shape[0], qn);
+    if (pass == 1)
+        memcpy(q, x->data, qn * sizeof(float));
+    return DT_OK;
 }
 
 /* Checks every tensor this rank needs, then copies: a set that does not fit changes
@@ -412,6 +546,7 @@ static dt_status load_set(dt_trainer *t, const dt_ckpt_set *set)
     const dt_st_tensor *x = NULL;
     char name[192];
     DT_TRY(check_fit(t, set, nbuf));
+    DT_TRY(load_comp(t, set, 0));
     for (int pass = 0; pass < 2; pass++) /* check, then copy */
         for (int b = -1; b < nbuf; b++) {
             if (pass == 1 && b >= 0 && full == NULL)
@@ -432,6 +567,7 @@ static dt_status load_set(dt_trainer *t, const dt_ckpt_set *set)
                 memcpy(bufs[b], full + t->strategy->optim_offset,
                        t->strategy->optim_count * sizeof(float));
         }
+    DT_TRY(load_comp(t, set, 1));
     const dt_ckpt_manifest *m = dt_ckpt_set_manifest(set);
     dt_optim_set_steps(t->optim, m->step);
     t->start_epoch = m->epoch;

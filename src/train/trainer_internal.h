@@ -40,6 +40,7 @@ struct dt_trainer {
     char ckpt_dir[4096];           /* the newest checkpoint written (dt_ckpt_info.dir) */
     float *ckpt_full;              /* a state buffer gathered over ZeRO-1's slices */
     float *ckpt_whole[3];          /* parameters and state, whole, under tp or ZeRO-1 */
+    float *ckpt_resid;             /* every replica's compression residual (replicas x n) */
     dt_obs *obs;                   /* this rank's phase timers (and trace events) */
     double delay_s;                /* dt_trainer_set_delay: added to every step's data phase */
     double clock_zero;             /* dt_now() at the ranks' common instant (trace.c) */

@@ -32,6 +32,40 @@ for mode in fp16 bf16 topk:0.01 powersgd:4; do
     fi
 done
 
+# The error-feedback state survives a checkpoint: resumed at step 6 on the same layout, the
+# run ends with the uninterrupted run's weights byte for byte (top-k's residuals, PowerSGD's
+# residuals and factors).
+for mode in topk:0.1 powersgd:2; do
+    d=$tmp/ck_$(echo "$mode" | tr ':.' '__')
+    expect_ok "ck_full_$mode" "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" --max-steps 12 --no-progress \
+        --compress "$mode" --checkpoint-dir "$d" --checkpoint-every 6 --save-weights "$d.full.st"
+    expect_ok "ck_resume_$mode" "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" --max-steps 12 \
+        --no-progress --compress "$mode" --resume "$d/step-000000006" --save-weights "$d.res.st"
+    expect_same "ck_resume_$mode" "$d.full.st" "$d.res.st"
+done
+# On another layout the residuals are resharded (each of 3 ranks takes the mean of the 2
+# saved): the run goes on, and its own checkpoint holds 3.
+d=$tmp/ck_topk_0_1
+expect_ok ck_reshard "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" --max-steps 12 --no-progress \
+    --compress topk:0.1 --global-batch 128 --resume "$d/step-000000006" \
+    --checkpoint-dir "$tmp/ck3" --checkpoint-every 6
+if "$DTRAIN" inspect "$tmp/ck3" 2>&1 | grep -q 'compress.residual.2.4.bias' &&
+    ! "$DTRAIN" inspect "$tmp/ck3" 2>&1 | grep -q 'compress.residual.3.'; then
+    echo "ok ck_reshard_written: the 3-rank set holds 3 replicas' residuals"
+else
+    echo "FAIL ck_reshard_written:"; "$DTRAIN" inspect "$tmp/ck3" 2>&1 | sed 's/^/  /' | head; fail=1
+fi
+# A NaN on one rank: the step is skipped everywhere and the residual forgets it (the final
+# checkpoint, which refuses NaN and Inf, is written).
+expect_ok nan_topk env DTRAIN_TEST_NAN=0:3 "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" $RUN \
+    --compress topk:0.01 --checkpoint-dir "$tmp/cknan"
+if grep -q '1 step skipped' "$tmp/nan_topk.out" && grep -q 'checkpoint of step 20 written' \
+    "$tmp/nan_topk.out"; then
+    echo "ok nan_topk_forgotten"
+else
+    echo "FAIL nan_topk_forgotten:"; grep 'dtrain' "$tmp/nan_topk.out" | sed 's/^/  /'; fail=1
+fi
+
 expect_fail bad_ratio "parallel.compress: 'topk:0': topk's ratio must be in \(0, 1\]" \
     "$DTRAIN" train "$MLP" $RUN --compress topk:0
 expect_fail bad_mode "parallel.compress: 'gzip'" "$DTRAIN" train "$MLP" $RUN --compress gzip
