@@ -151,9 +151,11 @@ typedef struct dt_phase_report {
     int slowest[DT_PHASE_COUNT];   /* the rank with the largest */
     double inflight_s;             /* per step, rank mean: communication in flight */
     int straggler;                 /* the rank whose compute (data, forward, backward,
-                                      optimizer) per step is largest */
+                                      optimizer) per step is largest (under ps: among the
+                                      workers) */
     double straggler_compute_s;    /* its compute per step */
-    double others_compute_s;       /* the other ranks' mean compute per step (0 alone) */
+    double others_compute_s;       /* the other (worker) ranks' mean compute per step (0
+                                      alone) */
     const double *per_rank;        /* [ranks x (DT_PHASE_COUNT + 1)] seconds per step:
                                       each phase, then communication in flight; kept by
                                       the trainer until the next call */

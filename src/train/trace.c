@@ -39,8 +39,10 @@ dt_status dt_trainer_enable_trace(dt_trainer *t, size_t max_events)
     return DT_OK;
 }
 
-/* The report's figures from every rank's row of seconds per step. */
-static void summarise(const double *rows, int ranks, dt_phase_report *out)
+/* The report's figures from every rank's row of seconds per step; the straggler is sought
+ * among the first `computing` ranks (under ps the servers, the last ranks, compute no
+ * samples: their optimizer time is not a straggler's). */
+static void summarise(const double *rows, int ranks, int computing, dt_phase_report *out)
 {
     double most = -1.0, sum = 0.0;
     for (int p = 0; p < DT_PHASE_COUNT; p++) {
@@ -61,6 +63,8 @@ static void summarise(const double *rows, int ranks, dt_phase_report *out)
         const double c =
             x[DT_PHASE_DATA] + x[DT_PHASE_FORWARD] + x[DT_PHASE_BACKWARD] + x[DT_PHASE_OPTIM];
         out->inflight_s += x[DT_PHASE_COUNT] / ranks;
+        if (r >= computing)
+            continue;
         sum += c;
         if (c > most) {
             most = c;
@@ -68,7 +72,7 @@ static void summarise(const double *rows, int ranks, dt_phase_report *out)
         }
     }
     out->straggler_compute_s = most;
-    out->others_compute_s = ranks > 1 ? (sum - most) / (ranks - 1) : 0.0;
+    out->others_compute_s = computing > 1 ? (sum - most) / (computing - 1) : 0.0;
 }
 
 dt_status dt_trainer_phase_report(dt_trainer *t, dt_phase_report *out)
@@ -89,7 +93,10 @@ dt_status dt_trainer_phase_report(dt_trainer *t, dt_phase_report *out)
     out->ranks = ranks;
     out->steps = t->attempted;
     out->per_rank = t->phases;
-    summarise(t->phases, ranks, out);
+    const int computing = t->cfg.parallel.strategy == DT_STRATEGY_PS
+                              ? dt_strategy_get_info(t->strategy)->replicas
+                              : ranks;
+    summarise(t->phases, ranks, computing, out);
 fail:
     return st;
 }

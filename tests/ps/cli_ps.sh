@@ -74,6 +74,11 @@ check_staleness() {
 expect_ok ssp "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" --epochs 1 $PS --staleness 2 \
     --slow-rank 1:4 --no-progress
 check_staleness ssp 2
+if grep -q 'straggler: rank 1,' "$tmp/ssp.out"; then
+    echo "ok ssp_straggler: the slowed worker is named, not the server"
+else
+    echo "FAIL ssp_straggler:"; grep 'straggler' "$tmp/ssp.out" | sed 's/^/  /'; fail=1
+fi
 loss=$(sed -n 's/^epoch 1: .*test loss \([0-9.]*\).*/\1/p' "$tmp/ssp.out")
 if awk -v l="${loss:-9}" 'BEGIN { exit !(l < 0.60) }'; then
     echo "ok ssp_converges: test loss $loss after one epoch (469 steps) < 0.60"
