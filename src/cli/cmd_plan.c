@@ -32,6 +32,10 @@ static const dt_cli_option plan_opts[] = {
     {"--micro-batches", "M", DT_OPT_CONFIG_KEY, "parallel.micro_batches", "micro-batches per step"},
     {"--batch", "N", DT_OPT_CONFIG_KEY, "train.batch", "samples per micro-batch on each rank"},
     {"--zero", "0|1", DT_OPT_CONFIG_KEY, "parallel.zero", "ZeRO stage"},
+    {"--strategy", "S", DT_OPT_CONFIG_KEY, "parallel.strategy", "ddp or ps"},
+    {"--servers", "K", DT_OPT_CONFIG_KEY, "parallel.servers", "ps: server ranks (of --ranks)"},
+    {"--compress", "MODE", DT_OPT_CONFIG_KEY, "parallel.compress",
+     "none, fp16, bf16, topk:RATIO or powersgd:RANK"},
     {"--bandwidth", "GB/s", DT_OPT_STRING, "bandwidth", "the link's bandwidth B"},
     {"--latency", "US", DT_OPT_STRING, "latency", "the link's latency per message, microseconds"},
     {"--from", "FILE", DT_OPT_STRING, "from",
@@ -107,12 +111,97 @@ static double allgather_s(double whole_bytes, int n, const link *l)
 
 typedef struct layout {
     int world, dp, tp, pp, micro;
+    int servers; /* ps: the last ranks; dp is then the workers */
     int64_t batch;
 } layout;
 
 static void row(const char *what, double bytes, double s)
 {
     printf("  %-52s %12.3f MB %12.3f ms\n", what, bytes / 1e6, s * 1e3);
+}
+
+/* PowerSGD's factor bytes: every linear or conv2d weight viewed as (rows, cols) with
+ * r = min(K, rows, cols), factored when (rows + cols) r < rows cols (docs/COMPRESSION.md);
+ * *p_bytes the P factors and the tensors sent whole, *q_bytes the Q factors. */
+static void psgd_bytes(const dt_config *cfg, const dt_shape *shapes, double *p_bytes,
+                       double *q_bytes)
+{
+    *p_bytes = *q_bytes = 0;
+    for (int i = 0; i < cfg->nlayers; i++) {
+        const dt_layer_spec *sp = &cfg->layers[i];
+        double rows = 0, cols = 0;
+        if (sp->kind == DT_LAYER_LINEAR)
+            rows = (double)sp->out_features, cols = (double)dt_shape_numel(&shapes[i]);
+        else if (sp->kind == DT_LAYER_CONV2D)
+            rows = (double)sp->out_channels,
+            cols = (double)shapes[i].d[0] * (double)(sp->kernel * sp->kernel);
+        if (rows == 0)
+            continue;
+        const double r = fmin(cfg->parallel.compress.rank, fmin(rows, cols));
+        if ((rows + cols) * r < rows * cols)
+            *p_bytes += rows * r * sizeof(float), *q_bytes += cols * r * sizeof(float);
+        else
+            *p_bytes += rows * cols * sizeof(float);
+        *p_bytes += sp->bias ? rows * sizeof(float) : 0;
+    }
+}
+
+/* Bytes one rank hands the exchange per step for `grad` bytes of gradients in `buckets`
+ * buckets under parallel.compress (without the PowerSGD case). */
+static double compressed_bytes(const dt_config *cfg, double grad, int buckets)
+{
+    const dt_compress_options *c = &cfg->parallel.compress;
+    if (c->kind == DT_COMPRESS_FP16 || c->kind == DT_COMPRESS_BF16)
+        return grad / 2;
+    if (c->kind == DT_COMPRESS_TOPK) /* ceil per bucket: at most one entry more each */
+        return 8.0 * ceil(c->ratio * grad / sizeof(float)) + 8.0 * (buckets - 1);
+    return grad;
+}
+
+static double predict_compressed(const dt_config *cfg, const dt_shape *shapes, const layout *y,
+                                 const link *l, double grad, int buckets)
+{
+    char mode[64], what[128];
+    double t = 0, bytes = 0;
+    dt_compress_format(&cfg->parallel.compress, mode, sizeof mode);
+    if (cfg->parallel.compress.kind == DT_COMPRESS_POWERSGD) {
+        double pb, qb;
+        psgd_bytes(cfg, shapes, &pb, &qb);
+        bytes = pb + qb;
+        t = allreduce_s(pb, y->dp, 1, l) + allreduce_s(qb, y->dp, 1, l);
+        snprintf(what, sizeof what, "dp %s: all-reduce of P (and biases), then of Q", mode);
+    } else if (cfg->parallel.compress.kind == DT_COMPRESS_TOPK) {
+        bytes = compressed_bytes(cfg, grad, buckets);
+        t = allgather_s(bytes * y->dp, y->dp, l) + (buckets - 1) * (y->dp - 1) * l->alpha;
+        snprintf(what, sizeof what, "dp %s: all-gather of (index, value) pairs", mode);
+    } else {
+        bytes = compressed_bytes(cfg, grad, buckets);
+        t = allreduce_s(bytes, y->dp, buckets, l);
+        snprintf(what, sizeof what, "dp %s all-reduce (%d bucket%s)", mode, buckets,
+                 buckets == 1 ? "" : "s");
+    }
+    row(what, bytes, t);
+    return t;
+}
+
+/* ps (docs/PARAMETER_SERVER.md): a worker pulls the parameters and pushes its gradient; the
+ * K servers' links carry N/K workers' each. The busier of a worker's link and a server's
+ * sets the pace: max(1, N/K) times the bytes over B, plus a message's latency each way. */
+static double predict_ps(const dt_config *cfg, const dt_shape *shapes, const layout *y,
+                         const link *l, double grad)
+{
+    (void)shapes;
+    const double load = fmax(1.0, (double)y->dp / y->servers);
+    const double push = compressed_bytes(cfg, grad, y->servers);
+    const double tpull = load * grad / l->bw + l->alpha, tpush = load * push / l->bw + l->alpha;
+    char what[128];
+    snprintf(what, sizeof what, "ps pull: the parameters (%d workers over %d server%s)", y->dp,
+             y->servers, y->servers == 1 ? "" : "s");
+    row(what, grad, tpull);
+    snprintf(what, sizeof what, "ps push: the gradient%s",
+             cfg->parallel.compress.kind != DT_COMPRESS_NONE ? " (compressed)" : "");
+    row(what, push, tpush);
+    return tpull + tpush;
 }
 
 /* The step's communication, printed row by row; returns the predicted seconds. */
@@ -131,7 +220,11 @@ static double predict(const dt_config *cfg, const dt_shape *shapes, const dt_tp_
                  cap = cfg->parallel.bucket_cap_mb * 1048576.0;
     const int buckets = worst <= first ? 1 : 1 + (int)ceil((worst - first) / cap);
     char what[128];
-    if (y->dp > 1) {
+    if (y->servers > 0)
+        return predict_ps(cfg, shapes, y, l, worst);
+    if (y->dp > 1 && cfg->parallel.compress.kind != DT_COMPRESS_NONE) {
+        total += predict_compressed(cfg, shapes, y, l, worst, buckets);
+    } else if (y->dp > 1) {
         snprintf(what, sizeof what, "dp %s of the gradients (%d bucket%s)",
                  cfg->parallel.zero ? "reduce-scatter + all-gather" : "all-reduce", buckets,
                  buckets == 1 ? "" : "s");
@@ -203,6 +296,22 @@ static int make_layout(const dt_config *cfg, const dt_cli_values *v, layout *y)
     y->tp = cfg->parallel.tp > 0 ? cfg->parallel.tp : 1;
     y->pp = cfg->parallel.pp > 0 ? cfg->parallel.pp : 1;
     const char *ranks = dt_cli_string(v, "ranks");
+    y->servers = 0;
+    if (cfg->parallel.strategy == DT_STRATEGY_PS) {
+        y->world = ranks != NULL ? atoi(ranks) : 0;
+        y->servers = cfg->parallel.servers;
+        y->dp = y->world - y->servers;
+        y->micro = dt_config_micro_batches(cfg);
+        y->batch = cfg->train.batch;
+        if (ranks == NULL || y->dp < 1 || y->tp * y->pp != 1) {
+            fprintf(stderr,
+                    "dtrain plan: ps needs --ranks N with N > --servers (%d), and no tp "
+                    "or pp\n",
+                    y->servers);
+            return DT_EXIT_USAGE;
+        }
+        return DT_EXIT_OK;
+    }
     y->world =
         ranks != NULL ? atoi(ranks) : (cfg->parallel.dp > 0 ? cfg->parallel.dp : 1) * y->tp * y->pp;
     y->dp = cfg->parallel.dp > 0 ? cfg->parallel.dp : y->world / (y->tp * y->pp);
@@ -264,10 +373,16 @@ int dt_cmd_plan(int argc, char **argv)
     char at[48] = "";
     if (l.at > 0)
         snprintf(at, sizeof at, " (bus bandwidth at %.0f bytes)", l.at);
-    printf("dtrain plan: %s on %d rank%s (dp %d x tp %d x pp %d, %d micro-batch%s of %lld), "
+    char lay[96];
+    if (y.servers > 0)
+        snprintf(lay, sizeof lay, "ps: %d workers, %d server%s", y.dp, y.servers,
+                 y.servers == 1 ? "" : "s");
+    else
+        snprintf(lay, sizeof lay, "dp %d x tp %d x pp %d", y.dp, y.tp, y.pp);
+    printf("dtrain plan: %s on %d rank%s (%s, %d micro-batch%s of %lld), "
            "link %.3f GB/s%s, latency %.1f us\n",
            cfg.source[0] ? cfg.source : "the built-in ConvNet", y.world, y.world == 1 ? "" : "s",
-           y.dp, y.tp, y.pp, y.micro, y.micro == 1 ? "" : "es", (long long)y.batch, l.bw / 1e9, at,
+           lay, y.micro, y.micro == 1 ? "" : "es", (long long)y.batch, l.bw / 1e9, at,
            l.alpha * 1e6);
     printf("  %-52s %15s %15s\n", "communication per step", "operand bytes", "predicted");
     const double t = predict(&cfg, shapes, plan, stage_of, &y, &l);

@@ -120,3 +120,6 @@ dt_add_cli_test(NAME cli_weights_fixed TIMEOUT 60
                 COMMAND sh ${DT_CLI_DIR}/weights.sh ${DT_PYTHON3} fixed)
 # Output paths checked before training; weights kept in a named file when the end fails.
 dt_add_cli_test(NAME cli_outputs MPI TIMEOUT 60 COMMAND sh ${DT_CLI_DIR}/outputs.sh)
+# dtrain plan's predictions against the formulas it states.
+dt_add_cli_test(NAME cli_plan TIMEOUT 60 COMMAND sh ${DT_CLI_DIR}/plan.sh
+                EXPECT "plan: all checks passed")
