@@ -2,7 +2,7 @@
 # metrics.sh PYTHON — `--metrics FILE` writes one JSON object per line: a step record every
 # --log-every steps and an epoch record with epoch, train_loss, test_loss, test_accuracy
 # (a fraction) and samples_per_s, and at the end a phases record (each rank's time per step
-# in each phase, and the straggler). A short MLP run on Fashion-MNIST (5 steps) and a short
+# in each phase, and the straggler) and a comm record (bytes per step). A short MLP run on Fashion-MNIST (5 steps) and a short
 # linear regression (no accuracy: null) are parsed with Python's json module, and the
 # epoch record is checked against the log line dtrain prints for the same epoch.
 set -u
@@ -50,8 +50,16 @@ mlp = records(sys.argv[1])
 steps = [o for o in mlp if o.get("event") == "step"]
 epochs = [o for o in mlp if o.get("event") == "epoch"]
 phases = [o for o in mlp if o.get("event") == "phases"]
-need(len(steps) + len(epochs) + len(phases) == len(mlp), f"records of unknown kind in {mlp}")
-need(len(phases) == 1 and mlp[-1] is phases[0], f"{len(phases)} phases records, expected 1, last")
+comm = [o for o in mlp if o.get("event") == "comm"]
+need(len(steps) + len(epochs) + len(phases) + len(comm) == len(mlp),
+     f"records of unknown kind in {mlp}")
+need(len(phases) == 1 and mlp[-2] is phases[0], f"{len(phases)} phases records, expected 1")
+# The last record: what crossed the network per step (nothing, in one process).
+need(len(comm) == 1 and mlp[-1] is comm[0], f"{len(comm)} comm records, expected 1, last")
+c = comm[0]
+need(c.get("strategy") == "ddp" and c.get("compress") == "none" and c.get("steps") == 5
+     and c.get("wire_bytes_per_step") == 0 and c.get("dense_bytes_per_step") == 0,
+     f"comm record {c}: ddp, none, 5 steps, no bytes in one process")
 p = phases[0]
 need(number(p, "steps") == 5 and p.get("straggler") == 0 and len(p.get("ranks", [])) == 1,
      f"phases record {p}")
