@@ -17,6 +17,7 @@
 #include "dtrain/loss.h"
 #include "dtrain/optim.h"
 #include "dtrain/data.h"
+#include "dtrain/fed.h"
 #include "dtrain/comm.h"
 #include "dtrain/strategy.h"
 #include "dtrain/safetensors.h"
