@@ -18,6 +18,7 @@
 #include "dtrain/model.h"
 #include "dtrain/nn.h"
 #include "dtrain/optim.h"
+#include "dtrain/fed.h"
 #include "dtrain/strategy.h"
 
 #ifdef __cplusplus
@@ -101,6 +102,15 @@ typedef struct dt_config {
         int staleness;          /* ps: DT_PS_STALENESS_INF or a number of steps */
         dt_compress_options compress; /* ddp: gradient compression (strategy.h) */
     } parallel;
+    struct {
+        int clients;           /* simulated clients */
+        int clients_per_round; /* K, sampled per round from (seed, round) */
+        int64_t rounds;        /* under fedavg the run's length (train.epochs is ignored) */
+        int local_epochs;      /* E */
+        int64_t local_steps;   /* > 0: this many local steps instead of local_epochs */
+        dt_fed_partition partition;
+        double fedprox_mu;     /* FedProx's mu; 0: plain FedAvg */
+    } fedavg;
     struct {
         dt_comm_algo algorithm; /* auto, mpi or ring (never DEFAULT) */
         int deterministic;      /* rank-order left fold for every reduction */

@@ -19,7 +19,7 @@ extern "C" {
 typedef enum dt_strategy_kind {
     DT_STRATEGY_DDP = 0, /* synchronous data parallelism (all-reduce); one rank: single */
     DT_STRATEGY_PS,      /* parameter servers, bulk- or stale-synchronous or asynchronous */
-    DT_STRATEGY_FEDAVG,  /* federated averaging (not built yet) */
+    DT_STRATEGY_FEDAVG,  /* federated averaging over simulated clients */
     DT_STRATEGY_COUNT
 } dt_strategy_kind;
 
@@ -80,6 +80,14 @@ typedef struct dt_strategy_options {
     int servers;
     int staleness;
     dt_compress_options compress; /* ddp: how gradients cross the data-parallel group */
+    /* fedavg (docs/FEDAVG.md): `clients` simulated clients, `clients_per_round` sampled per
+     * round from (seed, round), each training local_epochs epochs of its partition (or
+     * local_steps steps when > 0) from the round's global model; fedprox_mu > 0 adds
+     * FedProx's proximal term mu/2 |w - w_global|^2. */
+    int clients, clients_per_round, local_epochs;
+    int64_t local_steps;
+    double fedprox_mu;
+    uint64_t seed;
 } dt_strategy_options;
 
 /* dt_strategy_options.staleness: no bound (fully asynchronous). */

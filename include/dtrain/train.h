@@ -218,6 +218,12 @@ typedef struct dt_train_comm_stats {
 } dt_train_comm_stats;
 DT_API void dt_trainer_comm_stats(const dt_trainer *t, dt_train_comm_stats *out);
 
+/* fedavg: each training sample's client (train set order; borrowed until dt_trainer_free)
+ * and how many samples were moved to give every client one (dt_fed_assign); *client_of is
+ * NULL under the other strategies. */
+DT_API void dt_trainer_fed_partition(const dt_trainer *t, const int64_t **client_of,
+                                     int64_t *moved);
+
 /* The median time of one step's gradient all-reduces run alone, blocking (reps rounds on a
  * scratch copy): with exposed_s / steps, the fraction of communication hidden behind
  * backward is 1 - exposed per step / this. 0 in one process. Collective over the data-parallel

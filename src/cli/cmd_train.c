@@ -33,8 +33,9 @@ static const dt_cli_option train_opts[] = {
     {"--log-every", "N", DT_OPT_CONFIG_KEY, "train.log_every",
      "log (and record in --metrics) every N steps; 0: per epoch only"},
     {"--strategy", "S", DT_OPT_CONFIG_KEY, "parallel.strategy",
-     "ddp (synchronous data parallelism; a single process is its one-rank case) or ps "
-     "(parameter servers: --servers, --staleness)"},
+     "ddp (synchronous data parallelism; a single process is its one-rank case), ps "
+     "(parameter servers: --servers, --staleness) or fedavg (federated averaging: --clients, "
+     "--rounds)"},
     {"--dp", "N", DT_OPT_CONFIG_KEY, "parallel.dp", "data-parallel ranks (0: all)"},
     {"--tp", "N", DT_OPT_CONFIG_KEY, "parallel.tp",
      "tensor-parallel ranks: large linear and conv2d layers split over them (world = dp x tp)"},
@@ -59,6 +60,20 @@ static const dt_cli_option train_opts[] = {
     {"--zero", "0|1", DT_OPT_CONFIG_KEY, "parallel.zero", "ZeRO stage (1 shards optimizer state)"},
     {"--compress", "MODE", DT_OPT_CONFIG_KEY, "parallel.compress",
      "gradients on the wire: none, fp16, bf16, topk:RATIO or powersgd:RANK"},
+    {"--clients", "C", DT_OPT_CONFIG_KEY, "fedavg.clients",
+     "fedavg: simulated clients, each with its own partition of the training set"},
+    {"--clients-per-round", "K", DT_OPT_CONFIG_KEY, "fedavg.clients_per_round",
+     "fedavg: clients sampled per round"},
+    {"--rounds", "R", DT_OPT_CONFIG_KEY, "fedavg.rounds",
+     "fedavg: rounds of training (train.epochs is ignored under fedavg)"},
+    {"--local-epochs", "E", DT_OPT_CONFIG_KEY, "fedavg.local_epochs",
+     "fedavg: epochs of its partition each sampled client trains per round"},
+    {"--local-steps", "N", DT_OPT_CONFIG_KEY, "fedavg.local_steps",
+     "fedavg: local steps per client and round instead of --local-epochs"},
+    {"--partition", "P", DT_OPT_CONFIG_KEY, "fedavg.partition",
+     "fedavg: iid, shards:N or dirichlet:ALPHA"},
+    {"--fedprox-mu", "MU", DT_OPT_CONFIG_KEY, "fedavg.fedprox_mu",
+     "fedavg: FedProx's proximal weight (0: FedAvg)"},
     {"--servers", "K", DT_OPT_CONFIG_KEY, "parallel.servers",
      "ps: parameter-server ranks (the last K; the others are workers)"},
     {"--staleness", "S", DT_OPT_CONFIG_KEY, "parallel.staleness",
@@ -184,6 +199,7 @@ static dt_status on_step(void *vctx, const dt_step_info *s)
 static dt_status on_epoch(void *vctx, const dt_epoch_info *e)
 {
     run_ctx *c = vctx;
+    const int fed = c->cfg->parallel.strategy == DT_STRATEGY_FEDAVG;
     if (c->rank != 0)
         return DT_OK;
     if (c->bar_open) { /* stopped mid-epoch (--max-steps): end the bar's line */
@@ -194,13 +210,16 @@ static dt_status on_epoch(void *vctx, const dt_epoch_info *e)
     if (e->steps == 0)
         printf("no training steps (evaluation only):");
     else
-        printf("epoch %lld: train loss %.4f", (long long)e->epoch + 1, e->train_loss);
+        printf("%s %lld: train loss %.4f", fed ? "round" : "epoch", (long long)e->epoch + 1,
+               e->train_loss);
     if (!isnan(e->test_loss))
         printf("  test loss %.4f", e->test_loss);
     if (!isnan(e->test_accuracy))
         printf("  test accuracy %.4f", e->test_accuracy);
     if (e->steps == 0)
         printf("\n");
+    else if (fed) /* a round's samples are its clients' local epochs: time is the figure */
+        printf("  (%.2f s)\n", e->epoch_s);
     else
         printf("  %.0f samples/s  (%.1f s)\n", e->samples_per_s, e->epoch_s);
     fflush(stdout);
@@ -216,6 +235,17 @@ static dt_status on_epoch(void *vctx, const dt_epoch_info *e)
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "event", "epoch");
         cJSON_AddNumberToObject(o, "epoch", (double)e->epoch + 1);
+        if (fed) { /* the round's clients: dt_fed_sample, as the strategy draws them */
+            const dt_config *cf = c->cfg;
+            int sampled[64];
+            cJSON_AddNumberToObject(o, "round", (double)e->epoch + 1);
+            if (cf->fedavg.clients_per_round <= 64) {
+                dt_fed_sample(cf->fedavg.clients, cf->fedavg.clients_per_round, cf->train.seed,
+                              e->epoch, sampled);
+                cJSON_AddItemToObject(o, "clients",
+                                      cJSON_CreateIntArray(sampled, cf->fedavg.clients_per_round));
+            }
+        }
         cJSON_AddNumberToObject(o, "steps", (double)e->steps);
         cJSON_AddNumberToObject(o, "train_loss", e->train_loss);
         if (isnan(e->test_loss))
@@ -383,6 +413,70 @@ static dt_status open_outputs(int rank, const char *save, const char *trace, con
 
 /* The first line: what trains, on how many ranks, samples, parameters, steps, threads;
  * under a pipeline, a second: the stages and the schedule. */
+static int cmp_i64(const void *a, const void *b)
+{
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* fedavg: how non-IID the partition is, in one line (rank 0), and each client's class
+ * histogram in the metrics file ("event": "partition"). */
+static dt_status report_partition(const dt_config *cfg, dt_trainer *t, FILE *metrics)
+{
+    const int64_t *client_of = NULL;
+    int64_t mv = 0;
+    dt_trainer_fed_partition(t, &client_of, &mv);
+    const dt_dataset *tr = dt_trainer_train_set(t);
+    const int C = cfg->fedavg.clients;
+    const int64_t K = tr->targets == DT_TARGETS_LABELS ? tr->num_classes : 1;
+    int64_t *hist = NULL, *sizes = NULL;
+    dt_status st = dt_alloc((size_t)C * (size_t)K * sizeof(int64_t), "histogram", (void **)&hist);
+    if (st == DT_OK)
+        st = dt_alloc((size_t)C * sizeof(int64_t), "client sizes", (void **)&sizes);
+    if (st != DT_OK || client_of == NULL)
+        goto done;
+    if (K > 1)
+        dt_fed_histogram(client_of, tr->labels, tr->n, K, C, hist);
+    else
+        for (int64_t i = 0; i < tr->n; i++)
+            hist[client_of[i]]++;
+    double classes = 0;
+    for (int c = 0; c < C; c++) {
+        sizes[c] = 0;
+        for (int64_t k = 0; k < K; k++) {
+            sizes[c] += hist[(size_t)c * (size_t)K + (size_t)k];
+            classes += hist[(size_t)c * (size_t)K + (size_t)k] > 0;
+        }
+    }
+    char part[64];
+    dt_fed_partition_format(&cfg->fedavg.partition, part, sizeof part);
+    if (metrics != NULL) {
+        cJSON *o = cJSON_CreateObject(), *h = cJSON_AddArrayToObject(o, "histogram");
+        cJSON_AddStringToObject(o, "event", "partition");
+        cJSON_AddStringToObject(o, "partition", part);
+        cJSON_AddNumberToObject(o, "clients", C);
+        cJSON_AddNumberToObject(o, "moved", (double)mv);
+        for (int c = 0; c < C; c++) {
+            cJSON *row = cJSON_CreateArray();
+            for (int64_t k = 0; k < K; k++)
+                cJSON_AddItemToArray(row, cJSON_CreateNumber((double)hist[(size_t)c * K + k]));
+            cJSON_AddItemToArray(h, row);
+        }
+        write_json(metrics, o);
+    }
+    qsort(sizes, (size_t)C, sizeof *sizes, cmp_i64);
+    printf("dtrain: fedavg partition %s over %d clients: %lld/%lld/%lld samples per client "
+           "(min/median/max), %.1f of %lld classes per client on average%s",
+           part, C, (long long)sizes[0], (long long)sizes[C / 2], (long long)sizes[C - 1],
+           classes / C, (long long)K, mv > 0 ? "" : "\n");
+    if (mv > 0)
+        printf("; %lld samples moved to give every client one\n", (long long)mv);
+done:
+    dt_free(hist);
+    dt_free(sizes);
+    return st;
+}
+
 static dt_status print_header(const dt_config *cfg, const dt_cli_world *world, dt_trainer *t,
                               int threads)
 {
@@ -403,6 +497,17 @@ static dt_status print_header(const dt_config *cfg, const dt_cli_world *world, d
             snprintf(layout, sizeof layout, " (dp %d x tp %d)", lay.dp, lay.tp);
         snprintf(params, sizeof params, " (%zu on rank 0)", dt_model_param_count(m));
     }
+    if (cfg->parallel.strategy == DT_STRATEGY_FEDAVG) {
+        char local[48];
+        if (cfg->fedavg.local_steps > 0)
+            snprintf(local, sizeof local, "%lld local steps", (long long)cfg->fedavg.local_steps);
+        else
+            snprintf(local, sizeof local, "%d local epoch%s", cfg->fedavg.local_epochs,
+                     cfg->fedavg.local_epochs == 1 ? "" : "s");
+        snprintf(layout, sizeof layout, " (fedavg: %d of %d clients per round, %s, %lld rounds)",
+                 cfg->fedavg.clients_per_round, cfg->fedavg.clients, local,
+                 (long long)cfg->fedavg.rounds);
+    }
     if (cfg->parallel.strategy == DT_STRATEGY_PS) {
         char bound[16] = "inf";
         if (cfg->parallel.staleness != DT_PS_STALENESS_INF)
@@ -411,12 +516,18 @@ static dt_status print_header(const dt_config *cfg, const dt_cli_world *world, d
                  lay.dp == 1 ? "" : "s", world->size - lay.dp, world->size - lay.dp == 1 ? "" : "s",
                  bound);
     }
+    char steps[96];
+    if (cfg->parallel.strategy == DT_STRATEGY_FEDAVG) /* a step is a round */
+        snprintf(steps, sizeof steps, "local batches of %lld",
+                 (long long)dt_trainer_global_batch(t));
+    else
+        snprintf(steps, sizeof steps, "%lld steps per epoch of %lld samples",
+                 (long long)dt_trainer_steps_per_epoch(t), (long long)dt_trainer_global_batch(t));
     printf("dtrain: %s%s%d rank%s%s, %lld training and %lld test samples, %zu parameters%s, "
-           "%lld steps per epoch of %lld samples, %d thread%s per rank%s%s\n",
+           "%s, %d thread%s per rank%s%s\n",
            cfg->source[0] ? cfg->source : "built-in ConvNet", ", ", world->size,
            world->size == 1 ? "" : "s", layout, (long long)tr->n, (long long)te->n,
-           dt_model_whole_param_count(whole), params, (long long)dt_trainer_steps_per_epoch(t),
-           (long long)dt_trainer_global_batch(t), threads, threads == 1 ? "" : "s",
+           dt_model_whole_param_count(whole), params, steps, threads, threads == 1 ? "" : "s",
            blas[0] ? ", " : "", blas);
     if (lay.pp > 1) {
         const int mb = dt_config_micro_batches(cfg);
@@ -642,6 +753,14 @@ int dt_cmd_train(int argc, char **argv)
                           (tty && !dt_cli_flag(&vals, "no-progress"))};
     if (world.rank == 0 && print_header(&cfg, &world, t, threads) != DT_OK)
         goto fail;
+    if (world.rank == 0 && cfg.parallel.strategy == DT_STRATEGY_FEDAVG) {
+        if (cfg.train.epochs != dt_config_default().train.epochs)
+            printf("dtrain: fedavg: train.epochs (%lld) is ignored: --rounds (fedavg.rounds) "
+                   "sets the length of training\n",
+                   (long long)cfg.train.epochs);
+        if (report_partition(&cfg, t, metrics) != DT_OK)
+            goto fail;
+    }
     dt_train_callbacks cb = {
         .ctx = &ctx, .on_step = on_step, .on_epoch = on_epoch, .on_checkpoint = on_checkpoint};
     const char *trace = dt_cli_string(&vals, "trace");

@@ -37,6 +37,12 @@ dt_strategy_options dt_strategy_options_default(void)
     o.servers = 1;
     o.staleness = 0;
     o.compress = (dt_compress_options){.kind = DT_COMPRESS_NONE, .error_feedback = 1};
+    o.clients = 10;
+    o.clients_per_round = 10;
+    o.local_epochs = 1;
+    o.local_steps = 0;
+    o.fedprox_mu = 0.0;
+    o.seed = 1;
     return o;
 }
 
@@ -121,6 +127,25 @@ static dt_status check_ps(const dt_strategy_options *o, int world, int tp, int p
     return DT_OK;
 }
 
+/* fedavg: clients simulated on a flat world; no tp, pp or ZeRO under it. */
+static dt_status check_fedavg(const dt_strategy_options *o, int tp, int pp)
+{
+    if (tp > 1 || pp > 1 || o->zero || o->compress.kind != DT_COMPRESS_NONE)
+        return dt_fail(DT_ERR_UNSUPPORTED,
+                       "parallel.strategy fedavg: runs without tensor or pipeline parallelism, "
+                       "ZeRO or compression (tp %d, pp %d, zero %d)",
+                       tp, pp, o->zero);
+    if (o->clients < 1 || o->clients_per_round < 1 || o->clients_per_round > o->clients)
+        return dt_fail(DT_ERR_INVALID,
+                       "fedavg.clients_per_round: %d of %d clients (need 1 <= K <= clients)",
+                       o->clients_per_round, o->clients);
+    if (o->local_epochs < 1 && o->local_steps < 1)
+        return dt_fail(DT_ERR_INVALID, "fedavg: local_epochs or local_steps must be >= 1");
+    if (!(o->fedprox_mu >= 0.0))
+        return dt_fail(DT_ERR_INVALID, "fedavg.fedprox_mu: %g (>= 0)", o->fedprox_mu);
+    return DT_OK;
+}
+
 /* Every rank computes the same verdict from the same numbers, before any message. */
 static dt_status check_layout(const dt_strategy_options *o, int world)
 {
@@ -145,6 +170,8 @@ static dt_status check_layout(const dt_strategy_options *o, int world)
                        "bf16 or topk");
     if (o->kind == DT_STRATEGY_PS)
         return check_ps(o, world, tp, pp);
+    if (o->kind == DT_STRATEGY_FEDAVG)
+        return check_fedavg(o, tp, pp);
     if (o->kind != DT_STRATEGY_DDP)
         return dt_fail(DT_ERR_UNSUPPORTED, "parallel.strategy: %s is not built yet; ddp or ps",
                        dt_strategy_kind_name(o->kind) ? dt_strategy_kind_name(o->kind) : "?");
@@ -169,17 +196,19 @@ dt_status dt_strategy_create(const dt_strategy_options *opt, dt_comm *world, dt_
     DT_TRY(check_layout(opt, dt_comm_size(world)));
     /* ps lays the world out flat: its workers are the grid's data-parallel ranks minus
      * the servers, which ps.c sets apart. */
-    const int ps = opt->kind == DT_STRATEGY_PS;
+    const int ps = opt->kind == DT_STRATEGY_PS || opt->kind == DT_STRATEGY_FEDAVG;
     DT_TRY(dt_grid_create(world, ps ? 0 : opt->dp, opt->tp, opt->pp, &grid));
-    if (ps)
+    if (opt->kind == DT_STRATEGY_PS)
         DT_TRY(dt_ps_create(opt, world, grid, out));
+    else if (opt->kind == DT_STRATEGY_FEDAVG)
+        DT_TRY(dt_fedavg_create(opt, world, grid, out));
     else if (dt_grid_size(grid, DT_GRID_DP) == 1)
         DT_TRY(dt_single_create(opt, world, grid, out));
     else
         DT_TRY(dt_ddp_create(opt, world, grid, out));
     grid = (*out)->grid;
     dt_strategy_info *i = &(*out)->info;
-    if (!ps) { /* ps sets its own: workers are the replicas, servers have none */
+    if (!ps) { /* ps and fedavg set their own */
         i->name = dt_grid_size(grid, DT_GRID_DP) == 1 ? "single" : "ddp";
         i->replicas = dt_grid_size(grid, DT_GRID_DP);
         i->replica = dt_grid_rank(grid, DT_GRID_DP);

@@ -51,6 +51,12 @@ typedef struct dt_step_io {
      * the model's output, summed and divided by `divisor`, into *loss_sum (added), and its
      * gradient into the same rows of the model's output gradient. */
     dt_status (*loss)(void *ctx, int64_t row0, int64_t count, double divisor, double *loss_sum);
+    /* Loads the training samples samples[0..count) (indices into the training set) into
+     * rows [0, count) with every target; fills *fwd keyed by (key, first + i) for sample i,
+     * so that a federated client's dropout masks depend on its own (round, client, local
+     * epoch) and positions, whatever rank simulates it. */
+    dt_status (*load_samples)(void *ctx, const int64_t *samples, int64_t count, int64_t first,
+                              uint64_t key, dt_forward_ctx *fwd);
     /* Evaluation: loads test samples [first, first + count) (file order) into rows
      * [row0, row0 + count). */
     dt_status (*load_test)(void *ctx, int64_t first, int64_t count, int64_t row0, unsigned what);
@@ -275,5 +281,10 @@ dt_status dt_ddp_create(const dt_strategy_options *opt, dt_comm *world, dt_grid 
                         dt_strategy **out);
 dt_status dt_ps_create(const dt_strategy_options *opt, dt_comm *world, dt_grid *grid,
                        dt_strategy **out);
+dt_status dt_fedavg_create(const dt_strategy_options *opt, dt_comm *world, dt_grid *grid,
+                           dt_strategy **out);
+/* fedavg: the training set's partition over the clients (client_of[i] for each of the n
+ * samples, from dt_fed_assign); copied. Before start. */
+dt_status dt_fedavg_set_partition(dt_strategy *s, const int64_t *client_of, int64_t n);
 
 #endif

@@ -86,6 +86,13 @@ dt_config dt_config_default(void)
     c.parallel.servers = so.servers;
     c.parallel.staleness = so.staleness;
     c.parallel.compress = so.compress;
+    c.fedavg.clients = so.clients;
+    c.fedavg.clients_per_round = so.clients_per_round;
+    c.fedavg.rounds = 10;
+    c.fedavg.local_epochs = so.local_epochs;
+    c.fedavg.local_steps = so.local_steps;
+    c.fedavg.partition = (dt_fed_partition){.kind = DT_FED_IID};
+    c.fedavg.fedprox_mu = so.fedprox_mu;
     c.parallel.bucket_cap_mb = so.bucket_cap_mb;
     c.parallel.first_bucket_mb = so.first_bucket_mb;
     c.parallel.global_batch = 0;

@@ -28,4 +28,10 @@ void dt_config_strategy_options(const dt_config *cfg, dt_strategy_options *out)
     out->servers = cfg->parallel.servers;
     out->staleness = cfg->parallel.staleness;
     out->compress = cfg->parallel.compress;
+    out->clients = cfg->fedavg.clients;
+    out->clients_per_round = cfg->fedavg.clients_per_round;
+    out->local_epochs = cfg->fedavg.local_epochs;
+    out->local_steps = cfg->fedavg.local_steps;
+    out->fedprox_mu = cfg->fedavg.fedprox_mu;
+    out->seed = cfg->train.seed;
 }

@@ -178,6 +178,7 @@ typedef enum key_type {
     KEY_RECOMPUTE, /* train.recompute: none | sqrt | every-K (model.h) */
     KEY_STALENESS, /* parallel.staleness: a number of steps >= 0, or inf */
     KEY_COMPRESS,  /* parallel.compress: none | fp16 | bf16 | topk:R | powersgd:K */
+    KEY_FEDPART,   /* fedavg.partition: iid | shards:N | dirichlet:ALPHA */
     KEY_LAYERS,    /* model.layers */
     KEY_OPTIM,     /* optim.kind: an enum that also resets defaults (see set_optim_kind) */
 } key_type;
@@ -319,7 +320,8 @@ static const key_def keys[] = {
     /* [parallel] */
     ENUMK("parallel.strategy", parallel.strategy, strategy_name, 0,
           "ddp (synchronous data parallelism; one rank: a single process) | ps (parameter "
-          "servers: parallel.servers, parallel.staleness) | fedavg (not built yet)"),
+          "servers: parallel.servers, parallel.staleness) | fedavg (federated averaging: "
+          "[fedavg])"),
     NUM("parallel.dp", KEY_INT, parallel.dp, LO | HI, 0, 1 << 20,
         "data-parallel ranks; 0: world size / (tp * pp)"),
     NUM("parallel.tp", KEY_INT, parallel.tp, LO | HI, 0, 1 << 20,
@@ -369,6 +371,22 @@ static const key_def keys[] = {
           "ps: steps a worker may run ahead of the slowest: 0 (bulk-synchronous: every "
           "worker's gradient applied before the next step), N (stale-synchronous) or inf "
           "(asynchronous)"),
+    /* [fedavg] */
+    NUM("fedavg.clients", KEY_INT, fedavg.clients, LO | HI, 1, 1 << 24,
+        "fedavg: simulated clients, each with its own partition of the training set"),
+    NUM("fedavg.clients_per_round", KEY_INT, fedavg.clients_per_round, LO | HI, 1, 1 << 24,
+        "fedavg: clients sampled per round (from the seed and the round: every rank agrees)"),
+    NUM("fedavg.rounds", KEY_INT64, fedavg.rounds, LO, 1, 0,
+        "fedavg: rounds of training (under fedavg train.epochs is ignored)"),
+    NUM("fedavg.local_epochs", KEY_INT, fedavg.local_epochs, LO | HI, 1, 1 << 20,
+        "fedavg: epochs of its partition each sampled client trains per round"),
+    NUM("fedavg.local_steps", KEY_INT64, fedavg.local_steps, LO, 0, 0,
+        "fedavg: > 0: local steps per client and round instead of local_epochs"),
+    OTHER("fedavg.partition", KEY_FEDPART, fedavg.partition,
+          "fedavg: iid | shards:N (sorted by label, N shards per client: the FedAvg paper's "
+          "non-IID split) | dirichlet:ALPHA (label skew, smaller is more skewed)"),
+    NUM("fedavg.fedprox_mu", KEY_DOUBLE, fedavg.fedprox_mu, LO, 0, 0,
+        "fedavg: FedProx's proximal weight mu (0: plain FedAvg)"),
     /* [comm] */
     ENUMK("comm.algorithm", comm.algorithm, comm_algo_name, 0,
           "all-reduce algorithm: auto | mpi | ring"),
@@ -417,7 +435,7 @@ int dt_cfg_section_known(const char *section, size_t len)
 
 const char *dt_cfg_section_list(void)
 {
-    return "data, model, loss, optim, schedule, train, checkpoint, parallel, comm";
+    return "data, model, loss, optim, schedule, train, checkpoint, parallel, fedavg, comm";
 }
 
 /* ---- applying and formatting values ---------------------------------------------------- */
@@ -669,6 +687,8 @@ static dt_status apply_value(dt_config *cfg, const key_def *k, const char *text,
         return dt_recompute_parse(text, (int *)f);
     case KEY_STALENESS:
         return parse_staleness(text, (int *)f);
+    case KEY_FEDPART:
+        return dt_fed_partition_parse(text, (dt_fed_partition *)f);
     case KEY_COMPRESS: {
         dt_compress_options *o = f, parsed;
         if (dt_compress_parse(text, &parsed) != DT_OK)
@@ -739,6 +759,9 @@ void dt_config_key_format(const dt_config *cfg, int i, char *buf, size_t nbytes)
         return;
     case KEY_COMPRESS:
         dt_compress_format(f, buf, nbytes);
+        return;
+    case KEY_FEDPART:
+        dt_fed_partition_format(f, buf, nbytes);
         return;
     case KEY_STALENESS:
         if (*(const int *)f == DT_PS_STALENESS_INF)

@@ -91,6 +91,8 @@ static dt_status plan_batches(dt_trainer *t)
     t->steps_per_epoch = cfg->parallel.last_batch == DT_LAST_BATCH_DROP
                              ? t->train.n / t->global_batch
                              : (t->train.n + t->global_batch - 1) / t->global_batch;
+    if (cfg->parallel.strategy == DT_STRATEGY_FEDAVG)
+        t->steps_per_epoch = 1; /* an "epoch" is one round */
     if (t->steps_per_epoch < 1)
         return dt_fail(DT_ERR_INVALID,
                        "parallel.last_batch drop: the global batch of %lld is "
@@ -198,6 +200,25 @@ fail:
     return st;
 }
 
+/* fedavg: the training set's partition over the clients, the same on every rank (a pure
+ * function of the seed: fed.h), handed to the strategy. */
+static dt_status fed_partition(dt_trainer *t)
+{
+    dt_status st = DT_OK;
+    const dt_config *c = &t->cfg;
+    const int64_t n = t->train.n;
+    int64_t *counts = NULL;
+    DT_TRY(dt_alloc((size_t)n * sizeof(int64_t), "client of sample", (void **)&t->fed_client_of));
+    DT_TRY(dt_alloc((size_t)c->fedavg.clients * sizeof(int64_t), "client sizes", (void **)&counts));
+    const int32_t *labels = t->train.targets == DT_TARGETS_LABELS ? t->train.labels : NULL;
+    DT_TRY(dt_fed_assign(&c->fedavg.partition, labels, n, t->train.num_classes, c->fedavg.clients,
+                         c->train.seed, t->fed_client_of, counts, &t->fed_moved));
+    DT_TRY(dt_fedavg_set_partition(t->strategy, t->fed_client_of, n));
+fail:
+    dt_free(counts);
+    return st;
+}
+
 dt_status dt_trainer_create(const dt_config *cfg, dt_comm *world, dt_trainer **out)
 {
     DT_ASSERT(cfg != NULL && out != NULL);
@@ -208,6 +229,8 @@ dt_status dt_trainer_create(const dt_config *cfg, dt_comm *world, dt_trainer **o
     DT_TRY(dt_alloc(sizeof *t, "trainer", (void **)&t));
     t->cfg = *cfg;
     t->last_ckpt_step = -1;
+    if (cfg->parallel.strategy == DT_STRATEGY_FEDAVG) /* rounds are the run's length */
+        t->cfg.train.epochs = cfg->fedavg.rounds;
     if (world == NULL) {
         DT_TRY(dt_comm_create_self(&t->self));
         world = t->self;
@@ -228,6 +251,8 @@ dt_status dt_trainer_create(const dt_config *cfg, dt_comm *world, dt_trainer **o
     DT_TRY(dt_strategy_attach(t->strategy, t->model, &optim_count));
     DT_TRY(dt_optim_create(&cfg->optim, optim_count, &t->optim));
     dt_strategy_bind_optim(t->strategy, t->optim);
+    if (cfg->parallel.strategy == DT_STRATEGY_FEDAVG)
+        DT_TRY(fed_partition(t));
     /* Phase timers are always on: a clock read at each phase boundary. */
     DT_TRY(dt_obs_create(0, &t->obs));
     dt_strategy_set_obs(t->strategy, t->obs);
@@ -254,6 +279,7 @@ void dt_trainer_free(dt_trainer *t)
     dt_optim_free(t->optim);
     dt_model_free(t->model);
     dt_free(t->perm);
+    dt_free(t->fed_client_of);
     dt_free(t->positions);
     dt_free(t->samples);
     dt_free(t->labels);
@@ -306,6 +332,12 @@ void dt_trainer_comm_stats(const dt_trainer *t, dt_train_comm_stats *out)
     out->ps_skipped = ss.ps_skipped;
     out->ps_wait_s = ss.ps_wait_s;
     out->ps_push_bytes = ss.ps_push_bytes;
+}
+
+void dt_trainer_fed_partition(const dt_trainer *t, const int64_t **client_of, int64_t *moved)
+{
+    *client_of = t->fed_client_of;
+    *moved = t->fed_moved;
 }
 
 dt_status dt_trainer_time_comm_alone(dt_trainer *t, int reps, double *seconds)
@@ -402,6 +434,20 @@ static dt_status io_load(void *ctx, int64_t epoch, int64_t first, int64_t count,
     return DT_OK;
 }
 
+static dt_status io_load_samples(void *ctx, const int64_t *samples, int64_t count, int64_t first,
+                                 uint64_t key, dt_forward_ctx *fwd)
+{
+    dt_trainer *t = ctx;
+    for (int64_t i = 0; i < count; i++) {
+        t->positions[i] = first + i;
+        t->samples[i] = samples[i];
+    }
+    gather(t, &t->train, 0, count, DT_LOAD_ALL);
+    *fwd = (dt_forward_ctx){
+        .train = 1, .seed = t->cfg.train.seed, .epoch = key, .positions = t->positions};
+    return DT_OK;
+}
+
 static dt_status io_loss(void *ctx, int64_t row0, int64_t count, double divisor, double *loss_sum)
 {
     dt_trainer *t = ctx;
@@ -439,8 +485,12 @@ static dt_status io_score(void *ctx, int64_t row0, int64_t count, double *loss_s
 
 static dt_step_io step_io(dt_trainer *t)
 {
-    return (dt_step_io){
-        .ctx = t, .load = io_load, .loss = io_loss, .load_test = io_load_test, .score = io_score};
+    return (dt_step_io){.ctx = t,
+                        .load = io_load,
+                        .load_samples = io_load_samples,
+                        .loss = io_loss,
+                        .load_test = io_load_test,
+                        .score = io_score};
 }
 
 dt_status dt_trainer_evaluate(dt_trainer *t, double *loss, double *accuracy)

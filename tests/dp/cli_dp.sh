@@ -1,7 +1,7 @@
 #!/bin/sh
 # cli_dp.sh — `mpirun -np 2 dtrain train` end to end: a data-parallel run writes its metrics
 # and weights once (rank 0) and says it ran on 2 ranks; a model that differs on one rank, a
-# layout that does not fit the job and a strategy not built yet each end the job with a
+# layout that does not fit the job and a strategy's unsupported layout each end the job with a
 # non-zero status and a message naming the problem, within the test's timeout (no hang).
 set -u
 DTRAIN=${DTRAIN:?ctest sets DTRAIN}
@@ -63,8 +63,8 @@ expect_fail mismatch 'disagree on model\.layers \(rank 0: flatten, linear 128, .
 # A layout that does not fit the job, and a strategy that is not built.
 expect_fail layout 'dp 3 x tp 1 x pp 1 = 3 does not match the 2 ranks' \
     "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" --max-steps 2 --dp 3
-expect_fail fedavg 'parallel.strategy: fedavg is not built yet' \
-    "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" --max-steps 2 --strategy fedavg
+expect_fail fedavg_tp 'parallel.strategy fedavg: runs without tensor or pipeline' \
+    "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" --max-steps 2 --strategy fedavg --tp 2
 expect_fail ps_servers 'parallel.servers: 2 servers in a job of 2 ranks' \
     "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" --max-steps 2 --strategy ps --servers 2
 

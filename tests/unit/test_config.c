@@ -270,7 +270,7 @@ static void test_file_errors_name_line(void **state)
          DT_ERR_INVALID},
         {"# comment\n[train]\nepochs = 3\n[trian]\nbatch = 4\n",
          "bad.ini:4: unknown section [trian] (sections: data, model, loss, optim, schedule, "
-         "train, checkpoint, parallel, comm)",
+         "train, checkpoint, parallel, fedavg, comm)",
          DT_ERR_INVALID},
         {"[train]\nepochs = 3\n[empty]\n", "bad.ini:3: unknown section [empty]", DT_ERR_INVALID},
         {"[data]\nkind = idx\n[train]\n; note\nepochs = abc\n",
@@ -541,7 +541,8 @@ static void test_help_table(void **state)
     (void)state;
     const dt_config def = dt_config_default();
     static const char *const sections[] = {"data",  "model",      "loss",     "optim", "schedule",
-                                           "train", "checkpoint", "parallel", "comm"};
+                                           "train", "checkpoint", "parallel", "fedavg",
+                                           "comm"};
     const int n = dt_config_key_count();
     assert_true(n >= 55);
     for (int i = 0; i < n; i++) {

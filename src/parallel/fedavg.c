@@ -1,0 +1,313 @@
+/* fedavg.c — federated averaging (McMahan et al., "Communication-efficient learning of deep
+ * networks from decentralized data", AISTATS 2017) over simulated clients, behind the
+ * strategy interface. docs/FEDAVG.md maps the algorithm to this file.
+ *
+ * One trainer step is one round t:
+ *   1. the round's K clients S_t are drawn from (seed, t) (dt_fed_sample: every rank draws
+ *      the same without a message) and laid out in slots 0..K-1, ascending;
+ *   2. each rank simulates its contiguous share of the slots, one client after another:
+ *      from the round's global model w_t, client c trains E local epochs of its partition P_c
+ *      (or a number of local steps) with the trainer's optimizer, its state reset for each
+ *      client, at the round's learning rate; FedProx adds mu (w - w_t) to each gradient
+ *      (Li et al., MLSys 2020);
+ *   3. slot j holds n_c (w_c - w_t), the client's update weighted by its sample count;
+ *      the slots are all-gathered, and every rank sums them in slot order:
+ *          w_{t+1} = w_t + (sum_j n_{c_j} (w_{c_j} - w_t)) / (sum_j n_{c_j})
+ *      so the parameters do not depend on how the clients were spread over ranks (1, 2 or
+ *      3 ranks give the same bits: tests/fed).
+ * A client's local order and dropout masks are keyed by (round, client, local epoch), never
+ * by the rank, for the same reason. Only the updates cross the network. */
+#include <string.h>
+
+#include "dtrain/fed.h"
+#include "dtrain/optim.h"
+#include "dtrain/rng.h"
+#include "parallel/strategy.h"
+
+typedef struct dt_fedavg {
+    dt_strategy base;
+    dt_comm *comm; /* a duplicate of the world */
+    int rank, size;
+    int64_t *start;          /* [clients + 1]: client c's samples idx[start[c] .. start[c+1]) */
+    int64_t *idx;            /* [training samples], by client, ascending within one */
+    int64_t *order, *batch;  /* [largest client], [planned batch] */
+    int *sampled;            /* [clients_per_round] */
+    float *global;           /* [parameters]: the round's global model */
+    float *slots;            /* [clients_per_round x parameters]: weighted updates */
+    size_t *counts, *displs; /* [size]: each rank's slots, in floats */
+    size_t n;                /* parameters */
+} dt_fedavg;
+
+/* A client's dropout and order key: bit 63 set, so it never equals a trainer epoch. */
+static uint64_t client_key(int64_t round, int client, int64_t local_epoch)
+{
+    return (1ULL << 63) | ((uint64_t)round & 0xFFFFFFULL) << 38 |
+           ((uint64_t)client & 0xFFFFFULL) << 18 | ((uint64_t)local_epoch & 0x3FFFFULL);
+}
+
+static dt_status fed_attach(dt_strategy *s, dt_model *m, size_t *optim_count)
+{
+    dt_fedavg *f = (dt_fedavg *)s;
+    dt_status st = DT_OK;
+    const dt_strategy_options *o = &s->opt;
+    s->model = m;
+    f->n = dt_model_param_count(m);
+    const size_t k = (size_t)o->clients_per_round;
+    DT_TRY(dt_alloc(k * sizeof(int), "sampled clients", (void **)&f->sampled));
+    DT_TRY(dt_alloc(f->n * sizeof(float), "global model", (void **)&f->global));
+    DT_TRY(dt_alloc_large(k * f->n * sizeof(float), "client updates", (void **)&f->slots));
+    DT_TRY(dt_alloc((size_t)f->size * sizeof(size_t), "slots", (void **)&f->counts));
+    DT_TRY(dt_alloc((size_t)f->size * sizeof(size_t), "slots", (void **)&f->displs));
+    DT_TRY(dt_alloc((size_t)dt_model_max_batch(m) * sizeof(int64_t), "batch", (void **)&f->batch));
+    for (int r = 0; r < f->size; r++) {
+        int64_t b, c;
+        dt_strategy_part(o->clients_per_round, f->size, r, &b, &c);
+        f->counts[r] = (size_t)c * f->n;
+        f->displs[r] = (size_t)b * f->n;
+    }
+    /* The trainer's optimizer is each client's in turn, its state reset per client. */
+    *optim_count = f->n;
+fail:
+    return st;
+}
+
+dt_status dt_fedavg_set_partition(dt_strategy *s, const int64_t *client_of, int64_t n)
+{
+    dt_fedavg *f = (dt_fedavg *)s;
+    dt_status st = DT_OK;
+    const int clients = s->opt.clients;
+    int64_t largest = 0;
+    DT_TRY(dt_alloc((size_t)(clients + 1) * sizeof(int64_t), "clients", (void **)&f->start));
+    DT_TRY(dt_alloc((size_t)n * sizeof(int64_t), "client samples", (void **)&f->idx));
+    for (int64_t i = 0; i < n; i++)
+        f->start[client_of[i] + 1]++;
+    for (int c = 0; c < clients; c++) {
+        largest = f->start[c + 1] > largest ? f->start[c + 1] : largest;
+        f->start[c + 1] += f->start[c];
+    }
+    int64_t *fill = NULL;
+    DT_TRY(dt_alloc((size_t)clients * sizeof(int64_t), "clients", (void **)&fill));
+    for (int64_t i = 0; i < n; i++) /* ascending within a client */
+        f->idx[f->start[client_of[i]] + fill[client_of[i]]++] = i;
+    dt_free(fill);
+    DT_TRY(dt_alloc((size_t)(largest > 0 ? largest : 1) * sizeof(int64_t), "client order",
+                    (void **)&f->order));
+fail:
+    return st;
+}
+
+static void fed_free(dt_strategy *s)
+{
+    dt_fedavg *f = (dt_fedavg *)s;
+    dt_free(f->start);
+    dt_free(f->idx);
+    dt_free(f->order);
+    dt_free(f->batch);
+    dt_free(f->sampled);
+    dt_free(f->global);
+    dt_free(f->slots);
+    dt_free(f->counts);
+    dt_free(f->displs);
+    dt_comm_free(f->comm);
+    dt_free(f);
+}
+
+static dt_status fed_start(dt_strategy *s)
+{
+    if (((dt_fedavg *)s)->start == NULL)
+        return dt_fail(DT_ERR_INVALID, "fedavg: no partition of the training set was given");
+    return dt_strategy_start_replicas(s, ((dt_fedavg *)s)->comm);
+}
+
+/* One batch of client c's local training: forward, loss (the batch's mean), backward,
+ * FedProx's pull towards the round's model, the optimizer's step. */
+static dt_status local_batch(dt_fedavg *f, const dt_step_io *io, int64_t count, int64_t first,
+                             uint64_t key, double lr, double *loss_sum)
+{
+    dt_status st = DT_OK;
+    dt_model *m = f->base.model;
+    dt_forward_ctx fwd;
+    const double t0 = dt_now();
+    DT_TRY(io->load_samples(io->ctx, f->batch, count, first, key, &fwd));
+    const double t1 = dt_now();
+    dt_model_zero_grads(m);
+    DT_TRY(dt_model_forward(m, count, &fwd));
+    double ls = 0.0; /* io->loss writes the batch's sum */
+    DT_TRY(io->loss(io->ctx, 0, count, (double)count, &ls));
+    *loss_sum += ls;
+    const double t2 = dt_now();
+    DT_TRY(dt_model_backward(m, count, NULL));
+    const double t3 = dt_now();
+    float *g = dt_model_grads(m), *w = dt_model_params(m);
+    const float mu = (float)f->base.opt.fedprox_mu;
+    for (size_t i = 0; mu > 0.0f && i < f->n; i++)
+        g[i] += mu * (w[i] - f->global[i]);
+    dt_optim_step(f->base.optim, w, g, f->n, lr);
+    dt_obs_phase(f->base.obs, DT_PHASE_DATA, t0, t1, -1);
+    dt_obs_phase(f->base.obs, DT_PHASE_FORWARD, t1, t2, -1);
+    dt_obs_phase(f->base.obs, DT_PHASE_BACKWARD, t2, t3, -1);
+    dt_obs_phase(f->base.obs, DT_PHASE_OPTIM, t3, dt_now(), -1);
+fail:
+    return st;
+}
+
+/* Client c's round: from the global model, its local epochs (or steps), then its weighted
+ * update into `slot`. Adds its loss sum and samples. */
+static dt_status train_client(dt_fedavg *f, const dt_step_io *io, int c, int64_t round, double lr,
+                              float *slot, double *loss_sum, int64_t *samples)
+{
+    dt_status st = DT_OK;
+    const dt_strategy_options *o = &f->base.opt;
+    const int64_t nc = f->start[c + 1] - f->start[c], bs = dt_model_max_batch(f->base.model);
+    const int64_t *mine = f->idx + f->start[c];
+    float *w = dt_model_params(f->base.model), *bufs[2] = {NULL, NULL};
+    memcpy(w, f->global, f->n * sizeof(float));
+    const int64_t rounds = dt_optim_steps(f->base.optim); /* a fresh optimizer per client */
+    const int nb = dt_optim_state_buffers(f->base.optim, bufs, 2);
+    for (int b = 0; b < nb; b++)
+        memset(bufs[b], 0, f->n * sizeof(float));
+    dt_optim_set_steps(f->base.optim, 0);
+    const int64_t per_epoch = (nc + bs - 1) / bs;
+    const int64_t steps = o->local_steps > 0 ? o->local_steps : o->local_epochs * per_epoch;
+    for (int64_t s = 0, e = 0; s < steps && nc > 0; e++) {
+        const uint64_t key = client_key(round, c, e);
+        dt_rng_permutation(o->seed, key, nc, f->order);
+        for (int64_t off = 0; off < nc && s < steps; off += bs, s++) {
+            const int64_t cnt = nc - off < bs ? nc - off : bs;
+            for (int64_t i = 0; i < cnt; i++)
+                f->batch[i] = mine[f->order[off + i]];
+            DT_TRY(local_batch(f, io, cnt, off, key, lr, loss_sum));
+            *samples += cnt;
+        }
+    }
+    const float weight = (float)nc;
+    for (size_t i = 0; i < f->n; i++)
+        slot[i] = weight * (w[i] - f->global[i]);
+fail:
+    dt_optim_set_steps(f->base.optim, rounds);
+    return st;
+}
+
+static dt_status fed_step(dt_strategy *s, const dt_step_plan *plan, const dt_step_io *io,
+                          double *loss_sum)
+{
+    dt_fedavg *f = (dt_fedavg *)s;
+    dt_status st = DT_OK;
+    const dt_strategy_options *o = &s->opt;
+    const int64_t round = plan->epoch;
+    float *w = dt_model_params(s->model);
+    dt_fed_sample(o->clients, o->clients_per_round, o->seed, round, f->sampled);
+    memcpy(f->global, w, f->n * sizeof(float));
+    int64_t first, mine, samples = 0;
+    dt_strategy_part(o->clients_per_round, f->size, f->rank, &first, &mine);
+    double sums[2] = {0.0, 0.0}; /* local loss sum, local samples */
+    for (int64_t j = first; j < first + mine; j++)
+        DT_TRY(train_client(f, io, f->sampled[j], round, plan->lr, f->slots + (size_t)j * f->n,
+                            &sums[0], &samples));
+    sums[1] = (double)samples;
+    const double t0 = dt_now();
+    DT_TRY(dt_comm_allgatherv(f->comm, f->slots + (size_t)first * f->n, f->slots, f->counts,
+                              f->displs, DT_COMM_FLOAT32));
+    DT_TRY(dt_comm_allreduce(f->comm, sums, sums, 2, DT_COMM_FLOAT64, DT_COMM_SUM));
+    dt_obs_phase(s->obs, DT_PHASE_COMM, t0, dt_now(), -1);
+    /* The server's average, in slot order on every rank. */
+    double total = 0.0;
+    for (int j = 0; j < o->clients_per_round; j++)
+        total += (double)(f->start[f->sampled[j] + 1] - f->start[f->sampled[j]]);
+    memcpy(w, f->slots, f->n * sizeof(float));
+    for (int j = 1; j < o->clients_per_round; j++) {
+        const float *d = f->slots + (size_t)j * f->n;
+        for (size_t i = 0; i < f->n; i++)
+            w[i] += d[i];
+    }
+    const float inv = total > 0 ? (float)(1.0 / total) : 0.0f;
+    for (size_t i = 0; i < f->n; i++)
+        w[i] = f->global[i] + w[i] * inv;
+    /* The round's loss: the clients' local training loss, as a sum over the step's samples. */
+    *loss_sum = sums[1] > 0 ? sums[0] / sums[1] * (double)plan->samples : 0.0;
+fail:
+    return st;
+}
+
+static dt_status fed_update(dt_strategy *s, dt_optim *o, double lr)
+{
+    (void)s;
+    (void)lr;
+    dt_optim_count_step(o); /* the round is done; the schedule counts rounds */
+    return DT_OK;
+}
+
+/* The test set over every rank, the sums combined. */
+static dt_status fed_evaluate(dt_strategy *s, int64_t n_test, const dt_step_io *io,
+                              double *loss_sum, double *correct)
+{
+    dt_fedavg *f = (dt_fedavg *)s;
+    double sums[2] = {0.0, 0.0};
+    const int replicas = s->info.replicas, replica = s->info.replica;
+    s->info.replicas = f->size; /* eval_share splits over replicas: here, every rank */
+    s->info.replica = f->rank;
+    dt_status st = dt_strategy_eval_share(s, n_test, io, &sums[0], &sums[1]);
+    s->info.replicas = replicas;
+    s->info.replica = replica;
+    if (st == DT_OK)
+        st = dt_comm_allreduce(f->comm, sums, sums, 2, DT_COMM_FLOAT64, DT_COMM_SUM);
+    *loss_sum = sums[0];
+    *correct = sums[1];
+    return st;
+}
+
+static dt_status fed_gather_optim(dt_strategy *s, const float *slice, float *full)
+{
+    memcpy(full, slice, ((dt_fedavg *)s)->n * sizeof(float));
+    return DT_OK;
+}
+
+static void fed_stats(const dt_strategy *s, dt_strategy_stats *out)
+{
+    const dt_fedavg *f = (const dt_fedavg *)s;
+    out->replicas = 1;
+    out->bytes_per_step = (size_t)s->opt.clients_per_round * f->n * sizeof(float);
+    out->wire_bytes_per_step = f->counts[f->rank] * sizeof(float);
+}
+
+static dt_status fed_time_alone(dt_strategy *s, int reps, double *seconds)
+{
+    (void)s;
+    (void)reps;
+    *seconds = 0.0;
+    return dt_fail(DT_ERR_UNSUPPORTED, "fedavg: no gradient all-reduce to time");
+}
+
+static const dt_strategy_ops fed_ops = {
+    .attach = fed_attach,
+    .start = fed_start,
+    .step = fed_step,
+    .update = fed_update,
+    .evaluate = fed_evaluate,
+    .stats = fed_stats,
+    .time_comm_alone = fed_time_alone,
+    .gather_optim = fed_gather_optim,
+    .free = fed_free,
+};
+
+dt_status dt_fedavg_create(const dt_strategy_options *opt, dt_comm *world, dt_grid *grid,
+                           dt_strategy **out)
+{
+    dt_fedavg *f = NULL;
+    *out = NULL;
+    dt_status st = dt_alloc(sizeof *f, "federated averaging", (void **)&f);
+    if (st != DT_OK)
+        return st;
+    f->base.ops = &fed_ops;
+    f->base.opt = *opt;
+    f->base.grid = grid;
+    f->base.world = world;
+    f->rank = dt_comm_rank(world);
+    f->size = dt_comm_size(world);
+    dt_strategy_info *i = &f->base.info;
+    i->name = "fedavg";
+    i->replicas = 1;      /* a batch is one client's local batch */
+    i->replica = f->rank; /* rank 0 alone writes the checkpoint's part */
+    *out = &f->base;
+    return dt_comm_dup(world, "fedavg", &f->comm);
+}
