@@ -38,6 +38,29 @@ typedef struct dt_fedavg {
     size_t n;                /* parameters */
 } dt_fedavg;
 
+void dt_fed_slot(const float *w_client, const float *w_global, int64_t samples, size_t n,
+                 float *slot)
+{
+    const float weight = (float)samples;
+    for (size_t i = 0; i < n; i++)
+        slot[i] = weight * (w_client[i] - w_global[i]);
+}
+
+void dt_fed_average(const float *w_global, const float *slots, int k, size_t n, double total,
+                    float *out)
+{
+    memcpy(out, slots, n * sizeof(float));
+    for (int j = 1; j < k; j++) {
+        const float *d = slots + (size_t)j * n;
+        for (size_t i = 0; i < n; i++)
+            out[i] += d[i];
+    }
+    /* A division, not a product with 1/total: exact whenever the quotient is. */
+    const float t = (float)total;
+    for (size_t i = 0; i < n; i++)
+        out[i] = w_global[i] + (total > 0 ? out[i] / t : 0.0f);
+}
+
 /* A client's dropout and order key: bit 63 set, so it never equals a trainer epoch. */
 static uint64_t client_key(int64_t round, int client, int64_t local_epoch)
 {
@@ -180,9 +203,7 @@ static dt_status train_client(dt_fedavg *f, const dt_step_io *io, int c, int64_t
             *samples += cnt;
         }
     }
-    const float weight = (float)nc;
-    for (size_t i = 0; i < f->n; i++)
-        slot[i] = weight * (w[i] - f->global[i]);
+    dt_fed_slot(w, f->global, nc, f->n, slot);
 fail:
     dt_optim_set_steps(f->base.optim, rounds);
     return st;
@@ -214,15 +235,7 @@ static dt_status fed_step(dt_strategy *s, const dt_step_plan *plan, const dt_ste
     double total = 0.0;
     for (int j = 0; j < o->clients_per_round; j++)
         total += (double)(f->start[f->sampled[j] + 1] - f->start[f->sampled[j]]);
-    memcpy(w, f->slots, f->n * sizeof(float));
-    for (int j = 1; j < o->clients_per_round; j++) {
-        const float *d = f->slots + (size_t)j * f->n;
-        for (size_t i = 0; i < f->n; i++)
-            w[i] += d[i];
-    }
-    const float inv = total > 0 ? (float)(1.0 / total) : 0.0f;
-    for (size_t i = 0; i < f->n; i++)
-        w[i] = f->global[i] + w[i] * inv;
+    dt_fed_average(f->global, f->slots, o->clients_per_round, f->n, total, w);
     /* The round's loss: the clients' local training loss, as a sum over the step's samples. */
     *loss_sum = sums[1] > 0 ? sums[0] / sums[1] * (double)plan->samples : 0.0;
 fail:

@@ -283,6 +283,15 @@ dt_status dt_ps_create(const dt_strategy_options *opt, dt_comm *world, dt_grid *
                        dt_strategy **out);
 dt_status dt_fedavg_create(const dt_strategy_options *opt, dt_comm *world, dt_grid *grid,
                            dt_strategy **out);
+/* FedAvg's arithmetic (fedavg.c): a client's slot, slot (n) = samples x (w_client -
+ * w_global); and the server's average of k slots (k x n, summed in slot order),
+ * out (n) = w_global + (sum_j slot_j) / total, total the clients' samples. out may be
+ * w_global's buffer only if it is not read after: the first slot is copied into out. */
+void dt_fed_slot(const float *w_client, const float *w_global, int64_t samples, size_t n,
+                 float *slot);
+void dt_fed_average(const float *w_global, const float *slots, int k, size_t n, double total,
+                    float *out);
+
 /* fedavg: the training set's partition over the clients (client_of[i] for each of the n
  * samples, from dt_fed_assign); copied. Before start. */
 dt_status dt_fedavg_set_partition(dt_strategy *s, const int64_t *client_of, int64_t n);

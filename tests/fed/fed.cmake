@@ -6,3 +6,6 @@ dt_add_test(NAME test_fed_partition SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_fed_p
 dt_add_cli_test(NAME cli_fedavg MPI TIMEOUT 240
                 COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_fedavg.sh ${DT_PYTHON3}
                 EXPECT "cli_fedavg: all checks passed")
+# FedAvg's weighted average on a case worked by hand.
+dt_add_test(NAME test_fed_average SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_fed_average.c
+            LABELS unit TIMEOUT 30)
