@@ -291,3 +291,24 @@ def failure_reason(error):
         if not ln.startswith("-") and "mpirun" not in ln and "Process name" not in ln:
             return ln
     return error.splitlines()[0] if error else "?"
+
+
+# --- The Flower peer (bench/fedavg.py): flwr[simulation] with the newest torch, in bench/.venv
+# beside the newest PyTorch (bench/fedavg.sh installs it). ---
+
+def flower_peer(python=VENV_PYTHON):
+    """Flower in `python`: a Peer labelled "Flower 1.42.0 (PyTorch 2.x, Ray 2.y)", or marked
+    "not installed" where flwr with its Message API (flwr.serverapp.strategy, 1.21 and
+    later), Ray or torch does not import (a missing Flower is not an error)."""
+    probe = ("import flwr, flwr.serverapp.strategy, flwr.simulation, ray, torch; "
+             "print(flwr.__version__, torch.__version__, ray.__version__)")
+    if os.path.exists(python):
+        try:
+            r = subprocess.run([python, "-c", probe], capture_output=True, text=True,
+                               timeout=300)
+            words = r.stdout.split() if r.returncode == 0 else []
+        except (OSError, subprocess.TimeoutExpired):
+            words = []
+        if len(words) == 3:
+            return Peer("flower", "Flower %s (PyTorch %s, Ray %s)" % tuple(words), python)
+    return Peer("flower", "Flower", python, "not installed")
