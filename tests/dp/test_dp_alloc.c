@@ -1,6 +1,7 @@
 /* test_dp_alloc.c — a data-parallel training step allocates nothing in our code, with the
- * ring all-reduce, with MPI's own, with tensor parallelism at tp 2 and with a pipeline of 2
- * stages (GPipe and 1F1B, 4 micro-batches). Counts malloc and
+ * ring all-reduce, with MPI's own, with tensor parallelism at tp 2, with a pipeline of 2
+ * stages (GPipe and 1F1B, 4 micro-batches), with each gradient compression, and under the
+ * ps (staleness 0 and 2) and fedavg strategies. Counts malloc and
  * friends in the whole process (alloc_count.c) from the second step to the last, Open MPI's
  * own calls apart: it allocates a temporary inside MPI_Iallreduce on every call
  * (docs/NOTES.md), and buffers a message that arrives before its receive is posted, as the
@@ -26,8 +27,10 @@ static dt_status count_from_step_2(void *ctx, const dt_step_info *s)
     return DT_OK;
 }
 
-/* pp: 0 none, else a pipeline of 2 stages on the schedule "gpipe" or "1f1b" it names. */
-static long steps_allocations(const char *algorithm, int tp, const char *pp)
+/* pp: 0 none, else a pipeline of 2 stages on the schedule "gpipe" or "1f1b" it names;
+ * extra: more settings (key=value), NULL-terminated, or NULL. */
+static long steps_allocations_with(const char *algorithm, int tp, const char *pp,
+                                   const char *const *extra)
 {
     dt_config c = dt_config_default();
     char kv[64];
@@ -55,6 +58,8 @@ static long steps_allocations(const char *algorithm, int tp, const char *pp)
         DT_ASSERT_OK(dt_config_set(&c, "parallel.micro_batches=4", "test"));
         DT_ASSERT_OK(dt_config_set(&c, sk, "test"));
     }
+    for (int k = 0; extra != NULL && extra[k] != NULL; k++)
+        DT_ASSERT_OK(dt_config_set(&c, extra[k], "test"));
     dt_comm_options o = dt_comm_options_default();
     DT_ASSERT_OK(dt_comm_algo_parse(algorithm, &o.algorithm));
     DT_ASSERT_OK(dt_comm_set_options(world, &o));
@@ -65,11 +70,53 @@ static long steps_allocations(const char *algorithm, int tp, const char *pp)
     DT_ASSERT_OK(dt_trainer_run(t, &cb));
     dt_alloc_count_enable(0);
     long n = dt_alloc_count();
-    printf("rank %d, %s%s%s%s: %ld allocations in steps 2..8 by our code, %ld inside Open MPI\n",
-           rank, algorithm, tp ? ", tp 2" : "", pp ? ", pp 2 " : "", pp ? pp : "", n,
-           dt_alloc_count_mpi());
+    printf("rank %d, %s%s%s%s%s%s: %ld allocations in steps 2..8 by our code, %ld inside Open "
+           "MPI\n",
+           rank, algorithm, tp ? ", tp 2" : "", pp ? ", pp 2 " : "", pp ? pp : "",
+           extra != NULL ? ", " : "", extra != NULL ? extra[0] : "", n, dt_alloc_count_mpi());
     dt_trainer_free(t);
     return n;
+}
+
+static long steps_allocations(const char *algorithm, int tp, const char *pp)
+{
+    return steps_allocations_with(algorithm, tp, pp, NULL);
+}
+
+/* Each setting list in turn: no allocation from the second step on. */
+static void check_settings(const char *const *const *lists, int n)
+{
+    for (int k = 0; k < n; k++) {
+        long a = steps_allocations_with("ring", 0, NULL, lists[k]);
+        if (a != 0)
+            fprintf(stderr, "rank %d: %ld allocations in steps 2..8 with %s\n", rank, a,
+                    lists[k][0]);
+        assert_int_equal(a, 0);
+    }
+}
+
+static void test_compressed_step_allocates_nothing(void **state)
+{
+    (void)state;
+    static const char *const fp16[] = {"parallel.compress=fp16", NULL};
+    static const char *const topk[] = {"parallel.compress=topk:0.1", NULL};
+    static const char *const psgd[] = {"parallel.compress=powersgd:4", NULL};
+    static const char *const *const lists[] = {fp16, topk, psgd};
+    check_settings(lists, 3);
+}
+
+static void test_ps_and_fedavg_steps_allocate_nothing(void **state)
+{
+    (void)state;
+    /* 2 ranks: one worker and one server; fedavg: 2 of 4 clients per round, 2 local steps. */
+    static const char *const ps0[] = {"parallel.strategy=ps", NULL};
+    static const char *const ps2[] = {"parallel.strategy=ps", "parallel.staleness=2",
+                                      "parallel.compress=topk:0.1", NULL};
+    static const char *const fed[] = {
+        "parallel.strategy=fedavg", "fedavg.clients=4", "fedavg.clients_per_round=2",
+        "fedavg.local_steps=2",     "fedavg.rounds=8",  NULL};
+    static const char *const *const lists[] = {ps0, ps2, fed};
+    check_settings(lists, 3);
 }
 
 static void test_ring_step_allocates_nothing(void **state)
@@ -124,6 +171,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_mpi_step_allocates_nothing_of_ours),
         cmocka_unit_test(test_tp_step_allocates_nothing),
         cmocka_unit_test(test_pp_step_allocates_nothing),
+        cmocka_unit_test(test_compressed_step_allocates_nothing),
+        cmocka_unit_test(test_ps_and_fedavg_steps_allocate_nothing),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL), any = 0;
     dt_comm_free(world);
