@@ -93,13 +93,13 @@ typedef struct dt_config {
         int pp_split[DT_CONFIG_MAX_LAYERS - 1]; /* stage s + 1 begins at layer pp_split[s] */
         int n_pp_split;                         /* 0: pp_placement decides */
         dt_last_batch last_batch;
-        int lr_scaling_linear;  /* 1: lr * dp */
-        double bucket_cap_mb;   /* 25 as in PyTorch */
-        double first_bucket_mb; /* 1 as in PyTorch */
-        int zero;               /* ZeRO stage: 0 or 1 */
-        int overlap;            /* start bucket all-reduces during backward */
-        int servers;            /* ps: server ranks */
-        int staleness;          /* ps: DT_PS_STALENESS_INF or a number of steps */
+        int lr_scaling_linear;        /* 1: lr * dp */
+        double bucket_cap_mb;         /* 25 as in PyTorch */
+        double first_bucket_mb;       /* 1 as in PyTorch */
+        int zero;                     /* ZeRO stage: 0 or 1 */
+        int overlap;                  /* start bucket all-reduces during backward */
+        int servers;                  /* ps: server ranks */
+        int staleness;                /* ps: DT_PS_STALENESS_INF or a number of steps */
         dt_compress_options compress; /* ddp: gradient compression (strategy.h) */
     } parallel;
     struct {
@@ -109,7 +109,7 @@ typedef struct dt_config {
         int local_epochs;      /* E */
         int64_t local_steps;   /* > 0: this many local steps instead of local_epochs */
         dt_fed_partition partition;
-        double fedprox_mu;     /* FedProx's mu; 0: plain FedAvg */
+        double fedprox_mu; /* FedProx's mu; 0: plain FedAvg */
     } fedavg;
     struct {
         dt_comm_algo algorithm; /* auto, mpi or ring (never DEFAULT) */

@@ -177,32 +177,32 @@ DT_API void dt_trainer_set_delay(dt_trainer *t, double seconds);
 
 /* Data-parallel communication figures of the run so far (all zero in one process). */
 typedef struct dt_train_comm_stats {
-    int dp;                   /* data-parallel ranks */
-    int buckets;              /* gradient buckets per step */
-    size_t bytes_per_step;    /* gradient bytes all-reduced per optimizer step */
+    int dp;                     /* data-parallel ranks */
+    int buckets;                /* gradient buckets per step */
+    size_t bytes_per_step;      /* gradient bytes all-reduced per optimizer step */
     size_t wire_bytes_per_step; /* what this rank hands the collectives per step: bytes_per_step,
                                    or less under parallel.compress */
-    int64_t steps;            /* optimizer steps that synchronised gradients */
-    double wait_s;            /* total time this rank spent after backward waiting for gradients
-                                 (communication, and the ranks that ended backward later) */
-    double exposed_s;         /* the communication backward did not hide: per step, the wait of
-                                 the rank that ended backward last (the smallest), summed; the
-                                 same on every rank. ZeRO-1's collectives count whole. */
-    size_t optim_state_bytes; /* optimizer state held by this rank (ZeRO-1: its slice) */
-    int tp;                   /* tensor-parallel ranks */
-    double tp_s;              /* this rank's time in the tp group's collectives (evaluation's
-                                 forward passes included) */
-    int64_t tp_calls;         /* those collectives */
-    size_t tp_bytes;          /* the sizes of the buffers this rank passed to them: an
-                                 all-reduce's whole buffer, an all-gather's own block
-                                 (dt_trainer_whole_params's gathers included) */
-    int64_t optim_steps;      /* optimizer steps taken */
-    int pp;                   /* pipeline stages */
-    double pp_step_s;         /* this rank's time in the pipeline's steps */
-    double pp_compute_s;      /* of it, in its stage's forwards, backwards and losses */
-    double pp_wait_s;         /* of it, waiting for other stages' activations or gradients */
-    int64_t pp_messages;      /* activations and gradients this rank sent */
-    size_t pp_bytes;          /* and their bytes */
+    int64_t steps;              /* optimizer steps that synchronised gradients */
+    double wait_s;              /* total time this rank spent after backward waiting for gradients
+                                   (communication, and the ranks that ended backward later) */
+    double exposed_s;           /* the communication backward did not hide: per step, the wait of
+                                   the rank that ended backward last (the smallest), summed; the
+                                   same on every rank. ZeRO-1's collectives count whole. */
+    size_t optim_state_bytes;   /* optimizer state held by this rank (ZeRO-1: its slice) */
+    int tp;                     /* tensor-parallel ranks */
+    double tp_s;                /* this rank's time in the tp group's collectives (evaluation's
+                                   forward passes included) */
+    int64_t tp_calls;           /* those collectives */
+    size_t tp_bytes;            /* the sizes of the buffers this rank passed to them: an
+                                   all-reduce's whole buffer, an all-gather's own block
+                                   (dt_trainer_whole_params's gathers included) */
+    int64_t optim_steps;        /* optimizer steps taken */
+    int pp;                     /* pipeline stages */
+    double pp_step_s;           /* this rank's time in the pipeline's steps */
+    double pp_compute_s;        /* of it, in its stage's forwards, backwards and losses */
+    double pp_wait_s;           /* of it, waiting for other stages' activations or gradients */
+    int64_t pp_messages;        /* activations and gradients this rank sent */
+    size_t pp_bytes;            /* and their bytes */
     /* ps (docs/PARAMETER_SERVER.md); ps_servers is 0 under the other strategies. */
     int ps_servers, ps_workers;
     int ps_server;    /* 1 on a server rank */

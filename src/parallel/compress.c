@@ -29,7 +29,8 @@
 enum { TOPK_SHIFT1 = 20, TOPK_SHIFT2 = 9, TOPK_BUCKETS = 2048, TOPK_BUCKETS3 = 512 };
 
 /* The tag of PowerSGD's random numbers in the counter's top byte, beside dt_rng_stream's
- * tags (1..5 in include/dtrain/rng.h, which notes this 6), so that Q's numbers are not another use's. */
+ * tags (1..5 in include/dtrain/rng.h, which notes this 6), so that Q's numbers are not another
+ * use's. */
 enum { PSGD_RNG_TAG = 6 };
 
 static inline uint32_t mag_key(float v)

@@ -540,9 +540,8 @@ static void test_help_table(void **state)
 {
     (void)state;
     const dt_config def = dt_config_default();
-    static const char *const sections[] = {"data",  "model",      "loss",     "optim", "schedule",
-                                           "train", "checkpoint", "parallel", "fedavg",
-                                           "comm"};
+    static const char *const sections[] = {"data",  "model",      "loss",     "optim",  "schedule",
+                                           "train", "checkpoint", "parallel", "fedavg", "comm"};
     const int n = dt_config_key_count();
     assert_true(n >= 55);
     for (int i = 0; i < n; i++) {
