@@ -312,3 +312,14 @@ def flower_peer(python=VENV_PYTHON):
         if len(words) == 3:
             return Peer("flower", "Flower %s (PyTorch %s, Ray %s)" % tuple(words), python)
     return Peer("flower", "Flower", python, "not installed")
+
+
+def build_tools(build_dir, script):
+    """The build directory (absolute) and its sgemm_peak, exiting with a message naming
+    `script` when dtrain or sgemm_peak is not built there."""
+    build = os.path.abspath(build_dir)
+    sgemm_peak = os.path.join(build, "sgemm_peak")
+    for exe in (os.path.join(build, "dtrain"), sgemm_peak):
+        if not os.access(exe, os.X_OK):
+            sys.exit("%s: %s missing: build first" % (script, exe))
+    return build, sgemm_peak

@@ -199,11 +199,7 @@ def mark(ok):
 def main():
     started = time.monotonic()
     a = args_parse()
-    build = os.path.abspath(a.build)
-    sgemm_peak = os.path.join(build, "sgemm_peak")
-    for exe in (os.path.join(build, "dtrain"), sgemm_peak):
-        if not os.access(exe, os.X_OK):
-            sys.exit("compress.py: %s missing: build first" % exe)
+    build, sgemm_peak = bl.build_tools(a.build, "compress.py")
     optim = {m: config_optim(m) for m in a.models}
     rec = bl.Recorder("compress")
     rec.write({"event": "machine", "openblas_coretype": bl.init_blas(build),

@@ -341,11 +341,7 @@ def write_svg(path, title, panels, labels, rounds):
 def main():
     started = time.monotonic()
     a = args_parse()
-    build = os.path.abspath(a.build)
-    sgemm_peak = os.path.join(build, "sgemm_peak")
-    for exe in (os.path.join(build, "dtrain"), sgemm_peak):
-        if not os.access(exe, os.X_OK):
-            sys.exit("fedavg.py: %s missing: build first" % exe)
+    build, sgemm_peak = bl.build_tools(a.build, "fedavg.py")
     configs = [(e, p) for e in a.local_epochs for p in a.partitions]
     rec = bl.Recorder("fedavg")
     flower = (bl.Peer("flower", "Flower", missing="not run (--no-flower)") if a.no_flower

@@ -168,11 +168,7 @@ def dtrain_run(a, build, model, staleness, slow_ms):
 def main():
     started = time.monotonic()
     a = args_parse()
-    build = os.path.abspath(a.build)
-    sgemm_peak = os.path.join(build, "sgemm_peak")
-    for exe in (os.path.join(build, "dtrain"), sgemm_peak):
-        if not os.access(exe, os.X_OK):
-            sys.exit("ps.py: %s missing: build first" % exe)
+    build, sgemm_peak = bl.build_tools(a.build, "ps.py")
     rec = bl.Recorder("ps")
     rec.write({"event": "machine", "openblas_coretype": bl.init_blas(build), "quick": a.quick,
                "workers": a.workers, "epochs": a.epochs, "staleness": a.staleness})
