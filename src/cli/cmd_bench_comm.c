@@ -59,6 +59,7 @@ typedef struct bench_opts {
     unsigned ops_mask, algos_mask;
     dt_comm_dtype type;
     double timeout;
+    double gap_s; /* computation modelled before each timed call (--gap) */
     const char *json;
 } bench_opts;
 
@@ -69,12 +70,17 @@ typedef struct bench_option {
 static const bench_option options[] = {
     {"--min-bytes", "N", "1K", "smallest message in bytes (suffixes K, M, G: powers of 1024)"},
     {"--max-bytes", "N", "64M", "largest message; sizes double from the smallest"},
-    {"--iters", "N", "0", "timed iterations per size; 0 = about 50 ms of them (3 to 1000)"},
+    {"--iters", "N", "0",
+     "timed iterations per size; 0 = about 50 ms of them (3 to 1000; with --gap, at most "
+     "half a second of calls and gaps)"},
     {"--warmup", "N", "2", "untimed iterations per size before the timed ones"},
     {"--ops", "LIST", "allreduce,reduce_scatter,allgather,bcast,reduce", "collectives"},
     {"--algos", "LIST", "bare-mpi,mpi,ring,det,auto", "algorithms (each runs where it applies)"},
     {"--type", "T", "float32", "float32, float64, int32, int64 or uint8"},
     {"--timeout", "S", "300", "the comm layer's watchdog deadline per call, seconds"},
+    {"--gap", "MS", "0",
+     "spin MS milliseconds of computation before each timed call, as a training step does, "
+     "and time the calls alone"},
     {"--json", "FILE", "", "also write one JSON object per row (JSON lines)"},
     {"--help", NULL, NULL, "this text"},
 };
@@ -169,6 +175,7 @@ static int parse(int argc, char **argv, bench_opts *o)
     o->algos_mask = (1u << ALG_COUNT) - 1;
     o->type = DT_COMM_FLOAT32;
     o->timeout = 300;
+    o->gap_s = 0;
     o->json = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL, *bad = NULL;
@@ -213,6 +220,10 @@ static int parse(int argc, char **argv, bench_opts *o)
             char *end = NULL;
             o->timeout = strtod(v, &end);
             ok = end != v && *end == '\0' && o->timeout > 0;
+        } else if (strcmp(a, "--gap") == 0) {
+            char *end = NULL;
+            o->gap_s = strtod(v, &end) * 1e-3;
+            ok = end != v && *end == '\0' && o->gap_s >= 0 && o->gap_s <= 10.0;
         } else if (strcmp(a, "--json") == 0)
             o->json = v;
         if (!ok) {
@@ -563,6 +574,18 @@ static long long verify(bench *b, dt_comm_coll op, bench_algo alg, const row *r,
     return wrong;
 }
 
+/* A training step computes between its collectives: the link idles, the shaper's and TCP's
+ * queues drain, and the next call starts on an empty pipe. --gap models that with a spin on
+ * the clock (not a sleep: a sleeping rank would add its wake-up to the next call). */
+static void busy_wait(double s)
+{
+    if (s <= 0)
+        return;
+    const double until = MPI_Wtime() + s;
+    while (MPI_Wtime() < until)
+        ;
+}
+
 static int measure(bench *b, dt_comm_coll op, bench_algo alg, row *r)
 {
     dt_comm_options co = dt_comm_options_default();
@@ -588,13 +611,19 @@ static int measure(bench *b, dt_comm_coll op, bench_algo alg, row *r)
         double worst = 0;
         MPI_Allreduce(&one, &worst, 1, MPI_DOUBLE, MPI_MAX, b->mpi);
         iters = worst > 0 ? (long)(0.05 / worst) : 1000;
+        if (b->o.gap_s > 0 && (double)iters * (worst + b->o.gap_s) > 0.5) /* half a second */
+            iters = (long)(0.5 / (worst + b->o.gap_s));
         iters = iters < 3 ? 3 : iters > 1000 ? 1000 : iters;
     }
     MPI_Barrier(b->mpi);
-    double t0 = MPI_Wtime();
-    for (long k = 0; k < iters && ok; k++)
+    double spent = 0;
+    for (long k = 0; k < iters && ok; k++) {
+        busy_wait(b->o.gap_s);
+        double t0 = MPI_Wtime();
         ok = run_once(b, op, alg, r);
-    double mine = (MPI_Wtime() - t0) / (double)(iters ? iters : 1), worst = 0;
+        spent += MPI_Wtime() - t0;
+    }
+    double mine = spent / (double)(iters ? iters : 1), worst = 0;
     MPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, b->mpi);
     long long wrong = verify(b, op, alg, r, &ok), total = 0;
     MPI_Allreduce(&wrong, &total, 1, MPI_LONG_LONG, MPI_SUM, b->mpi);
@@ -619,9 +648,12 @@ static void header(bench *b, dt_comm_coll op)
 {
     if (b->rank != 0)
         return;
-    printf("\n# %s over %d ranks, %s, sum; warm-up %ld, iterations %s\n", dt_comm_coll_name(op),
+    printf("\n# %s over %d ranks, %s, sum; warm-up %ld, iterations %s", dt_comm_coll_name(op),
            b->size, dt_comm_dtype_name(b->o.type), b->o.warmup,
            b->o.iters ? "as given" : "about 50 ms per row");
+    if (b->o.gap_s > 0)
+        printf("; %.1f ms of computation spun before each timed call", b->o.gap_s * 1e3);
+    printf("\n");
     printf("# machine parallel ratio (2 threads / 1 thread, CPU binding removed): %.2f "
            "(2.00 = two full cores)\n",
            b->ratio);
@@ -649,10 +681,10 @@ static void print_row(bench *b, dt_comm_coll op, bench_algo alg, const row *r)
                 "{\"ranks\": %d, \"size\": %zu, \"count\": %zu, \"type\": \"%s\", "
                 "\"operation\": \"%s\", \"algorithm\": \"%s\", \"time_us\": %.3f, "
                 "\"algbw_GBps\": %.4f, \"busbw_GBps\": %.4f, \"wrong\": %lld, \"iters\": %ld, "
-                "\"parallel_ratio\": %.3f, \"mem_bound_GBps\": %.4f}\n",
+                "\"parallel_ratio\": %.3f, \"mem_bound_GBps\": %.4f, \"gap_ms\": %.3f}\n",
                 b->size, r->bytes, r->count, dt_comm_dtype_name(b->o.type), dt_comm_coll_name(op),
                 alg_names[alg], r->time_s * 1e6, algbw, busbw, r->wrong, r->iters, b->ratio,
-                b->mem_bound);
+                b->mem_bound, b->o.gap_s * 1e3);
 }
 
 static int run_all(bench *b)

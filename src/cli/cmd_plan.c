@@ -4,8 +4,11 @@
  * bench-comm). One process, no MPI: the layout is planned as on the ranks (docs/USER_GUIDE.md
  * has the formulas).
  *
- *   data parallelism, ring all-reduce of G gradient bytes over d ranks, in k buckets:
- *       T = 2(d-1)/d * G/B + 2(d-1) * k * α          (ZeRO-1: reduce-scatter + all-gather, same)
+ *   data parallelism, ring all-reduce of the gradients over d ranks, bucket by bucket (ddp's
+ *   buckets, sizes b):
+ *       T = sum over buckets of 2(d-1)/d * b/B(b) + 2(d-1) * α   (ZeRO-1: reduce-scatter +
+ *       all-gather, the same)
+ *   B(b) is the given bandwidth, or the measured one at b's size (plan_link.h).
  *   tensor parallelism, per micro-batch: all-reduces of X bytes over t ranks as above, and
  *       all-gathers of a whole activation X: (t-1)/t * X/B + (t-1) * α
  *   pipeline, per micro-batch and cut: the activation forward and its gradient back,
@@ -14,7 +17,6 @@
  * What it leaves out is said with the prediction: computation, and with it how much of the
  * gradient all-reduce backward hides (none with parallel.overlap off), and the pipeline's
  * bubble. */
-#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +24,7 @@
 
 #include "cli.h"
 #include "dtrain/dtrain.h"
+#include "plan_link.h"
 
 static const dt_cli_option plan_opts[] = {
     {"--set", "KEY=VALUE", DT_OPT_SET, NULL, "override any config key"},
@@ -39,75 +42,10 @@ static const dt_cli_option plan_opts[] = {
     {"--bandwidth", "GB/s", DT_OPT_STRING, "bandwidth", "the link's bandwidth B"},
     {"--latency", "US", DT_OPT_STRING, "latency", "the link's latency per message, microseconds"},
     {"--from", "FILE", DT_OPT_STRING, "from",
-     "take B and the latency from bench-comm --json output (the auto all-reduce's bus "
-     "bandwidth at the gradient's size, its time at the smallest)"},
+     "take B and the latency from bench-comm --json output: each message's B from the auto "
+     "all-reduce's time at its size, the latency from the smallest size's time"},
 };
 #define N_PLAN_OPTS ((int)(sizeof plan_opts / sizeof plan_opts[0]))
-
-typedef struct link {
-    double bw;    /* bytes/s */
-    double alpha; /* s */
-    double at;    /* the message size B was measured at (0: given) */
-} link;
-
-/* B and α from bench-comm JSON lines of the all-reduce with the algorithm training uses by
- * default (comm.algorithm auto): α from its time at the smallest
- * size over the ring's 2(n-1) steps; B its bus bandwidth at the smallest measured size of at
- * least `bytes` (the step's gradient all-reduce: a link's bandwidth depends on the message
- * size through TCP's windows and the shaper's bursts), or at the largest. */
-static int link_from(const char *path, double bytes, link *l)
-{
-    char *text = NULL;
-    size_t n = 0;
-    if (dt_read_file(path, "plan", &text, &n) != DT_OK)
-        return -1;
-    double pick = INFINITY, largest = -1, small_size = INFINITY, largest_bw = 0;
-    for (char *line = strtok(text, "\n"); line != NULL; line = strtok(NULL, "\n")) {
-        cJSON *o = cJSON_Parse(line);
-        const cJSON *op = cJSON_GetObjectItemCaseSensitive(o, "operation");
-        const cJSON *al = cJSON_GetObjectItemCaseSensitive(o, "algorithm");
-        const double sz = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, "size"));
-        const double bw = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, "busbw_GBps"));
-        const double us = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, "time_us"));
-        const double rk = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, "ranks"));
-        if (cJSON_IsString(op) && strcmp(op->valuestring, "allreduce") == 0 && cJSON_IsString(al) &&
-            strcmp(al->valuestring, "auto") == 0 && sz > 0 && bw > 0 && us > 0 && rk > 1) {
-            if (sz >= bytes && sz < pick) {
-                pick = sz;
-                l->bw = bw * 1e9;
-            }
-            if (sz > largest) {
-                largest = sz;
-                largest_bw = bw * 1e9;
-            }
-            if (sz < small_size) {
-                small_size = sz;
-                l->alpha = us * 1e-6 / (2.0 * (rk - 1));
-            }
-        }
-        cJSON_Delete(o);
-    }
-    free(text);
-    if (largest < 0) {
-        dt_fail(DT_ERR_FORMAT, "plan: %s: no all-reduce rows of algorithm auto (bench-comm --json)",
-                path);
-        return -1;
-    }
-    if (isinf(pick))
-        l->bw = largest_bw;
-    l->at = isinf(pick) ? largest : pick;
-    return 0;
-}
-
-static double allreduce_s(double bytes, int n, int messages, const link *l)
-{
-    return n <= 1 ? 0.0 : 2.0 * (n - 1) / n * bytes / l->bw + 2.0 * (n - 1) * messages * l->alpha;
-}
-
-static double allgather_s(double whole_bytes, int n, const link *l)
-{
-    return n <= 1 ? 0.0 : (double)(n - 1) / n * whole_bytes / l->bw + (n - 1) * l->alpha;
-}
 
 typedef struct layout {
     int world, dp, tp, pp, micro;
@@ -159,7 +97,7 @@ static double compressed_bytes(const dt_config *cfg, double grad, int buckets)
 }
 
 static double predict_compressed(const dt_config *cfg, const dt_shape *shapes, const layout *y,
-                                 const link *l, double grad, int buckets)
+                                 const dt_plan_link *l, double grad, const double *bucket, int nb)
 {
     char mode[64], what[128];
     double t = 0, bytes = 0;
@@ -168,17 +106,18 @@ static double predict_compressed(const dt_config *cfg, const dt_shape *shapes, c
         double pb, qb;
         psgd_bytes(cfg, shapes, &pb, &qb);
         bytes = pb + qb;
-        t = allreduce_s(pb, y->dp, 1, l) + allreduce_s(qb, y->dp, 1, l);
+        t = dt_plan_allreduce(l, pb, y->dp) + dt_plan_allreduce(l, qb, y->dp);
         snprintf(what, sizeof what, "dp %s: all-reduce of P (and biases), then of Q", mode);
     } else if (cfg->parallel.compress.kind == DT_COMPRESS_TOPK) {
-        bytes = compressed_bytes(cfg, grad, buckets);
-        t = allgather_s(bytes * y->dp, y->dp, l) + (buckets - 1) * (y->dp - 1) * l->alpha;
+        bytes = compressed_bytes(cfg, grad, nb);
+        t = dt_plan_allgather(l, bytes * y->dp, y->dp) + (nb - 1) * (y->dp - 1) * l->alpha;
         snprintf(what, sizeof what, "dp %s: all-gather of (index, value) pairs", mode);
     } else {
-        bytes = compressed_bytes(cfg, grad, buckets);
-        t = allreduce_s(bytes, y->dp, buckets, l);
-        snprintf(what, sizeof what, "dp %s all-reduce (%d bucket%s)", mode, buckets,
-                 buckets == 1 ? "" : "s");
+        for (int b = 0; b < nb; b++) { /* fp16, bf16: half of each bucket */
+            bytes += compressed_bytes(cfg, bucket[b], 1);
+            t += dt_plan_allreduce(l, compressed_bytes(cfg, bucket[b], 1), y->dp);
+        }
+        snprintf(what, sizeof what, "dp %s all-reduce (%d bucket%s)", mode, nb, nb == 1 ? "" : "s");
     }
     row(what, bytes, t);
     return t;
@@ -188,12 +127,13 @@ static double predict_compressed(const dt_config *cfg, const dt_shape *shapes, c
  * K servers' links carry N/K workers' each. The busier of a worker's link and a server's
  * sets the pace: max(1, N/K) times the bytes over B, plus a message's latency each way. */
 static double predict_ps(const dt_config *cfg, const dt_shape *shapes, const layout *y,
-                         const link *l, double grad)
+                         const dt_plan_link *l, double grad)
 {
     (void)shapes;
     const double load = fmax(1.0, (double)y->dp / y->servers);
     const double push = compressed_bytes(cfg, grad, y->servers);
-    const double tpull = load * grad / l->bw + l->alpha, tpush = load * push / l->bw + l->alpha;
+    const double tpull = load * (dt_plan_message(l, grad) - l->alpha) + l->alpha,
+                 tpush = load * (dt_plan_message(l, push) - l->alpha) + l->alpha;
     char what[128];
     snprintf(what, sizeof what, "ps pull: the parameters (%d workers over %d server%s)", y->dp,
              y->servers, y->servers == 1 ? "" : "s");
@@ -204,31 +144,56 @@ static double predict_ps(const dt_config *cfg, const dt_shape *shapes, const lay
     return tpull + tpush;
 }
 
-/* The step's communication, printed row by row; returns the predicted seconds. */
-static double predict(const dt_config *cfg, const dt_shape *shapes, const dt_tp_layer_plan *plan,
-                      const int *stage_of, const layout *y, const link *l)
+/* ddp's buckets (src/parallel/ddp.c) on stage s: layers from the last, a bucket closed at the
+ * first layer boundary where it holds its cap (the first bucket's is first_bucket_mb).
+ * Returns their count; bucket[] their bytes. */
+static int plan_buckets(const dt_config *cfg, const dt_tp_layer_plan *plan, const int *stage_of,
+                        int s, double *bucket)
 {
-    double total = 0, grad = 0, worst = 0;
-    for (int s = 0; s < y->pp; s++) { /* the stage with the most gradient bytes sets the pace */
-        grad = 0;
-        for (int i = 0; i < cfg->nlayers; i++)
-            if (stage_of[i] == s)
-                grad += (double)plan[i].params * sizeof(float);
-        worst = fmax(worst, grad);
-    }
     const double first = cfg->parallel.first_bucket_mb * 1048576.0,
                  cap = cfg->parallel.bucket_cap_mb * 1048576.0;
-    const int buckets = worst <= first ? 1 : 1 + (int)ceil((worst - first) / cap);
+    int nb = 0, open = 0;
+    for (int i = cfg->nlayers - 1; i >= 0; i--) {
+        const double b = stage_of[i] == s ? (double)plan[i].params * sizeof(float) : 0.0;
+        if (b == 0)
+            continue;
+        if (!open)
+            bucket[nb++] = 0, open = 1;
+        bucket[nb - 1] += b;
+        if (bucket[nb - 1] >= (nb == 1 ? first : cap))
+            open = 0;
+    }
+    return nb;
+}
+
+/* The step's communication, printed row by row; returns the predicted seconds. */
+static double predict(const dt_config *cfg, const dt_shape *shapes, const dt_tp_layer_plan *plan,
+                      const int *stage_of, const layout *y, const dt_plan_link *l)
+{
+    double total = 0, worst = 0, bucket[DT_CONFIG_MAX_LAYERS], b_of[DT_CONFIG_MAX_LAYERS];
+    int nb = 0;
+    for (int s = 0; s < y->pp; s++) { /* the stage with the most gradient bytes sets the pace */
+        const int n = plan_buckets(cfg, plan, stage_of, s, b_of);
+        double grad = 0;
+        for (int b = 0; b < n; b++)
+            grad += b_of[b];
+        if (grad > worst || s == 0) {
+            worst = grad, nb = n;
+            memcpy(bucket, b_of, sizeof(double) * (size_t)n);
+        }
+    }
     char what[128];
     if (y->servers > 0)
         return predict_ps(cfg, shapes, y, l, worst);
     if (y->dp > 1 && cfg->parallel.compress.kind != DT_COMPRESS_NONE) {
-        total += predict_compressed(cfg, shapes, y, l, worst, buckets);
+        total += predict_compressed(cfg, shapes, y, l, worst, bucket, nb);
     } else if (y->dp > 1) {
         snprintf(what, sizeof what, "dp %s of the gradients (%d bucket%s)",
-                 cfg->parallel.zero ? "reduce-scatter + all-gather" : "all-reduce", buckets,
-                 buckets == 1 ? "" : "s");
-        const double t = allreduce_s(worst, y->dp, buckets, l);
+                 cfg->parallel.zero ? "reduce-scatter + all-gather" : "all-reduce", nb,
+                 nb == 1 ? "" : "s");
+        double t = 0;
+        for (int b = 0; b < nb; b++)
+            t += dt_plan_allreduce(l, bucket[b], y->dp);
         row(what, worst, t);
         total += t;
     }
@@ -238,11 +203,11 @@ static double predict(const dt_config *cfg, const dt_shape *shapes, const dt_tp_
         const double out = (double)dt_shape_numel(&shapes[i + 1]) * mb,
                      in = (double)dt_shape_numel(&shapes[i]) * mb;
         if (plan[i].role == DT_TP_ROW)
-            tp_bytes += out, tp_s += allreduce_s(out, y->tp, 1, l);
+            tp_bytes += out, tp_s += dt_plan_allreduce(l, out, y->tp);
         if (plan[i].gather)
-            tp_bytes += out, tp_s += allgather_s(out, y->tp, l);
+            tp_bytes += out, tp_s += dt_plan_allgather(l, out, y->tp);
         if (plan[i].role == DT_TP_COLUMN && seen_params)
-            tp_bytes += in, tp_s += allreduce_s(in, y->tp, 1, l);
+            tp_bytes += in, tp_s += dt_plan_allreduce(l, in, y->tp);
         seen_params += (double)plan[i].whole_params;
     }
     if (y->tp > 1) {
@@ -256,7 +221,7 @@ static double predict(const dt_config *cfg, const dt_shape *shapes, const dt_tp_
         if (stage_of[i] != stage_of[i - 1]) {
             const double x = (double)dt_shape_numel(&shapes[i]) * mb;
             pp_bytes += 2 * x;
-            pp_s += 2 * (x / l->bw + l->alpha);
+            pp_s += 2 * dt_plan_message(l, x);
         }
     if (y->pp > 1) {
         snprintf(what, sizeof what, "pp activations and their gradients, %d micro-batch%s",
@@ -268,12 +233,12 @@ static double predict(const dt_config *cfg, const dt_shape *shapes, const dt_tp_
 }
 
 /* B and α from the options. */
-static int link_of(const dt_cli_values *v, double bytes, link *l)
+static int link_of(const dt_cli_values *v, double bytes, dt_plan_link *l)
 {
     const char *from = dt_cli_string(v, "from"), *bw = dt_cli_string(v, "bandwidth"),
                *lat = dt_cli_string(v, "latency");
     if (from != NULL) {
-        if (link_from(from, bytes, l) != 0) {
+        if (dt_plan_link_read(from, bytes, l) != 0) {
             fprintf(stderr, "dtrain plan: %s\n", dt_last_error());
             return DT_EXIT_FAIL;
         }
@@ -345,7 +310,8 @@ int dt_cmd_plan(int argc, char **argv)
         return DT_EXIT_OK;
     }
     layout y;
-    link l = {0.0, 0.0, 0.0};
+    dt_plan_link l;
+    memset(&l, 0, sizeof l);
     if (rc != DT_EXIT_OK || (rc = make_layout(&cfg, &vals, &y)) != DT_EXIT_OK)
         return rc;
     dt_dataset storage, test_storage, train, test;
@@ -370,9 +336,12 @@ int dt_cmd_plan(int argc, char **argv)
         dt_dataset_free(&test_storage);
         return rc;
     }
-    char at[48] = "";
-    if (l.at > 0)
-        snprintf(at, sizeof at, " (bus bandwidth at %.0f bytes)", l.at);
+    char at[160] = "";
+    if (l.npts > 0)
+        snprintf(at, sizeof at,
+                 " (bus bandwidth at %.0f bytes; each message at its size from %d sizes "
+                 "measured on %d ranks, --gap %.1f ms)",
+                 l.at, l.npts, l.ranks, l.gap_ms);
     char lay[96];
     if (y.servers > 0)
         snprintf(lay, sizeof lay, "ps: %d workers, %d server%s", y.dp, y.servers,

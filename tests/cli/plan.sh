@@ -40,5 +40,30 @@ expect_row ps 'total +3\.277 ms'
 expect_fail ps_ranks 'ps needs --ranks N with N > --servers' \
     "$DTRAIN" plan "$MLP" --ranks 1 $LINK --strategy ps
 
+# A measured link (--from): bench-comm rows of the auto all-reduce on 2 ranks, 100 us at 1 KiB
+# and 1,100 us at 1 MiB. alpha = 100 / 2(n-1) = 50 us; each message's time is the curve's,
+# linear between the sizes: the MLP's 407,080 bytes take 100 + 1000 (407,080 - 1,024) /
+# 1,047,552 = 487.62 us on 2 ranks; on 4, the part beyond the latency (387.62 us) grows by
+# (3/4) / (1/2) and the latency to 6 alpha: 581.43 + 300 = 881.43 us.
+row() { printf '{"ranks": 2, "size": %s, "operation": "allreduce", "algorithm": "%s", "time_us": %s, "busbw_GBps": 1, "gap_ms": %s}\n' "$@"; }
+{ row 1024 auto 100 5; row 1048576 auto 1100 5; row 1024 ring 999 5; } >"$tmp/link.jsonl"
+expect_ok from2 "$DTRAIN" plan "$MLP" --ranks 2 --from "$tmp/link.jsonl"
+expect_row from2 'dp all-reduce of the gradients \(1 bucket\) +0\.407 MB +0\.488 ms'
+expect_row from2 'latency 50\.0 us'
+expect_row from2 '2 sizes measured on 2 ranks, --gap 5\.0 ms'
+expect_ok from4 "$DTRAIN" plan "$MLP" --ranks 4 --from "$tmp/link.jsonl"
+expect_row from4 'dp all-reduce of the gradients \(1 bucket\) +0\.407 MB +0\.881 ms'
+# ddp's buckets: with a first bucket of 0.001 MiB, fc2's 5,160 bytes close it and fc1's
+# 401,920 are the second: 0.61062 + 2 x 6 x 10 us = 0.731 ms; from the curve on 2 ranks
+# 103.95 + 482.70 us = 0.587 ms (each bucket at its size).
+expect_ok buckets "$DTRAIN" plan "$MLP" --ranks 4 $LINK --set parallel.first_bucket_mb=0.001
+expect_row buckets 'dp all-reduce of the gradients \(2 buckets\) +0\.407 MB +0\.731 ms'
+expect_ok buckets_from "$DTRAIN" plan "$MLP" --ranks 2 --from "$tmp/link.jsonl" \
+    --set parallel.first_bucket_mb=0.001
+expect_row buckets_from 'dp all-reduce of the gradients \(2 buckets\) +0\.407 MB +0\.587 ms'
+row 2048 auto 150 0 >>"$tmp/link.jsonl"
+expect_fail from_mixed 'link.jsonl line 4: all-reduce rows of another rank count or --gap' \
+    "$DTRAIN" plan "$MLP" --ranks 2 --from "$tmp/link.jsonl"
+
 [ $fail -eq 0 ] && echo "plan: all checks passed"
 exit $fail

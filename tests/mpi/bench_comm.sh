@@ -29,5 +29,14 @@ all=$(wc -l <"$json")
 "$driver" --ops allreduce,nccl >/dev/null 2>&1
 [ $? -eq 2 ] || fail "an unknown operation is not a usage error"
 "$driver" --help | grep -q -- "--max-bytes N" || fail "--help lacks --max-bytes"
+# --gap: 20 ms spun before each timed call, not counted in the call's time.
+"$mpirun" -np "$np" --oversubscribe "$driver" --ops allreduce --algos auto --min-bytes 1K \
+    --max-bytes 1K --warmup 1 --iters 3 --gap 20 --json "$json" >"$out" 2>&1 || fail "--gap run failed"
+grep -q "20.0 ms of computation spun before each timed call" "$out" || fail "no --gap in the header"
+grep -q '"gap_ms": 20.000' "$json" || fail "no gap_ms in the JSON"
+awk '{ for (i = 1; i <= NF; i++) if ($i == "\"time_us\":") t = $(i + 1) + 0 }
+     END { exit !(t < 20000) }' "$json" || fail "the --gap is counted in the call's time"
+"$driver" --gap -1 >/dev/null 2>&1
+[ $? -eq 2 ] || fail "a negative --gap is not a usage error"
 rm -f "$json" "$out"
 echo "bench-comm ok: $all rows, 0 wrong"
