@@ -6,9 +6,13 @@
  * rank or a host that keeps failing) drops to one rank fewer, with --global-batch fixed to
  * the checkpoint's, so that every step still sums the same samples.
  *
+ * With --hostfile, every failure is followed by a probe of each host (launch_hosts.h): one
+ * that does not start a process within --probe-timeout is named in the cause and left out of
+ * the restart's hostfile (DIR/.hostfile), and the ranks drop to the slots left.
+ *
  * launch is a supervisor only: it never initialises MPI. What it knows of the job comes
  * from outside it: mpirun's exit status, the lines on mpirun's stderr that name a rank, the
- * step that rank 0 writes to DTRAIN_PROGRESS_FILE, and the checkpoint directory. */
+ * step that rank 0 writes to DTRAIN_PROGRESS_FILE, the checkpoint directory, and the probes. */
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
@@ -25,6 +29,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "launch_hosts.h"
 
 enum { PATH_LEN = 4096 };
 #define PROGRESS_ENV "DTRAIN_PROGRESS_FILE"
@@ -38,14 +43,17 @@ static const launch_option options[] = {
     {"--max-restarts", "R", "restarts after a failure before giving up (default 3)"},
     {"--min-ranks", "M",
      "one rank fewer per restart that fails before a new checkpoint, down to M (default N)"},
-    {"--hostfile", "F", "passed to mpirun"},
+    {"--hostfile", "F",
+     "passed to mpirun; after a failure each host is probed, and one that does not answer is "
+     "named and left out of the restart"},
+    {"--probe-timeout", "S", "seconds a host has to start a probe process (default 10)"},
     {"--mpirun", "CMD", "the launcher, split on spaces (default $DTRAIN_MPIRUN, else mpirun)"},
     {"--help", NULL, "this text"},
 };
 #define N_OPTIONS ((int)(sizeof options / sizeof options[0]))
 
 typedef struct launch_opts {
-    int ranks, max_restarts, min_ranks;
+    int ranks, max_restarts, min_ranks, probe_timeout;
     const char *hostfile, *mpirun;
     char **train; /* the train arguments, after "--" */
     int ntrain;
@@ -64,8 +72,11 @@ static void usage(FILE *out)
             "(mpirun's\nstatus and the rank its messages name), the step reached and the "
             "checkpoint resumed\nfrom; at the end a report on stdout counts restarts and the "
             "steps recomputed. With\n--min-ranks, a restart that fails again before a new "
-            "checkpoint runs on one rank\nfewer, with --global-batch set to the checkpoint's. "
-            "SIGINT and SIGTERM are passed\nto mpirun and end the supervision.\n\noptions:\n");
+            "checkpoint runs on one rank\nfewer, with --global-batch set to the checkpoint's. With "
+            "--hostfile, each failure is\nfollowed by a probe of every host (mpirun -n 1 --host H "
+            "dtrain --version): a host\nthat does not answer is named, left out of the restart "
+            "(DIR/.hostfile), and the\nranks drop to the slots left. SIGINT and SIGTERM are "
+            "passed to mpirun and end the\nsupervision.\n\noptions:\n");
     for (int i = 0; i < N_OPTIONS; i++) {
         char left[40];
         snprintf(left, sizeof left, "%s%s%s", options[i].name, options[i].metavar ? " " : "",
@@ -109,6 +120,8 @@ static int apply_option(launch_opts *o, const char *name, const char *v)
         return parse_count(v, 0, &o->max_restarts);
     if (strcmp(name, "--min-ranks") == 0)
         return parse_count(v, 1, &o->min_ranks);
+    if (strcmp(name, "--probe-timeout") == 0)
+        return parse_count(v, 1, &o->probe_timeout);
     if (strcmp(name, "--hostfile") == 0)
         o->hostfile = v;
     else if (strcmp(name, "--mpirun") == 0)
@@ -190,7 +203,8 @@ static int check_opts(launch_opts *o)
 static int parse_args(int argc, char **argv, launch_opts *o)
 {
     const char *env = getenv("DTRAIN_MPIRUN");
-    *o = (launch_opts){.max_restarts = 3, .mpirun = env != NULL && env[0] ? env : "mpirun"};
+    *o = (launch_opts){
+        .max_restarts = 3, .probe_timeout = 10, .mpirun = env != NULL && env[0] ? env : "mpirun"};
     int i = 1;
     for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
         const char *a = argv[i], *v = NULL;
@@ -450,11 +464,12 @@ static void scan_bytes(err_scan *s, const char *p, size_t n)
 }
 
 typedef struct run_result {
-    int status;     /* waitpid's */
-    int rank;       /* the rank named on stderr, or -1 */
-    char line[256]; /* the line that named it */
-    char host[128]; /* a host whose daemon Open MPI lost, or "" */
-    int exec_errno; /* the launcher could not be started */
+    int status;       /* waitpid's */
+    int rank;         /* the rank named on stderr, or -1 */
+    char line[256];   /* the line that named it */
+    char host[128];   /* a host whose daemon Open MPI lost, or "" */
+    char silent[512]; /* the hosts that did not answer the probe after it, or "" */
+    int exec_errno;   /* the launcher could not be started */
 } run_result;
 
 static double now_s(void)
@@ -560,7 +575,7 @@ static pid_t start_child(char **args, int *errfd, int *exec_errno)
 /* ---- the restarts ---- */
 
 typedef struct restart_rec {
-    char cause[512];
+    char cause[1024];
     long long reached; /* the progress step at the failure, -1 unknown */
     long long from;    /* the checkpoint resumed from, -1 none */
     int ranks;         /* of the restart */
@@ -576,7 +591,20 @@ typedef struct launch_state {
     long long recomputed;    /* steps done again: progress at each failure - its checkpoint */
     char exe[PATH_LEN];      /* this dtrain */
     char progress[PATH_LEN]; /* DIR/.progress */
+    char hostfile[PATH_LEN]; /* the runs' hostfile: --hostfile, then DIR/.hostfile; or "" */
+    dt_launch_host *hosts;   /* --hostfile's hosts, each alive until a probe finds it silent */
+    int nhosts;
 } launch_state;
+
+/* Splits `words` in place on spaces into args; returns the count. */
+static size_t split_words(char *words, char **args)
+{
+    size_t n = 0;
+    char *save = NULL;
+    for (char *w = strtok_r(words, " ", &save); w != NULL; w = strtok_r(NULL, " ", &save))
+        args[n++] = w;
+    return n;
+}
 
 /* mpirun's words, then -n N -x DTRAIN_PROGRESS_FILE [--hostfile F] EXE train ARGS...
  * --resume DIR [--global-batch G]. -x carries the progress file's name to rank 0 on
@@ -590,18 +618,15 @@ static char **build_args(const launch_state *st, char *words, char num[2][32])
     char **args = malloc(cap * sizeof *args);
     if (args == NULL)
         return NULL;
-    size_t n = 0;
-    char *save = NULL;
-    for (char *w = strtok_r(words, " ", &save); w != NULL; w = strtok_r(NULL, " ", &save))
-        args[n++] = w;
+    size_t n = split_words(words, args);
     snprintf(num[0], 32, "%d", st->ranks);
     args[n++] = "-n";
     args[n++] = num[0];
     args[n++] = "-x";
     args[n++] = PROGRESS_ENV;
-    if (o->hostfile != NULL) {
+    if (st->hostfile[0] != '\0') {
         args[n++] = "--hostfile";
-        args[n++] = (char *)o->hostfile;
+        args[n++] = (char *)st->hostfile;
     }
     args[n++] = (char *)st->exe;
     args[n++] = "train";
@@ -671,9 +696,13 @@ static void describe(const run_result *r, char *out, size_t n)
                  strsignal(WTERMSIG(r->status)));
     else
         snprintf(what, sizeof what, "mpirun ended with wait status %d", r->status);
-    char host[200] = "";
+    char host[800] = "";
     if (r->host[0] != '\0')
         snprintf(host, sizeof host, "; host %s lost (its daemon stopped answering)", r->host);
+    if (r->silent[0] != '\0')
+        snprintf(host + strlen(host), sizeof host - strlen(host),
+                 "; host%s %s did not answer the probe", strchr(r->silent, ',') ? "s" : "",
+                 r->silent);
     if (r->rank >= 0)
         snprintf(out, n, "%s%s; rank %d: \"%s\"", what, host, r->rank, r->line);
     else
@@ -696,14 +725,16 @@ static void from_text(long long step, char *out, size_t n)
         snprintf(out, n, "%s", "the start (no checkpoint yet)");
 }
 
-/* A restart that failed again before writing a checkpoint: a rank or a host that keeps
- * failing. Runs on one rank fewer, down to --min-ranks, with the global batch fixed so that
- * the run stays the same computation: the checkpoint's, or else the train arguments'. */
-static void maybe_shrink(launch_state *st, const ckpt_info *c)
+/* Runs on `target` ranks (not below --min-ranks) from now on, with the global batch fixed so
+ * that the run stays the same computation: the checkpoint's, or else the train arguments'.
+ * `why` says what made it drop. */
+static void shrink_to(launch_state *st, const ckpt_info *c, int target, const char *why)
 {
     const launch_opts *o = st->o;
-    if (st->ranks <= o->min_ranks) {
-        if (o->min_ranks < o->ranks)
+    if (target < o->min_ranks)
+        target = o->min_ranks;
+    if (st->ranks <= target) {
+        if (o->min_ranks < o->ranks && st->ranks == o->min_ranks)
             fprintf(stderr, "dtrain launch: staying at %d ranks (--min-ranks %d)\n", st->ranks,
                     o->min_ranks);
         return;
@@ -714,18 +745,77 @@ static void maybe_shrink(launch_state *st, const ckpt_info *c)
                 "dtrain launch: not dropping to %d ranks: no checkpoint yet to take the "
                 "global batch from, and no --global-batch in the train arguments to keep "
                 "it the same\n",
-                st->ranks - 1);
+                target);
         return;
     }
-    st->ranks--;
+    st->ranks = target;
     st->global_batch = g;
-    char from[80];
-    from_text(c->step, from, sizeof from);
     fprintf(stderr,
-            "dtrain launch: dropping to %d rank%s: the restart from %s failed before writing a "
-            "new checkpoint; --global-batch %lld (%s) keeps the global batch\n",
-            st->ranks, st->ranks == 1 ? "" : "s", from, g,
+            "dtrain launch: dropping to %d rank%s: %s; --global-batch %lld (%s) keeps the "
+            "global batch\n",
+            st->ranks, st->ranks == 1 ? "" : "s", why, g,
             c->step >= 0 ? "the checkpoint's" : "the train arguments'");
+}
+
+/* A restart that failed again before writing a checkpoint: a rank or a host that keeps
+ * failing. Runs on one rank fewer, down to --min-ranks. */
+static void maybe_shrink(launch_state *st, const ckpt_info *c)
+{
+    char from[80], why[160];
+    from_text(c->step, from, sizeof from);
+    snprintf(why, sizeof why, "the restart from %s failed before writing a new checkpoint", from);
+    shrink_to(st, c, st->ranks - 1, why);
+}
+
+/* The slots of the live hosts, or 0 when one of them gives none (Open MPI then counts the
+ * host's cores, which launch cannot see). */
+static int live_slots(const launch_state *st)
+{
+    int sum = 0;
+    for (int i = 0; i < st->nhosts; i++) {
+        if (st->hosts[i].alive && st->hosts[i].slots == 0)
+            return 0;
+        sum += st->hosts[i].alive ? st->hosts[i].slots : 0;
+    }
+    return sum;
+}
+
+/* After a failed run with a hostfile: every live host is probed; the silent ones are named
+ * in r->silent and left out of DIR/.hostfile, which the next run uses. Returns the number of
+ * hosts still alive (-1: the new hostfile could not be written). */
+static int probe_hosts(launch_state *st, run_result *r)
+{
+    char *words = strdup(st->o->mpirun);
+    char **args = words != NULL ? calloc(strlen(words) / 2 + 2, sizeof *args) : NULL;
+    int *was = calloc((size_t)st->nhosts, sizeof *was), alive = 0;
+    if (args != NULL && was != NULL) {
+        split_words(words, args);
+        for (int i = 0; i < st->nhosts; i++)
+            was[i] = st->hosts[i].alive;
+        dt_launch_hosts_probe(args, st->exe, st->hosts, st->nhosts, st->o->probe_timeout);
+    }
+    r->silent[0] = '\0';
+    for (int i = 0; i < st->nhosts; i++) {
+        const dt_launch_host *h = &st->hosts[i];
+        alive += h->alive;
+        if (was != NULL && was[i] && !h->alive) {
+            size_t used = strlen(r->silent);
+            snprintf(r->silent + used, sizeof r->silent - used, "%s%s", used ? ", " : "", h->name);
+        }
+    }
+    free(was);
+    free(args);
+    free(words);
+    if (r->silent[0] == '\0' || alive == 0)
+        return alive;
+    char written[PATH_LEN];
+    snprintf(written, sizeof written, "%s/.hostfile", st->o->dir);
+    if (dt_launch_hosts_write(written, st->hosts, st->nhosts) != 0) {
+        fprintf(stderr, "dtrain launch: cannot write %s: %s\n", written, strerror(errno));
+        return -1;
+    }
+    snprintf(st->hostfile, sizeof st->hostfile, "%s", written);
+    return alive;
 }
 
 /* After a failure that will be restarted: records and logs it, and decides the ranks. */
@@ -739,8 +829,14 @@ static void plan_restart(launch_state *st, const run_result *r)
     const long long base = c.step >= 0 ? c.step : 0;
     if (rec->reached > base)
         st->recomputed += rec->reached - base;
-    if (st->nrecs > 0 && c.step == st->start_step)
+    if (r->silent[0] != '\0' && live_slots(st) > 0) {
+        char why[640];
+        snprintf(why, sizeof why, "the hosts left have %d slot%s", live_slots(st),
+                 live_slots(st) == 1 ? "" : "s");
+        shrink_to(st, &c, live_slots(st), why);
+    } else if (st->nrecs > 0 && c.step == st->start_step) {
         maybe_shrink(st, &c);
+    }
     rec->ranks = st->ranks;
     st->nrecs++;
     char reached[64], from[80];
@@ -786,6 +882,21 @@ static int prepare(const launch_opts *o, launch_state *st)
         fprintf(stderr, "dtrain launch: --checkpoint-dir %s: path too long\n", o->dir);
         return DT_EXIT_USAGE;
     }
+    if (o->hostfile != NULL) {
+        char err[512];
+        st->hosts = calloc(DT_LAUNCH_MAX_HOSTS, sizeof *st->hosts);
+        if (st->hosts == NULL) {
+            fprintf(stderr, "dtrain launch: out of memory\n");
+            return DT_EXIT_FAIL;
+        }
+        st->nhosts =
+            dt_launch_hosts_read(o->hostfile, st->hosts, DT_LAUNCH_MAX_HOSTS, err, sizeof err);
+        if (st->nhosts < 0) {
+            fprintf(stderr, "dtrain launch: %s\n", err);
+            return DT_EXIT_USAGE;
+        }
+        snprintf(st->hostfile, sizeof st->hostfile, "%s", o->hostfile);
+    }
     /* The directory must exist for rank 0 to write its progress there from the first step;
      * one that cannot be made is left to the train command to report. */
     mkdir(o->dir, 0777);
@@ -800,7 +911,7 @@ static int prepare(const launch_opts *o, launch_state *st)
 /* Ends the supervision that did not succeed: the message on stderr, the report. */
 static int give_up(const launch_state *st, const char *cause)
 {
-    char why[640];
+    char why[1200];
     if (stop_signal != 0)
         snprintf(why, sizeof why, "stopped by signal %d (%s), not restarting: %s", (int)stop_signal,
                  strsignal(stop_signal), cause);
@@ -815,7 +926,7 @@ static int give_up(const launch_state *st, const char *cause)
 /* Runs the job until it succeeds, fails after the last restart, or is stopped. */
 static int supervise_job(launch_state *st)
 {
-    char cause[512] = "";
+    char cause[1024] = "";
     for (;;) {
         if (stop_signal != 0) /* received between two runs */
             return give_up(st, cause);
@@ -830,7 +941,17 @@ static int supervise_job(launch_state *st)
             report(st, outcome);
             return DT_EXIT_OK;
         }
+        const int alive = stop_signal == 0 && st->nhosts > 0 ? probe_hosts(st, &r) : 1;
         describe(&r, cause, sizeof cause);
+        const int slots = st->nhosts > 0 ? live_slots(st) : 0;
+        if (alive <= 0 || (slots > 0 && slots < st->o->min_ranks)) {
+            fprintf(stderr, "dtrain launch: not restarting: %s; %s\n", cause,
+                    alive < 0    ? "the hostfile of the hosts left could not be written"
+                    : alive == 0 ? "no host of the hostfile answers"
+                                 : "the hosts left have fewer slots than --min-ranks");
+            report(st, "failed");
+            return DT_EXIT_FAIL;
+        }
         if (stop_signal != 0 || st->nrecs >= st->o->max_restarts)
             return give_up(st, cause);
         plan_restart(st, &r);
@@ -854,5 +975,6 @@ int dt_cmd_launch(int argc, char **argv)
         rc = supervise_job(&st);
     }
     free(st.recs);
+    free(st.hosts);
     return rc;
 }

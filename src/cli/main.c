@@ -39,7 +39,8 @@ static void usage(FILE *out)
     fprintf(out, "\nexamples:\n"
                  "  dtrain train                              the seeds' ConvNet on Fashion-MNIST\n"
                  "  dtrain train examples/mlp.ini --epochs 3  the MLP example\n"
-                 "  mpirun -np 4 dtrain train examples/mlp.ini  data-parallel on 4 ranks\n");
+                 "  mpirun -np 4 dtrain train examples/mlp.ini  data-parallel on 4 ranks\n"
+                 "\ndtrain --version prints the version.\n");
 }
 
 int main(int argc, char **argv)
@@ -55,6 +56,10 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {
         usage(stdout);
+        return DT_EXIT_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0) { /* also dtrain launch's probe of a host */
+        printf("dtrain %s\n", DT_VERSION_STRING);
         return DT_EXIT_OK;
     }
     for (int i = 0; i < N_COMMANDS; i++)

@@ -18,6 +18,8 @@
 #   lostH    Open MPI's report of a lost daemon on node H (a host gone)
 #   fail     exit 1;  kill: SIGKILL itself;  ok: exit 0 (also when the plan has no word N)
 #   hang     wait for SIGTERM, note it, exit 143
+# A probe (launch's "-n 1 --host H EXE --version" after a failure) is not a call: it is
+# logged in $state/probes and fails for a host in $FAKE_DEAD, hangs for one in $FAKE_HANG.
 set -eu
 DTRAIN=${DTRAIN:?ctest sets DTRAIN}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dtrain-launch-XXXXXX")
@@ -27,6 +29,12 @@ exe=$(readlink -f "$DTRAIN")
 
 cat >"$tmp/fake.sh" <<'FAKE'
 state=${FAKE_STATE:?}
+if [ "${3-}" = "--host" ] && [ "${6-}" = "--version" ]; then
+    echo "$*" >>"$state/probes"
+    case " ${FAKE_DEAD-} " in *" $4 "*) exit 1 ;; esac
+    case " ${FAKE_HANG-} " in *" $4 "*) exec sleep 30 ;; esac
+    exit 0
+fi
 n=$(($(cat "$state/count" 2>/dev/null || echo 0) + 1))
 echo "$n" >"$state/count"
 echo "$*" >>"$state/args"
@@ -182,6 +190,32 @@ expect restart "$o" '^dtrain launch: steps recomputed: 10$'
 FAKE_PLAN="ck5,p7,lost10.1.2.3,fail ok" \
     launch host_lost 0 -n 2 --mpirun "$fake" -- --checkpoint-dir "$tmp/host_lost/ck"
 expect host_lost "$tmp/host_lost.err" '^dtrain launch: restart 1 of 3: mpirun exited with status 1; host 10\.1\.2\.3 lost \(its daemon stopped answering\); reached step 7; resuming from step-000000005'
+
+# ---- a host that does not answer the probe: named, left out, the ranks cut to its slots ----
+printf 'hostA slots=2 # rack 1\n\n# hostC is not here\nhostB  slots=2\n' >"$tmp/hosts2"
+D="$tmp/silent/ck"
+FAKE_PLAN="ck5:64,p7,fail ok" FAKE_DEAD=hostB \
+    launch silent 0 -n 4 --min-ranks 2 --hostfile "$tmp/hosts2" --mpirun "$fake" -- \
+    --checkpoint-dir "$D"
+e="$tmp/silent.err"
+same silent probes "$(printf '%s\n%s' "-n 1 --host hostA $exe --version" \
+    "-n 1 --host hostB $exe --version")" "$(sort "$tmp/silent/probes")"
+expect silent "$e" '^dtrain launch: dropping to 2 ranks: the hosts left have 2 slots; --global-batch 64 \(the checkpoint.s\)'
+expect silent "$e" '^dtrain launch: restart 1 of 3: mpirun exited with status 1; host hostB did not answer the probe; reached step 7; resuming from step-000000005 \(step 5\) on 2 ranks$'
+same silent "the restart's arguments" \
+    "-n 2 -x DTRAIN_PROGRESS_FILE --hostfile $D/.hostfile $exe train --checkpoint-dir $D --resume $D --global-batch 64" \
+    "$(sed -n 2p "$tmp/silent/args")"
+same silent "the hosts left" "hostA slots=2" "$(cat "$D/.hostfile")"
+# A probe that hangs is a silent host too (--probe-timeout); none left: no restart.
+FAKE_PLAN="fail ok" FAKE_HANG=hostA FAKE_DEAD=hostB \
+    launch none_left 1 -n 2 --probe-timeout 1 --hostfile "$tmp/hosts2" --mpirun "$fake" -- \
+    --checkpoint-dir "$tmp/none_left/ck"
+expect none_left "$tmp/none_left.err" '^dtrain launch: not restarting: mpirun exited with status 1; hosts hostA, hostB did not answer the probe; no host of the hostfile answers$'
+same none_left calls 1 "$(cat "$tmp/none_left/count")"
+printf 'hostA slots=two\n' >"$tmp/hosts_bad"
+launch bad_hostfile 2 -n 2 --hostfile "$tmp/hosts_bad" --mpirun "$fake" -- \
+    --checkpoint-dir "$tmp/bad_hostfile/ck"
+expect bad_hostfile "$tmp/bad_hostfile.err" "^dtrain launch: --hostfile $tmp/hosts_bad line 1: "
 
 # ---- fewer ranks: restarts that fail before a new checkpoint ----
 # Call 1 checkpoints step 10 (global batch 64) and fails at 13; call 2 (a restart) fails at

@@ -10,9 +10,12 @@
 #   - dtrain launch over the hostfile restarts a job whose rank on host1 was killed, from its
 #     checkpoint, and ends with the uninterrupted run's weights, byte for byte;
 #   - a host killed mid-run (every process in its namespace, SIGKILL) ends the job within 30 s
-#     with a non-zero status. Whether the host is named depends on Open MPI's message (its
+#     with a non-zero status. Whether Open MPI names the host depends on its message (its
 #     "Remote daemon ... on node H", which dtrain launch turns into its restart's cause:
-#     tests/launch/launch_args.sh); the test prints which it was.
+#     tests/launch/launch_args.sh); the test prints which it was;
+#   - under dtrain launch, a host that dies and stays unreachable (its processes killed, then
+#     its link down) is named by launch's probe, left out, and the job finishes from its
+#     checkpoint on the host left, on 1 rank with the global batch kept.
 # Needs root and the ip, tc and unshare tools; without them it is skipped (exit 77, which
 # ctest reports as skipped) with the reason, never passed.
 set -u
@@ -90,7 +93,7 @@ done
 sleep 1
 t0=$(date +%s)
 ip netns pids "$ns1" | xargs -r kill -9
-( sleep 30; kill -9 $job 2>/dev/null ) &
+( sleep 30; kill -9 $job 2>/dev/null ) >/dev/null 2>&1 &  # not holding ctest's output open
 guard=$!
 wait $job
 code=$?
@@ -105,5 +108,32 @@ if [ $code -ne 0 ] && [ $took -lt 30 ]; then
 else
     echo "FAIL host-killed: status $code after ${took} s (a hang is killed at 30 s)"
     sed 's/^/  /' "$tmp/kill.out"; fail=1
+fi
+
+# Under dtrain launch, host1 dies for good: its processes are killed, then its link goes down.
+# Launch's probe of host1 cannot start a process there: host1 is named and left out, and
+# the job resumes on host0 alone from the newest checkpoint.
+"$DTRAIN" launch -n 2 --min-ranks 1 --probe-timeout 5 --hostfile "$tmp_hosts/hosts" \
+    --mpirun "$tmp_hosts/mpirun" -- "$MLP" --threads 1 --no-progress --max-steps 400 --slow-rank 0:5 \
+    --epochs 1 --checkpoint-dir "$tmp/ck_dead" --checkpoint-every 5 \
+    </dev/null >"$tmp/dead.out" 2>&1 &
+job=$!
+for i in $(seq 1 100); do
+    ls -d "$tmp/ck_dead"/step-* >/dev/null 2>&1 && break
+    sleep 0.2
+done
+ip netns pids "$ns1" | xargs -r kill -9
+ip -n "$ns1" link set "dtv${tag}b" down
+( sleep 120; kill -9 $job 2>/dev/null ) >/dev/null 2>&1 &  # not holding ctest's output open
+guard=$!
+wait $job
+code=$?
+kill $guard 2>/dev/null
+if [ $code -eq 0 ] && grep -q "host $net.2 did not answer the probe" "$tmp/dead.out" &&
+    grep -q 'ranks at the end: 1 (of 2)' "$tmp/dead.out"; then
+    echo "ok host-dead-launch: $(grep 'restart 1 of' "$tmp/dead.out" | cut -c1-200)"
+else
+    echo "FAIL host-dead-launch: exit $code, host1 not named, or not finished on 1 rank"
+    sed 's/^/  /' "$tmp/dead.out"; fail=1
 fi
 exit $fail

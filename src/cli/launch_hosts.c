@@ -1,0 +1,147 @@
+/* launch_hosts.c — hostfile hosts for dtrain launch (launch_hosts.h). */
+#include "launch_hosts.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* One line of a hostfile into *h; returns 1 for a host, 0 for a blank or comment line, -1
+ * for a bad slots count. */
+static int parse_line(char *line, dt_launch_host *h)
+{
+    line[strcspn(line, "#\n")] = '\0';
+    char *save = NULL, *word = strtok_r(line, " \t", &save);
+    if (word == NULL)
+        return 0;
+    if (strlen(word) >= sizeof h->name)
+        return -1;
+    snprintf(h->name, sizeof h->name, "%s", word);
+    h->slots = 0;
+    h->alive = 1;
+    while ((word = strtok_r(NULL, " \t", &save)) != NULL) {
+        if (strncmp(word, "slots=", 6) != 0)
+            continue;
+        char *end = NULL;
+        long s = strtol(word + 6, &end, 10);
+        if (end == word + 6 || *end != '\0' || s < 1 || s > 1000000)
+            return -1;
+        h->slots = (int)s;
+    }
+    return 1;
+}
+
+int dt_launch_hosts_read(const char *path, dt_launch_host *hosts, int max, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        snprintf(err, errlen, "--hostfile %s: %s", path, strerror(errno));
+        return -1;
+    }
+    char line[1024];
+    int n = 0, lineno = 0, bad = 0;
+    while (!bad && fgets(line, sizeof line, f) != NULL) {
+        lineno++;
+        if (n == max) {
+            snprintf(err, errlen, "--hostfile %s: more than %d hosts", path, max);
+            bad = 1;
+        } else {
+            int got = parse_line(line, &hosts[n]);
+            if (got < 0) {
+                snprintf(err, errlen,
+                         "--hostfile %s line %d: a host name of 255 characters at most and "
+                         "slots=N with N >= 1",
+                         path, lineno);
+                bad = 1;
+            }
+            n += got > 0;
+        }
+    }
+    fclose(f);
+    return bad ? -1 : n;
+}
+
+int dt_launch_hosts_write(const char *path, const dt_launch_host *hosts, int n)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        if (!hosts[i].alive)
+            continue;
+        if (hosts[i].slots > 0)
+            fprintf(f, "%s slots=%d\n", hosts[i].name, hosts[i].slots);
+        else
+            fprintf(f, "%s\n", hosts[i].name);
+    }
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+/* One probe, its output thrown away; returns its pid or -1. */
+static pid_t start_probe(char *const *launcher, const char *exe, const char *host)
+{
+    int words = 0;
+    while (launcher[words] != NULL)
+        words++;
+    char **args = malloc(((size_t)words + 7) * sizeof *args);
+    if (args == NULL)
+        return -1;
+    memcpy(args, launcher, (size_t)words * sizeof *args);
+    char *tail[] = {"-n", "1", "--host", (char *)host, (char *)exe, "--version", NULL};
+    memcpy(args + words, tail, sizeof tail);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR);
+        if (null >= 0) {
+            dup2(null, STDIN_FILENO);
+            dup2(null, STDOUT_FILENO);
+            dup2(null, STDERR_FILENO);
+        }
+        setpgid(0, 0); /* so that a probe left hanging is killed with what it started */
+        execvp(args[0], args);
+        _exit(127);
+    }
+    free(args);
+    return pid;
+}
+
+int dt_launch_hosts_probe(char *const *launcher, const char *exe, dt_launch_host *hosts, int n,
+                          double timeout_s)
+{
+    pid_t *pid = calloc((size_t)(n > 0 ? n : 1), sizeof *pid);
+    if (pid == NULL)
+        return 0;
+    int waiting = 0, dead = 0;
+    for (int i = 0; i < n; i++)
+        if (hosts[i].alive && (pid[i] = start_probe(launcher, exe, hosts[i].name)) > 0)
+            waiting++;
+    const struct timespec tick = {0, 50 * 1000 * 1000};
+    for (double waited = 0; waiting > 0 && waited < timeout_s; waited += 0.05) {
+        nanosleep(&tick, NULL);
+        for (int i = 0; i < n; i++) {
+            int status = 0;
+            if (pid[i] <= 0 || waitpid(pid[i], &status, WNOHANG) != pid[i])
+                continue;
+            pid[i] = 0, waiting--;
+            if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                hosts[i].alive = 0, dead++;
+        }
+    }
+    for (int i = 0; i < n; i++) { /* still running at the deadline: silent */
+        if (pid[i] <= 0)
+            continue;
+        kill(-pid[i], SIGKILL);
+        kill(pid[i], SIGKILL);
+        waitpid(pid[i], NULL, 0);
+        hosts[i].alive = 0, dead++;
+    }
+    free(pid);
+    return dead;
+}
