@@ -17,7 +17,7 @@ endif
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 
-.PHONY: all deps build demo test test-asan test-tsan fuzz fuzz-ci check-accuracy refs bench package \
+.PHONY: all deps build demo test test-asan test-tsan fuzz fuzz-ci check-accuracy refs bench package package-fresh \
         clean
 
 all: build
@@ -101,6 +101,11 @@ bench: build
 package: build
 	cd $(BUILD) && cpack -G DEB
 	sh tests/install/check-deb.sh $(BUILD)
+
+# The package installed on a fresh Debian 12 made by debootstrap, and run there (root and
+# the network to a Debian mirror; a few minutes): tests/install/deb-fresh.sh.
+package-fresh: package
+	sh tests/install/deb-fresh.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)
