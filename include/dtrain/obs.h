@@ -60,15 +60,17 @@ DT_API void dt_obs_free(dt_obs *o);
 DT_API void dt_obs_set_step(dt_obs *o, int64_t step);
 /* Adds [t0, t1) to phase p's total (and as an event of micro-batch `micro`). */
 DT_API void dt_obs_phase(dt_obs *o, dt_phase p, double t0, double t1, int micro);
-/* A collective or message from t0 to t1: an event, and t1 - t0 added to the time
- * communication was in flight (dt_obs_inflight). */
+/* A collective or message from t0 to t1: an event, and the part of [t0, t1] that no other
+ * operation of the step covered added to the time communication was in flight
+ * (dt_obs_inflight). */
 DT_API void dt_obs_coll(dt_obs *o, const char *name, const char *group, const char *algo,
                         uint64_t bytes, double t0, double t1);
 /* A whole step (an event only). */
 DT_API void dt_obs_step(dt_obs *o, double t0, double t1);
 
 DT_API double dt_obs_total(const dt_obs *o, dt_phase p);
-/* Seconds communication was in flight, summed over the operations recorded. */
+/* Seconds during which at least one operation was in flight: the union of their spans
+ * within each step (operations in flight together count once). */
 DT_API double dt_obs_inflight(const dt_obs *o);
 DT_API size_t dt_obs_count(const dt_obs *o);
 DT_API const dt_obs_event *dt_obs_get(const dt_obs *o, size_t i);

@@ -3,9 +3,15 @@
 
 #include "dtrain/obs.h"
 
+/* Operations in flight at once that the union below keeps apart: more overlapping spans
+ * than this lose the oldest, whose later overlaps then count twice. */
+#define OBS_SPANS 32
+
 struct dt_obs {
     double total[DT_PHASE_COUNT];
-    double inflight;
+    double inflight;           /* the union of the operations' spans, seconds */
+    double span[OBS_SPANS][2]; /* disjoint, of the current step */
+    int nspan;
     int64_t step;
     dt_obs_event *events;
     size_t cap, n;
@@ -80,12 +86,38 @@ void dt_obs_phase(dt_obs *o, dt_phase p, double t0, double t1, int micro)
     e->t1 = t1;
 }
 
+/* Adds [t0, t1] to the union of the step's spans: the part no recorded span covers goes to
+ * inflight, then the spans it touches merge with it. Two buckets' all-reduces in flight
+ * together are communication in flight once, not twice. */
+static void add_span(dt_obs *o, double t0, double t1)
+{
+    double covered = 0, a = t0, b = t1;
+    int k = 0;
+    for (int i = 0; i < o->nspan; i++) {
+        const double lo = o->span[i][0], hi = o->span[i][1];
+        if (hi < t0 || lo > t1) {
+            o->span[k][0] = lo, o->span[k][1] = hi, k++;
+            continue;
+        }
+        covered += (hi < t1 ? hi : t1) - (lo > t0 ? lo : t0);
+        a = lo < a ? lo : a;
+        b = hi > b ? hi : b;
+    }
+    o->inflight += (t1 - t0) - covered;
+    if (k == OBS_SPANS) { /* forget the oldest */
+        memmove(o->span[0], o->span[1], sizeof o->span[0] * (OBS_SPANS - 1));
+        k--;
+    }
+    o->span[k][0] = a, o->span[k][1] = b;
+    o->nspan = k + 1;
+}
+
 void dt_obs_coll(dt_obs *o, const char *name, const char *group, const char *algo, uint64_t bytes,
                  double t0, double t1)
 {
     if (o == NULL)
         return;
-    o->inflight += t1 - t0;
+    add_span(o, t0, t1);
     dt_obs_event *e = next_event(o);
     if (e == NULL)
         return;
@@ -105,6 +137,7 @@ void dt_obs_step(dt_obs *o, double t0, double t1)
 {
     if (o == NULL)
         return;
+    o->nspan = 0; /* a step's operations end within it */
     dt_obs_event *e = next_event(o);
     if (e == NULL)
         return;

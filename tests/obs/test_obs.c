@@ -38,6 +38,26 @@ static void test_totals_and_events(void **state)
     dt_obs_free(o);
 }
 
+/* Operations in flight together count once: the union of their spans, whatever order they
+ * end in; a step's end starts a new union. */
+static void test_inflight_union(void **state)
+{
+    (void)state;
+    dt_obs *o = NULL;
+    DT_ASSERT_OK(dt_obs_create(0, &o));
+    dt_obs_coll(o, "allreduce", "dp", "ring", 64, 2.0, 5.0); /* ends first, inside the next */
+    dt_obs_coll(o, "allreduce", "dp", "mpi", 64, 0.0, 10.0); /* [0, 10] */
+    assert_true(dt_obs_inflight(o) == 10.0);
+    dt_obs_coll(o, "allgather", "dp", "direct", 8, 8.0, 12.0); /* 2 more */
+    dt_obs_coll(o, "bcast", "dp", "mpi", 8, 20.0, 21.0);       /* 1 more, apart */
+    dt_obs_coll(o, "bcast", "dp", "mpi", 8, 11.0, 20.5);       /* joins both: 8 more */
+    assert_true(dt_obs_inflight(o) == 21.0);
+    dt_obs_step(o, 0.0, 22.0);
+    dt_obs_coll(o, "allreduce", "dp", "ring", 64, 21.0, 23.0); /* another step: counted whole */
+    assert_true(dt_obs_inflight(o) == 23.0);
+    dt_obs_free(o);
+}
+
 static void test_totals_only_and_null(void **state)
 {
     (void)state;
@@ -60,6 +80,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_totals_and_events),
+        cmocka_unit_test(test_inflight_union),
         cmocka_unit_test(test_totals_only_and_null),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
