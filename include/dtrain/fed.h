@@ -122,6 +122,13 @@ DT_API void dt_fed_histogram(const int64_t *client_of, const int32_t *labels, in
  * O(per_round^2) time at worst. */
 DT_API void dt_fed_sample(int clients, int per_round, uint64_t seed, int64_t round, int *out);
 
+/* The samples a client of `samples` samples trains on in one round of fedavg's local
+ * training with batches of `batch`: local_steps > 0 batches taken in order through its
+ * shuffled partition, epoch after epoch (the last batch of an epoch may be short), or else
+ * local_epochs whole passes. For a round's samples/s. */
+DT_API int64_t dt_fed_local_samples(int64_t samples, int64_t batch, int local_epochs,
+                                    int64_t local_steps);
+
 /* A Gamma(alpha, 1) variate (shape alpha > 0, finite; DT_ASSERT), a pure function of
  * (alpha, seed, index): the one dt_fed_assign's Dirichlet draw uses for class k and
  * client c at index k * clients + c. Marsaglia and Tsang's method, with the alpha < 1

@@ -218,8 +218,8 @@ static dt_status on_epoch(void *vctx, const dt_epoch_info *e)
         printf("  test accuracy %.4f", e->test_accuracy);
     if (e->steps == 0)
         printf("\n");
-    else if (fed) /* a round's samples are its clients' local epochs: time is the figure */
-        printf("  (%.2f s)\n", e->epoch_s);
+    else if (fed) /* a round's samples: its clients' local epochs or steps, added up */
+        printf("  %.0f local samples/s  (%.2f s)\n", e->samples_per_s, e->epoch_s);
     else
         printf("  %.0f samples/s  (%.1f s)\n", e->samples_per_s, e->epoch_s);
     fflush(stdout);
@@ -560,7 +560,8 @@ static dt_status print_header(const dt_config *cfg, const dt_cli_world *world, d
                lay.pp > 1 ? "'s stage" : "", (double)(mem.kept_bytes + mem.state_bytes) / 1e6,
                (double)mem.input_bytes / 1e6, (double)mem.state_bytes / 1e6,
                (double)mem.working_bytes / 1e6);
-    if (cfg->parallel.compress.kind != DT_COMPRESS_NONE && lay.dp == 1)
+    if (cfg->parallel.compress.kind != DT_COMPRESS_NONE && lay.dp == 1 &&
+        cfg->parallel.strategy != DT_STRATEGY_FEDAVG) /* fedavg compresses each client's update */
         printf("dtrain: warning: --compress compresses what data-parallel ranks exchange; with "
                "one replica there is no exchange and it changes nothing\n");
     if (lay.tp > 1 && lay.pp == 1 && dt_model_param_count(m) == dt_model_whole_param_count(m))
@@ -649,6 +650,19 @@ static dt_status report_comm(const dt_config *cfg, const dt_cli_world *world, dt
     }
     if (cs.ps_servers > 0)
         return report_ps(world, &cs);
+    if (cfg->parallel.strategy == DT_STRATEGY_FEDAVG && world->rank == 0 &&
+        cfg->parallel.compress.kind != DT_COMPRESS_NONE && cs.wire_bytes_per_step > 0) {
+        char mode[64];
+        dt_compress_format(&cfg->parallel.compress, mode, sizeof mode);
+        printf("dtrain: fedavg: client updates compressed (%s%s): %.4f MB per round from rank 0's "
+               "clients instead of %.4f MB (1/%.1f)\n",
+               mode,
+               cfg->parallel.compress.kind == DT_COMPRESS_TOPK
+                   ? ", no error feedback: clients keep no state between rounds"
+                   : "",
+               (double)cs.wire_bytes_per_step / 1e6, (double)cs.bytes_per_step / 1e6,
+               (double)cs.bytes_per_step / (double)cs.wire_bytes_per_step);
+    }
     if (cs.dp <= 1 || cs.steps == 0)
         return DT_OK;
     if (cfg->parallel.compress.kind != DT_COMPRESS_NONE) {

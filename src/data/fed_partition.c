@@ -457,3 +457,15 @@ void dt_fed_sample(int clients, int per_round, uint64_t seed, int64_t round, int
         }
     }
 }
+
+int64_t dt_fed_local_samples(int64_t samples, int64_t batch, int local_epochs, int64_t local_steps)
+{
+    if (samples <= 0 || batch <= 0)
+        return 0;
+    if (local_steps <= 0)
+        return local_epochs > 0 ? (int64_t)local_epochs * samples : 0;
+    const int64_t per_epoch = (samples + batch - 1) / batch;
+    /* Whole epochs, then `rest` full batches (fewer than an epoch's: never its short one). */
+    const int64_t rest = local_steps % per_epoch;
+    return local_steps / per_epoch * samples + rest * batch;
+}

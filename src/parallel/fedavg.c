@@ -10,18 +10,23 @@
  *      (or a number of local steps) with the trainer's optimizer, its state reset for each
  *      client, at the round's learning rate; FedProx adds mu (w - w_t) to each gradient
  *      (Li et al., MLSys 2020);
- *   3. slot j holds n_c (w_c - w_t), the client's update weighted by its sample count;
- *      the slots are all-gathered, and every rank sums them in slot order:
- *          w_{t+1} = w_t + (sum_j n_{c_j} (w_{c_j} - w_t)) / (sum_j n_{c_j})
+ *   3. slot j holds the client's update w_c - w_t, compressed as parallel.compress says
+ *      (none; fp16 or bf16; topk:R, its ceil(R n) largest entries as (index, value) pairs:
+ *      clients keep no state between rounds, so no error feedback); the slots are
+ *      all-gathered, and every rank decodes them, weighs each by its client's sample count
+ *      and sums them in slot order:
+ *          w_{t+1} = w_t + (sum_j n_{c_j} D(w_{c_j} - w_t)) / (sum_j n_{c_j})
  *      so the parameters do not depend on how the clients were spread over ranks (1, 2 or
  *      3 ranks give the same bits: tests/fed).
  * A client's local order and dropout masks are keyed by (round, client, local epoch), never
  * by the rank, for the same reason. Only the updates cross the network. */
 #include <string.h>
 
+#include "core/half.h"
 #include "dtrain/fed.h"
 #include "dtrain/optim.h"
 #include "dtrain/rng.h"
+#include "parallel/compress.h"
 #include "parallel/strategy.h"
 
 typedef struct dt_fedavg {
@@ -33,17 +38,22 @@ typedef struct dt_fedavg {
     int64_t *order, *batch;  /* [largest client], [planned batch] */
     int *sampled;            /* [clients_per_round] */
     float *global;           /* [parameters]: the round's global model */
-    float *slots;            /* [clients_per_round x parameters]: weighted updates */
-    size_t *counts, *displs; /* [size]: each rank's slots, in floats */
+    float *slots;            /* [clients_per_round x parameters]: updates, then weighted */
+    size_t *counts, *displs; /* [size]: each rank's slots on the wire, in elements */
     size_t n;                /* parameters */
+    /* parallel.compress: the wire's slots (slot_bytes each) and their encoding's buffers */
+    dt_compress_kind ckind;
+    size_t k, slot_bytes;          /* topk's entries per slot; a slot's bytes on the wire */
+    uint8_t *wire;                 /* [clients_per_round x slot_bytes] */
+    float *delta, *tk_val;         /* [parameters], [k] */
+    uint32_t *tk_idx, *tk_scratch; /* [k], [parameters] */
 } dt_fedavg;
 
-void dt_fed_slot(const float *w_client, const float *w_global, int64_t samples, size_t n,
-                 float *slot)
+void dt_fed_weigh(float *slot, int64_t samples, size_t n)
 {
     const float weight = (float)samples;
     for (size_t i = 0; i < n; i++)
-        slot[i] = weight * (w_client[i] - w_global[i]);
+        slot[i] = weight * slot[i];
 }
 
 void dt_fed_average(const float *w_global, const float *slots, int k, size_t n, double total,
@@ -68,6 +78,59 @@ static uint64_t client_key(int64_t round, int client, int64_t local_epoch)
            ((uint64_t)client & 0xFFFFFULL) << 18 | ((uint64_t)local_epoch & 0x3FFFFULL);
 }
 
+/* The compressed wire: a slot is n halves (fp16, bf16) or k (index, value) pairs (topk);
+ * uncompressed, the slots are gathered as floats in place. */
+static dt_status alloc_wire(dt_fedavg *f)
+{
+    dt_status st = DT_OK;
+    const size_t k = (size_t)f->base.opt.clients_per_round;
+    f->ckind = f->base.opt.compress.kind;
+    if (f->ckind == DT_COMPRESS_NONE)
+        return DT_OK;
+    if (f->ckind == DT_COMPRESS_TOPK) {
+        f->k = dt_topk_count(f->n, f->base.opt.compress.ratio);
+        f->slot_bytes = f->k * (sizeof(uint32_t) + sizeof(float));
+        DT_TRY(dt_alloc(f->k * sizeof(float), "top-k values", (void **)&f->tk_val));
+        DT_TRY(dt_alloc(f->k * sizeof(uint32_t), "top-k indices", (void **)&f->tk_idx));
+        DT_TRY(dt_alloc(f->n * sizeof(uint32_t), "top-k scratch", (void **)&f->tk_scratch));
+    } else {
+        f->slot_bytes = f->n * sizeof(uint16_t);
+    }
+    DT_TRY(dt_alloc(f->n * sizeof(float), "client update", (void **)&f->delta));
+    DT_TRY(dt_alloc_large(k * f->slot_bytes, "compressed updates", (void **)&f->wire));
+fail:
+    return st;
+}
+
+/* A client's update d (n) into its wire slot. */
+static void encode(dt_fedavg *f, const float *d, uint8_t *slot)
+{
+    if (f->ckind == DT_COMPRESS_FP16) {
+        dt_f32_to_f16_n(d, (uint16_t *)(void *)slot, f->n);
+    } else if (f->ckind == DT_COMPRESS_BF16) {
+        dt_f32_to_bf16_n(d, (uint16_t *)(void *)slot, f->n);
+    } else {
+        dt_topk_select(d, f->n, f->k, f->tk_idx, f->tk_val, f->tk_scratch);
+        memcpy(slot, f->tk_idx, f->k * sizeof(uint32_t));
+        memcpy(slot + f->k * sizeof(uint32_t), f->tk_val, f->k * sizeof(float));
+    }
+}
+
+/* A wire slot back into a dense update d (n). */
+static void decode(dt_fedavg *f, const uint8_t *slot, float *d)
+{
+    if (f->ckind == DT_COMPRESS_FP16) {
+        dt_f16_to_f32_n((const uint16_t *)(const void *)slot, d, f->n);
+    } else if (f->ckind == DT_COMPRESS_BF16) {
+        dt_bf16_to_f32_n((const uint16_t *)(const void *)slot, d, f->n);
+    } else {
+        memcpy(f->tk_idx, slot, f->k * sizeof(uint32_t));
+        memcpy(f->tk_val, slot + f->k * sizeof(uint32_t), f->k * sizeof(float));
+        memset(d, 0, f->n * sizeof(float));
+        dt_sparse_add(d, f->tk_idx, f->tk_val, f->k);
+    }
+}
+
 static dt_status fed_attach(dt_strategy *s, dt_model *m, size_t *optim_count)
 {
     dt_fedavg *f = (dt_fedavg *)s;
@@ -82,11 +145,13 @@ static dt_status fed_attach(dt_strategy *s, dt_model *m, size_t *optim_count)
     DT_TRY(dt_alloc((size_t)f->size * sizeof(size_t), "slots", (void **)&f->counts));
     DT_TRY(dt_alloc((size_t)f->size * sizeof(size_t), "slots", (void **)&f->displs));
     DT_TRY(dt_alloc((size_t)dt_model_max_batch(m) * sizeof(int64_t), "batch", (void **)&f->batch));
+    DT_TRY(alloc_wire(f));
+    const size_t per_slot = f->ckind == DT_COMPRESS_NONE ? f->n : f->slot_bytes;
     for (int r = 0; r < f->size; r++) {
         int64_t b, c;
         dt_strategy_part(o->clients_per_round, f->size, r, &b, &c);
-        f->counts[r] = (size_t)c * f->n;
-        f->displs[r] = (size_t)b * f->n;
+        f->counts[r] = (size_t)c * per_slot;
+        f->displs[r] = (size_t)b * per_slot;
     }
     /* The trainer's optimizer is each client's in turn, its state reset per client. */
     *optim_count = f->n;
@@ -131,6 +196,11 @@ static void fed_free(dt_strategy *s)
     dt_free(f->slots);
     dt_free(f->counts);
     dt_free(f->displs);
+    dt_free(f->wire);
+    dt_free(f->delta);
+    dt_free(f->tk_val);
+    dt_free(f->tk_idx);
+    dt_free(f->tk_scratch);
     dt_comm_free(f->comm);
     dt_free(f);
 }
@@ -174,8 +244,9 @@ fail:
     return st;
 }
 
-/* Client c's round: from the global model, its local epochs (or steps), then its weighted
- * update into `slot`. Adds its loss sum and samples. */
+/* Client c's round: from the global model, its local epochs (or steps), then its update
+ * w_c - w_t into `slot` (the slots' floats uncompressed; the wire's slot of the same index
+ * compressed). Adds its loss sum and samples. */
 static dt_status train_client(dt_fedavg *f, const dt_step_io *io, int c, int64_t round, double lr,
                               float *slot, double *loss_sum, int64_t *samples)
 {
@@ -203,7 +274,11 @@ static dt_status train_client(dt_fedavg *f, const dt_step_io *io, int c, int64_t
             *samples += cnt;
         }
     }
-    dt_fed_slot(w, f->global, nc, f->n, slot);
+    float *d = f->ckind == DT_COMPRESS_NONE ? slot : f->delta;
+    for (size_t i = 0; i < f->n; i++)
+        d[i] = w[i] - f->global[i];
+    if (f->ckind != DT_COMPRESS_NONE)
+        encode(f, d, f->wire + (size_t)(slot - f->slots) / f->n * f->slot_bytes);
 fail:
     dt_optim_set_steps(f->base.optim, rounds);
     return st;
@@ -227,14 +302,25 @@ static dt_status fed_step(dt_strategy *s, const dt_step_plan *plan, const dt_ste
                             &sums[0], &samples));
     sums[1] = (double)samples;
     const double t0 = dt_now();
-    DT_TRY(dt_comm_allgatherv(f->comm, f->slots + (size_t)first * f->n, f->slots, f->counts,
-                              f->displs, DT_COMM_FLOAT32));
+    if (f->ckind == DT_COMPRESS_NONE)
+        DT_TRY(dt_comm_allgatherv(f->comm, f->slots + (size_t)first * f->n, f->slots, f->counts,
+                                  f->displs, DT_COMM_FLOAT32));
+    else
+        DT_TRY(dt_comm_allgatherv(f->comm, f->wire + (size_t)first * f->slot_bytes, f->wire,
+                                  f->counts, f->displs, DT_COMM_UINT8));
     DT_TRY(dt_comm_allreduce(f->comm, sums, sums, 2, DT_COMM_FLOAT64, DT_COMM_SUM));
     dt_obs_phase(s->obs, DT_PHASE_COMM, t0, dt_now(), -1);
-    /* The server's average, in slot order on every rank. */
+    /* The server's average, in slot order on every rank: each update decoded, weighed by
+     * its client's samples. */
     double total = 0.0;
-    for (int j = 0; j < o->clients_per_round; j++)
-        total += (double)(f->start[f->sampled[j] + 1] - f->start[f->sampled[j]]);
+    for (int j = 0; j < o->clients_per_round; j++) {
+        const int64_t nc = f->start[f->sampled[j] + 1] - f->start[f->sampled[j]];
+        float *slot = f->slots + (size_t)j * f->n;
+        if (f->ckind != DT_COMPRESS_NONE)
+            decode(f, f->wire + (size_t)j * f->slot_bytes, slot);
+        dt_fed_weigh(slot, nc, f->n);
+        total += (double)nc;
+    }
     dt_fed_average(f->global, f->slots, o->clients_per_round, f->n, total, w);
     /* The round's loss: the clients' local training loss, as a sum over the step's samples. */
     *loss_sum = sums[1] > 0 ? sums[0] / sums[1] * (double)plan->samples : 0.0;
@@ -279,8 +365,11 @@ static void fed_stats(const dt_strategy *s, dt_strategy_stats *out)
 {
     const dt_fedavg *f = (const dt_fedavg *)s;
     out->replicas = 1;
-    out->bytes_per_step = (size_t)s->opt.clients_per_round * f->n * sizeof(float);
-    out->wire_bytes_per_step = f->counts[f->rank] * sizeof(float);
+    /* This rank's clients' updates: what it hands the all-gather each round. */
+    const size_t mine = f->counts[f->rank] / (f->ckind == DT_COMPRESS_NONE ? f->n : f->slot_bytes);
+    out->bytes_per_step = mine * f->n * sizeof(float);
+    out->wire_bytes_per_step =
+        f->ckind == DT_COMPRESS_NONE ? out->bytes_per_step : f->counts[f->rank];
 }
 
 static dt_status fed_time_alone(dt_strategy *s, int reps, double *seconds)

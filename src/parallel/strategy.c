@@ -88,7 +88,12 @@ void dt_compress_format(const dt_compress_options *o, char *buf, size_t nbytes)
         snprintf(buf, nbytes, "bf16");
         return;
     case DT_COMPRESS_TOPK:
-        snprintf(buf, nbytes, "topk:%.17g", o->ratio);
+        /* The shortest decimal that reads back as the same double: 0.1, not 0.1000...01. */
+        for (int digits = 1; digits <= 17; digits++) {
+            snprintf(buf, nbytes, "topk:%.*g", digits, o->ratio);
+            if (strtod(buf + 5, NULL) == o->ratio)
+                break;
+        }
         return;
     case DT_COMPRESS_POWERSGD:
         snprintf(buf, nbytes, "powersgd:%d", o->rank);
@@ -130,11 +135,15 @@ static dt_status check_ps(const dt_strategy_options *o, int world, int tp, int p
 /* fedavg: clients simulated on a flat world; no tp, pp or ZeRO under it. */
 static dt_status check_fedavg(const dt_strategy_options *o, int tp, int pp)
 {
-    if (tp > 1 || pp > 1 || o->zero || o->compress.kind != DT_COMPRESS_NONE)
+    if (tp > 1 || pp > 1 || o->zero)
         return dt_fail(DT_ERR_UNSUPPORTED,
-                       "parallel.strategy fedavg: runs without tensor or pipeline parallelism, "
-                       "ZeRO or compression (tp %d, pp %d, zero %d)",
+                       "parallel.strategy fedavg: runs without tensor or pipeline parallelism "
+                       "or ZeRO (tp %d, pp %d, zero %d)",
                        tp, pp, o->zero);
+    if (o->compress.kind == DT_COMPRESS_POWERSGD)
+        return dt_fail(DT_ERR_UNSUPPORTED,
+                       "parallel.compress: powersgd is built for ddp only; fedavg's client "
+                       "updates go as none, fp16, bf16 or topk");
     if (o->clients < 1 || o->clients_per_round < 1 || o->clients_per_round > o->clients)
         return dt_fail(DT_ERR_INVALID,
                        "fedavg.clients_per_round: %d of %d clients (need 1 <= K <= clients)",

@@ -283,12 +283,12 @@ dt_status dt_ps_create(const dt_strategy_options *opt, dt_comm *world, dt_grid *
                        dt_strategy **out);
 dt_status dt_fedavg_create(const dt_strategy_options *opt, dt_comm *world, dt_grid *grid,
                            dt_strategy **out);
-/* FedAvg's arithmetic (fedavg.c): a client's slot, slot (n) = samples x (w_client -
- * w_global); and the server's average of k slots (k x n, summed in slot order),
- * out (n) = w_global + (sum_j slot_j) / total, total the clients' samples. out may be
- * w_global's buffer only if it is not read after: the first slot is copied into out. */
-void dt_fed_slot(const float *w_client, const float *w_global, int64_t samples, size_t n,
-                 float *slot);
+/* FedAvg's arithmetic (fedavg.c): a client's update weighed by its sample count, in place,
+ * slot (n) := samples x slot (the slot holding w_client - w_global); and the server's
+ * average of k slots (k x n, summed in slot order), out (n) = w_global + (sum_j slot_j) /
+ * total, total the clients' samples. out may be w_global's buffer only if it is not read
+ * after: the first slot is copied into out. */
+void dt_fed_weigh(float *slot, int64_t samples, size_t n);
 void dt_fed_average(const float *w_global, const float *slots, int k, size_t n, double total,
                     float *out);
 

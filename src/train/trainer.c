@@ -207,16 +207,31 @@ static dt_status fed_partition(dt_trainer *t)
     dt_status st = DT_OK;
     const dt_config *c = &t->cfg;
     const int64_t n = t->train.n;
-    int64_t *counts = NULL;
     DT_TRY(dt_alloc((size_t)n * sizeof(int64_t), "client of sample", (void **)&t->fed_client_of));
-    DT_TRY(dt_alloc((size_t)c->fedavg.clients * sizeof(int64_t), "client sizes", (void **)&counts));
+    DT_TRY(dt_alloc((size_t)c->fedavg.clients * sizeof(int64_t), "client sizes",
+                    (void **)&t->fed_sizes));
+    DT_TRY(dt_alloc((size_t)c->fedavg.clients_per_round * sizeof(int), "round's clients",
+                    (void **)&t->fed_sampled));
     const int32_t *labels = t->train.targets == DT_TARGETS_LABELS ? t->train.labels : NULL;
     DT_TRY(dt_fed_assign(&c->fedavg.partition, labels, n, t->train.num_classes, c->fedavg.clients,
-                         c->train.seed, t->fed_client_of, counts, &t->fed_moved));
+                         c->train.seed, t->fed_client_of, t->fed_sizes, &t->fed_moved));
     DT_TRY(dt_fedavg_set_partition(t->strategy, t->fed_client_of, n));
 fail:
-    dt_free(counts);
     return st;
+}
+
+/* fedavg: the samples round `round`'s clients train on (its samples/s and its loss's mean
+ * are over these). */
+static int64_t fed_round_samples(dt_trainer *t, int64_t round)
+{
+    const dt_config *c = &t->cfg;
+    dt_fed_sample(c->fedavg.clients, c->fedavg.clients_per_round, c->train.seed, round,
+                  t->fed_sampled);
+    int64_t sum = 0;
+    for (int j = 0; j < c->fedavg.clients_per_round; j++)
+        sum += dt_fed_local_samples(t->fed_sizes[t->fed_sampled[j]], c->train.batch,
+                                    c->fedavg.local_epochs, c->fedavg.local_steps);
+    return sum;
 }
 
 dt_status dt_trainer_create(const dt_config *cfg, dt_comm *world, dt_trainer **out)
@@ -280,6 +295,8 @@ void dt_trainer_free(dt_trainer *t)
     dt_model_free(t->model);
     dt_free(t->perm);
     dt_free(t->fed_client_of);
+    dt_free(t->fed_sizes);
+    dt_free(t->fed_sampled);
     dt_free(t->positions);
     dt_free(t->samples);
     dt_free(t->labels);
@@ -614,6 +631,8 @@ static dt_status run_epoch(dt_trainer *t, int64_t epoch, int64_t from, const dt_
         int64_t g = t->global_batch;
         if (first + g > t->train.n && c->parallel.last_batch == DT_LAST_BATCH_UNEVEN)
             g = t->train.n - first;
+        if (c->parallel.strategy == DT_STRATEGY_FEDAVG) /* a step is a round */
+            g = fed_round_samples(t, epoch);
         double step_loss = 0.0;
         t->attempted++;
         dt_obs_set_step(t->obs, t->attempted);

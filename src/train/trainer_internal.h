@@ -26,6 +26,8 @@ struct dt_trainer {
     int64_t *perm;                      /* [train.n] */
     int64_t *fed_client_of;             /* fedavg: [train.n] each sample's client */
     int64_t fed_moved;                  /* fedavg: samples moved to fill empty clients */
+    int64_t *fed_sizes;                 /* fedavg: [clients] samples per client */
+    int *fed_sampled;                   /* fedavg: [clients_per_round] a round's clients */
     int64_t *positions;                 /* [rows] positions in the permutation */
     int64_t *samples;                   /* [rows] the samples at those positions */
     int32_t *labels;                    /* [rows] */

@@ -8,7 +8,9 @@
 #   - the same rounds on 1, 2 and 3 ranks write the same bytes (the MLP with dropout, a
 #     Dirichlet partition, 3 of 12 clients per round);
 #   - the round's clients follow the seed; a checkpoint resumes to the same bytes;
-#   - the partition is reported (line and metrics record), and bad settings are refused.
+#   - the partition is reported (line and metrics record), and bad settings are refused;
+#   - compressed client updates: top-k of ratio 1 equals no compression, compressed rounds
+#     give the same bytes on 1 and 3 ranks, and the wire's bytes are what the mode says.
 set -u
 PY=${1:?usage: cli_fedavg.sh PYTHON}
 DTRAIN=${DTRAIN:?ctest sets DTRAIN}
@@ -59,6 +61,11 @@ assert len(h) == 12 and all(len(row) == 10 for row in h), h
 assert sum(map(sum, h)) == 60000, sum(map(sum, h))
 assert [r["round"] for r in rounds] == [1, 2, 3], rounds
 assert [len(r["clients"]) for r in rounds] == [3, 3, 3], rounds
+# samples/s counts the round's clients' local samples: one local epoch of each.
+for r in rounds:
+    want = sum(sum(h[c]) for c in r["clients"])
+    got = r["samples_per_s"] * r["epoch_s"]
+    assert abs(got - want) <= 1e-6 * want + 1e-3, (r, want)
 PYEOF
 then
     echo "ok report: partition line and record (12 x 10 histogram of 60000), 3 rounds"
@@ -82,6 +89,43 @@ expect_ok ck_full "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" $CK --rounds 4 \
 expect_ok ck_resume "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" $CK --rounds 4 \
     --resume "$tmp/ck/step-000000002" --save-weights "$tmp/ck_res.st"
 expect_same ck_resume "$tmp/ck_full.st" "$tmp/ck_res.st"
+
+# Compressed client updates (--compress): top-k of ratio 1 sends every entry, so the bytes
+# equal uncompressed training's; top-k and fp16 at 1 and 3 ranks give the same bytes (every
+# rank decodes, weighs and sums the slots in slot order); the metrics' comm record says
+# what went on the wire: fp16 half, top-k:0.05 8 bytes per kept entry (ceil(0.05 x 101,770)
+# = 5,089 of them per client).
+expect_ok topk_one "$DTRAIN" train "$MLP" $FED --compress topk:1 --no-progress \
+    --save-weights "$tmp/tk1.st"
+expect_same topk_one_is_none "$tmp/w1.st" "$tmp/tk1.st"
+for c in topk:0.05 fp16; do
+    for np in 1 3; do
+        expect_ok "c_${c%%:*}_$np" "$MPIRUN" -np $np "$DTRAIN" train "$MLP" $FED --compress "$c" \
+            --no-progress --metrics "$tmp/c_${c%%:*}_$np.jsonl" --save-weights "$tmp/c_${c%%:*}_$np.st"
+    done
+    expect_same "compressed_${c%%:*}_ranks_1_3" "$tmp/c_${c%%:*}_1.st" "$tmp/c_${c%%:*}_3.st"
+done
+if "$PY" - "$tmp/c_topk_1.jsonl" "$tmp/c_fp16_1.jsonl" "$tmp/c_topk_3.jsonl" <<'PYEOF'
+import json, sys
+def comm(path):
+    return [json.loads(l) for l in open(path) if '"comm"' in l][0]
+tk, fp, tk3 = comm(sys.argv[1]), comm(sys.argv[2]), comm(sys.argv[3])
+dense = 3 * 101770 * 4  # one rank simulates the round's 3 clients
+assert tk["dense_bytes_per_step"] == dense and fp["dense_bytes_per_step"] == dense, (tk, fp)
+assert fp["wire_bytes_per_step"] == dense // 2, fp
+assert tk["wire_bytes_per_step"] == 3 * 5089 * 8, tk
+assert tk3["wire_bytes_per_step"] == 5089 * 8, tk3  # rank 0 of 3 simulates one client
+assert tk["compress"] == "topk:0.05", tk
+PYEOF
+then
+    echo "ok compressed_bytes: fp16 half of 1,221,240 bytes per round, topk:0.05 5,089 pairs per client"
+else
+    echo "FAIL compressed_bytes"; fail=1
+fi
+grep -q 'client updates compressed (topk:0.05, no error feedback' "$tmp/c_topk_1.out" ||
+    { echo "FAIL compressed_report: no line on the compressed updates"; fail=1; }
+expect_fail powersgd 'powersgd is built for ddp only; fedavg' \
+    "$DTRAIN" train "$MLP" --strategy fedavg --compress powersgd:2 --rounds 1
 
 expect_fail too_many 'fedavg.clients_per_round: 5 of 3 clients' \
     "$DTRAIN" train "$MLP" --strategy fedavg --clients 3 --clients-per-round 5 --rounds 1

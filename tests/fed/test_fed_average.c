@@ -14,8 +14,10 @@ static void test_weighted_by_samples(void **state)
     const float global[3] = {0.0f, 0.0f, 1.0f};
     const float a[3] = {1.0f, 2.0f, 1.0f}, b[3] = {5.0f, 6.0f, 3.0f};
     float slots[6], out[3];
-    dt_fed_slot(a, global, 3, 3, slots);
-    dt_fed_slot(b, global, 1, 3, slots + 3);
+    for (int i = 0; i < 3; i++)
+        slots[i] = a[i] - global[i], slots[3 + i] = b[i] - global[i];
+    dt_fed_weigh(slots, 3, 3);
+    dt_fed_weigh(slots + 3, 1, 3);
     const float want_slots[6] = {3.0f, 6.0f, 0.0f, 5.0f, 6.0f, 2.0f};
     for (int i = 0; i < 6; i++)
         if (slots[i] != want_slots[i])
@@ -35,7 +37,9 @@ static void test_one_client_is_its_model(void **state)
     (void)state;
     const float global[2] = {0.5f, -1.0f}, c[2] = {0.75f, 2.0f};
     float slot[2], out[2];
-    dt_fed_slot(c, global, 7, 2, slot);
+    for (int i = 0; i < 2; i++)
+        slot[i] = c[i] - global[i];
+    dt_fed_weigh(slot, 7, 2);
     dt_fed_average(global, slot, 1, 2, 7.0, out);
     for (int i = 0; i < 2; i++)
         if (out[i] != c[i])

@@ -848,6 +848,28 @@ static void test_sample_frequency(void **state)
             }
 }
 
+/* A client's samples per round: 10 samples in batches of 4 are 3 batches an epoch (4, 4, 2):
+ * 2 steps train 8, 3 steps a whole epoch (10), 4 steps 10 + 4, 7 steps 2 epochs and 4;
+ * 2 local epochs 20; none without samples. */
+static void test_local_samples(void **state)
+{
+    (void)state;
+    static const struct {
+        int64_t samples, batch;
+        int epochs;
+        int64_t steps, want;
+    } cases[] = {{10, 4, 1, 2, 8},  {10, 4, 1, 3, 10},  {10, 4, 1, 4, 14}, {10, 4, 1, 7, 24},
+                 {10, 4, 2, 0, 20}, {10, 16, 1, 3, 30}, {0, 4, 1, 3, 0},   {10, 4, 0, 0, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const int64_t got =
+            dt_fed_local_samples(cases[i].samples, cases[i].batch, cases[i].epochs, cases[i].steps);
+        if (got != cases[i].want)
+            fail_msg("%lld samples, batch %lld, %d epochs, %lld steps: expected %lld, got %lld",
+                     (long long)cases[i].samples, (long long)cases[i].batch, cases[i].epochs,
+                     (long long)cases[i].steps, (long long)cases[i].want, (long long)got);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -868,6 +890,7 @@ int main(void)
         cmocka_unit_test(test_sample_formula),
         cmocka_unit_test(test_sample_rounds_and_seeds),
         cmocka_unit_test(test_sample_frequency),
+        cmocka_unit_test(test_local_samples),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
