@@ -24,16 +24,18 @@ examples/mlp.ini's Adam and cosine schedule are overridden (--set optim.kind=sgd
 schedule.kind=constant), its model, loss (cross-entropy) and pixel scaling kept.
 
 Flower: bench/flower_fedavg.py, run by bench/.venv/bin/python (its docstring says what it
-runs). The same partitions: it is given dtrain's partition record and builds each client's
-samples from its class histogram, class by class in index order: every client has exactly
-dtrain's class counts (the same sizes and label skew), not the same sample ids (dtrain's
-metrics carry counts, not ids). The same sampling: it is given the clients dtrain sampled in
-every round, and its strategy sends each round to exactly those. Its round time is taken on
-the server from configure_train to the end of aggregate_train (evaluation excluded, as
-dtrain's epoch_s); its ClientApps run --ranks at a time (Ray actors of one CPU, one torch
-thread), as dtrain runs --ranks processes of one thread. The initial weights (each side's
-default initialisation, its own RNG), the order of the local batches and the dropout masks
-differ between the two: the curves are two runs of the same algorithm on the same clients,
+runs). The same partitions, sample for sample: this driver computes every sample's client
+with dtrain's own dt_fed_assign (BUILD/libdtrain.so through ctypes, on the training labels,
+with dtrain's partition, client count and seed), checks that its class histogram is the
+one dtrain's run reported, and hands Flower the list. The same sampling: it is given the
+clients dtrain sampled in every round, and its strategy sends each round to exactly those.
+The same initial weights: `dtrain train examples/mlp.ini --epochs 0 --seed S --save-weights
+INIT` writes them once; dtrain's runs start from them (--init-weights) and Flower loads them
+into its PyTorch MLP. Its round time is taken on the server from configure_train to the end
+of aggregate_train (evaluation excluded, as dtrain's epoch_s); its ClientApps run --ranks at
+a time (Ray actors of one CPU, one torch thread), as dtrain runs --ranks processes of one
+thread. The order of the local batches and the dropout masks differ between the two: the
+curves are two runs of the same algorithm from the same weights on the same clients' samples,
 not the same bits.
 
 Figures. Accuracy per round: each implementation's median over --reps runs (dtrain's runs
@@ -55,6 +57,9 @@ Usage (bench/fedavg.sh calls it): /usr/bin/python3 bench/fedavg.py --build BUILD
 [--partitions iid,dirichlet:0.5] [--ranks N] [--lr X] [--reps N] [--no-flower]
 """
 import argparse
+import array
+import ctypes
+import gzip
 import json
 import os
 import shutil
@@ -119,6 +124,46 @@ def config_name(cfg):
     return "E=%d, %s" % cfg
 
 
+def initial_weights(a, build, path):
+    """dtrain's initial MLP for the seed, written to `path` (no training step)."""
+    cmd = [os.path.join(build, "dtrain"), "train", CONFIG, "--epochs", "0", "--seed",
+           str(a.seed), "--threads", "1", "--data", a.data, "--set", "train.eval=off",
+           "--save-weights", path, "--no-progress"]
+    bl.run_text(cmd, bl.thread_env(1), TIMEOUT_S)
+    return path
+
+
+def client_of(a, build, partition):
+    """Every training sample's client as dtrain assigns it: dt_fed_assign from
+    BUILD/libdtrain.so on the training labels (IDX file order, as dtrain loads them)."""
+    with gzip.open(os.path.join(a.data, "train-labels-idx1-ubyte.gz")) as f:
+        labels = array.array("i", list(f.read()[8:]))  # uint8 labels, widened
+    lib = ctypes.CDLL(os.path.join(build, "libdtrain.so"))
+    part = ctypes.create_string_buffer(256)  # dt_fed_partition, opaque here
+    if lib.dt_fed_partition_parse(partition.encode(), part) != 0:
+        raise RuntimeError("dt_fed_partition_parse(%r) failed" % partition)
+    n = len(labels)
+    out = (ctypes.c_int64 * n)()
+    counts = (ctypes.c_int64 * a.clients)()
+    moved = ctypes.c_int64(0)
+    lab = (ctypes.c_int32 * n).from_buffer(labels)
+    st = lib.dt_fed_assign(part, lab, ctypes.c_int64(n), ctypes.c_int64(10), ctypes.c_int(a.clients),
+                           ctypes.c_uint64(a.seed), out, counts, ctypes.byref(moved))
+    if st != 0:
+        raise RuntimeError("dt_fed_assign(%s) failed with status %d" % (partition, st))
+    return list(out), list(labels)
+
+
+def check_same_partition(assigned, labels, hist, partition):
+    """The histogram of `assigned` must be dtrain's run's, client by client."""
+    mine = [[0] * len(hist[0]) for _ in hist]
+    for c, y in zip(assigned, labels):
+        mine[c][y] += 1
+    if mine != hist:
+        raise RuntimeError("%s: dt_fed_assign's partition is not the one dtrain's run reported"
+                           % partition)
+
+
 def dtrain_run(a, build, cfg):
     """One `dtrain train --strategy fedavg`; its rounds and partition from --metrics."""
     epochs, partition = cfg
@@ -131,7 +176,7 @@ def dtrain_run(a, build, cfg):
                "--partition", partition, "--set", "optim.kind=sgd", "--lr", repr(a.lr),
                "--set", "schedule.kind=constant", "--batch", str(a.batch),
                "--seed", str(a.seed), "--threads", "1", "--data", a.data,
-               "--metrics", metrics, "--no-progress"]
+               "--init-weights", a.init_weights, "--metrics", metrics, "--no-progress"]
         if a.ranks > 1:
             cmd = ["mpirun", "-np", str(a.ranks), "--oversubscribe"] + cmd
         _, wall = bl.run_text(cmd, bl.thread_env(1), TIMEOUT_S)
@@ -204,10 +249,12 @@ def flower_run(a, peer, cfg, spec):
                 eval_s=[x["eval_s"] for x in rounds], wall_s=wall, command=" ".join(cmd))
 
 
-def spec_of(a, cfg, d):
-    return {"histogram": d["histogram"], "rounds": d["clients"], "local_epochs": cfg[0],
-            "lr": a.lr, "batch": a.batch, "seed": a.seed, "data": a.data,
-            "partition": cfg[1]}
+def spec_of(a, build, cfg, d):
+    assigned, labels = client_of(a, build, cfg[1])
+    check_same_partition(assigned, labels, d["histogram"], cfg[1])
+    return {"histogram": d["histogram"], "client_of": assigned, "rounds": d["clients"],
+            "local_epochs": cfg[0], "lr": a.lr, "batch": a.batch, "seed": a.seed,
+            "data": a.data, "partition": cfg[1], "init_weights": a.init_weights}
 
 
 class Summary:
@@ -354,6 +401,8 @@ def main():
     bl.log("peer: dtrain")
     bl.log("peer: %s%s" % (flower.label, " (%s)" % flower.missing if flower.missing else ""))
 
+    weights_dir = tempfile.mkdtemp(prefix="dtrain-fedavg-init-")
+    a.init_weights = initial_weights(a, build, os.path.join(weights_dir, "init.safetensors"))
     bl.log("parallel ratio (before)...")
     ratio_before = bl.parallel_ratio(sgemm_peak, a.spin)
     rec.write({"event": "parallel_ratio", "when": "before", "ratio": ratio_before})
@@ -381,7 +430,7 @@ def main():
                                "partition": cfg[1], "rep": rep, "error": str(e)})
                     continue
                 if impl == "dtrain":
-                    spec = spec_of(a, cfg, r)
+                    spec = spec_of(a, build, cfg, r)
                     if cfg in specs and specs[cfg]["rounds"] != spec["rounds"]:
                         bl.log("note: dtrain sampled other clients in repetition %d" % (rep + 1))
                     specs.setdefault(cfg, spec)
@@ -484,6 +533,7 @@ def main():
     out.append("curves (SVG): %s" % os.path.relpath(svg, bl.ROOT))
     out.append("JSON lines: %s" % os.path.relpath(rec.path, bl.ROOT))
     rec.close()
+    shutil.rmtree(weights_dir, ignore_errors=True)
     print("\n".join(out))
     return 0
 

@@ -18,14 +18,17 @@ What it runs (flwr >= 1.21, whose Message API this uses; the script records the 
     `flwr run` command, which runs the same Simulation Runtime from a packaged app; the
     Python entry point is what a script can drive.
 
-The same partitions, in distribution: the spec (written by bench/fedavg.py) carries dtrain's
-"partition" record, every client's count of each class. Client c's samples of class k are
-the next hist[c][k] samples of class k in the training set's index order after those of
-clients 0..c-1 (first come, first served). Every client gets exactly dtrain's class
-histogram, hence the same size and label skew, but NOT the same sample ids: dtrain's metrics
-do not say which samples a client holds. Each SuperNode holds one partition (its
+The same partitions, sample for sample: the spec (written by bench/fedavg.py) carries
+"client_of", every training sample's client as dtrain's dt_fed_assign gives it; client c's
+samples are those with client_of == c, in index order. (Without client_of, from the older
+"histogram" alone: client c's samples of class k are the next hist[c][k] of class k in index
+order, the same class counts but not the same ids.) Each SuperNode holds one partition (its
 "partition-id"); the server asks every node for its partition-id once before round 1 (a
 query message, not timed).
+
+The same initial weights: the spec's "init_weights" is dtrain's initial MLP (a safetensors
+file, tensors named as the PyTorch Sequential's: 1.weight, 1.bias, 4.weight, 4.bias); the
+server loads it into its model before round 1.
 
 The same sampling: the spec carries dtrain's sampled clients of every round (the "clients"
 of its epoch records); configure_train sends round t's training messages to exactly the
@@ -47,13 +50,15 @@ Writes one JSON object to --out (the per-round figures, versions and the API use
 
 Usage: bench/.venv/bin/python bench/flower_fedavg.py --spec SPEC.json --out RESULT.json
        [--parallel N] [--data DIR]
-SPEC.json: {"histogram": [[n_c0, ..., n_c9], ...], "rounds": [[client, ...], ...],
-            "local_epochs": E, "lr": X, "batch": B, "seed": S}
+SPEC.json: {"histogram": [[n_c0, ..., n_c9], ...], "client_of": [c_0, ..., c_59999],
+            "rounds": [[client, ...], ...], "local_epochs": E, "lr": X, "batch": B, "seed": S,
+            "init_weights": "INIT.safetensors"}
 """
 import argparse
 import gzip
 import json
 import os
+import struct
 import sys
 import time
 
@@ -125,6 +130,29 @@ def partitions(labels, histogram):
     return parts
 
 
+def partitions_of(client_of, clients):
+    """Client c's sample indices, ascending: the samples whose client_of is c."""
+    owner = np.asarray(client_of, dtype=np.int64)
+    return [torch.from_numpy(np.nonzero(owner == c)[0].astype(np.int64)) for c in range(clients)]
+
+
+def load_safetensors(path):
+    """{name: float32 tensor} of a safetensors file of F32 tensors (the standard library's
+    reader: the format is an 8-byte header length, a JSON header, the data)."""
+    with open(path, "rb") as f:
+        blob = f.read()
+    (hlen,) = struct.unpack("<Q", blob[:8])
+    header = json.loads(blob[8:8 + hlen])
+    header.pop("__metadata__", None)
+    data, out = blob[8 + hlen:], {}
+    for name, e in header.items():
+        if e["dtype"] != "F32":
+            raise ValueError("%s: tensor %s is %s, not F32" % (path, name, e["dtype"]))
+        b, end = e["data_offsets"]
+        out[name] = torch.frombuffer(bytearray(data[b:end]), dtype=torch.float32).reshape(e["shape"])
+    return out
+
+
 def read_labels(data_dir):
     """The training set's labels alone (the server checks the spec against them)."""
     with gzip.open(os.path.join(data_dir, "train-labels-idx1-ubyte.gz")) as f:
@@ -148,7 +176,9 @@ def client_data():
         with open(path) as f:
             spec = json.load(f)
         x, y = load_split(os.environ.get(DATA_ENV, spec.get("data", "")), "train")
-        _CACHE["train"] = (x, y, partitions(y, spec["histogram"]))
+        parts = (partitions_of(spec["client_of"], len(spec["histogram"])) if "client_of" in spec
+                 else partitions(y, spec["histogram"]))
+        _CACHE["train"] = (x, y, parts)
     return _CACHE["train"]
 
 
@@ -310,6 +340,8 @@ class Server:
             min_train_nodes=k, min_available_nodes=clients)
         torch.manual_seed(self.seed)
         model, _ = torch_train.build("mlp")
+        if self.spec.get("init_weights"):  # dtrain's initial weights: both start alike
+            model.load_state_dict(load_safetensors(self.spec["init_weights"]))
         train_config = ConfigRecord({"local-epochs": int(self.spec["local_epochs"]),
                                      "lr": float(self.spec["lr"]),
                                      "batch": int(self.spec["batch"]),
