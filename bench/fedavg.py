@@ -451,8 +451,8 @@ def main():
               a.ranks, a.reps),
            "peer: %s%s" % (f_label, " -- %s" % flower.missing if flower.missing else
                            ", %s" % flower_info["api"] if flower_info.get("api") else ""),
-           "Flower's clients: dtrain's class histogram per client (same sizes and label skew, "
-           "other sample ids) and dtrain's sampled clients in every round" + bl.coretype_note(),
+           "Flower's clients: dtrain's partition sample for sample (dt_fed_assign), dtrain's "
+           "sampled clients in every round, dtrain's initial weights" + bl.coretype_note(),
            ""]
     summaries = {}
     for cfg in configs:

@@ -47,8 +47,16 @@ parameters from every rank, so the run as a whole still ends when the slow worke
 its share. Rank 0's training s at S=inf therefore shows rank 0's own rate while run s shows
 the whole job's; both are printed.
 
+--jitter measures where SSP does help: the slowed runs add `--jitter MS` instead (every
+worker sleeps an exponentially distributed time of mean MS before each step, drawn from the
+seed, its rank and the step: which worker is slow changes from step to step). At S=0 every
+step then waits for the slowest of the W draws (for W = 2 the mean of the larger of two
+exponentials is 1.5 MS); with S=2 a worker slowed now catches up while another is slowed
+later, so the rate tends to the mean delay.
+
 Usage (bench/ps.sh calls it): /usr/bin/python3 bench/ps.py --build BUILD_DIR [--quick]
 [--models mlp,convnet] [--workers W] [--epochs E] [--staleness 0,2,inf] [--reps R]
+[--jitter]
 """
 import argparse
 import os
@@ -82,6 +90,9 @@ def args_parse():
     ap.add_argument("--staleness", default="0,2,inf",
                     help="ps staleness bounds, comma-separated (default %(default)s)")
     # "%%%%": one "%" after this format and argparse's own formatting of the help.
+    ap.add_argument("--jitter", action="store_true",
+                    help="slow every worker by a random delay of mean MS per step (--jitter) "
+                         "instead of rank 1 by a constant MS")
     ap.add_argument("--slow-ms", type=float, default=None,
                     help="rank 1's delay per step in ms (default: %d%%%% of the plain ddp run's "
                          "step time)" % (100 * SLOW_FRACTION))
@@ -118,6 +129,11 @@ def max_steps(a, model):
     return QUICK_STEPS[model] if a.quick and not a.max_steps else a.max_steps
 
 
+def slowed_text(a):
+    return ("every worker slowed by a random delay of mean" if a.jitter
+            else "rank %d slowed by" % SLOW_RANK)
+
+
 def run_name(staleness):
     return "ddp" if staleness is None else "ps S=%s" % staleness
 
@@ -134,7 +150,9 @@ def dtrain_run(a, build, model, staleness, slow_ms):
                "--threads", "1"]
         if staleness is not None:
             cmd += ["--strategy", "ps", "--servers", "1", "--staleness", staleness]
-        if slow_ms is not None:
+        if slow_ms is not None and a.jitter:
+            cmd += ["--jitter", "%.4g" % slow_ms]
+        elif slow_ms is not None:
             cmd += ["--slow-rank", "%d:%.4g" % (SLOW_RANK, slow_ms)]
         cmd += ["--metrics", metrics, "--no-progress"]
         if max_steps(a, model):
@@ -255,15 +273,15 @@ def main():
                " (--quick: NOT a measurement)" if a.quick else "")]
     for model in a.models:
         if model in calibration:
-            out.append("%s: rank %d slowed by %.3g ms per step = %d%% of the plain ddp run's "
+            out.append("%s: %s %.3g ms per step = %d%% of the plain ddp run's "
                        "step time, %.3g ms (its first repetition)" % (
-                           model, SLOW_RANK, slow_ms[model], 100 * SLOW_FRACTION,
+                           model, slowed_text(a), slow_ms[model], 100 * SLOW_FRACTION,
                            calibration[model]))
         elif slow_ms[model]:
-            out.append("%s: rank %d slowed by %.3g ms per step (--slow-ms)" % (
-                model, SLOW_RANK, slow_ms[model]))
+            out.append("%s: %s %.3g ms per step (--slow-ms)" % (
+                model, slowed_text(a), slow_ms[model]))
     out.append("")
-    head = ["model", "run", "rank 1 slowed", "test acc %", "train s (rank 0)", "samples/s",
+    head = ["model", "run", "jitter" if a.jitter else "rank 1 slowed", "test acc %", "train s (rank 0)", "samples/s",
             "x ddp", "run s", "staleness max", "applied"]
     out.append(bl.table("Test accuracy; training time and samples/s from rank 0's epochs; x ddp "
                         "against ddp slowed alike; run s: the whole mpirun; the largest "
@@ -271,8 +289,9 @@ def main():
     out.append("Target%s:" % (" (--quick: NOT a measurement)" if a.quick else ""))
     for model in a.models:
         s2, s0 = (model, "ps S=2", True), (model, "ps S=0", True)
-        what = ("  %s: with rank %d slowed, ps at S=2 keeps >= %.1fx the throughput of S=0"
-                % (model, SLOW_RANK, TARGET_SPEEDUP))
+        what = ("  %s: with %s, ps at S=2 keeps >= %.1fx the throughput of S=0"
+                % (model, "every worker jittered" if a.jitter else "rank %d slowed" % SLOW_RANK,
+                   TARGET_SPEEDUP))
         t2, t0 = med(s2, "samples_per_s"), med(s0, "samples_per_s")
         if not t2 or not t0:
             out.append(what + ": not measured")

@@ -174,6 +174,11 @@ DT_API dt_status dt_trainer_write_trace(dt_trainer *t, const char *path);
 /* Demonstrations and tests of the straggler report: this rank sleeps `seconds` before each
  * step (counted as its data phase). */
 DT_API void dt_trainer_set_delay(dt_trainer *t, double seconds);
+/* Transient stragglers, for demonstrations of stale-synchronous training: before each step
+ * this rank also sleeps an exponentially distributed time of mean `mean_seconds`, drawn from
+ * (train.seed, this rank, the step) with Philox, so which rank is slow changes from step to
+ * step and every run draws the same delays (counted as its data phase). */
+DT_API void dt_trainer_set_jitter(dt_trainer *t, double mean_seconds);
 
 /* Data-parallel communication figures of the run so far (all zero in one process). */
 typedef struct dt_train_comm_stats {

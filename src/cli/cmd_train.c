@@ -100,6 +100,10 @@ static const dt_cli_option train_opts[] = {
     {"--slow-rank", "R:MS", DT_OPT_STRING, "slow-rank",
      "rank R sleeps MS milliseconds before each step (a straggler, for demonstrations; also "
      "DTRAIN_SLOW_RANK)"},
+    {"--jitter", "MS", DT_OPT_STRING, "jitter",
+     "every rank that computes gradients (under ps, the workers) sleeps a random time of mean MS "
+     "milliseconds before each step, exponentially distributed, from the seed, the rank and the "
+     "step (stragglers that move from rank to rank, for demonstrations)"},
     {"--checkpoint-dir", "DIR", DT_OPT_CONFIG_KEY, "checkpoint.dir",
      "write checkpoints into DIR/step-N (docs/checkpoint-format.md): every --checkpoint-every "
      "steps and when training ends"},
@@ -309,9 +313,23 @@ static dt_status resume(dt_trainer *t, const char *path, int rank)
     return DT_OK;
 }
 
-/* --slow-rank R:MS (or DTRAIN_SLOW_RANK) and --trace: what this rank records. */
-static dt_status setup_observe(dt_trainer *t, const dt_cli_values *vals, int rank)
+/* --slow-rank R:MS (or DTRAIN_SLOW_RANK), --jitter MS and --trace: what this rank records. */
+static dt_status setup_observe(dt_trainer *t, const dt_cli_values *vals, const dt_config *cfg,
+                               const dt_cli_world *world)
 {
+    const int rank = world->rank;
+    const char *jitter = dt_cli_string(vals, "jitter");
+    if (jitter != NULL) {
+        char *end = NULL;
+        const double ms = strtod(jitter, &end);
+        if (end == jitter || *end != '\0' || !(ms >= 0) || ms > 1e6)
+            return dt_fail(DT_ERR_INVALID, "--jitter: '%s' is not a number of milliseconds",
+                           jitter);
+        const int server = cfg->parallel.strategy == DT_STRATEGY_PS &&
+                           rank >= world->size - cfg->parallel.servers;
+        if (!server)
+            dt_trainer_set_jitter(t, ms / 1e3);
+    }
     const char *slow = dt_cli_string(vals, "slow-rank");
     if (slow == NULL)
         slow = getenv("DTRAIN_SLOW_RANK");
@@ -755,7 +773,7 @@ int dt_cmd_train(int argc, char **argv)
     if (from != NULL && resume(t, from, world.rank) != DT_OK)
         goto fail;
     dt_cli_hooks_setup(t, world.rank);
-    if (setup_observe(t, &vals, world.rank) != DT_OK)
+    if (setup_observe(t, &vals, &cfg, &world) != DT_OK)
         goto fail;
     int tty = isatty(STDERR_FILENO) && !dt_cli_launched();
     run_ctx ctx = {.cfg = &cfg,

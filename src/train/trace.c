@@ -27,6 +27,11 @@ void dt_trainer_set_delay(dt_trainer *t, double seconds)
     t->delay_s = seconds;
 }
 
+void dt_trainer_set_jitter(dt_trainer *t, double mean_seconds)
+{
+    t->jitter_s = mean_seconds;
+}
+
 dt_status dt_trainer_enable_trace(dt_trainer *t, size_t max_events)
 {
     dt_obs *o = NULL;

@@ -563,15 +563,23 @@ static dt_status on_nonfinite(dt_trainer *t)
     return DT_OK;
 }
 
-/* dt_trainer_set_delay: this rank sleeps before each step's work, as a slow input pipeline
- * would hold it up; counted as its data phase. */
+/* dt_trainer_set_delay and dt_trainer_set_jitter: this rank sleeps before each step's work,
+ * as a slow input pipeline would hold it up; counted as its data phase. The jitter's draw is
+ * -mean ln(1 - u), u uniform from Philox (seed, step, rank, stream 8). */
 static void slow_down(dt_trainer *t)
 {
-    if (t->delay_s <= 0)
+    double s = t->delay_s;
+    if (t->jitter_s > 0) {
+        const uint64_t step = (uint64_t)t->attempted;
+        uint32_t w[4];
+        dt_philox(t->cfg.train.seed, (uint32_t)step, (uint32_t)(step >> 32),
+                  (uint32_t)dt_comm_rank(t->strategy->world), 8u << 24, w);
+        s += -t->jitter_s * log1p(-dt_u01d(w[0]));
+    }
+    if (s <= 0)
         return;
     const double t0 = dt_now();
-    struct timespec ts = {(time_t)t->delay_s,
-                          (long)((t->delay_s - (double)(time_t)t->delay_s) * 1e9)};
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
     nanosleep(&ts, NULL);
     dt_obs_phase(t->obs, DT_PHASE_DATA, t0, dt_now(), -1);
 }

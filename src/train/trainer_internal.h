@@ -47,6 +47,7 @@ struct dt_trainer {
     float *ckpt_resid;             /* every replica's compression residual (replicas x n) */
     dt_obs *obs;                   /* this rank's phase timers (and trace events) */
     double delay_s;                /* dt_trainer_set_delay: added to every step's data phase */
+    double jitter_s;               /* dt_trainer_set_jitter: the mean of a random extra delay */
     double clock_zero;             /* dt_now() at the ranks' common instant (trace.c) */
     double *phases;                /* [world x (DT_PHASE_COUNT + 2)]: dt_trainer_phase_report */
 };

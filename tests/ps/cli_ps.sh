@@ -9,6 +9,7 @@
 #   - a checkpoint written under ps resumes byte for byte, under ps and under ddp;
 #   - a NaN pushed by one worker is skipped by the servers and counted;
 #   - compressed pushes: top-k keeping everything is the plain push, fp16 halves the bytes;
+#   - --jitter slows the workers, not the server;
 #   - refusals: train.on_nonfinite stop.
 set -u
 DTRAIN=${DTRAIN:?ctest sets DTRAIN}
@@ -118,6 +119,23 @@ for S in 0 2; do
         grep 'ps ' "$tmp/nan_s$S.out" | sed 's/^/  /'; fail=1
     fi
 done
+
+# --jitter 3: the two workers sleep an exponential time of mean 3 ms before each step (60
+# draws each: a mean below 1.5 ms has probability ~1e-5), the server does not (its data phase
+# stays under 0.5 ms); a bad value is refused.
+expect_ok jitter "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" --max-steps 60 $PS --staleness 2 \
+    --jitter 3 --no-progress --metrics "$tmp/jitter.jsonl"
+data=$(grep '"event":"phases"' "$tmp/jitter.jsonl" | grep -o '"rank":[0-9]*,"data_ms":[0-9.e-]*' |
+    sed 's/"rank":\([0-9]*\),"data_ms":\(.*\)/\1 \2/')
+if echo "$data" | awk '$1 < 2 && $2 < 1.5 { bad = 1 } $1 == 2 && $2 >= 0.5 { bad = 1 }
+                       END { exit bad || NR != 3 }'; then
+    echo "ok jitter: data ms per step by rank: $(echo "$data" | tr '\n' ';')"
+else
+    echo "FAIL jitter: data ms per step by rank (workers >= 1.5, the server < 0.5):"
+    echo "$data" | sed 's/^/  /'; fail=1
+fi
+expect_fail jitter_bad "jitter: '-1' is not a number of milliseconds" \
+    "$DTRAIN" train "$MLP" --max-steps 1 --jitter -1
 
 expect_fail nonfinite_stop 'on_nonfinite stop does not apply under parallel.strategy ps' \
     "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" --max-steps 2 $PS --on-nonfinite stop
