@@ -325,8 +325,8 @@ static dt_status setup_observe(dt_trainer *t, const dt_cli_values *vals, const d
         if (end == jitter || *end != '\0' || !(ms >= 0) || ms > 1e6)
             return dt_fail(DT_ERR_INVALID, "--jitter: '%s' is not a number of milliseconds",
                            jitter);
-        const int server = cfg->parallel.strategy == DT_STRATEGY_PS &&
-                           rank >= world->size - cfg->parallel.servers;
+        const int server =
+            cfg->parallel.strategy == DT_STRATEGY_PS && rank >= world->size - cfg->parallel.servers;
         if (!server)
             dt_trainer_set_jitter(t, ms / 1e3);
     }
