@@ -11,12 +11,8 @@
 #      nothing installed (a simulation against an empty dpkg status: a fresh Debian).
 set -u
 arg=${1:?usage: check-deb.sh DEB|DIR}
-if [ -d "$arg" ]; then
-    # shellcheck disable=SC2012
-    deb=$(ls -t "$arg"/dtrain_*.deb 2>/dev/null | head -n 1)
-else
-    deb=$arg
-fi
+. "$(dirname "$0")/deb_of.sh"
+deb=$(deb_of "$arg")
 if [ -z "$deb" ] || [ ! -f "$deb" ]; then
     echo "FAIL deb: expected a dtrain_*.deb, got none at $arg"
     exit 1

@@ -10,12 +10,8 @@
 # `make package-fresh` runs it; `make test` does not (two to four minutes, ~500 MB).
 set -u
 arg=${1:?usage: deb-fresh.sh DEB|DIR}
-if [ -d "$arg" ]; then
-    # shellcheck disable=SC2012
-    deb=$(ls -t "$arg"/dtrain_*.deb 2>/dev/null | head -n 1)
-else
-    deb=$arg
-fi
+. "$(dirname "$0")/deb_of.sh"
+deb=$(deb_of "$arg")
 [ -n "$deb" ] && [ -f "$deb" ] || { echo "deb-fresh: no dtrain_*.deb in $arg (make package)"; exit 1; }
 [ "$(id -u)" = 0 ] || { echo "deb-fresh: needs root (debootstrap, chroot)"; exit 1; }
 mirror=${DEB_MIRROR:-http://deb.debian.org/debian}
