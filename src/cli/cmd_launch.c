@@ -829,11 +829,11 @@ static void plan_restart(launch_state *st, const run_result *r)
     const long long base = c.step >= 0 ? c.step : 0;
     if (rec->reached > base)
         st->recomputed += rec->reached - base;
-    if (r->silent[0] != '\0' && live_slots(st) > 0) {
+    const int slots = r->silent[0] != '\0' ? live_slots(st) : 0;
+    if (slots > 0) {
         char why[640];
-        snprintf(why, sizeof why, "the hosts left have %d slot%s", live_slots(st),
-                 live_slots(st) == 1 ? "" : "s");
-        shrink_to(st, &c, live_slots(st), why);
+        snprintf(why, sizeof why, "the hosts left have %d slot%s", slots, slots == 1 ? "" : "s");
+        shrink_to(st, &c, slots, why);
     } else if (st->nrecs > 0 && c.step == st->start_step) {
         maybe_shrink(st, &c);
     }

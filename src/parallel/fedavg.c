@@ -245,10 +245,10 @@ fail:
 }
 
 /* Client c's round: from the global model, its local epochs (or steps), then its update
- * w_c - w_t into `slot` (the slots' floats uncompressed; the wire's slot of the same index
- * compressed). Adds its loss sum and samples. */
+ * w_c - w_t into slot j (the slots' floats uncompressed; the wire's slot j compressed).
+ * Adds its loss sum and samples. */
 static dt_status train_client(dt_fedavg *f, const dt_step_io *io, int c, int64_t round, double lr,
-                              float *slot, double *loss_sum, int64_t *samples)
+                              int64_t j, double *loss_sum, int64_t *samples)
 {
     dt_status st = DT_OK;
     const dt_strategy_options *o = &f->base.opt;
@@ -274,11 +274,11 @@ static dt_status train_client(dt_fedavg *f, const dt_step_io *io, int c, int64_t
             *samples += cnt;
         }
     }
-    float *d = f->ckind == DT_COMPRESS_NONE ? slot : f->delta;
+    float *d = f->ckind == DT_COMPRESS_NONE ? f->slots + (size_t)j * f->n : f->delta;
     for (size_t i = 0; i < f->n; i++)
         d[i] = w[i] - f->global[i];
     if (f->ckind != DT_COMPRESS_NONE)
-        encode(f, d, f->wire + (size_t)(slot - f->slots) / f->n * f->slot_bytes);
+        encode(f, d, f->wire + (size_t)j * f->slot_bytes);
 fail:
     dt_optim_set_steps(f->base.optim, rounds);
     return st;
@@ -298,8 +298,7 @@ static dt_status fed_step(dt_strategy *s, const dt_step_plan *plan, const dt_ste
     dt_strategy_part(o->clients_per_round, f->size, f->rank, &first, &mine);
     double sums[2] = {0.0, 0.0}; /* local loss sum, local samples */
     for (int64_t j = first; j < first + mine; j++)
-        DT_TRY(train_client(f, io, f->sampled[j], round, plan->lr, f->slots + (size_t)j * f->n,
-                            &sums[0], &samples));
+        DT_TRY(train_client(f, io, f->sampled[j], round, plan->lr, j, &sums[0], &samples));
     sums[1] = (double)samples;
     const double t0 = dt_now();
     if (f->ckind == DT_COMPRESS_NONE)
