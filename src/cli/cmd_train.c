@@ -618,9 +618,14 @@ static dt_status report_ps(const dt_cli_world *world, const dt_train_comm_stats 
                 snprintf(line + n, sizeof line - (size_t)n, " %s%d:%lld",
                          b == DT_PS_STALE_BINS - 1 ? ">=" : "", b, (long long)cs->ps_stale_hist[b]);
     if (n > 0 && n < (int)sizeof line)
-        snprintf(line + n, sizeof line - (size_t)n,
-                 "; %.3f MB pushed per step, %.2f s waiting for parameters",
-                 (double)cs->ps_push_bytes / 1e6, cs->ps_wait_s);
+        n += snprintf(line + n, sizeof line - (size_t)n, "; %.3f MB pushed per step",
+                      (double)cs->ps_push_bytes / 1e6);
+    if (n > 0 && n < (int)sizeof line && cs->wire_bytes_per_step != cs->bytes_per_step)
+        n += snprintf(line + n, sizeof line - (size_t)n, " (%.3f MB in float32)",
+                      (double)cs->bytes_per_step / 1e6);
+    if (n > 0 && n < (int)sizeof line)
+        snprintf(line + n, sizeof line - (size_t)n, ", %.2f s waiting for parameters",
+                 cs->ps_wait_s);
     return dt_cli_print_ranks(world, line);
 }
 

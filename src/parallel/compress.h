@@ -91,6 +91,11 @@ void dt_sparse_add(float *dense, const uint32_t *idx, const float *val, size_t k
 
 /* ---- PowerSGD ------------------------------------------------------------------------- */
 
+/* The seed of PowerSGD's first Q: a constant, so that every rank draws the same factors
+ * without a message (ddp's ranks, and ps's workers at their start); each matrix is its own
+ * stream (its index among the factored matrices). */
+#define DT_PSGD_Q_SEED 0x706f7765725347ULL
+
 /* q (cols, r) := standard normal deviates, a pure function of (seed, stream, element), so
  * every rank that passes the same seed and stream draws the same Q. The stream tells
  * tensors (and re-draws) apart; stream < 2^56 (asserted). Element e = i*r + j is

@@ -366,13 +366,13 @@ static dt_status ddp_evaluate(dt_strategy *s, int64_t n_test, const dt_step_io *
     return st;
 }
 
-static void ddp_comp_state(dt_strategy *s, float **resid, size_t *count, float **q, size_t *q_count)
+static void ddp_comp_state(dt_strategy *s, dt_comp_state *out)
 {
     dt_ddp *dp = (dt_ddp *)s;
     if (dp->gc == NULL)
         return;
-    *resid = dt_gcomp_residual(dp->gc, count);
-    *q = dt_gcomp_factors(dp->gc, q_count);
+    out->resid = dt_gcomp_residual(dp->gc, &out->count);
+    out->q = dt_gcomp_factors(dp->gc, &out->q_count);
 }
 
 static dt_status ddp_gather_resid(dt_strategy *s, const float *mine, size_t count, float *all)

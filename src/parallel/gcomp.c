@@ -7,10 +7,6 @@
 #include "parallel/compress.h"
 #include "parallel/gcomp.h"
 
-/* The seed of PowerSGD's first Q: a constant, so that every rank draws the same factors
- * without a message; each matrix is its own stream (its tensor index). */
-#define GCOMP_Q_SEED 0x706f7765725347ULL
-
 typedef struct gcomp_mat {
     size_t offset; /* of the weight in the flat buffer */
     int64_t rows, cols;
@@ -71,7 +67,7 @@ void dt_gcomp_forget_nonfinite(dt_gcomp *g)
         for (size_t i = 0; i < cnt; i++)
             bad |= !isfinite(q[i]);
         if (bad)
-            dt_psgd_init_q(q, a->cols, a->r, GCOMP_Q_SEED, (uint64_t)j);
+            dt_psgd_init_q(q, a->cols, a->r, DT_PSGD_Q_SEED, (uint64_t)j);
     }
 }
 
@@ -160,7 +156,7 @@ static dt_status plan_powersgd(dt_gcomp *g, const dt_model *m)
     DT_TRY(
         dt_alloc((g->q_len > 0 ? g->q_len : 1) * sizeof(float), "PowerSGD Q", (void **)&g->qbuf));
     for (int j = 0; j < g->nmats; j++)
-        dt_psgd_init_q(g->qbuf + g->mats[j].q_at, g->mats[j].cols, g->mats[j].r, GCOMP_Q_SEED,
+        dt_psgd_init_q(g->qbuf + g->mats[j].q_at, g->mats[j].cols, g->mats[j].r, DT_PSGD_Q_SEED,
                        (uint64_t)j);
     g->wire = (g->p_len + g->whole_len + g->q_len) * sizeof(float);
 fail:

@@ -26,22 +26,33 @@ static dt_status ps_alloc_shards(dt_ps *ps)
     DT_TRY(dt_alloc(k * sizeof(size_t), "ps shards", (void **)&ps->shard_cnt));
     DT_TRY(dt_alloc((size_t)ps->size * sizeof(size_t), "ps shards", (void **)&ps->counts));
     DT_TRY(dt_alloc((size_t)ps->size * sizeof(size_t), "ps shards", (void **)&ps->displs));
-    size_t largest = 0;
     for (size_t s = 0; s < k; s++) {
         int64_t off, cnt;
         dt_strategy_part((int64_t)n, (int64_t)k, (int64_t)s, &off, &cnt);
         ps->shard_off[s] = (size_t)off;
         ps->shard_cnt[s] = (size_t)cnt;
-        largest = ps->shard_cnt[s] > largest ? ps->shard_cnt[s] : largest;
         ps->counts[ps->workers + (int)s] = ps->shard_cnt[s];
         ps->displs[ps->workers + (int)s] = ps->shard_off[s];
     }
+    const dt_compress_options *c = &ps->base.opt.compress;
+    if (c->kind == DT_COMPRESS_POWERSGD)
+        DT_TRY(dt_ps_psgd_create(c, ps->base.model, ps->servers, ps->shard_off, ps->shard_cnt,
+                                 !is_server(ps), c->error_feedback, &ps->psgd));
     /* Whole cache lines per buffer, so each worker's payload stays aligned. */
-    const size_t dense = largest * sizeof(float),
-                 payload = dt_ps_payload_bytes(&ps->base.opt.compress, largest);
-    ps->msg_bytes = (sizeof(ps_hdr) + (payload > dense ? payload : dense) + 63u) & ~(size_t)63u;
+    size_t most = 0;
+    for (int s = 0; s < ps->servers; s++) {
+        const size_t dense = ps->shard_cnt[s] * sizeof(float), payload = dt_ps_payload_bytes(ps, s);
+        most = dense > most ? dense : most;
+        most = payload > most ? payload : most;
+    }
+    ps->msg_bytes = (sizeof(ps_hdr) + most + 63u) & ~(size_t)63u;
 fail:
     return st;
+}
+
+static int keeps_residual(const dt_compress_options *c)
+{
+    return c->error_feedback && (c->kind == DT_COMPRESS_TOPK || c->kind == DT_COMPRESS_POWERSGD);
 }
 
 static dt_status ps_alloc_worker(dt_ps *ps)
@@ -55,15 +66,15 @@ static dt_status ps_alloc_worker(dt_ps *ps)
     const dt_compress_options *c = &ps->base.opt.compress;
     size_t largest = 1;
     for (size_t s = 0; s < k; s++) {
-        ps->push_bytes += sizeof(ps_hdr) + dt_ps_payload_bytes(c, ps->shard_cnt[s]);
+        ps->push_bytes += sizeof(ps_hdr) + dt_ps_payload_bytes(ps, (int)s);
+        ps->dense_push_bytes += sizeof(ps_hdr) + ps->shard_cnt[s] * sizeof(float);
         largest = ps->shard_cnt[s] > largest ? ps->shard_cnt[s] : largest;
     }
-    if (c->kind == DT_COMPRESS_TOPK) {
+    if (c->kind == DT_COMPRESS_TOPK)
         DT_TRY(dt_alloc(largest * sizeof(uint32_t), "top-k scratch", (void **)&ps->scratch));
-        if (c->error_feedback)
-            DT_TRY(dt_alloc_large(dt_model_param_count(ps->base.model) * sizeof(float),
-                                  "error feedback", (void **)&ps->resid));
-    }
+    if (keeps_residual(c))
+        DT_TRY(dt_alloc_large(dt_model_param_count(ps->base.model) * sizeof(float),
+                              "error feedback", (void **)&ps->resid));
 fail:
     return st;
 }
@@ -90,6 +101,7 @@ static void ps_free(dt_strategy *s)
 {
     dt_ps *ps = (dt_ps *)s;
     dt_ps_server_free(ps);
+    dt_ps_psgd_free(ps->psgd);
     dt_free(ps->push_buf);
     dt_free(ps->pull_msg);
     dt_free(ps->reply_hdr);
@@ -161,17 +173,17 @@ static dt_status worker_push(dt_ps *ps, int64_t t, int last, int bad)
 {
     dt_status st = DT_OK;
     const float *g = dt_model_grads(ps->base.model);
+    if (ps->psgd != NULL) /* the power step on the whole gradient, then each server's part */
+        dt_ps_psgd_factor(ps->psgd, g, ps->resid);
     for (int s = 0; s < ps->servers; s++) {
         uint8_t *b = ps->push_buf + (size_t)s * ps->msg_bytes;
-        const dt_compress_options *c = &ps->base.opt.compress;
-        const size_t off = ps->shard_off[s], nbytes = dt_ps_payload_bytes(c, ps->shard_cnt[s]);
+        const size_t nbytes = dt_ps_payload_bytes(ps, s);
         const ps_hdr h = {.kind = PS_PUSH,
                           .step = t,
                           .flags = (last ? PS_FLAG_LAST : 0) | (bad ? PS_FLAG_BAD : 0),
                           .nbytes = (int64_t)nbytes};
         memcpy(b, &h, sizeof h);
-        dt_ps_encode(c, g + off, ps->resid != NULL ? ps->resid + off : NULL, ps->shard_cnt[s],
-                     b + sizeof h, ps->scratch);
+        dt_ps_encode(ps, s, g, b + sizeof h);
         DT_TRY(dt_comm_isend(ps->comm, b, sizeof h + nbytes, DT_COMM_UINT8, ps->workers + s,
                              PS_TAG_REQ, &ps->wreq[s]));
     }
@@ -193,10 +205,13 @@ static dt_status worker_step(dt_ps *ps, const dt_step_plan *plan, const dt_step_
     const int bad = !isfinite(*loss_sum) ||
                     dt_strategy_scan_grads(&ps->base, 0, dt_model_param_count(ps->base.model));
     DT_TRY(worker_push(ps, t, plan->last, bad));
-    /* The servers skip this push: the residual must not keep the NaN it took in. */
+    /* The servers skip this push: the residual and the factors must not keep the NaN they
+     * took in. */
     for (size_t i = 0; bad && ps->resid != NULL && i < dt_model_param_count(ps->base.model); i++)
         if (!isfinite(ps->resid[i]))
             ps->resid[i] = 0.0f;
+    if (bad && ps->psgd != NULL)
+        dt_ps_psgd_forget_nonfinite(ps->psgd);
     /* This worker's samples: its parts of every micro-step. */
     int64_t mine = 0;
     for (int64_t j = 0; j < ps->base.info.micro_batches; j++) {
@@ -267,7 +282,7 @@ static void ps_stats(const dt_strategy *s, dt_strategy_stats *out)
     out->ps_skipped = ps->skipped;
     out->ps_wait_s = ps->wait_s;
     out->ps_push_bytes = ps->push_bytes;
-    out->bytes_per_step = ps->push_bytes;
+    out->bytes_per_step = ps->dense_push_bytes; /* as float32 */
     out->wire_bytes_per_step = ps->push_bytes;
 }
 
@@ -279,19 +294,22 @@ static dt_status ps_time_alone(dt_strategy *s, int reps, double *seconds)
     return dt_fail(DT_ERR_UNSUPPORTED, "ps: no all-reduce to time alone (see the ps report)");
 }
 
-static void ps_comp_state(dt_strategy *s, float **resid, size_t *count, float **q, size_t *q_count)
+static void ps_comp_state(dt_strategy *s, dt_comp_state *out)
 {
-    (void)q;
-    (void)q_count;
     dt_ps *ps = (dt_ps *)s;
-    /* Every rank answers alike (the servers too), so that all take part in the gather. */
-    if (ps->base.opt.compress.kind == DT_COMPRESS_TOPK && ps->base.opt.compress.error_feedback) {
-        *resid = ps->resid;
-        *count = dt_model_param_count(s->model);
+    /* Every rank answers alike (the servers too), so that all take part in the gathers. */
+    if (keeps_residual(&ps->base.opt.compress)) {
+        out->resid = ps->resid;
+        out->count = dt_model_param_count(s->model);
+    }
+    if (ps->psgd != NULL) { /* each worker's own warm start */
+        out->q = dt_ps_psgd_factors(ps->psgd, &out->q_count);
+        out->q_per_replica = 1;
     }
 }
 
-/* The workers' residuals (workers are world ranks 0 .. workers - 1; servers add none). */
+/* The workers' residuals or factors (workers are world ranks 0 .. workers - 1; servers add
+ * none). */
 static dt_status ps_gather_resid(dt_strategy *s, const float *mine, size_t count, float *all)
 {
     dt_ps *ps = (dt_ps *)s;

@@ -22,6 +22,7 @@
 #ifndef DT_PARALLEL_PS_H
 #define DT_PARALLEL_PS_H
 
+#include "parallel/ps_psgd.h"
 #include "parallel/strategy.h"
 
 typedef struct ps_hdr {
@@ -58,9 +59,11 @@ typedef struct dt_ps {
     dt_comm_req **wreq; /* [4 * servers]: pushes, pulls, reply headers, replies */
     int64_t hist[DT_PS_STALE_BINS];
     int stale_max;
-    size_t push_bytes; /* per step, headers included */
-    float *resid;      /* [parameters]: top-k's error feedback, or NULL */
-    uint32_t *scratch; /* [largest shard]: top-k's workspace */
+    size_t push_bytes;       /* per step, headers included */
+    size_t dense_push_bytes; /* the same pushes in float32 */
+    float *resid;            /* [parameters]: top-k's or PowerSGD's error feedback, or NULL */
+    uint32_t *scratch;       /* [largest shard]: top-k's workspace */
+    dt_ps_psgd *psgd;        /* powersgd: the plan (every rank), Q and P (workers) */
     /* ---- server ---- */
     uint8_t *recv_buf;       /* [workers][msg_bytes] */
     dt_comm_req **recv_req;  /* [workers], NULL once a worker's stream ended or held */
@@ -77,13 +80,13 @@ typedef struct dt_ps {
     int64_t applied, skipped;
 } dt_ps;
 
-/* A push's payload under parallel.compress (ps_codec.c): its size for a shard of cnt
- * gradients; the worker's encoding of g (cnt) with its residual e (cnt; NULL without error
- * feedback) and scratch (cnt); the server's decoding into dense (cnt). */
-size_t dt_ps_payload_bytes(const dt_compress_options *o, size_t cnt);
-void dt_ps_encode(const dt_compress_options *o, const float *g, float *e, size_t cnt, uint8_t *out,
-                  uint32_t *scratch);
-void dt_ps_decode(const dt_compress_options *o, const uint8_t *in, size_t cnt, float *dense);
+/* A push's payload under parallel.compress (ps_codec.c): its size for server s's shard;
+ * the worker's encoding of server s's part of the gradient `grads` (the model's flat
+ * buffer; powersgd after dt_ps_psgd_factor) with its residual and scratch; this server's
+ * decoding into dense (its shard's count). */
+size_t dt_ps_payload_bytes(const dt_ps *ps, int s);
+void dt_ps_encode(dt_ps *ps, int s, const float *grads, uint8_t *out);
+void dt_ps_decode(dt_ps *ps, const uint8_t *in, float *dense);
 
 /* The server's side of a step, its update, and freeing its buffers (ps_server.c). */
 dt_status dt_ps_server_attach(dt_ps *ps);

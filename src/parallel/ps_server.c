@@ -23,7 +23,7 @@ static uint8_t *wbuf(const dt_ps *ps, int w)
 }
 
 /* Worker w's push, decoded into `dense` (my_count). */
-static void decode(const dt_ps *ps, int w, float *dense);
+static void decode(dt_ps *ps, int w, float *dense);
 
 static size_t my_count(const dt_ps *ps)
 {
@@ -76,9 +76,9 @@ void dt_ps_server_free(dt_ps *ps)
     dt_free(ps->dec);
 }
 
-static void decode(const dt_ps *ps, int w, float *dense)
+static void decode(dt_ps *ps, int w, float *dense)
 {
-    dt_ps_decode(&ps->base.opt.compress, wbuf(ps, w) + sizeof(ps_hdr), my_count(ps), dense);
+    dt_ps_decode(ps, wbuf(ps, w) + sizeof(ps_hdr), dense);
 }
 
 /* A pull for step t may be answered once the slowest worker is at most S steps behind. */
@@ -145,7 +145,7 @@ static dt_status on_message(dt_ps *ps, int w, const dt_step_plan *plan)
 {
     ps_hdr h;
     memcpy(&h, wbuf(ps, w), sizeof h);
-    const int64_t want_bytes = (int64_t)dt_ps_payload_bytes(&ps->base.opt.compress, my_count(ps));
+    const int64_t want_bytes = (int64_t)dt_ps_payload_bytes(ps, ps->server);
     if (h.kind == PS_PULL && h.step >= 0 && ps->want[w] < 0) {
         ps->want[w] = h.step;
         return post_recv(ps, w);

@@ -142,8 +142,8 @@ static dt_status check_fedavg(const dt_strategy_options *o, int tp, int pp)
                        tp, pp, o->zero);
     if (o->compress.kind == DT_COMPRESS_POWERSGD)
         return dt_fail(DT_ERR_UNSUPPORTED,
-                       "parallel.compress: powersgd is built for ddp only; fedavg's client "
-                       "updates go as none, fp16, bf16 or topk");
+                       "parallel.compress: powersgd is built for ddp and ps; fedavg's "
+                       "client updates go as none, fp16, bf16 or topk");
     if (o->clients < 1 || o->clients_per_round < 1 || o->clients_per_round > o->clients)
         return dt_fail(DT_ERR_INVALID,
                        "fedavg.clients_per_round: %d of %d clients (need 1 <= K <= clients)",
@@ -173,10 +173,6 @@ static dt_status check_layout(const dt_strategy_options *o, int world)
                        "parallel.compress: compresses the gradients of plain data parallelism "
                        "(not with tp %d, pp %d or ZeRO %d yet)",
                        tp, pp, o->zero);
-    if (o->kind == DT_STRATEGY_PS && o->compress.kind == DT_COMPRESS_POWERSGD)
-        return dt_fail(DT_ERR_UNSUPPORTED,
-                       "parallel.compress: powersgd is built for ddp only; ps pushes none, fp16, "
-                       "bf16 or topk");
     if (o->kind == DT_STRATEGY_PS)
         return check_ps(o, world, tp, pp);
     if (o->kind == DT_STRATEGY_FEDAVG)
@@ -324,13 +320,11 @@ dt_status dt_strategy_sync_params(dt_strategy *s)
     return s->ops->sync_params != NULL ? s->ops->sync_params(s) : DT_OK;
 }
 
-void dt_strategy_comp_state(dt_strategy *s, float **resid, size_t *count, float **q,
-                            size_t *q_count)
+void dt_strategy_comp_state(dt_strategy *s, dt_comp_state *out)
 {
-    *resid = *q = NULL;
-    *count = *q_count = 0;
+    memset(out, 0, sizeof *out);
     if (s->ops->comp_state != NULL)
-        s->ops->comp_state(s, resid, count, q, q_count);
+        s->ops->comp_state(s, out);
 }
 
 dt_status dt_strategy_gather_resid(dt_strategy *s, const float *mine, size_t count, float *all)

@@ -123,6 +123,17 @@ typedef struct dt_pipe dt_pipe;
 
 typedef struct dt_strategy dt_strategy;
 
+/* Gradient compression's state across steps (docs/COMPRESSION.md), borrowed from the
+ * strategy. Every rank of a strategy that keeps some answers the same counts (a ps server
+ * too, with NULL buffers), so that all take part in the gathers. */
+typedef struct dt_comp_state {
+    float *resid;      /* this rank's error-feedback residual, laid out as the parameters */
+    size_t count;      /* its floats; 0 when none */
+    float *q;          /* PowerSGD's Q factors, or NULL */
+    size_t q_count;    /* their floats; 0 when none */
+    int q_per_replica; /* 0: every rank holds the same q (ddp); 1: each replica its own (ps) */
+} dt_comp_state;
+
 typedef struct dt_strategy_ops {
     /* Once the model exists: plan what the strategy needs for it (buckets, shards), and
      * say how many parameters the optimizer updates on this rank. Allocates; later calls
@@ -146,12 +157,10 @@ typedef struct dt_strategy_ops {
      * current on every rank, before they are read whole (checkpoints, saved weights).
      * Collective over the world. */
     dt_status (*sync_params)(dt_strategy *s);
-    /* Optional (NULL: no compression state): this rank's error-feedback residual (*resid,
-     * *count floats, laid out as the parameters; NULL and 0 when none) and the factors
-     * every rank shares (*q, *q_count; NULL and 0 when none). Borrowed. */
-    void (*comp_state)(dt_strategy *s, float **resid, size_t *count, float **q, size_t *q_count);
-    /* With comp_state: every replica's residual (count floats each) into all, in replica
-     * order. Collective over the world. */
+    /* Optional (NULL: no compression state): this rank's, into *out (zeroed before). */
+    void (*comp_state)(dt_strategy *s, dt_comp_state *out);
+    /* With comp_state: every replica's `count` floats (its residual, or its factors when
+     * they are its own) into all, in replica order. Collective over the world. */
     dt_status (*gather_resid)(dt_strategy *s, const float *mine, size_t count, float *all);
     void (*free)(dt_strategy *s);
 } dt_strategy_ops;
@@ -205,8 +214,7 @@ void dt_strategy_bind_optim(dt_strategy *s, dt_optim *o);
 /* dt_strategy_ops.sync_params where there is one. Collective over the world. */
 dt_status dt_strategy_sync_params(dt_strategy *s);
 /* dt_strategy_ops.comp_state, or nothing (all NULL and 0). */
-void dt_strategy_comp_state(dt_strategy *s, float **resid, size_t *count, float **q,
-                            size_t *q_count);
+void dt_strategy_comp_state(dt_strategy *s, dt_comp_state *out);
 dt_status dt_strategy_gather_resid(dt_strategy *s, const float *mine, size_t count, float *all);
 
 /* Calls through the vtable (see dt_strategy_ops). */

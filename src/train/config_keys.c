@@ -363,7 +363,8 @@ static const key_def keys[] = {
     OTHER("parallel.compress", KEY_COMPRESS, parallel.compress,
           "ddp: gradients on the wire as none | fp16 | bf16 (16-bit all-reduce) | topk:R (each "
           "rank's R * n largest entries, with error feedback) | powersgd:K (rank-K factors of "
-          "each weight matrix, with error feedback); docs/COMPRESSION.md"),
+          "each weight matrix, with error feedback); ps: the pushes, alike; fedavg: the client "
+          "updates (not powersgd); docs/COMPRESSION.md"),
     NUM("parallel.error_feedback", KEY_BOOL, parallel.compress.error_feedback, 0, 0, 0,
         "topk and powersgd keep what was not sent and add it to the next step's gradient; "
         "off only to measure what that buys"),

@@ -138,32 +138,52 @@ fail:
 }
 
 /* Gradient compression's state as the writer puts it in the part (docs/COMPRESSION.md):
- * every replica's error-feedback residual, and the factors every rank shares. */
+ * every replica's error-feedback residual, and PowerSGD's factors: one set every rank
+ * shares (ddp), or every replica's own (ps). */
 typedef struct comp_state {
     const float *resid; /* [replicas x count], replica order, or NULL */
     size_t count;
     int replicas;
-    const float *q; /* [q_count] or NULL */
+    const float *q; /* [q_count], or [replicas x q_count] when q_per_replica; or NULL */
     size_t q_count;
+    int q_per_replica;
 } comp_state;
 
-/* The residuals gathered to every rank (each rank answers the same count, so all take
- * part). Collective over the world. */
+/* Each replica's `count` floats gathered into *all (allocated once, kept by the trainer).
+ * Collective over the world. */
+static dt_status gather_replicas(dt_trainer *t, const float *mine, size_t count, int replicas,
+                                 const char *what, float **all)
+{
+    dt_status st = DT_OK;
+    if (*all == NULL)
+        DT_TRY(dt_alloc_large((size_t)replicas * count * sizeof(float), what, (void **)all));
+    DT_TRY(dt_strategy_gather_resid(t->strategy, mine, count, *all));
+fail:
+    return st;
+}
+
+/* The residuals (and a replica's own factors) gathered to every rank (each rank answers
+ * the same counts, so all take part). Collective over the world. */
 static dt_status gather_comp(dt_trainer *t, comp_state *c)
 {
     dt_status st = DT_OK;
-    float *mine = NULL, *q = NULL;
+    dt_comp_state cs;
     memset(c, 0, sizeof *c);
-    dt_strategy_comp_state(t->strategy, &mine, &c->count, &q, &c->q_count);
-    c->q = q;
+    dt_strategy_comp_state(t->strategy, &cs);
     c->replicas = dt_strategy_get_info(t->strategy)->replicas;
-    if (c->count == 0)
-        return DT_OK;
-    if (t->ckpt_resid == NULL)
-        DT_TRY(dt_alloc_large((size_t)c->replicas * c->count * sizeof(float),
-                              "checkpoint residuals", (void **)&t->ckpt_resid));
-    DT_TRY(dt_strategy_gather_resid(t->strategy, mine, c->count, t->ckpt_resid));
-    c->resid = t->ckpt_resid;
+    c->count = cs.count;
+    c->q_count = cs.q_count;
+    c->q_per_replica = cs.q_per_replica;
+    c->q = cs.q_count > 0 ? cs.q : NULL;
+    if (cs.count > 0) {
+        DT_TRY(gather_replicas(t, cs.resid, cs.count, c->replicas, "checkpoint residuals",
+                               &t->ckpt_resid));
+        c->resid = t->ckpt_resid;
+    }
+    if (cs.q_per_replica && cs.q_count > 0) {
+        DT_TRY(gather_replicas(t, cs.q, cs.q_count, c->replicas, "checkpoint factors", &t->ckpt_q));
+        c->q = t->ckpt_q;
+    }
 fail:
     return st;
 }
@@ -183,7 +203,8 @@ static dt_status check_finite(const char *name, const float *x, size_t n)
 }
 
 /* The compression state's tensors: compress.residual.<replica>.<parameter> (the parameter's
- * shape; compression runs without tp and pp, so local is whole) and compress.q (1-D). */
+ * shape; compression runs without tp and pp, so local is whole), and compress.q or, where
+ * each replica has its own, compress.q.<replica> (1-D). */
 static dt_status comp_tensors(dt_trainer *t, const comp_state *c, dt_st_tensor *ts,
                               char (*names)[160])
 {
@@ -204,15 +225,22 @@ static dt_status comp_tensors(dt_trainer *t, const comp_state *c, dt_st_tensor *
             if (st != DT_OK)
                 return st;
         }
-    if (c->q != NULL) {
-        snprintf(names[k], sizeof names[k], DT_CKPT_COMPRESS_PREFIX "q");
+    const int nq = c->q == NULL ? 0 : c->q_per_replica ? c->replicas : 1;
+    for (int r = 0; r < nq; r++, k++) {
+        if (c->q_per_replica)
+            snprintf(names[k], sizeof names[k], DT_CKPT_COMPRESS_PREFIX "q.%d", r);
+        else
+            snprintf(names[k], sizeof names[k], DT_CKPT_COMPRESS_PREFIX "q");
+        const float *q = c->q + (size_t)r * c->q_count;
         ts[k] = (dt_st_tensor){.name = names[k],
                                .dtype = DT_ST_F32,
                                .ndim = 1,
                                .shape = {(int64_t)c->q_count},
-                               .data = c->q,
+                               .data = q,
                                .nbytes = c->q_count * sizeof(float)};
-        return check_finite(names[k], c->q, c->q_count);
+        dt_status st = check_finite(names[k], q, c->q_count);
+        if (st != DT_OK)
+            return st;
     }
     return DT_OK;
 }
@@ -223,7 +251,10 @@ static dt_status write_part(dt_trainer *t, const char *dir, float **wholes, int 
 {
     dt_status st = DT_OK;
     const int nt = dt_model_tensor_count(t->model), base = nt * (1 + nbuf);
-    const int n = base + (c->resid != NULL ? c->replicas * nt : 0) + (c->q != NULL);
+    const int n = base + (c->resid != NULL ? c->replicas * nt : 0) +
+                  (c->q == NULL       ? 0
+                   : c->q_per_replica ? c->replicas
+                                      : 1);
     dt_st_tensor *ts = NULL;
     char(*names)[160] = NULL, part[DT_CKPT_NAME_MAX];
     DT_TRY(dt_alloc(sizeof *ts * (size_t)(n > 0 ? n : 1), "checkpoint", (void **)&ts));
@@ -488,17 +519,36 @@ static int saved_replicas(const dt_ckpt_set *set, const dt_param_info *p0)
     }
 }
 
+/* The saved factors this rank starts from: a shared set (compress.q) or the replica's own
+ * (compress.q.<replica>); where the set holds the other kind, or this replica is not in it,
+ * replica 0's or the shared one (any of them is a warm start; ddp's ranks must all take the
+ * same). NULL when the set holds none. */
+static const dt_st_tensor *saved_q(const dt_ckpt_set *set, const dt_comp_state *cs, int replica)
+{
+    char name[64];
+    const dt_st_tensor *x = NULL;
+    if (cs->q_per_replica && replica >= 0) {
+        snprintf(name, sizeof name, DT_CKPT_COMPRESS_PREFIX "q.%d", replica);
+        x = dt_ckpt_set_find(set, name);
+    }
+    if (x == NULL)
+        x = dt_ckpt_set_find(set, DT_CKPT_COMPRESS_PREFIX "q");
+    if (x == NULL)
+        x = dt_ckpt_set_find(set, DT_CKPT_COMPRESS_PREFIX "q.0");
+    return x;
+}
+
 /* Gradient compression's state (docs/COMPRESSION.md): on the layout it was written on, each
  * replica takes its own residual back (a bit-exact resume); on another number of replicas
  * each takes the mean of the saved ones, so that their sum, what the replicas still owe the
- * parameters, is kept. PowerSGD's factors come back when the plan is the same. A set
- * without the state (written without compression) leaves it at zero. pass 0 checks, pass 1
- * copies. */
+ * parameters, is kept. PowerSGD's factors come back when the plan is the same (saved_q says
+ * whose). A set without the state (written without compression) leaves it at zero. pass 0
+ * checks, pass 1 copies. */
 static dt_status load_comp(dt_trainer *t, const dt_ckpt_set *set, int pass)
 {
-    float *mine = NULL, *q = NULL;
-    size_t n = 0, qn = 0;
-    dt_strategy_comp_state(t->strategy, &mine, &n, &q, &qn);
+    dt_comp_state cs;
+    dt_strategy_comp_state(t->strategy, &cs);
+    float *mine = cs.resid;
     const dt_strategy_info *si = dt_strategy_get_info(t->strategy);
     const int nt = dt_model_tensor_count(t->model);
     const int saved = nt > 0 ? saved_replicas(set, dt_model_tensor(t->model, 0)) : 0;
@@ -506,7 +556,7 @@ static dt_status load_comp(dt_trainer *t, const dt_ckpt_set *set, int pass)
     char name[192];
     if (mine != NULL && saved > 0) {
         if (pass == 1)
-            memset(mine, 0, n * sizeof(float));
+            memset(mine, 0, cs.count * sizeof(float));
         const int own = saved == si->replicas;
         for (int r = own ? si->replica : 0; r < (own ? si->replica + 1 : saved); r++)
             for (int i = 0; i < nt; i++) {
@@ -521,16 +571,16 @@ static dt_status load_comp(dt_trainer *t, const dt_ckpt_set *set, int pass)
                     mine[p->offset + k] += own ? v[k] : v[k] / (float)si->replicas;
             }
     }
-    const dt_st_tensor *x = dt_ckpt_set_find(set, DT_CKPT_COMPRESS_PREFIX "q");
-    if (q == NULL || x == NULL)
+    const dt_st_tensor *x = cs.q != NULL ? saved_q(set, &cs, si->replica) : NULL;
+    if (x == NULL)
         return DT_OK;
-    if (x->dtype != DT_ST_F32 || x->ndim != 1 || x->shape[0] != (int64_t)qn)
+    if (x->dtype != DT_ST_F32 || x->ndim != 1 || x->shape[0] != (int64_t)cs.q_count)
         return dt_fail(DT_ERR_MISMATCH,
-                       "checkpoint: %s: compress.q holds %lld factors; this run's PowerSGD "
-                       "plan has %zu (another parallel.compress rank?)",
-                       dir, (long long)x->shape[0], qn);
+                       "checkpoint: %s: %s holds %lld factors; this run's PowerSGD plan has %zu "
+                       "(another parallel.compress rank?)",
+                       dir, x->name, (long long)x->shape[0], cs.q_count);
     if (pass == 1)
-        memcpy(q, x->data, qn * sizeof(float));
+        memcpy(cs.q, x->data, cs.q_count * sizeof(float));
     return DT_OK;
 }
 

@@ -45,6 +45,7 @@ struct dt_trainer {
     float *ckpt_full;              /* a state buffer gathered over ZeRO-1's slices */
     float *ckpt_whole[3];          /* parameters and state, whole, under tp or ZeRO-1 */
     float *ckpt_resid;             /* every replica's compression residual (replicas x n) */
+    float *ckpt_q;                 /* every replica's PowerSGD factors, where each has its own */
     dt_obs *obs;                   /* this rank's phase timers (and trace events) */
     double delay_s;                /* dt_trainer_set_delay: added to every step's data phase */
     double jitter_s;               /* dt_trainer_set_jitter: the mean of a random extra delay */

@@ -1,11 +1,11 @@
 /* test_dp_alloc.c — a data-parallel training step allocates nothing in our code, with the
  * ring all-reduce, with MPI's own, with tensor parallelism at tp 2, with a pipeline of 2
  * stages (GPipe and 1F1B, 4 micro-batches), with each gradient compression, and under the
- * ps (staleness 0 and 2) and fedavg (plain, top-k and fp16 updates) strategies. Counts malloc and
- * friends in the whole process (alloc_count.c) from the second step to the last, Open MPI's
- * own calls apart: it allocates a temporary inside MPI_Iallreduce on every call
- * (docs/NOTES.md), and buffers a message that arrives before its receive is posted, as the
- * ranks' timing dictates; those are printed, not checked. */
+ * ps (staleness 0 and 2, top-k and PowerSGD pushes) and fedavg (plain, top-k and fp16
+ * updates) strategies. Counts malloc and friends in the whole process (alloc_count.c) from the
+ * second step to the last, Open MPI's own calls apart: it allocates a temporary inside
+ * MPI_Iallreduce on every call (docs/NOTES.md), and buffers a message that arrives before its
+ * receive is posted, as the ranks' timing dictates; those are printed, not checked. */
 #include "dt_test.h"
 
 #include <mpi.h>
@@ -112,6 +112,8 @@ static void test_ps_and_fedavg_steps_allocate_nothing(void **state)
     static const char *const ps0[] = {"parallel.strategy=ps", NULL};
     static const char *const ps2[] = {"parallel.strategy=ps", "parallel.staleness=2",
                                       "parallel.compress=topk:0.1", NULL};
+    static const char *const ps_psgd[] = {"parallel.strategy=ps", "parallel.compress=powersgd:4",
+                                          NULL};
     static const char *const fed[] = {
         "parallel.strategy=fedavg", "fedavg.clients=4", "fedavg.clients_per_round=2",
         "fedavg.local_steps=2",     "fedavg.rounds=8",  NULL};
@@ -129,8 +131,8 @@ static void test_ps_and_fedavg_steps_allocate_nothing(void **state)
                                            "fedavg.rounds=8",
                                            "parallel.compress=fp16",
                                            NULL};
-    static const char *const *const lists[] = {ps0, ps2, fed, fed_topk, fed_fp16};
-    check_settings(lists, 5);
+    static const char *const *const lists[] = {ps0, ps2, ps_psgd, fed, fed_topk, fed_fp16};
+    check_settings(lists, 6);
 }
 
 static void test_ring_step_allocates_nothing(void **state)

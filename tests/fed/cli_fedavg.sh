@@ -124,7 +124,7 @@ else
 fi
 grep -q 'client updates compressed (topk:0.05, no error feedback' "$tmp/c_topk_1.out" ||
     { echo "FAIL compressed_report: no line on the compressed updates"; fail=1; }
-expect_fail powersgd 'powersgd is built for ddp only; fedavg' \
+expect_fail powersgd 'powersgd is built for ddp and ps; fedavg' \
     "$DTRAIN" train "$MLP" --strategy fedavg --compress powersgd:2 --rounds 1
 
 expect_fail too_many 'fedavg.clients_per_round: 5 of 3 clients' \

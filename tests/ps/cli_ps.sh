@@ -9,9 +9,13 @@
 #   - a checkpoint written under ps resumes byte for byte, under ps and under ddp;
 #   - a NaN pushed by one worker is skipped by the servers and counted;
 #   - compressed pushes: top-k keeping everything is the plain push, fp16 halves the bytes;
+#     PowerSGD: gradients of rank <= K (4 samples per worker) arrive whole, a matrix cut
+#     between two servers trains as on one, the bytes are the factors', the residual and
+#     each worker's own Q survive a checkpoint, and one epoch trains;
 #   - --jitter slows the workers, not the server;
 #   - refusals: train.on_nonfinite stop.
 set -u
+PY=${1:?usage: cli_ps.sh PYTHON}
 DTRAIN=${DTRAIN:?ctest sets DTRAIN}
 MPIRUN=${MPIRUN:?ctest sets MPIRUN}
 SRC=${DT_SOURCE_DIR:?ctest sets DT_SOURCE_DIR}
@@ -51,8 +55,54 @@ if grep -q 'ps worker rank 0: .* 0.204 MB pushed per step' "$tmp/ps_fp16.out"; t
 else
     echo "FAIL ps_fp16_bytes:"; grep 'ps worker' "$tmp/ps_fp16.out" | sed 's/^/  /'; fail=1
 fi
-expect_fail ps_powersgd 'powersgd is built for ddp only' \
-    "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" $SGD $PS --compress powersgd:4
+
+# PowerSGD (each worker's own rank-4 factors). One step at 4 samples per worker: every
+# weight gradient has rank <= 4, so the factors carry it whole, and 3 workers land within
+# float rounding of 3-rank ddp uncompressed.
+ONE="--set optim.kind=sgd --set optim.lr=0.05 --max-steps 1 --batch 4 --no-progress"
+expect_ok ddp_3_b4 "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" $ONE --save-weights "$tmp/ddp_b4.st"
+expect_ok ps_psgd_b4 "$MPIRUN" -np 4 "$DTRAIN" train "$MLP" $ONE $PS --compress powersgd:4 \
+    --save-weights "$tmp/psgd_b4.st"
+if "$PY" "$SRC/tests/cli/st_compare.py" "$tmp/ddp_b4.st" "$tmp/psgd_b4.st" --atol 1e-6 \
+    >"$tmp/psgd_b4.cmp" 2>&1; then
+    echo "ok ps_psgd_low_rank_whole: $(grep -c 'max |a-b|' "$tmp/psgd_b4.cmp") tensors within 1e-6"
+else
+    echo "FAIL ps_psgd_low_rank_whole:"; sed 's/^/  /' "$tmp/psgd_b4.cmp"; fail=1
+fi
+# 20 steps at 64 per worker: a server that holds half of the first weight matrix rebuilds
+# its rows from the same factors; two servers give one server's bytes.
+expect_ok ps_psgd_1s "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" $SGD $PS --compress powersgd:4 \
+    --metrics "$tmp/psgd.jsonl" --save-weights "$tmp/psgd_1s.st"
+expect_ok ps_psgd_2s "$MPIRUN" -np 4 "$DTRAIN" train "$MLP" $SGD $PS --compress powersgd:4 \
+    --servers 2 --save-weights "$tmp/psgd_2s.st"
+expect_same ps_psgd_2servers_equals_1 "$tmp/psgd_1s.st" "$tmp/psgd_2s.st"
+# The bytes, by hand: W1 (128 x 784) as (128 + 784) x 4 floats, W2 (10 x 128) as
+# (10 + 128) x 4, the biases whole (138 floats), and one 32-byte header: 17,384 bytes, of
+# 101,770 x 4 + 32 = 407,112 in float32.
+if grep -q '"wire_bytes_per_step":17384,"dense_bytes_per_step":407112' "$tmp/psgd.jsonl" &&
+    grep -q 'ps worker rank 0: .* 0.017 MB pushed per step (0.407 MB in float32)' \
+        "$tmp/ps_psgd_1s.out"; then
+    echo "ok ps_psgd_bytes: 17384 of 407112 bytes per push"
+else
+    echo "FAIL ps_psgd_bytes: expected 17384 of 407112 bytes per push:"
+    grep '"comm"' "$tmp/psgd.jsonl" | sed 's/^/  /'; grep 'ps worker' "$tmp/ps_psgd_1s.out"; fail=1
+fi
+# The residual and each worker's Q go into the checkpoint: resumed at step 6, the same bytes.
+PCK="--max-steps 12 --no-progress --compress powersgd:4 $PS"
+expect_ok psgd_ck_full "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" $PCK --checkpoint-dir "$tmp/pck" \
+    --checkpoint-every 6 --save-weights "$tmp/psgd_ck_full.st"
+expect_ok psgd_ck_resume "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" $PCK \
+    --resume "$tmp/pck/step-000000006" --save-weights "$tmp/psgd_ck_res.st"
+expect_same psgd_ck_resume "$tmp/psgd_ck_full.st" "$tmp/psgd_ck_res.st"
+# One epoch (2 workers, Adam): the compressed pushes still train.
+expect_ok psgd_epoch "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" --epochs 1 --no-progress $PS \
+    --compress powersgd:4
+loss=$(sed -n 's/^epoch 1: .*test loss \([0-9.]*\).*/\1/p' "$tmp/psgd_epoch.out")
+if awk -v l="${loss:-9}" 'BEGIN { exit !(l < 0.60) }'; then
+    echo "ok psgd_epoch: test loss $loss after one epoch < 0.60"
+else
+    echo "FAIL psgd_epoch: test loss '${loss}' after one epoch, expected < 0.60"; fail=1
+fi
 
 # check_staleness NAME BOUND: every worker's largest staleness is within BOUND, and at least
 # one worker reached it (the slowed worker held the other back).

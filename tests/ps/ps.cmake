@@ -1,4 +1,9 @@
 # The parameter-server strategy end to end (docs/PARAMETER_SERVER.md): equivalences with
 # one process and with ddp, the staleness bound, checkpoints, a NaN skipped.
-dt_add_cli_test(NAME cli_ps COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_ps.sh MPI TIMEOUT 300
+dt_add_cli_test(NAME cli_ps COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_ps.sh ${DT_PYTHON3} MPI
+                TIMEOUT 300
                 EXPECT "cli_ps: all checks passed")
+# PowerSGD for ps pushes (src/parallel/ps_psgd.c), without MPI: payload sizes, factors cut to
+# shards and read back, error feedback, warm start, a NaN's Q drawn afresh.
+dt_add_test(NAME test_ps_psgd SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ps_psgd.c LABELS unit
+            TIMEOUT 60)
