@@ -33,6 +33,11 @@ whole run (dtrain: wire_bytes_per_step x steps). Every cell is the median over -
 each repetition runs every (implementation, mode) in an order that rotates from one
 repetition to the next. Every run goes to bench/out/compress-<time>.jsonl.
 
+With --ps, the same modes also run under dtrain's parameter server (`--strategy ps`: N
+workers and 1 server, so N + 1 processes; its pushes compressed, each worker with its own
+error feedback and, for PowerSGD, its own factors), as rows "dtrain ps" measured against ps's
+own "none". No peer: PyTorch has no parameter server.
+
 Targets (printed under the tables, met / NOT met): topk:0.01 and powersgd:4 within 1.5
 accuracy points of dtrain's none after 2 epochs while sending at most 1/20 of its bytes;
 dtrain's accuracy per MB at least PyTorch's hook's (fp16 against fp16, powersgd:4 against
@@ -40,6 +45,7 @@ powersgd:4), with the newest PyTorch installed.
 
 Usage (bench/compress.sh calls it): /usr/bin/python3 bench/compress.py --build BUILD_DIR
 [--quick] [--models mlp,convnet] [--modes none,fp16,...] [--ranks N] [--epochs E] [--reps R]
+[--ps]
 """
 import argparse
 import os
@@ -74,6 +80,8 @@ def args_parse():
                          "MLP %d, ConvNet %d)" % (QUICK_STEPS["mlp"], QUICK_STEPS["convnet"]))
     ap.add_argument("--spin", type=float, default=2.0,
                     help="seconds of each parallel-ratio measurement")
+    ap.add_argument("--ps", action="store_true",
+                    help="also run every mode under --strategy ps (N workers + 1 server)")
     ap.add_argument("--quick", action="store_true",
                     help="a few steps, one repetition: checks the scripts, measures nothing")
     a = ap.parse_args()
@@ -103,14 +111,18 @@ def torch_has(mode):
     return mode in ("none", "fp16", "bf16") or mode.startswith("powersgd:")
 
 
-def dtrain_run(a, build, model, mode):
-    """One `dtrain train --compress MODE` under mpirun; its figures from --metrics."""
+def dtrain_run(a, build, model, mode, ps=False):
+    """One `dtrain train --compress MODE` under mpirun (ps: N workers and 1 server); its
+    figures from --metrics."""
     tmp = tempfile.mkdtemp(prefix="dtrain-compress-")
     try:
         metrics = os.path.join(tmp, "metrics.jsonl")
-        cmd = ["mpirun", "-np", str(a.ranks), "--oversubscribe", os.path.join(build, "dtrain"),
+        cmd = ["mpirun", "-np", str(a.ranks + (1 if ps else 0)), "--oversubscribe",
+               os.path.join(build, "dtrain"),
                "train", bl.MODELS[model], "--epochs", str(a.epochs), "--batch", str(BATCH),
                "--threads", "1", "--compress", mode, "--metrics", metrics, "--no-progress"]
+        if ps:
+            cmd += ["--strategy", "ps"]
         if max_steps(a, model):
             cmd += ["--max-steps", str(max_steps(a, model))]
         _, wall = bl.run_text(cmd, bl.thread_env(1), TIMEOUT_S)
@@ -121,7 +133,7 @@ def dtrain_run(a, build, model, mode):
     per = comm.get("wire_bytes_per_step")
     if comm and comm.get("compress") not in (None, mode):
         bl.log("note: dtrain reports compress %r for --compress %s" % (comm.get("compress"), mode))
-    return {"impl": "dtrain", "model": model, "world_size": a.ranks, "mode": mode,
+    return {"impl": "dtrain ps" if ps else "dtrain", "model": model, "world_size": a.ranks, "mode": mode,
             "test_accuracy": m["test_accuracy"], "train_s": m["train_s"], "steps": m["steps"],
             "wire_bytes_per_step": per, "dense_bytes_per_step": comm.get("dense_bytes_per_step"),
             "wire_bytes_total": per * m["steps"] if per is not None and m["steps"] else None,
@@ -204,11 +216,14 @@ def main():
     rec = bl.Recorder("compress")
     rec.write({"event": "machine", "openblas_coretype": bl.init_blas(build),
                "quick": a.quick, "ranks": a.ranks, "epochs": a.epochs, "modes": a.modes})
-    peers = [bl.Peer("dtrain", "dtrain")] + bl.torch_peers()
+    peers = [bl.Peer("dtrain", "dtrain")]
+    if a.ps:
+        peers.append(bl.Peer("dtrain_ps", "dtrain ps (%d workers + 1 server)" % a.ranks))
+    peers += bl.torch_peers()
     for p in peers:
         bl.log("peer: %s%s" % (p.label, " (%s)" % p.missing if p.missing else ""))
     runs = [(p, mode) for p in peers if p.missing is None for mode in a.modes
-            if p.key == "dtrain" or torch_has(mode)]
+            if p.key.startswith("dtrain") or torch_has(mode)]
 
     bl.log("parallel ratio (before)...")
     ratio_before = bl.parallel_ratio(sgemm_peak, a.spin)
@@ -220,7 +235,8 @@ def main():
             for peer, mode in runs[k:] + runs[:k]:
                 bl.log("rep %d/%d  %-7s %-10s %s" % (rep + 1, a.reps, model, mode, peer.label))
                 try:
-                    r = (dtrain_run(a, build, model, mode) if peer.key == "dtrain"
+                    r = (dtrain_run(a, build, model, mode, peer.key == "dtrain_ps")
+                         if peer.key.startswith("dtrain")
                          else torch_run(a, peer, model, mode, optim[model]))
                 except RuntimeError as e:
                     bl.log("FAILED: %s" % e)
@@ -253,7 +269,7 @@ def main():
                 rows.append([p.label, "(all)"] + [p.missing] * (len(head) - 2))
                 continue
             for mode in a.modes:
-                if p.key != "dtrain" and not torch_has(mode):
+                if not p.key.startswith("dtrain") and not torch_has(mode):
                     rows.append([p.label, mode] + [NO_HOOK] * (len(head) - 2))
                     continue
                 rs = results.get((model, p.key, mode), [])
@@ -273,20 +289,23 @@ def main():
                             "accuracy %% per MB sent over the run" % model, head, rows))
 
     out.append("Targets%s:" % (" (--quick: NOT a measurement)" if a.quick else ""))
-    newest = [p for p in peers if p.key != "dtrain" and p.missing is None]
+    newest = [p for p in peers if not p.key.startswith("dtrain") and p.missing is None]
     newest = max(newest, key=peer_version) if newest else None
     for model in a.models:
-        for mode in ("topk:0.01", "powersgd:4"):
-            c = cells.get((model, "dtrain", mode))
-            if mode not in a.modes:
+        for key, mode in ((k, m) for k in ("dtrain", "dtrain_ps")
+                          for m in ("topk:0.01", "powersgd:4")):
+            c = cells.get((model, key, mode))
+            name = "dtrain ps" if key == "dtrain_ps" else "dtrain"
+            if mode not in a.modes or (key == "dtrain_ps" and not a.ps):
                 continue
             if c is None or c.delta is None or c.ratio is None:
-                out.append("  dtrain %s %s within %.1f points of none, <= 1/%d of its bytes: "
-                           "not measured" % (model, mode, ACC_POINTS_MAX, 1 / BYTES_RATIO_MAX))
+                out.append("  %s %s %s within %.1f points of none, <= 1/%d of its bytes: "
+                           "not measured" % (name, model, mode, ACC_POINTS_MAX,
+                                             1 / BYTES_RATIO_MAX))
                 continue
             ok = -c.delta <= ACC_POINTS_MAX and c.ratio <= BYTES_RATIO_MAX
-            out.append("  dtrain %s %s within %.1f points of none (%+.2f), <= 1/%d of its bytes "
-                       "(1/%.1f): %s" % (model, mode, ACC_POINTS_MAX, c.delta,
+            out.append("  %s %s %s within %.1f points of none (%+.2f), <= 1/%d of its bytes "
+                       "(1/%.1f): %s" % (name, model, mode, ACC_POINTS_MAX, c.delta,
                                          1 / BYTES_RATIO_MAX, 1 / c.ratio, mark(ok)))
         for mode in ("fp16", "powersgd:4"):
             if mode not in a.modes:

@@ -13,11 +13,16 @@ typedef struct psgd_mat {
     size_t p_at, q_at; /* of its P in p->p, its Q in p->q (elements) */
 } psgd_mat;
 
-/* A piece of a server's shard: where a tensor and the shard overlap. */
+/* A piece of a server's shard: where a tensor and the shard overlap. A piece of a factored
+ * matrix goes as factors, or dense when its rows' factors would not be smaller than its
+ * elements (a few elements of a matrix that a shard boundary cuts): no push is larger than
+ * the float32 one. */
 typedef struct psgd_piece {
-    int mat;        /* the factored matrix, or -1: sent dense */
-    size_t lo, cnt; /* its elements in the flat buffer */
-    int64_t r0, r1; /* factored: the matrix's rows that hold them */
+    int mat;         /* the factored matrix it is part of, or -1 */
+    int dense;       /* sent as its values: M's, the residual keeping nothing there */
+    size_t lo, cnt;  /* its elements in the flat buffer */
+    int64_t r0, r1;  /* the matrix's rows that hold them */
+    size_t stash_at; /* dense part of a matrix: where its M waits in stash */
 } psgd_piece;
 
 struct dt_ps_psgd {
@@ -28,7 +33,9 @@ struct dt_ps_psgd {
     size_t *bytes;      /* [servers]: payload bytes */
     float *p, *q;       /* worker: every matrix's P (rows, r) and Q (cols, r) */
     float *scratch;     /* worker: one matrix's A; server: one piece's rows of A */
-    size_t p_len, q_len;
+    float *stash;       /* worker with a residual: M of the dense pieces of matrices */
+    size_t p_len, q_len, stash_len;
+    int servers;
 };
 
 void dt_ps_psgd_free(dt_ps_psgd *p)
@@ -42,6 +49,7 @@ void dt_ps_psgd_free(dt_ps_psgd *p)
     dt_free(p->p);
     dt_free(p->q);
     dt_free(p->scratch);
+    dt_free(p->stash);
     dt_free(p);
 }
 
@@ -82,18 +90,25 @@ static size_t plan_server(dt_ps_psgd *p, const dt_model *m, int s, size_t off, s
                      hi = t->offset + t->count < off + cnt ? t->offset + t->count : off + cnt;
         if (lo < hi) {
             psgd_piece *x = &out[p->npieces[s]++];
-            *x = (psgd_piece){.mat = factored ? j : -1, .lo = lo, .cnt = hi - lo};
+            *x = (psgd_piece){
+                .mat = factored ? j : -1, .dense = !factored, .lo = lo, .cnt = hi - lo};
             if (factored) {
                 const psgd_mat *a = &p->mats[j];
                 const size_t c = (size_t)a->cols;
                 x->r0 = (int64_t)((lo - a->offset) / c);
                 x->r1 = (int64_t)((hi - a->offset + c - 1) / c);
                 const size_t rows = (size_t)(x->r1 - x->r0);
-                p->bytes[s] += (rows + c) * (size_t)a->r * sizeof(float);
-                most = rows * c > most ? rows * c : most;
-            } else {
-                p->bytes[s] += x->cnt * sizeof(float);
+                x->dense = (rows + c) * (size_t)a->r >= x->cnt;
+                if (!x->dense) {
+                    p->bytes[s] += (rows + c) * (size_t)a->r * sizeof(float);
+                    most = rows * c > most ? rows * c : most;
+                } else {
+                    x->stash_at = p->stash_len;
+                    p->stash_len += x->cnt;
+                }
             }
+            if (x->dense)
+                p->bytes[s] += x->cnt * sizeof(float);
         }
         j += factored;
     }
@@ -110,6 +125,7 @@ dt_status dt_ps_psgd_create(const dt_compress_options *o, const dt_model *m, int
     DT_ASSERT(o->kind == DT_COMPRESS_POWERSGD && servers >= 1);
     DT_TRY(dt_alloc(sizeof *p, "PowerSGD pushes", (void **)&p));
     p->nt = dt_model_tensor_count(m);
+    p->servers = servers;
     const size_t nt = (size_t)(p->nt > 0 ? p->nt : 1), k = (size_t)servers;
     DT_TRY(dt_alloc(nt * sizeof *p->mats, "PowerSGD matrices", (void **)&p->mats));
     DT_TRY(dt_alloc(k * nt * sizeof *p->pieces, "PowerSGD pieces", (void **)&p->pieces));
@@ -133,6 +149,8 @@ dt_status dt_ps_psgd_create(const dt_compress_options *o, const dt_model *m, int
     const size_t room = worker ? (with_residual ? largest : 0) : most;
     if (room > 0)
         DT_TRY(dt_alloc_large(room * sizeof(float), "PowerSGD scratch", (void **)&p->scratch));
+    if (worker && with_residual && p->stash_len > 0)
+        DT_TRY(dt_alloc(p->stash_len * sizeof(float), "PowerSGD pieces", (void **)&p->stash));
     *out = p;
     return DT_OK;
 fail:
@@ -143,6 +161,24 @@ fail:
 size_t dt_ps_psgd_bytes(const dt_ps_psgd *p, int s)
 {
     return p->bytes[s];
+}
+
+/* Matrix j's pieces that go dense: their M (m, the matrix) into the stash, to be sent as it
+ * is (take), or the residual emptied there, nothing of it left behind (not take). */
+static void stash_dense(dt_ps_psgd *p, int j, const float *m, float *e, int take)
+{
+    const size_t off = p->mats[j].offset;
+    for (int s = 0; s < p->servers; s++) {
+        const psgd_piece *x = p->pieces + (size_t)s * (size_t)p->nt;
+        for (int i = 0; i < p->npieces[s]; i++, x++) {
+            if (x->mat != j || !x->dense)
+                continue;
+            if (take)
+                memcpy(p->stash + x->stash_at, m + (x->lo - off), x->cnt * sizeof(float));
+            else
+                memset(e + x->lo, 0, x->cnt * sizeof(float));
+        }
+    }
 }
 
 void dt_ps_psgd_factor(dt_ps_psgd *p, const float *g, float *e)
@@ -162,11 +198,14 @@ void dt_ps_psgd_factor(dt_ps_psgd *p, const float *g, float *e)
         dt_psgd_p(m, a->rows, a->cols, q, a->r, pm);
         dt_psgd_orthonormalize(pm, a->rows, a->r);
         dt_psgd_q(m, a->rows, a->cols, pm, a->r, q);
+        if (p->stash != NULL)
+            stash_dense(p, j, m, e, 1);
         if (e != NULL) { /* E := M - P Q^T: what this push leaves for the next */
             float *x = e + a->offset;
             dt_psgd_approx(pm, q, a->rows, a->cols, a->r, p->scratch);
             for (size_t i = 0; i < cnt; i++)
                 x[i] -= p->scratch[i];
+            stash_dense(p, j, m, e, 0);
         }
     }
 }
@@ -175,8 +214,9 @@ void dt_ps_psgd_write(const dt_ps_psgd *p, int s, const float *g, uint8_t *out)
 {
     const psgd_piece *x = p->pieces + (size_t)s * (size_t)p->nt;
     for (int i = 0; i < p->npieces[s]; i++, x++) {
-        if (x->mat < 0) {
-            memcpy(out, g + x->lo, x->cnt * sizeof(float));
+        if (x->dense) { /* a matrix's M from the stash (the residual added), or g */
+            const float *v = x->mat >= 0 && p->stash != NULL ? p->stash + x->stash_at : g + x->lo;
+            memcpy(out, v, x->cnt * sizeof(float));
             out += x->cnt * sizeof(float);
             continue;
         }
@@ -195,7 +235,7 @@ void dt_ps_psgd_read(dt_ps_psgd *p, int s, size_t off, const uint8_t *in, float 
     const psgd_piece *x = p->pieces + (size_t)s * (size_t)p->nt;
     for (int i = 0; i < p->npieces[s]; i++, x++) {
         float *to = dense + (x->lo - off);
-        if (x->mat < 0) {
+        if (x->dense) {
             memcpy(to, in, x->cnt * sizeof(float));
             in += x->cnt * sizeof(float);
             continue;

@@ -12,7 +12,10 @@
  * and pushes the factors: to each server, the rows of P whose elements fall in that
  * server's shard, and Q whole (a matrix split between two shards sends its Q to both). The
  * server rebuilds those rows of A and keeps the elements of its shard. Biases and matrices
- * whose factors would not be smaller go dense, as under ddp (dt_psgd_worth). Q stays this
+ * whose factors would not be smaller go dense, as under ddp (dt_psgd_worth), and so does the
+ * part of a matrix in a shard when its rows' factors would not be smaller than it (then M
+ * itself goes, and the residual keeps nothing there): no push is larger than float32's.
+ * Q stays this
  * worker's warm start: each worker's Q is its own state, checkpointed per replica.
  *
  * Every worker and server builds the same plan from the model and the shards; a step
@@ -43,7 +46,8 @@ size_t dt_ps_psgd_bytes(const dt_ps_psgd *p, int s);
  * flat buffer) with the residual e (NULL without error feedback; updated). */
 void dt_ps_psgd_factor(dt_ps_psgd *p, const float *g, float *e);
 /* Worker: server s's payload into out (dt_ps_psgd_bytes(p, s) bytes): its pieces in flat
- * order, a factored piece as its P rows then Q, a dense piece as g's values. */
+ * order, a factored piece as its P rows then Q, a dense piece as its values (g's, or M's
+ * where a matrix's residual was added). */
 void dt_ps_psgd_write(const dt_ps_psgd *p, int s, const float *g, uint8_t *out);
 /* Server s: a payload read back into dense (the shard's count), the shard starting at
  * element off of the flat buffer. */

@@ -94,6 +94,16 @@ expect_ok psgd_ck_full "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" $PCK --checkpoint-
 expect_ok psgd_ck_resume "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" $PCK \
     --resume "$tmp/pck/step-000000006" --save-weights "$tmp/psgd_ck_res.st"
 expect_same psgd_ck_resume "$tmp/psgd_ck_full.st" "$tmp/psgd_ck_res.st"
+# On 3 workers: each takes the mean of the 2 saved residuals, worker 2 (no saved Q of its
+# own) replica 0's Q; the run goes on from step 6.
+expect_ok psgd_ck_reshard "$MPIRUN" -np 4 "$DTRAIN" train "$MLP" $PCK --global-batch 128 \
+    --resume "$tmp/pck/step-000000006"
+if grep -q 'resumed from the checkpoint of step 6' "$tmp/psgd_ck_reshard.out" &&
+    grep -q 'ps worker rank 2: .* steps by staleness 0:6;' "$tmp/psgd_ck_reshard.out"; then
+    echo "ok psgd_ck_reshard: 2 workers' state resumed on 3"
+else
+    echo "FAIL psgd_ck_reshard:"; grep 'resumed\|ps worker' "$tmp/psgd_ck_reshard.out"; fail=1
+fi
 # One epoch (2 workers, Adam): the compressed pushes still train.
 expect_ok psgd_epoch "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" --epochs 1 --no-progress $PS \
     --compress powersgd:4
@@ -169,6 +179,18 @@ for S in 0 2; do
         grep 'ps ' "$tmp/nan_s$S.out" | sed 's/^/  /'; fail=1
     fi
 done
+
+# The same NaN under PowerSGD pushes at S = 2: skipped, and the worker's factors and residual
+# start afresh where the NaN reached them (the run's last loss is a number).
+expect_ok nan_psgd env DTRAIN_TEST_NAN=0:3 "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" \
+    --max-steps 8 $PS --staleness 2 --compress powersgd:4 --no-progress
+if grep -q 'ps server rank 2: .* 1 skipped' "$tmp/nan_psgd.out" &&
+    grep -q '^epoch 1: train loss [0-9]' "$tmp/nan_psgd.out"; then
+    echo "ok nan_psgd: $(grep 'ps server' "$tmp/nan_psgd.out")"
+else
+    echo "FAIL nan_psgd: expected 1 push skipped and a finite loss:"
+    grep 'ps \|^epoch' "$tmp/nan_psgd.out" | sed 's/^/  /'; fail=1
+fi
 
 # --jitter 3: the two workers sleep an exponential time of mean 3 ms before each step (60
 # draws each: a mean below 1.5 ms has probability ~1e-5), the server does not (its data phase

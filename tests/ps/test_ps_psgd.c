@@ -4,8 +4,10 @@
  * two weight matrices, two biases) split into 1 and 3 shards:
  *   - a gradient of rank <= K comes back whole, within float rounding, on any split;
  *   - a general gradient comes back the same on 3 shards as on 1 (a matrix cut between
- *     shards is rebuilt from the same factors);
- *   - with error feedback, what was pushed plus what was kept is what the worker had;
+ *     shards is rebuilt from the same factors), except the few elements of a cut matrix that
+ *     go as they are, which come back exactly;
+ *   - with error feedback, what was pushed plus what was kept is what the worker had, and
+ *     the elements pushed as they are keep nothing;
  *   - warm start: repeated steps on one gradient approximate it no worse than the first;
  *   - a NaN draws the poisoned matrix's Q afresh and leaves the other's. */
 #include "dt_test.h"
@@ -21,6 +23,7 @@
 #include "parallel/strategy.h"
 
 enum { N = 163, W1 = 0, B1 = 128, W2 = 136, B2 = 160 }; /* the model's flat layout */
+enum { TAIL = 109 }; /* at 3 shards, W1's elements [TAIL, B1) go as they are */
 
 static dt_model *model; /* the small model, for the whole group */
 
@@ -101,8 +104,9 @@ static void push_and_read(dt_ps_psgd *worker, int k, const float *g, float *e, f
 /* Payload bytes, by hand: a factored piece is (its rows + cols) * K floats, a dense one its
  * elements. K = 2 factors both matrices: W1 (8, 16) as 48 < 128 floats, W2 (3, 8) as 22 < 24.
  * One server: W1 (8 + 16) * 2, b1 8, W2 (3 + 8) * 2, b2 3 = 81 floats. Three shards of
- * 55, 54, 54 elements: [0, 55) holds W1's rows 0-3 (row 3 in part); [55, 109) rows 3-6;
- * [109, 163) rows 6-7, b1, W2 and b2. */
+ * 55, 54, 54 elements: [0, 55) holds W1's rows 0-3 (row 3 in part), as (4 + 16) * 2 = 40
+ * floats; [55, 109) rows 3-6, 40 floats; [109, 163) W1's last 19 elements, whose rows 6-7
+ * would take (2 + 16) * 2 = 36 floats and so go as the 19 they are, then b1, W2 and b2. */
 static void test_payload_bytes(void **state)
 {
     (void)state;
@@ -110,7 +114,7 @@ static void test_payload_bytes(void **state)
     assert_int_equal(dt_ps_psgd_bytes(one, 0), (48 + 8 + 22 + 3) * 4);
     assert_int_equal(dt_ps_psgd_bytes(three, 0), (4 + 16) * 2 * 4);
     assert_int_equal(dt_ps_psgd_bytes(three, 1), (4 + 16) * 2 * 4);
-    assert_int_equal(dt_ps_psgd_bytes(three, 2), ((2 + 16) * 2 + 8 + 22 + 3) * 4);
+    assert_int_equal(dt_ps_psgd_bytes(three, 2), (19 + 8 + 22 + 3) * 4);
     size_t q = 0;
     (void)dt_ps_psgd_factors(one, &q);
     assert_int_equal(q, (16 + 8) * 2); /* Q (cols, K) of W1 and W2 */
@@ -160,7 +164,8 @@ static void test_low_rank_comes_back_whole(void **state)
     }
 }
 
-/* A general gradient: three shards rebuild what one server rebuilds. */
+/* A general gradient: three shards rebuild what one server rebuilds, but for W1's tail,
+ * which arrives as it was. */
 static void test_cut_matrices_rebuild_the_same(void **state)
 {
     (void)state;
@@ -170,6 +175,8 @@ static void test_cut_matrices_rebuild_the_same(void **state)
     dt_ps_psgd *w1 = worker_for(1), *w3 = worker_for(3);
     push_and_read(w1, 1, g, NULL, one);
     push_and_read(w3, 3, g, NULL, three);
+    assert_memory_equal(g + TAIL, three + TAIL, (B1 - TAIL) * sizeof(float));
+    memcpy(one + TAIL, g + TAIL, (B1 - TAIL) * sizeof(float));
     expect_near("three shards against one", one, three, 1e-6);
     dt_ps_psgd_free(w1);
     dt_ps_psgd_free(w3);
@@ -195,6 +202,10 @@ static void test_error_feedback_keeps_the_rest(void **state)
     }
     for (size_t i = B1; i < W2; i++)
         assert_true(e[i] == 0.0f);
+    for (size_t i = TAIL; i < B1; i++) /* pushed as it was: M, to the bit */
+        if (e[i] != 0.0f || a[i] != g[i] + before[i])
+            fail_msg("W1's tail, element %zu: pushed %.9g and kept %.9g, expected %.9g and 0", i,
+                     (double)a[i], (double)e[i], (double)(g[i] + before[i]));
     dt_ps_psgd_free(w);
 }
 
