@@ -119,6 +119,7 @@ float dt_bf16_to_f32(uint16_t h)
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 #include <cpuid.h>
 #include <immintrin.h>
+#include <stdatomic.h>
 #define DT_HALF_F16C 1
 
 __attribute__((target("avx,f16c"))) static void f32_to_f16_f16c(const float *src, uint16_t *dst,
@@ -144,11 +145,21 @@ __attribute__((target("avx,f16c"))) static void f16_to_f32_f16c(const uint16_t *
 }
 
 /* AVX from the compiler's runtime (it also checks that the OS saves the registers), F16C
- * from CPUID leaf 1, ECX bit 29 (clang 14 knows no "f16c" for __builtin_cpu_supports). */
+ * from CPUID leaf 1, ECX bit 29 (clang 14 knows no "f16c" for __builtin_cpu_supports).
+ * Asked once and remembered: CPUID serialises the core and, in a virtual machine, traps to
+ * the hypervisor; the 16-bit reductions convert in blocks of 256 values, and asking per
+ * block cost the ConvNet's fp16 exchange about 28 ms a step on a 2-core VM
+ * (docs/BENCHMARKS.md). Racing first callers store the same answer. */
 static int has_f16c(void)
 {
-    unsigned a = 0, b = 0, c = 0, d = 0;
-    return __builtin_cpu_supports("avx") && __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1u);
+    static atomic_int known = -1; /* -1: not asked yet */
+    int v = atomic_load_explicit(&known, memory_order_relaxed);
+    if (v < 0) {
+        unsigned a = 0, b = 0, c = 0, d = 0;
+        v = __builtin_cpu_supports("avx") && __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1u);
+        atomic_store_explicit(&known, v, memory_order_relaxed);
+    }
+    return v;
 }
 #endif
 
