@@ -27,9 +27,10 @@ hook's definition and the model's tensors (torch_compress.py's docstring gives e
 leaves dense), not measured on the socket; PowerSGD's first 2 dense steps are in its total.
 
 Columns: test accuracy (%); its difference from the same implementation's "none" in
-accuracy points; MB one rank sends per step (steady state); that over its "none"'s; training
-seconds; and accuracy points per MB sent = final accuracy (%) / MB one rank sent over the
-whole run (dtrain: wire_bytes_per_step x steps). Every cell is the median over --reps runs;
+accuracy points; MB one rank sends per step (steady state); the bytes it sent over the whole
+run over its "none"'s (warm-up steps included); training seconds; and accuracy points per MB
+sent = final accuracy (%) / MB one rank sent over the whole run (dtrain: wire_bytes_per_step
+x steps, its warm-up steps at dense_bytes_per_step). Every cell is the median over --reps runs;
 each repetition runs every (implementation, mode) in an order that rotates from one
 repetition to the next. Every run goes to bench/out/compress-<time>.jsonl.
 
@@ -38,6 +39,10 @@ workers and 1 server, so N + 1 processes; its pushes compressed, each worker wit
 error feedback and, for PowerSGD, its own factors), as rows "dtrain ps" measured against ps's
 own "none". No peer: PyTorch has no parameter server.
 
+With --warmup W, dtrain's compressed runs exchange float32 gradients for their first W
+steps (--compress-warmup W); their bytes over the run count those steps at the float32 size,
+and the "x none's bytes" column is then the whole run's ratio.
+
 Targets (printed under the tables, met / NOT met): topk:0.01 and powersgd:4 within 1.5
 accuracy points of dtrain's none after 2 epochs while sending at most 1/20 of its bytes;
 dtrain's accuracy per MB at least PyTorch's hook's (fp16 against fp16, powersgd:4 against
@@ -45,7 +50,7 @@ powersgd:4), with the newest PyTorch installed.
 
 Usage (bench/compress.sh calls it): /usr/bin/python3 bench/compress.py --build BUILD_DIR
 [--quick] [--models mlp,convnet] [--modes none,fp16,...] [--ranks N] [--epochs E] [--reps R]
-[--ps]
+[--ps] [--warmup W]
 """
 import argparse
 import os
@@ -80,6 +85,8 @@ def args_parse():
                          "MLP %d, ConvNet %d)" % (QUICK_STEPS["mlp"], QUICK_STEPS["convnet"]))
     ap.add_argument("--spin", type=float, default=2.0,
                     help="seconds of each parallel-ratio measurement")
+    ap.add_argument("--warmup", type=int, default=0,
+                    help="dtrain: --compress-warmup W for the compressed modes (default 0)")
     ap.add_argument("--ps", action="store_true",
                     help="also run every mode under --strategy ps (N workers + 1 server)")
     ap.add_argument("--quick", action="store_true",
@@ -123,6 +130,8 @@ def dtrain_run(a, build, model, mode, ps=False):
                "--threads", "1", "--compress", mode, "--metrics", metrics, "--no-progress"]
         if ps:
             cmd += ["--strategy", "ps"]
+        if a.warmup and mode != "none":
+            cmd += ["--compress-warmup", str(a.warmup)]
         if max_steps(a, model):
             cmd += ["--max-steps", str(max_steps(a, model))]
         _, wall = bl.run_text(cmd, bl.thread_env(1), TIMEOUT_S)
@@ -131,12 +140,16 @@ def dtrain_run(a, build, model, mode, ps=False):
         shutil.rmtree(tmp, ignore_errors=True)
     comm = m["comm"] or {}
     per = comm.get("wire_bytes_per_step")
+    dense, steps = comm.get("dense_bytes_per_step"), m["steps"]
+    warm = min(comm.get("compress_warmup_steps") or 0, steps or 0)
+    total = (warm * dense + (steps - warm) * per
+             if per is not None and dense is not None and steps else None)
     if comm and comm.get("compress") not in (None, mode):
         bl.log("note: dtrain reports compress %r for --compress %s" % (comm.get("compress"), mode))
     return {"impl": "dtrain ps" if ps else "dtrain", "model": model, "world_size": a.ranks, "mode": mode,
             "test_accuracy": m["test_accuracy"], "train_s": m["train_s"], "steps": m["steps"],
             "wire_bytes_per_step": per, "dense_bytes_per_step": comm.get("dense_bytes_per_step"),
-            "wire_bytes_total": per * m["steps"] if per is not None and m["steps"] else None,
+            "wire_bytes_total": total, "compress_warmup_steps": warm,
             "comm_record": m["comm"], "compress_reported": comm.get("compress"),
             "wall_s": wall, "command": " ".join(cmd)}
 
@@ -190,9 +203,13 @@ class Cells:
         self.total = med(runs, "wire_bytes_total")
         self.none_acc = med(none_runs, "test_accuracy")
         self.none_per = med(none_runs, "wire_bytes_per_step")
+        self.none_total = med(none_runs, "wire_bytes_total")
         self.delta = (100 * (self.acc - self.none_acc)
                       if self.acc is not None and self.none_acc is not None else None)
-        self.ratio = self.per / self.none_per if self.per is not None and self.none_per else None
+        # Over the whole run, so that warm-up steps (dtrain's --warmup, PyTorch's first
+        # PowerSGD steps) count; without them, the per-step ratio.
+        self.ratio = (self.total / self.none_total if self.total is not None and self.none_total
+                      else None)
         self.acc_per_mb = (100 * self.acc / (self.total / 1e6)
                            if self.acc is not None and self.total else None)
 

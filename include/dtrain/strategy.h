@@ -55,6 +55,9 @@ typedef struct dt_compress_options {
     int rank;           /* powersgd: the factors' rank, >= 1 */
     int error_feedback; /* topk, powersgd: 1 (the default) keeps what was not sent; 0 only
                            to measure what that buys */
+    int64_t warmup;     /* ddp, ps: the run's first `warmup` optimizer steps exchange float32
+                           gradients, the later ones compressed (0, the default: from the
+                           first step) */
 } dt_compress_options;
 
 /* "none", "fp16", "bf16", "topk:RATIO" or "powersgd:RANK" into *out (error_feedback on).

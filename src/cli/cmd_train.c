@@ -60,6 +60,8 @@ static const dt_cli_option train_opts[] = {
     {"--zero", "0|1", DT_OPT_CONFIG_KEY, "parallel.zero", "ZeRO stage (1 shards optimizer state)"},
     {"--compress", "MODE", DT_OPT_CONFIG_KEY, "parallel.compress",
      "gradients on the wire: none, fp16, bf16, topk:RATIO or powersgd:RANK"},
+    {"--compress-warmup", "N", DT_OPT_CONFIG_KEY, "parallel.compress_warmup",
+     "the first N optimizer steps exchange uncompressed gradients, then --compress"},
     {"--clients", "C", DT_OPT_CONFIG_KEY, "fedavg.clients",
      "fedavg: simulated clients, each with its own partition of the training set"},
     {"--clients-per-round", "K", DT_OPT_CONFIG_KEY, "fedavg.clients_per_round",
@@ -643,6 +645,8 @@ static void write_comm_record(FILE *metrics, const dt_config *cfg, const dt_trai
     cJSON_AddNumberToObject(o, "steps", (double)cs->optim_steps);
     cJSON_AddNumberToObject(o, "wire_bytes_per_step", (double)cs->wire_bytes_per_step);
     cJSON_AddNumberToObject(o, "dense_bytes_per_step", (double)cs->bytes_per_step);
+    /* The first of them went uncompressed (dense_bytes_per_step each). */
+    cJSON_AddNumberToObject(o, "compress_warmup_steps", (double)cfg->parallel.compress.warmup);
     cJSON_AddNumberToObject(o, "exposed_s", cs->exposed_s);
     if (cs->ps_servers > 0) {
         cJSON_AddNumberToObject(o, "ps_staleness_max", cs->ps_stale_max);
@@ -692,11 +696,15 @@ static dt_status report_comm(const dt_config *cfg, const dt_cli_world *world, dt
         if (world->rank == 0) {
             char mode[64];
             dt_compress_format(&cfg->parallel.compress, mode, sizeof mode);
-            printf("dtrain: data-parallel over %d ranks, gradients compressed (%s%s): %.4f MB "
+            char warm[64] = "";
+            if (cfg->parallel.compress.warmup > 0)
+                snprintf(warm, sizeof warm, ", after %lld uncompressed steps",
+                         (long long)cfg->parallel.compress.warmup);
+            printf("dtrain: data-parallel over %d ranks, gradients compressed (%s%s%s): %.4f MB "
                    "sent per step per rank instead of %.4f MB (1/%.1f); %.2f ms per step "
                    "waited for communication by the last rank to end backward\n",
                    cs.dp, mode, cfg->parallel.compress.error_feedback ? "" : ", no error feedback",
-                   (double)cs.wire_bytes_per_step / 1e6, (double)cs.bytes_per_step / 1e6,
+                   warm, (double)cs.wire_bytes_per_step / 1e6, (double)cs.bytes_per_step / 1e6,
                    cs.wire_bytes_per_step > 0
                        ? (double)cs.bytes_per_step / (double)cs.wire_bytes_per_step
                        : 0.0,

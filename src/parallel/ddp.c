@@ -53,7 +53,8 @@ typedef struct dt_ddp {
     double wait_s; /* time this rank spent waiting for gradients */
     double exposed_s; /* the step's smallest wait over the ranks, summed (see above) */
     int64_t steps;
-    dt_gcomp *gc; /* parallel.compress (gcomp.h), or NULL */
+    dt_gcomp *gc;  /* parallel.compress (gcomp.h), or NULL */
+    dt_gcomp *cur; /* this step's: gc, or NULL during parallel.compress_warmup */
 } dt_ddp;
 
 /* Buckets in backward order: walk layers from the last; close a bucket at the first layer
@@ -104,8 +105,8 @@ static dt_status start_bucket(dt_ddp *dp, dp_bucket *b)
     float *g = dt_model_grads(dp->base.model) + b->offset;
     if (dp->base.bad_here == 0)
         dp->base.bad_here = dt_strategy_scan_grads(&dp->base, b->offset, b->offset + b->count);
-    if (dp->gc != NULL)
-        return dt_gcomp_start(dp->gc, dt_model_grads(dp->base.model), (int)(b - dp->buckets),
+    if (dp->cur != NULL)
+        return dt_gcomp_start(dp->cur, dt_model_grads(dp->base.model), (int)(b - dp->buckets),
                               &b->req);
     return dt_comm_iallreduce(dp->comm, g, g, b->count, DT_COMM_FLOAT32, DT_COMM_SUM, &b->req);
 }
@@ -199,19 +200,19 @@ static dt_status ddp_finish(dt_ddp *dp, double *loss_sum)
 {
     dt_status st = DT_OK;
     const double t0 = dt_now();
-    if (dp->gc != NULL && !dt_gcomp_per_bucket(dp->gc)) {
+    if (dp->cur != NULL && !dt_gcomp_per_bucket(dp->cur)) {
         /* PowerSGD: the whole gradient at once, after backward (its NaN scan first). */
         dp->base.bad_here =
             dt_strategy_scan_grads(&dp->base, 0, dt_model_param_count(dp->base.model));
-        DT_TRY(dt_gcomp_run(dp->gc, dt_model_grads(dp->base.model)));
+        DT_TRY(dt_gcomp_run(dp->cur, dt_model_grads(dp->base.model)));
     } else if (!dp->base.opt.zero) {
         for (int k = 0; k < dp->nbuckets; k++)
             if (dp->buckets[k].req == NULL)
                 DT_TRY(start_bucket(dp, &dp->buckets[k]));
         for (int k = 0; k < dp->nbuckets; k++) {
             DT_TRY(dt_comm_wait(&dp->buckets[k].req));
-            if (dp->gc != NULL)
-                dt_gcomp_finish(dp->gc, dt_model_grads(dp->base.model), k);
+            if (dp->cur != NULL)
+                dt_gcomp_finish(dp->cur, dt_model_grads(dp->base.model), k);
         }
     }
     const double wait = dt_now() - t0;
@@ -237,8 +238,8 @@ static dt_status ddp_finish(dt_ddp *dp, double *loss_sum)
     }
     *loss_sum = sum;
     dp->exposed_s += least;
-    if (dp->gc != NULL && dp->base.bad.ranks > 0) /* the step will be skipped */
-        dt_gcomp_forget_nonfinite(dp->gc);
+    if (dp->cur != NULL && dp->base.bad.ranks > 0) /* the step will be skipped */
+        dt_gcomp_forget_nonfinite(dp->cur);
 fail:
     dt_obs_phase(dp->base.obs, DT_PHASE_COMM, t0, dt_now(), -1);
     return st;
@@ -248,9 +249,12 @@ static dt_status ddp_step(dt_strategy *s, const dt_step_plan *plan, const dt_ste
                           double *loss_sum)
 {
     dt_ddp *dp = (dt_ddp *)s;
+    /* The warm-up counts the run's optimizer steps, so that a resumed run compresses from
+     * the same step as an uninterrupted one. */
+    dp->cur = plan->step >= s->opt.compress.warmup ? dp->gc : NULL;
     /* ZeRO-1 reduce-scatters the whole buffer after backward; without overlap the buckets
      * start after backward too. Either way backward needs no hooks. */
-    const int whole = dp->gc != NULL && !dt_gcomp_per_bucket(dp->gc);
+    const int whole = dp->cur != NULL && !dt_gcomp_per_bucket(dp->cur);
     const dt_backward_hooks *hooks = (s->opt.overlap && !s->opt.zero && !whole) ? &dp->hooks : NULL;
     dt_status st = dt_strategy_micro_steps(s, plan, io, hooks, ddp_before_last, loss_sum);
     if (st != DT_OK)

@@ -168,22 +168,27 @@ fail:
     return st;
 }
 
-/* Push: this worker's gradient, shard by shard, flagged when it is the last or not finite. */
-static dt_status worker_push(dt_ps *ps, int64_t t, int last, int bad)
+/* Push: this worker's gradient, shard by shard, flagged when it is the last or not finite,
+ * and when it goes as float32 (dense: during parallel.compress_warmup). */
+static dt_status worker_push(dt_ps *ps, int64_t t, int last, int bad, int dense)
 {
     dt_status st = DT_OK;
     const float *g = dt_model_grads(ps->base.model);
-    if (ps->psgd != NULL) /* the power step on the whole gradient, then each server's part */
+    if (ps->psgd != NULL && !dense) /* the power step on the whole gradient, then each part */
         dt_ps_psgd_factor(ps->psgd, g, ps->resid);
     for (int s = 0; s < ps->servers; s++) {
         uint8_t *b = ps->push_buf + (size_t)s * ps->msg_bytes;
-        const size_t nbytes = dt_ps_payload_bytes(ps, s);
+        const size_t nbytes = dense ? ps->shard_cnt[s] * sizeof(float) : dt_ps_payload_bytes(ps, s);
         const ps_hdr h = {.kind = PS_PUSH,
                           .step = t,
-                          .flags = (last ? PS_FLAG_LAST : 0) | (bad ? PS_FLAG_BAD : 0),
+                          .flags = (last ? PS_FLAG_LAST : 0) | (bad ? PS_FLAG_BAD : 0) |
+                                   (dense ? PS_FLAG_DENSE : 0),
                           .nbytes = (int64_t)nbytes};
         memcpy(b, &h, sizeof h);
-        dt_ps_encode(ps, s, g, b + sizeof h);
+        if (dense)
+            memcpy(b + sizeof h, g + ps->shard_off[s], nbytes);
+        else
+            dt_ps_encode(ps, s, g, b + sizeof h);
         DT_TRY(dt_comm_isend(ps->comm, b, sizeof h + nbytes, DT_COMM_UINT8, ps->workers + s,
                              PS_TAG_REQ, &ps->wreq[s]));
     }
@@ -204,7 +209,9 @@ static dt_status worker_step(dt_ps *ps, const dt_step_plan *plan, const dt_step_
     DT_TRY(dt_strategy_micro_steps(&ps->base, plan, io, NULL, NULL, loss_sum));
     const int bad = !isfinite(*loss_sum) ||
                     dt_strategy_scan_grads(&ps->base, 0, dt_model_param_count(ps->base.model));
-    DT_TRY(worker_push(ps, t, plan->last, bad));
+    const int dense =
+        ps->base.opt.compress.kind == DT_COMPRESS_NONE || plan->step < ps->base.opt.compress.warmup;
+    DT_TRY(worker_push(ps, t, plan->last, bad, dense));
     /* The servers skip this push: the residual and the factors must not keep the NaN they
      * took in. */
     for (size_t i = 0; bad && ps->resid != NULL && i < dt_model_param_count(ps->base.model); i++)

@@ -33,7 +33,8 @@ typedef struct ps_hdr {
 } ps_hdr;
 
 enum { PS_PULL = 1, PS_PUSH = 2 };
-enum { PS_FLAG_LAST = 1, PS_FLAG_BAD = 2 }; /* the worker's last message; NaN or Inf in it */
+/* The worker's last message; NaN or Inf in it; float32 (parallel.compress_warmup). */
+enum { PS_FLAG_LAST = 1, PS_FLAG_BAD = 2, PS_FLAG_DENSE = 4 };
 /* Tags on ps's own communicator. */
 enum { PS_TAG_REQ = 101, PS_TAG_REPLY_HDR = 102, PS_TAG_REPLY = 103 };
 /* A reply's header: the server's clock and the gradients it has applied. */

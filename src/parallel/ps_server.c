@@ -78,7 +78,12 @@ void dt_ps_server_free(dt_ps *ps)
 
 static void decode(dt_ps *ps, int w, float *dense)
 {
-    dt_ps_decode(ps, wbuf(ps, w) + sizeof(ps_hdr), dense);
+    ps_hdr h;
+    memcpy(&h, wbuf(ps, w), sizeof h);
+    if (h.flags & PS_FLAG_DENSE) /* float32, as during parallel.compress_warmup */
+        memcpy(dense, wbuf(ps, w) + sizeof h, my_count(ps) * sizeof(float));
+    else
+        dt_ps_decode(ps, wbuf(ps, w) + sizeof h, dense);
 }
 
 /* A pull for step t may be answered once the slowest worker is at most S steps behind. */
@@ -145,7 +150,9 @@ static dt_status on_message(dt_ps *ps, int w, const dt_step_plan *plan)
 {
     ps_hdr h;
     memcpy(&h, wbuf(ps, w), sizeof h);
-    const int64_t want_bytes = (int64_t)dt_ps_payload_bytes(ps, ps->server);
+    const int64_t want_bytes =
+        (int64_t)((h.flags & PS_FLAG_DENSE) ? my_count(ps) * sizeof(float)
+                                            : dt_ps_payload_bytes(ps, ps->server));
     if (h.kind == PS_PULL && h.step >= 0 && ps->want[w] < 0) {
         ps->want[w] = h.step;
         return post_recv(ps, w);

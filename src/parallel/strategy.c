@@ -144,6 +144,10 @@ static dt_status check_fedavg(const dt_strategy_options *o, int tp, int pp)
         return dt_fail(DT_ERR_UNSUPPORTED,
                        "parallel.compress: powersgd is built for ddp and ps; fedavg's "
                        "client updates go as none, fp16, bf16 or topk");
+    if (o->compress.warmup > 0)
+        return dt_fail(DT_ERR_UNSUPPORTED,
+                       "parallel.compress_warmup: applies to ddp and ps; fedavg compresses "
+                       "every round's client updates");
     if (o->clients < 1 || o->clients_per_round < 1 || o->clients_per_round > o->clients)
         return dt_fail(DT_ERR_INVALID,
                        "fedavg.clients_per_round: %d of %d clients (need 1 <= K <= clients)",

@@ -71,8 +71,9 @@ typedef struct dt_step_plan {
     int64_t epoch;
     int64_t first;
     int64_t samples;
-    double lr; /* the step's learning rate (a server that applies as gradients arrive) */
-    int last;  /* 1 on the run's last step: messages kept posted between steps wind down */
+    double lr;    /* the step's learning rate (a server that applies as gradients arrive) */
+    int last;     /* 1 on the run's last step: messages kept posted between steps wind down */
+    int64_t step; /* optimizer steps taken before this one, over the run and its resumes */
 } dt_step_plan;
 
 /* Where this rank stands, for the trainer: the global batch is split into replicas x

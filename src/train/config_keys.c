@@ -368,6 +368,10 @@ static const key_def keys[] = {
     NUM("parallel.error_feedback", KEY_BOOL, parallel.compress.error_feedback, 0, 0, 0,
         "topk and powersgd keep what was not sent and add it to the next step's gradient; "
         "off only to measure what that buys"),
+    NUM("parallel.compress_warmup", KEY_INT64, parallel.compress.warmup, LO | HI, 0, INT32_MAX,
+        "ddp, ps: the run's first N optimizer steps exchange float32 gradients, the later ones "
+        "parallel.compress (a warm-up: PyTorch's start_powerSGD_iter; 0: compress from the "
+        "first step)"),
     OTHER("parallel.staleness", KEY_STALENESS, parallel.staleness,
           "ps: steps a worker may run ahead of the slowest: 0 (bulk-synchronous: every "
           "worker's gradient applied before the next step), N (stale-synchronous) or inf "
@@ -694,7 +698,8 @@ static dt_status apply_value(dt_config *cfg, const key_def *k, const char *text,
         dt_compress_options *o = f, parsed;
         if (dt_compress_parse(text, &parsed) != DT_OK)
             return DT_ERR_INVALID;
-        parsed.error_feedback = o->error_feedback; /* its own key, in any order */
+        parsed.error_feedback = o->error_feedback; /* their own keys, in any order */
+        parsed.warmup = o->warmup;
         *o = parsed;
         return DT_OK;
     }

@@ -648,8 +648,12 @@ static dt_status run_epoch(dt_trainer *t, int64_t epoch, int64_t from, const dt_
         const double ts = dt_now();
         slow_down(t);
         const double lr = dt_schedule_lr(sched, dt_optim_steps(t->optim)) * lr_factor;
-        const dt_step_plan plan = {
-            .epoch = epoch, .first = first, .samples = g, .lr = lr, .last = last_step(t, epoch, s)};
+        const dt_step_plan plan = {.epoch = epoch,
+                                   .first = first,
+                                   .samples = g,
+                                   .lr = lr,
+                                   .last = last_step(t, epoch, s),
+                                   .step = dt_optim_steps(t->optim)};
         st = dt_strategy_step(t->strategy, &plan, &io, &step_loss);
         const int skipped = st == DT_ERR_NONFINITE;
         if (skipped)

@@ -1,7 +1,8 @@
 #!/bin/sh
 # cli_compress.sh — `dtrain train --compress` under mpirun (docs/COMPRESSION.md): top-k
 # keeping every entry writes the uncompressed run's weights byte for byte; every mode trains
-# and reports what it sent; bad modes and unsupported combinations are refused by name.
+# and reports what it sent; a warm-up (--compress-warmup) exchanges float32 gradients for its
+# steps, counted over resumes; bad modes and unsupported combinations are refused by name.
 set -u
 DTRAIN=${DTRAIN:?ctest sets DTRAIN}
 MPIRUN=${MPIRUN:?ctest sets MPIRUN}
@@ -65,6 +66,38 @@ if grep -q '1 step skipped' "$tmp/nan_topk.out" && grep -q 'checkpoint of step 2
 else
     echo "FAIL nan_topk_forgotten:"; grep 'dtrain' "$tmp/nan_topk.out" | sed 's/^/  /'; fail=1
 fi
+
+# --compress-warmup N: the first N steps are the uncompressed run's, to the byte (5 of 5);
+# the warm-up counts the run's optimizer steps, so a resume at step 6 inside an 8-step
+# warm-up ends as the uninterrupted run does; fedavg refuses it.
+expect_ok none5 "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" --max-steps 5 --no-progress \
+    --save-weights "$tmp/none5.st"
+expect_ok warm5 "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" --max-steps 5 --no-progress \
+    --compress topk:0.01 --compress-warmup 5 --metrics "$tmp/warm5.jsonl" \
+    --save-weights "$tmp/warm5.st"
+expect_same warmup_steps_uncompressed "$tmp/none5.st" "$tmp/warm5.st"
+if grep -q '"compress_warmup_steps":5' "$tmp/warm5.jsonl" &&
+    grep -q 'gradients compressed (topk:0.01, after 5 uncompressed steps)' "$tmp/warm5.out"; then
+    echo "ok warmup_reported"
+else
+    echo "FAIL warmup_reported:"; grep 'compressed' "$tmp/warm5.out"; grep '"comm"' "$tmp/warm5.jsonl"
+    fail=1
+fi
+W="--max-steps 12 --no-progress --compress powersgd:2 --compress-warmup 8"
+expect_ok warm_full "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" $W --checkpoint-dir "$tmp/ckw" \
+    --checkpoint-every 6 --save-weights "$tmp/warm_full.st"
+expect_ok warm_resume "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" $W \
+    --resume "$tmp/ckw/step-000000006" --save-weights "$tmp/warm_res.st"
+expect_same warmup_counts_over_resume "$tmp/warm_full.st" "$tmp/warm_res.st"
+expect_ok warm_none "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" --max-steps 12 --no-progress \
+    --save-weights "$tmp/warm_none.st"
+if cmp -s "$tmp/warm_none.st" "$tmp/warm_full.st"; then
+    echo "FAIL warmup_ends: steps 9-12 should have been compressed"; fail=1
+else
+    echo "ok warmup_ends: steps 9-12 compressed, the weights differ from uncompressed"
+fi
+expect_fail warm_fedavg 'compress_warmup: applies to ddp and ps' \
+    "$DTRAIN" train "$MLP" --max-steps 1 --strategy fedavg --compress fp16 --compress-warmup 2
 
 expect_fail bad_ratio "parallel.compress: 'topk:0': topk's ratio must be in \(0, 1\]" \
     "$DTRAIN" train "$MLP" $RUN --compress topk:0

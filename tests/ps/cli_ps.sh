@@ -104,6 +104,12 @@ if grep -q 'resumed from the checkpoint of step 6' "$tmp/psgd_ck_reshard.out" &&
 else
     echo "FAIL psgd_ck_reshard:"; grep 'resumed\|ps worker' "$tmp/psgd_ck_reshard.out"; fail=1
 fi
+# --compress-warmup: the first steps push float32 (5 of 5: ps's uncompressed bytes).
+expect_ok ps_none5 "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" $PS --max-steps 5 --no-progress \
+    --save-weights "$tmp/ps_none5.st"
+expect_ok ps_warm5 "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" $PS --max-steps 5 --no-progress \
+    --compress powersgd:4 --compress-warmup 5 --save-weights "$tmp/ps_warm5.st"
+expect_same ps_warmup_uncompressed "$tmp/ps_none5.st" "$tmp/ps_warm5.st"
 # One epoch (2 workers, Adam): the compressed pushes still train.
 expect_ok psgd_epoch "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" --epochs 1 --no-progress $PS \
     --compress powersgd:4
