@@ -273,3 +273,23 @@ int dt_psgd_rank(int64_t rows, int64_t cols, int r)
         r = (int)cols;
     return r;
 }
+
+int dt_psgd_view(int ndim, int64_t shape0, size_t count, int r_asked, int64_t *rows, int64_t *cols,
+                 int *r)
+{
+    *rows = shape0;
+    *cols = ndim >= 2 ? (int64_t)count / shape0 : 1;
+    *r = dt_psgd_rank(*rows, *cols, r_asked);
+    return ndim >= 2 && dt_psgd_worth(*rows, *cols, *r);
+}
+
+int dt_psgd_redraw_nonfinite(float *q, int64_t cols, int r, uint64_t seed, uint64_t stream)
+{
+    const size_t cnt = (size_t)cols * (size_t)r;
+    int bad = 0;
+    for (size_t i = 0; i < cnt; i++)
+        bad |= !isfinite(q[i]);
+    if (bad)
+        dt_psgd_init_q(q, cols, r, seed, stream);
+    return bad;
+}

@@ -138,4 +138,16 @@ int dt_psgd_worth(int64_t rows, int64_t cols, int r);
 /* The rank to use: min(r, rows, cols) (PyTorch's powerSGD_hook clamps the same way). */
 int dt_psgd_rank(int64_t rows, int64_t cols, int r);
 
+/* Whether a tensor of `ndim` dimensions, the first `shape0`, `count` elements is sent as
+ * rank-r_asked factors: 2-D and up, viewed as (shape0, count / shape0), with
+ * dt_psgd_rank's r, where dt_psgd_worth says so. 1 with *rows, *cols, *r set, or 0. The one
+ * rule of ddp's and ps's plans, so that their Q factors line up. */
+int dt_psgd_view(int ndim, int64_t shape0, size_t count, int r_asked, int64_t *rows, int64_t *cols,
+                 int *r);
+
+/* A Q (cols, r) that holds NaN or Inf is drawn afresh (dt_psgd_init_q with seed and
+ * stream), after a step skipped for one: a poisoned warm start would poison every later
+ * step. Returns 1 when it was redrawn. */
+int dt_psgd_redraw_nonfinite(float *q, int64_t cols, int r, uint64_t seed, uint64_t stream);
+
 #endif

@@ -59,16 +59,9 @@ void dt_gcomp_forget_nonfinite(dt_gcomp *g)
     for (size_t i = 0; g->e != NULL && i < g->n; i++)
         if (!isfinite(g->e[i]))
             g->e[i] = 0.0f;
-    for (int j = 0; j < g->nmats; j++) {
-        const gcomp_mat *a = &g->mats[j];
-        float *q = g->qbuf + a->q_at;
-        const size_t cnt = (size_t)a->cols * (size_t)a->r;
-        int bad = 0;
-        for (size_t i = 0; i < cnt; i++)
-            bad |= !isfinite(q[i]);
-        if (bad)
-            dt_psgd_init_q(q, a->cols, a->r, DT_PSGD_Q_SEED, (uint64_t)j);
-    }
+    for (int j = 0; j < g->nmats; j++)
+        (void)dt_psgd_redraw_nonfinite(g->qbuf + g->mats[j].q_at, g->mats[j].cols, g->mats[j].r,
+                                       DT_PSGD_Q_SEED, (uint64_t)j);
 }
 
 float *dt_gcomp_factors(dt_gcomp *g, size_t *count)
@@ -135,9 +128,9 @@ static dt_status plan_powersgd(dt_gcomp *g, const dt_model *m)
     DT_TRY(dt_alloc((size_t)nt * sizeof(size_t), "PowerSGD tensors", (void **)&g->whole_cnt));
     for (int i = 0; i < nt; i++) {
         const dt_param_info *t = dt_model_tensor(m, i);
-        const int64_t rows = t->shape[0], cols = t->ndim >= 2 ? (int64_t)t->count / rows : 1;
-        const int r = dt_psgd_rank(rows, cols, g->o.rank);
-        if (t->ndim >= 2 && dt_psgd_worth(rows, cols, r)) {
+        int64_t rows, cols;
+        int r;
+        if (dt_psgd_view(t->ndim, t->shape[0], t->count, g->o.rank, &rows, &cols, &r)) {
             g->mats[g->nmats++] = (gcomp_mat){.offset = t->offset,
                                               .rows = rows,
                                               .cols = cols,

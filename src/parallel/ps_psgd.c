@@ -1,6 +1,5 @@
 /* ps_psgd.c — PowerSGD for ps pushes: each worker's own power step, its factors cut to the
  * servers' shards (ps_psgd.h says what is computed and sent). */
-#include <math.h>
 #include <string.h>
 
 #include "parallel/compress.h"
@@ -60,9 +59,9 @@ static size_t plan_mats(dt_ps_psgd *p, const dt_model *m, int rank)
     size_t largest = 0;
     for (int i = 0; i < p->nt; i++) {
         const dt_param_info *t = dt_model_tensor(m, i);
-        const int64_t rows = t->shape[0], cols = t->ndim >= 2 ? (int64_t)t->count / rows : 1;
-        const int r = dt_psgd_rank(rows, cols, rank);
-        if (t->ndim < 2 || !dt_psgd_worth(rows, cols, r))
+        int64_t rows, cols;
+        int r;
+        if (!dt_psgd_view(t->ndim, t->shape[0], t->count, rank, &rows, &cols, &r))
             continue;
         p->mats[p->nmats++] = (psgd_mat){.offset = t->offset,
                                          .rows = rows,
@@ -260,14 +259,7 @@ float *dt_ps_psgd_factors(dt_ps_psgd *p, size_t *count)
 
 void dt_ps_psgd_forget_nonfinite(dt_ps_psgd *p)
 {
-    for (int j = 0; p->q != NULL && j < p->nmats; j++) {
-        const psgd_mat *a = &p->mats[j];
-        float *q = p->q + a->q_at;
-        const size_t cnt = (size_t)a->cols * (size_t)a->r;
-        int bad = 0;
-        for (size_t i = 0; i < cnt; i++)
-            bad |= !isfinite(q[i]);
-        if (bad)
-            dt_psgd_init_q(q, a->cols, a->r, DT_PSGD_Q_SEED, (uint64_t)j);
-    }
+    for (int j = 0; p->q != NULL && j < p->nmats; j++)
+        (void)dt_psgd_redraw_nonfinite(p->q + p->mats[j].q_at, p->mats[j].cols, p->mats[j].r,
+                                       DT_PSGD_Q_SEED, (uint64_t)j);
 }
