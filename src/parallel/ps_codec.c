@@ -1,9 +1,10 @@
 /* ps_codec.c — how a ps worker's push carries its gradient shard under parallel.compress
- * (docs/COMPRESSION.md): float32 as it is; fp16 / bf16 cast (no error feedback, as ddp);
+ * (docs/COMPRESSION.md): fp16 / bf16 cast (no error feedback, as ddp);
  * topk:R as the shard's ceil(R n) largest entries of gradient + residual, (indices, values),
  * the residual keeping the rest; powersgd:K as each worker's own low-rank factors
  * (ps_psgd.c). The server decodes every push to a dense shard before it sums or applies
- * it. */
+ * it. A float32 push (none, or a step of parallel.compress_warmup) is copied as it is,
+ * flagged, by ps.c and ps_server.c. */
 #include <string.h>
 
 #include "core/half.h"
@@ -47,10 +48,10 @@ void dt_ps_encode(dt_ps *ps, int s, const float *grads, uint8_t *out)
             dt_topk_feedback(g, ps->resid + off, cnt, k, idx, val, ps->scratch);
         else
             dt_topk_select(g, cnt, k, idx, val, ps->scratch);
-    } else if (o->kind == DT_COMPRESS_POWERSGD) {
-        dt_ps_psgd_write(ps->psgd, s, grads, out);
     } else {
-        memcpy(out, g, cnt * sizeof(float));
+        /* float32 pushes (none, or a warm-up step) go as they are, flagged: ps.c */
+        DT_ASSERT(o->kind == DT_COMPRESS_POWERSGD);
+        dt_ps_psgd_write(ps->psgd, s, grads, out);
     }
 }
 
@@ -69,9 +70,8 @@ void dt_ps_decode(dt_ps *ps, const uint8_t *in, float *dense)
         const size_t k = dt_topk_count(cnt, o->ratio);
         dt_sparse_add(dense, (const uint32_t *)(const void *)in,
                       (const float *)(const void *)(in + k * sizeof(uint32_t)), k);
-    } else if (o->kind == DT_COMPRESS_POWERSGD) {
-        dt_ps_psgd_read(ps->psgd, ps->server, ps->shard_off[ps->server], in, dense);
     } else {
-        memcpy(dense, in, cnt * sizeof(float));
+        DT_ASSERT(o->kind == DT_COMPRESS_POWERSGD); /* float32: ps_server.c copies it */
+        dt_ps_psgd_read(ps->psgd, ps->server, ps->shard_off[ps->server], in, dense);
     }
 }
