@@ -83,6 +83,8 @@ struct dt_layer {
                            * (dropout's keys), 0 for a whole layer */
     int64_t fan_in_whole; /* a row-parallel layer's whole fan-in (initialisation), else 0 */
     int bias_after;       /* row-parallel linear: the model adds the bias after the sum */
+    int64_t tp_unit;      /* tp.whole_dim is split in units of this many (model_tp.c,
+                           * dt_tp_part): a flattened channel's H x W features, else 1 */
     float *tp_out;        /* gather: the block's output before the all-gather */
 };
 

@@ -751,7 +751,8 @@ dt_status dt_model_gather_buffer(dt_model *m, const float *local, float *whole)
 {
     for (int i = 0; i < m->ntensors; i++) {
         const dt_param_info *t = &m->tensors[i];
-        dt_status st = dt_tp_gather_tensor(&m->tp, t, local + t->offset, whole + t->whole_offset);
+        dt_status st = dt_tp_gather_tensor(&m->tp, &m->layers[t->layer], t, local + t->offset,
+                                           whole + t->whole_offset);
         if (st != DT_OK)
             return st;
     }

@@ -33,10 +33,19 @@ static void part(int64_t n, int size, int rank, int64_t *lo, int64_t *hi)
     *hi = *lo + base + (rank < extra ? 1 : 0);
 }
 
-/* The block boundary i holds: dim-0 rows [lo, hi) of `whole`, or none. */
+void dt_tp_part(int64_t whole, int64_t unit, int size, int k, int64_t *lo, int64_t *hi)
+{
+    part(whole / unit, size, k, lo, hi);
+    *lo *= unit;
+    *hi *= unit;
+}
+
+/* The block boundary i holds: dim-0 rows [lo, hi) of `whole`, or none. The split was
+ * made in units of `unit` rows (a column layer's channels, each flattened into H x W
+ * features: unit H x W), so every rank's rows follow from dt_tp_part. */
 typedef struct block {
     int split;
-    int64_t lo, hi, whole;
+    int64_t lo, hi, whole, unit;
 } block;
 
 static int runs_on_block(dt_layer_kind k)
@@ -70,8 +79,9 @@ static dt_status plan_column(dt_layer *l, const dt_layer *whole, const dt_tp_lay
         l->spec.out_channels = hi - lo;
     TRY_RET(l->ops->plan(l));
     l->tp = (dt_tp_layer_plan){.role = DT_TP_COLUMN, .begin = lo, .end = hi, .whole_dim = d0};
+    l->tp_unit = 1;
     l->elem_offset = lo * row_numel(&l->out);
-    *b = (block){.split = 1, .lo = lo, .hi = hi, .whole = d0};
+    *b = (block){.split = 1, .lo = lo, .hi = hi, .whole = d0, .unit = 1};
     return DT_OK;
 }
 
@@ -85,6 +95,7 @@ static dt_status plan_on_block(dt_layer *l, const dt_layer *whole, block *b)
                                    .begin = b->lo * in_row,
                                    .end = b->hi * in_row,
                                    .whole_dim = whole->in.d[0]};
+        l->tp_unit = b->unit * in_row;
         l->bias_after = 1;
         l->fan_in_whole = whole->ops->fan_in(whole);
         *b = (block){0};
@@ -92,10 +103,14 @@ static dt_status plan_on_block(dt_layer *l, const dt_layer *whole, block *b)
     }
     TRY_RET(l->ops->plan(l));
     if (l->spec.kind == DT_LAYER_FLATTEN)
-        *b = (block){
-            .split = 1, .lo = b->lo * in_row, .hi = b->hi * in_row, .whole = b->whole * in_row};
+        *b = (block){.split = 1,
+                     .lo = b->lo * in_row,
+                     .hi = b->hi * in_row,
+                     .whole = b->whole * in_row,
+                     .unit = b->unit * in_row};
     l->tp = (dt_tp_layer_plan){
         .role = DT_TP_SHARD, .begin = b->lo, .end = b->hi, .whole_dim = b->whole};
+    l->tp_unit = b->unit;
     l->elem_offset = b->lo * row_numel(&l->out);
     return DT_OK;
 }
@@ -144,6 +159,7 @@ dt_status dt_tp_plan_layers(dt_layer *layers, const dt_layer_spec *specs, int n,
             TRY_RET(l->ops->plan(l));
             l->tp = (dt_tp_layer_plan){
                 .role = DT_TP_WHOLE, .begin = 0, .end = l->out.d[0], .whole_dim = l->out.d[0]};
+            l->tp_unit = 1;
         }
         l->out_numel = dt_shape_numel(&l->out);
         set_params(l, &whole);
@@ -188,7 +204,8 @@ static dt_status need_group(const dt_tp_run *r)
 size_t dt_tp_padded_part(const dt_layer *l, int size)
 {
     const int64_t row = l->out_numel / (l->tp.end - l->tp.begin); /* one dim-0 row's elements */
-    return (size_t)(((l->tp.whole_dim + size - 1) / size) * row);
+    const int64_t units = l->tp.whole_dim / l->tp_unit;
+    return (size_t)(((units + size - 1) / size) * l->tp_unit * row);
 }
 
 /* The gather: every rank's block of every sample (padded to the largest), in rank order,
@@ -201,7 +218,7 @@ static dt_status gather(dt_tp_run *r, const dt_layer *l, const float *own, float
     TRY_RET(r->group.allgather(r->group.ctx, own, r->scratch, count));
     for (int k = 0; k < r->size; k++) {
         int64_t lo, hi;
-        part(l->tp.whole_dim, r->size, k, &lo, &hi);
+        dt_tp_part(l->tp.whole_dim, l->tp_unit, r->size, k, &lo, &hi);
         const int64_t n = (hi - lo) * row;
         const float *src = r->scratch + (size_t)k * count;
         for (int64_t s = 0; s < batch; s++)
@@ -257,16 +274,18 @@ size_t dt_param_whole_index(const dt_param_info *t, size_t local)
     return row * (size_t)t->whole_shape[1] + (size_t)t->split_begin + col;
 }
 
-/* Each rank's part of t: rows (or columns) [lo, hi) of the split dimension. */
-static size_t part_count(const dt_param_info *t, int rank, int size, int64_t *lo, int64_t *hi)
+/* Each rank's part of t: rows (or columns) [lo, hi) of the split dimension, cut as layer l's
+ * split was (a row-parallel weight after a flattened channel block: whole channels). */
+static size_t part_count(const dt_layer *l, const dt_param_info *t, int rank, int size, int64_t *lo,
+                         int64_t *hi)
 {
     const int64_t dim = t->whole_shape[t->split_dim];
-    part(dim, size, rank, lo, hi);
+    dt_tp_part(dim, l->tp_unit, size, rank, lo, hi);
     return t->whole_count / (size_t)dim * (size_t)(*hi - *lo);
 }
 
-dt_status dt_tp_gather_tensor(dt_tp_run *r, const dt_param_info *t, const float *part_in,
-                              float *whole)
+dt_status dt_tp_gather_tensor(dt_tp_run *r, const dt_layer *l, const dt_param_info *t,
+                              const float *part_in, float *whole)
 {
     dt_status st = DT_OK;
     float *send = NULL, *recv = NULL;
@@ -279,8 +298,10 @@ dt_status dt_tp_gather_tensor(dt_tp_run *r, const dt_param_info *t, const float 
      * its rows, or its columns of each row. */
     int64_t lo, hi;
     size_t most = 0;
+    DT_ASSERT(part_count(l, t, r->rank, r->size, &lo, &hi) == t->count && lo == t->split_begin &&
+              hi == t->split_end);
     for (int k = 0; k < r->size; k++) {
-        const size_t n = part_count(t, k, r->size, &lo, &hi);
+        const size_t n = part_count(l, t, k, r->size, &lo, &hi);
         most = n > most ? n : most;
     }
     DT_TRY(dt_alloc(most * sizeof(float), "gathered weight", (void **)&send));
@@ -289,7 +310,7 @@ dt_status dt_tp_gather_tensor(dt_tp_run *r, const dt_param_info *t, const float 
     DT_TRY(r->group.allgather(r->group.ctx, send, recv, most));
     const size_t rows = (size_t)t->whole_shape[0], cols = (size_t)t->whole_count / rows;
     for (int k = 0; k < r->size; k++) {
-        const size_t n = part_count(t, k, r->size, &lo, &hi);
+        const size_t n = part_count(l, t, k, r->size, &lo, &hi);
         const float *src = recv + (size_t)k * most;
         if (t->split_dim == 0) { /* rows [lo, hi): contiguous in the whole */
             memcpy(whole + (size_t)lo * cols, src, n * sizeof(float));

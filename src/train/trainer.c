@@ -700,6 +700,9 @@ dt_status dt_trainer_run(dt_trainer *t, const dt_train_callbacks *cb)
         DT_TRY(dt_trainer_evaluate(t, &e.test_loss, &e.test_accuracy));
         if (cb != NULL && cb->on_epoch != NULL)
             DT_TRY(cb->on_epoch(cb->ctx, &e));
+        /* With a checkpoint directory, the state as it stands is the checkpoint that ends
+         * this run (a resumed run's step is already there, so nothing is rewritten). */
+        DT_TRY(dt_trainer_checkpoint_due(t, cb, 1));
         return DT_OK;
     }
     /* epochs 0: only max_steps limits the run. A resumed run starts at its checkpoint's

@@ -7,3 +7,8 @@ dt_add_test(NAME test_tp_plan SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_tp_plan.c L
 # The CLI: --explain-layout, dp 2 x tp 2 on the seed's linear regression, weights across
 # layouts, a tp that does not fit refused.
 dt_add_cli_test(NAME cli_tp COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_tp.sh MPI TIMEOUT 180)
+# Uneven splits gathered into the whole: each rank's part lands at its own whole indices,
+# the initial parameters are one process's bits, a flatten of a split conv at the model's
+# end gathers whole channels.
+dt_add_mpi_test(NAME test_tp_gather SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_tp_gather.c NP 2 3
+                TIMEOUT 60)
