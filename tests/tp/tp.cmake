@@ -12,3 +12,14 @@ dt_add_cli_test(NAME cli_tp COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_tp.sh MPI T
 # end gathers whole channels.
 dt_add_mpi_test(NAME test_tp_gather SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_tp_gather.c NP 2 3
                 TIMEOUT 60)
+# Seeded random stacks of conv2d, relu, maxpool2d, flatten and linear (prime widths, widths
+# below tp) at tp 2, tp 3 and dp 2 x tp 2 against one process, from the files a user gets:
+# weights and checkpoints bitwise equal at step 0, within 1e-5 (parameters) and 1e-4
+# (optimizer state) after 3 steps. Two models here; the long tier sweeps 24 more.
+find_program(DT_PYTHON3 NAMES python3)
+dt_add_cli_test(NAME cli_tp_layouts MPI TIMEOUT 240
+                COMMAND ${DT_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/tp_layouts.py --dtrain
+                        $<TARGET_FILE:dtrain> --mpirun ${MPIEXEC_BIN} --cases 2 --seed 1)
+dt_add_cli_test(NAME cli_tp_layouts_sweep MPI TIMEOUT 1500 LABELS slow
+                COMMAND ${DT_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/tp_layouts.py --dtrain
+                        $<TARGET_FILE:dtrain> --mpirun ${MPIEXEC_BIN} --cases 24 --seed 2)
