@@ -37,7 +37,7 @@ has trace-written "$tmp/dp.out" 'trace of every rank written to'
     { echo "FAIL pp run: exit $?"; sed 's/^/  /' "$tmp/pp.out"; fail=1; }
 
 # 8 steps without the epoch's evaluation: about a second; backward measured 1.4-1.6 times
-# forward at batch 32 on the 2-core CI machine, summed over the steps so that a preemption
+# forward at batch 32 on one thread (2 shared cores), summed over the steps so that a preemption
 # in one step does not decide.
 "$DTRAIN" train "$SRC/examples/convnet.ini" --max-steps 8 --threads 1 --set train.eval=off \
     --no-progress --metrics "$tmp/conv.jsonl" >"$tmp/conv.out" 2>&1 ||
