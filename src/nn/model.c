@@ -759,24 +759,6 @@ dt_status dt_model_gather_buffer(dt_model *m, const float *local, float *whole)
     return DT_OK;
 }
 
-size_t dt_model_tp_max_floats(const dt_model *m)
-{
-    size_t most = 0;
-    for (int i = 0; i < m->nlayers; i++) {
-        const dt_layer *l = &m->layers[i];
-        int64_t n = 0;
-        if (l->tp.role == DT_TP_ROW)
-            n = l->out_numel;
-        else if (l->tp.role == DT_TP_COLUMN)
-            n = l->in_numel;
-        if (l->tp.gather && (int64_t)dt_tp_padded_part(l, m->tp.size) * m->tp.size > n)
-            n = (int64_t)dt_tp_padded_part(l, m->tp.size) * m->tp.size;
-        if ((size_t)(n * m->max_batch) > most)
-            most = (size_t)(n * m->max_batch);
-    }
-    return most;
-}
-
 void dt_model_set_tp_group(dt_model *m, const dt_tp_group *g)
 {
     m->tp.group = *g;

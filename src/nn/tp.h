@@ -28,10 +28,6 @@ typedef struct dt_tp_group {
  * and backward fail with DT_ERR_INVALID. */
 void dt_model_set_tp_group(dt_model *m, const dt_tp_group *g);
 
-/* The most floats one of the model's tp collectives moves (a batch of the largest
- * activation summed or gathered), for the strategy to size its buffers. */
-size_t dt_model_tp_max_floats(const dt_model *m);
-
 /* ---- model_tp.c, for model.c ---- */
 
 /* Plans layers[0..n) on rank tp->rank of the group: ops, spec (this rank's out_features or

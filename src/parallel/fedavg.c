@@ -56,6 +56,17 @@ void dt_fed_weigh(float *slot, int64_t samples, size_t n)
         slot[i] = weight * slot[i];
 }
 
+double dt_fed_weigh_round(float *slots, int k, size_t n, const int64_t *start, const int *sampled)
+{
+    double total = 0.0;
+    for (int j = 0; j < k; j++) {
+        const int64_t nc = start[sampled[j] + 1] - start[sampled[j]];
+        dt_fed_weigh(slots + (size_t)j * n, nc, n);
+        total += (double)nc;
+    }
+    return total;
+}
+
 void dt_fed_average(const float *w_global, const float *slots, int k, size_t n, double total,
                     float *out)
 {
@@ -311,15 +322,10 @@ static dt_status fed_step(dt_strategy *s, const dt_step_plan *plan, const dt_ste
     dt_obs_phase(s->obs, DT_PHASE_COMM, t0, dt_now(), -1);
     /* The server's average, in slot order on every rank: each update decoded, weighed by
      * its client's samples. */
-    double total = 0.0;
-    for (int j = 0; j < o->clients_per_round; j++) {
-        const int64_t nc = f->start[f->sampled[j] + 1] - f->start[f->sampled[j]];
-        float *slot = f->slots + (size_t)j * f->n;
-        if (f->ckind != DT_COMPRESS_NONE)
-            decode(f, f->wire + (size_t)j * f->slot_bytes, slot);
-        dt_fed_weigh(slot, nc, f->n);
-        total += (double)nc;
-    }
+    for (int j = 0; f->ckind != DT_COMPRESS_NONE && j < o->clients_per_round; j++)
+        decode(f, f->wire + (size_t)j * f->slot_bytes, f->slots + (size_t)j * f->n);
+    const double total =
+        dt_fed_weigh_round(f->slots, o->clients_per_round, f->n, f->start, f->sampled);
     dt_fed_average(f->global, f->slots, o->clients_per_round, f->n, total, w);
     /* The round's loss: the clients' local training loss, as a sum over the step's samples. */
     *loss_sum = sums[1] > 0 ? sums[0] / sums[1] * (double)plan->samples : 0.0;

@@ -298,6 +298,9 @@ dt_status dt_fedavg_create(const dt_strategy_options *opt, dt_comm *world, dt_gr
  * total, total the clients' samples. out may be w_global's buffer only if it is not read
  * after: the first slot is copied into out. */
 void dt_fed_weigh(float *slot, int64_t samples, size_t n);
+/* A round's k slots (k x n) weighed, slot j by its client sampled[j]'s samples (client c
+ * holds start[c + 1] - start[c] of them); returns their total, dt_fed_average's `total`. */
+double dt_fed_weigh_round(float *slots, int k, size_t n, const int64_t *start, const int *sampled);
 void dt_fed_average(const float *w_global, const float *slots, int k, size_t n, double total,
                     float *out);
 

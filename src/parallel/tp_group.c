@@ -47,8 +47,10 @@ dt_status dt_tp_comm_attach(dt_strategy *s, dt_model *m)
     t->comm = comm;
     const dt_tp_group g = {.ctx = t, .allreduce_sum = tp_allreduce, .allgather = tp_allgather};
     dt_model_set_tp_group(m, &g);
-    /* The largest activation a collective moves, so that no step allocates. */
-    DT_TRY(dt_comm_reserve(comm, dt_model_tp_max_floats(m) * sizeof(float)));
+    /* No dt_comm_reserve: its scratch holds partial sums of a non-in-place ring
+     * reduce-scatter and of a deterministic reduce (docs/comm.md), and the group only runs
+     * in-place all-reduces and all-gathers, which work in the caller's buffers and the
+     * handle's slots (test_alloc_step checks that a tp step allocates nothing). */
     s->tp = t;
     return DT_OK;
 fail:

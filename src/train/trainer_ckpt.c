@@ -540,10 +540,10 @@ static const dt_st_tensor *saved_q(const dt_ckpt_set *set, const dt_comp_state *
 
 /* Gradient compression's state (docs/COMPRESSION.md): on the layout it was written on, each
  * replica takes its own residual back (a bit-exact resume); on another number of replicas
- * each takes the mean of the saved ones, so that their sum, what the replicas still owe the
- * parameters, is kept. PowerSGD's factors come back when the plan is the same (saved_q says
- * whose). A set without the state (written without compression) leaves it at zero. pass 0
- * checks, pass 1 copies. */
+ * R each takes the saved residuals' sum divided by R, so that the new residuals' sum, what
+ * the replicas still owe the parameters, is the saved one. PowerSGD's factors come back
+ * when the plan is the same (saved_q says whose). A set without the state (written without
+ * compression) leaves it at zero. pass 0 checks, pass 1 copies. */
 static dt_status load_comp(dt_trainer *t, const dt_ckpt_set *set, int pass)
 {
     dt_comp_state cs;

@@ -9,7 +9,14 @@
  * tests/e2e/mlp_nodrop.ini), checkpointed (under tensor parallelism on 2 ranks), exported
  * with dt_ckpt_export, loaded as a weights file and run on 16 training images must give
  * PyTorch's outputs after the same run (tests/ckpt/export_ref.safetensors, made by
- * tests/ckpt/gen_export_ref.py), and exporting twice must give the same bytes. */
+ * tests/ckpt/gen_export_ref.py), and exporting twice must give the same bytes.
+ *
+ * Residuals resharded (docs/checkpoint-format.md, docs/COMPRESSION.md): a set holding two
+ * replicas' top-k residuals written here by hand (replica 0: i + 1 in every element of
+ * tensor i, replica 1: 5 (i + 1)) loaded on 1 to 3 ranks. On 2 each rank takes its own;
+ * on 1 or 3 each takes an equal share of the saved sum (6 (i + 1) / ranks), so that the
+ * residuals summed over the ranks are what the set holds, what the replicas still owe the
+ * parameters. rtol 1e-6. (One rank keeps no residual: nothing is exchanged.) */
 #include "dt_test.h"
 #include "dt_test_mpi.h"
 
@@ -18,11 +25,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "dtrain/checkpoint.h"
 #include "dtrain/comm_mpi.h"
 #include "dtrain/train.h"
+#include "train/trainer_internal.h"
 
 static int rank, size;
 static dt_comm *world;
@@ -195,12 +204,173 @@ static void test_export_matches_pytorch(void **state)
     dt_trainer_free(t);
 }
 
+/* Replica r's hand-written residual value in tensor i. */
+static float saved_resid(int r, int i)
+{
+    return (float)((r == 0 ? 1 : 5) * (i + 1));
+}
+
+/* Rank 0: the set in `from` (every parameter and state tensor, its config) rewritten into
+ * `to` (a step directory made in `root`) as a set of 2 replicas whose residuals are
+ * saved_resid's. Returns 1 on success, printing what failed otherwise: the ranks agree on
+ * it before they load (a failed assert here would leave the others waiting). */
+static int write_two_replica_set(const dt_model *m, const char *from, const char *root,
+                                 const char *to)
+{
+    dt_ckpt_set *a = NULL;
+    if (dt_ckpt_open(from, &a) != DT_OK) {
+        fprintf(stderr, "cannot open %s: %s\n", from, dt_last_error());
+        return 0;
+    }
+    const int nt = dt_model_tensor_count(m), held = dt_ckpt_set_count(a);
+    dt_st_tensor *ts = calloc((size_t)(held + 2 * nt), sizeof *ts);
+    char(*names)[192] = calloc((size_t)(2 * nt), sizeof *names);
+    float **vals = calloc((size_t)(2 * nt), sizeof *vals);
+    int n = 0, ok = ts != NULL && names != NULL && vals != NULL;
+    for (int i = 0; ok && i < held; i++)
+        if (strncmp(dt_ckpt_set_get(a, i)->name, DT_CKPT_COMPRESS_PREFIX,
+                    strlen(DT_CKPT_COMPRESS_PREFIX)) != 0)
+            ts[n++] = *dt_ckpt_set_get(a, i);
+    for (int r = 0; ok && r < 2; r++)
+        for (int i = 0; ok && i < nt; i++) {
+            const dt_param_info *p = dt_model_tensor(m, i);
+            const int k = r * nt + i;
+            vals[k] = malloc(p->whole_count * sizeof(float));
+            ok = vals[k] != NULL;
+            for (size_t e = 0; ok && e < p->whole_count; e++)
+                vals[k][e] = saved_resid(r, i);
+            snprintf(names[k], sizeof names[k], DT_CKPT_COMPRESS_PREFIX "residual.%d.%s", r,
+                     p->name);
+            ts[n] = (dt_st_tensor){.name = names[k],
+                                   .dtype = DT_ST_F32,
+                                   .ndim = p->ndim,
+                                   .data = vals[k],
+                                   .nbytes = p->whole_count * sizeof(float)};
+            for (int d = 0; d < p->ndim; d++)
+                ts[n].shape[d] = p->whole_shape[d];
+            n++;
+        }
+    /* The manifest: the first set's, with 2 replicas, its config.ini and the new part. */
+    dt_ckpt_manifest man = *dt_ckpt_set_manifest(a);
+    char src[600], dst[600];
+    snprintf(src, sizeof src, "%s/%s", from, DT_CKPT_CONFIG);
+    snprintf(dst, sizeof dst, "%s/%s", to, DT_CKPT_CONFIG);
+    char *text = NULL;
+    size_t nbytes = 0;
+    const char *const meta[] = {"format", "pt", "producer", "dtrain"};
+    dt_ckpt_file part = {0};
+    if (ok && (mkdir(root, 0777) != 0 || mkdir(to, 0777) != 0)) {
+        fprintf(stderr, "cannot create %s\n", to);
+        ok = 0;
+    }
+    if (ok && (dt_read_file(src, "config", &text, &nbytes) != DT_OK ||
+               dt_test_write_file(dst, text, nbytes) != 0)) {
+        fprintf(stderr, "cannot copy %s to %s: %s\n", src, dst, dt_last_error());
+        ok = 0;
+    }
+    if (ok && dt_ckpt_write_part(to, "part-00000.safetensors", ts, n, meta, 2, &part) != DT_OK) {
+        fprintf(stderr, "cannot write the part in %s: %s\n", to, dt_last_error());
+        ok = 0;
+    }
+    int cfg = -1;
+    for (int f = 0; f < man.nfiles; f++)
+        if (strcmp(man.files[f].name, DT_CKPT_CONFIG) == 0)
+            cfg = f;
+    if (ok && cfg < 0) {
+        fprintf(stderr, "%s's manifest lists no %s\n", from, DT_CKPT_CONFIG);
+        ok = 0;
+    }
+    if (ok) {
+        man.dp = 2;
+        man.files[0] = man.files[cfg];
+        man.files[1] = part;
+        man.nfiles = 2;
+        if (dt_ckpt_manifest_write(to, &man) != DT_OK) {
+            fprintf(stderr, "cannot write the manifest in %s: %s\n", to, dt_last_error());
+            ok = 0;
+        }
+    }
+    for (int k = 0; vals != NULL && k < 2 * nt; k++)
+        free(vals[k]);
+    free(vals);
+    free(names);
+    free(ts);
+    dt_free(text);
+    dt_ckpt_close(a);
+    return ok;
+}
+
+static void test_residuals_resharded(void **state)
+{
+    (void)state;
+    if (size == 1)
+        skip(); /* one rank compresses nothing and keeps no residual */
+    char root[256], from[400], to_root[300], to[330];
+    if (rank == 0)
+        snprintf(root, sizeof root, "%s/reshard", dt_test_tmpdir());
+    MPI_Bcast(root, (int)sizeof root, MPI_CHAR, 0, MPI_COMM_WORLD);
+    snprintf(to_root, sizeof to_root, "%s/two", root);
+    snprintf(to, sizeof to, "%s/step-000000000", to_root);
+    dt_config c = mlp_config();
+    dt_test_set(&c, "parallel.compress=topk:0.1");
+    /* A set of this run at step 0 (its model, optimizer, seed and batch), on this many
+     * ranks; rank 0 makes the 2-replica set from it. */
+    dt_trainer *t = NULL;
+    DT_ASSERT_OK(dt_trainer_create(&c, world, &t));
+    dt_ckpt_info info;
+    DT_ASSERT_OK(dt_trainer_save_checkpoint(t, root, 1, 0, 0, &info));
+    snprintf(from, sizeof from, "%s", info.dir);
+    int ok = rank == 0 ? write_two_replica_set(dt_trainer_model(t), from, to_root, to) : 1;
+    MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    dt_trainer_free(t);
+    assert_true(ok);
+
+    t = NULL;
+    DT_ASSERT_OK(dt_trainer_create(&c, world, &t));
+    DT_ASSERT_OK(dt_trainer_load_checkpoint(t, to));
+    dt_comp_state cs;
+    dt_strategy_comp_state(t->strategy, &cs);
+    dt_model *m = dt_trainer_model(t);
+    const size_t n = dt_model_param_count(m);
+    assert_non_null(cs.resid);
+    assert_int_equal(cs.count, n);
+    double *want = malloc(n * sizeof(double)), *held = malloc(n * sizeof(double));
+    float *sum = malloc(n * sizeof(float));
+    assert_true(want != NULL && held != NULL && sum != NULL);
+    for (int i = 0; i < dt_model_tensor_count(m); i++) {
+        const dt_param_info *p = dt_model_tensor(m, i);
+        const double total = (double)saved_resid(0, i) + saved_resid(1, i);
+        for (size_t k = 0; k < p->count; k++) {
+            want[p->offset + k] = size == 2 ? saved_resid(rank, i) : total / size;
+            held[p->offset + k] = total;
+        }
+    }
+    char name[128];
+    snprintf(name, sizeof name, "rank %d of %d: its residual from 2 saved replicas", rank, size);
+    const int mine_ok = dt_check_close_f(name, cs.resid, want, n, 0.0, 1e-6);
+    MPI_Allreduce(cs.resid, sum, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    const int sum_ok = dt_check_close_f("the residuals summed over the ranks (vs the set's sum)",
+                                        sum, held, n, 0.0, 1e-6);
+    free(want);
+    free(held);
+    free(sum);
+    dt_trainer_free(t);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) {
+        char cmd[400];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+        if (system(cmd) != 0)
+            fprintf(stderr, "could not remove %s\n", root);
+    }
+    assert_true(mine_ok);
+    assert_true(sum_ok);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_nonfinite_skip),
-        cmocka_unit_test(test_nonfinite_skip_zero),
-        cmocka_unit_test(test_nonfinite_stop),
+        cmocka_unit_test(test_nonfinite_skip),         cmocka_unit_test(test_nonfinite_skip_zero),
+        cmocka_unit_test(test_nonfinite_stop),         cmocka_unit_test(test_residuals_resharded),
         cmocka_unit_test(test_export_matches_pytorch),
     };
     return dt_test_mpi_main(&argc, &argv, tests, &world, &rank, &size);

@@ -44,8 +44,9 @@ for mode in topk:0.1 powersgd:2; do
         --no-progress --compress "$mode" --resume "$d/step-000000006" --save-weights "$d.res.st"
     expect_same "ck_resume_$mode" "$d.full.st" "$d.res.st"
 done
-# On another layout the residuals are resharded (each of 3 ranks takes the mean of the 2
-# saved): the run goes on, and its own checkpoint holds 3.
+# On another layout the residuals are resharded (each of 3 ranks takes a third of the 2
+# saved residuals' sum; test_ckpt_mpi checks the values): the run goes on, and its own
+# checkpoint holds 3.
 d=$tmp/ck_topk_0_1
 expect_ok ck_reshard "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" --max-steps 12 --no-progress \
     --compress topk:0.1 --global-batch 128 --resume "$d/step-000000006" \

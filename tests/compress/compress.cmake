@@ -18,3 +18,6 @@ target_include_directories(test_compress_linreg PRIVATE ${LAPACKE_INCLUDE_DIR})
 # The CLI: top-k at ratio 1 equals no compression byte for byte, every mode's report, refusals.
 dt_add_cli_test(NAME cli_compress COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_compress.sh MPI
                 TIMEOUT 180 EXPECT "cli_compress: all checks passed")
+# Where --compress-warmup ends, under ddp and ps: step N is the first compressed one.
+dt_add_cli_test(NAME cli_compress_warmup COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_warmup.sh MPI
+                TIMEOUT 180 EXPECT "cli_warmup: all checks passed")

@@ -9,3 +9,7 @@ dt_add_cli_test(NAME cli_fedavg MPI TIMEOUT 240
 # FedAvg's weighted average on a case worked by hand.
 dt_add_test(NAME test_fed_average SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_fed_average.c
             LABELS unit TIMEOUT 30)
+# FedAvg's identity over a strict subset: 3 of 6 clients of unequal sizes, one local
+# full-batch step each, against one large-batch step over their samples (no MPI).
+dt_add_test(NAME test_fed_subset SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_fed_subset.c
+            LABELS unit TIMEOUT 60)

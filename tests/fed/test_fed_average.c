@@ -3,7 +3,9 @@
  * client B (1 sample) at (5, 6, 3):
  *     weighted:   (0, 0, 1) + (3 (1, 2, 0) + 1 (5, 6, 2)) / 4 = (2, 3, 1.5)
  *     unweighted: the plain mean of the models would be (3, 4, 2).
- * The values are exact in float, so the comparison is exact. */
+ * The values are exact in float, so the comparison is exact. A round weighs slot j by the
+ * client it sampled for that slot: with clients {1, 3} of 4 (3 and 4 samples of 2, 3, 1, 4)
+ * the weights are 3 and 4, not clients 0 and 1's 2 and 3. */
 #include "dt_test.h"
 
 #include "parallel/strategy.h"
@@ -31,6 +33,30 @@ static void test_weighted_by_samples(void **state)
                      i, want[i], out[i], (a[i] + b[i]) / 2);
 }
 
+/* Sampled clients {1, 3} of 4 holding 2, 3, 1 and 4 samples: slot 0 is client 1's update
+ * (weight 3), slot 1 client 3's (weight 4), the total 7. */
+static void test_round_weighs_sampled_clients(void **state)
+{
+    (void)state;
+    const int64_t start[5] = {0, 2, 5, 6, 10};
+    const int sampled[2] = {1, 3};
+    const float global[3] = {0.0f, 0.0f, 1.0f};
+    float slots[6] = {1.0f, 2.0f, 0.0f, 5.0f, 6.0f, 2.0f}, out[3];
+    const double total = dt_fed_weigh_round(slots, 2, 3, start, sampled);
+    if (total != 7.0)
+        fail_msg("total samples of clients {1, 3}: expected 7, got %g (clients {0, 1} have 5)",
+                 total);
+    const float want_slots[6] = {3.0f, 6.0f, 0.0f, 20.0f, 24.0f, 8.0f};
+    for (int i = 0; i < 6; i++)
+        if (slots[i] != want_slots[i])
+            fail_msg("slot %d element %d: expected %g (client %d's weight %lld), got %g", i / 3,
+                     i % 3, want_slots[i], sampled[i / 3],
+                     (long long)(start[sampled[i / 3] + 1] - start[sampled[i / 3]]), slots[i]);
+    dt_fed_average(global, slots, 2, 3, total, out);
+    const double want[3] = {23.0 / 7.0, 30.0 / 7.0, 1.0 + 8.0 / 7.0};
+    DT_ASSERT_CLOSE_F("the average of clients {1, 3}", out, want, 3, 0.0, 1e-6);
+}
+
 /* One client: the model it ended with, whatever its size. */
 static void test_one_client_is_its_model(void **state)
 {
@@ -50,6 +76,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_weighted_by_samples),
+        cmocka_unit_test(test_round_weighs_sampled_clients),
         cmocka_unit_test(test_one_client_is_its_model),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,6 +1,7 @@
 /* test_obs.c — the recorder (obs.h): phase totals add up, events keep their fields and
  * order, a full buffer drops and counts instead of growing, a recorder without a buffer
- * keeps totals only, and NULL is a recorder that does nothing. */
+ * keeps totals only, NULL is a recorder that does nothing, and each phase has its own name
+ * (the report's rows, the metrics' keys and the trace's spans are named by it). */
 #include "dt_test.h"
 
 #include <string.h>
@@ -76,12 +77,33 @@ static void test_totals_only_and_null(void **state)
     assert_null(dt_phase_name(DT_PHASE_COUNT));
 }
 
+/* Each phase's name, as obs.h lists them: a swapped pair would label forward's time as
+ * backward's in every report. */
+static void test_phase_names(void **state)
+{
+    (void)state;
+    const struct {
+        dt_phase p;
+        const char *name;
+    } want[] = {{DT_PHASE_DATA, "data"},         {DT_PHASE_FORWARD, "forward"},
+                {DT_PHASE_BACKWARD, "backward"}, {DT_PHASE_COMM, "comm"},
+                {DT_PHASE_OPTIM, "optimizer"},   {DT_PHASE_BUBBLE, "bubble"}};
+    assert_int_equal(sizeof want / sizeof want[0], DT_PHASE_COUNT);
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const char *got = dt_phase_name(want[i].p);
+        if (got == NULL || strcmp(got, want[i].name) != 0)
+            fail_msg("dt_phase_name(%d): expected \"%s\", got \"%s\"", (int)want[i].p, want[i].name,
+                     got ? got : "(null)");
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_totals_and_events),
         cmocka_unit_test(test_inflight_union),
         cmocka_unit_test(test_totals_only_and_null),
+        cmocka_unit_test(test_phase_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -94,7 +94,7 @@ expect_ok psgd_ck_full "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" $PCK --checkpoint-
 expect_ok psgd_ck_resume "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" $PCK \
     --resume "$tmp/pck/step-000000006" --save-weights "$tmp/psgd_ck_res.st"
 expect_same psgd_ck_resume "$tmp/psgd_ck_full.st" "$tmp/psgd_ck_res.st"
-# On 3 workers: each takes the mean of the 2 saved residuals, worker 2 (no saved Q of its
+# On 3 workers: each takes a third of the 2 saved residuals' sum, worker 2 (no saved Q of its
 # own) replica 0's Q; the run goes on from step 6.
 expect_ok psgd_ck_reshard "$MPIRUN" -np 4 "$DTRAIN" train "$MLP" $PCK --global-batch 128 \
     --resume "$tmp/pck/step-000000006"
