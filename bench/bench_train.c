@@ -305,8 +305,8 @@ int main(int argc, char **argv)
                "\"peak_rss_mb\": %.1f, "
                "\"planned_mb\": %.1f, \"flop_per_step\": %.0f, \"gflops\": %.3f",
                argv[1], batch, threads, w.size, (long long)global_batch, n,
-               (double)global_batch / median, median * 1e3, d[0] * 1e3, setup, load, tm.first_step_at,
-               peak_rss_mb(), planned_mb, flops, flops / median * 1e-9);
+               (double)global_batch / median, median * 1e3, d[0] * 1e3, setup, load,
+               tm.first_step_at, peak_rss_mb(), planned_mb, flops, flops / median * 1e-9);
         char blas[128];
         dt_cli_blas_describe(blas, sizeof blas);
         printf(", \"blas\": \"%s\"", blas);
