@@ -4,6 +4,9 @@
  *                 gather and conversion included), median over `steps` intervals after
  *                 `warmup` of them;
  *   setup_s       launch to the start of training (data loaded, model and optimizer built);
+ *   load_s        the part of it spent reading the data sets (dt_trainer_data_load_s):
+ *                 the same process and clock, so setup_s - load_s, the start-up beyond
+ *                 the loading, is never negative;
  *   first_step_s  launch to the end of the first training step;
  *   peak_rss_mb   the process's peak resident memory (getrusage ru_maxrss).
  * planned_mb (dtrain only) is what the model plans: activations and workspaces, parameters,
@@ -19,7 +22,9 @@
  * learning rate, as torch_train.py's Adam 1e-3.
  *
  * Usage: bench_train CONFIG [--batch N] [--threads N] [--steps N] [--warmup N]
- *        bench_train CONFIG --load-only     time reading the config's data sets alone */
+ *        bench_train CONFIG --load-only     time reading the config's data sets alone (in
+ *                                           a process of its own; bench/run.py takes the
+ *                                           training process's load_s instead) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -269,6 +274,7 @@ int main(int argc, char **argv)
         (1024.0 * 1024.0);
     tm.n = 0;
     double setup = monotonic_now() - tm.launch;
+    const double load = dt_trainer_data_load_s(t); /* inside [launch, now] */
     dt_train_callbacks cb = {.ctx = &tm, .on_step = on_step};
     if (dt_trainer_run(t, &cb) != DT_OK)
         goto fail;
@@ -295,11 +301,12 @@ int main(int argc, char **argv)
         printf("{\"impl\": \"dtrain\", \"config\": \"%s\", \"batch\": %ld, \"threads\": %ld, "
                "\"world_size\": %d, \"global_batch\": %lld, \"steps\": %d, "
                "\"samples_per_s\": %.1f, \"step_ms_median\": %.4f, \"step_ms_min\": %.4f, "
-               "\"setup_s\": %.4f, \"first_step_s\": %.4f, \"peak_rss_mb\": %.1f, "
+               "\"setup_s\": %.4f, \"load_s\": %.4f, \"first_step_s\": %.4f, "
+               "\"peak_rss_mb\": %.1f, "
                "\"planned_mb\": %.1f, \"flop_per_step\": %.0f, \"gflops\": %.3f",
                argv[1], batch, threads, w.size, (long long)global_batch, n,
-               (double)global_batch / median, median * 1e3, d[0] * 1e3, setup, tm.first_step_at,
-               peak_rss_mb(), planned_mb, flops, flops / median * 1e-9);
+               (double)global_batch / median, median * 1e3, d[0] * 1e3, setup, load,
+               tm.first_step_at, peak_rss_mb(), planned_mb, flops, flops / median * 1e-9);
         char blas[128];
         dt_cli_blas_describe(blas, sizeof blas);
         printf(", \"blas\": \"%s\"", blas);

@@ -255,6 +255,10 @@ DT_API const dt_dataset *dt_trainer_test_set(const dt_trainer *t);
 /* Steps per epoch and samples per global step under the config. */
 DT_API int64_t dt_trainer_steps_per_epoch(const dt_trainer *t);
 DT_API int64_t dt_trainer_global_batch(const dt_trainer *t);
+/* The seconds dt_trainer_create spent reading the data sets (dt_data_load), on dt_now()'s
+ * clock: a program that times its own start-up splits it into the loading and the rest,
+ * in one process (bench/bench_train.c). */
+DT_API double dt_trainer_data_load_s(const dt_trainer *t);
 
 /* Where this rank sits on the job's dp x tp x pp grid (config.h's parallel section; world
  * rank = tp_rank + tp (dp_rank + dp pp_rank)). A process alone is 1 x 1 x 1, coordinates 0. */

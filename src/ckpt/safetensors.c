@@ -15,18 +15,19 @@
  * The writer is deterministic: tensors in the caller's order with contiguous data, each
  * entry exactly {"dtype":"F32","shape":[..],"data_offsets":[b,e]}, "__metadata__" first
  * when there is any, no whitespace, and the header padded with spaces to a multiple of 8
- * so the buffer starts 8-byte aligned. It replaces the target atomically. */
+ * so the buffer starts 8-byte aligned. It replaces the target atomically, through the
+ * library's one atomic writer (core/file.h), the tensors' bytes written where they lie. */
 #include "dtrain/safetensors.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <cjson/cJSON.h>
+
+#include "core/file.h"
+#include "core/strbuf.h"
 
 /* The reference implementation's MAX_HEADER_SIZE. */
 #define ST_MAX_HEADER ((uint64_t)100000000)
@@ -525,64 +526,30 @@ const char *dt_st_path(const dt_st_file *f)
 
 /* ---- writing ------------------------------------------------------------------------ */
 
-typedef struct st_buf {
-    char *p;
-    size_t len, cap;
-    int oom;
-} st_buf;
-
-static void st_put(st_buf *b, const char *s, size_t n)
+static void st_put_u64(dt_strbuf *b, uint64_t v)
 {
-    if (b->oom)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (p == NULL) {
-            b->oom = 1;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-static void st_puts(st_buf *b, const char *s)
-{
-    st_put(b, s, strlen(s));
-}
-
-static void st_put_u64(st_buf *b, uint64_t v)
-{
-    char tmp[24];
-    int n = snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)v);
-    st_put(b, tmp, (size_t)n);
+    dt_strbuf_addf(b, "%llu", (unsigned long long)v);
 }
 
 /* A JSON string (RFC 8259 section 7): quote, backslash and control characters escaped,
  * everything else (UTF-8 included) as it is. */
-static void st_put_json_string(st_buf *b, const char *s)
+static void st_put_json_string(dt_strbuf *b, const char *s)
 {
-    st_put(b, "\"", 1);
+    dt_strbuf_add(b, "\"", 1);
     for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
         char esc[8];
         if (*c == '"' || *c == '\\') {
             esc[0] = '\\';
             esc[1] = (char)*c;
-            st_put(b, esc, 2);
+            dt_strbuf_add(b, esc, 2);
         } else if (*c < 0x20) {
             snprintf(esc, sizeof esc, "\\u%04x", (unsigned)*c);
-            st_put(b, esc, 6);
+            dt_strbuf_add(b, esc, 6);
         } else {
-            st_put(b, (const char *)c, 1);
+            dt_strbuf_add(b, c, 1);
         }
     }
-    st_put(b, "\"", 1);
+    dt_strbuf_add(b, "\"", 1);
 }
 
 static dt_status st_check_args(const char *path, const dt_st_tensor *t, int n,
@@ -644,126 +611,71 @@ static dt_status st_check_args(const char *path, const dt_st_tensor *t, int n,
     return DT_OK;
 }
 
-/* Writes everything or fails with errno's reason. */
-static int st_fwrite(FILE *f, const void *p, size_t n)
-{
-    return n == 0 || fwrite(p, 1, n, f) == n;
-}
-
-/* Creates a fresh temporary file next to `path` (same directory, so rename is atomic)
- * with O_EXCL: no two writers share one, and the umask applies as for any new file. The
- * name mixes the pid, the clock and the attempt, so no global counter is needed. */
-static dt_status st_create_tmp(const char *path, char *tmp, size_t tmp_size, int *fd_out)
-{
-    for (unsigned attempt = 0; attempt < 100; attempt++) {
-        unsigned long long stamp = (unsigned long long)(dt_now() * 1e9) + attempt;
-        snprintf(tmp, tmp_size, "%s.tmp.%ld.%llx", path, (long)getpid(), stamp);
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
-        if (fd >= 0) {
-            *fd_out = fd;
-            return DT_OK;
-        }
-        if (errno != EEXIST)
-            return dt_fail(DT_ERR_IO, "safetensors: %s: cannot create %s: %s", path, tmp,
-                           strerror(errno));
-    }
-    return dt_fail(DT_ERR_IO, "safetensors: %s: cannot find a free temporary name", path);
-}
-
 /* Builds the header into h: the JSON object (metadata first, then the tensors in the
  * caller's order with contiguous offsets), padded with spaces to a multiple of 8 so that
  * the buffer starts 8-byte aligned in the file. Fails when it cannot be allocated or is
  * over the reference implementation's limit. */
 static dt_status st_build_header(const char *path, const dt_st_tensor *tensors, int n,
-                                 const char *const *meta, int nmeta, st_buf *h)
+                                 const char *const *meta, int nmeta, dt_strbuf *h)
 {
-    st_puts(h, "{");
+    dt_strbuf_adds(h, "{");
     if (nmeta > 0) {
-        st_puts(h, "\"__metadata__\":{");
+        dt_strbuf_adds(h, "\"__metadata__\":{");
         for (int m = 0; m < nmeta; m++) {
             if (m > 0)
-                st_puts(h, ",");
+                dt_strbuf_adds(h, ",");
             st_put_json_string(h, meta[2 * m]);
-            st_puts(h, ":");
+            dt_strbuf_adds(h, ":");
             st_put_json_string(h, meta[2 * m + 1]);
         }
-        st_puts(h, "}");
+        dt_strbuf_adds(h, "}");
     }
     uint64_t offset = 0;
     for (int i = 0; i < n; i++) {
         const dt_st_tensor *t = &tensors[i];
         if (i > 0 || nmeta > 0)
-            st_puts(h, ",");
+            dt_strbuf_adds(h, ",");
         st_put_json_string(h, t->name);
-        st_puts(h, ":{\"dtype\":\"");
-        st_puts(h, st_dtype_names[t->dtype]);
-        st_puts(h, "\",\"shape\":[");
+        dt_strbuf_adds(h, ":{\"dtype\":\"");
+        dt_strbuf_adds(h, st_dtype_names[t->dtype]);
+        dt_strbuf_adds(h, "\",\"shape\":[");
         for (int d = 0; d < t->ndim; d++) {
             if (d > 0)
-                st_puts(h, ",");
+                dt_strbuf_adds(h, ",");
             st_put_u64(h, (uint64_t)t->shape[d]);
         }
-        st_puts(h, "],\"data_offsets\":[");
+        dt_strbuf_adds(h, "],\"data_offsets\":[");
         st_put_u64(h, offset);
-        st_puts(h, ",");
+        dt_strbuf_adds(h, ",");
         offset += t->nbytes;
         st_put_u64(h, offset);
-        st_puts(h, "]}");
+        dt_strbuf_adds(h, "]}");
     }
-    st_puts(h, "}");
-    while (!h->oom && h->len % 8 != 0)
-        st_puts(h, " ");
-    if (h->oom)
+    dt_strbuf_adds(h, "}");
+    while (!h->failed && h->n % 8 != 0)
+        dt_strbuf_adds(h, " ");
+    if (h->failed)
         return dt_fail(DT_ERR_NOMEM, "safetensors: %s: cannot allocate the header", path);
-    if ((uint64_t)h->len > ST_MAX_HEADER)
+    if ((uint64_t)h->n > ST_MAX_HEADER)
         return dt_fail(DT_ERR_INVALID,
                        "safetensors: %s: header of %zu bytes exceeds the limit of "
                        "%llu",
-                       path, h->len, (unsigned long long)ST_MAX_HEADER);
+                       path, h->n, (unsigned long long)ST_MAX_HEADER);
     return DT_OK;
 }
 
-/* Writes the whole file to f (the temporary `tmp` for `path`): the header length, the
- * header h, the tensors' data in order; then flushes it to the disk. Closing f is the
- * caller's. */
-static dt_status st_write_contents(FILE *f, const char *path, const char *tmp, const st_buf *h,
-                                   const dt_st_tensor *tensors, int n, const uint32_t *tcrc,
-                                   dt_st_written *sum)
+/* The file's size and CRC-32 (zlib's) from the header length len8, the header h and the
+ * tensors' bytes, or their CRC-32s tcrc where the caller has them (one pass over the data
+ * fewer). */
+static void st_sum(const unsigned char *len8, const dt_strbuf *h, const dt_st_tensor *tensors,
+                   int n, const uint32_t *tcrc, dt_st_written *sum)
 {
-    unsigned char len8[8];
-    for (int i = 0; i < 8; i++)
-        len8[i] = (unsigned char)((uint64_t)h->len >> (8 * i));
-    int ok = st_fwrite(f, len8, 8) && st_fwrite(f, h->p, h->len);
-    if (sum != NULL) {
-        sum->crc32 = dt_crc32(dt_crc32(0, len8, 8), h->p, h->len);
-        sum->bytes = 8 + h->len;
-    }
-    for (int i = 0; ok && i < n; i++) {
-        ok = st_fwrite(f, tensors[i].data, tensors[i].nbytes);
-        if (sum != NULL) {
-            sum->crc32 = tcrc != NULL ? dt_crc32_combine(sum->crc32, tcrc[i], tensors[i].nbytes)
-                                      : dt_crc32(sum->crc32, tensors[i].data, tensors[i].nbytes);
-            sum->bytes += tensors[i].nbytes;
-        }
-    }
-    if (!ok || fflush(f) != 0 || fsync(fileno(f)) != 0)
-        return dt_fail(DT_ERR_IO, "safetensors: %s: cannot write %s: %s", path, tmp,
-                       strerror(errno));
-    return DT_OK;
-}
-
-/* Makes a rename into the directory of `tmp` durable (tmp's text is cut to that
- * directory). The file is complete and in place whatever happens here, and some file
- * systems refuse fsync on a directory, so nothing here can fail the write. */
-static void st_sync_dir(char *tmp)
-{
-    char *slash = strrchr(tmp, '/');
-    if (slash != NULL)
-        *(slash == tmp ? slash + 1 : slash) = '\0';
-    int dfd = open(slash != NULL ? tmp : ".", O_RDONLY);
-    if (dfd >= 0) {
-        (void)fsync(dfd);
-        close(dfd);
+    sum->crc32 = dt_crc32(dt_crc32(0, len8, 8), h->s, h->n);
+    sum->bytes = 8 + h->n;
+    for (int i = 0; i < n; i++) {
+        sum->crc32 = tcrc != NULL ? dt_crc32_combine(sum->crc32, tcrc[i], tensors[i].nbytes)
+                                  : dt_crc32(sum->crc32, tensors[i].data, tensors[i].nbytes);
+        sum->bytes += tensors[i].nbytes;
     }
 }
 
@@ -779,55 +691,31 @@ dt_status dt_st_write_sum(const char *path, const dt_st_tensor *tensors, int n,
 {
     DT_ASSERT(path != NULL);
     dt_status st = DT_OK;
-    st_buf h = {0};
-    char *tmp = NULL;
-    FILE *f = NULL;
-    int fd = -1, created = 0;
+    dt_strbuf h = {0};
+    dt_file_piece *pieces = NULL;
+    unsigned char len8[8];
     if (!st_host_is_little_endian())
         return dt_fail(DT_ERR_UNSUPPORTED, "safetensors: %s: big-endian hosts are not supported",
                        path);
     DT_TRY(st_check_args(path, tensors, n, meta, nmeta));
     DT_TRY(st_build_header(path, tensors, n, meta, nmeta, &h));
-
-    size_t tmp_size = strlen(path) + 64;
-    tmp = malloc(tmp_size);
-    if (tmp == NULL) {
-        st = dt_fail(DT_ERR_NOMEM, "safetensors: %s: cannot allocate a path", path);
+    for (int i = 0; i < 8; i++)
+        len8[i] = (unsigned char)((uint64_t)h.n >> (8 * i));
+    /* The header length, the header, then each tensor's bytes where they lie. */
+    pieces = malloc(sizeof *pieces * ((size_t)n + 2));
+    if (pieces == NULL) {
+        st = dt_fail(DT_ERR_NOMEM, "safetensors: %s: cannot allocate %d pieces", path, n + 2);
         goto fail;
     }
-    DT_TRY(st_create_tmp(path, tmp, tmp_size, &fd));
-    created = 1;
-    f = fdopen(fd, "wb");
-    if (f == NULL) {
-        st = dt_fail(DT_ERR_IO, "safetensors: %s: fdopen: %s", tmp, strerror(errno));
-        goto fail;
-    }
-    fd = -1; /* f owns it now */
-    DT_TRY(st_write_contents(f, path, tmp, &h, tensors, n, tensor_crc32, sum));
-    int rc = fclose(f);
-    f = NULL;
-    if (rc != 0) {
-        st = dt_fail(DT_ERR_IO, "safetensors: %s: cannot close %s: %s", path, tmp, strerror(errno));
-        goto fail;
-    }
-    if (rename(tmp, path) != 0) {
-        st = dt_fail(DT_ERR_IO, "safetensors: %s: cannot rename %s over it: %s", path, tmp,
-                     strerror(errno));
-        goto fail;
-    }
-    st_sync_dir(tmp);
-    free(tmp);
-    free(h.p);
-    return DT_OK;
-
+    pieces[0] = (dt_file_piece){len8, 8};
+    pieces[1] = (dt_file_piece){h.s, h.n};
+    for (int i = 0; i < n; i++)
+        pieces[2 + i] = (dt_file_piece){tensors[i].data, tensors[i].nbytes};
+    DT_TRY(dt_write_file_pieces(path, "safetensors", pieces, n + 2));
+    if (sum != NULL)
+        st_sum(len8, &h, tensors, n, tensor_crc32, sum);
 fail:
-    if (f != NULL)
-        fclose(f);
-    if (fd >= 0)
-        close(fd);
-    if (created)
-        remove(tmp);
-    free(tmp);
-    free(h.p);
+    free(pieces);
+    dt_strbuf_free(&h);
     return st;
 }

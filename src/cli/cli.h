@@ -43,9 +43,12 @@ const char *dt_cli_string(const dt_cli_values *v, const char *slot);
 int dt_cli_flag(const dt_cli_values *v, const char *slot);
 
 /* Parses argv[1..argc) of a subcommand against `opts`: the config file (first positional)
- * is loaded first, then every --set and shorthand in order. Prints a message naming the
- * option on error and returns DT_EXIT_USAGE or DT_EXIT_FAIL; DT_EXIT_OK on success; -1
- * when --help was printed. */
+ * is loaded first, then every --set and shorthand in order. Options are "--name VALUE",
+ * "--name=VALUE" and short ones ("-n VALUE"); any other argument that starts with '-' is an
+ * unknown option. `cfg` may be NULL for a table of STRING and FLAG options only (no config
+ * file then either). Prints a message naming the option on error and returns
+ * DT_EXIT_USAGE or DT_EXIT_FAIL; DT_EXIT_OK on success; -1 when --help (or -h) was seen:
+ * the caller prints the help. */
 int dt_cli_parse(const char *cmd, const dt_cli_option *opts, int nopts, int argc, char **argv,
                  dt_config *cfg, dt_cli_values *vals, int allow_positional);
 

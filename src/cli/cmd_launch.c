@@ -12,9 +12,8 @@
  *
  * launch is a supervisor only: it never initialises MPI. What it knows of the job comes
  * from outside it: mpirun's exit status, the lines on mpirun's stderr that name a rank, the
- * step that rank 0 writes to DTRAIN_PROGRESS_FILE, the checkpoint directory, and the probes. */
-#include <cjson/cJSON.h>
-#include <dirent.h>
+ * step that rank 0 writes to DTRAIN_PROGRESS_FILE, the checkpoint directory (read with the
+ * library's finder, the one `dtrain train --resume` uses), and the probes. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -29,26 +28,27 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "dtrain/checkpoint.h"
 #include "launch_hosts.h"
 
 enum { PATH_LEN = 4096 };
 #define PROGRESS_ENV "DTRAIN_PROGRESS_FILE"
 
-/* The option table drives both the parser and --help. */
-typedef struct launch_option {
-    const char *name, *metavar, *help;
-} launch_option;
-static const launch_option options[] = {
-    {"-n", "N", "ranks to start (required)"},
-    {"--max-restarts", "R", "restarts after a failure before giving up (default 3)"},
-    {"--min-ranks", "M",
+/* The shared option table (cli.h) drives both the parser and --help; launch reads its
+ * values (all STRING slots) and checks the counts itself. */
+static const dt_cli_option options[] = {
+    {"-n", "N", DT_OPT_STRING, "ranks", "ranks to start (required)"},
+    {"--max-restarts", "R", DT_OPT_STRING, "max-restarts",
+     "restarts after a failure before giving up (default 3)"},
+    {"--min-ranks", "M", DT_OPT_STRING, "min-ranks",
      "one rank fewer per restart that fails before a new checkpoint, down to M (default N)"},
-    {"--hostfile", "F",
+    {"--hostfile", "F", DT_OPT_STRING, "hostfile",
      "passed to mpirun; after a failure each host is probed, and one that does not answer is "
      "named and left out of the restart"},
-    {"--probe-timeout", "S", "seconds a host has to start a probe process (default 10)"},
-    {"--mpirun", "CMD", "the launcher, split on spaces (default $DTRAIN_MPIRUN, else mpirun)"},
-    {"--help", NULL, "this text"},
+    {"--probe-timeout", "S", DT_OPT_STRING, "probe-timeout",
+     "seconds a host has to start a probe process (default 10)"},
+    {"--mpirun", "CMD", DT_OPT_STRING, "mpirun",
+     "the launcher, split on spaces (default $DTRAIN_MPIRUN, else mpirun)"},
 };
 #define N_OPTIONS ((int)(sizeof options / sizeof options[0]))
 
@@ -63,69 +63,43 @@ typedef struct launch_opts {
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "usage: dtrain launch -n N [options] -- [CONFIG] [train options] --checkpoint-dir "
-            "DIR\n\n"
-            "Runs `mpirun -n N -x " PROGRESS_ENV " dtrain train ... --resume DIR` and, when the "
-            "job\nfails (a non-zero exit or a signal), starts it again: the train command resumes "
-            "from\nthe newest checkpoint in DIR. Each restart is logged on stderr with its cause "
-            "(mpirun's\nstatus and the rank its messages name), the step reached and the "
-            "checkpoint resumed\nfrom; at the end a report on stdout counts restarts and the "
-            "steps recomputed. With\n--min-ranks, a restart that fails again before a new "
-            "checkpoint runs on one rank\nfewer, with --global-batch set to the checkpoint's. With "
-            "--hostfile, each failure is\nfollowed by a probe of every host (mpirun -n 1 --host H "
-            "dtrain --version): a host\nthat does not answer is named, left out of the restart "
-            "(DIR/.hostfile), and the\nranks drop to the slots left. SIGINT and SIGTERM are "
-            "passed to mpirun and end the\nsupervision.\n\noptions:\n");
-    for (int i = 0; i < N_OPTIONS; i++) {
-        char left[40];
-        snprintf(left, sizeof left, "%s%s%s", options[i].name, options[i].metavar ? " " : "",
-                 options[i].metavar ? options[i].metavar : "");
-        fprintf(out, "  %-20s %s\n", left, options[i].help);
-    }
+    dt_cli_print_help(
+        out, "dtrain launch -n N [options] -- [CONFIG] [train options] --checkpoint-dir DIR",
+        "Runs `mpirun -n N -x " PROGRESS_ENV " dtrain train ... --resume DIR` and, when the "
+        "job\nfails (a non-zero exit or a signal), starts it again: the train command resumes "
+        "from\nthe newest checkpoint in DIR, the one launch names (the same finder: the newest "
+        "set\nwhose every file checks out). Each restart is logged on stderr with its cause "
+        "(mpirun's\nstatus and the rank its messages name), the step reached and the "
+        "checkpoint resumed\nfrom; at the end a report on stdout counts restarts and the "
+        "steps recomputed. With\n--min-ranks, a restart that fails again before a new "
+        "checkpoint runs on one rank\nfewer, with --global-batch set to the checkpoint's. With "
+        "--hostfile, each failure is\nfollowed by a probe of every host (mpirun -n 1 --host H "
+        "dtrain --version): a host\nthat does not answer is named, left out of the restart "
+        "(DIR/.hostfile), and the\nranks drop to the slots left. SIGINT and SIGTERM are "
+        "passed to mpirun and end the\nsupervision. Everything after the first '--' is the "
+        "train command's.",
+        options, N_OPTIONS, 0);
     fprintf(out, "\nexit status: 0 the job ended well, 1 it failed after the last restart "
                  "(or launch\nwas stopped), 2 a usage error.\n");
 }
 
 /* ---- arguments ---- */
 
-static int parse_count(const char *s, int lo, int *out)
+/* Option `name`'s value (slot `slot`) as a count >= lo into *out, which keeps its default
+ * when the option was not given. 0 (and the message) when it is not one. */
+static int take_count(const dt_cli_values *v, const char *name, const char *slot, int lo, int *out)
 {
+    const char *s = dt_cli_string(v, slot);
+    if (s == NULL)
+        return 1;
     char *end = NULL;
     errno = 0;
-    long v = strtol(s, &end, 10);
-    if (end == s || *end != '\0' || errno != 0 || v < lo || v > 100000)
+    const long n = strtol(s, &end, 10);
+    if (end == s || *end != '\0' || errno != 0 || n < lo || n > 100000) {
+        fprintf(stderr, "dtrain launch: %s '%s' is not a valid count\n", name, s);
         return 0;
-    *out = (int)v;
-    return 1;
-}
-
-/* The option that `a` names; a long option's value may follow an '=' (*value). */
-static const launch_option *find_option(const char *a, const char **value)
-{
-    const char *eq = a[0] == '-' && a[1] == '-' ? strchr(a, '=') : NULL;
-    size_t len = eq != NULL ? (size_t)(eq - a) : strlen(a);
-    *value = eq != NULL ? eq + 1 : NULL;
-    for (int i = 0; i < N_OPTIONS; i++)
-        if (strlen(options[i].name) == len && strncmp(options[i].name, a, len) == 0)
-            return &options[i];
-    return NULL;
-}
-
-static int apply_option(launch_opts *o, const char *name, const char *v)
-{
-    if (strcmp(name, "-n") == 0)
-        return parse_count(v, 1, &o->ranks);
-    if (strcmp(name, "--max-restarts") == 0)
-        return parse_count(v, 0, &o->max_restarts);
-    if (strcmp(name, "--min-ranks") == 0)
-        return parse_count(v, 1, &o->min_ranks);
-    if (strcmp(name, "--probe-timeout") == 0)
-        return parse_count(v, 1, &o->probe_timeout);
-    if (strcmp(name, "--hostfile") == 0)
-        o->hostfile = v;
-    else if (strcmp(name, "--mpirun") == 0)
-        o->mpirun = v;
+    }
+    *out = (int)n;
     return 1;
 }
 
@@ -199,143 +173,85 @@ static int check_opts(launch_opts *o)
     return DT_EXIT_OK;
 }
 
-/* Returns DT_EXIT_OK, DT_EXIT_USAGE, or -1 after --help. */
+/* Returns DT_EXIT_OK, DT_EXIT_USAGE, or -1 after --help. launch's own options end at the
+ * first "--"; the shared parser reads them (no config: every option is a STRING slot). */
 static int parse_args(int argc, char **argv, launch_opts *o)
 {
     const char *env = getenv("DTRAIN_MPIRUN");
     *o = (launch_opts){
         .max_restarts = 3, .probe_timeout = 10, .mpirun = env != NULL && env[0] ? env : "mpirun"};
-    int i = 1;
-    for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
-        const char *a = argv[i], *v = NULL;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
-            return -1;
-        const launch_option *opt = find_option(a, &v);
-        if (opt == NULL) {
-            fprintf(stderr, "dtrain launch: unknown option '%s' (see dtrain launch --help)\n", a);
-            return DT_EXIT_USAGE;
-        }
-        if (v == NULL && i + 1 >= argc) {
-            fprintf(stderr, "dtrain launch: option %s needs a value (%s)\n", opt->name,
-                    opt->metavar);
-            return DT_EXIT_USAGE;
-        }
-        if (v == NULL)
-            v = argv[++i];
-        if (!apply_option(o, opt->name, v)) {
-            fprintf(stderr, "dtrain launch: %s '%s' is not a valid count\n", opt->name, v);
-            return DT_EXIT_USAGE;
-        }
-    }
-    if (i >= argc) {
+    int dashes = 1;
+    while (dashes < argc && strcmp(argv[dashes], "--") != 0)
+        dashes++;
+    dt_cli_values v;
+    const int rc = dt_cli_parse("launch", options, N_OPTIONS, dashes, argv, NULL, &v, 0);
+    if (rc != DT_EXIT_OK)
+        return rc;
+    if (!take_count(&v, "-n", "ranks", 1, &o->ranks) ||
+        !take_count(&v, "--max-restarts", "max-restarts", 0, &o->max_restarts) ||
+        !take_count(&v, "--min-ranks", "min-ranks", 1, &o->min_ranks) ||
+        !take_count(&v, "--probe-timeout", "probe-timeout", 1, &o->probe_timeout))
+        return DT_EXIT_USAGE;
+    if (dt_cli_string(&v, "hostfile") != NULL)
+        o->hostfile = dt_cli_string(&v, "hostfile");
+    if (dt_cli_string(&v, "mpirun") != NULL)
+        o->mpirun = dt_cli_string(&v, "mpirun");
+    if (dashes >= argc) {
         fprintf(stderr, "dtrain launch: no '--' before the train arguments (see dtrain launch "
                         "--help)\n");
         return DT_EXIT_USAGE;
     }
-    o->train = argv + i + 1;
-    o->ntrain = argc - i - 1;
+    o->train = argv + dashes + 1;
+    o->ntrain = argc - dashes - 1;
     return check_opts(o);
 }
 
 /* ---- the checkpoint directory ---- */
-
-/* The whole of a small file as a string (at most `cap` bytes), or NULL. */
-static char *read_text(const char *path, size_t cap)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return NULL;
-    size_t n = 0, size = 4096;
-    char *buf = malloc(size);
-    while (buf != NULL) {
-        n += fread(buf + n, 1, size - 1 - n, f);
-        if (n < size - 1 || size >= cap)
-            break;
-        char *grown = realloc(buf, size * 2);
-        if (grown == NULL)
-            free(buf);
-        buf = grown;
-        size *= 2;
-    }
-    if (buf != NULL && (ferror(f) || n == size - 1)) { /* unreadable, or larger than cap */
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    if (buf != NULL)
-        buf[n] = '\0';
-    return buf;
-}
-
-/* 1 when `name` is step-NNNNNNNNN (the optimizer step, 9 digits). */
-static int step_of_name(const char *name, long long *step)
-{
-    if (strncmp(name, "step-", 5) != 0 || strlen(name) != 14)
-        return 0;
-    for (int k = 5; k < 14; k++)
-        if (name[k] < '0' || name[k] > '9')
-            return 0;
-    *step = strtoll(name + 5, NULL, 10);
-    return 1;
-}
-
-/* 1 when DIR/step-NNNNNNNNN/manifest.json parses and its "manifest" object has a numeric
- * step and global_batch. The train command checks the rest (checksum, parts) itself when
- * it resumes; launch needs only to name the checkpoint and to read its global batch. */
-static int manifest_ok(const char *dir, long long step, long long *global_batch)
-{
-    char path[PATH_LEN];
-    if (snprintf(path, sizeof path, "%s/step-%09lld/manifest.json", dir, step) >= (int)sizeof path)
-        return 0;
-    char *text = read_text(path, (size_t)16 << 20);
-    if (text == NULL)
-        return 0;
-    cJSON *root = cJSON_Parse(text);
-    free(text);
-    const cJSON *m = cJSON_GetObjectItemCaseSensitive(root, "manifest");
-    const cJSON *s = cJSON_GetObjectItemCaseSensitive(m, "step");
-    const cJSON *g = cJSON_GetObjectItemCaseSensitive(m, "global_batch");
-    int ok = cJSON_IsNumber(s) && cJSON_IsNumber(g) && g->valuedouble >= 1;
-    if (ok)
-        *global_batch = (long long)g->valuedouble;
-    cJSON_Delete(root);
-    return ok;
-}
 
 typedef struct ckpt_info {
     long long step; /* -1: no checkpoint */
     long long global_batch;
 } ckpt_info;
 
-/* The newest checkpoint in DIR: the highest-numbered step-NNNNNNNNN/ that holds a valid
- * manifest.json. The manifest is written last, so a directory without one is a checkpoint
- * that a failure cut short. */
-static ckpt_info newest_checkpoint(const char *dir)
+static void warn_skipped(void *ctx, const char *msg)
+{
+    (void)ctx;
+    fprintf(stderr, "dtrain launch: %s\n", msg);
+}
+
+/* The newest checkpoint in DIR, found as `dtrain train --resume DIR` finds it: the library's
+ * finder (dt_ckpt_find, the trainer's own), which verifies every byte of a set (its
+ * manifest's checksum, each file's size and CRC-32) and passes over newer sets that are
+ * incomplete or corrupt (each named on stderr when `warn` is set), so that launch never
+ * names a set that train then rejects. It needs no MPI. */
+static ckpt_info newest_checkpoint(const char *dir, int warn)
 {
     ckpt_info best = {-1, 0};
-    DIR *d = opendir(dir);
-    if (d == NULL)
+    char set[PATH_LEN];
+    static dt_ckpt_manifest m; /* 10 KB: not on the stack */
+    int found = 0;
+    if (dt_ckpt_find(dir, set, sizeof set, &m, &found, warn ? warn_skipped : NULL, NULL) != DT_OK) {
+        /* The train command meets the same error when it resumes, and reports it. */
+        if (warn)
+            fprintf(stderr, "dtrain launch: no checkpoint to name: %s\n", dt_last_error());
         return best;
-    const struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        long long step = 0, g = 0;
-        if (step_of_name(e->d_name, &step) && step > best.step && manifest_ok(dir, step, &g))
-            best = (ckpt_info){step, g};
     }
-    closedir(d);
+    if (found)
+        best = (ckpt_info){m.step, m.global_batch};
     return best;
 }
 
 /* The step that rank 0 last wrote to the progress file (space-padded decimal), or -1. */
 static long long read_progress(const char *path)
 {
-    char *text = read_text(path, 4096);
-    if (text == NULL)
-        return -1;
+    char *text = NULL;
+    size_t n = 0;
+    if (dt_read_file(path, "progress", &text, &n) != DT_OK)
+        return -1; /* none yet: the run failed before its first step */
     char *end = NULL;
-    long long v = strtoll(text, &end, 10);
-    int ok = end != text && v >= 0 && end[strspn(end, " \t\r\n")] == '\0';
-    free(text);
+    const long long v = strtoll(text, &end, 10);
+    const int ok = end != text && v >= 0 && end[strspn(end, " \t\r\n")] == '\0';
+    dt_free(text);
     return ok ? v : -1;
 }
 
@@ -472,13 +388,6 @@ typedef struct run_result {
     int exec_errno;   /* the launcher could not be started */
 } run_result;
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Passes the launcher's stderr through unchanged, byte for byte, and scans its lines, until
  * it ends and the launcher has exited. Ranks left behind by a killed mpirun may hold the
  * pipe open: 2 s after the launcher's exit, reading stops. */
@@ -506,9 +415,9 @@ static void supervise(pid_t pid, int fd, run_result *r)
         }
         if (!done && waitpid(pid, &r->status, WNOHANG) == pid) {
             done = 1;
-            done_at = now_s();
+            done_at = dt_now();
         }
-        if (done && now_s() - done_at > 2.0)
+        if (done && dt_now() - done_at > 2.0)
             break;
     }
     scan_bytes(&s, "\n", 1); /* a last line without its newline */
@@ -821,7 +730,7 @@ static int probe_hosts(launch_state *st, run_result *r)
 /* After a failure that will be restarted: records and logs it, and decides the ranks. */
 static void plan_restart(launch_state *st, const run_result *r)
 {
-    const ckpt_info c = newest_checkpoint(st->o->dir);
+    const ckpt_info c = newest_checkpoint(st->o->dir, 1);
     restart_rec *rec = &st->recs[st->nrecs];
     describe(r, rec->cause, sizeof rec->cause);
     rec->reached = read_progress(st->progress);
@@ -839,6 +748,7 @@ static void plan_restart(launch_state *st, const run_result *r)
     }
     rec->ranks = st->ranks;
     st->nrecs++;
+    st->start_step = c.step; /* where the next run starts: nothing writes a set till then */
     char reached[64], from[80];
     reached_text(rec->reached, reached, sizeof reached);
     from_text(c.step, from, sizeof from);
@@ -927,11 +837,13 @@ static int give_up(const launch_state *st, const char *cause)
 static int supervise_job(launch_state *st)
 {
     char cause[1024] = "";
+    /* Each later start is the checkpoint plan_restart found (reading every byte of a set
+     * once per restart, not twice). */
+    st->start_step = newest_checkpoint(st->o->dir, 0).step;
     for (;;) {
         if (stop_signal != 0) /* received between two runs */
             return give_up(st, cause);
         run_result r;
-        st->start_step = newest_checkpoint(st->o->dir).step;
         if (run_once(st, &r) != DT_EXIT_OK)
             return DT_EXIT_FAIL;
         if (WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) {

@@ -57,10 +57,27 @@ static void plot_metrics(FILE *f, column *c)
     const dt_svg_series acc[] = {
         {"test accuracy", c[M_EPOCH_STEP].v, c[M_ACC].v, c[M_EPOCH_STEP].n, 1}};
     const dt_svg_series rate[] = {{"samples/s", c[M_EPOCH].v, c[M_RATE].v, c[M_EPOCH].n, 1}};
-    const dt_svg_chart charts[3] = {{"Loss", "optimizer step", "loss", 0, 0,
-                                     c[M_STEP].n > 0 ? loss : loss + 1, c[M_STEP].n > 0 ? 3 : 2},
-                                    {"Test accuracy", "optimizer step", "accuracy", 0, 0, acc, 1},
-                                    {"Throughput", "epoch", "training samples/s", 0, 0, rate, 1}};
+    /* Steps and epochs are counts; an accuracy is a fraction. */
+    const dt_svg_axis_opts count = {.whole = 1}, fraction = {.fraction = 1};
+    const dt_svg_chart charts[3] = {{.title = "Loss",
+                                     .xlabel = "optimizer step",
+                                     .ylabel = "loss",
+                                     .series = c[M_STEP].n > 0 ? loss : loss + 1,
+                                     .nseries = c[M_STEP].n > 0 ? 3 : 2,
+                                     .x = count},
+                                    {.title = "Test accuracy",
+                                     .xlabel = "optimizer step",
+                                     .ylabel = "accuracy",
+                                     .series = acc,
+                                     .nseries = 1,
+                                     .x = count,
+                                     .y = fraction},
+                                    {.title = "Throughput",
+                                     .xlabel = "epoch",
+                                     .ylabel = "training samples/s",
+                                     .series = rate,
+                                     .nseries = 1,
+                                     .x = count}};
     dt_svg_begin(f, 900, 3 * 300);
     for (int i = 0; i < 3; i++)
         dt_svg_line_chart(f, &charts[i], 0, 300.0 * i, 900, 300);
@@ -139,7 +156,13 @@ static void plot_comm(FILE *f, const curve *cv, int n, int ranks)
         char title[128];
         snprintf(title, sizeof title, "%s: bus bandwidth on %d ranks (dtrain bench-comm)", ops[o],
                  ranks);
-        const dt_svg_chart c = {title, "message size (bytes)", "bus bandwidth (GB/s)", 1, 1, s, ns};
+        const dt_svg_chart c = {.title = title,
+                                .xlabel = "message size (bytes)",
+                                .ylabel = "bus bandwidth (GB/s)",
+                                .logx = 1,
+                                .logy = 1,
+                                .series = s,
+                                .nseries = ns};
         dt_svg_line_chart(f, &c, 0, 320.0 * o, 900, 320);
     }
     dt_svg_end(f);
@@ -233,7 +256,8 @@ static int usage(FILE *out)
                  "--metrics: loss and accuracy against steps, samples/s per epoch), a trace\n"
                  "(dtrain train --trace: each rank's time per phase, stacked, so the straggler\n"
                  "is the longest bar), or bench-comm JSON lines (dtrain bench-comm --json: bus\n"
-                 "bandwidth against message size, logarithmic axes).\n");
+                 "bandwidth against message size, logarithmic axes). Ticks sit at round values\n"
+                 "(1, 2 or 5 x 10^k apart), large numbers read 125k or 1.2M.\n");
     return out == stdout ? DT_EXIT_OK : DT_EXIT_USAGE;
 }
 

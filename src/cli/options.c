@@ -34,6 +34,7 @@ static const dt_cli_option *find_opt(const dt_cli_option *opts, int nopts, const
 
 static int apply_key(dt_config *cfg, const char *key, const char *value, const char *origin)
 {
+    DT_ASSERT(cfg != NULL); /* a table with config options needs a config */
     char buf[1024];
     snprintf(buf, sizeof buf, "%s=%s", key, value);
     if (dt_config_set(cfg, buf, origin) != DT_OK) {
@@ -41,6 +42,21 @@ static int apply_key(dt_config *cfg, const char *key, const char *value, const c
         return DT_EXIT_USAGE;
     }
     return DT_EXIT_OK;
+}
+
+/* `a` is an option: "--name", "--name=value", or a short "-x" (whose value is always the
+ * next argument). A lone "-" is an argument. */
+static int is_option(const char *a)
+{
+    return a[0] == '-' && a[1] != '\0';
+}
+
+/* The option that `a` names (*eq: its '=' in "--name=value", else NULL), or NULL. */
+static const dt_cli_option *lookup(const dt_cli_option *opts, int nopts, const char *a,
+                                   const char **eq)
+{
+    *eq = a[1] == '-' ? strchr(a, '=') : NULL;
+    return find_opt(opts, nopts, a, *eq != NULL ? (size_t)(*eq - a) : strlen(a));
 }
 
 /* Pass 1: validates every option's shape and finds --help and the config file, so that the
@@ -52,9 +68,9 @@ static int scan_args(const char *cmd, const dt_cli_option *opts, int nopts, int 
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
             return -1;
-        if (a[0] == '-' && a[1] == '-') {
-            const char *eq = strchr(a, '=');
-            const dt_cli_option *o = find_opt(opts, nopts, a, eq ? (size_t)(eq - a) : strlen(a));
+        if (is_option(a)) {
+            const char *eq = NULL;
+            const dt_cli_option *o = lookup(opts, nopts, a, &eq);
             if (o == NULL) {
                 fprintf(stderr, "dtrain %s: unknown option '%s' (see dtrain %s --help)\n", cmd, a,
                         cmd);
@@ -112,6 +128,7 @@ static int apply_option(const dt_cli_option *o, const char *value, dt_config *cf
     case DT_OPT_CONFIG_ON:
         return apply_key(cfg, o->key, "on", o->name);
     case DT_OPT_SET:
+        DT_ASSERT(cfg != NULL);
         if (dt_config_set(cfg, value, "--set") != DT_OK) {
             fprintf(stderr, "dtrain: %s\n", dt_last_error());
             return DT_EXIT_USAGE;
@@ -145,10 +162,10 @@ int dt_cli_parse(const char *cmd, const dt_cli_option *opts, int nopts, int argc
     /* Pass 2: apply options in order. */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!(a[0] == '-' && a[1] == '-'))
+        if (!is_option(a))
             continue;
-        const char *eq = strchr(a, '=');
-        const dt_cli_option *o = find_opt(opts, nopts, a, eq ? (size_t)(eq - a) : strlen(a));
+        const char *eq = NULL;
+        const dt_cli_option *o = lookup(opts, nopts, a, &eq);
         const char *value = NULL;
         if (o->metavar != NULL)
             value = eq ? eq + 1 : argv[++i];

@@ -13,17 +13,27 @@ typedef struct dt_svg_series {
     int points; /* 1: markers at the points as well as the line (few points) */
 } dt_svg_series;
 
+/* What an axis' values are, for its ticks. */
+typedef struct dt_svg_axis_opts {
+    int whole;    /* counts (steps, epochs): ticks on whole numbers only */
+    int fraction; /* a fraction (accuracy): the axis stays inside [0, 1] */
+} dt_svg_axis_opts;
+
 typedef struct dt_svg_chart {
     const char *title, *xlabel, *ylabel;
     int logx, logy; /* logarithmic axes (values <= 0 are left out) */
     const dt_svg_series *series;
     int nseries;
+    dt_svg_axis_opts x, y; /* linear axes only */
 } dt_svg_chart;
 
 /* A document of width x height pixels on a white ground. */
 void dt_svg_begin(FILE *f, int width, int height);
 void dt_svg_end(FILE *f);
-/* A line chart in the box (x, y, w, h), axes with ticks and a legend. */
+/* A line chart in the box (x, y, w, h), axes with ticks and a legend, in a <g
+ * class="chart">. Ticks sit at round values (multiples of 1, 2 or 5 x 10^k, or powers of
+ * ten on a logarithmic axis), labelled 0.85, 420, 95k, 1.2M: no two alike. Each <text> has
+ * a class saying what it is (title, tick x, tick y, label x, label y, legend). */
 void dt_svg_line_chart(FILE *f, const dt_svg_chart *c, double x, double y, double w, double h);
 /* One horizontal bar per row, split into parts (values[row * nparts + part] >= 0), with the
  * row's total at its end and a legend of the parts. */

@@ -5,11 +5,25 @@
 
 #include "cli/train_report.h"
 
+/* One process: each phase's time per step and nothing else (no rank to compare, nothing in
+ * flight between ranks). */
+static void print_one(const dt_phase_report *r)
+{
+    printf("dtrain: time per step by phase over %lld steps (ms):\n", (long long)r->steps);
+    for (int p = 0; p < DT_PHASE_COUNT; p++)
+        if (r->max_s[p] > 0.0) /* a phase this run has */
+            printf("  %-10s %9.3f\n", dt_phase_name((dt_phase)p), r->mean_s[p] * 1e3);
+}
+
 static void print_table(const dt_phase_report *r)
 {
-    printf("dtrain: time per step by phase over %lld steps (ms; mean over the %d rank%s, the "
+    if (r->ranks == 1) {
+        print_one(r);
+        return;
+    }
+    printf("dtrain: time per step by phase over %lld steps (ms; mean over the %d ranks, the "
            "largest, and whose):\n",
-           (long long)r->steps, r->ranks, r->ranks == 1 ? "" : "s");
+           (long long)r->steps, r->ranks);
     printf("  %-10s %9s %9s  %s\n", "phase", "mean", "max", "slowest");
     for (int p = 0; p < DT_PHASE_COUNT; p++) {
         if (r->max_s[p] <= 0.0)
@@ -23,11 +37,10 @@ static void print_table(const dt_phase_report *r)
                "%.3f ms hidden behind computation\n",
                r->inflight_s * 1e3, waited * 1e3,
                (r->inflight_s > waited ? r->inflight_s - waited : 0.0) * 1e3);
-    if (r->ranks > 1)
-        printf("dtrain: straggler: rank %d, %.3f ms of computation per step (data, forward, "
-               "backward, optimizer) against %.3f ms on the other ranks (%.2fx)\n",
-               r->straggler, r->straggler_compute_s * 1e3, r->others_compute_s * 1e3,
-               r->others_compute_s > 0 ? r->straggler_compute_s / r->others_compute_s : 0.0);
+    printf("dtrain: straggler: rank %d, %.3f ms of computation per step (data, forward, "
+           "backward, optimizer) against %.3f ms on the other ranks (%.2fx)\n",
+           r->straggler, r->straggler_compute_s * 1e3, r->others_compute_s * 1e3,
+           r->others_compute_s > 0 ? r->straggler_compute_s / r->others_compute_s : 0.0);
 }
 
 static void write_record(FILE *f, const dt_phase_report *r)

@@ -8,9 +8,10 @@
 #include "cli/tensorboard.h"
 #include "dtrain/train.h"
 
-/* Gathers every rank's phase times (collective); rank 0 prints the table and, when
- * `metrics` is open, writes a "phases" record to it, and with `tb` the mean time of each
- * phase per step as TensorBoard scalars ("phases/<name>_ms", at the last step). */
+/* Gathers every rank's phase times (collective); rank 0 prints the table (one process: the
+ * phases' times alone, no straggler and nothing in flight) and, when `metrics` is open,
+ * writes a "phases" record to it, and with `tb` the mean time of each phase per step as
+ * TensorBoard scalars ("phases/<name>_ms", at the last step). */
 dt_status dt_cli_report_phases(dt_trainer *t, int rank, FILE *metrics, dt_tb *tb);
 
 #endif

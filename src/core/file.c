@@ -1,5 +1,7 @@
-/* file.c — reading a whole file, for the readers that validate a file as one buffer, and
- * checking up front that an output file can be written. */
+/* file.c — reading a whole file, for the readers that validate a file as one buffer,
+ * checking up front that an output file can be written, and the one atomic writer
+ * (a temporary file beside the target, fsync, rename, fsync of the directory) that every
+ * file dtrain writes whole goes through. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -8,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/file.h"
 #include "dtrain/core.h"
 
 dt_status dt_read_file(const char *path, const char *what, char **out, size_t *nbytes)
@@ -94,43 +97,80 @@ static void sync_parent(const char *path)
     }
 }
 
-static dt_status write_all(int fd, const char *tmp, const char *what, const char *path,
-                           const void *data, size_t n)
+/* Creates a fresh temporary file beside `path` (the same directory, so that the rename is
+ * atomic) with O_EXCL: no two writers share one, threads of one process included, and the
+ * umask applies as for any new file. The name mixes the pid, the clock and the attempt, so
+ * no global counter is needed. */
+static dt_status create_tmp(const char *path, const char *what, char *tmp, size_t tmp_size,
+                            int *fd_out)
 {
-    const char *p = data;
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return dt_fail(DT_ERR_IO, "%s: %s: cannot write %s: %s", what, path, tmp,
-                           w < 0 ? strerror(errno) : "no progress");
-        p += w;
-        n -= (size_t)w;
+    for (unsigned attempt = 0; attempt < 100; attempt++) {
+        const unsigned long long stamp = (unsigned long long)(dt_now() * 1e9) + attempt;
+        snprintf(tmp, tmp_size, "%s.tmp.%ld.%llx", path, (long)getpid(), stamp);
+        const int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
+        if (fd >= 0) {
+            *fd_out = fd;
+            return DT_OK;
+        }
+        if (errno != EEXIST)
+            return dt_fail(DT_ERR_IO, "%s: %s: cannot create %s: %s", what, path, tmp,
+                           strerror(errno));
+    }
+    return dt_fail(DT_ERR_IO, "%s: %s: cannot find a free temporary name", what, path);
+}
+
+static dt_status write_all(int fd, const char *tmp, const char *what, const char *path,
+                           const dt_file_piece *pieces, int npieces)
+{
+    for (int i = 0; i < npieces; i++) {
+        const char *p = pieces[i].data;
+        size_t n = pieces[i].n;
+        while (n > 0) {
+            const ssize_t w = write(fd, p, n);
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w <= 0)
+                return dt_fail(DT_ERR_IO, "%s: %s: cannot write %s: %s", what, path, tmp,
+                               w < 0 ? strerror(errno) : "no progress");
+            p += w;
+            n -= (size_t)w;
+        }
     }
     if (fsync(fd) != 0)
         return dt_fail(DT_ERR_IO, "%s: %s: cannot sync %s: %s", what, path, tmp, strerror(errno));
     return DT_OK;
 }
 
-dt_status dt_write_file_atomic(const char *path, const char *what, const void *data, size_t n)
+dt_status dt_write_file_pieces(const char *path, const char *what, const dt_file_piece *pieces,
+                               int npieces)
 {
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
-        return dt_fail(DT_ERR_IO, "%s: %s: the path is too long", what, path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-    if (fd < 0)
-        return dt_fail(DT_ERR_IO, "%s: %s: cannot create %s: %s", what, path, tmp, strerror(errno));
-    dt_status st = write_all(fd, tmp, what, path, data, n);
+    DT_ASSERT(path != NULL && what != NULL && (npieces == 0 || pieces != NULL));
+    const size_t tmp_size = strlen(path) + 64;
+    char *tmp = malloc(tmp_size);
+    int fd = -1;
+    if (tmp == NULL)
+        return dt_fail(DT_ERR_NOMEM, "%s: %s: cannot allocate a path", what, path);
+    dt_status st = create_tmp(path, what, tmp, tmp_size, &fd);
+    if (st != DT_OK) {
+        free(tmp);
+        return st;
+    }
+    st = write_all(fd, tmp, what, path, pieces, npieces);
     if (close(fd) != 0 && st == DT_OK)
         st = dt_fail(DT_ERR_IO, "%s: %s: cannot close %s: %s", what, path, tmp, strerror(errno));
     if (st == DT_OK && rename(tmp, path) != 0)
         st = dt_fail(DT_ERR_IO, "%s: %s: cannot rename %s over it: %s", what, path, tmp,
                      strerror(errno));
-    if (st != DT_OK) {
+    if (st != DT_OK)
         unlink(tmp);
-        return st;
-    }
-    sync_parent(path);
-    return DT_OK;
+    else
+        sync_parent(path);
+    free(tmp);
+    return st;
+}
+
+dt_status dt_write_file_atomic(const char *path, const char *what, const void *data, size_t n)
+{
+    const dt_file_piece whole = {data, n};
+    return dt_write_file_pieces(path, what, &whole, 1);
 }

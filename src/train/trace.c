@@ -6,11 +6,11 @@
  * after it as zero, so every rank's timestamps count from the same instant, give or take
  * how unevenly the barrier releases the ranks (microseconds on one machine, a network
  * latency across hosts). Each rank formats its own events; rank 0 gathers the text. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/strbuf.h"
 #include "train/trainer_internal.h"
 
 #define PHASE_COLS (DT_PHASE_COUNT + 1)
@@ -108,85 +108,56 @@ fail:
 
 /* ---- the trace ---- */
 
-typedef struct text {
-    char *s;
-    size_t n, cap;
-    int failed;
-} text;
-
-static void add(text *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void add(text *b, const char *fmt, ...)
-{
-    va_list ap;
-    for (int tries = 0; tries < 2 && !b->failed; tries++) {
-        va_start(ap, fmt);
-        const int w = vsnprintf(b->s + b->n, b->cap - b->n, fmt, ap);
-        va_end(ap);
-        if (w < 0) {
-            b->failed = 1;
-            return;
-        }
-        if ((size_t)w < b->cap - b->n) {
-            b->n += (size_t)w;
-            return;
-        }
-        size_t cap = b->cap * 2 + (size_t)w + 1;
-        char *grown = realloc(b->s, cap);
-        if (grown == NULL) {
-            b->failed = 1;
-            return;
-        }
-        b->s = grown;
-        b->cap = cap;
-    }
-}
-
 /* One event as a complete ("X") event of the Chrome trace-event format: microseconds from
  * the common zero; the compute track is thread 0, communication thread 1. */
-static void add_event(text *b, const dt_obs_event *e, int rank, double zero)
+static void add_event(dt_strbuf *b, const dt_obs_event *e, int rank, double zero)
 {
     const double ts = (e->t0 - zero) * 1e6, dur = (e->t1 - e->t0) * 1e6;
     if (e->kind == DT_OBS_STEP)
-        add(b,
+        dt_strbuf_addf(
+            b,
             ",\n{\"name\":\"step %lld\",\"cat\":\"step\",\"ph\":\"X\",\"pid\":%d,\"tid\":0,"
             "\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"step\":%lld}}",
             (long long)e->step, rank, ts, dur, (long long)e->step);
     else if (e->kind == DT_OBS_PHASE)
-        add(b,
-            ",\n{\"name\":\"%s\",\"cat\":\"phase\",\"ph\":\"X\",\"pid\":%d,\"tid\":0,"
-            "\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"step\":%lld,\"micro_batch\":%d}}",
-            dt_phase_name((dt_phase)e->what), rank, ts, dur, (long long)e->step, e->micro);
+        dt_strbuf_addf(b,
+                       ",\n{\"name\":\"%s\",\"cat\":\"phase\",\"ph\":\"X\",\"pid\":%d,\"tid\":0,"
+                       "\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"step\":%lld,\"micro_batch\":%d}}",
+                       dt_phase_name((dt_phase)e->what), rank, ts, dur, (long long)e->step,
+                       e->micro);
     else
-        add(b,
-            ",\n{\"name\":\"%s\",\"cat\":\"comm\",\"ph\":\"X\",\"pid\":%d,\"tid\":1,"
-            "\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"group\":\"%s\",\"bytes\":%llu,"
-            "\"algorithm\":\"%s\",\"step\":%lld}}",
-            e->name != NULL ? e->name : "?", rank, ts, dur, e->group, (unsigned long long)e->bytes,
-            e->algo != NULL ? e->algo : "?", (long long)e->step);
+        dt_strbuf_addf(b,
+                       ",\n{\"name\":\"%s\",\"cat\":\"comm\",\"ph\":\"X\",\"pid\":%d,\"tid\":1,"
+                       "\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"group\":\"%s\",\"bytes\":%llu,"
+                       "\"algorithm\":\"%s\",\"step\":%lld}}",
+                       e->name != NULL ? e->name : "?", rank, ts, dur, e->group,
+                       (unsigned long long)e->bytes, e->algo != NULL ? e->algo : "?",
+                       (long long)e->step);
 }
 
 /* This rank's part of the file: its track names, then its events. */
-static void format_rank(const dt_trainer *t, int rank, text *b)
+static void format_rank(const dt_trainer *t, int rank, dt_strbuf *b)
 {
-    add(b,
-        ",\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":"
-        "\"rank %d\"}}",
-        rank, rank);
-    add(b,
-        ",\n{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":%d,\"args\":"
-        "{\"sort_index\":%d}}",
-        rank, rank);
+    dt_strbuf_addf(b,
+                   ",\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":"
+                   "\"rank %d\"}}",
+                   rank, rank);
+    dt_strbuf_addf(b,
+                   ",\n{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":%d,\"args\":"
+                   "{\"sort_index\":%d}}",
+                   rank, rank);
     for (int tid = 0; tid < 2; tid++)
-        add(b,
-            ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":"
-            "{\"name\":\"%s\"}}",
-            rank, tid, tid == 0 ? "compute" : "communication");
+        dt_strbuf_addf(b,
+                       ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":"
+                       "{\"name\":\"%s\"}}",
+                       rank, tid, tid == 0 ? "compute" : "communication");
     for (size_t i = 0; i < dt_obs_count(t->obs); i++)
         add_event(b, dt_obs_get(t->obs, i), rank, t->clock_zero);
 }
 
 /* Every rank's text to every rank (sizes first), rank 0 writes the file. */
-static dt_status gather_write(dt_trainer *t, const text *mine, const char *path, uint64_t dropped)
+static dt_status gather_write(dt_trainer *t, const dt_strbuf *mine, const char *path,
+                              uint64_t dropped)
 {
     dt_status st = DT_OK;
     dt_comm *world = t->strategy->world;
@@ -227,22 +198,18 @@ fail:
 dt_status dt_trainer_write_trace(dt_trainer *t, const char *path)
 {
     dt_comm *world = t->strategy->world;
-    text b = {.s = malloc(4096), .cap = 4096};
-    if (b.s == NULL)
-        b.failed = 1;
-    else
-        b.s[0] = '\0';
+    dt_strbuf b = {0};
     format_rank(t, dt_comm_rank(world), &b);
     /* Every rank takes part in the gathers even when its own text failed: the status
      * decides afterwards, and nobody waits alone. */
     uint64_t dropped = dt_obs_dropped(t->obs), all_dropped = 0;
     dt_status st = dt_comm_allreduce(world, &dropped, &all_dropped, 1, DT_COMM_INT64, DT_COMM_SUM);
-    const text empty = {.s = (char *)"", .n = 0};
+    const dt_strbuf empty = {.s = (char *)"", .n = 0};
     if (st == DT_OK)
         st = gather_write(t, b.failed ? &empty : &b, path, all_dropped);
     if (st == DT_OK && b.failed)
         st = dt_fail(DT_ERR_NOMEM, "trace: rank %d could not format its events",
                      dt_comm_rank(world));
-    free(b.s);
+    dt_strbuf_free(&b);
     return st;
 }

@@ -256,7 +256,9 @@ dt_status dt_trainer_create(const dt_config *cfg, dt_comm *world, dt_trainer **o
     dt_config_strategy_options(cfg, &so);
     DT_TRY(dt_strategy_create(&so, world, &t->strategy));
     t->replicas = dt_strategy_get_info(t->strategy)->replicas;
+    const double load_start = dt_now();
     DT_TRY(dt_data_load(cfg, &t->storage, &t->test_storage, &t->train, &t->test));
+    t->data_load_s = dt_now() - load_start;
     DT_TRY(place_stages(t));
     DT_TRY(plan_batches(t));
     DT_TRY(build_model(t));
@@ -378,6 +380,10 @@ int64_t dt_trainer_steps_per_epoch(const dt_trainer *t)
 int64_t dt_trainer_global_batch(const dt_trainer *t)
 {
     return t->global_batch;
+}
+double dt_trainer_data_load_s(const dt_trainer *t)
+{
+    return t->data_load_s;
 }
 
 static void order_for_epoch(dt_trainer *t, int64_t epoch)

@@ -50,6 +50,7 @@ struct dt_trainer {
     double delay_s;                /* dt_trainer_set_delay: added to every step's data phase */
     double jitter_s;               /* dt_trainer_set_jitter: the mean of a random extra delay */
     double clock_zero;             /* dt_now() at the ranks' common instant (trace.c) */
+    double data_load_s;            /* the seconds create spent reading the data sets */
     double *phases;                /* [world x (DT_PHASE_COUNT + 2)]: dt_trainer_phase_report */
 };
 

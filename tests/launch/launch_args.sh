@@ -1,7 +1,9 @@
 #!/bin/sh
 # launch_args.sh — `dtrain launch` with a fake launcher in place of mpirun: usage errors
 # exit 2 naming the option; a job that fails is restarted from the newest checkpoint (the
-# highest step-NNNNNNNNN/ with a manifest.json that parses), the cause naming mpirun's
+# set `dtrain train --resume` takes: the newest whose manifest and files all check out,
+# whatever the digits of its step; `dtrain inspect DIR`, the same finder, names it too),
+# the cause naming mpirun's
 # status and the rank its stderr named, the step reached (the progress file) and the
 # checkpoint resumed from; a restart that fails again before a new checkpoint runs on one
 # rank fewer down to --min-ranks, with --global-batch G from the checkpoint's manifest (or
@@ -10,7 +12,10 @@
 #
 # The fake launcher is `sh fake.sh`: it logs its arguments and environment, counts its
 # calls, and does what word N of $FAKE_PLAN says on call N (comma-separated actions):
-#   ckS[:G]  a checkpoint of step S (global batch G, default 32): part file, then manifest
+#   ckS[:G]  a valid checkpoint set of step S (global batch G, default 32): config.ini, then
+#            the manifest with every CRC-32 right (mkset.py)
+#   crcS     the same, then config.ini overwritten with other bytes of its size: its
+#            CRC-32 no longer matches the manifest's (a corrupt set)
 #   partS    a step directory without manifest (a checkpoint cut short)
 #   badS     a step directory whose manifest.json is not JSON
 #   pS       rank 0's progress: step S, space-padded, into $DTRAIN_PROGRESS_FILE
@@ -22,10 +27,32 @@
 # logged in $state/probes and fails for a host in $FAKE_DEAD, hangs for one in $FAKE_HANG.
 set -eu
 DTRAIN=${DTRAIN:?ctest sets DTRAIN}
+PYTHON=${1:-python3}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dtrain-launch-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 fail=0
 exe=$(readlink -f "$DTRAIN")
+
+# mkset.py DIR STEP GLOBAL_BATCH: a checkpoint set as docs/checkpoint-format.md specifies
+# it, with one file (config.ini) and the manifest written last.
+cat >"$tmp/mkset.py" <<'PY'
+import json, os, sys, zlib
+d, step, gb = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+os.makedirs(d, exist_ok=True)
+cfg = b"# a fake run's config (tests/launch/launch_args.sh)\n"
+with open(os.path.join(d, "config.ini"), "wb") as f:
+    f.write(cfg)
+body = json.dumps({"format": "dtrain-checkpoint", "version": 1, "step": step, "epoch": 0,
+                   "epoch_step": step, "skipped": 0, "global_batch": gb, "seed": "1",
+                   "input_mean": 0.5, "input_std": 0.25, "optimizer": "sgd",
+                   "layout": {"dp": 1, "tp": 1, "pp": 1, "zero": 0},
+                   "files": [{"name": "config.ini", "bytes": len(cfg),
+                              "crc32": "%08x" % zlib.crc32(cfg)}]},
+                  separators=(",", ":")).encode()
+with open(os.path.join(d, "manifest.json"), "wb") as f:
+    f.write(b'{"crc32":"%08x","manifest":' % zlib.crc32(body) + body + b"}\n")
+PY
+export MKSET="$PYTHON $tmp/mkset.py"
 
 cat >"$tmp/fake.sh" <<'FAKE'
 state=${FAKE_STATE:?}
@@ -54,14 +81,12 @@ step_dir() { printf '%s/step-%09d' "$dir" "$1"; }
 plan=$(echo "$FAKE_PLAN" | awk -v n="$n" '{ print $n }')
 for act in $(echo "${plan:-ok}" | tr ',' ' '); do
     case $act in
-    ck*)
-        s=${act#ck} g=32
+    ck*|crc*)
+        s=${act#ck} s=${s#crc} g=32
         case $s in *:*) g=${s#*:} s=${s%%:*} ;; esac
         d=$(step_dir "$s")
-        mkdir -p "$d"
-        echo part >"$d/part-00000.bin"
-        printf '{"crc32":"00000000","manifest":{"format":"dtrain-checkpoint","version":1,"step":%d,"epoch":0,"epoch_step":%d,"global_batch":%d}}\n' \
-            "$s" "$s" "$g" >"$d/manifest.json" ;;
+        $MKSET "$d" "$s" "$g" || exit 99
+        case $act in crc*) sed 's/fake/FAKE/' "$d/config.ini" >"$d/x" && mv "$d/x" "$d/config.ini" ;; esac ;;
     part*) mkdir -p "$(step_dir "${act#part}")" ;;
     bad*)
         d=$(step_dir "${act#bad}")
@@ -185,6 +210,25 @@ expect restart "$o" '^dtrain launch: done after 2 restarts$'
 expect restart "$o" '^dtrain launch: restarts: 2$'
 expect restart "$o" '^dtrain launch: ranks at the end: 3 \(of 3\)$'
 expect restart "$o" '^dtrain launch: steps recomputed: 10$'
+
+# ---- the set train takes: a corrupt newer set is passed over, a 10-digit step is a step ----
+# The newest set (step 30) is corrupt: launch names step 20 and why 30 was skipped, and
+# `dtrain inspect DIR`, which finds the set as `dtrain train --resume DIR` does, agrees.
+D="$tmp/corrupt/ck"
+FAKE_PLAN="ck10,ck20,crc30,p33,fail ok" launch corrupt 0 -n 2 --mpirun "$fake" -- \
+    --checkpoint-dir "$D"
+expect corrupt "$tmp/corrupt.err" '^dtrain launch: restart 1 of 3: mpirun exited with status 1; reached step 33; resuming from step-000000020 \(step 20\) on 2 ranks$'
+expect corrupt "$tmp/corrupt.err" "^dtrain launch: skipping $D/step-000000030: checkpoint: $D/step-000000030/config.ini: corrupt"
+"$DTRAIN" inspect "$D" >"$tmp/corrupt.inspect" 2>&1
+expect corrupt "$tmp/corrupt.inspect" "^checkpoint $D/step-000000020: format version 1, verified$"
+# Past step 999999999 the set's name has 10 digits: it is still the newest.
+D="$tmp/digits/ck"
+FAKE_PLAN="ck999999999,ck1000000000:48,p1000000002,fail ok" launch digits 0 -n 3 \
+    --mpirun "$fake" -- --checkpoint-dir "$D"
+expect digits "$tmp/digits.err" '^dtrain launch: restart 1 of 3: mpirun exited with status 1; reached step 1000000002; resuming from step-1000000000 \(step 1000000000\) on 3 ranks$'
+expect digits "$tmp/digits.out" '^dtrain launch: steps recomputed: 2$'
+"$DTRAIN" inspect "$D" >"$tmp/digits.inspect" 2>&1
+expect digits "$tmp/digits.inspect" "^checkpoint $D/step-1000000000: format version 1, verified$"
 
 # ---- a host gone: Open MPI names the node of the daemon it lost, and so does the cause ----
 FAKE_PLAN="ck5,p7,lost10.1.2.3,fail ok" \

@@ -7,7 +7,8 @@
 # the ranks' ends of a step fall within a few milliseconds of each other. The pipeline's
 # trace has its bubble and its micro-batches. A ConvNet's backward takes longer per step
 # than its forward (each conv layer's backward is two products to forward's one), and the
-# phases record says so under its names.
+# phases record says so under its names. A one-process run's table has the phases'
+# times alone: no line on communication in flight, no straggler.
 set -u
 DTRAIN=${DTRAIN:?ctest sets DTRAIN}
 MPIRUN=${MPIRUN:?ctest sets MPIRUN}
@@ -22,6 +23,10 @@ has() { # has NAME FILE REGEX
     if grep -Eq "$3" "$2"; then echo "ok $1: $(grep -E "$3" "$2" | head -1)"
     else echo "FAIL $1: no line matches /$3/"; sed 's/^/  /' "$2"; fail=1; fi
 }
+hasnt() { # hasnt NAME FILE REGEX
+    if grep -Eq "$3" "$2"; then echo "FAIL $1: a line matches /$3/:"; sed 's/^/  /' "$2"; fail=1
+    else echo "ok $1: no line matches /$3/"; fi
+}
 
 "$MPIRUN" -np 2 --oversubscribe "$DTRAIN" train "$MLP" --max-steps 12 --batch 32 --threads 1 \
     --no-progress --slow-rank 1:30 --trace "$tmp/dp.json" --metrics "$tmp/m.jsonl" \
@@ -29,8 +34,17 @@ has() { # has NAME FILE REGEX
 has straggler "$tmp/dp.out" '^dtrain: straggler: rank 1,'
 has data-slowest "$tmp/dp.out" '^  data +[0-9.]+ +[0-9.]+ +rank 1$'
 has comm-row "$tmp/dp.out" '^  comm +[0-9.]+ +[0-9.]+ +rank 0$'
+has in-flight "$tmp/dp.out" '^  communication in flight [0-9.]+ ms per step, [0-9.]+ ms of it waited for: about [0-9.]+ ms hidden behind computation$'
 has metrics-record "$tmp/m.jsonl" '"event":"phases".*"straggler":1'
 has trace-written "$tmp/dp.out" 'trace of every rank written to'
+
+# One process: the phases' times alone; nothing in flight, no straggler, no rank columns.
+"$DTRAIN" train "$SRC/examples/linreg.ini" --max-steps 8 --threads 1 --no-progress \
+    >"$tmp/one.out" 2>&1 || { echo "FAIL one-process run: exit $?"; sed 's/^/  /' "$tmp/one.out"; fail=1; }
+has one-table "$tmp/one.out" '^dtrain: time per step by phase over 8 steps \(ms\):$'
+has one-row "$tmp/one.out" '^  forward +[0-9.]+$'
+hasnt one-in-flight "$tmp/one.out" 'communication in flight'
+hasnt one-straggler "$tmp/one.out" 'straggler|slowest|rank 0'
 
 "$MPIRUN" -np 2 --oversubscribe "$DTRAIN" train "$MLP" --max-steps 4 --batch 32 --threads 1 \
     --no-progress --pp 2 --micro-batches 4 --trace "$tmp/pp.json" >"$tmp/pp.out" 2>&1 ||

@@ -2,8 +2,9 @@
 # cli_plot.sh — dtrain plot turns each kind of output into an SVG a person can read: a
 # metrics file (three charts: loss with its three series, test accuracy, throughput), a trace
 # (one stacked bar per rank, one part per phase) and bench-comm's JSON lines (a chart per
-# operation, a curve per algorithm); each SVG parses as XML and holds those parts. A file of
-# none of these kinds is refused with a message.
+# operation, a curve per algorithm); each SVG parses as XML and holds those parts, and its
+# axes' ticks are round and readable (svg_ticks.py). A file of none of these kinds is
+# refused with a message.
 set -u
 DTRAIN=${DTRAIN:?ctest sets DTRAIN}
 MPIRUN=${MPIRUN:?ctest sets MPIRUN}
@@ -75,4 +76,7 @@ check("comm-curves", len(list(root.iter(NS + "polyline"))) >= 5, "%d curves"
       % len(list(root.iter(NS + "polyline"))))
 sys.exit(1 if bad else 0)
 PY
+# The ticks of a real run's charts (tests/obs/svg_ticks.py; plot_ticks.sh has more cases).
+"$PYTHON" "$SRC/tests/obs/svg_ticks.py" "$tmp/metrics.svg" "$tmp/m.jsonl" || fail=1
+"$PYTHON" "$SRC/tests/obs/svg_ticks.py" "$tmp/comm.svg" || fail=1
 exit $fail

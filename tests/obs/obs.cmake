@@ -6,6 +6,13 @@ dt_add_cli_test(NAME cli_obs COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_obs.sh MPI
 dt_add_test(NAME test_obs SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_obs.c LABELS unit TIMEOUT 30)
 # dtrain plot: a metrics file, a trace and bench-comm output as SVG pictures (parsed as XML).
 dt_add_cli_test(NAME cli_plot COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_plot.sh MPI TIMEOUT 120)
+# dtrain plot's ticks read back from the SVG (svg_ticks.py): round values, no repeats, k/M,
+# accuracy inside [0, 1], on metrics files of one and three epochs and bench-comm lines.
+if(NOT DT_PYTHON3)
+  find_program(DT_PYTHON3 NAMES python3)
+endif()
+dt_add_cli_test(NAME cli_plot_ticks TIMEOUT 30
+                COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/plot_ticks.sh ${DT_PYTHON3})
 # TensorBoard event files: every record framed and unpacked by protobuf-c's own reader.
 add_executable(tb_read ${CMAKE_CURRENT_LIST_DIR}/tb_read.c ${PROJECT_SOURCE_DIR}/src/cli/tensorboard.c)
 target_include_directories(tb_read PRIVATE ${PROJECT_SOURCE_DIR}/src)

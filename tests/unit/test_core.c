@@ -1,9 +1,16 @@
-/* test_core.c — status strings, error messages, allocation, the counter RNG. */
+/* test_core.c — status strings, error messages, allocation, the counter RNG, the text
+ * buffer and the atomic writer. */
 #include "dt_test.h"
 
+#include <dirent.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "core/file.h"
+#include "core/strbuf.h"
 #include "dtrain/rng.h"
 #include "dtrain/train.h"
 
@@ -125,6 +132,91 @@ static void test_blas_core(void **state)
     unsetenv("OPENBLAS_CORETYPE");
 }
 
+/* The text buffer (src/core/strbuf.c) against the same text built by hand: appends that
+ * cross every doubling, formatted ones longer than the room left, bytes with a NUL among
+ * them; the length always the bytes appended, a NUL always after them. */
+static void test_strbuf(void **state)
+{
+    (void)state;
+    dt_strbuf b = {0};
+    static char want[1 << 16];
+    size_t n = 0;
+    for (int i = 0; i < 2000; i++) {
+        char piece[64];
+        const int w = snprintf(piece, sizeof piece, "%d:%.*s;", i, i % 40,
+                               "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN");
+        if (i % 3 == 0)
+            dt_strbuf_addf(&b, "%d:%.*s;", i, i % 40, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN");
+        else
+            dt_strbuf_adds(&b, piece);
+        memcpy(want + n, piece, (size_t)w);
+        n += (size_t)w;
+        if (b.n != n || b.s[b.n] != '\0' || memcmp(b.s, want, n) != 0) {
+            fprintf(stderr, "strbuf: after append %d: length %zu (expected %zu), text %s\n", i, b.n,
+                    n, memcmp(b.s, want, n < b.n ? n : b.n) == 0 ? "a prefix" : "differs");
+            fail();
+        }
+    }
+    /* One format far longer than the buffer's room. */
+    dt_strbuf_addf(&b, "%3000s|", "x");
+    memset(want + n, ' ', 2999);
+    want[n + 2999] = 'x';
+    want[n + 3000] = '|';
+    n += 3001;
+    dt_strbuf_add(&b, "a\0b", 3);
+    memcpy(want + n, "a\0b", 3);
+    n += 3;
+    assert_false(b.failed);
+    assert_int_equal(b.n, n);
+    assert_memory_equal(b.s, want, n);
+    assert_int_equal(b.s[n], '\0');
+    dt_strbuf_free(&b);
+    assert_null(b.s);
+    assert_int_equal(b.n, 0);
+}
+
+/* The atomic writer (src/core/file.c) writes its pieces in order, leaves no temporary file
+ * beside the target, and on a failure leaves the earlier file as it was. */
+static void test_write_pieces(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/dt-core-XXXXXX", path[64], *text = NULL;
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/out", dir);
+    const dt_file_piece pieces[] = {{"head", 4}, {NULL, 0}, {"-body", 5}, {"-tail\n", 6}};
+    DT_ASSERT_STATUS(dt_write_file_pieces(path, "test", pieces, 4), DT_OK);
+    size_t n = 0;
+    DT_ASSERT_STATUS(dt_read_file(path, "test", &text, &n), DT_OK);
+    assert_string_equal(text, "head-body-tail\n");
+    dt_free(text);
+    /* A target that cannot be replaced (a directory in its place): the error names it. */
+    char blocked[80];
+    snprintf(blocked, sizeof blocked, "%s/sub", dir);
+    assert_int_equal(mkdir(blocked, 0777), 0);
+    DT_ASSERT_STATUS(dt_write_file_atomic(blocked, "test", "x", 1), DT_ERR_IO);
+    assert_non_null(strstr(dt_last_error(), "test: "));
+    assert_non_null(strstr(dt_last_error(), blocked));
+    DT_ASSERT_STATUS(dt_write_file_atomic(path, "test", "new", 3), DT_OK);
+    DT_ASSERT_STATUS(dt_read_file(path, "test", &text, &n), DT_OK);
+    assert_string_equal(text, "new");
+    dt_free(text);
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int entries = 0;
+    for (struct dirent *e = readdir(d); e != NULL; e = readdir(d)) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        if (strcmp(e->d_name, "out") != 0 && strcmp(e->d_name, "sub") != 0)
+            fprintf(stderr, "write_pieces: %s left beside the target\n", e->d_name);
+        entries++;
+    }
+    closedir(d);
+    assert_int_equal(entries, 2);
+    rmdir(blocked);
+    unlink(path);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -134,6 +226,8 @@ int main(void)
         cmocka_unit_test(test_permutation),
         cmocka_unit_test(test_u01),
         cmocka_unit_test(test_blas_core),
+        cmocka_unit_test(test_strbuf),
+        cmocka_unit_test(test_write_pieces),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,23 @@
+/* file.h — the atomic writer for a file given in pieces (internal): a safetensors file is a
+ * header and then every tensor's bytes where they lie, written without first copying them
+ * into one buffer. dt_write_file_atomic (core.h) is the one-piece case. Never installed. */
+#ifndef DT_CORE_FILE_H
+#define DT_CORE_FILE_H
+
+#include <stddef.h>
+
+#include "dtrain/core.h"
+
+typedef struct dt_file_piece {
+    const void *data;
+    size_t n;
+} dt_file_piece;
+
+/* Writes the pieces one after the other to `path` as dt_write_file_atomic does: a fresh
+ * temporary file beside it (O_EXCL, so concurrent writers never share one), fsync, rename
+ * over `path`, fsync of the directory. On failure the temporary file is removed and any
+ * earlier `path` left as it was. DT_ERR_IO "<what>: <path>: ...". */
+dt_status dt_write_file_pieces(const char *path, const char *what, const dt_file_piece *pieces,
+                               int npieces);
+
+#endif
