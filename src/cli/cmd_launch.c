@@ -54,6 +54,7 @@ static const launch_option options[] = {
 
 typedef struct launch_opts {
     int ranks, max_restarts, min_ranks, probe_timeout;
+    int probe_given; /* --probe-timeout was given: it needs --hostfile */
     const char *hostfile, *mpirun;
     char **train; /* the train arguments, after "--" */
     int ntrain;
@@ -120,8 +121,10 @@ static int apply_option(launch_opts *o, const char *name, const char *v)
         return parse_count(v, 0, &o->max_restarts);
     if (strcmp(name, "--min-ranks") == 0)
         return parse_count(v, 1, &o->min_ranks);
-    if (strcmp(name, "--probe-timeout") == 0)
+    if (strcmp(name, "--probe-timeout") == 0) {
+        o->probe_given = 1;
         return parse_count(v, 1, &o->probe_timeout);
+    }
     if (strcmp(name, "--hostfile") == 0)
         o->hostfile = v;
     else if (strcmp(name, "--mpirun") == 0)
@@ -188,6 +191,11 @@ static int check_opts(launch_opts *o)
     }
     if (o->mpirun[strspn(o->mpirun, " ")] == '\0') {
         fprintf(stderr, "dtrain launch: --mpirun names no command\n");
+        return DT_EXIT_USAGE;
+    }
+    if (o->probe_given && o->hostfile == NULL) {
+        fprintf(stderr, "dtrain launch: --probe-timeout has no effect without --hostfile: only "
+                        "a hostfile's hosts are probed\n");
         return DT_EXIT_USAGE;
     }
     scan_train_args(o);
@@ -877,7 +885,7 @@ static int prepare(const launch_opts *o, launch_state *st)
         return DT_EXIT_FAIL;
     }
     st->exe[n] = '\0';
-    if (snprintf(st->progress, sizeof st->progress, "%s/.progress", o->dir) >=
+    if (snprintf(st->progress, sizeof st->progress, "%s/" DT_LAUNCH_PROGRESS_NAME, o->dir) >=
         (int)sizeof st->progress) {
         fprintf(stderr, "dtrain launch: --checkpoint-dir %s: path too long\n", o->dir);
         return DT_EXIT_USAGE;

@@ -14,6 +14,7 @@
 #include "cli/train_hooks.h"
 #include "cli/tensorboard.h"
 #include "cli/train_report.h"
+#include "cli/train_resume.h"
 #include "dtrain/train.h"
 
 static const dt_cli_option train_opts[] = {
@@ -117,7 +118,8 @@ static const dt_cli_option train_opts[] = {
      "a checkpoint that cannot be written: stop (default) or warn and train on"},
     {"--resume", "PATH", DT_OPT_STRING, "resume",
      "go on from a checkpoint, or from the newest valid one in a directory (corrupt or "
-     "incomplete ones are skipped with a warning; none: start from the beginning)"},
+     "incomplete ones are skipped with a warning; a directory without one: start from the "
+     "beginning, saying what it holds; a PATH that does not exist is an error)"},
     {"--on-nonfinite", "skip|stop", DT_OPT_CONFIG_KEY, "train.on_nonfinite",
      "a NaN or Inf in a step's loss or gradients on any rank: every rank skips the step "
      "(default), or the run stops naming rank, layer and step"},
@@ -283,34 +285,6 @@ static dt_status on_checkpoint(void *vctx, const dt_ckpt_info *i)
     else
         fprintf(stderr, "dtrain: warning: checkpoint of step %lld failed: %s\n", (long long)i->step,
                 i->message);
-    fflush(stdout);
-    return DT_OK;
-}
-
-static void warn_skipped(void *ctx, const char *msg)
-{
-    (void)ctx;
-    fprintf(stderr, "dtrain: warning: resume: %s\n", msg);
-}
-
-/* --resume PATH: the newest valid checkpoint, or a warning and the beginning. */
-static dt_status resume(dt_trainer *t, const char *path, int rank)
-{
-    int64_t step = -1;
-    const double t0 = dt_now();
-    dt_status st = dt_trainer_resume(t, path, warn_skipped, NULL, &step);
-    const double took = dt_now() - t0;
-    if (st != DT_OK || rank != 0)
-        return st;
-    if (step < 0)
-        fprintf(stderr,
-                "dtrain: warning: resume: no valid checkpoint in %s: training starts "
-                "from the beginning\n",
-                path);
-    else
-        printf("dtrain: resumed from the checkpoint of step %lld in %s (found, verified and "
-               "loaded in %.3f s)\n",
-               (long long)step, path, took);
     fflush(stdout);
     return DT_OK;
 }
@@ -739,6 +713,22 @@ static dt_status report_comm(const dt_config *cfg, const dt_cli_world *world, dt
     return DT_OK;
 }
 
+/* The command line's own options that would change nothing (dt_config_check judges the
+ * config's keys): refused as a usage error, before any rank starts MPI. */
+static int check_cli_options(const dt_cli_values *vals)
+{
+    if (dt_cli_string(vals, "trace-events") != NULL && dt_cli_string(vals, "trace") == NULL) {
+        fprintf(stderr, "dtrain: --trace-events has no effect without --trace: it sizes the "
+                        "trace's buffers\n");
+        return DT_EXIT_USAGE;
+    }
+    if (dt_cli_flag(vals, "progress") && dt_cli_flag(vals, "no-progress")) {
+        fprintf(stderr, "dtrain: --no-progress has no effect with --progress: give one\n");
+        return DT_EXIT_USAGE;
+    }
+    return DT_EXIT_OK;
+}
+
 int dt_cmd_train(int argc, char **argv)
 {
     dt_config cfg = dt_config_default();
@@ -754,6 +744,8 @@ int dt_cmd_train(int argc, char **argv)
         fprintf(stderr, "dtrain: %s\n", dt_last_error());
         return DT_EXIT_USAGE;
     }
+    if ((rc = check_cli_options(&vals)) != DT_EXIT_OK)
+        return rc;
     if (dt_cli_flag(&vals, "explain-layout"))
         return dt_cli_explain_layout(&cfg);
     dt_cli_world world;
@@ -783,7 +775,7 @@ int dt_cmd_train(int argc, char **argv)
     if (init != NULL && dt_trainer_load_weights(t, init) != DT_OK)
         goto fail;
     const char *from = dt_cli_string(&vals, "resume");
-    if (from != NULL && resume(t, from, world.rank) != DT_OK)
+    if (from != NULL && dt_cli_resume(t, from, world.rank) != DT_OK)
         goto fail;
     dt_cli_hooks_setup(t, world.rank);
     if (setup_observe(t, &vals, &cfg, &world) != DT_OK)
@@ -799,10 +791,12 @@ int dt_cmd_train(int argc, char **argv)
     if (world.rank == 0 && print_header(&cfg, &world, t, threads) != DT_OK)
         goto fail;
     if (world.rank == 0 && cfg.parallel.strategy == DT_STRATEGY_FEDAVG) {
-        if (cfg.train.epochs != dt_config_default().train.epochs)
-            printf("dtrain: fedavg: train.epochs (%lld) is ignored: --rounds (fedavg.rounds) "
-                   "sets the length of training\n",
-                   (long long)cfg.train.epochs);
+        /* Said, not refused: every config file names its epochs, and fedavg runs from the
+         * same files (docs/FEDAVG.md). */
+        if (dt_config_given(&cfg, "train.epochs") != NULL)
+            printf("dtrain: fedavg: %s is ignored: --rounds (fedavg.rounds) sets the length "
+                   "of training\n",
+                   dt_config_given(&cfg, "train.epochs"));
         if (report_partition(&cfg, t, metrics) != DT_OK)
             goto fail;
     }
