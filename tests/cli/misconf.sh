@@ -157,8 +157,10 @@ refuse tp_pp_exceed 1 "parallel\.tp x parallel\.pp: tp 2 x pp 2 = 4 ranks exceed
 # ---- the shipped examples print nothing new ------------------------------------------------
 for ini in "$SRC"/examples/*.ini; do
     name=example_$(basename "$ini" .ini)
-    if ! T "$ini" $RUN >"$tmp/$name.out" 2>&1; then
-        echo "FAIL $name: exit status $?:"; sed 's/^/  /' "$tmp/$name.out"; fail=1
+    T "$ini" $RUN >"$tmp/$name.out" 2>&1
+    code=$?
+    if [ $code -ne 0 ]; then
+        echo "FAIL $name: exit status $code:"; sed 's/^/  /' "$tmp/$name.out"; fail=1
         continue
     fi
     # The header, the epoch line and the phase table, nothing else.
@@ -178,7 +180,8 @@ refuse resume_missing_ranks 1 "^dtrain: rank 0: resume: $tmp/no/such/path does n
     "$MPIRUN" -np 2 "$DTRAIN" train "$LIN" $RUN --resume "$tmp/no/such/path"
 if ! grep -q 'rank 0: resume:' "$tmp/resume_missing_ranks.out" ||
     grep -q 'rank 0: rank 0:' "$tmp/resume_missing_ranks.out"; then
-    echo "FAIL resume_one_prefix: 'rank 0: rank 0:' in:"; sed 's/^/  /' "$tmp/resume_missing_ranks.out"
+    echo "FAIL resume_one_prefix: expected 'rank 0: resume:', never 'rank 0: rank 0:', in:"
+    sed 's/^/  /' "$tmp/resume_missing_ranks.out"
     fail=1
 else
     echo "ok resume_one_prefix"
