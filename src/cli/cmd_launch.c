@@ -46,7 +46,8 @@ static const launch_option options[] = {
     {"--hostfile", "F",
      "passed to mpirun; after a failure each host is probed, and one that does not answer is "
      "named and left out of the restart"},
-    {"--probe-timeout", "S", "seconds a host has to start a probe process (default 10)"},
+    {"--probe-timeout", "S",
+     "seconds a host has to start a probe process (default 10; with --hostfile)"},
     {"--mpirun", "CMD", "the launcher, split on spaces (default $DTRAIN_MPIRUN, else mpirun)"},
     {"--help", NULL, "this text"},
 };

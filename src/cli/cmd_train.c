@@ -96,7 +96,7 @@ static const dt_cli_option train_opts[] = {
      "chrome://tracing)"},
     {"--trace-events", "N", DT_OPT_STRING, "trace-events",
      "events each rank keeps for --trace (default 262144, about 24 MB; more are dropped and "
-     "counted)"},
+     "counted; refused without --trace)"},
     {"--tensorboard", "DIR", DT_OPT_STRING, "tensorboard",
      "write the scalars (loss, accuracy, learning rate, samples/s, phase times) as a TensorBoard "
      "event file in DIR"},
@@ -111,11 +111,12 @@ static const dt_cli_option train_opts[] = {
      "write checkpoints into DIR/step-N (docs/checkpoint-format.md): every --checkpoint-every "
      "steps and when training ends"},
     {"--checkpoint-every", "N", DT_OPT_CONFIG_KEY, "checkpoint.every",
-     "optimizer steps between checkpoints (0: only when training ends)"},
+     "optimizer steps between checkpoints (0: only when training ends; with --checkpoint-dir)"},
     {"--keep-checkpoints", "K", DT_OPT_CONFIG_KEY, "checkpoint.keep",
-     "keep the newest K complete checkpoints"},
+     "keep the newest K complete checkpoints (with --checkpoint-dir)"},
     {"--checkpoint-on-error", "stop|continue", DT_OPT_CONFIG_KEY, "checkpoint.on_error",
-     "a checkpoint that cannot be written: stop (default) or warn and train on"},
+     "a checkpoint that cannot be written: stop (default) or warn and train on (with "
+     "--checkpoint-dir)"},
     {"--resume", "PATH", DT_OPT_STRING, "resume",
      "go on from a checkpoint, or from the newest valid one in a directory (corrupt or "
      "incomplete ones are skipped with a warning; a directory without one: start from the "
@@ -349,7 +350,10 @@ static void print_train_help(void)
                       "Fashion-MNIST). Under mpirun or srun every rank runs this command:\n"
                       "the ranks are laid out as dp x tp x pp (--dp, --tp, --pp), data-parallel\n"
                       "by default; only rank 0 prints and writes files.\n"
-                      "Pixels are scaled as (x/255 - data.mean) / data.std.",
+                      "Pixels are scaled as (x/255 - data.mean) / data.std. An option or key\n"
+                      "set explicitly that has no effect in the run's setup (--staleness\n"
+                      "under ddp, --checkpoint-every without --checkpoint-dir, ...) is\n"
+                      "refused naming it; defaults are never judged (docs/USER_GUIDE.md).",
                       train_opts, N_TRAIN_OPTS, 1);
 }
 
