@@ -106,6 +106,8 @@ refuse warmup_start 2 "^dtrain: config: schedule\.warmup_start \(--set\) $NE wit
     T "$MLP" $RUN --set schedule.warmup_start=0.5
 refuse synth_idx 2 "^dtrain: config: data\.synth_noise \(--set\) $NE with data\.kind idx: it applies to data\.kind synthetic\$" \
     T "$MLP" $RUN --set data.synth_noise=0.2
+refuse mean_synthetic 2 "^dtrain: config: data\.mean \(--set\) $NE with data\.kind synthetic: it scales data\.kind idx's uint8 pixels\$" \
+    T "$LIN" $RUN --set data.mean=0.1
 refuse dir_synthetic 2 "^dtrain: config: --data $NE with data\.kind synthetic: " \
     T "$LIN" $RUN --data /tmp
 
