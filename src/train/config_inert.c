@@ -45,6 +45,11 @@ static dt_status judge_data(const dt_config *c)
                                              "data.synth_seed"};
     DT_TRY(judge(c, "data.dir", kind == DT_DATA_IDX,
                  "with data.kind %s: it is the directory of data.kind idx's files", now));
+    /* CSV and synthetic features are floats already: nothing scales them. */
+    DT_TRY(judge(c, "data.mean", kind == DT_DATA_IDX,
+                 "with data.kind %s: it scales data.kind idx's uint8 pixels", now));
+    DT_TRY(judge(c, "data.std", kind == DT_DATA_IDX,
+                 "with data.kind %s: it scales data.kind idx's uint8 pixels", now));
     for (size_t i = 0; i < sizeof csv_keys / sizeof csv_keys[0]; i++)
         DT_TRY(judge(c, csv_keys[i], kind == DT_DATA_CSV,
                      "with data.kind %s: it applies to data.kind csv", now));
