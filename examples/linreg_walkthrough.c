@@ -437,7 +437,10 @@ static int configure(int argc, char **argv, const options *o, const world *w, dt
             fprintf(stderr, "linreg_walkthrough: %s\n", why);
         return -1;
     }
-    if (set_key(cfg, "parallel.tp", *tp) != 0 || set_key(cfg, "parallel.tp_min_weights", 0) != 0 ||
+    /* The threshold only under tp: set without it, dt_config_check refuses it as a setting
+     * that changes nothing. */
+    if (set_key(cfg, "parallel.tp", *tp) != 0 ||
+        (*tp > 1 && set_key(cfg, "parallel.tp_min_weights", 0) != 0) ||
         (cfg->parallel.global_batch == 0 &&
          set_key(cfg, "parallel.global_batch", (long long)cfg->train.batch) != 0) ||
         set_key(cfg, "train.eval", 0) != 0) {

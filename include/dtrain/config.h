@@ -28,6 +28,8 @@ extern "C" {
 #define DT_CONFIG_MAX_LAYERS 64
 #define DT_CONFIG_PATH_MAX 512
 #define DT_CONFIG_MAX_TARGETS 16
+#define DT_CONFIG_MAX_KEYS 128 /* the key table's capacity (config_keys.c) */
+#define DT_CONFIG_GIVEN_MAX 96 /* how a key was set: "--lr", "optim.lr (run.ini:12)" */
 
 typedef enum dt_data_kind {
     DT_DATA_IDX = 0,      /* Fashion-MNIST style IDX files in data.dir */
@@ -125,11 +127,13 @@ typedef struct dt_config {
                                          1 warns and trains on */
     } checkpoint;
     char source[DT_CONFIG_PATH_MAX]; /* the config file loaded last, "" if none */
-    /* Which optimizer settings (optim.momentum, ..., optim.eps) were set through
-     * dt_config_load or dt_config_set: setting optim.kind keeps those and gives the others
-     * the new kind's PyTorch defaults (AdamW's weight decay 0.01). Bits are config.c's;
-     * 0 in dt_config_default(). */
-    unsigned optim_explicit;
+    /* Which keys were set explicitly, through dt_config_load or dt_config_set, and how the
+     * user wrote each (by the key's index in the table: dt_config_key_name): "" while the
+     * key holds its default. Read it through dt_config_given. Two rules rest on it: an
+     * explicit optimizer setting survives a later optim.kind (the others take the kind's
+     * PyTorch defaults), and a key set explicitly that has no effect in the run's setup is
+     * refused by dt_config_check (docs/USER_GUIDE.md); defaults are never judged. */
+    char given[DT_CONFIG_MAX_KEYS][DT_CONFIG_GIVEN_MAX];
 } dt_config;
 
 /* The built-in defaults: the seeds' ConvNet on Fashion-MNIST with Adam 1e-3. */
@@ -143,8 +147,23 @@ DT_API dt_status dt_config_load(const char *path, dt_config *cfg);
 DT_API dt_status dt_config_set(dt_config *cfg, const char *assignment, const char *origin);
 
 /* Cross-field checks (a model with no layers, batch < 1, nesterov without momentum, ...)
- * with a message naming the key. */
+ * with a message naming the key. Also refuses a key set explicitly that has no effect in
+ * the setup the config describes (--staleness under ddp, --checkpoint-every without
+ * --checkpoint-dir, optim.momentum under adam, ...), naming it as the user wrote it and
+ * what it needs: the parallel strategies judge the options they own (dt_strategy_check),
+ * this the rest. Depends on the config alone, never on the number of ranks, so every rank
+ * of a job reaches the same verdict. */
 DT_API dt_status dt_config_check(const dt_config *cfg);
+
+/* How `key` ("parallel.staleness") was set explicitly, as the user wrote it: "--staleness"
+ * (a command-line option: the origin given to dt_config_set), "parallel.staleness (--set)",
+ * "parallel.staleness (run.ini:12)"; NULL while it holds its default. The text lives in
+ * *cfg. */
+DT_API const char *dt_config_given(const dt_config *cfg, const char *key);
+
+/* Forgets which keys were set explicitly: the values stay, every key counts as a default
+ * (a checkpoint's own config.ini, read back for `dtrain eval`, sets every key). */
+DT_API void dt_config_forget_given(dt_config *cfg);
 
 /* The config as INI text that dt_config_load reads back to the same settings (every key,
  * by section). Caller frees *out with free(). */

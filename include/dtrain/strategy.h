@@ -66,6 +66,34 @@ DT_API dt_status dt_compress_parse(const char *text, dt_compress_options *out);
 /* The same text back ("topk:0.01"). */
 DT_API void dt_compress_format(const dt_compress_options *o, char *buf, size_t nbytes);
 
+/* The options whose effect depends on the strategy or on a grid axis, by which a strategy
+ * judges them (dt_strategy_check): one given explicitly that has no effect in the setup is
+ * refused (docs/USER_GUIDE.md). */
+typedef enum dt_strategy_opt {
+    DT_SO_DP,              /* parallel.dp */
+    DT_SO_TP_MIN_WEIGHTS,  /* parallel.tp_min_weights: tp > 1 */
+    DT_SO_PP_SCHEDULE,     /* parallel.pp_schedule: pp > 1 */
+    DT_SO_MICRO_BATCHES,   /* parallel.micro_batches */
+    DT_SO_ACCUMULATION,    /* parallel.accumulation */
+    DT_SO_LAST_BATCH,      /* parallel.last_batch */
+    DT_SO_LR_SCALING,      /* parallel.lr_scaling */
+    DT_SO_OVERLAP,         /* parallel.overlap: ddp */
+    DT_SO_BUCKET_CAP_MB,   /* parallel.bucket_cap_mb: ddp */
+    DT_SO_FIRST_BUCKET_MB, /* parallel.first_bucket_mb: ddp */
+    DT_SO_SERVERS,         /* parallel.servers: ps */
+    DT_SO_STALENESS,       /* parallel.staleness: ps */
+    DT_SO_ERROR_FEEDBACK,  /* parallel.error_feedback: topk, powersgd */
+    DT_SO_COMPRESS_WARMUP, /* parallel.compress_warmup: a compress mode */
+    DT_SO_CLIENTS,         /* fedavg.* : fedavg */
+    DT_SO_CLIENTS_PER_ROUND,
+    DT_SO_ROUNDS,
+    DT_SO_LOCAL_EPOCHS,
+    DT_SO_LOCAL_STEPS,
+    DT_SO_PARTITION,
+    DT_SO_FEDPROX_MU,
+    DT_SO_COUNT
+} dt_strategy_opt;
+
 typedef struct dt_strategy_options {
     dt_strategy_kind kind;
     int dp, tp, pp;             /* grid axes; dp 0: the ranks left over by tp x pp */
@@ -91,6 +119,10 @@ typedef struct dt_strategy_options {
     int64_t local_steps;
     double fedprox_mu;
     uint64_t seed;
+    /* given[o]: how option o was set explicitly, as the user wrote it ("--staleness",
+     * "parallel.staleness (run.ini:7)"), or NULL while it holds its default (never judged).
+     * dt_config_strategy_options points these into the config. */
+    const char *given[DT_SO_COUNT];
 } dt_strategy_options;
 
 /* dt_strategy_options.staleness: no bound (fully asynchronous). */
@@ -101,8 +133,16 @@ typedef struct dt_strategy_options {
 
 /* ddp, dp derived, tp = pp = 1, tp_min_weights 65536, one micro-batch, 1F1B, no ZeRO,
  * overlap on, PyTorch DDP's buckets (25 MiB, first 1 MiB); under ps one server and
- * staleness 0. */
+ * staleness 0; no option given. */
 DT_API dt_strategy_options dt_strategy_options_default(void);
+
+/* The options' verdict for a job of `world` ranks, as dt_strategy_create gives it before
+ * any message: sizes in range, a layout that fits, and every option given explicitly that
+ * has no effect under the strategy or the grid's axes refused, naming it as given and what
+ * it needs ("--staleness has no effect under --strategy ddp: it applies to --strategy ps").
+ * world 0: the job's size is not known yet; only what the options alone decide is checked.
+ * DT_ERR_INVALID or DT_ERR_UNSUPPORTED with the message. */
+DT_API dt_status dt_strategy_check(const dt_strategy_options *o, int world);
 
 #ifdef __cplusplus
 }

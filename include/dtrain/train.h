@@ -130,8 +130,9 @@ DT_API dt_status dt_trainer_save_checkpoint(dt_trainer *t, const char *root, int
 DT_API dt_status dt_trainer_load_checkpoint(dt_trainer *t, const char *dir);
 /* `path` is a checkpoint set or a directory of them: rank 0 finds the newest valid set
  * (each newer incomplete or corrupt one reported through warn on rank 0 and skipped) and
- * every rank loads it. *step receives its step, or -1 when there was none (training then
- * starts from the beginning). Collective. */
+ * every rank loads it. *step receives its step, or -1 when an existing directory holds
+ * none (training then starts from the beginning). A path that does not exist is
+ * DT_ERR_IO naming it, on every rank. Collective. */
 DT_API dt_status dt_trainer_resume(dt_trainer *t, const char *path,
                                    void (*warn)(void *, const char *), void *ctx, int64_t *step);
 /* Steps skipped by the non-finite guard so far. */

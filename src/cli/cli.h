@@ -10,6 +10,9 @@
 /* Exit codes: 0 ok, 1 failure, 2 usage. */
 enum { DT_EXIT_OK = 0, DT_EXIT_FAIL = 1, DT_EXIT_USAGE = 2 };
 
+/* The file dtrain launch keeps in the checkpoint directory: the step rank 0 has reached. */
+#define DT_LAUNCH_PROGRESS_NAME ".progress"
+
 typedef enum dt_opt_kind {
     DT_OPT_CONFIG_KEY, /* --epochs N: a shorthand for --set train.epochs=N */
     DT_OPT_CONFIG_ON,  /* --comm-check: sets a boolean key to on */

@@ -143,25 +143,29 @@ static int eval_config(int argc, char **argv, const char *dir, const dt_ckpt_man
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/%s", dir, DT_CKPT_CONFIG);
+    if (dt_config_load(path, cfg) != DT_OK) {
+        fprintf(stderr, "dtrain: %s\n", dt_last_error());
+        return DT_EXIT_FAIL;
+    }
+    /* The file writes every key: none of them is the user's choice, so none is judged as
+     * one that changes nothing (dt_config_check); the command line's are. */
+    dt_config_forget_given(cfg);
     /* The layout is this run's (the ranks it has now), not the writer's: reset before the
      * command line's options, which come later and win. */
-    static char *const layout[] = {"--set", "parallel.dp=0",
-                                   "--set", "parallel.tp=1",
-                                   "--set", "parallel.pp=1",
-                                   "--set", "parallel.zero=0",
-                                   "--set", "parallel.pp_split=balanced"};
-    const int nl = (int)(sizeof layout / sizeof layout[0]), n = argc + nl;
-    char **args = calloc((size_t)n + 1, sizeof *args);
+    cfg->parallel.dp = 0;
+    cfg->parallel.tp = 1;
+    cfg->parallel.pp = 1;
+    cfg->parallel.zero = 0;
+    cfg->parallel.pp_placement = DT_STAGES_BALANCED;
+    cfg->parallel.n_pp_split = 0;
+    char **args = calloc((size_t)argc, sizeof *args);
     if (args == NULL)
         return DT_EXIT_FAIL;
     args[0] = argv[0];
-    args[1] = path;
-    for (int i = 0; i < nl; i++)
-        args[2 + i] = layout[i];
     for (int i = 2; i < argc; i++)
-        args[nl + i] = argv[i];
+        args[i - 1] = argv[i];
     dt_cli_values vals;
-    int rc = dt_cli_parse("eval", eval_opts, N_EVAL_OPTS, n, args, cfg, &vals, 1);
+    int rc = dt_cli_parse("eval", eval_opts, N_EVAL_OPTS, argc - 1, args, cfg, &vals, 0);
     free(args);
     if (rc != DT_EXIT_OK)
         return rc;

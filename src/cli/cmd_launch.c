@@ -46,7 +46,7 @@ static const dt_cli_option options[] = {
      "passed to mpirun; after a failure each host is probed, and one that does not answer is "
      "named and left out of the restart"},
     {"--probe-timeout", "S", DT_OPT_STRING, "probe-timeout",
-     "seconds a host has to start a probe process (default 10)"},
+     "seconds a host has to start a probe process (default 10; with --hostfile)"},
     {"--mpirun", "CMD", DT_OPT_STRING, "mpirun",
      "the launcher, split on spaces (default $DTRAIN_MPIRUN, else mpirun)"},
 };
@@ -54,6 +54,7 @@ static const dt_cli_option options[] = {
 
 typedef struct launch_opts {
     int ranks, max_restarts, min_ranks, probe_timeout;
+    int probe_given; /* --probe-timeout was given: it needs --hostfile */
     const char *hostfile, *mpirun;
     char **train; /* the train arguments, after "--" */
     int ntrain;
@@ -164,6 +165,11 @@ static int check_opts(launch_opts *o)
         fprintf(stderr, "dtrain launch: --mpirun names no command\n");
         return DT_EXIT_USAGE;
     }
+    if (o->probe_given && o->hostfile == NULL) {
+        fprintf(stderr, "dtrain launch: --probe-timeout has no effect without --hostfile: only "
+                        "a hostfile's hosts are probed\n");
+        return DT_EXIT_USAGE;
+    }
     scan_train_args(o);
     if (o->dir == NULL || o->dir[0] == '\0') {
         fprintf(stderr, "dtrain launch: the train arguments have no --checkpoint-dir DIR: launch "
@@ -192,6 +198,7 @@ static int parse_args(int argc, char **argv, launch_opts *o)
         !take_count(&v, "--min-ranks", "min-ranks", 1, &o->min_ranks) ||
         !take_count(&v, "--probe-timeout", "probe-timeout", 1, &o->probe_timeout))
         return DT_EXIT_USAGE;
+    o->probe_given = dt_cli_string(&v, "probe-timeout") != NULL;
     if (dt_cli_string(&v, "hostfile") != NULL)
         o->hostfile = dt_cli_string(&v, "hostfile");
     if (dt_cli_string(&v, "mpirun") != NULL)
@@ -787,7 +794,7 @@ static int prepare(const launch_opts *o, launch_state *st)
         return DT_EXIT_FAIL;
     }
     st->exe[n] = '\0';
-    if (snprintf(st->progress, sizeof st->progress, "%s/.progress", o->dir) >=
+    if (snprintf(st->progress, sizeof st->progress, "%s/" DT_LAUNCH_PROGRESS_NAME, o->dir) >=
         (int)sizeof st->progress) {
         fprintf(stderr, "dtrain launch: --checkpoint-dir %s: path too long\n", o->dir);
         return DT_EXIT_USAGE;

@@ -312,7 +312,15 @@ int dt_cmd_plan(int argc, char **argv)
     layout y;
     dt_plan_link l;
     memset(&l, 0, sizeof l);
-    if (rc != DT_EXIT_OK || (rc = make_layout(&cfg, &vals, &y)) != DT_EXIT_OK)
+    if (rc != DT_EXIT_OK)
+        return rc;
+    /* The config train would take, with the same verdict on keys that change nothing: a
+     * plan of --servers under ddp would predict ddp and say nothing. */
+    if (dt_config_check(&cfg) != DT_OK) {
+        fprintf(stderr, "dtrain plan: %s\n", dt_last_error());
+        return DT_EXIT_USAGE;
+    }
+    if ((rc = make_layout(&cfg, &vals, &y)) != DT_EXIT_OK)
         return rc;
     dt_dataset storage, test_storage, train, test;
     dt_tp_layer_plan plan[DT_CONFIG_MAX_LAYERS];

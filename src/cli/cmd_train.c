@@ -14,6 +14,7 @@
 #include "cli/train_hooks.h"
 #include "cli/tensorboard.h"
 #include "cli/train_report.h"
+#include "cli/train_resume.h"
 #include "dtrain/train.h"
 
 static const dt_cli_option train_opts[] = {
@@ -95,7 +96,7 @@ static const dt_cli_option train_opts[] = {
      "chrome://tracing)"},
     {"--trace-events", "N", DT_OPT_STRING, "trace-events",
      "events each rank keeps for --trace (default 262144, about 24 MB; more are dropped and "
-     "counted)"},
+     "counted; refused without --trace)"},
     {"--tensorboard", "DIR", DT_OPT_STRING, "tensorboard",
      "write the scalars (loss, accuracy, learning rate, samples/s, phase times) as a TensorBoard "
      "event file in DIR"},
@@ -110,14 +111,16 @@ static const dt_cli_option train_opts[] = {
      "write checkpoints into DIR/step-N (docs/checkpoint-format.md): every --checkpoint-every "
      "steps and when training ends"},
     {"--checkpoint-every", "N", DT_OPT_CONFIG_KEY, "checkpoint.every",
-     "optimizer steps between checkpoints (0: only when training ends)"},
+     "optimizer steps between checkpoints (0: only when training ends; with --checkpoint-dir)"},
     {"--keep-checkpoints", "K", DT_OPT_CONFIG_KEY, "checkpoint.keep",
-     "keep the newest K complete checkpoints"},
+     "keep the newest K complete checkpoints (with --checkpoint-dir)"},
     {"--checkpoint-on-error", "stop|continue", DT_OPT_CONFIG_KEY, "checkpoint.on_error",
-     "a checkpoint that cannot be written: stop (default) or warn and train on"},
+     "a checkpoint that cannot be written: stop (default) or warn and train on (with "
+     "--checkpoint-dir)"},
     {"--resume", "PATH", DT_OPT_STRING, "resume",
      "go on from a checkpoint, or from the newest valid one in a directory (corrupt or "
-     "incomplete ones are skipped with a warning; none: start from the beginning)"},
+     "incomplete ones are skipped with a warning; a directory without one: start from the "
+     "beginning, saying what it holds; a PATH that does not exist is an error)"},
     {"--on-nonfinite", "skip|stop", DT_OPT_CONFIG_KEY, "train.on_nonfinite",
      "a NaN or Inf in a step's loss or gradients on any rank: every rank skips the step "
      "(default), or the run stops naming rank, layer and step"},
@@ -287,34 +290,6 @@ static dt_status on_checkpoint(void *vctx, const dt_ckpt_info *i)
     return DT_OK;
 }
 
-static void warn_skipped(void *ctx, const char *msg)
-{
-    (void)ctx;
-    fprintf(stderr, "dtrain: warning: resume: %s\n", msg);
-}
-
-/* --resume PATH: the newest valid checkpoint, or a warning and the beginning. */
-static dt_status resume(dt_trainer *t, const char *path, int rank)
-{
-    int64_t step = -1;
-    const double t0 = dt_now();
-    dt_status st = dt_trainer_resume(t, path, warn_skipped, NULL, &step);
-    const double took = dt_now() - t0;
-    if (st != DT_OK || rank != 0)
-        return st;
-    if (step < 0)
-        fprintf(stderr,
-                "dtrain: warning: resume: no valid checkpoint in %s: training starts "
-                "from the beginning\n",
-                path);
-    else
-        printf("dtrain: resumed from the checkpoint of step %lld in %s (found, verified and "
-               "loaded in %.3f s)\n",
-               (long long)step, path, took);
-    fflush(stdout);
-    return DT_OK;
-}
-
 /* --slow-rank R:MS (or DTRAIN_SLOW_RANK), --jitter MS and --trace: what this rank records. */
 static dt_status setup_observe(dt_trainer *t, const dt_cli_values *vals, const dt_config *cfg,
                                const dt_cli_world *world)
@@ -375,7 +350,10 @@ static void print_train_help(void)
                       "Fashion-MNIST). Under mpirun or srun every rank runs this command:\n"
                       "the ranks are laid out as dp x tp x pp (--dp, --tp, --pp), data-parallel\n"
                       "by default; only rank 0 prints and writes files.\n"
-                      "Pixels are scaled as (x/255 - data.mean) / data.std.",
+                      "Pixels are scaled as (x/255 - data.mean) / data.std. An option or key\n"
+                      "set explicitly that has no effect in the run's setup (--staleness\n"
+                      "under ddp, --checkpoint-every without --checkpoint-dir, ...) is\n"
+                      "refused naming it; defaults are never judged (docs/USER_GUIDE.md).",
                       train_opts, N_TRAIN_OPTS, 1);
 }
 
@@ -739,6 +717,22 @@ static dt_status report_comm(const dt_config *cfg, const dt_cli_world *world, dt
     return DT_OK;
 }
 
+/* The command line's own options that would change nothing (dt_config_check judges the
+ * config's keys): refused as a usage error, before any rank starts MPI. */
+static int check_cli_options(const dt_cli_values *vals)
+{
+    if (dt_cli_string(vals, "trace-events") != NULL && dt_cli_string(vals, "trace") == NULL) {
+        fprintf(stderr, "dtrain: --trace-events has no effect without --trace: it sizes the "
+                        "trace's buffers\n");
+        return DT_EXIT_USAGE;
+    }
+    if (dt_cli_flag(vals, "progress") && dt_cli_flag(vals, "no-progress")) {
+        fprintf(stderr, "dtrain: --no-progress has no effect with --progress: give one\n");
+        return DT_EXIT_USAGE;
+    }
+    return DT_EXIT_OK;
+}
+
 int dt_cmd_train(int argc, char **argv)
 {
     dt_config cfg = dt_config_default();
@@ -754,6 +748,8 @@ int dt_cmd_train(int argc, char **argv)
         fprintf(stderr, "dtrain: %s\n", dt_last_error());
         return DT_EXIT_USAGE;
     }
+    if ((rc = check_cli_options(&vals)) != DT_EXIT_OK)
+        return rc;
     if (dt_cli_flag(&vals, "explain-layout"))
         return dt_cli_explain_layout(&cfg);
     dt_cli_world world;
@@ -783,7 +779,7 @@ int dt_cmd_train(int argc, char **argv)
     if (init != NULL && dt_trainer_load_weights(t, init) != DT_OK)
         goto fail;
     const char *from = dt_cli_string(&vals, "resume");
-    if (from != NULL && resume(t, from, world.rank) != DT_OK)
+    if (from != NULL && dt_cli_resume(t, from, world.rank) != DT_OK)
         goto fail;
     dt_cli_hooks_setup(t, world.rank);
     if (setup_observe(t, &vals, &cfg, &world) != DT_OK)
@@ -799,10 +795,12 @@ int dt_cmd_train(int argc, char **argv)
     if (world.rank == 0 && print_header(&cfg, &world, t, threads) != DT_OK)
         goto fail;
     if (world.rank == 0 && cfg.parallel.strategy == DT_STRATEGY_FEDAVG) {
-        if (cfg.train.epochs != dt_config_default().train.epochs)
-            printf("dtrain: fedavg: train.epochs (%lld) is ignored: --rounds (fedavg.rounds) "
-                   "sets the length of training\n",
-                   (long long)cfg.train.epochs);
+        /* Said, not refused: every config file names its epochs, and fedavg runs from the
+         * same files (docs/FEDAVG.md). */
+        if (dt_config_given(&cfg, "train.epochs") != NULL)
+            printf("dtrain: fedavg: %s is ignored: --rounds (fedavg.rounds) sets the length "
+                   "of training\n",
+                   dt_config_given(&cfg, "train.epochs"));
         if (report_partition(&cfg, t, metrics) != DT_OK)
             goto fail;
     }

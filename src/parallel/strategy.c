@@ -104,6 +104,113 @@ void dt_compress_format(const dt_compress_options *o, char *buf, size_t nbytes)
     }
 }
 
+/* ---- the options' verdict ------------------------------------------------------------
+ * Every rank computes the same verdict from the same numbers, before any message. An option
+ * given explicitly (o->given) that has no effect in the setup is refused naming it as the
+ * user wrote it and what it needs; defaults are never judged (docs/USER_GUIDE.md). */
+
+#define KIND(k) (1u << (k))
+
+/* The strategies under which each option has an effect, and why it has none under the
+ * others when the reason is not plain. Each strategy's check below refuses the options it
+ * has no use for. */
+static const struct {
+    dt_strategy_opt opt;
+    unsigned kinds;
+    const char *why; /* NULL: "it applies to --strategy ..." says it all */
+} owners[] = {
+    {DT_SO_OVERLAP, KIND(DT_STRATEGY_DDP), "its gradients are all-reduced in buckets"},
+    {DT_SO_BUCKET_CAP_MB, KIND(DT_STRATEGY_DDP), "its gradients are all-reduced in buckets"},
+    {DT_SO_FIRST_BUCKET_MB, KIND(DT_STRATEGY_DDP), "its gradients are all-reduced in buckets"},
+    {DT_SO_SERVERS, KIND(DT_STRATEGY_PS), NULL},
+    {DT_SO_STALENESS, KIND(DT_STRATEGY_PS), NULL},
+    {DT_SO_MICRO_BATCHES, KIND(DT_STRATEGY_DDP) | KIND(DT_STRATEGY_PS),
+     "fedavg's clients take local steps of --batch samples"},
+    {DT_SO_ACCUMULATION, KIND(DT_STRATEGY_DDP) | KIND(DT_STRATEGY_PS),
+     "fedavg's clients take local steps of --batch samples"},
+    {DT_SO_LAST_BATCH, KIND(DT_STRATEGY_DDP) | KIND(DT_STRATEGY_PS),
+     "fedavg's rounds are its clients' local epochs or steps"},
+    {DT_SO_LR_SCALING, KIND(DT_STRATEGY_DDP) | KIND(DT_STRATEGY_PS),
+     "fedavg's clients each train at the schedule's rate"},
+    {DT_SO_ERROR_FEEDBACK, KIND(DT_STRATEGY_DDP) | KIND(DT_STRATEGY_PS),
+     "fedavg's clients keep no state between rounds"},
+    {DT_SO_COMPRESS_WARMUP, KIND(DT_STRATEGY_DDP) | KIND(DT_STRATEGY_PS),
+     "fedavg compresses every round's client updates"},
+    {DT_SO_CLIENTS, KIND(DT_STRATEGY_FEDAVG), NULL},
+    {DT_SO_CLIENTS_PER_ROUND, KIND(DT_STRATEGY_FEDAVG), NULL},
+    {DT_SO_ROUNDS, KIND(DT_STRATEGY_FEDAVG), NULL},
+    {DT_SO_LOCAL_EPOCHS, KIND(DT_STRATEGY_FEDAVG), NULL},
+    {DT_SO_LOCAL_STEPS, KIND(DT_STRATEGY_FEDAVG), NULL},
+    {DT_SO_PARTITION, KIND(DT_STRATEGY_FEDAVG), NULL},
+    {DT_SO_FEDPROX_MU, KIND(DT_STRATEGY_FEDAVG), NULL},
+};
+
+/* "ddp", "ddp and ps", "ddp, ps and fedavg" */
+static void kinds_text(unsigned kinds, char *buf, size_t nbytes)
+{
+    int n = 0, total = 0;
+    for (int k = 0; k < DT_STRATEGY_COUNT; k++)
+        total += (kinds & KIND(k)) != 0;
+    buf[0] = '\0';
+    for (int k = 0; k < DT_STRATEGY_COUNT; k++) {
+        if (!(kinds & KIND(k)))
+            continue;
+        size_t used = strlen(buf);
+        snprintf(buf + used, nbytes - used, "%s%s",
+                 n == 0           ? ""
+                 : n == total - 1 ? " and "
+                                  : ", ",
+                 dt_strategy_kind_name((dt_strategy_kind)k));
+        n++;
+    }
+}
+
+/* The options given that have no effect under strategy `kind`. */
+static dt_status refuse_foreign(const dt_strategy_options *o, dt_strategy_kind kind)
+{
+    for (size_t i = 0; i < sizeof owners / sizeof owners[0]; i++) {
+        const char *given = o->given[owners[i].opt];
+        if (given == NULL || (owners[i].kinds & KIND(kind)))
+            continue;
+        char kinds[64];
+        kinds_text(owners[i].kinds, kinds, sizeof kinds);
+        return dt_fail(DT_ERR_INVALID,
+                       "%s has no effect under --strategy %s: it applies to --strategy %s%s%s%s",
+                       given, dt_strategy_kind_name(kind), kinds, owners[i].why ? " (" : "",
+                       owners[i].why ? owners[i].why : "", owners[i].why ? ")" : "");
+    }
+    return DT_OK;
+}
+
+/* What the grid's axes and the compression mode decide, under any strategy. */
+static dt_status refuse_without_axis(const dt_strategy_options *o, int tp, int pp)
+{
+    const char *g = NULL;
+    if ((g = o->given[DT_SO_TP_MIN_WEIGHTS]) != NULL && tp <= 1)
+        return dt_fail(DT_ERR_INVALID,
+                       "%s has no effect without tensor parallelism: it applies to --tp 2 or "
+                       "more",
+                       g);
+    if ((g = o->given[DT_SO_PP_SCHEDULE]) != NULL && pp <= 1)
+        return dt_fail(DT_ERR_INVALID,
+                       "%s has no effect without a pipeline: it applies to --pp 2 or more", g);
+    if ((g = o->given[DT_SO_COMPRESS_WARMUP]) != NULL && o->compress.kind == DT_COMPRESS_NONE)
+        return dt_fail(DT_ERR_INVALID,
+                       "%s has no effect without --compress: it delays a compression mode "
+                       "(fp16, bf16, topk:R or powersgd:K)",
+                       g);
+    if ((g = o->given[DT_SO_ERROR_FEEDBACK]) != NULL && o->compress.kind != DT_COMPRESS_TOPK &&
+        o->compress.kind != DT_COMPRESS_POWERSGD) {
+        char mode[64];
+        dt_compress_format(&o->compress, mode, sizeof mode);
+        return dt_fail(DT_ERR_INVALID,
+                       "%s has no effect with --compress %s: it applies to topk:R and "
+                       "powersgd:K, which leave part of each gradient unsent",
+                       g, mode);
+    }
+    return DT_OK;
+}
+
 /* ps: servers and workers on a flat world; the grid's tp and pp axes stay 1. */
 static dt_status check_ps(const dt_strategy_options *o, int world, int tp, int pp)
 {
@@ -113,13 +220,16 @@ static dt_status check_ps(const dt_strategy_options *o, int world, int tp, int p
                        "and without ZeRO (tp %d, pp %d, zero %d); its servers already shard the "
                        "optimizer state",
                        tp, pp, o->zero);
-    if (o->servers < 1 || o->servers >= world)
+    dt_status st = refuse_foreign(o, DT_STRATEGY_PS);
+    if (st != DT_OK)
+        return st;
+    if (world > 0 && (o->servers < 1 || o->servers >= world))
         return dt_fail(DT_ERR_INVALID,
                        "parallel.servers: %d server%s in a job of %d rank%s: ps needs at least "
                        "one server and one worker (run with %d or more ranks)",
                        o->servers, o->servers == 1 ? "" : "s", world, world == 1 ? "" : "s",
                        (o->servers > 0 ? o->servers : 1) + 1);
-    if (o->dp > 0 && o->dp != world - o->servers)
+    if (world > 0 && o->dp > 0 && o->dp != world - o->servers)
         return dt_fail(DT_ERR_INVALID,
                        "parallel.dp: %d, but ps with %d server%s in %d ranks has %d workers", o->dp,
                        o->servers, o->servers == 1 ? "" : "s", world, world - o->servers);
@@ -144,10 +254,23 @@ static dt_status check_fedavg(const dt_strategy_options *o, int tp, int pp)
         return dt_fail(DT_ERR_UNSUPPORTED,
                        "parallel.compress: powersgd is built for ddp and ps; fedavg's "
                        "client updates go as none, fp16, bf16 or topk");
-    if (o->compress.warmup > 0)
+    dt_status st = refuse_foreign(o, DT_STRATEGY_FEDAVG);
+    if (st != DT_OK)
+        return st;
+    if (o->compress.warmup > 0) /* options filled by a program, not from a config */
         return dt_fail(DT_ERR_UNSUPPORTED,
                        "parallel.compress_warmup: applies to ddp and ps; fedavg compresses "
                        "every round's client updates");
+    if (o->given[DT_SO_DP] != NULL && o->dp > 0)
+        return dt_fail(DT_ERR_INVALID,
+                       "%s has no effect under --strategy fedavg: its clients are spread over "
+                       "every rank of the job",
+                       o->given[DT_SO_DP]);
+    if (o->given[DT_SO_LOCAL_EPOCHS] != NULL && o->local_steps > 0)
+        return dt_fail(DT_ERR_INVALID,
+                       "%s has no effect with fedavg.local_steps %lld: each client takes that "
+                       "many local steps instead of local epochs",
+                       o->given[DT_SO_LOCAL_EPOCHS], (long long)o->local_steps);
     if (o->clients < 1 || o->clients_per_round < 1 || o->clients_per_round > o->clients)
         return dt_fail(DT_ERR_INVALID,
                        "fedavg.clients_per_round: %d of %d clients (need 1 <= K <= clients)",
@@ -159,14 +282,52 @@ static dt_status check_fedavg(const dt_strategy_options *o, int tp, int pp)
     return DT_OK;
 }
 
-/* Every rank computes the same verdict from the same numbers, before any message. */
+/* ddp (a world of one: single) on the dp x tp x pp grid. */
+static dt_status check_ddp(const dt_strategy_options *o, int world, int tp, int pp)
+{
+    dt_status st = refuse_foreign(o, DT_STRATEGY_DDP);
+    if (st != DT_OK)
+        return st;
+    /* ZeRO-1 reduce-scatters the whole gradient after backward: no bucket, no overlap. */
+    static const dt_strategy_opt bucketed[] = {DT_SO_OVERLAP, DT_SO_BUCKET_CAP_MB,
+                                               DT_SO_FIRST_BUCKET_MB};
+    for (size_t i = 0; o->zero && i < sizeof bucketed / sizeof bucketed[0]; i++)
+        if (o->given[bucketed[i]] != NULL)
+            return dt_fail(DT_ERR_INVALID,
+                           "%s has no effect with --zero 1: ZeRO-1 reduce-scatters the whole "
+                           "gradient after backward, without buckets",
+                           o->given[bucketed[i]]);
+    if (o->micro_batches < 1)
+        return dt_fail(DT_ERR_INVALID, "parallel.accumulation: %d micro-batches, need >= 1",
+                       o->micro_batches);
+    if (world <= 0)
+        return DT_OK;
+    /* The grid's own words (comm/grid.c) when dp is derived. */
+    if (o->dp == 0 && (long long)tp * pp > world)
+        return dt_fail(DT_ERR_INVALID,
+                       "parallel.tp x parallel.pp: tp %d x pp %d = %lld ranks exceed the job's %d",
+                       tp, pp, (long long)tp * pp, world);
+    if (o->dp == 0 && world % (tp * pp) != 0)
+        return dt_fail(DT_ERR_INVALID,
+                       "parallel.tp x parallel.pp: tp %d x pp %d = %d does not divide the %d "
+                       "ranks of the job, so dp cannot be derived",
+                       tp, pp, tp * pp, world);
+    const int dp = o->dp > 0 ? o->dp : world / (tp * pp);
+    if ((long long)dp * tp * pp != world)
+        return dt_fail(DT_ERR_INVALID,
+                       "parallel.dp: dp %d x tp %d x pp %d = %lld does not match "
+                       "the %d ranks of the job",
+                       dp, tp, pp, (long long)dp * tp * pp, world);
+    return DT_OK;
+}
+
 static dt_status check_layout(const dt_strategy_options *o, int world)
 {
     const int tp = o->tp > 0 ? o->tp : 1, pp = o->pp > 0 ? o->pp : 1;
-    if (tp > world)
+    if (world > 0 && tp > world)
         return dt_fail(DT_ERR_INVALID, "parallel.tp: %d tensor-parallel ranks in a job of %d", tp,
                        world);
-    if (pp > world)
+    if (world > 0 && pp > world)
         return dt_fail(DT_ERR_INVALID, "parallel.pp: %d pipeline stages in a job of %d ranks", pp,
                        world);
     if ((int)o->pp_schedule < 0 || o->pp_schedule >= DT_PP_SCHEDULE_COUNT)
@@ -184,16 +345,16 @@ static dt_status check_layout(const dt_strategy_options *o, int world)
     if (o->kind != DT_STRATEGY_DDP)
         return dt_fail(DT_ERR_UNSUPPORTED, "parallel.strategy: %s is not built yet; ddp or ps",
                        dt_strategy_kind_name(o->kind) ? dt_strategy_kind_name(o->kind) : "?");
-    const int dp = o->dp > 0 ? o->dp : world / (tp * pp);
-    if ((long long)dp * tp * pp != world)
-        return dt_fail(DT_ERR_INVALID,
-                       "parallel.dp: dp %d x tp %d x pp %d = %lld does not match "
-                       "the %d ranks of the job",
-                       dp, tp, pp, (long long)dp * tp * pp, world);
-    if (o->micro_batches < 1)
-        return dt_fail(DT_ERR_INVALID, "parallel.accumulation: %d micro-batches, need >= 1",
-                       o->micro_batches);
-    return DT_OK;
+    return check_ddp(o, world, tp, pp);
+}
+
+dt_status dt_strategy_check(const dt_strategy_options *o, int world)
+{
+    DT_ASSERT(o != NULL && world >= 0);
+    const int tp = o->tp > 0 ? o->tp : 1, pp = o->pp > 0 ? o->pp : 1;
+    dt_status st = check_layout(o, world);
+    /* After the strategy's own: "applies to --strategy ps" says more than "needs --compress". */
+    return st != DT_OK ? st : refuse_without_axis(o, tp, pp);
 }
 
 dt_status dt_strategy_create(const dt_strategy_options *opt, dt_comm *world, dt_strategy **out)
@@ -202,7 +363,7 @@ dt_status dt_strategy_create(const dt_strategy_options *opt, dt_comm *world, dt_
     dt_status st = DT_OK;
     dt_grid *grid = NULL;
     *out = NULL;
-    DT_TRY(check_layout(opt, dt_comm_size(world)));
+    DT_TRY(dt_strategy_check(opt, dt_comm_size(world)));
     /* ps lays the world out flat: its workers are the grid's data-parallel ranks minus
      * the servers, which ps.c sets apart. */
     const int ps = opt->kind == DT_STRATEGY_PS || opt->kind == DT_STRATEGY_FEDAVG;

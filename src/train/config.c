@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "dtrain/train.h"
 #include "train/config_internal.h"
 
 /* The one place where the defaults live; --help prints them from here. */
@@ -104,8 +105,7 @@ dt_config dt_config_default(void)
     c.comm.deterministic = co.deterministic;
     c.comm.timeout_s = co.timeout_s;
     c.comm.check = co.check;
-    c.optim_explicit = 0;
-    return c;
+    return c; /* memset above: no key given */
 }
 
 /* ---- unknown keys: a suggestion ------------------------------------------------------- */
@@ -159,10 +159,11 @@ static dt_status unknown_key(const char *key)
 
 /* ---- files ---------------------------------------------------------------------------- */
 
-#define MAX_KEYS 128
+#define MAX_KEYS DT_CONFIG_MAX_KEYS
 
 typedef struct load_ctx {
     FILE *fp;
+    const char *path;
     dt_config *cfg;
     int line;              /* the line inih is working on (1-based) */
     int indented;          /* that line starts with a space or a tab */
@@ -307,7 +308,9 @@ static int on_value(void *user, const char *section, const char *name, const cha
     }
     for (size_t n = strlen(text); n > 0 && isspace((unsigned char)text[n - 1]); n--)
         text[n - 1] = '\0';
-    if (dt_cfg_key_apply(c->cfg, k, text, continued) != DT_OK)
+    char given[DT_CONFIG_PATH_MAX + 200];
+    snprintf(given, sizeof given, "%s (%s:%d)", key, c->path, c->first_line[k]);
+    if (dt_cfg_key_apply(c->cfg, k, text, continued, given) != DT_OK)
         goto fail;
     return 1;
 fail:
@@ -324,6 +327,7 @@ dt_status dt_config_load(const char *path, dt_config *cfg)
     memset(&c, 0, sizeof c);
     dt_config work = *cfg;
     c.cfg = &work;
+    c.path = path;
     c.fp = fopen(path, "r");
     if (c.fp == NULL)
         return dt_fail(DT_ERR_IO, "config: %s: cannot open: %s", path, strerror(errno));
@@ -401,8 +405,15 @@ dt_status dt_config_set(dt_config *cfg, const char *assignment, const char *orig
         dt_error_prefix("config: %s: ", origin);
         return DT_ERR_INVALID;
     }
+    /* How the user wrote it: a command-line option by its own name ("--lr"), --set and any
+     * other origin beside the key ("optim.lr (--set)"). */
+    char given[256];
+    if (strncmp(origin, "--", 2) == 0 && strcmp(origin, "--set") != 0)
+        snprintf(given, sizeof given, "%s", origin);
+    else
+        snprintf(given, sizeof given, "%s (%s)", key, origin);
     dt_config work = *cfg;
-    if (dt_cfg_key_apply(&work, k, value, 0) != DT_OK) {
+    if (dt_cfg_key_apply(&work, k, value, 0, given) != DT_OK) {
         dt_error_prefix("config: %s: ", origin);
         return DT_ERR_INVALID;
     }
@@ -633,6 +644,19 @@ static dt_status check_pipeline(const dt_config *c)
     return DT_OK;
 }
 
+/* What the strategy decides from the config alone, before the job's size is known: the
+ * same verdict dt_strategy_create gives (with the ranks' checks added), early enough for
+ * the command line to report it as a usage error before any rank starts MPI. */
+static dt_status check_strategy(const dt_config *c)
+{
+    dt_strategy_options so;
+    dt_config_strategy_options(c, &so);
+    dt_status st = dt_strategy_check(&so, 0);
+    if (st != DT_OK)
+        dt_error_prefix("config: ");
+    return st;
+}
+
 int dt_config_micro_batches(const dt_config *cfg)
 {
     return cfg->parallel.micro_batches > 0 ? cfg->parallel.micro_batches
@@ -647,7 +671,9 @@ dt_status dt_config_check(const dt_config *cfg)
     DT_TRY(check_data(cfg));
     DT_TRY(check_optim(cfg));
     DT_TRY(check_run(cfg));
+    DT_TRY(dt_cfg_check_inert(cfg));
     DT_TRY(check_pipeline(cfg));
+    DT_TRY(check_strategy(cfg));
     return DT_OK;
 fail:
     return st;

@@ -34,4 +34,32 @@ void dt_config_strategy_options(const dt_config *cfg, dt_strategy_options *out)
     out->local_steps = cfg->fedavg.local_steps;
     out->fedprox_mu = cfg->fedavg.fedprox_mu;
     out->seed = cfg->train.seed;
+    /* Each option the strategies judge, by the key that sets it. */
+    static const char *const key_of[DT_SO_COUNT] = {
+        [DT_SO_DP] = "parallel.dp",
+        [DT_SO_TP_MIN_WEIGHTS] = "parallel.tp_min_weights",
+        [DT_SO_PP_SCHEDULE] = "parallel.pp_schedule",
+        [DT_SO_MICRO_BATCHES] = "parallel.micro_batches",
+        [DT_SO_ACCUMULATION] = "parallel.accumulation",
+        [DT_SO_LAST_BATCH] = "parallel.last_batch",
+        [DT_SO_LR_SCALING] = "parallel.lr_scaling",
+        [DT_SO_OVERLAP] = "parallel.overlap",
+        [DT_SO_BUCKET_CAP_MB] = "parallel.bucket_cap_mb",
+        [DT_SO_FIRST_BUCKET_MB] = "parallel.first_bucket_mb",
+        [DT_SO_SERVERS] = "parallel.servers",
+        [DT_SO_STALENESS] = "parallel.staleness",
+        [DT_SO_ERROR_FEEDBACK] = "parallel.error_feedback",
+        [DT_SO_COMPRESS_WARMUP] = "parallel.compress_warmup",
+        [DT_SO_CLIENTS] = "fedavg.clients",
+        [DT_SO_CLIENTS_PER_ROUND] = "fedavg.clients_per_round",
+        [DT_SO_ROUNDS] = "fedavg.rounds",
+        [DT_SO_LOCAL_EPOCHS] = "fedavg.local_epochs",
+        [DT_SO_LOCAL_STEPS] = "fedavg.local_steps",
+        [DT_SO_PARTITION] = "fedavg.partition",
+        [DT_SO_FEDPROX_MU] = "fedavg.fedprox_mu",
+    };
+    for (int o = 0; o < DT_SO_COUNT; o++) {
+        DT_ASSERT(key_of[o] != NULL); /* a new option without its key */
+        out->given[o] = dt_config_given(cfg, key_of[o]);
+    }
 }

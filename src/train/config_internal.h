@@ -22,11 +22,16 @@ dt_status dt_cfg_parse_bool(const char *text, int *out);
 void dt_cfg_format_double(double v, char *buf, size_t nbytes);
 
 /* ---- the key table ----------------------------------------------------------------- */
-/* Applies `value` to key k (an index into the table) of *cfg. `continued` is 1 for an
+/* Applies `value` to key k (an index into the table) of *cfg and records `given`, how the
+ * user wrote it ("--lr", "optim.lr (run.ini:12)"), in cfg->given. `continued` is 1 for an
  * indented continuation line of a file: list keys (model.layers, data.csv_targets) append
  * it, other keys refuse it. Errors say "<key>: <why>"; the caller adds file:line or the
  * --set origin. On failure *cfg may hold part of the value: callers work on a copy. */
-dt_status dt_cfg_key_apply(dt_config *cfg, int k, const char *value, int continued);
+dt_status dt_cfg_key_apply(dt_config *cfg, int k, const char *value, int continued,
+                           const char *given);
+/* dt_config_check's refusal of the keys given explicitly that have no effect in the
+ * config's setup, but for the strategies' own options (config_inert.c). */
+dt_status dt_cfg_check_inert(const dt_config *cfg);
 /* Index of "section.key", or -1. */
 int dt_cfg_key_find(const char *name);
 /* 1 when some key lives in [section] (section is len bytes, not NUL-terminated). */

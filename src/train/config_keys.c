@@ -194,7 +194,7 @@ typedef struct key_def {
     int first;                   /* KEY_ENUM: the first value (csv_header starts at -1) */
     unsigned range;              /* LO | HI | ... for numbers */
     double lo, hi;
-    unsigned optim_bit; /* nonzero: setting it marks an explicit optim setting */
+    int optim; /* 1: an optimizer setting that optim.kind resets unless given (set_optim_kind) */
     const char *help;
 } key_def;
 
@@ -202,7 +202,7 @@ typedef struct key_def {
 #define OFF(field) offsetof(dt_config, field)
 #define NUM(nm, ty, field, rng, l, h, text) {nm, ty, OFF(field), NULL, 0, rng, l, h, 0, text}
 #define ENUMK(nm, field, fn, first, text) {nm, KEY_ENUM, OFF(field), fn, first, 0, 0, 0, 0, text}
-#define OPT(nm, ty, field, rng, l, h, bit, text) {nm, ty, OFF(field), NULL, 0, rng, l, h, bit, text}
+#define OPT(nm, ty, field, rng, l, h, text) {nm, ty, OFF(field), NULL, 0, rng, l, h, 1, text}
 #define OTHER(nm, ty, field, text) {nm, ty, OFF(field), NULL, 0, 0, 0, 0, 0, text}
 /* clang-format on */
 
@@ -256,19 +256,19 @@ static const key_def keys[] = {
      "defaults"},
     NUM("optim.lr", KEY_DOUBLE, schedule.lr, LO | LO_STRICT, 0, 0,
         "learning rate (the schedule's base rate)"),
-    OPT("optim.momentum", KEY_DOUBLE, optim.momentum, LO, 0, 0, 1u << 0, "sgd: momentum"),
-    OPT("optim.dampening", KEY_DOUBLE, optim.dampening, LO | HI, 0, 1, 1u << 1,
+    OPT("optim.momentum", KEY_DOUBLE, optim.momentum, LO, 0, 0, "sgd: momentum"),
+    OPT("optim.dampening", KEY_DOUBLE, optim.dampening, LO | HI, 0, 1,
         "sgd: dampening of the momentum"),
-    OPT("optim.nesterov", KEY_BOOL, optim.nesterov, 0, 0, 0, 1u << 2,
+    OPT("optim.nesterov", KEY_BOOL, optim.nesterov, 0, 0, 0,
         "sgd: Nesterov momentum (needs momentum > 0 and dampening 0)"),
-    OPT("optim.weight_decay", KEY_DOUBLE, optim.weight_decay, LO, 0, 0, 1u << 3,
+    OPT("optim.weight_decay", KEY_DOUBLE, optim.weight_decay, LO, 0, 0,
         "weight decay: L2 added to the gradient (sgd, adam), decoupled (adamw, default "
         "0.01)"),
-    OPT("optim.beta1", KEY_DOUBLE, optim.beta1, LO | HI | HI_STRICT, 0, 1, 1u << 4,
+    OPT("optim.beta1", KEY_DOUBLE, optim.beta1, LO | HI | HI_STRICT, 0, 1,
         "adam, adamw: decay of the first moment"),
-    OPT("optim.beta2", KEY_DOUBLE, optim.beta2, LO | HI | HI_STRICT, 0, 1, 1u << 5,
+    OPT("optim.beta2", KEY_DOUBLE, optim.beta2, LO | HI | HI_STRICT, 0, 1,
         "adam, adamw: decay of the second moment"),
-    OPT("optim.eps", KEY_DOUBLE, optim.eps, LO, 0, 0, 1u << 6,
+    OPT("optim.eps", KEY_DOUBLE, optim.eps, LO, 0, 0,
         "adam, adamw: added to the denominator after the bias correction"),
     /* [schedule] */
     ENUMK("schedule.kind", schedule.kind, sched_name, 0,
@@ -404,6 +404,7 @@ static const key_def keys[] = {
 };
 
 #define NKEYS ((int)(sizeof keys / sizeof keys[0]))
+_Static_assert(NKEYS <= DT_CONFIG_MAX_KEYS, "dt_config.given holds one entry per key");
 
 int dt_config_key_count(void)
 {
@@ -599,7 +600,7 @@ static dt_status add_target(void *ctx, const char *item)
 }
 
 /* optim.kind: the new kind's PyTorch defaults replace every optimizer setting the user has
- * not set explicitly (cfg->optim_explicit); explicit ones stay. So "weight_decay = 0" then
+ * not set explicitly (cfg->given); explicit ones stay. So "weight_decay = 0" then
  * "kind = adamw" keeps 0, while "kind = adamw" alone gives AdamW's 0.01, in either order. */
 static void set_optim_kind(dt_config *cfg, dt_optim_kind kind)
 {
@@ -607,7 +608,7 @@ static void set_optim_kind(dt_config *cfg, dt_optim_kind kind)
     dt_optim_config *o = &cfg->optim;
     for (int i = 0; i < NKEYS; i++) {
         const key_def *k = &keys[i];
-        if (k->optim_bit == 0 || (cfg->optim_explicit & k->optim_bit))
+        if (!k->optim || cfg->given[i][0] != '\0')
             continue;
         /* The field's offset inside dt_optim_config picks the same field of d. */
         const size_t in_optim = k->offset - OFF(optim);
@@ -708,16 +709,35 @@ static dt_status apply_value(dt_config *cfg, const key_def *k, const char *text,
     return DT_ERR_INVALID;
 }
 
-dt_status dt_cfg_key_apply(dt_config *cfg, int i, const char *value, int continued)
+dt_status dt_cfg_key_apply(dt_config *cfg, int i, const char *value, int continued,
+                           const char *given)
 {
-    DT_ASSERT(cfg != NULL && value != NULL && i >= 0 && i < NKEYS);
+    DT_ASSERT(cfg != NULL && value != NULL && given != NULL && given[0] != '\0' && i >= 0 &&
+              i < NKEYS);
     const key_def *k = &keys[i];
     if (apply_value(cfg, k, value, continued) != DT_OK) {
         dt_error_prefix("%s: ", k->name);
         return DT_ERR_INVALID;
     }
-    cfg->optim_explicit |= k->optim_bit;
+    /* A long file name keeps its end, where the name and line are. */
+    const size_t n = strlen(given), room = sizeof cfg->given[i] - 1;
+    if (n <= room)
+        memcpy(cfg->given[i], given, n + 1);
+    else
+        snprintf(cfg->given[i], sizeof cfg->given[i], "...%s", given + n - (room - 3));
     return DT_OK;
+}
+
+const char *dt_config_given(const dt_config *cfg, const char *key)
+{
+    const int i = dt_cfg_key_find(key);
+    DT_ASSERT(cfg != NULL && i >= 0); /* a key name in the code: not user input */
+    return cfg->given[i][0] != '\0' ? cfg->given[i] : NULL;
+}
+
+void dt_config_forget_given(dt_config *cfg)
+{
+    memset(cfg->given, 0, sizeof cfg->given);
 }
 
 void dt_config_key_format(const dt_config *cfg, int i, char *buf, size_t nbytes)

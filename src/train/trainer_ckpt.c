@@ -58,7 +58,9 @@ static dt_status agree(dt_comm *world, int64_t *rec, int64_t *all, dt_status min
         char msg[MSG_INTS * sizeof(int64_t) + 1];
         memcpy(msg, x + REC_MSG, MSG_INTS * sizeof(int64_t));
         msg[sizeof msg - 1] = '\0';
-        if (dt_comm_size(world) == 1)
+        /* A rank's own failure goes without its number: whoever reports it (the command
+         * line: "dtrain: rank 0: ...") adds it once. */
+        if (dt_comm_size(world) == 1 || r == dt_comm_rank(world))
             return dt_fail((dt_status)x[REC_STATUS], "%s", msg);
         return dt_fail((dt_status)x[REC_STATUS], "rank %d: %s", r, msg);
     }
@@ -657,7 +659,16 @@ dt_status dt_trainer_resume(dt_trainer *t, const char *path, void (*warn)(void *
     int64_t chosen[2] = {-1, 0}; /* the step, or -1; 1: `path` is the set itself */
     dt_status mine = DT_OK;
     if (dt_strategy_get_info(t->strategy)->main) {
-        mine = dt_ckpt_find_open(path, dir, sizeof dir, &set, warn, ctx);
+        struct stat sb;
+        /* A path that is not there is a typo, not a run to begin: refused, never a silent
+         * restart from step 0 (an existing directory without a set is a first run). */
+        if (stat(path, &sb) != 0 && errno == ENOENT)
+            mine = dt_fail(DT_ERR_IO,
+                           "resume: %s does not exist: there is nothing to resume "
+                           "from",
+                           path);
+        else
+            mine = dt_ckpt_find_open(path, dir, sizeof dir, &set, warn, ctx);
         if (mine == DT_OK && set != NULL) {
             chosen[0] = dt_ckpt_set_manifest(set)->step;
             chosen[1] = strcmp(dir, path) == 0;

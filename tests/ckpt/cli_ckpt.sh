@@ -5,7 +5,7 @@
 #   - a checkpoint written at dp 2 with ZeRO-1 resumes at dp 1, at tp 2 and at pp 2 with the
 #     uninterrupted run's next loss (within 1e-5);
 #   - --resume skips a corrupt and an incomplete newest set with a warning naming it, and an
-#     empty directory starts from the beginning with a warning;
+#     empty directory starts from the beginning saying so (tests/cli/misconf.sh has the rest);
 #   - a file-size limit fails the next checkpoint with a message and a non-zero exit, the
 #     previous one stays valid; --checkpoint-on-error continue trains on;
 #   - inspect verifies, export writes the same bytes twice and loads with --init-weights, eval
@@ -96,7 +96,7 @@ has skip-incomplete-warns "$tmp/skip-incomplete.out" 'skipping .*step-000000008:
 has skip-incomplete-resumes "$tmp/skip-incomplete.out" 'resumed from the checkpoint of step 4'
 mkdir "$tmp/empty"
 run fresh ok 0 --resume "$tmp/empty"
-has fresh-warns "$tmp/fresh.out" 'no valid checkpoint in .*: training starts from the beginning'
+has fresh-says "$tmp/fresh.out" 'resume: .*/empty is empty: training starts from the beginning'
 
 # ---- a full disk (a file-size limit) --------------------------------------------------------
 ( ulimit -f 600 && "$DTRAIN" train "$MLP" $common --checkpoint-dir "$tmp/c1" \

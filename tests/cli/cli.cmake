@@ -123,3 +123,8 @@ dt_add_cli_test(NAME cli_outputs MPI TIMEOUT 60 COMMAND sh ${DT_CLI_DIR}/outputs
 # dtrain plan's predictions against the formulas it states.
 dt_add_cli_test(NAME cli_plan TIMEOUT 60 COMMAND sh ${DT_CLI_DIR}/plan.sh
                 EXPECT "plan: all checks passed")
+# No silent misconfiguration: an option set explicitly that changes nothing in the run's
+# setup is refused naming it, the examples print nothing new, --resume of a missing path
+# fails and a directory without a set says what it holds (1 and 2 ranks).
+dt_add_cli_test(NAME cli_misconf MPI TIMEOUT 120 COMMAND sh ${DT_CLI_DIR}/misconf.sh
+                EXPECT "misconf: all checks passed")

@@ -97,7 +97,7 @@ if cmp -s "$tmp/warm_none.st" "$tmp/warm_full.st"; then
 else
     echo "ok warmup_ends: steps 9-12 compressed, the weights differ from uncompressed"
 fi
-expect_fail warm_fedavg 'compress_warmup: applies to ddp and ps' \
+expect_fail warm_fedavg 'config: --compress-warmup has no effect under --strategy fedavg: it applies to --strategy ddp and ps' \
     "$DTRAIN" train "$MLP" --max-steps 1 --strategy fedavg --compress fp16 --compress-warmup 2
 
 expect_fail bad_ratio "parallel.compress: 'topk:0': topk's ratio must be in \(0, 1\]" \

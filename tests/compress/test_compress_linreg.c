@@ -23,6 +23,9 @@ static double gap_of(const char *compress, int feedback)
 {
     dt_config cfg = dt_config_default();
     DT_ASSERT_OK(dt_config_load(dt_test_src_path("examples/linreg.ini"), &cfg));
+    /* The example is the base the constant rate replaces: its warm-up and cosine keys count
+     * as defaults, or dt_config_check would refuse them as changing nothing here. */
+    dt_config_forget_given(&cfg);
     char set[128];
     const char *sets[] = {"optim.kind=sgd",
                           "optim.lr=0.1",
@@ -32,7 +35,9 @@ static double gap_of(const char *compress, int feedback)
                           set,
                           feedback ? "parallel.error_feedback=on" : "parallel.error_feedback=off"};
     snprintf(set, sizeof set, "parallel.compress=%s", compress);
-    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)
+    /* Error feedback is top-k's and PowerSGD's: without them the key changes nothing. */
+    const size_t n = sizeof sets / sizeof sets[0] - (strncmp(compress, "topk", 4) != 0);
+    for (size_t i = 0; i < n; i++)
         DT_ASSERT_OK(dt_config_set(&cfg, sets[i], "test"));
     dt_trainer *t = NULL;
     DT_ASSERT_OK(dt_trainer_create(&cfg, world, &t));

@@ -67,10 +67,14 @@ static dt_config on_grid(dt_config base, const layout *l, long b, long m, const 
     dt_test_set_int(&base, "parallel.dp", l->dp);
     dt_test_set_int(&base, "parallel.tp", l->tp);
     dt_test_set_int(&base, "parallel.pp", l->pp);
-    dt_test_set(&base, "parallel.tp_min_weights=0");
+    /* Each only where its axis exists: elsewhere dt_config_check refuses it as changing
+     * nothing. */
+    if (l->tp > 1)
+        dt_test_set(&base, "parallel.tp_min_weights=0");
     char kv[64];
     snprintf(kv, sizeof kv, "parallel.pp_schedule=%s", schedule);
-    dt_test_set(&base, kv);
+    if (l->pp > 1)
+        dt_test_set(&base, kv);
     return base;
 }
 

@@ -40,8 +40,9 @@ check explain-column "$tmp/explain.out" '^1 +linear +\(128\) +column +0:64 +5024
 check explain-row "$tmp/explain.out" '^4 +linear +\(10\) +row +0:64 +650 +64:128 +650'
 check explain-bytes "$tmp/explain.out" 'parameter bytes per rank: 203560 \(0\.500\) 203560 \(0\.500\)'
 
-# The seed's linear regression on dp 2 x tp 2.
-mpi linreg 4 "$SRC/examples/linreg.ini" --dp 2 --tp 2 --epochs 3
+# The seed's linear regression on dp 2 x tp 2 (its 64 weights split at threshold 0, given
+# with --tp: examples/linreg.ini).
+mpi linreg 4 "$SRC/examples/linreg.ini" --dp 2 --tp 2 --set parallel.tp_min_weights=0 --epochs 3
 check linreg-layout "$tmp/linreg.out" '4 ranks \(dp 2 x tp 2\), .* 68 parameters \(34 on rank 0\)'
 check linreg-tp "$tmp/linreg.out" 'tensor-parallel over 2 ranks: [0-9.]+ collectives per step'
 check linreg-epoch "$tmp/linreg.out" '^epoch 3: train loss'

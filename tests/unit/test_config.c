@@ -304,7 +304,7 @@ static void test_file_errors_name_line(void **state)
         const dt_config before = c;
         dt_error_clear();
         dt_status st = dt_config_load(path, &c);
-        char want[600];
+        char want[1200];
         snprintf(want, sizeof want, "config: %s/%s", dt_test_tmpdir(), cases[i].message);
         if (st != cases[i].status || strncmp(dt_last_error(), want, strlen(want)) != 0)
             print_error("case %zu: status %s, message\n  \"%s\"\nexpected %s with a message "
@@ -654,6 +654,64 @@ static void test_optim_kind_defaults(void **state)
     assert_true(c.optim.weight_decay == 0.0 && c.optim.beta1 == 0.8);
 }
 
+/* Expects dt_config_check to refuse c with DT_ERR_INVALID and a message containing
+ * `needle`. */
+static void expect_check_refuses(const dt_config *c, const char *needle)
+{
+    dt_error_clear();
+    dt_status st = dt_config_check(c);
+    if (st != DT_ERR_INVALID || strstr(dt_last_error(), needle) == NULL)
+        print_error("check: status %s, message \"%s\", expected invalid with \"%s\"\n",
+                    dt_status_str(st), dt_last_error(), needle);
+    assert_int_equal(st, DT_ERR_INVALID);
+    assert_non_null(strstr(dt_last_error(), needle));
+}
+
+/* dt_config_given: how each key was set (an option by its name, --set and other origins
+ * beside the key, a file's key with its line), and dt_config_check's refusal of a key set
+ * explicitly without effect, by that name; defaults are never judged. */
+static void test_given(void **state)
+{
+    (void)state;
+    dt_config c = dt_config_default();
+    for (int i = 0; i < dt_config_key_count(); i++)
+        assert_null(dt_config_given(&c, dt_config_key_name(i)));
+    DT_ASSERT_OK(dt_config_check(&c)); /* the defaults include ps's and fedavg's settings */
+    DT_ASSERT_OK(dt_config_set(&c, "train.epochs=3", "--epochs"));
+    DT_ASSERT_OK(dt_config_set(&c, "train.batch=8", "--set"));
+    DT_ASSERT_OK(dt_config_set(&c, "train.seed=4", "program"));
+    assert_string_equal(dt_config_given(&c, "train.epochs"), "--epochs");
+    assert_string_equal(dt_config_given(&c, "train.batch"), "train.batch (--set)");
+    assert_string_equal(dt_config_given(&c, "train.seed"), "train.seed (program)");
+    DT_ASSERT_OK(dt_config_check(&c));
+
+    const char *path = write_ini("given.ini", "[train]\nepochs = 1\n[parallel]\nstaleness = 2\n");
+    DT_ASSERT_OK(dt_config_load(path, &c));
+    char want[1200];
+    snprintf(want, sizeof want, "parallel.staleness (%s:4)", path);
+    assert_string_equal(dt_config_given(&c, "parallel.staleness"), want);
+    snprintf(want, sizeof want,
+             "config: parallel.staleness (%s:4) has no effect under --strategy ddp: it applies "
+             "to --strategy ps",
+             path);
+    expect_check_refuses(&c, want);
+    dt_config ps = c;
+    DT_ASSERT_OK(dt_config_set(&ps, "parallel.strategy=ps", "--strategy"));
+    DT_ASSERT_OK(dt_config_check(&ps));
+
+    /* The same value, not given: a default, not judged. */
+    dt_config_forget_given(&c);
+    assert_null(dt_config_given(&c, "parallel.staleness"));
+    DT_ASSERT_OK(dt_config_check(&c));
+
+    /* One of config_inert.c's, order-independent: momentum, then the kind that uses it. */
+    c = dt_config_default();
+    DT_ASSERT_OK(dt_config_set(&c, "optim.momentum=0.9", "--set"));
+    expect_check_refuses(&c, "optim.momentum (--set) has no effect with optim.kind adam");
+    DT_ASSERT_OK(dt_config_set(&c, "optim.kind=sgd", "--set"));
+    DT_ASSERT_OK(dt_config_check(&c));
+}
+
 /* Sets one field by hand (as a program using the library may), expects the check to fail
  * naming `needle`. */
 #define EXPECT_CHECK_FAILS(stmt, needle)                                                           \
@@ -780,6 +838,7 @@ int main(void)
         cmocka_unit_test(test_kind_names),
         cmocka_unit_test(test_help_table),
         cmocka_unit_test(test_optim_kind_defaults),
+        cmocka_unit_test(test_given),
         cmocka_unit_test(test_check),
         cmocka_unit_test(test_examples),
     };

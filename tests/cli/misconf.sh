@@ -1,0 +1,205 @@
+#!/bin/sh
+# misconf.sh — no silent misconfiguration (docs/USER_GUIDE.md, "Options that change nothing"):
+#   - an option or key set explicitly that has no effect in the run's setup is refused with
+#     exit status 2 and a message naming it as the user wrote it (option, --set, or
+#     file:line) and what it needs: one case per rule, each before any data is read;
+#   - the same options where they do have an effect pass that check;
+#   - under mpirun the ranks reach the verdict together: 2 ranks with the same command line,
+#     and 2 ranks where only one sets the option (no rank is left waiting);
+#   - every shipped examples/*.ini runs --max-steps 1 printing no line beyond the usual
+#     header, epoch line and phase table;
+#   - --resume: a path that does not exist fails naming it (also on 2 ranks, where no
+#     message says "rank 0: rank 0:"); an empty directory, one holding only dtrain launch's
+#     progress file, and one holding only an incomplete set start from the beginning saying
+#     what they found;
+#   - --tp 2 --pp 2 on 2 ranks says that tp x pp = 4 ranks exceed the job's 2.
+set -u
+DTRAIN=${DTRAIN:?ctest sets DTRAIN}
+MPIRUN=${MPIRUN:?ctest sets MPIRUN}
+SRC=${DT_SOURCE_DIR:?ctest sets DT_SOURCE_DIR}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/dtrain-misconf-XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+MLP="$SRC/examples/mlp.ini"
+LIN="$SRC/examples/linreg.ini"
+# linreg.ini is synthetic: a run that gets past the checks takes milliseconds.
+RUN="--max-steps 1 --no-progress"
+
+# refuse NAME CODE REGEX CMD...: CMD exits with status CODE and prints a line matching the
+# extended regular expression REGEX.
+refuse() {
+    name=$1 want=$2 regex=$3
+    shift 3
+    "$@" >"$tmp/$name.out" 2>&1
+    code=$?
+    if [ "$code" -ne "$want" ]; then
+        echo "FAIL $name: exit status $code, expected $want:"; sed 's/^/  /' "$tmp/$name.out"
+        fail=1
+    elif ! grep -Eq -e "$regex" "$tmp/$name.out"; then
+        echo "FAIL $name: no line matches /$regex/ in:"; sed 's/^/  /' "$tmp/$name.out"; fail=1
+    else
+        echo "ok $name (exit $code): $(grep -E -e "$regex" "$tmp/$name.out" | head -1)"
+    fi
+}
+
+# accept NAME CMD...: CMD exits 0.
+accept() {
+    name=$1
+    shift
+    if "$@" >"$tmp/$name.out" 2>&1; then
+        echo "ok $name"
+    else
+        echo "FAIL $name: exit status $?:"; sed 's/^/  /' "$tmp/$name.out" | tail -20; fail=1
+    fi
+}
+
+# T ARGS...: dtrain train ARGS... (a function, so that refuse and accept run it as a command).
+T() { "$DTRAIN" train "$@"; }
+NE='has no effect'
+
+# ---- the strategies' options (src/parallel/strategy.c) ------------------------------------
+refuse staleness_ddp 2 "^dtrain: config: --staleness $NE under --strategy ddp: it applies to --strategy ps\$" \
+    T "$LIN" $RUN --staleness 2
+refuse servers_ddp 2 "^dtrain: config: --servers $NE under --strategy ddp: it applies to --strategy ps\$" \
+    T "$LIN" $RUN --servers 2
+refuse clients_ddp 2 "^dtrain: config: --clients $NE under --strategy ddp: it applies to --strategy fedavg\$" \
+    T "$LIN" $RUN --clients 4
+refuse rounds_ps 2 "^dtrain: config: --rounds $NE under --strategy ps: it applies to --strategy fedavg\$" \
+    T "$LIN" $RUN --strategy ps --rounds 3
+refuse partition_ps 2 "^dtrain: config: --partition $NE under --strategy ps: it applies to --strategy fedavg\$" \
+    T "$MLP" $RUN --strategy ps --partition iid
+refuse overlap_ps 2 "^dtrain: config: parallel\.overlap \(--set\) $NE under --strategy ps: it applies to --strategy ddp \(its gradients are all-reduced in buckets\)\$" \
+    T "$LIN" $RUN --strategy ps --set parallel.overlap=on
+refuse bucket_zero 2 "^dtrain: config: parallel\.bucket_cap_mb \(--set\) $NE with --zero 1: ZeRO-1 reduce-scatters" \
+    T "$LIN" $RUN --zero 1 --set parallel.bucket_cap_mb=10
+refuse micro_fedavg 2 "^dtrain: config: --micro-batches $NE under --strategy fedavg: it applies to --strategy ddp and ps \(fedavg's clients take local steps of --batch samples\)\$" \
+    T "$LIN" $RUN --strategy fedavg --micro-batches 2
+refuse dp_fedavg 2 "^dtrain: config: --dp $NE under --strategy fedavg: its clients are spread over every rank" \
+    T "$LIN" $RUN --strategy fedavg --dp 2
+refuse local_epochs_steps 2 "^dtrain: config: --local-epochs $NE with fedavg\.local_steps 3: " \
+    T "$LIN" $RUN --strategy fedavg --local-epochs 2 --local-steps 3
+refuse warmup_none 2 "^dtrain: config: --compress-warmup $NE without --compress: " \
+    T "$LIN" $RUN --compress-warmup 3
+refuse feedback_fp16 2 "^dtrain: config: parallel\.error_feedback \(--set\) $NE with --compress fp16: it applies to topk:R and powersgd:K" \
+    T "$LIN" $RUN --compress fp16 --set parallel.error_feedback=off
+refuse tp_min_weights 2 "^dtrain: config: parallel\.tp_min_weights \(--set\) $NE without tensor parallelism: it applies to --tp 2 or more\$" \
+    T "$LIN" $RUN --set parallel.tp_min_weights=0
+refuse pp_schedule 2 "^dtrain: config: --pp-schedule $NE without a pipeline: it applies to --pp 2 or more\$" \
+    T "$LIN" $RUN --pp-schedule gpipe
+
+# ---- the config's other keys (src/train/config_inert.c) -----------------------------------
+refuse pp_split 2 "^dtrain: config: --pp-split $NE without a pipeline: it applies to --pp 2 or more\$" \
+    T "$LIN" $RUN --pp-split round_robin
+refuse ckpt_every 2 "^dtrain: config: --checkpoint-every $NE without --checkpoint-dir \(checkpoint\.dir\): no checkpoint is written\$" \
+    T "$LIN" $RUN --checkpoint-every 5
+refuse ckpt_keep 2 "^dtrain: config: --keep-checkpoints $NE without --checkpoint-dir" \
+    T "$LIN" $RUN --keep-checkpoints 2
+refuse ckpt_on_error 2 "^dtrain: config: --checkpoint-on-error $NE without --checkpoint-dir" \
+    T "$LIN" $RUN --checkpoint-on-error continue
+refuse momentum_adam 2 "^dtrain: config: optim\.momentum \(--set\) $NE with optim\.kind adam: it applies to sgd\$" \
+    T "$LIN" $RUN --set optim.momentum=0.9
+refuse beta1_sgd 2 "^dtrain: config: optim\.beta1 \(--set\) $NE with optim\.kind sgd: it applies to adam and adamw\$" \
+    T "$LIN" $RUN --set optim.kind=sgd --set optim.beta1=0.8
+refuse gamma_cosine 2 "^dtrain: config: schedule\.gamma \(--set\) $NE with schedule\.kind cosine: it applies to step\$" \
+    T "$LIN" $RUN --set schedule.gamma=0.5
+refuse warmup_start 2 "^dtrain: config: schedule\.warmup_start \(--set\) $NE without a warm-up" \
+    T "$MLP" $RUN --set schedule.warmup_start=0.5
+refuse synth_idx 2 "^dtrain: config: data\.synth_noise \(--set\) $NE with data\.kind idx: it applies to data\.kind synthetic\$" \
+    T "$MLP" $RUN --set data.synth_noise=0.2
+refuse mean_synthetic 2 "^dtrain: config: data\.mean \(--set\) $NE with data\.kind synthetic: it scales data\.kind idx's uint8 pixels\$" \
+    T "$LIN" $RUN --set data.mean=0.1
+refuse dir_synthetic 2 "^dtrain: config: --data $NE with data\.kind synthetic: " \
+    T "$LIN" $RUN --data /tmp
+
+# A config file's key is named with its file and line.
+cat >"$tmp/ps.ini" <<'EOF'
+[train]
+epochs = 1
+[parallel]
+staleness = 2
+EOF
+refuse file_line 2 "^dtrain: config: parallel\.staleness \(.*/ps\.ini:4\) $NE under --strategy ddp: it applies to --strategy ps\$" \
+    T "$tmp/ps.ini" $RUN
+
+# ---- the command line's own options (src/cli/cmd_train.c) and the other commands ----------
+refuse trace_events 2 "^dtrain: --trace-events $NE without --trace" \
+    T "$LIN" $RUN --trace-events 100
+refuse progress_both 2 "^dtrain: --no-progress $NE with --progress" \
+    T "$LIN" --max-steps 1 --progress --no-progress
+refuse plan_servers 2 "^dtrain plan: config: --servers $NE under --strategy ddp" \
+    "$DTRAIN" plan "$LIN" --ranks 2 --bandwidth 1 --latency 1 --servers 2
+refuse launch_probe 2 "^dtrain launch: --probe-timeout $NE without --hostfile" \
+    "$DTRAIN" launch -n 2 --probe-timeout 3 -- "$LIN" --checkpoint-dir "$tmp/never"
+
+# ---- where they have an effect, the same options pass the check ---------------------------
+accept ps_options T "$LIN" --strategy ps --servers 1 --staleness 2 --explain-layout
+accept fedavg_options T "$LIN" --strategy fedavg --clients 4 --clients-per-round 2 \
+    --local-steps 3 --partition iid --explain-layout
+accept tp_options T "$LIN" --tp 2 --set parallel.tp_min_weights=0 --explain-layout
+accept pp_options T "$MLP" --pp 2 --pp-schedule gpipe --pp-split 2 --explain-layout
+# optim.momentum before optim.kind: the verdict is the final config's.
+accept sgd_momentum T "$LIN" $RUN --set optim.momentum=0.9 --set optim.kind=sgd
+accept checkpoint_dir T "$LIN" $RUN --checkpoint-dir "$tmp/ck" --checkpoint-every 1 \
+    --keep-checkpoints 1
+
+# ---- 2 ranks: one verdict, no rank left waiting ------------------------------------------
+refuse ranks_same 2 "^dtrain: config: --staleness $NE under --strategy ddp" \
+    "$MPIRUN" -np 2 "$DTRAIN" train "$LIN" $RUN --staleness 2
+# Only rank 0 sets it: rank 0 stops before MPI starts, and mpirun ends the job.
+"$MPIRUN" -np 1 "$DTRAIN" train "$LIN" $RUN --staleness 2 : -np 1 "$DTRAIN" train "$LIN" $RUN >"$tmp/mpmd.out" 2>&1
+code=$?
+if [ $code -ne 0 ] && grep -q "config: --staleness $NE" "$tmp/mpmd.out"; then
+    echo "ok ranks_differ (exit $code)"
+else
+    echo "FAIL ranks_differ: exit $code:"; sed 's/^/  /' "$tmp/mpmd.out"; fail=1
+fi
+refuse tp_pp_exceed 1 "parallel\.tp x parallel\.pp: tp 2 x pp 2 = 4 ranks exceed the job's 2\$" \
+    "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" $RUN --tp 2 --pp 2
+
+# ---- the shipped examples print nothing new ------------------------------------------------
+for ini in "$SRC"/examples/*.ini; do
+    name=example_$(basename "$ini" .ini)
+    T "$ini" $RUN >"$tmp/$name.out" 2>&1
+    code=$?
+    if [ $code -ne 0 ]; then
+        echo "FAIL $name: exit status $code:"; sed 's/^/  /' "$tmp/$name.out"; fail=1
+        continue
+    fi
+    # The header, the epoch line and the phase table, nothing else.
+    extra=$(grep -Ev -e '^dtrain: .*\.ini, 1 rank, ' -e '^epoch 1: train loss ' \
+        -e '^dtrain: time per step by phase ' -e '^  ' "$tmp/$name.out")
+    if [ -n "$extra" ]; then
+        echo "FAIL $name: lines beyond a plain run's:"; echo "$extra" | sed 's/^/  /'; fail=1
+    else
+        echo "ok $name: $(wc -l <"$tmp/$name.out") lines, none new"
+    fi
+done
+
+# ---- --resume -----------------------------------------------------------------------------
+refuse resume_missing 1 "^dtrain: resume: $tmp/no/such/path does not exist: there is nothing to resume from\$" \
+    T "$LIN" $RUN --resume "$tmp/no/such/path"
+refuse resume_missing_ranks 1 "^dtrain: rank 0: resume: $tmp/no/such/path does not exist" \
+    "$MPIRUN" -np 2 "$DTRAIN" train "$LIN" $RUN --resume "$tmp/no/such/path"
+if ! grep -q 'rank 0: resume:' "$tmp/resume_missing_ranks.out" ||
+    grep -q 'rank 0: rank 0:' "$tmp/resume_missing_ranks.out"; then
+    echo "FAIL resume_one_prefix: expected 'rank 0: resume:', never 'rank 0: rank 0:', in:"
+    sed 's/^/  /' "$tmp/resume_missing_ranks.out"
+    fail=1
+else
+    echo "ok resume_one_prefix"
+fi
+mkdir -p "$tmp/empty" "$tmp/progress" "$tmp/incomplete/step-000000004"
+: >"$tmp/progress/.progress"
+: >"$tmp/incomplete/step-000000004/part-00000.safetensors"
+refuse resume_empty 0 "^dtrain: resume: $tmp/empty is empty: training starts from the beginning\$" \
+    T "$LIN" $RUN --resume "$tmp/empty"
+refuse resume_progress 0 "^dtrain: resume: $tmp/progress holds only dtrain launch's progress file \(\.progress\), no checkpoint yet: training starts from the beginning\$" \
+    T "$LIN" $RUN --resume "$tmp/progress"
+refuse resume_incomplete 0 "^dtrain: warning: resume: $tmp/incomplete holds no complete checkpoint: 1 incomplete or corrupt set \(step-000000004\): training starts from the beginning\$" \
+    T "$LIN" $RUN --resume "$tmp/incomplete"
+grep -q "skipping $tmp/incomplete/step-000000004: .*incomplete" "$tmp/resume_incomplete.out" &&
+    echo "ok resume_incomplete_named" ||
+    { echo "FAIL resume_incomplete_named:"; sed 's/^/  /' "$tmp/resume_incomplete.out"; fail=1; }
+
+[ $fail -eq 0 ] && echo "misconf: all checks passed"
+exit $fail
