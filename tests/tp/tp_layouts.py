@@ -83,7 +83,7 @@ def random_model(rng):
     return layers, pools, min_weights
 
 
-def write_config(path, layers, min_weights):
+def write_config(path, layers):
     with open(path, "w") as f:
         f.write(
             "[data]\nkind = idx\ndir = /usr/share/datasets/fashion-mnist\nnum_classes = 10\n"
@@ -92,7 +92,6 @@ def write_config(path, layers, min_weights):
             "[loss]\nkind = cross_entropy\n"
             "[optim]\nkind = sgd\nlr = 0.05\nmomentum = 0.9\n"
             "[train]\nepochs = 1\nseed = 3\nthreads = 1\neval = off\n"
-            f"[parallel]\ntp_min_weights = {min_weights}\n"
         )
 
 
@@ -201,13 +200,15 @@ def main():
             layers, pools, min_weights = random_model(rng)
             steps = 1 if pools else 3
             cfg = os.path.join(tmp, f"case{case}.ini")
-            write_config(cfg, layers, min_weights)
+            write_config(cfg, layers)
             print(f"case {case}: {', '.join(layers)}; tp_min_weights {min_weights}; "
                   f"{steps} step(s)")
             ref0 = run.train(f"c{case}-one-0", 1, [], cfg, 0, 1)
             refn = run.train(f"c{case}-one-{steps}", 1, [], cfg, steps, 1)
             for name in args.layouts.split(","):
                 np, extra, dp = LAYOUTS[name]
+                # The threshold applies under --tp alone (one process would refuse it).
+                extra = extra + ["--set", f"parallel.tp_min_weights={min_weights}"]
                 got0 = run.train(f"c{case}-{name}-0", np, extra, cfg, 0, dp)
                 if ref0 and got0:
                     run.compare_bits(f"case {case} {name} step 0", ref0, got0)
