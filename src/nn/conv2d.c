@@ -3,7 +3,8 @@
  * backward can call the progress hook between samples, which is what lets data-parallel
  * all-reduces advance during conv2's long backward (docs/NOTES.md: Open MPI only progresses
  * inside MPI calls).
- *   forward:  col (K, P) = im2col(x_n); y_n (Co, P) = W (Co, K) @ col + b
+ *   forward:  col (K, P) = im2col(x_n); y_n (Co, P) = W (Co, K) @ col + b (dt_sgemm_nn:
+ *             OpenBLAS alone would malloc on every call for some P, tensor/gemm.h)
  *   backward: dW (Co, K) += dy_n (Co, P) @ col^T; db += sum_P dy_n;
  *             dcol (K, P) = W^T (K, Co) @ dy_n; dx_n = col2im(dcol)
  * with K = Ci*k*k and P = OH*OW.
@@ -18,6 +19,7 @@
 
 #include "core/pool.h"
 #include "nn/layer_internal.h"
+#include "tensor/gemm.h"
 #include "tensor/kernels.h"
 
 typedef struct conv_dims {
@@ -109,8 +111,7 @@ static void forward_part(void *ctx, int t, int nt)
         const float *xn = x + n * l->in_numel;
         float *yn = y + n * l->out_numel;
         dt_im2col(xn, d.ci, d.h, d.w, d.k, d.stride, d.pad, d.oh, d.ow, col);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)d.co, (int)d.P, (int)d.K, 1.0f,
-                    l->w, (int)d.K, col, (int)d.P, 0.0f, yn, (int)d.P);
+        dt_sgemm_nn(d.co, d.P, d.K, l->w, d.K, col, d.P, yn, d.P);
         if (l->b != NULL)
             dt_add_bias_channels(yn, l->b, d.co, d.P);
     }

@@ -1,10 +1,13 @@
 /* linear.c — torch.nn.Linear: y (B, out) = x (B, in) @ W^T (out, in) + b (out).
  * With a thread team, the products are split: y and dx by rows of the batch, dW by rows
- * (output features), each member calling sgemm on its part; member 0 also sums db. */
+ * (output features), each member calling sgemm on its part; member 0 also sums db. The one
+ * product without a transposed operand, dx = dy W, goes through dt_sgemm_nn: OpenBLAS alone
+ * would malloc on every call for some widths (tensor/gemm.h). */
 #include <cblas.h>
 
 #include "core/pool.h"
 #include "nn/layer_internal.h"
+#include "tensor/gemm.h"
 #include "tensor/kernels.h"
 
 static dt_status linear_plan(dt_layer *l)
@@ -94,9 +97,7 @@ static void backward_part(void *ctx, int t, int nt)
     /* dx rows [lo, hi) (B, in) = dy[lo:hi] (hi-lo, out) @ W (out, in) */
     dt_pool_share(batch, t, nt, &lo, &hi);
     if (j->dx != NULL && hi > lo && j->phase != PHASE_DW)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(hi - lo), (int)in, (int)out,
-                    1.0f, j->dy + lo * out, (int)out, l->w, (int)in, 0.0f, j->dx + lo * in,
-                    (int)in);
+        dt_sgemm_nn(hi - lo, in, out, j->dy + lo * out, out, l->w, in, j->dx + lo * in, in);
 }
 
 static dt_status linear_backward(dt_layer *l, const float *x, const float *y, const float *dy,

@@ -11,10 +11,12 @@
  * can defeat, reads x front to back (a quickselect on indices would gather x at random
  * through scratch), and needs no comparison of (magnitude, index) pairs.
  *
- * PowerSGD's products are cblas_sgemm calls; OpenBLAS single-threaded is deterministic,
- * and dtrain runs it single-threaded (docs/ARCHITECTURE.md, "Threads"). Gram-Schmidt is
- * this file's own loop, sums in double in a fixed order, so every rank that orthonormalizes
- * the same all-reduced P gets the same bits. */
+ * PowerSGD's products are cblas_sgemm calls, except P = M Q, which has no transposed operand
+ * and goes through dt_sgemm_nn (tensor/gemm.h: OpenBLAS's AVX-512 kernels malloc on every
+ * such call with r < 16 columns; ours computes them). OpenBLAS single-threaded is
+ * deterministic, and dtrain runs it single-threaded (docs/ARCHITECTURE.md, "Threads").
+ * Gram-Schmidt is this file's own loop, sums in double in a fixed order, so every rank that
+ * orthonormalizes the same all-reduced P gets the same bits. */
 #include "parallel/compress.h"
 
 #include <cblas.h>
@@ -24,6 +26,7 @@
 
 #include "dtrain/core.h"
 #include "dtrain/rng.h"
+#include "tensor/gemm.h"
 
 /* The radix digits of a 31-bit magnitude key: bits 30..20, 19..9 and 8..0. */
 enum { TOPK_SHIFT1 = 20, TOPK_SHIFT2 = 9, TOPK_BUCKETS = 2048, TOPK_BUCKETS3 = 512 };
@@ -182,8 +185,7 @@ void dt_psgd_p(const float *m, int64_t rows, int64_t cols, const float *q, int r
 {
     psgd_check(rows, cols, r);
     /* P (rows, r) = M (rows, cols) @ Q (cols, r) */
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, r, (int)cols, 1.0f, m,
-                (int)cols, q, r, 0.0f, p, r);
+    dt_sgemm_nn(rows, r, cols, m, cols, q, r, p, r);
 }
 
 void dt_psgd_q(const float *m, int64_t rows, int64_t cols, const float *p, int r, float *q)

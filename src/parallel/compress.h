@@ -5,8 +5,9 @@
  * state, no allocation (the caller sizes its buffers once; a training step never mallocs),
  * no communication (the strategy runs the all-reduces between the calls), and the same bits
  * on every call with the same inputs. The loops of this file are sequential with a fixed
- * order of operations (sums in double); the products are cblas_sgemm, whose bits depend
- * only on the BLAS build, its kernel set and its thread count: dtrain runs OpenBLAS
+ * order of operations (sums in double); the products are cblas_sgemm (P = M Q: dt_sgemm_nn,
+ * tensor/gemm.h), whose bits depend only on the BLAS build, its kernel set and its thread
+ * count: dtrain runs OpenBLAS
  * single-threaded (docs/ARCHITECTURE.md, "Threads"), which is deterministic. Ranks on CPUs
  * for which OpenBLAS picks different kernels (OPENBLAS_CORETYPE) may round a product
  * differently; the strategy decides whether that matters where ranks must agree.
@@ -106,7 +107,8 @@ void dt_sparse_add(float *dense, const uint32_t *idx, const float *val, size_t k
  * torch.randn's numbers. */
 void dt_psgd_init_q(float *q, int64_t cols, int r, uint64_t seed, uint64_t stream);
 
-/* P (rows, r) = M (rows, cols) @ Q (cols, r); row-major, cblas_sgemm. */
+/* P (rows, r) = M (rows, cols) @ Q (cols, r); row-major, dt_sgemm_nn (for r < 16 our own
+ * loop: OpenBLAS's AVX-512 kernels would malloc on every call, tensor/gemm.h). */
 void dt_psgd_p(const float *m, int64_t rows, int64_t cols, const float *q, int r, float *p);
 
 /* Orthonormalizes the r columns of p (rows, r) in place, 1 <= r <= rows (asserted): Gram-

@@ -505,22 +505,27 @@ dt_status dt_strategy_start_replicas(dt_strategy *s, dt_comm *comm)
     /* Every rank must build the same model: compare signatures before anything else
      * touches the parameters, and name every rank that differs from rank 0. (The trainer
      * has compared the settings already; this catches programs on the library that build
-     * their models themselves.) */
-    uint64_t mine = dt_model_signature(s->model), *all = NULL;
-    DT_TRY(dt_alloc(sizeof(uint64_t) * (size_t)size, "signatures", (void **)&all));
-    DT_TRY(dt_comm_allgather(comm, &mine, all, 1, DT_COMM_INT64));
-    char bad[512] = "";
-    size_t used = 0;
-    int nbad = 0;
-    for (int r = 1; r < size; r++) {
-        if (all[r] == all[0])
-            continue;
-        nbad++;
-        if (used < sizeof bad)
-            used +=
-                (size_t)snprintf(bad + used, sizeof bad - used, "%s%d", nbad > 1 ? ", " : "", r);
-    }
+     * their models themselves.) Rank 0's signature and a count of the ranks that differ
+     * need no buffer: dt_trainer_run allocates nothing unless a rank differs (the
+     * allocation tests count from its start). */
+    const uint64_t mine = dt_model_signature(s->model);
+    uint64_t first = mine, *all = NULL;
+    DT_TRY(dt_comm_bcast(comm, &first, 1, DT_COMM_INT64, 0));
+    int32_t differs = mine != first, nbad = 0;
+    DT_TRY(dt_comm_allreduce(comm, &differs, &nbad, 1, DT_COMM_INT32, DT_COMM_SUM));
     if (nbad > 0) {
+        DT_TRY(dt_alloc(sizeof(uint64_t) * (size_t)size, "signatures", (void **)&all));
+        DT_TRY(dt_comm_allgather(comm, &mine, all, 1, DT_COMM_INT64));
+        char bad[512] = "";
+        size_t used = 0;
+        for (int r = 1, n = 0; r < size; r++) {
+            if (all[r] == all[0])
+                continue;
+            n++;
+            if (used < sizeof bad)
+                used +=
+                    (size_t)snprintf(bad + used, sizeof bad - used, "%s%d", n > 1 ? ", " : "", r);
+        }
         st = dt_fail(DT_ERR_MISMATCH,
                      "%s: the model on rank%s %s differs from rank 0's (layer "
                      "kinds, settings or shapes): every rank must use the same config",

@@ -3,6 +3,7 @@
  * DT_ERR_MISMATCH and the same message naming both sides, before any data moves; the
  * handle stays usable afterwards. */
 #include "dt_test.h"
+#include "dt_test_mpi.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -165,7 +166,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_different_type_and_root),
         cmocka_unit_test(test_report_reaches_the_world),
     };
-    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = dt_test_mpi_run_cases(argv[0], tests);
     dt_comm_free(world);
     MPI_Finalize();
     return failed != 0;

@@ -6,6 +6,7 @@
  * 1, 7, 1000 and 65537: exact where the data keep sums exact, and with random data the same
  * bits on every rank within the rounding bound of the exact sum. */
 #include "dt_test.h"
+#include "dt_test_mpi.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -784,7 +785,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_algorithm_choice),
         cmocka_unit_test(test_cross_handle_progress),
     };
-    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = dt_test_mpi_run_cases(argv[0], tests);
     dt_comm_free(world);
     MPI_Finalize();
     return failed != 0;

@@ -5,6 +5,7 @@
  * result is still the same on every rank (but its order is the algorithm's). float16 and
  * bfloat16 likewise, with a rounding back to 16 bits after every step of the fold. */
 #include "dt_test.h"
+#include "dt_test_mpi.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -173,7 +174,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_bucket_boundaries),
         cmocka_unit_test(test_same_on_every_rank),
     };
-    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = dt_test_mpi_run_cases(argv[0], tests);
     dt_comm_free(world);
     MPI_Finalize();
     return failed != 0;

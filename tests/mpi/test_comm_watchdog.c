@@ -3,9 +3,10 @@
  * the grace period, naming the operation, group, sequence number, count and the missing
  * rank; a rank waiting in a different collective is named with what it waits in; a
  * receive whose sender never sends names the peer; a rank that never arrives where a
- * group is created (MPI_Comm_split, which cannot time out) is named the same way. Each case uses a fresh handle, since a
- * timed-out handle is unusable. Run with 2 or more ranks. */
+ * group is created (MPI_Comm_split, which cannot time out) is named the same way. Each case uses a
+ * fresh handle, since a timed-out handle is unusable. Run with 2 or more ranks. */
 #include "dt_test.h"
+#include "dt_test_mpi.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -205,7 +206,7 @@ int main(int argc, char **argv)
         /* last: no communicator can be made after it (see fresh) */
         cmocka_unit_test(test_split_never_arrives),
     };
-    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = dt_test_mpi_run_cases(argv[0], tests);
     for (int h = 0; h < NH; h++)
         dt_comm_free(handles[h]);
     MPI_Finalize();

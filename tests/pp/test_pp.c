@@ -13,6 +13,7 @@
  * The MLP and the ConvNet train with dropout on: every stage draws its masks from the
  * whole model's keys. */
 #include "dt_test.h"
+#include "dt_test_mpi.h"
 
 #include <math.h>
 #include <mpi.h>
@@ -288,6 +289,7 @@ static void test_round_robin(void **state)
             dt_trainer *t = NULL;
             DT_ASSERT_STATUS(dt_trainer_create(&c, world, &t), DT_ERR_INVALID);
             DT_ASSERT_ERROR_HAS("inside a tensor-parallel block");
+            dt_test_mpi_agree("the refusal of round robin under tp", DT_TEST_MPI_REFUSAL_S);
             continue;
         }
         for (int s = 0; s < 2; s++)
@@ -449,19 +451,23 @@ static void test_slots_and_messages(void **state)
 static void test_refusals(void **state)
 {
     (void)state;
-    /* Each refused on every rank, before any message: none of these can hang. */
+    /* Each refused on every rank, before any message: none of these can hang. After each,
+     * the ranks meet within seconds (dt_test_mpi_agree): a refusal that some ranks raise and
+     * others do not leaves those inside the library, waiting for the ones that left. */
     dt_config c = mlp_config();
     dt_trainer *t = NULL;
     dt_test_set_int(&c, "parallel.pp", size + 1);
     DT_ASSERT_STATUS(dt_trainer_create(&c, world, &t), DT_ERR_INVALID);
     DT_ASSERT_ERROR_HAS("parallel.pp");
     assert_null(t);
+    dt_test_mpi_agree("the refusal of pp = size + 1", DT_TEST_MPI_REFUSAL_S);
     /* A layout whose product is not the world. */
     c = mlp_config();
     dt_test_set_int(&c, "parallel.pp", size);
     dt_test_set(&c, "parallel.dp=2");
     DT_ASSERT_STATUS(dt_trainer_create(&c, world, &t), DT_ERR_INVALID);
     DT_ASSERT_ERROR_HAS("does not match");
+    dt_test_mpi_agree("the refusal of a layout that is not the world", DT_TEST_MPI_REFUSAL_S);
     /* More stages than layers. */
     c = mlp_config();
     dt_test_set(&c, "model.layers=flatten, linear 10");
@@ -470,12 +476,14 @@ static void test_refusals(void **state)
         DT_ASSERT_STATUS(dt_trainer_create(&c, world, &t), DT_ERR_INVALID);
         DT_ASSERT_ERROR_HAS("stage needs at least one layer");
     }
+    dt_test_mpi_agree("the refusal of more stages than layers", DT_TEST_MPI_REFUSAL_S);
     /* An empty stage from split points. */
     c = mlp_config();
     dt_test_set_int(&c, "parallel.pp", 2);
     dt_test_set(&c, "parallel.pp_split=7");
     DT_ASSERT_STATUS(dt_trainer_create(&c, world, &t), DT_ERR_INVALID);
     DT_ASSERT_ERROR_HAS("parallel.pp_split");
+    dt_test_mpi_agree("the refusal of an empty stage", DT_TEST_MPI_REFUSAL_S);
     /* Under tp 2, a split point inside a block (linear 32 is column-parallel, the relu
      * after it works on its block). */
     if (size == 4) {
@@ -484,6 +492,7 @@ static void test_refusals(void **state)
         DT_ASSERT_STATUS(dt_trainer_create(&c, world, &t), DT_ERR_INVALID);
         DT_ASSERT_ERROR_HAS("inside a tensor-parallel block");
     }
+    dt_test_mpi_agree("the refusal of a split inside a tp block", DT_TEST_MPI_REFUSAL_S);
     assert_null(t);
 }
 
@@ -514,11 +523,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_slots_and_messages),
         cmocka_unit_test(test_refusals),
     };
-    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = dt_test_mpi_run_cases(argv[0], tests);
     dt_comm_free(world);
-    /* One rank's failure must fail the job: agree on the worst result. */
-    int any = 0;
-    MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     MPI_Finalize();
-    return any ? 1 : 0;
+    return failed != 0;
 }
