@@ -183,6 +183,9 @@ static void world_close(world *w)
  * epoch early, no evaluation, and a constant learning rate (torch_train.py's Adam 1e-3). */
 static dt_status bench_config(dt_config *cfg, long batch, long threads, long total_steps)
 {
+    /* The file is a base that the benchmark overrides (its cosine keys, say, mean nothing
+     * under the constant rate): judge only what is set here (docs/USER_GUIDE.md's rule). */
+    dt_config_forget_given(cfg);
     char set[64];
     snprintf(set, sizeof set, "train.batch=%ld", batch);
     if (dt_config_set(cfg, set, "bench") != DT_OK)
