@@ -17,7 +17,8 @@ endif
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 
-.PHONY: all deps build demo test test-asan test-tsan fuzz fuzz-ci check-accuracy refs bench package package-fresh \
+.PHONY: all deps build demo test test-long test-asan test-tsan fuzz fuzz-ci check-accuracy refs bench \
+        package package-fresh \
         clean
 
 all: build
@@ -34,21 +35,29 @@ build: deps $(BUILD)/CMakeCache.txt
 demo: build
 	$(BUILD)/dtrain train examples/convnet.ini --progress
 
+# The README's command: every capability at least once (under 15 minutes from a clean
+# clone on 2 cores, builds included), then again under the sanitizers. The long tier
+# (label long) holds the repetitions over more ranks, seeds and sizes: `make test-long`.
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE slow $(CTEST_ARGS)
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE long $(CTEST_ARGS)
 	$(MAKE) test-asan
 	$(MAKE) test-tsan
+
+# The long tier: the MPI tests at 4 and 5 ranks, the randomized tensor-parallel layout
+# sweep at full size. CI runs it after `make test` (.ci/run).
+test-long: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L long $(CTEST_ARGS)
 
 # Unit, gradient, reference and MPI tests again under AddressSanitizer +
 # UndefinedBehaviorSanitizer, leaks included (the tests' environment names the
 # suppressions: tests/lsan.supp, Open MPI's own). Not the tests that replace malloc
-# (label alloc), the CLI tests (label cli), public_api (label api) or the slow ones, and
+# (label alloc), the CLI tests (label cli), public_api (label api) or the long tier, and
 # the MPI tests at 1-3 ranks only: 4 ranks add no code path 3 do not take (uneven splits
 # start at 3) and would double the sanitizers' time on 2 cores.
 test-asan: deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DDT_SANITIZE=ON $(CMAKE_ARGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
-	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) -L 'unit|grad|ref|mpi' -LE 'slow|alloc' \
+	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) -L 'unit|grad|ref|mpi' -LE 'long|alloc' \
 	    -E '_np4$$'
 
 # The tests that run a model on a team of threads (label threads) under ThreadSanitizer,
@@ -57,7 +66,7 @@ test-tsan: deps
 	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDT_SANITIZE_THREAD=ON \
 	    $(CMAKE_ARGS)
 	cmake --build $(TSAN_BUILD) -j $(JOBS)
-	cd $(TSAN_BUILD) && ctest --output-on-failure -j $(JOBS) -L threads -LE 'slow|alloc'
+	cd $(TSAN_BUILD) && ctest --output-on-failure -j $(JOBS) -L threads -LE 'long|alloc'
 
 # libFuzzer on each input reader for FUZZ_SECONDS, in a clang build of its own, from a
 # scratch copy of tests/fuzz/corpus; a crash fails it and names the reproducer.
@@ -73,9 +82,6 @@ fuzz:
 fuzz-ci:
 	rm -rf $(FUZZ_BUILD)/fuzz
 	$(MAKE) fuzz FUZZ_SECONDS=900 FUZZ_ARGS="-seed=1 -runs=20000"
-
-test-slow: build
-	cd $(BUILD) && ctest --output-on-failure -L slow
 
 # The accuracy targets of README.md (slow: several epochs on three seeds).
 check-accuracy: build

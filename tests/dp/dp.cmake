@@ -1,5 +1,5 @@
 # Data-parallel equivalence: N ranks equal one process.
-dt_add_mpi_test(NAME test_dp SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_dp.c NP 1 2 3 4
+dt_add_mpi_test(NAME test_dp SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_dp.c NP 1 2 3 LONG_NP 4
                 TIMEOUT 240)
 # A training run allocates nothing, on 2 ranks, under every OpenBLAS kernel set this CPU
 # runs (test_dp_alloc_np2_<set>; OpenBLAS's AVX-512 kernels malloc where others do not).

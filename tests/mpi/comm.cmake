@@ -1,4 +1,5 @@
-# The comm layer's tests. MPI tests run at 1-4 ranks (5 under the slow label),
+# The comm layer's tests. MPI tests run at 1-4 ranks (the collectives) or 2-3 ranks in
+# `make test`, and at 4 and 5 in the long tier,
 # oversubscribed on 2 cores, one at a time (dt_add_mpi_test's resource lock).
 set(DT_COMM_TEST_SUPPORT ${CMAKE_CURRENT_LIST_DIR}/comm_test_util.c
     ${CMAKE_CURRENT_LIST_DIR}/comm_cases.c)
@@ -8,9 +9,9 @@ dt_add_test(NAME test_comm_self SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_comm_self
             TIMEOUT 30)
 
 dt_add_mpi_test(NAME test_comm_coll SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_comm_coll.c
-                ${DT_COMM_TEST_SUPPORT} NP 1 2 3 4 SLOW_NP 5 TIMEOUT 120)
+                ${DT_COMM_TEST_SUPPORT} NP 1 2 3 4 LONG_NP 5 TIMEOUT 120)
 dt_add_mpi_test(NAME test_comm_det SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_comm_det.c
-                ${DT_COMM_TEST_SUPPORT} NP 1 2 3 4 SLOW_NP 5 TIMEOUT 120)
+                ${DT_COMM_TEST_SUPPORT} NP 1 2 3 LONG_NP 4 5 TIMEOUT 120)
 # It leaves MPI operations that never complete, by design: under LeakSanitizer what Open
 # MPI holds for them is suppressed too (tests/mpi/lsan_watchdog.supp says why).
 set(DT_WATCHDOG_ENV)
@@ -19,9 +20,9 @@ if(DT_SANITIZE)
       "LSAN_OPTIONS=suppressions=${CMAKE_CURRENT_LIST_DIR}/lsan_watchdog.supp:print_suppressions=0")
 endif()
 dt_add_mpi_test(NAME test_comm_watchdog SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_comm_watchdog.c
-                ${DT_COMM_TEST_SUPPORT} NP 2 3 4 SLOW_NP 5 TIMEOUT 60 ENV ${DT_WATCHDOG_ENV})
+                ${DT_COMM_TEST_SUPPORT} NP 2 3 LONG_NP 4 5 TIMEOUT 60 ENV ${DT_WATCHDOG_ENV})
 dt_add_mpi_test(NAME test_comm_check SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_comm_check.c
-                ${DT_COMM_TEST_SUPPORT} NP 2 3 4 SLOW_NP 5 TIMEOUT 60)
+                ${DT_COMM_TEST_SUPPORT} NP 2 3 LONG_NP 4 5 TIMEOUT 60)
 
 # Programs run by shell scripts (not by dt_add_mpi_test): built like the tests.
 function(dt_comm_program name)

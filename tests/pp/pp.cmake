@@ -6,7 +6,7 @@ dt_add_test(NAME test_stage_model SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_stage_m
             LABELS unit TIMEOUT 30)
 # Pipeline parallelism: 2 ranks are pp 2, 3 ranks pp 3, 4 ranks dp 2 x pp 2 and
 # tp 2 x pp 2; GPipe and 1F1B each equal single-process training.
-dt_add_mpi_test(NAME test_pp SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_pp.c NP 2 3 4 TIMEOUT 300)
+dt_add_mpi_test(NAME test_pp SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_pp.c NP 2 3 LONG_NP 4 TIMEOUT 300)
 # The CLI: --explain-layout's stages, pp 2 on the MLP bit for bit against one process, whole
 # weights across layouts, refusals without a hang.
 dt_add_cli_test(NAME cli_pp COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_pp.sh MPI TIMEOUT 180)

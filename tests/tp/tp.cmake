@@ -20,6 +20,6 @@ find_program(DT_PYTHON3 NAMES python3)
 dt_add_cli_test(NAME cli_tp_layouts MPI TIMEOUT 240
                 COMMAND ${DT_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/tp_layouts.py --dtrain
                         $<TARGET_FILE:dtrain> --mpirun ${MPIEXEC_BIN} --cases 2 --seed 1)
-dt_add_cli_test(NAME cli_tp_layouts_sweep MPI TIMEOUT 1500 LABELS slow
+dt_add_cli_test(NAME cli_tp_layouts_sweep MPI TIMEOUT 1500 LABELS long
                 COMMAND ${DT_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/tp_layouts.py --dtrain
                         $<TARGET_FILE:dtrain> --mpirun ${MPIEXEC_BIN} --cases 24 --seed 2)
