@@ -36,6 +36,17 @@ typedef enum dt_pp_schedule { DT_PP_1F1B = 0, DT_PP_GPIPE, DT_PP_SCHEDULE_COUNT 
 /* "1f1b", "gpipe"; NULL out of range. */
 DT_API const char *dt_pp_schedule_name(dt_pp_schedule s);
 
+/* Stage `stage`'s order of forwards and backwards in one step, the one the pipeline runs,
+ * as text (docs/PIPELINE.md): "<v>F<j>" is the forward of micro-batch j on virtual stage v
+ * (the stage's runs of layers, numbered from the model's input), "<v>B<j>" its backward,
+ * one space between ops, e.g. "0F0 0F1 0B0 0F2 0B1 0B2". The whole model's nlayers layers
+ * run on the stages stage_of names (dt_model_stage_plan), `micro` micro-batches under
+ * `sched`. buf needs at most 24 bytes per op (2 x micro x the stage's runs) and one. One
+ * process, no MPI. DT_ERR_INVALID for a layout the pipeline refuses or a buffer too small,
+ * DT_ERR_UNSUPPORTED for a stage with more runs than the comm layer's requests allow. */
+DT_API dt_status dt_pp_order_text(const int *stage_of, int nlayers, int stages, int micro,
+                                  dt_pp_schedule sched, int stage, char *buf, size_t len);
+
 /* Gradient compression for ddp (docs/COMPRESSION.md): fp16 and bf16 all-reduce 16-bit
  * values; topk sends each rank's `ratio` largest gradient entries (with error feedback: what
  * was not sent is added to the next step's gradient); powersgd sends rank-`rank` factors of

@@ -1,7 +1,8 @@
 /* explain.c — `dtrain train --explain-layout`: the pipeline stage each layer runs on and
  * the tensor-parallel plan of the config's model, layer by layer, with the part each tp
  * rank holds and its parameter bytes, the collectives a step costs, and each stage's share
- * of the arithmetic and the activations it sends. It runs in one process (no MPI): the
+ * of the arithmetic and the activations it sends, and each stage's order of forwards and
+ * backwards in a step (the pipeline's plan, as text). It runs in one process (no MPI): the
  * plan is a pure function of the config and the data's sample shape, the same on every
  * rank of a job. */
 #include <stdio.h>
@@ -118,6 +119,26 @@ static void stage_layers_text(const int *stage_of, int n, int s, char *buf, size
         snprintf(buf, len, "%d..%d", first, last);
 }
 
+/* Each stage's order of forwards and backwards in a step, as the pipeline plans it. */
+static dt_status print_orders(const dt_config *cfg, const int *stage_of, int pp, int m)
+{
+    /* At most 24 bytes per op (dt_pp_order_text), 2 x m ops per run of layers. */
+    const size_t len = 24 * 2 * (size_t)m * (size_t)cfg->nlayers + 1;
+    char *buf = NULL;
+    dt_status st = DT_OK;
+    DT_TRY(dt_alloc(len, "pipeline order", (void **)&buf));
+    printf("order of each stage (vFj: micro-batch j's forward on virtual stage v, the runs of "
+           "layers from the input; vBj: its backward; docs/PIPELINE.md):\n");
+    for (int s = 0; s < pp; s++) {
+        DT_TRY(dt_pp_order_text(stage_of, cfg->nlayers, pp, m, cfg->parallel.pp_schedule, s, buf,
+                                len));
+        printf("  stage %d: %s\n", s, buf);
+    }
+fail:
+    dt_free(buf);
+    return st;
+}
+
 /* Per stage: its layers, its share of the counted arithmetic (what a balanced split
  * evens out), its parameters, and the activations it sends on per sample; then the
  * schedule's bubble in theory. */
@@ -174,7 +195,7 @@ static dt_status print_stages(const dt_config *cfg, const dt_shape *shapes,
         printf("each micro-batch crosses between stages %d times each way (docs/PIPELINE.md), ",
                crossings);
     printf("%d micro-batch%s of activations held on stage 0\n", held, held == 1 ? "" : "es");
-    return DT_OK;
+    return print_orders(cfg, stage_of, pp, m);
 }
 
 /* The stage of every layer, as the trainer plans it. */

@@ -30,8 +30,8 @@
  * into v's output, evaluation's activations. */
 enum { TAG_ACT = 1024, TAG_GRAD = 2048, TAG_EVAL = 3072 };
 
-/* Receives posted ahead of their op. */
-#define PIPE_WINDOW 4
+/* Receives posted ahead of their op (pipe_plan.h, which plans with it). */
+#define PIPE_WINDOW DT_PIPE_WINDOW
 
 struct dt_pipe {
     dt_comm *comm; /* the grid's pipeline group: stage = rank */
