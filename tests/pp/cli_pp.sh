@@ -1,10 +1,11 @@
 #!/bin/sh
 # cli_pp.sh — pipeline parallelism from the command line: --explain-layout prints the
-# ConvNet's stages; the MLP trains on pp 2 and reports its stages and schedule; its weights
-# are whole (they load in one process with the same test loss, and on pp 2 again); pp 2 with
-# 4 micro-batches writes the same weights as one process with 4 micro-steps, byte for byte;
-# so does the round-robin placement; a pipeline that does not fit the job and a split point
-# out of range each end the job with a message, not a hang.
+# ConvNet's stages and each stage's 1F1B order; the MLP trains on pp 2 and reports its
+# stages and schedule; its weights are whole (they load in one process with the same test
+# loss, and on pp 2 again); pp 2 with 4 micro-batches writes the same weights as one
+# process with 4 micro-steps, byte for byte; so does the round-robin placement; a pipeline
+# that does not fit the job and a split point out of range each end the job with a message,
+# not a hang.
 set -u
 DTRAIN=${DTRAIN:?ctest sets DTRAIN}
 MPIRUN=${MPIRUN:?ctest sets MPIRUN}
@@ -56,6 +57,8 @@ check explain-conv2 "$tmp/explain.out" '^0 +2 +conv2 conv2d'
 check explain-fc1 "$tmp/explain.out" '^1 +7 +fc1 linear'
 check explain-stage0 "$tmp/explain.out" 'stage 0: layers 0\.\.2, 90\.[0-9]% of the arithmetic'
 check explain-bubble "$tmp/explain.out" '^1f1b schedule, 4 micro-batches per step: bubble .* = 0\.200'
+check explain-order0 "$tmp/explain.out" '^  stage 0: 0F0 0F1 0B0 0F2 0B1 0F3 0B2 0B3$'
+check explain-order1 "$tmp/explain.out" '^  stage 1: 1F0 1B0 1F1 1B1 1F2 1B2 1F3 1B3$'
 
 common="--max-steps 10 --batch 16 --threads 1"
 mpi pp2 2 "$MLP" --pp 2 --micro-batches 4 $common --save-weights "$tmp/pp2.safetensors"

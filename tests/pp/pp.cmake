@@ -17,8 +17,9 @@ dt_add_test(NAME test_recompute SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_recompute
 # Stages of separate runs (round-robin placement) compute what the whole model computes.
 dt_add_test(NAME test_stage_runs SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_stage_runs.c
             LABELS unit TIMEOUT 30)
-# The pipeline's orders: textbook GPipe and 1F1B for contiguous stages; round-robin orders
-# that run to the end under the pipeline's waits. Reads an internal header.
+# The pipeline's orders, compared as text ("0F0 0F1 0B0 ..."): textbook GPipe and 1F1B for
+# contiguous stages; the text form parses back and bad text is refused by position;
+# round-robin orders that run to the end under the pipeline's waits. Reads an internal header.
 dt_add_test(NAME test_pipe_plan SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_pipe_plan.c LABELS unit
             TIMEOUT 30)
 target_include_directories(test_pipe_plan PRIVATE ${PROJECT_SOURCE_DIR}/src)

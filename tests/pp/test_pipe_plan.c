@@ -1,10 +1,12 @@
 /* test_pipe_plan.c — the pipeline's orders of forwards and backwards (src/parallel/
- * pipe_plan.c): for a contiguous split they are the textbook GPipe (all forwards, then all
- * backwards) and 1F1B (P - 1 - s forwards to warm up, then one forward and one backward in
- * turn); for the round-robin placement, at every world size and micro-batch count, the
- * orders run to the end when every op waits for what pipe.c waits for (no deadlock), each
- * virtual stage takes its micro-batches in order, and no stage holds more micro-batches
- * than its slots. Layouts that break the rules are refused. */
+ * pipe_plan.c), compared as text (pipe_text.c, docs/PIPELINE.md): for a contiguous split
+ * they are the textbook GPipe (all forwards, then all backwards) and 1F1B (P - 1 - s
+ * forwards to warm up, then one forward and one backward in turn), written out for a few
+ * layouts and built for every P <= 4, M <= 8; the text form parses back; for the round-robin
+ * placement, at every world size and micro-batch count, the orders run to the end when every op
+ * waits for what pipe.c waits for (no deadlock), each virtual stage takes its micro-batches in
+ * order, and no stage holds more micro-batches than its slots. Layouts that break the rules are
+ * refused. */
 #include "dt_test.h"
 
 #include <stdio.h>
@@ -32,15 +34,71 @@ static void make(plan *pl, const int *owner, int nv, int stages, int micro, dt_p
         DT_ASSERT_OK(dt_pipe_plan(&l, s, pl->ops[s], &pl->nops[s], &pl->slots[s], &pl->depth[s]));
 }
 
-static void expect_op(const dt_pipe_op *got, int backward, int vs, int micro, const char *what)
+/* Fails naming `what` unless got == want. */
+static void expect_text(const char *what, const char *want, const char *got)
 {
-    if (got->backward != backward || got->vs != vs || got->micro != micro) {
-        fprintf(stderr, "%s: expected %c(%d, %d), got %c(%d, %d)\n", what, backward ? 'B' : 'F', vs,
-                micro, got->backward ? 'B' : 'F', got->vs, got->micro);
+    if (strcmp(want, got) != 0) {
+        fprintf(stderr, "%s:\n  expected \"%s\"\n  got      \"%s\"\n", what, want, got);
         fail();
     }
 }
 
+/* Stage s's planned order as text. */
+static void order_text(const plan *pl, int s, char *buf, size_t len)
+{
+    DT_ASSERT_OK(dt_pipe_order_format(pl->ops[s], pl->nops[s], buf, len));
+}
+
+/* The textbook orders written out (docs/PIPELINE.md's notation), through what
+ * --explain-layout prints: each stage two layers of a contiguous split. */
+static void test_textbook_orders(void **state)
+{
+    (void)state;
+    static const struct {
+        int p, m;
+        dt_pp_schedule sched;
+        const char *order[MAXP];
+    } cases[] = {
+        {2, 4, DT_PP_GPIPE, {"0F0 0F1 0F2 0F3 0B0 0B1 0B2 0B3", "1F0 1F1 1F2 1F3 1B0 1B1 1B2 1B3"}},
+        {2, 4, DT_PP_1F1B, {"0F0 0F1 0B0 0F2 0B1 0F3 0B2 0B3", "1F0 1B0 1F1 1B1 1F2 1B2 1F3 1B3"}},
+        {3, 2, DT_PP_GPIPE, {"0F0 0F1 0B0 0B1", "1F0 1F1 1B0 1B1", "2F0 2F1 2B0 2B1"}},
+        {3,
+         3,
+         DT_PP_1F1B,
+         {"0F0 0F1 0F2 0B0 0B1 0B2", "1F0 1F1 1B0 1F2 1B1 1B2", "2F0 2B0 2F1 2B1 2F2 2B2"}},
+        /* More micro-batches than stages: warm-up, steady one-and-one, cool-down. */
+        {4,
+         6,
+         DT_PP_1F1B,
+         {"0F0 0F1 0F2 0F3 0B0 0F4 0B1 0F5 0B2 0B3 0B4 0B5",
+          "1F0 1F1 1F2 1B0 1F3 1B1 1F4 1B2 1F5 1B3 1B4 1B5",
+          "2F0 2F1 2B0 2F2 2B1 2F3 2B2 2F4 2B3 2F5 2B4 2B5",
+          "3F0 3B0 3F1 3B1 3F2 3B2 3F3 3B3 3F4 3B4 3F5 3B5"}},
+        /* Fewer: the warm-up takes every micro-batch on the first stages. */
+        {4,
+         2,
+         DT_PP_1F1B,
+         {"0F0 0F1 0B0 0B1", "1F0 1F1 1B0 1B1", "2F0 2F1 2B0 2B1", "3F0 3B0 3F1 3B1"}},
+        {4, 1, DT_PP_GPIPE, {"0F0 0B0", "1F0 1B0", "2F0 2B0", "3F0 3B0"}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int stage_of[2 * MAXP];
+        for (int i = 0; i < 2 * cases[c].p; i++)
+            stage_of[i] = i / 2;
+        for (int s = 0; s < cases[c].p; s++) {
+            char got[1024], what[96];
+            DT_ASSERT_OK(dt_pp_order_text(stage_of, 2 * cases[c].p, cases[c].p, cases[c].m,
+                                          cases[c].sched, s, got, sizeof got));
+            snprintf(what, sizeof what, "%s P %d M %d stage %d",
+                     dt_pp_schedule_name(cases[c].sched), cases[c].p, cases[c].m, s);
+            expect_text(what, cases[c].order[s], got);
+        }
+    }
+}
+
+/* Every P <= 4 and M <= 8: GPipe is all forwards, then all backwards; 1F1B is
+ * min(P - 1 - s, M) forwards to warm up, then one forward and one backward in turn, then
+ * the backwards left. */
 static void test_contiguous_is_textbook(void **state)
 {
     (void)state;
@@ -50,35 +108,77 @@ static void test_contiguous_is_textbook(void **state)
         for (int v = 0; v < p; v++)
             owner[v] = v;
         for (int m = 1; m <= MAXM; m++) {
-            char what[96];
-            make(&pl, owner, p, p, m, DT_PP_GPIPE);
-            for (int s = 0; s < p; s++) {
-                snprintf(what, sizeof what, "gpipe P %d M %d stage %d", p, m, s);
-                assert_int_equal(pl.nops[s], 2 * m);
-                assert_int_equal(pl.slots[s], m);
-                for (int j = 0; j < m; j++) {
-                    expect_op(&pl.ops[s][j], 0, s, j, what);
-                    expect_op(&pl.ops[s][m + j], 1, s, j, what);
+            for (int k = 0; k < 2; k++) {
+                const dt_pp_schedule sched = k ? DT_PP_1F1B : DT_PP_GPIPE;
+                make(&pl, owner, p, p, m, sched);
+                for (int s = 0; s < p; s++) {
+                    char want[512], got[512], what[96];
+                    size_t o = 0;
+                    const int warm = !k ? m : p - 1 - s < m ? p - 1 - s : m;
+#define OP(c, j)                                                                                   \
+    (o += (size_t)snprintf(want + o, sizeof want - o, o ? " %d%c%d" : "%d%c%d", s, c, j))
+                    for (int j = 0; j < warm; j++)
+                        OP('F', j);
+                    for (int i = 0; i < m - warm; i++) {
+                        OP('F', warm + i);
+                        OP('B', i);
+                    }
+                    for (int j = m - warm; j < m; j++)
+                        OP('B', j);
+#undef OP
+                    order_text(&pl, s, got, sizeof got);
+                    snprintf(what, sizeof what, "%s P %d M %d stage %d", k ? "1f1b" : "gpipe", p, m,
+                             s);
+                    expect_text(what, want, got);
+                    assert_int_equal(pl.slots[s], !k ? m : p - s < m ? p - s : m);
                 }
-            }
-            make(&pl, owner, p, p, m, DT_PP_1F1B);
-            for (int s = 0; s < p; s++) {
-                snprintf(what, sizeof what, "1f1b P %d M %d stage %d", p, m, s);
-                const int warm = p - 1 - s < m ? p - 1 - s : m;
-                assert_int_equal(pl.slots[s], p - s < m ? p - s : m);
-                int n = 0;
-                for (int j = 0; j < warm; j++)
-                    expect_op(&pl.ops[s][n++], 0, s, j, what);
-                for (int i = 0; i < m - warm; i++) {
-                    expect_op(&pl.ops[s][n++], 0, s, warm + i, what);
-                    expect_op(&pl.ops[s][n++], 1, s, i, what);
-                }
-                for (int j = m - warm; j < m; j++)
-                    expect_op(&pl.ops[s][n++], 1, s, j, what);
-                assert_int_equal(pl.nops[s], n);
             }
         }
     }
+}
+
+/* The text form: what is parsed formats back to the same text, and a bad text is refused
+ * naming the character where it goes wrong. */
+static void test_order_text(void **state)
+{
+    (void)state;
+    static const char *const good[] = {"", "0F0", "0F0 0F1 0B0 0F2 0B1 0B2",
+                                       "12F103 3B7 0B10 2147483647F0"};
+    dt_pipe_op ops[8];
+    char back[256];
+    int n;
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        DT_ASSERT_OK(dt_pipe_order_parse(good[i], ops, 8, &n));
+        DT_ASSERT_OK(dt_pipe_order_format(ops, n, back, sizeof back));
+        expect_text("format(parse(s))", good[i], back);
+    }
+    DT_ASSERT_OK(dt_pipe_order_parse("3B7 0F10", ops, 8, &n));
+    assert_int_equal(n, 2);
+    assert_true(ops[0].backward == 1 && ops[0].vs == 3 && ops[0].micro == 7);
+    assert_true(ops[1].backward == 0 && ops[1].vs == 0 && ops[1].micro == 10);
+    static const struct {
+        const char *text, *error;
+    } bad[] = {
+        {"0F0 0X1", "at character 6 of \"0F0 0X1\": expected F or B, got 'X'"},
+        {"0F0  0B0", "at character 5 of \"0F0  0B0\": expected a virtual stage"},
+        {"01F0", "at character 1 of \"01F0\": expected a virtual stage (a number without "
+                 "leading zeros), got '0'"},
+        {"0F01", "at character 3 of \"0F01\": expected a micro-batch"},
+        {"0F", "at character 3 of \"0F\": expected a micro-batch (a number without leading "
+               "zeros), got the end"},
+        {"0F0 ", "at character 4 of \"0F0 \": expected one space and the next op, got a space at "
+                 "the end"},
+        {" 0F0", "at character 1 of \" 0F0\": expected a virtual stage"},
+        {"0F0,0B0", "at character 4 of \"0F0,0B0\": expected one space and the next op, got ','"},
+        {"0F2147483648", "at character 3 of \"0F2147483648\": expected a micro-batch"},
+        {"0F0 0F1 0F2", "at character 9 of \"0F0 0F1 0F2\": more than 2 ops"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        DT_ASSERT_STATUS(dt_pipe_order_parse(bad[i].text, ops, 2, &n), DT_ERR_INVALID);
+        DT_ASSERT_ERROR_HAS(bad[i].error);
+    }
+    DT_ASSERT_STATUS(dt_pipe_order_format(ops, 2, back, 4), DT_ERR_INVALID);
+    DT_ASSERT_ERROR_HAS("2 ops do not fit in 4 bytes");
 }
 
 /* Runs every stage's order, each op once what it waits for has run (pipe.c's waits);
@@ -190,8 +290,8 @@ static void test_refusals(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_contiguous_is_textbook),
-        cmocka_unit_test(test_round_robin_runs),
+        cmocka_unit_test(test_textbook_orders), cmocka_unit_test(test_contiguous_is_textbook),
+        cmocka_unit_test(test_order_text),      cmocka_unit_test(test_round_robin_runs),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
