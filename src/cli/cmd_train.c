@@ -55,7 +55,7 @@ static const dt_cli_option train_opts[] = {
      "backward (gradient checkpointing; same results, less activation memory)"},
     {"--explain-layout", NULL, DT_OPT_FLAG, "explain-layout",
      "print each rank's stage, which layers --tp splits, each rank's part and parameter "
-     "bytes, and exit"},
+     "bytes, each pipeline stage's order of forwards and backwards, and exit"},
     {"--accumulation", "K", DT_OPT_CONFIG_KEY, "parallel.accumulation",
      "micro-steps per optimizer step"},
     {"--zero", "0|1", DT_OPT_CONFIG_KEY, "parallel.zero", "ZeRO stage (1 shards optimizer state)"},
