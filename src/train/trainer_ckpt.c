@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "ckpt/st_meta.h"
 #include "dtrain/checkpoint.h"
 #include "train/trainer_internal.h"
 
@@ -282,8 +283,8 @@ static dt_status write_part(dt_trainer *t, const char *dir, float **wholes, int 
     DT_TRY(comp_tensors(t, c, ts + base, names + base));
     snprintf(part, sizeof part, "part-%05d.safetensors",
              dt_strategy_get_info(t->strategy)->pp_rank);
-    const char *meta[] = {"format", "pt", "producer", "dtrain"};
-    DT_TRY(dt_ckpt_write_part(dir, part, ts, n, meta, 2, entry));
+    const char *meta[] = {DT_ST_META_BASE};
+    DT_TRY(dt_ckpt_write_part(dir, part, ts, n, meta, DT_ST_META_BASE_PAIRS, entry));
 fail:
     dt_free(ts);
     dt_free(names);
