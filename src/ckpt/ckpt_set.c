@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ckpt/st_meta.h"
 #include "dtrain/checkpoint.h"
 
 #define CRC_KEY "crc32."
@@ -426,15 +427,8 @@ dt_status dt_ckpt_export(const char *dir, const char *out)
             strncmp(t->name, DT_CKPT_COMPRESS_PREFIX, strlen(DT_CKPT_COMPRESS_PREFIX)) != 0)
             ts[n++] = *t;
     }
-    /* The metadata of dtrain's weight files (dt_weights_write): nothing of time or place,
-     * so that the same weights give the same bytes. */
-    char mean[32], std[32];
-    snprintf(mean, sizeof mean, "%.17g", s->manifest.input_mean);
-    snprintf(std, sizeof std, "%.17g", s->manifest.input_std);
-    const char *meta[] = {
-        "format", "pt",        "producer", "dtrain",        "input_mean",
-        mean,     "input_std", std,        "input_scaling", "(x/255 - input_mean)/input_std"};
-    DT_TRY(dt_st_write(out, ts, n, meta, 5));
+    /* A weight file's metadata, the same as dt_weights_write's (st_meta.h). */
+    DT_TRY(dt_st_write_weights(out, ts, n, s->manifest.input_mean, s->manifest.input_std));
 fail:
     dt_free(ts);
     dt_ckpt_close(s);

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "ckpt/st_meta.h"
 #include "dtrain/checkpoint.h"
 #include "train/trainer_internal.h"
 
@@ -139,17 +140,15 @@ fail:
     return st;
 }
 
-/* Gradient compression's state as the writer puts it in the part (docs/COMPRESSION.md):
- * every replica's error-feedback residual, and PowerSGD's factors: one set every rank
- * shares (ddp), or every replica's own (ps). */
-typedef struct comp_state {
-    const float *resid; /* [replicas x count], replica order, or NULL */
-    size_t count;
+/* Gradient compression's state as the writer puts it in the part (docs/COMPRESSION.md): the
+ * strategy's dt_comp_state, its buffers gathered over the replicas. all.resid holds every
+ * replica's error-feedback residual ([replicas x all.count], replica order) or is NULL;
+ * all.q PowerSGD's factors: one set every rank shares (ddp, [all.q_count]), or every
+ * replica's own (ps, [replicas x all.q_count]); or NULL. */
+typedef struct comp_gathered {
+    dt_comp_state all;
     int replicas;
-    const float *q; /* [q_count], or [replicas x q_count] when q_per_replica; or NULL */
-    size_t q_count;
-    int q_per_replica;
-} comp_state;
+} comp_gathered;
 
 /* Each replica's `count` floats gathered into *all (allocated once, kept by the trainer).
  * Collective over the world. */
@@ -166,25 +165,23 @@ fail:
 
 /* The residuals (and a replica's own factors) gathered to every rank (each rank answers
  * the same counts, so all take part). Collective over the world. */
-static dt_status gather_comp(dt_trainer *t, comp_state *c)
+static dt_status gather_comp(dt_trainer *t, comp_gathered *c)
 {
     dt_status st = DT_OK;
     dt_comp_state cs;
-    memset(c, 0, sizeof *c);
     dt_strategy_comp_state(t->strategy, &cs);
     c->replicas = dt_strategy_get_info(t->strategy)->replicas;
-    c->count = cs.count;
-    c->q_count = cs.q_count;
-    c->q_per_replica = cs.q_per_replica;
-    c->q = cs.q_count > 0 ? cs.q : NULL;
+    c->all = cs;
+    c->all.resid = NULL;
+    c->all.q = cs.q_count > 0 ? cs.q : NULL;
     if (cs.count > 0) {
         DT_TRY(gather_replicas(t, cs.resid, cs.count, c->replicas, "checkpoint residuals",
                                &t->ckpt_resid));
-        c->resid = t->ckpt_resid;
+        c->all.resid = t->ckpt_resid;
     }
     if (cs.q_per_replica && cs.q_count > 0) {
         DT_TRY(gather_replicas(t, cs.q, cs.q_count, c->replicas, "checkpoint factors", &t->ckpt_q));
-        c->q = t->ckpt_q;
+        c->all.q = t->ckpt_q;
     }
 fail:
     return st;
@@ -207,12 +204,12 @@ static dt_status check_finite(const char *name, const float *x, size_t n)
 /* The compression state's tensors: compress.residual.<replica>.<parameter> (the parameter's
  * shape; compression runs without tp and pp, so local is whole), and compress.q or, where
  * each replica has its own, compress.q.<replica> (1-D). */
-static dt_status comp_tensors(dt_trainer *t, const comp_state *c, dt_st_tensor *ts,
+static dt_status comp_tensors(dt_trainer *t, const comp_gathered *c, dt_st_tensor *ts,
                               char (*names)[160])
 {
     const int nt = dt_model_tensor_count(t->model);
     int k = 0;
-    for (int r = 0; c->resid != NULL && r < c->replicas; r++)
+    for (int r = 0; c->all.resid != NULL && r < c->replicas; r++)
         for (int i = 0; i < nt; i++, k++) {
             const dt_param_info *p = dt_model_tensor(t->model, i);
             snprintf(names[k], sizeof names[k], DT_CKPT_COMPRESS_PREFIX "residual.%d.%s", r,
@@ -220,27 +217,27 @@ static dt_status comp_tensors(dt_trainer *t, const comp_state *c, dt_st_tensor *
             ts[k] = (dt_st_tensor){.name = names[k],
                                    .dtype = DT_ST_F32,
                                    .ndim = p->ndim,
-                                   .data = c->resid + (size_t)r * c->count + p->offset,
+                                   .data = c->all.resid + (size_t)r * c->all.count + p->offset,
                                    .nbytes = p->count * sizeof(float)};
             memcpy(ts[k].shape, p->shape, sizeof(int64_t) * (size_t)p->ndim);
             dt_status st = check_finite(names[k], ts[k].data, p->count);
             if (st != DT_OK)
                 return st;
         }
-    const int nq = c->q == NULL ? 0 : c->q_per_replica ? c->replicas : 1;
+    const int nq = c->all.q == NULL ? 0 : c->all.q_per_replica ? c->replicas : 1;
     for (int r = 0; r < nq; r++, k++) {
-        if (c->q_per_replica)
+        if (c->all.q_per_replica)
             snprintf(names[k], sizeof names[k], DT_CKPT_COMPRESS_PREFIX "q.%d", r);
         else
             snprintf(names[k], sizeof names[k], DT_CKPT_COMPRESS_PREFIX "q");
-        const float *q = c->q + (size_t)r * c->q_count;
+        const float *q = c->all.q + (size_t)r * c->all.q_count;
         ts[k] = (dt_st_tensor){.name = names[k],
                                .dtype = DT_ST_F32,
                                .ndim = 1,
-                               .shape = {(int64_t)c->q_count},
+                               .shape = {(int64_t)c->all.q_count},
                                .data = q,
-                               .nbytes = c->q_count * sizeof(float)};
-        dt_status st = check_finite(names[k], q, c->q_count);
+                               .nbytes = c->all.q_count * sizeof(float)};
+        dt_status st = check_finite(names[k], q, c->all.q_count);
         if (st != DT_OK)
             return st;
     }
@@ -249,14 +246,14 @@ static dt_status comp_tensors(dt_trainer *t, const comp_state *c, dt_st_tensor *
 
 /* The writer's part file: every tensor of the stage whole, then each state buffer's. */
 static dt_status write_part(dt_trainer *t, const char *dir, float **wholes, int nbuf,
-                            const comp_state *c, dt_ckpt_file *entry)
+                            const comp_gathered *c, dt_ckpt_file *entry)
 {
     dt_status st = DT_OK;
     const int nt = dt_model_tensor_count(t->model), base = nt * (1 + nbuf);
-    const int n = base + (c->resid != NULL ? c->replicas * nt : 0) +
-                  (c->q == NULL       ? 0
-                   : c->q_per_replica ? c->replicas
-                                      : 1);
+    const int n = base + (c->all.resid != NULL ? c->replicas * nt : 0) +
+                  (c->all.q == NULL       ? 0
+                   : c->all.q_per_replica ? c->replicas
+                                          : 1);
     dt_st_tensor *ts = NULL;
     char(*names)[160] = NULL, part[DT_CKPT_NAME_MAX];
     DT_TRY(dt_alloc(sizeof *ts * (size_t)(n > 0 ? n : 1), "checkpoint", (void **)&ts));
@@ -282,8 +279,8 @@ static dt_status write_part(dt_trainer *t, const char *dir, float **wholes, int 
     DT_TRY(comp_tensors(t, c, ts + base, names + base));
     snprintf(part, sizeof part, "part-%05d.safetensors",
              dt_strategy_get_info(t->strategy)->pp_rank);
-    const char *meta[] = {"format", "pt", "producer", "dtrain"};
-    DT_TRY(dt_ckpt_write_part(dir, part, ts, n, meta, 2, entry));
+    const char *meta[] = {DT_ST_META_BASE};
+    DT_TRY(dt_ckpt_write_part(dir, part, ts, n, meta, DT_ST_META_BASE_PAIRS, entry));
 fail:
     dt_free(ts);
     dt_free(names);
@@ -353,7 +350,7 @@ fail:
 
 /* Each writer's part, then (all parts written, on every rank's word) rank 0's manifest. */
 static dt_status save_set(dt_trainer *t, const char *dir, float **wholes, int nbuf,
-                          const comp_state *c, int64_t epoch, int64_t epoch_step, int64_t *rec,
+                          const comp_gathered *c, int64_t epoch, int64_t epoch_step, int64_t *rec,
                           int64_t *all, uint64_t *bytes)
 {
     dt_status st = DT_OK;
@@ -389,7 +386,7 @@ dt_status dt_trainer_save_checkpoint(dt_trainer *t, const char *root, int keep, 
     DT_TRY(dt_alloc(sizeof(int64_t) * REC_LEN * (size_t)si->world_size, "statuses", (void **)&all));
     /* Rank 0 makes the directory before anyone writes into it. */
     DT_TRY(agree(world, rec, all, si->main ? make_dirs(root, dir) : DT_OK));
-    comp_state comp;
+    comp_gathered comp;
     DT_TRY(gather_state(t, wholes, nbuf, bufs));
     DT_TRY(gather_comp(t, &comp));
     DT_TRY(save_set(t, dir, wholes, nbuf, &comp, epoch, epoch_step, rec, all, &info->bytes));

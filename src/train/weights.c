@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ckpt/st_meta.h"
 #include "dtrain/safetensors.h"
 #include "dtrain/train.h"
 
@@ -35,13 +36,7 @@ dt_status dt_weights_write(const dt_model *m, const float *whole, const char *pa
         ts[i].data = whole + p->whole_offset;
         ts[i].nbytes = p->whole_count * sizeof(float);
     }
-    char mean[32], std[32];
-    snprintf(mean, sizeof mean, "%.17g", input_mean);
-    snprintf(std, sizeof std, "%.17g", input_std);
-    const char *meta[] = {
-        "format", "pt",        "producer", "dtrain",        "input_mean",
-        mean,     "input_std", std,        "input_scaling", "(x/255 - input_mean)/input_std"};
-    DT_TRY(dt_st_write(path, ts, n, meta, 5));
+    DT_TRY(dt_st_write_weights(path, ts, n, input_mean, input_std));
 fail:
     dt_free(ts);
     if (st != DT_OK)

@@ -8,8 +8,8 @@
 #     empty directory starts from the beginning saying so (tests/cli/misconf.sh has the rest);
 #   - a file-size limit fails the next checkpoint with a message and a non-zero exit, the
 #     previous one stays valid; --checkpoint-on-error continue trains on;
-#   - inspect verifies, export writes the same bytes twice and loads with --init-weights, eval
-#     gives the run's test loss.
+#   - inspect verifies, export writes the same bytes twice, and the bytes --save-weights wrote
+#     for the same step; it loads with --init-weights, eval gives the run's test loss.
 set -u
 DTRAIN=${DTRAIN:?ctest sets DTRAIN}
 MPIRUN=${MPIRUN:?ctest sets MPIRUN}
@@ -48,7 +48,7 @@ has() { # has NAME FILE REGEX
 }
 
 same_file() { # same_file NAME A B
-    if cmp -s "$2" "$3"; then ok "$1: identical bytes"; else bad "$1: $2 and $3 differ"; fi
+    if cmp -s "$2" "$3"; then ok "$1: identical bytes"; else bad "$1: $(cmp "$2" "$3" 2>&1 | head -1)"; fi
 }
 
 # The loss printed for step N of a run's log.
@@ -119,6 +119,9 @@ has inspect-state "$tmp/inspect.out" '^optim\.exp_avg_sq\.1\.weight +F32 +\(128,
 "$DTRAIN" export "$tmp/c2" "$tmp/e1.st" >/dev/null 2>&1 || bad "export: exit $?"
 "$DTRAIN" export "$tmp/c2/step-000000012" "$tmp/e2.st" >/dev/null 2>&1 || bad "export 2: exit $?"
 same_file export-deterministic "$tmp/e1.st" "$tmp/e2.st"
+# An export and --save-weights of the same parameters are one kind of file: the same bytes
+# (one metadata builder, src/ckpt/st_meta.c). resumed2 saved step 12's weights; c2 holds step 12.
+same_file export-equals-save-weights "$tmp/resumed2.st" "$tmp/e1.st"
 "$DTRAIN" eval "$tmp/c2" >"$tmp/eval.out" 2>&1 || bad "eval: exit $?"
 run init-export ok 0 --epochs 0 --max-steps 0 --init-weights "$tmp/e1.st" \
     --metrics "$tmp/init-export.json"

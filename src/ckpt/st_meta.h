@@ -1,0 +1,24 @@
+/* st_meta.h (internal) — the safetensors metadata dtrain writes, in one place: the pair
+ * every file starts with (checkpoint parts, weight files), and a weight file's whole set.
+ *
+ * The metadata holds nothing of time or place, so that the same tensors give the same bytes
+ * (docs/checkpoint-format.md). A weight file (`--save-weights`, dt_weights_write) and an
+ * export of a checkpoint (`dtrain export`, dt_ckpt_export) carry the same keys: both go
+ * through dt_st_write_weights. */
+#ifndef DT_CKPT_ST_META_H
+#define DT_CKPT_ST_META_H
+
+#include "dtrain/safetensors.h"
+
+/* The first pairs of every file dtrain writes: "format" "pt" (PyTorch's safetensors loader
+ * takes it), and who wrote it. DT_ST_META_BASE_PAIRS pairs. */
+#define DT_ST_META_BASE "format", "pt", "producer", "dtrain"
+#define DT_ST_META_BASE_PAIRS 2
+
+/* Writes tensors[0..n) to path (dt_st_write: atomic, deterministic) as a dtrain weight file:
+ * the base pairs, then the data's scaling (input_mean, input_std, printed with %.17g so
+ * that they read back exactly, and the formula they stand in). */
+dt_status dt_st_write_weights(const char *path, const dt_st_tensor *tensors, int n,
+                              double input_mean, double input_std);
+
+#endif
