@@ -276,8 +276,8 @@ size_t dt_param_whole_index(const dt_param_info *t, size_t local)
 
 /* Each rank's part of t: rows (or columns) [lo, hi) of the split dimension, cut as layer l's
  * split was (a row-parallel weight after a flattened channel block: whole channels). */
-static size_t part_count(const dt_layer *l, const dt_param_info *t, int rank, int size,
-                         int64_t *lo, int64_t *hi)
+static size_t part_count(const dt_layer *l, const dt_param_info *t, int rank, int size, int64_t *lo,
+                         int64_t *hi)
 {
     const int64_t dim = t->whole_shape[t->split_dim];
     dt_tp_part(dim, l->tp_unit, size, rank, lo, hi);

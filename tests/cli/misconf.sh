@@ -25,22 +25,9 @@ LIN="$SRC/examples/linreg.ini"
 # linreg.ini is synthetic: a run that gets past the checks takes milliseconds.
 RUN="--max-steps 1 --no-progress"
 
-# refuse NAME CODE REGEX CMD...: CMD exits with status CODE and prints a line matching the
-# extended regular expression REGEX.
-refuse() {
-    name=$1 want=$2 regex=$3
-    shift 3
-    "$@" >"$tmp/$name.out" 2>&1
-    code=$?
-    if [ "$code" -ne "$want" ]; then
-        echo "FAIL $name: exit status $code, expected $want:"; sed 's/^/  /' "$tmp/$name.out"
-        fail=1
-    elif ! grep -Eq -e "$regex" "$tmp/$name.out"; then
-        echo "FAIL $name: no line matches /$regex/ in:"; sed 's/^/  /' "$tmp/$name.out"; fail=1
-    else
-        echo "ok $name (exit $code): $(grep -E -e "$regex" "$tmp/$name.out" | head -1)"
-    fi
-}
+. "$SRC/tests/support/expect.sh"
+# refuse NAME CODE REGEX CMD...: CMD exits with status CODE and prints a line matching REGEX.
+refuse() { expect_status "$@"; }
 
 # accept NAME CMD...: CMD exits 0.
 accept() {

@@ -15,6 +15,23 @@ expect_fail() {
     fi
 }
 
+# expect_status NAME CODE REGEX CMD...: CMD must exit with status CODE and print a line
+# matching the extended regular expression REGEX.
+expect_status() {
+    name=$1 want=$2 regex=$3
+    shift 3
+    "$@" >"$tmp/$name.out" 2>&1
+    code=$?
+    if [ "$code" -ne "$want" ]; then
+        echo "FAIL $name: exit status $code, expected $want:"; sed 's/^/  /' "$tmp/$name.out"
+        fail=1
+    elif ! grep -Eq -e "$regex" "$tmp/$name.out"; then
+        echo "FAIL $name: no line matches /$regex/ in:"; sed 's/^/  /' "$tmp/$name.out"; fail=1
+    else
+        echo "ok $name (exit $code): $(grep -E -e "$regex" "$tmp/$name.out" | head -1)"
+    fi
+}
+
 # expect_ok NAME CMD...: CMD must exit 0; its output is kept in $tmp/NAME.out.
 expect_ok() {
     name=$1
