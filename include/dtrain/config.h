@@ -28,7 +28,9 @@ extern "C" {
 #define DT_CONFIG_MAX_LAYERS 64
 #define DT_CONFIG_PATH_MAX 512
 #define DT_CONFIG_MAX_TARGETS 16
-#define DT_CONFIG_MAX_KEYS 128 /* the key table's capacity (config_keys.c) */
+#define DT_CONFIG_MAX_KEYS                                                                         \
+    128                        /* the key table's capacity (config_keys.c), the registry's         \
+                                strategy settings included */
 #define DT_CONFIG_GIVEN_MAX 96 /* how a key was set: "--lr", "optim.lr (run.ini:12)" */
 
 typedef enum dt_data_kind {
@@ -83,13 +85,13 @@ typedef struct dt_config {
                                every rank (counted), 1 stops the run naming rank and layer */
     } train;
     struct {
-        dt_strategy_kind strategy; /* ddp (a world of one: single), ps, fedavg */
-        int dp, tp, pp;            /* 0 = derive (dp = world / (tp * pp)) */
-        int64_t tp_min_weights;    /* tp: layers with fewer weights stay whole */
-        int64_t global_batch;      /* 0 = batch * dp * accumulation */
-        int accumulation;          /* micro-steps per optimizer step */
-        int micro_batches;         /* the pipeline's name for accumulation; 0: unset (see
-                                      dt_config_micro_batches) */
+        int strategy;   /* the registry's number of the strategy (dt_strategy_name): ddp, ... */
+        int dp, tp, pp; /* 0 = derive (dp = world / (tp * pp)) */
+        int64_t tp_min_weights; /* tp: layers with fewer weights stay whole */
+        int64_t global_batch;   /* 0 = batch * dp * accumulation */
+        int accumulation;       /* micro-steps per optimizer step */
+        int micro_batches;      /* the pipeline's name for accumulation; 0: unset (see
+                                   dt_config_micro_batches) */
         dt_pp_schedule pp_schedule;
         dt_stage_split pp_placement;            /* without pp_split: balanced or round-robin */
         int pp_split[DT_CONFIG_MAX_LAYERS - 1]; /* stage s + 1 begins at layer pp_split[s] */
@@ -103,6 +105,10 @@ typedef struct dt_config {
         int servers;                  /* ps: server ranks */
         int staleness;                /* ps: DT_PS_STALENESS_INF or a number of steps */
         dt_compress_options compress; /* ddp: gradient compression (strategy.h) */
+        /* The settings strategies declare in the registry (config keys such as
+         * localsgd.sync_every), by the registry's numbering; dt_config_strategy_options
+         * hands them on. */
+        double settings[DT_STRATEGY_SETTINGS_MAX];
     } parallel;
     struct {
         int clients;           /* simulated clients */

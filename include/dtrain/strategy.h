@@ -11,20 +11,20 @@
 #define DTRAIN_STRATEGY_H
 
 #include "dtrain/core.h"
+#include "dtrain/fed.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef enum dt_strategy_kind {
-    DT_STRATEGY_DDP = 0, /* synchronous data parallelism (all-reduce); one rank: single */
-    DT_STRATEGY_PS,      /* parameter servers, bulk- or stale-synchronous or asynchronous */
-    DT_STRATEGY_FEDAVG,  /* federated averaging over simulated clients */
-    DT_STRATEGY_COUNT
-} dt_strategy_kind;
-
-/* "ddp", "ps", "fedavg"; NULL for a value out of range. */
-DT_API const char *dt_strategy_kind_name(dt_strategy_kind kind);
+/* The strategies this library was built with, from its registry (one row per strategy:
+ * src/parallel/registry.c; docs/ARCHITECTURE.md says how one is added): names 0 ..
+ * dt_strategy_count() - 1 in the order --help lists them, the first the default ("ddp",
+ * "ps", "fedavg", "localsgd"); NULL out of range. A world of one under ddp is `single`. */
+DT_API int dt_strategy_count(void);
+DT_API const char *dt_strategy_name(int i);
+/* Its one line of help; NULL out of range. */
+DT_API const char *dt_strategy_help(int i);
 
 /* The order in which a pipeline stage runs its micro-batches' forwards (F) and backwards
  * (B). GPipe: every F, then every B, so a stage holds all M micro-batches' activations.
@@ -105,8 +105,19 @@ typedef enum dt_strategy_opt {
     DT_SO_COUNT
 } dt_strategy_opt;
 
+/* A setting that a strategy declares in its registry row (its config key, its value, and
+ * how it was given), beyond the fields of dt_strategy_options below, which hold the
+ * settings of the strategies that predate the registry. A strategy added since declares
+ * its own here and edits no public header (docs/ARCHITECTURE.md). */
+#define DT_STRATEGY_SETTINGS_MAX 16
+typedef struct dt_strategy_setting_value {
+    const char *key;   /* "localsgd.sync_every" (static, the registry's) */
+    double value;      /* integers held exactly */
+    const char *given; /* as the user wrote it ("--sync-every"), or NULL: not given */
+} dt_strategy_setting_value;
+
 typedef struct dt_strategy_options {
-    dt_strategy_kind kind;
+    const char *strategy;       /* a registry name (dt_strategy_name); "ddp" by default */
     int dp, tp, pp;             /* grid axes; dp 0: the ranks left over by tp x pp */
     int64_t tp_min_weights;     /* tp: a layer with fewer weights stays whole (model.h) */
     int micro_batches;          /* micro-steps per optimizer step (gradient accumulation), >= 1 */
@@ -128,8 +139,14 @@ typedef struct dt_strategy_options {
      * FedProx's proximal term mu/2 |w - w_global|^2. */
     int clients, clients_per_round, local_epochs;
     int64_t local_steps;
+    int64_t rounds;             /* fedavg: the run's length (train.epochs does not apply) */
+    dt_fed_partition partition; /* fedavg: how the training set is dealt to the clients */
     double fedprox_mu;
     uint64_t seed;
+    /* Every registered strategy's settings at their defaults, then as set: read and write
+     * them with dt_strategy_options_get and _set. */
+    dt_strategy_setting_value settings[DT_STRATEGY_SETTINGS_MAX];
+    int nsettings;
     /* given[o]: how option o was set explicitly, as the user wrote it ("--staleness",
      * "parallel.staleness (run.ini:7)"), or NULL while it holds its default (never judged).
      * dt_config_strategy_options points these into the config. */
@@ -146,6 +163,19 @@ typedef struct dt_strategy_options {
  * overlap on, PyTorch DDP's buckets (25 MiB, first 1 MiB); under ps one server and
  * staleness 0; no option given. */
 DT_API dt_strategy_options dt_strategy_options_default(void);
+
+/* How many of the world's ranks the strategy o names sets apart from computing: ps's
+ * servers, which hold the parameters and apply what the workers push; 0 for the others. */
+DT_API int dt_strategy_apart(const dt_strategy_options *o);
+
+/* Sets the registry setting `key` ("localsgd.sync_every") to `value`, `given` (may be NULL)
+ * saying how the user wrote it. DT_ERR_INVALID for an unknown key, a value out of its range
+ * or an integer setting given a fraction, naming it. */
+DT_API dt_status dt_strategy_options_set(dt_strategy_options *o, const char *key, double value,
+                                         const char *given);
+/* The value of registry setting `key`; DT_ERR_INVALID for an unknown key. */
+DT_API dt_status dt_strategy_options_get(const dt_strategy_options *o, const char *key,
+                                         double *value);
 
 /* The options' verdict for a job of `world` ranks, as dt_strategy_create gives it before
  * any message: sizes in range, a layout that fits, and every option given explicitly that

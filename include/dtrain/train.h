@@ -270,6 +270,14 @@ typedef struct dt_train_layout {
     int stage_first, stage_last; /* this rank's pipeline stage: layers [first, last) */
     int stage_runs;              /* its runs of layers: 1, or under the round-robin placement
                                   * every pp-th layer of [first, last) each on its own */
+    /* What the strategy says of itself (static strings): its name ("single" for ddp on a
+     * world of one), this rank's role ("replica", "stage", "worker", "server" or
+     * "clients"), what the run calls one pass ("epoch", or "round" where the strategy cuts
+     * the run in rounds), the config key that sets the run's length in place of
+     * train.epochs (NULL, or "fedavg.rounds"), and its own words on its layout for a log's
+     * header (" (ps: 2 workers, 1 server, staleness 0)", or ""). */
+    const char *strategy, *role, *epoch_word, *length_key;
+    char summary[160];
 } dt_train_layout;
 DT_API void dt_trainer_layout(const dt_trainer *t, dt_train_layout *out);
 

@@ -261,18 +261,19 @@ static int make_layout(const dt_config *cfg, const dt_cli_values *v, layout *y)
     y->tp = cfg->parallel.tp > 0 ? cfg->parallel.tp : 1;
     y->pp = cfg->parallel.pp > 0 ? cfg->parallel.pp : 1;
     const char *ranks = dt_cli_string(v, "ranks");
-    y->servers = 0;
-    if (cfg->parallel.strategy == DT_STRATEGY_PS) {
+    dt_strategy_options so;
+    dt_config_strategy_options(cfg, &so);
+    y->servers = dt_strategy_apart(&so);
+    if (y->servers > 0) {
         y->world = ranks != NULL ? atoi(ranks) : 0;
-        y->servers = cfg->parallel.servers;
         y->dp = y->world - y->servers;
         y->micro = dt_config_micro_batches(cfg);
         y->batch = cfg->train.batch;
         if (ranks == NULL || y->dp < 1 || y->tp * y->pp != 1) {
             fprintf(stderr,
-                    "dtrain plan: ps needs --ranks N with N > --servers (%d), and no tp "
+                    "dtrain plan: %s needs --ranks N with N > --servers (%d), and no tp "
                     "or pp\n",
-                    y->servers);
+                    so.strategy, y->servers);
             return DT_EXIT_USAGE;
         }
         return DT_EXIT_OK;

@@ -138,6 +138,7 @@ typedef struct run_ctx {
     int bar_open;  /* a progress bar line is on the terminal, unterminated */
     dt_tb *tb;     /* --tensorboard, rank 0 only */
     int64_t global_batch;
+    dt_train_layout lay; /* the layout and what the strategy says of itself */
 } run_ctx;
 
 static void write_json(FILE *f, cJSON *o)
@@ -208,7 +209,8 @@ static dt_status on_step(void *vctx, const dt_step_info *s)
 static dt_status on_epoch(void *vctx, const dt_epoch_info *e)
 {
     run_ctx *c = vctx;
-    const int fed = c->cfg->parallel.strategy == DT_STRATEGY_FEDAVG;
+    /* A strategy that cuts the run in rounds (fedavg) counts a round's local samples. */
+    const int rounds = strcmp(c->lay.epoch_word, "epoch") != 0;
     if (c->rank != 0)
         return DT_OK;
     if (c->bar_open) { /* stopped mid-epoch (--max-steps): end the bar's line */
@@ -219,7 +221,7 @@ static dt_status on_epoch(void *vctx, const dt_epoch_info *e)
     if (e->steps == 0)
         printf("no training steps (evaluation only):");
     else
-        printf("%s %lld: train loss %.4f", fed ? "round" : "epoch", (long long)e->epoch + 1,
+        printf("%s %lld: train loss %.4f", c->lay.epoch_word, (long long)e->epoch + 1,
                e->train_loss);
     if (!isnan(e->test_loss))
         printf("  test loss %.4f", e->test_loss);
@@ -227,7 +229,7 @@ static dt_status on_epoch(void *vctx, const dt_epoch_info *e)
         printf("  test accuracy %.4f", e->test_accuracy);
     if (e->steps == 0)
         printf("\n");
-    else if (fed) /* a round's samples: its clients' local epochs or steps, added up */
+    else if (rounds) /* a round's samples: its clients' local epochs or steps, added up */
         printf("  %.0f local samples/s  (%.2f s)\n", e->samples_per_s, e->epoch_s);
     else
         printf("  %.0f samples/s  (%.1f s)\n", e->samples_per_s, e->epoch_s);
@@ -244,7 +246,7 @@ static dt_status on_epoch(void *vctx, const dt_epoch_info *e)
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "event", "epoch");
         cJSON_AddNumberToObject(o, "epoch", (double)e->epoch + 1);
-        if (fed) { /* the round's clients: dt_fed_sample, as the strategy draws them */
+        if (rounds) { /* the round's clients: dt_fed_sample, as the strategy draws them */
             const dt_config *cf = c->cfg;
             int sampled[64];
             cJSON_AddNumberToObject(o, "round", (double)e->epoch + 1);
@@ -302,9 +304,9 @@ static dt_status setup_observe(dt_trainer *t, const dt_cli_values *vals, const d
         if (end == jitter || *end != '\0' || !(ms >= 0) || ms > 1e6)
             return dt_fail(DT_ERR_INVALID, "--jitter: '%s' is not a number of milliseconds",
                            jitter);
-        const int server =
-            cfg->parallel.strategy == DT_STRATEGY_PS && rank >= world->size - cfg->parallel.servers;
-        if (!server)
+        dt_train_layout lay;
+        dt_trainer_layout(t, &lay);
+        if (strcmp(lay.role, "server") != 0) /* a server only applies what workers send */
             dt_trainer_set_jitter(t, ms / 1e3);
     }
     const char *slow = dt_cli_string(vals, "slow-rank");
@@ -424,6 +426,8 @@ static dt_status report_partition(const dt_config *cfg, dt_trainer *t, FILE *met
     const int64_t *client_of = NULL;
     int64_t mv = 0;
     dt_trainer_fed_partition(t, &client_of, &mv);
+    if (client_of == NULL) /* the strategy keeps none */
+        return DT_OK;
     const dt_dataset *tr = dt_trainer_train_set(t);
     const int C = cfg->fedavg.clients;
     const int64_t K = tr->targets == DT_TARGETS_LABELS ? tr->num_classes : 1;
@@ -487,7 +491,7 @@ static dt_status print_header(const dt_config *cfg, const dt_cli_world *world, d
         return st;
     dt_train_layout lay;
     dt_trainer_layout(t, &lay);
-    char layout[96] = "", params[96] = "";
+    char layout[sizeof lay.summary] = "", params[96] = "";
     if (lay.tp > 1 || lay.pp > 1) {
         if (lay.pp > 1)
             snprintf(layout, sizeof layout, " (dp %d x tp %d x pp %d)", lay.dp, lay.tp, lay.pp);
@@ -495,27 +499,10 @@ static dt_status print_header(const dt_config *cfg, const dt_cli_world *world, d
             snprintf(layout, sizeof layout, " (dp %d x tp %d)", lay.dp, lay.tp);
         snprintf(params, sizeof params, " (%zu on rank 0)", dt_model_param_count(m));
     }
-    if (cfg->parallel.strategy == DT_STRATEGY_FEDAVG) {
-        char local[48];
-        if (cfg->fedavg.local_steps > 0)
-            snprintf(local, sizeof local, "%lld local steps", (long long)cfg->fedavg.local_steps);
-        else
-            snprintf(local, sizeof local, "%d local epoch%s", cfg->fedavg.local_epochs,
-                     cfg->fedavg.local_epochs == 1 ? "" : "s");
-        snprintf(layout, sizeof layout, " (fedavg: %d of %d clients per round, %s, %lld rounds)",
-                 cfg->fedavg.clients_per_round, cfg->fedavg.clients, local,
-                 (long long)cfg->fedavg.rounds);
-    }
-    if (cfg->parallel.strategy == DT_STRATEGY_PS) {
-        char bound[16] = "inf";
-        if (cfg->parallel.staleness != DT_PS_STALENESS_INF)
-            snprintf(bound, sizeof bound, "%d", cfg->parallel.staleness);
-        snprintf(layout, sizeof layout, " (ps: %d worker%s, %d server%s, staleness %s)", lay.dp,
-                 lay.dp == 1 ? "" : "s", world->size - lay.dp, world->size - lay.dp == 1 ? "" : "s",
-                 bound);
-    }
+    if (lay.summary[0] != '\0')
+        snprintf(layout, sizeof layout, "%s", lay.summary);
     char steps[96];
-    if (cfg->parallel.strategy == DT_STRATEGY_FEDAVG) /* a step is a round */
+    if (strcmp(lay.epoch_word, "epoch") != 0) /* a step is a round */
         snprintf(steps, sizeof steps, "local batches of %lld",
                  (long long)dt_trainer_global_batch(t));
     else
@@ -559,7 +546,7 @@ static dt_status print_header(const dt_config *cfg, const dt_cli_world *world, d
                (double)mem.input_bytes / 1e6, (double)mem.state_bytes / 1e6,
                (double)mem.working_bytes / 1e6);
     if (cfg->parallel.compress.kind != DT_COMPRESS_NONE && lay.dp == 1 &&
-        cfg->parallel.strategy != DT_STRATEGY_FEDAVG) /* fedavg compresses each client's update */
+        strcmp(lay.role, "clients") != 0) /* fedavg compresses each client's update */
         printf("dtrain: warning: --compress compresses what data-parallel ranks exchange; with "
                "one replica there is no exchange and it changes nothing\n");
     if (lay.tp > 1 && lay.pp == 1 && dt_model_param_count(m) == dt_model_whole_param_count(m))
@@ -618,7 +605,7 @@ static void write_comm_record(FILE *metrics, const dt_config *cfg, const dt_trai
     dt_compress_format(&cfg->parallel.compress, mode, sizeof mode);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "event", "comm");
-    cJSON_AddStringToObject(o, "strategy", dt_strategy_kind_name(cfg->parallel.strategy));
+    cJSON_AddStringToObject(o, "strategy", dt_strategy_name(cfg->parallel.strategy));
     cJSON_AddStringToObject(o, "compress", mode);
     cJSON_AddNumberToObject(o, "steps", (double)cs->optim_steps);
     cJSON_AddNumberToObject(o, "wire_bytes_per_step", (double)cs->wire_bytes_per_step);
@@ -655,7 +642,9 @@ static dt_status report_comm(const dt_config *cfg, const dt_cli_world *world, dt
     }
     if (cs.ps_servers > 0)
         return report_ps(world, &cs);
-    if (cfg->parallel.strategy == DT_STRATEGY_FEDAVG && world->rank == 0 &&
+    dt_train_layout lay;
+    dt_trainer_layout(t, &lay);
+    if (strcmp(lay.role, "clients") == 0 && world->rank == 0 &&
         cfg->parallel.compress.kind != DT_COMPRESS_NONE && cs.wire_bytes_per_step > 0) {
         char mode[64];
         dt_compress_format(&cfg->parallel.compress, mode, sizeof mode);
@@ -794,16 +783,18 @@ int dt_cmd_train(int argc, char **argv)
                           (tty && !dt_cli_flag(&vals, "no-progress"))};
     if (world.rank == 0 && print_header(&cfg, &world, t, threads) != DT_OK)
         goto fail;
-    if (world.rank == 0 && cfg.parallel.strategy == DT_STRATEGY_FEDAVG) {
+    dt_trainer_layout(t, &ctx.lay);
+    if (world.rank == 0 && ctx.lay.length_key != NULL) {
         /* Said, not refused: every config file names its epochs, and fedavg runs from the
          * same files (docs/FEDAVG.md). */
         if (dt_config_given(&cfg, "train.epochs") != NULL)
-            printf("dtrain: fedavg: %s is ignored: --rounds (fedavg.rounds) sets the length "
-                   "of training\n",
-                   dt_config_given(&cfg, "train.epochs"));
-        if (report_partition(&cfg, t, metrics) != DT_OK)
-            goto fail;
+            printf("dtrain: %s: %s is ignored: %s sets the length of training\n",
+                   dt_strategy_name(cfg.parallel.strategy), dt_config_given(&cfg, "train.epochs"),
+                   ctx.lay.length_key);
     }
+    /* Where the strategy deals the training set to clients (fedavg), how. */
+    if (world.rank == 0 && report_partition(&cfg, t, metrics) != DT_OK)
+        goto fail;
     dt_train_callbacks cb = {
         .ctx = &ctx, .on_step = on_step, .on_epoch = on_epoch, .on_checkpoint = on_checkpoint};
     const char *trace = dt_cli_string(&vals, "trace");

@@ -27,7 +27,7 @@
 #include "nn/model_team.h"
 #include "optim/optim_team.h"
 #include "parallel/gcomp.h"
-#include "parallel/strategy.h"
+#include "parallel/strategy_impl.h"
 
 #define DP_MAX_BUCKETS 256
 
@@ -403,6 +403,9 @@ dt_status dt_ddp_create(const dt_strategy_options *opt, dt_comm *world, dt_grid 
 {
     dt_ddp *dp = NULL;
     *out = NULL;
+    /* A replica alone on its dp axis has nothing to all-reduce: single.c's step. */
+    if (dt_grid_size(grid, DT_GRID_DP) == 1)
+        return dt_single_create(opt, world, grid, out);
     dt_status st = dt_alloc(sizeof *dp, "data parallelism", (void **)&dp);
     if (st != DT_OK)
         return st;
@@ -414,5 +417,41 @@ dt_status dt_ddp_create(const dt_strategy_options *opt, dt_comm *world, dt_grid 
     dp->rank = dt_comm_rank(dp->comm);
     dp->size = dt_comm_size(dp->comm);
     *out = &dp->base;
+    return DT_OK;
+}
+
+/* ddp (a world of one: single) on the dp x tp x pp grid. */
+dt_status dt_ddp_check(const dt_strategy_options *o, int world, int tp, int pp)
+{
+    /* ZeRO-1 reduce-scatters the whole gradient after backward: no bucket, no overlap. */
+    static const dt_strategy_opt bucketed[] = {DT_SO_OVERLAP, DT_SO_BUCKET_CAP_MB,
+                                               DT_SO_FIRST_BUCKET_MB};
+    for (size_t i = 0; o->zero && i < sizeof bucketed / sizeof bucketed[0]; i++)
+        if (o->given[bucketed[i]] != NULL)
+            return dt_fail(DT_ERR_INVALID,
+                           "%s has no effect with --zero 1: ZeRO-1 reduce-scatters the whole "
+                           "gradient after backward, without buckets",
+                           o->given[bucketed[i]]);
+    if (o->micro_batches < 1)
+        return dt_fail(DT_ERR_INVALID, "parallel.accumulation: %d micro-batches, need >= 1",
+                       o->micro_batches);
+    if (world <= 0)
+        return DT_OK;
+    /* The grid's own words (comm/grid.c) when dp is derived. */
+    if (o->dp == 0 && (long long)tp * pp > world)
+        return dt_fail(DT_ERR_INVALID,
+                       "parallel.tp x parallel.pp: tp %d x pp %d = %lld ranks exceed the job's %d",
+                       tp, pp, (long long)tp * pp, world);
+    if (o->dp == 0 && world % (tp * pp) != 0)
+        return dt_fail(DT_ERR_INVALID,
+                       "parallel.tp x parallel.pp: tp %d x pp %d = %d does not divide the %d "
+                       "ranks of the job, so dp cannot be derived",
+                       tp, pp, tp * pp, world);
+    const int dp = o->dp > 0 ? o->dp : world / (tp * pp);
+    if ((long long)dp * tp * pp != world)
+        return dt_fail(DT_ERR_INVALID,
+                       "parallel.dp: dp %d x tp %d x pp %d = %lld does not match "
+                       "the %d ranks of the job",
+                       dp, tp, pp, (long long)dp * tp * pp, world);
     return DT_OK;
 }

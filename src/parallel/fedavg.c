@@ -20,6 +20,7 @@
  *      3 ranks give the same bits: tests/fed).
  * A client's local order and dropout masks are keyed by (round, client, local epoch), never
  * by the rank, for the same reason. Only the updates cross the network. */
+#include <stdio.h>
 #include <string.h>
 
 #include "core/half.h"
@@ -27,7 +28,7 @@
 #include "dtrain/optim.h"
 #include "dtrain/rng.h"
 #include "parallel/compress.h"
-#include "parallel/strategy.h"
+#include "parallel/strategy_impl.h"
 
 typedef struct dt_fedavg {
     dt_strategy base;
@@ -37,6 +38,10 @@ typedef struct dt_fedavg {
     int64_t *idx;            /* [training samples], by client, ascending within one */
     int64_t *order, *batch;  /* [largest client], [planned batch] */
     int *sampled;            /* [clients_per_round] */
+    int64_t *client_of;      /* [training samples]: each sample's client */
+    int64_t *sizes;          /* [clients]: samples per client */
+    int64_t moved;           /* samples moved to give every client one (dt_fed_assign) */
+    int64_t local_batch;     /* train.batch: a client's local batch */
     float *global;           /* [parameters]: the round's global model */
     float *slots;            /* [clients_per_round x parameters]: updates, then weighted */
     size_t *counts, *displs; /* [size]: each rank's slots on the wire, in elements */
@@ -170,9 +175,11 @@ fail:
     return st;
 }
 
-dt_status dt_fedavg_set_partition(dt_strategy *s, const int64_t *client_of, int64_t n)
+/* The training set's partition over the clients (client_of[i] for each of the n samples,
+ * from dt_fed_assign) as each client's samples, ascending. */
+static dt_status set_partition(dt_fedavg *f, const int64_t *client_of, int64_t n)
 {
-    dt_fedavg *f = (dt_fedavg *)s;
+    dt_strategy *s = &f->base;
     dt_status st = DT_OK;
     const int clients = s->opt.clients;
     int64_t largest = 0;
@@ -195,6 +202,50 @@ fail:
     return st;
 }
 
+/* The run's cut: a round is an "epoch" of one step, and the rounds are the run's length.
+ * The partition is the same on every rank: a pure function of the seed (fed.h). */
+static dt_status fed_plan_run(dt_strategy *s, const dt_run_facts *facts, dt_run_plan *plan)
+{
+    dt_fedavg *f = (dt_fedavg *)s;
+    const dt_strategy_options *o = &s->opt;
+    dt_status st = DT_OK;
+    const int64_t n = facts->n_train;
+    DT_TRY(dt_alloc((size_t)n * sizeof(int64_t), "client of sample", (void **)&f->client_of));
+    DT_TRY(dt_alloc((size_t)o->clients * sizeof(int64_t), "client sizes", (void **)&f->sizes));
+    DT_TRY(dt_fed_assign(&o->partition, facts->labels, n, facts->num_classes, o->clients, o->seed,
+                         f->client_of, f->sizes, &f->moved));
+    DT_TRY(set_partition(f, f->client_of, n));
+    f->local_batch = facts->batch;
+    plan->epochs = o->rounds;
+    plan->steps_per_epoch = 1;
+    plan->epoch_word = "round";
+    plan->length_key = "fedavg.rounds";
+fail:
+    return st;
+}
+
+/* A round's samples: its clients' local epochs or steps, added up (its samples/s and its
+ * loss's mean are over these). */
+static int64_t fed_step_samples(dt_strategy *s, int64_t round, int64_t samples)
+{
+    dt_fedavg *f = (dt_fedavg *)s;
+    const dt_strategy_options *o = &s->opt;
+    (void)samples;
+    dt_fed_sample(o->clients, o->clients_per_round, o->seed, round, f->sampled);
+    int64_t sum = 0;
+    for (int j = 0; j < o->clients_per_round; j++)
+        sum += dt_fed_local_samples(f->sizes[f->sampled[j]], f->local_batch, o->local_epochs,
+                                    o->local_steps);
+    return sum;
+}
+
+static void fed_partition(const dt_strategy *s, const int64_t **client_of, int64_t *moved)
+{
+    const dt_fedavg *f = (const dt_fedavg *)s;
+    *client_of = f->client_of;
+    *moved = f->moved;
+}
+
 static void fed_free(dt_strategy *s)
 {
     dt_fedavg *f = (dt_fedavg *)s;
@@ -203,6 +254,8 @@ static void fed_free(dt_strategy *s)
     dt_free(f->order);
     dt_free(f->batch);
     dt_free(f->sampled);
+    dt_free(f->client_of);
+    dt_free(f->sizes);
     dt_free(f->global);
     dt_free(f->slots);
     dt_free(f->counts);
@@ -385,7 +438,21 @@ static dt_status fed_time_alone(dt_strategy *s, int reps, double *seconds)
     return dt_fail(DT_ERR_UNSUPPORTED, "fedavg: no gradient all-reduce to time");
 }
 
+static void fed_summary(const dt_strategy *s, char *buf, size_t nbytes)
+{
+    const dt_strategy_options *o = &s->opt;
+    char local[48];
+    if (o->local_steps > 0)
+        snprintf(local, sizeof local, "%lld local steps", (long long)o->local_steps);
+    else
+        snprintf(local, sizeof local, "%d local epoch%s", o->local_epochs,
+                 o->local_epochs == 1 ? "" : "s");
+    snprintf(buf, nbytes, " (fedavg: %d of %d clients per round, %s, %lld rounds)",
+             o->clients_per_round, o->clients, local, (long long)o->rounds);
+}
+
 static const dt_strategy_ops fed_ops = {
+    .summary = fed_summary,
     .attach = fed_attach,
     .start = fed_start,
     .step = fed_step,
@@ -394,6 +461,9 @@ static const dt_strategy_ops fed_ops = {
     .stats = fed_stats,
     .time_comm_alone = fed_time_alone,
     .gather_optim = fed_gather_optim,
+    .plan_run = fed_plan_run,
+    .step_samples = fed_step_samples,
+    .partition = fed_partition,
     .free = fed_free,
 };
 
@@ -415,6 +485,44 @@ dt_status dt_fedavg_create(const dt_strategy_options *opt, dt_comm *world, dt_gr
     i->name = "fedavg";
     i->replicas = 1;      /* a batch is one client's local batch */
     i->replica = f->rank; /* rank 0 alone writes the checkpoint's part */
+    i->role = "clients";  /* each rank trains its share of a round's clients */
     *out = &f->base;
     return dt_comm_dup(world, "fedavg", &f->comm);
+}
+/* fedavg: clients simulated on a flat world; no tp, pp or ZeRO under it. */
+dt_status dt_fedavg_check(const dt_strategy_options *o, int world, int tp, int pp)
+{
+    (void)world;
+    if (tp > 1 || pp > 1 || o->zero)
+        return dt_fail(DT_ERR_UNSUPPORTED,
+                       "parallel.strategy fedavg: runs without tensor or pipeline parallelism "
+                       "or ZeRO (tp %d, pp %d, zero %d)",
+                       tp, pp, o->zero);
+    if (o->compress.kind == DT_COMPRESS_POWERSGD)
+        return dt_fail(DT_ERR_UNSUPPORTED,
+                       "parallel.compress: powersgd is built for ddp and ps; fedavg's "
+                       "client updates go as none, fp16, bf16 or topk");
+    if (o->compress.warmup > 0) /* options filled by a program, not from a config */
+        return dt_fail(DT_ERR_UNSUPPORTED,
+                       "parallel.compress_warmup: applies to ddp and ps; fedavg compresses "
+                       "every round's client updates");
+    if (o->given[DT_SO_DP] != NULL && o->dp > 0)
+        return dt_fail(DT_ERR_INVALID,
+                       "%s has no effect under --strategy fedavg: its clients are spread over "
+                       "every rank of the job",
+                       o->given[DT_SO_DP]);
+    if (o->given[DT_SO_LOCAL_EPOCHS] != NULL && o->local_steps > 0)
+        return dt_fail(DT_ERR_INVALID,
+                       "%s has no effect with fedavg.local_steps %lld: each client takes that "
+                       "many local steps instead of local epochs",
+                       o->given[DT_SO_LOCAL_EPOCHS], (long long)o->local_steps);
+    if (o->clients < 1 || o->clients_per_round < 1 || o->clients_per_round > o->clients)
+        return dt_fail(DT_ERR_INVALID,
+                       "fedavg.clients_per_round: %d of %d clients (need 1 <= K <= clients)",
+                       o->clients_per_round, o->clients);
+    if (o->local_epochs < 1 && o->local_steps < 1)
+        return dt_fail(DT_ERR_INVALID, "fedavg: local_epochs or local_steps must be >= 1");
+    if (!(o->fedprox_mu >= 0.0))
+        return dt_fail(DT_ERR_INVALID, "fedavg.fedprox_mu: %g (>= 0)", o->fedprox_mu);
+    return DT_OK;
 }

@@ -6,7 +6,7 @@
 #ifndef DT_PARALLEL_PIPE_H
 #define DT_PARALLEL_PIPE_H
 
-#include "parallel/strategy.h"
+#include "parallel/strategy_impl.h"
 
 /* The pipeline of stage dt_comm_rank(pp) of dt_comm_size(pp) running `micro` micro-batches
  * per step in `sched`. `pp` is borrowed. */

@@ -8,6 +8,7 @@
  * the collectives. The loss a worker reports for a step is its own samples' loss scaled to
  * the global batch: workers do not exchange losses, which would synchronise them. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "dtrain/optim.h"
@@ -335,7 +336,18 @@ fail:
     return st;
 }
 
+static void ps_summary(const dt_strategy *s, char *buf, size_t nbytes)
+{
+    const dt_ps *ps = (const dt_ps *)s;
+    char bound[16] = "inf";
+    if (ps->staleness != DT_PS_STALENESS_INF)
+        snprintf(bound, sizeof bound, "%d", ps->staleness);
+    snprintf(buf, nbytes, " (ps: %d worker%s, %d server%s, staleness %s)", ps->workers,
+             ps->workers == 1 ? "" : "s", ps->servers, ps->servers == 1 ? "" : "s", bound);
+}
+
 static const dt_strategy_ops ps_ops = {
+    .summary = ps_summary,
     .attach = ps_attach,
     .start = ps_start,
     .step = ps_step,
@@ -372,7 +384,36 @@ dt_status dt_ps_create(const dt_strategy_options *opt, dt_comm *world, dt_grid *
     i->name = "ps";
     i->replicas = ps->workers;
     i->replica = ps->server >= 0 ? -1 : ps->rank;
+    i->role = ps->server >= 0 ? "server" : "worker";
+    i->computing = ps->workers; /* the first ranks; the servers apply what they push */
     *out = &ps->base;
     /* ps's messages on a communicator of their own, apart from the trainer's collectives. */
     return dt_comm_dup(world, "ps", &ps->comm);
+}
+/* ps: servers and workers on a flat world; the grid's tp and pp axes stay 1. */
+dt_status dt_ps_check(const dt_strategy_options *o, int world, int tp, int pp)
+{
+    if (tp > 1 || pp > 1 || o->zero)
+        return dt_fail(DT_ERR_UNSUPPORTED,
+                       "parallel.strategy ps: runs without tensor or pipeline parallelism "
+                       "and without ZeRO (tp %d, pp %d, zero %d); its servers already shard the "
+                       "optimizer state",
+                       tp, pp, o->zero);
+    if (world > 0 && (o->servers < 1 || o->servers >= world))
+        return dt_fail(DT_ERR_INVALID,
+                       "parallel.servers: %d server%s in a job of %d rank%s: ps needs at least "
+                       "one server and one worker (run with %d or more ranks)",
+                       o->servers, o->servers == 1 ? "" : "s", world, world == 1 ? "" : "s",
+                       (o->servers > 0 ? o->servers : 1) + 1);
+    if (world > 0 && o->dp > 0 && o->dp != world - o->servers)
+        return dt_fail(DT_ERR_INVALID,
+                       "parallel.dp: %d, but ps with %d server%s in %d ranks has %d workers", o->dp,
+                       o->servers, o->servers == 1 ? "" : "s", world, world - o->servers);
+    if (o->staleness < DT_PS_STALENESS_INF)
+        return dt_fail(DT_ERR_INVALID, "parallel.staleness: %d (0, a number of steps, or inf)",
+                       o->staleness);
+    if (o->micro_batches < 1)
+        return dt_fail(DT_ERR_INVALID, "parallel.accumulation: %d micro-batches, need >= 1",
+                       o->micro_batches);
+    return DT_OK;
 }

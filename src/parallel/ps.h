@@ -23,7 +23,7 @@
 #define DT_PARALLEL_PS_H
 
 #include "parallel/ps_psgd.h"
-#include "parallel/strategy.h"
+#include "parallel/strategy_impl.h"
 
 typedef struct ps_hdr {
     int64_t kind;   /* PS_PULL or PS_PUSH */

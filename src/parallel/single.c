@@ -6,7 +6,7 @@
 
 #include "nn/model_team.h"
 #include "optim/optim_team.h"
-#include "parallel/strategy.h"
+#include "parallel/strategy_impl.h"
 
 static dt_status single_attach(dt_strategy *s, dt_model *m, size_t *optim_count)
 {

@@ -91,7 +91,34 @@ typedef struct dt_strategy_info {
     int slots;
     int main;
     int world_size, world_rank;
+    /* What this rank is, for the CLI, the trace and the report: "replica" (data
+     * parallelism), "stage" (a pipeline's), "worker" or "server" (ps), "clients" (fedavg's
+     * simulated clients). */
+    const char *role;
+    /* The world's first `computing` ranks run forwards and backwards; the others (ps's
+     * servers) only apply what those send. */
+    int computing;
 } dt_strategy_info;
+
+/* What the trainer knows of the run before it starts, for a strategy's plan_run. */
+typedef struct dt_run_facts {
+    int64_t n_train;       /* training samples */
+    const int32_t *labels; /* [n_train] their class labels, or NULL (regression targets) */
+    int64_t num_classes;
+    int64_t batch; /* train.batch: samples per rank per micro-batch */
+} dt_run_facts;
+
+/* How the run is cut. The trainer fills the default from the data's and train.*'s counts
+ * (train.epochs epochs of ceil or floor(n / global batch) steps); a strategy overrides
+ * only what it must (fedavg: one step per "epoch", which is a round, and rounds for
+ * epochs). */
+typedef struct dt_run_plan {
+    int64_t epochs;          /* the run's length (0: train.max_steps alone) */
+    int64_t steps_per_epoch; /* optimizer steps in one */
+    const char *epoch_word;  /* what the log calls one: "epoch" or "round" */
+    const char *length_key;  /* the config key that sets `epochs` instead of train.epochs
+                                ("fedavg.rounds"), or NULL */
+} dt_run_plan;
 
 /* Communication figures since creation. */
 typedef struct dt_strategy_stats {
@@ -119,9 +146,6 @@ typedef struct dt_strategy_stats {
     size_t ps_push_bytes;
 } dt_strategy_stats;
 
-typedef struct dt_tp_comm dt_tp_comm;
-typedef struct dt_pipe dt_pipe;
-
 typedef struct dt_strategy dt_strategy;
 
 /* Gradient compression's state across steps (docs/COMPRESSION.md), borrowed from the
@@ -135,37 +159,6 @@ typedef struct dt_comp_state {
     int q_per_replica; /* 0: every rank holds the same q (ddp); 1: each replica its own (ps) */
 } dt_comp_state;
 
-typedef struct dt_strategy_ops {
-    /* Once the model exists: plan what the strategy needs for it (buckets, shards), and
-     * say how many parameters the optimizer updates on this rank. Allocates; later calls
-     * do not. */
-    dt_status (*attach)(dt_strategy *s, dt_model *m, size_t *optim_count);
-    dt_status (*start)(dt_strategy *s);
-    dt_status (*step)(dt_strategy *s, const dt_step_plan *plan, const dt_step_io *io,
-                      double *loss_sum);
-    dt_status (*update)(dt_strategy *s, dt_optim *o, double lr);
-    dt_status (*evaluate)(dt_strategy *s, int64_t n_test, const dt_step_io *io, double *loss_sum,
-                          double *correct);
-    void (*stats)(const dt_strategy *s, dt_strategy_stats *out);
-    /* Times the step's gradient communication alone (median of reps rounds). Collective. */
-    dt_status (*time_comm_alone)(dt_strategy *s, int reps, double *seconds);
-    /* full[0..param count) = the optimizer's buffer laid out as the parameters, from this
-     * rank's slice [optim_offset, optim_offset + optim_count) of it: the slices of the
-     * data-parallel group gathered under ZeRO-1, a copy otherwise. Collective over the dp
-     * group. */
-    dt_status (*gather_optim)(dt_strategy *s, const float *slice, float *full);
-    /* Optional (NULL: every rank's parameters are current after each update): make them
-     * current on every rank, before they are read whole (checkpoints, saved weights).
-     * Collective over the world. */
-    dt_status (*sync_params)(dt_strategy *s);
-    /* Optional (NULL: no compression state): this rank's, into *out (zeroed before). */
-    void (*comp_state)(dt_strategy *s, dt_comp_state *out);
-    /* With comp_state: every replica's `count` floats (its residual, or its factors when
-     * they are its own) into all, in replica order. Collective over the world. */
-    dt_status (*gather_resid)(dt_strategy *s, const float *mine, size_t count, float *all);
-    void (*free)(dt_strategy *s);
-} dt_strategy_ops;
-
 /* A step's non-finite values, as the ranks see them together (dt_strategy_step): how
  * many ranks found one, the lowest world rank among them and where it was there. */
 typedef struct dt_nonfinite {
@@ -174,32 +167,6 @@ typedef struct dt_nonfinite {
     int where; /* DT_NONFINITE_LOSS, or 1 + the whole model's layer of the first gradient */
 } dt_nonfinite;
 enum { DT_NONFINITE_LOSS = -1 };
-
-/* What every strategy holds first; each strategy's own struct embeds it. */
-struct dt_strategy {
-    const dt_strategy_ops *ops;
-    dt_strategy_options opt;
-    dt_grid *grid;   /* the dp x tp x pp layout of the world: the one place it is computed */
-    dt_comm *world;  /* borrowed */
-    dt_model *model; /* borrowed, set by attach */
-    dt_strategy_info info;
-    dt_tp_comm *tp; /* the model's tensor-parallel collectives (tp_group.c), or NULL */
-    dt_pipe *pipe;  /* the pipeline's schedule and messages (pipe.c), or NULL */
-    /* The optimizer updates [optim_offset, optim_offset + optim_count) of the flat buffer
-     * (set by attach: everything, or a ZeRO-1 slice). */
-    size_t optim_offset, optim_count;
-    /* 1 when that range differs between ranks (ZeRO-1, ps): whoever reads the state whole
-     * gathers it, on every rank together. */
-    int optim_sharded;
-    /* This rank's finding in the step (where, or 0), and after the step the ranks'
-     * together; the strategy's step fills `bad` for its data-parallel group. */
-    int bad_here;
-    dt_nonfinite bad;
-    double *exchange; /* [4 x max(pp, tp)]: the step's summary crossing stages and tp ranks */
-    dt_obs *obs;      /* the rank's phase timers and trace events (dt_strategy_set_obs) */
-    dt_optim *optim;  /* borrowed (dt_strategy_bind_optim): a server that applies as
-                         gradients arrive steps it inside the step */
-};
 
 /* Lays out `world` as opt's grid (collective: every rank calls it; the layout is checked
  * on every rank before any message, so a bad layout fails everywhere and never hangs) and
@@ -241,71 +208,34 @@ dt_status dt_strategy_time_comm_alone(dt_strategy *s, int reps, double *seconds)
 /* dt_strategy_ops.gather_optim, and the range the optimizer owns. */
 dt_status dt_strategy_gather_optim(dt_strategy *s, const float *slice, float *full);
 
-/* The scan of the non-finite guard: 1 + the whole model's layer of the first NaN or Inf in
- * gradients [lo, hi) of the flat buffer, 0 when there is none. A pass over memory that
- * vectorises (a product with zero is NaN exactly when the value is not finite). */
-int dt_strategy_scan_grads(const dt_strategy *s, size_t lo, size_t hi);
-/* bad_here for a step whose loss sum is `loss_sum`, the gradients [lo, hi) scanned. */
-void dt_strategy_note_bad(dt_strategy *s, double loss_sum, size_t lo, size_t hi);
-
 /* whole[0..n) = the whole model's parameters gathered from the pipeline's stages (each
  * holding its own tensors in place and zeros elsewhere); nothing without a pipeline.
  * Collective over the pipeline. */
 dt_status dt_strategy_combine_stages(dt_strategy *s, float *whole, size_t n);
 
-/* ---- shared by the strategies (strategy.c) ---- */
+/* The run's cut (dt_run_plan): plan holds the trainer's default and comes back with the
+ * strategy's; once, after the data are loaded and the model attached, before start. May
+ * allocate (fedavg's partition of the training set over its clients). */
+dt_status dt_strategy_plan_run(dt_strategy *s, const dt_run_facts *facts, dt_run_plan *plan);
+/* The samples step `step` of epoch `epoch` trains: `samples`, the trainer's cut of the
+ * global batch, unless the strategy draws its own (fedavg: its round's clients' local
+ * epochs or steps, added up). */
+int64_t dt_strategy_step_samples(dt_strategy *s, int64_t epoch, int64_t samples);
+/* The training set's partition over clients, where the strategy keeps one (fedavg):
+ * *client_of (borrowed, [n_train]) and the samples moved to give every client one; NULL
+ * and 0 otherwise. */
+void dt_strategy_partition(const dt_strategy *s, const int64_t **client_of, int64_t *moved);
 
-/* The replicas' start: the model's signature compared over `comm` (DT_ERR_MISMATCH naming
- * every rank that differs from rank 0), then rank 0's parameters broadcast. Collective
- * over `comm`. */
-dt_status dt_strategy_start_replicas(dt_strategy *s, dt_comm *comm);
+/* The strategy's own words on its layout, for a log's header: " (ps: 2 workers, 1 server,
+ * staleness 0)", or "" where the grid's dp x tp x pp says it all. */
+void dt_strategy_summary(const dt_strategy *s, char *buf, size_t nbytes);
 
-/* Part `part` of `parts` consecutive parts of g samples: the first g mod parts take one
- * extra (64 over 3 is 22/21/21). */
-void dt_strategy_part(int64_t g, int64_t parts, int64_t part, int64_t *begin, int64_t *count);
-
-/* This replica's micro-steps of a step through the whole model: load, forward, loss with
- * the step's divisor, backward (with `last_hooks` on the last micro-step, NULL before it);
- * adds this rank's loss sum. `before_last` (may be NULL) runs before the last backward. */
-dt_status dt_strategy_micro_steps(dt_strategy *s, const dt_step_plan *plan, const dt_step_io *io,
-                                  const dt_backward_hooks *last_hooks,
-                                  dt_status (*before_last)(dt_strategy *s), double *loss_sum);
-
-/* This replica's share of the test set, forward in chunks of the planned batch; adds to
- * the sums (not combined across ranks). */
-dt_status dt_strategy_eval_share(dt_strategy *s, int64_t n_test, const dt_step_io *io,
-                                 double *loss_sum, double *correct);
-
-/* Gives a tensor-parallel model its group's collectives (tp_group.c); the stats of those
- * collectives; freeing (NULL is safe). */
-dt_status dt_tp_comm_attach(dt_strategy *s, dt_model *m);
-void dt_tp_comm_stats(const dt_tp_comm *t, dt_strategy_stats *out);
-void dt_tp_comm_free(dt_tp_comm *t);
-
-/* Each strategy's constructor (its own file), called by dt_strategy_create with the grid
- * made: fills a struct that begins with dt_strategy. */
-dt_status dt_single_create(const dt_strategy_options *opt, dt_comm *world, dt_grid *grid,
-                           dt_strategy **out);
-dt_status dt_ddp_create(const dt_strategy_options *opt, dt_comm *world, dt_grid *grid,
-                        dt_strategy **out);
-dt_status dt_ps_create(const dt_strategy_options *opt, dt_comm *world, dt_grid *grid,
-                       dt_strategy **out);
-dt_status dt_fedavg_create(const dt_strategy_options *opt, dt_comm *world, dt_grid *grid,
-                           dt_strategy **out);
-/* FedAvg's arithmetic (fedavg.c): a client's update weighed by its sample count, in place,
- * slot (n) := samples x slot (the slot holding w_client - w_global); and the server's
- * average of k slots (k x n, summed in slot order), out (n) = w_global + (sum_j slot_j) /
- * total, total the clients' samples. out may be w_global's buffer only if it is not read
- * after: the first slot is copied into out. */
-void dt_fed_weigh(float *slot, int64_t samples, size_t n);
-/* A round's k slots (k x n) weighed, slot j by its client sampled[j]'s samples (client c
- * holds start[c + 1] - start[c] of them); returns their total, dt_fed_average's `total`. */
-double dt_fed_weigh_round(float *slots, int k, size_t n, const int64_t *start, const int *sampled);
-void dt_fed_average(const float *w_global, const float *slots, int k, size_t n, double total,
-                    float *out);
-
-/* fedavg: the training set's partition over the clients (client_of[i] for each of the n
- * samples, from dt_fed_assign); copied. Before start. */
-dt_status dt_fedavg_set_partition(dt_strategy *s, const int64_t *client_of, int64_t n);
+/* What the trainer may know of a strategy's insides, asked rather than read (the struct is
+ * strategy_impl.h's): the world it was made on (borrowed), and the range of the flat
+ * buffer this rank's optimizer updates, [*offset, *offset + *count), with *sharded 1 when
+ * that range differs between ranks (ZeRO-1, ps), so that whoever reads the optimizer's
+ * state whole gathers it on every rank together. */
+dt_comm *dt_strategy_world(const dt_strategy *s);
+void dt_strategy_optim_range(const dt_strategy *s, size_t *offset, size_t *count, int *sharded);
 
 #endif

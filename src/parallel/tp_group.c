@@ -6,7 +6,7 @@
  * does: MPI's all-reduce gives every rank the same result (docs/comm.md), the ring and the
  * deterministic fold all-gather the reduced chunks. */
 #include "nn/tp.h"
-#include "parallel/strategy.h"
+#include "parallel/strategy_impl.h"
 
 struct dt_tp_comm {
     dt_comm *comm; /* the grid's tp group, borrowed */

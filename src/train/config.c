@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "dtrain/train.h"
+#include "parallel/registry.h"
 #include "train/config_internal.h"
 
 /* The one place where the defaults live; --help prints them from here. */
@@ -72,7 +73,9 @@ dt_config dt_config_default(void)
 
     /* The parallel and comm layers own their defaults; the config only adds its own keys. */
     const dt_strategy_options so = dt_strategy_options_default();
-    c.parallel.strategy = so.kind;
+    c.parallel.strategy = dt_strategy_index(so.strategy);
+    for (int j = 0; j < dt_strategy_setting_count(); j++)
+        c.parallel.settings[j] = dt_strategy_setting_at(j)->def;
     c.parallel.dp = so.dp;
     c.parallel.tp = so.tp;
     c.parallel.tp_min_weights = so.tp_min_weights;
@@ -210,8 +213,10 @@ static void check_raw_line(load_ctx *c, const char *text)
         while (b > a && isspace((unsigned char)b[-1]))
             b--;
         if (!dt_cfg_section_known(a, (size_t)(b - a))) {
+            char sections[256];
+            dt_cfg_section_list(sections, sizeof sections);
             dt_fail(DT_ERR_INVALID, "unknown section [%.*s] (sections: %s)", (int)(b - a), a,
-                    dt_cfg_section_list());
+                    sections);
             load_fail(c);
             return;
         }
@@ -270,8 +275,10 @@ static int on_value(void *user, const char *section, const char *name, const cha
         snprintf(key, sizeof key, "%s", name);
     } else {
         if (!dt_cfg_section_known(section, slen)) {
+            char sections[256];
+            dt_cfg_section_list(sections, sizeof sections);
             dt_fail(DT_ERR_INVALID, "unknown section [%.*s] (sections: %s)", (int)slen, section,
-                    dt_cfg_section_list());
+                    sections);
             goto fail;
         }
         snprintf(key, sizeof key, "%.*s.%s", (int)slen, section, name);
@@ -599,10 +606,15 @@ static dt_status check_run(const dt_config *c)
                                        "parallel.staleness >= 0 or inf");
     /* A worker's NaN cannot stop the others mid-step without a collective per step, which
      * would synchronise them: under ps such a push is skipped by its servers and counted. */
-    if (c->parallel.strategy == DT_STRATEGY_PS && c->train.nonfinite_stop)
+    const dt_strategy_def *def = dt_strategy_def_at(c->parallel.strategy);
+    if (def == NULL)
+        return dt_fail(DT_ERR_INVALID, "config: parallel.strategy: unknown strategy %d",
+                       c->parallel.strategy);
+    if (def->no_stop != NULL && c->train.nonfinite_stop)
         return dt_fail(DT_ERR_UNSUPPORTED,
                        "config: train.on_nonfinite stop does not apply under parallel.strategy "
-                       "ps: its servers skip a push holding a NaN or Inf and count it");
+                       "%s: %s",
+                       def->name, def->no_stop);
     if ((int)c->comm.algorithm < 0 || c->comm.algorithm >= DT_COMM_ALGO_COUNT)
         return dt_fail(DT_ERR_INVALID, "config: comm.algorithm: unknown algorithm %d",
                        (int)c->comm.algorithm);

@@ -1,6 +1,7 @@
 /* config_comm.c — the [comm] and [parallel] sections of a config as options of the
  * communication layer and of the parallel strategy. */
 #include "dtrain/train.h"
+#include "parallel/registry.h"
 
 void dt_config_comm_options(const dt_config *cfg, dt_comm_options *out)
 {
@@ -14,7 +15,7 @@ void dt_config_comm_options(const dt_config *cfg, dt_comm_options *out)
 void dt_config_strategy_options(const dt_config *cfg, dt_strategy_options *out)
 {
     *out = dt_strategy_options_default();
-    out->kind = cfg->parallel.strategy;
+    out->strategy = dt_strategy_name(cfg->parallel.strategy);
     out->dp = cfg->parallel.dp;
     out->tp = cfg->parallel.tp;
     out->tp_min_weights = cfg->parallel.tp_min_weights;
@@ -32,6 +33,8 @@ void dt_config_strategy_options(const dt_config *cfg, dt_strategy_options *out)
     out->clients_per_round = cfg->fedavg.clients_per_round;
     out->local_epochs = cfg->fedavg.local_epochs;
     out->local_steps = cfg->fedavg.local_steps;
+    out->rounds = cfg->fedavg.rounds;
+    out->partition = cfg->fedavg.partition;
     out->fedprox_mu = cfg->fedavg.fedprox_mu;
     out->seed = cfg->train.seed;
     /* Each option the strategies judge, by the key that sets it. */
@@ -61,5 +64,12 @@ void dt_config_strategy_options(const dt_config *cfg, dt_strategy_options *out)
     for (int o = 0; o < DT_SO_COUNT; o++) {
         DT_ASSERT(key_of[o] != NULL); /* a new option without its key */
         out->given[o] = dt_config_given(cfg, key_of[o]);
+    }
+    /* The registry's settings, each under its own key. */
+    for (int j = 0; j < dt_strategy_setting_count(); j++) {
+        const char *key = dt_strategy_setting_at(j)->key;
+        dt_status st =
+            dt_strategy_options_set(out, key, cfg->parallel.settings[j], dt_config_given(cfg, key));
+        DT_ASSERT(st == DT_OK); /* the parser checked the range */
     }
 }

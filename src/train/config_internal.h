@@ -37,6 +37,6 @@ int dt_cfg_key_find(const char *name);
 /* 1 when some key lives in [section] (section is len bytes, not NUL-terminated). */
 int dt_cfg_section_known(const char *section, size_t len);
 /* The sections, for error messages: "data, model, loss, ...". */
-const char *dt_cfg_section_list(void);
+void dt_cfg_section_list(char *buf, size_t nbytes);
 
 #endif

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "parallel/registry.h"
 #include "train/config_internal.h"
 
 /* Enum-typed fields are read and written through an int: the enums are int-sized. */
@@ -25,7 +26,6 @@ _Static_assert(sizeof(dt_optim_kind) == sizeof(int), "enum size");
 _Static_assert(sizeof(dt_sched_kind) == sizeof(int), "enum size");
 _Static_assert(sizeof(dt_last_batch) == sizeof(int), "enum size");
 _Static_assert(sizeof(dt_comm_algo) == sizeof(int), "enum size");
-_Static_assert(sizeof(dt_strategy_kind) == sizeof(int), "enum size");
 
 /* ---- numbers -------------------------------------------------------------------------- */
 
@@ -145,7 +145,7 @@ static const char *pp_schedule_name(int v)
 }
 static const char *strategy_name(int v)
 {
-    return dt_strategy_kind_name((dt_strategy_kind)v);
+    return dt_strategy_name(v);
 }
 static const char *nonfinite_name(int v)
 {
@@ -404,44 +404,69 @@ static const key_def keys[] = {
 };
 
 #define NKEYS ((int)(sizeof keys / sizeof keys[0]))
-_Static_assert(NKEYS <= DT_CONFIG_MAX_KEYS, "dt_config.given holds one entry per key");
+_Static_assert(NKEYS + DT_STRATEGY_SETTINGS_MAX <= DT_CONFIG_MAX_KEYS,
+               "dt_config.given holds one entry per key");
+
+/* Keys NKEYS and after are the settings the strategies declare in the registry
+ * (registry.h), setting j as key NKEYS + j: one numbering for the parser, --set, the help
+ * and cfg->given. */
+static const dt_strategy_setting *setting_of(int i)
+{
+    return i >= NKEYS ? dt_strategy_setting_at(i - NKEYS) : NULL;
+}
 
 int dt_config_key_count(void)
 {
-    return NKEYS;
+    return NKEYS + dt_strategy_setting_count();
 }
 
 const char *dt_config_key_name(int i)
 {
-    DT_ASSERT(i >= 0 && i < NKEYS);
-    return keys[i].name;
+    DT_ASSERT(i >= 0 && i < dt_config_key_count());
+    return i >= NKEYS ? setting_of(i)->key : keys[i].name;
 }
 
 const char *dt_config_key_help(int i)
 {
-    DT_ASSERT(i >= 0 && i < NKEYS);
-    return keys[i].help;
+    DT_ASSERT(i >= 0 && i < dt_config_key_count());
+    return i >= NKEYS ? setting_of(i)->help : keys[i].help;
 }
 
 int dt_cfg_key_find(const char *name)
 {
-    for (int i = 0; i < NKEYS; i++)
-        if (strcmp(keys[i].name, name) == 0)
+    for (int i = 0; i < dt_config_key_count(); i++)
+        if (strcmp(dt_config_key_name(i), name) == 0)
             return i;
     return -1;
 }
 
 int dt_cfg_section_known(const char *section, size_t len)
 {
-    for (int i = 0; i < NKEYS; i++)
-        if (strncmp(keys[i].name, section, len) == 0 && keys[i].name[len] == '.')
+    for (int i = 0; i < dt_config_key_count(); i++) {
+        const char *name = dt_config_key_name(i);
+        if (strncmp(name, section, len) == 0 && name[len] == '.')
             return 1;
+    }
     return 0;
 }
 
-const char *dt_cfg_section_list(void)
+void dt_cfg_section_list(char *buf, size_t nbytes)
 {
-    return "data, model, loss, optim, schedule, train, checkpoint, parallel, fedavg, comm";
+    snprintf(buf, nbytes,
+             "data, model, loss, optim, schedule, train, checkpoint, parallel, "
+             "fedavg, comm");
+    /* Then each section only the registry's settings use, once. */
+    for (int j = 0; j < dt_strategy_setting_count(); j++) {
+        const char *key = dt_strategy_setting_at(j)->key, *dot = strchr(key, '.');
+        const size_t len = (size_t)(dot - key), used = strlen(buf);
+        int seen = 0;
+        for (int i = 0; i < NKEYS + j && !seen; i++) {
+            const char *other = dt_config_key_name(i);
+            seen = strncmp(other, key, len) == 0 && other[len] == '.';
+        }
+        if (!seen)
+            snprintf(buf + used, nbytes - used, ", %.*s", (int)len, key);
+    }
 }
 
 /* ---- applying and formatting values ---------------------------------------------------- */
@@ -709,14 +734,39 @@ static dt_status apply_value(dt_config *cfg, const key_def *k, const char *text,
     return DT_ERR_INVALID;
 }
 
+/* Registry setting j: a number in its declared range (an integer where it says so). */
+static dt_status apply_setting(dt_config *cfg, int j, const char *text, int continued)
+{
+    const dt_strategy_setting *d = dt_strategy_setting_at(j);
+    double v = 0.0;
+    if (continued)
+        return dt_fail(DT_ERR_INVALID, "takes one value, but an indented line continues it");
+    if (d->type == DT_SETTING_INT) {
+        int64_t i64 = 0;
+        if (dt_cfg_parse_int64(text, &i64) != DT_OK)
+            return DT_ERR_INVALID;
+        v = (double)i64;
+    } else if (dt_cfg_parse_double(text, &v) != DT_OK) {
+        return DT_ERR_INVALID;
+    }
+    if (!(v >= d->lo && v <= d->hi)) {
+        char lo[32], hi[32];
+        dt_cfg_format_double(d->lo, lo, sizeof lo);
+        dt_cfg_format_double(d->hi, hi, sizeof hi);
+        return dt_fail(DT_ERR_INVALID, "%s is out of range (must be in [%s, %s])", text, lo, hi);
+    }
+    cfg->parallel.settings[j] = v;
+    return DT_OK;
+}
+
 dt_status dt_cfg_key_apply(dt_config *cfg, int i, const char *value, int continued,
                            const char *given)
 {
     DT_ASSERT(cfg != NULL && value != NULL && given != NULL && given[0] != '\0' && i >= 0 &&
-              i < NKEYS);
-    const key_def *k = &keys[i];
-    if (apply_value(cfg, k, value, continued) != DT_OK) {
-        dt_error_prefix("%s: ", k->name);
+              i < dt_config_key_count());
+    if (i >= NKEYS ? apply_setting(cfg, i - NKEYS, value, continued) != DT_OK
+                   : apply_value(cfg, &keys[i], value, continued) != DT_OK) {
+        dt_error_prefix("%s: ", dt_config_key_name(i));
         return DT_ERR_INVALID;
     }
     /* A long file name keeps its end, where the name and line are. */
@@ -742,7 +792,11 @@ void dt_config_forget_given(dt_config *cfg)
 
 void dt_config_key_format(const dt_config *cfg, int i, char *buf, size_t nbytes)
 {
-    DT_ASSERT(cfg != NULL && buf != NULL && nbytes > 0 && i >= 0 && i < NKEYS);
+    DT_ASSERT(cfg != NULL && buf != NULL && nbytes > 0 && i >= 0 && i < dt_config_key_count());
+    if (i >= NKEYS) {
+        dt_cfg_format_double(cfg->parallel.settings[i - NKEYS], buf, nbytes);
+        return;
+    }
     const key_def *k = &keys[i];
     const void *f = cfield(cfg, k);
     const char *name = NULL;

@@ -17,7 +17,7 @@
 
 dt_status dt_trainer_sync_clock(dt_trainer *t)
 {
-    dt_status st = dt_comm_barrier(t->strategy->world);
+    dt_status st = dt_comm_barrier(dt_strategy_world(t->strategy));
     t->clock_zero = dt_now();
     return st;
 }
@@ -83,7 +83,7 @@ static void summarise(const double *rows, int ranks, int computing, dt_phase_rep
 dt_status dt_trainer_phase_report(dt_trainer *t, dt_phase_report *out)
 {
     dt_status st = DT_OK;
-    dt_comm *world = t->strategy->world;
+    dt_comm *world = dt_strategy_world(t->strategy);
     const int ranks = dt_comm_size(world);
     const int64_t steps = t->attempted > 0 ? t->attempted : 1;
     double mine[PHASE_COLS];
@@ -98,10 +98,7 @@ dt_status dt_trainer_phase_report(dt_trainer *t, dt_phase_report *out)
     out->ranks = ranks;
     out->steps = t->attempted;
     out->per_rank = t->phases;
-    const int computing = t->cfg.parallel.strategy == DT_STRATEGY_PS
-                              ? dt_strategy_get_info(t->strategy)->replicas
-                              : ranks;
-    summarise(t->phases, ranks, computing, out);
+    summarise(t->phases, ranks, dt_strategy_get_info(t->strategy)->computing, out);
 fail:
     return st;
 }
@@ -160,7 +157,7 @@ static dt_status gather_write(dt_trainer *t, const dt_strbuf *mine, const char *
                               uint64_t dropped)
 {
     dt_status st = DT_OK;
-    dt_comm *world = t->strategy->world;
+    dt_comm *world = dt_strategy_world(t->strategy);
     const int ranks = dt_comm_size(world);
     int64_t *sizes = NULL, n = (int64_t)mine->n;
     size_t *counts = NULL, *displs = NULL, total = 0;
@@ -197,7 +194,7 @@ fail:
 
 dt_status dt_trainer_write_trace(dt_trainer *t, const char *path)
 {
-    dt_comm *world = t->strategy->world;
+    dt_comm *world = dt_strategy_world(t->strategy);
     dt_strbuf b = {0};
     format_rank(t, dt_comm_rank(world), &b);
     /* Every rank takes part in the gathers even when its own text failed: the status

@@ -91,8 +91,6 @@ static dt_status plan_batches(dt_trainer *t)
     t->steps_per_epoch = cfg->parallel.last_batch == DT_LAST_BATCH_DROP
                              ? t->train.n / t->global_batch
                              : (t->train.n + t->global_batch - 1) / t->global_batch;
-    if (cfg->parallel.strategy == DT_STRATEGY_FEDAVG)
-        t->steps_per_epoch = 1; /* an "epoch" is one round */
     if (t->steps_per_epoch < 1)
         return dt_fail(DT_ERR_INVALID,
                        "parallel.last_batch drop: the global batch of %lld is "
@@ -200,38 +198,23 @@ fail:
     return st;
 }
 
-/* fedavg: the training set's partition over the clients, the same on every rank (a pure
- * function of the seed: fed.h), handed to the strategy. */
-static dt_status fed_partition(dt_trainer *t)
+/* The run's cut: the trainer's default (train.epochs of steps_per_epoch steps), which the
+ * strategy may override (fedavg: rounds of one step). */
+static dt_status plan_run(dt_trainer *t)
 {
-    dt_status st = DT_OK;
-    const dt_config *c = &t->cfg;
-    const int64_t n = t->train.n;
-    DT_TRY(dt_alloc((size_t)n * sizeof(int64_t), "client of sample", (void **)&t->fed_client_of));
-    DT_TRY(dt_alloc((size_t)c->fedavg.clients * sizeof(int64_t), "client sizes",
-                    (void **)&t->fed_sizes));
-    DT_TRY(dt_alloc((size_t)c->fedavg.clients_per_round * sizeof(int), "round's clients",
-                    (void **)&t->fed_sampled));
-    const int32_t *labels = t->train.targets == DT_TARGETS_LABELS ? t->train.labels : NULL;
-    DT_TRY(dt_fed_assign(&c->fedavg.partition, labels, n, t->train.num_classes, c->fedavg.clients,
-                         c->train.seed, t->fed_client_of, t->fed_sizes, &t->fed_moved));
-    DT_TRY(dt_fedavg_set_partition(t->strategy, t->fed_client_of, n));
-fail:
+    const dt_run_facts facts = {
+        .n_train = t->train.n,
+        .labels = t->train.targets == DT_TARGETS_LABELS ? t->train.labels : NULL,
+        .num_classes = t->train.num_classes,
+        .batch = t->cfg.train.batch,
+    };
+    t->run = (dt_run_plan){.epochs = t->cfg.train.epochs,
+                           .steps_per_epoch = t->steps_per_epoch,
+                           .epoch_word = "epoch"};
+    dt_status st = dt_strategy_plan_run(t->strategy, &facts, &t->run);
+    t->cfg.train.epochs = t->run.epochs;
+    t->steps_per_epoch = t->run.steps_per_epoch;
     return st;
-}
-
-/* fedavg: the samples round `round`'s clients train on (its samples/s and its loss's mean
- * are over these). */
-static int64_t fed_round_samples(dt_trainer *t, int64_t round)
-{
-    const dt_config *c = &t->cfg;
-    dt_fed_sample(c->fedavg.clients, c->fedavg.clients_per_round, c->train.seed, round,
-                  t->fed_sampled);
-    int64_t sum = 0;
-    for (int j = 0; j < c->fedavg.clients_per_round; j++)
-        sum += dt_fed_local_samples(t->fed_sizes[t->fed_sampled[j]], c->train.batch,
-                                    c->fedavg.local_epochs, c->fedavg.local_steps);
-    return sum;
 }
 
 dt_status dt_trainer_create(const dt_config *cfg, dt_comm *world, dt_trainer **out)
@@ -244,8 +227,6 @@ dt_status dt_trainer_create(const dt_config *cfg, dt_comm *world, dt_trainer **o
     DT_TRY(dt_alloc(sizeof *t, "trainer", (void **)&t));
     t->cfg = *cfg;
     t->last_ckpt_step = -1;
-    if (cfg->parallel.strategy == DT_STRATEGY_FEDAVG) /* rounds are the run's length */
-        t->cfg.train.epochs = cfg->fedavg.rounds;
     if (world == NULL) {
         DT_TRY(dt_comm_create_self(&t->self));
         world = t->self;
@@ -268,8 +249,7 @@ dt_status dt_trainer_create(const dt_config *cfg, dt_comm *world, dt_trainer **o
     DT_TRY(dt_strategy_attach(t->strategy, t->model, &optim_count));
     DT_TRY(dt_optim_create(&cfg->optim, optim_count, &t->optim));
     dt_strategy_bind_optim(t->strategy, t->optim);
-    if (cfg->parallel.strategy == DT_STRATEGY_FEDAVG)
-        DT_TRY(fed_partition(t));
+    DT_TRY(plan_run(t));
     /* Phase timers are always on: a clock read at each phase boundary. */
     DT_TRY(dt_obs_create(0, &t->obs));
     dt_strategy_set_obs(t->strategy, t->obs);
@@ -296,9 +276,6 @@ void dt_trainer_free(dt_trainer *t)
     dt_optim_free(t->optim);
     dt_model_free(t->model);
     dt_free(t->perm);
-    dt_free(t->fed_client_of);
-    dt_free(t->fed_sizes);
-    dt_free(t->fed_sampled);
     dt_free(t->positions);
     dt_free(t->samples);
     dt_free(t->labels);
@@ -356,8 +333,7 @@ void dt_trainer_comm_stats(const dt_trainer *t, dt_train_comm_stats *out)
 
 void dt_trainer_fed_partition(const dt_trainer *t, const int64_t **client_of, int64_t *moved)
 {
-    *client_of = t->fed_client_of;
-    *moved = t->fed_moved;
+    dt_strategy_partition(t->strategy, client_of, moved);
 }
 
 dt_status dt_trainer_time_comm_alone(dt_trainer *t, int reps, double *seconds)
@@ -580,7 +556,7 @@ static void slow_down(dt_trainer *t)
         const uint64_t step = (uint64_t)t->attempted;
         uint32_t w[4];
         dt_philox(t->cfg.train.seed, (uint32_t)step, (uint32_t)(step >> 32),
-                  (uint32_t)dt_comm_rank(t->strategy->world), 8u << 24, w);
+                  (uint32_t)dt_comm_rank(dt_strategy_world(t->strategy)), 8u << 24, w);
         s += -t->jitter_s * log1p(-dt_u01d(w[0]));
     }
     if (s <= 0)
@@ -646,8 +622,7 @@ static dt_status run_epoch(dt_trainer *t, int64_t epoch, int64_t from, const dt_
         int64_t g = t->global_batch;
         if (first + g > t->train.n && c->parallel.last_batch == DT_LAST_BATCH_UNEVEN)
             g = t->train.n - first;
-        if (c->parallel.strategy == DT_STRATEGY_FEDAVG) /* a step is a round */
-            g = fed_round_samples(t, epoch);
+        g = dt_strategy_step_samples(t->strategy, epoch, g);
         double step_loss = 0.0;
         t->attempted++;
         dt_obs_set_step(t->obs, t->attempted);
@@ -833,5 +808,10 @@ void dt_trainer_layout(const dt_trainer *t, dt_train_layout *out)
         .world_size = si->world_size,
         .stage_first = dt_model_first_layer(t->model),
         .stage_last = dt_model_whole_layer(t->model, dt_model_layer_count(t->model) - 1) + 1,
-        .stage_runs = dt_model_run_count(t->model)};
+        .stage_runs = dt_model_run_count(t->model),
+        .strategy = si->name,
+        .role = si->role,
+        .epoch_word = t->run.epoch_word,
+        .length_key = t->run.length_key};
+    dt_strategy_summary(t->strategy, out->summary, sizeof out->summary);
 }

@@ -117,7 +117,10 @@ static dt_status gather_state(dt_trainer *t, float **wholes, int nbuf, float **b
     DT_TRY(dt_strategy_sync_params(t->strategy)); /* a parameter server's shards */
     /* One process's whole model (no tp split, no ZeRO slice) is written from where it
      * lives: no copy. */
-    if (n == w && !t->strategy->optim_sharded) {
+    size_t off = 0, count = 0;
+    int sharded = 0;
+    dt_strategy_optim_range(t->strategy, &off, &count, &sharded);
+    if (n == w && !sharded) {
         wholes[0] = dt_model_params(t->model);
         for (int b = 0; b < nbuf; b++)
             wholes[1 + b] = bufs[b];
@@ -355,7 +358,7 @@ static dt_status save_set(dt_trainer *t, const char *dir, float **wholes, int nb
 {
     dt_status st = DT_OK;
     const dt_strategy_info *si = dt_strategy_get_info(t->strategy);
-    dt_comm *world = t->strategy->world;
+    dt_comm *world = dt_strategy_world(t->strategy);
     const int writer = si->replica == 0 && si->tp_rank == 0;
     dt_ckpt_file entry = {0};
     dt_status mine = writer ? write_part(t, dir, wholes, nbuf, c, &entry) : DT_OK;
@@ -377,7 +380,7 @@ dt_status dt_trainer_save_checkpoint(dt_trainer *t, const char *root, int keep, 
     char *dir = t->ckpt_dir;
     const double t0 = dt_now();
     const dt_strategy_info *si = dt_strategy_get_info(t->strategy);
-    dt_comm *world = t->strategy->world;
+    dt_comm *world = dt_strategy_world(t->strategy);
     float *bufs[2] = {NULL, NULL}, *wholes[3] = {NULL, NULL, NULL};
     int64_t rec[REC_LEN] = {0}, *all = NULL;
     const int nbuf = dt_optim_state_buffers(t->optim, bufs, 2);
@@ -612,9 +615,12 @@ static dt_status load_set(dt_trainer *t, const dt_ckpt_set *set)
                     take_part(p, x, b < 0 ? dt_model_params(t->model) : full);
             }
             /* Under ZeRO-1 the optimizer holds its slice of the buffer. */
-            if (pass == 1 && b >= 0)
-                memcpy(bufs[b], full + t->strategy->optim_offset,
-                       t->strategy->optim_count * sizeof(float));
+            if (pass == 1 && b >= 0) {
+                size_t off = 0, count = 0;
+                int sharded = 0;
+                dt_strategy_optim_range(t->strategy, &off, &count, &sharded);
+                memcpy(bufs[b], full + off, count * sizeof(float));
+            }
         }
     DT_TRY(load_comp(t, set, 1));
     const dt_ckpt_manifest *m = dt_ckpt_set_manifest(set);
@@ -636,7 +642,7 @@ static dt_status load_dir(dt_trainer *t, const char *dir, dt_ckpt_set *set)
     if (mine == DT_OK)
         mine = load_set(t, set);
     dt_ckpt_close(set);
-    return agree_status(t->strategy->world, mine);
+    return agree_status(dt_strategy_world(t->strategy), mine);
 }
 
 dt_status dt_trainer_load_checkpoint(dt_trainer *t, const char *dir)
@@ -648,7 +654,7 @@ dt_status dt_trainer_resume(dt_trainer *t, const char *path, void (*warn)(void *
                             void *ctx, int64_t *step)
 {
     dt_status st = DT_OK;
-    dt_comm *world = t->strategy->world;
+    dt_comm *world = dt_strategy_world(t->strategy);
     dt_ckpt_set *set = NULL;
     char dir[4096];
     /* Rank 0 chooses (its warnings are the ones printed) and keeps the set it verified; the

@@ -24,10 +24,7 @@ struct dt_trainer {
     int64_t rows;         /* the model's planned batch: micro_max x the strategy's slots */
     int64_t steps_per_epoch;
     int64_t *perm;                      /* [train.n] */
-    int64_t *fed_client_of;             /* fedavg: [train.n] each sample's client */
-    int64_t fed_moved;                  /* fedavg: samples moved to fill empty clients */
-    int64_t *fed_sizes;                 /* fedavg: [clients] samples per client */
-    int *fed_sampled;                   /* fedavg: [clients_per_round] a round's clients */
+    dt_run_plan run; /* the run's cut (dt_strategy_plan_run) */
     int64_t *positions;                 /* [rows] positions in the permutation */
     int64_t *samples;                   /* [rows] the samples at those positions */
     int32_t *labels;                    /* [rows] */

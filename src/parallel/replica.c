@@ -1,0 +1,145 @@
+/* replica.c — what the strategies share (strategy_impl.h): the replicas' start, how a
+ * global batch is split into parts, a replica's micro-steps through the whole model, its
+ * share of evaluation, and the non-finite guard's scan of the gradients. The strategies
+ * call these; these call no strategy. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "parallel/pipe.h"
+#include "parallel/strategy_impl.h"
+
+dt_status dt_strategy_start_replicas(dt_strategy *s, dt_comm *comm)
+{
+    dt_status st = DT_OK;
+    const int size = dt_comm_size(comm);
+    /* Every rank must build the same model: compare signatures before anything else
+     * touches the parameters, and name every rank that differs from rank 0. (The trainer
+     * has compared the settings already; this catches programs on the library that build
+     * their models themselves.) Rank 0's signature and a count of the ranks that differ
+     * need no buffer: dt_trainer_run allocates nothing unless a rank differs (the
+     * allocation tests count from its start). */
+    const uint64_t mine = dt_model_signature(s->model);
+    uint64_t first = mine, *all = NULL;
+    DT_TRY(dt_comm_bcast(comm, &first, 1, DT_COMM_INT64, 0));
+    int32_t differs = mine != first, nbad = 0;
+    DT_TRY(dt_comm_allreduce(comm, &differs, &nbad, 1, DT_COMM_INT32, DT_COMM_SUM));
+    if (nbad > 0) {
+        DT_TRY(dt_alloc(sizeof(uint64_t) * (size_t)size, "signatures", (void **)&all));
+        DT_TRY(dt_comm_allgather(comm, &mine, all, 1, DT_COMM_INT64));
+        char bad[512] = "";
+        size_t used = 0;
+        for (int r = 1, n = 0; r < size; r++) {
+            if (all[r] == all[0])
+                continue;
+            n++;
+            if (used < sizeof bad)
+                used +=
+                    (size_t)snprintf(bad + used, sizeof bad - used, "%s%d", n > 1 ? ", " : "", r);
+        }
+        st = dt_fail(DT_ERR_MISMATCH,
+                     "%s: the model on rank%s %s differs from rank 0's (layer "
+                     "kinds, settings or shapes): every rank must use the same config",
+                     s->info.name, nbad > 1 ? "s" : "", bad);
+        goto fail;
+    }
+    DT_TRY(dt_comm_bcast(comm, dt_model_params(s->model), dt_model_param_count(s->model),
+                         DT_COMM_FLOAT32, 0));
+fail:
+    dt_free(all);
+    return st;
+}
+
+int dt_strategy_scan_grads(const dt_strategy *s, size_t lo, size_t hi)
+{
+    const float *g = dt_model_grads(s->model);
+    float acc = 0.0f;
+    for (size_t i = lo; i < hi; i++)
+        acc += g[i] * 0.0f;
+    if (acc == 0.0f)
+        return 0;
+    for (int k = 0; k < dt_model_tensor_count(s->model); k++) {
+        const dt_param_info *t = dt_model_tensor(s->model, k);
+        for (size_t i = t->offset; i < t->offset + t->count; i++)
+            if (i >= lo && i < hi && g[i] * 0.0f != 0.0f)
+                return 1 + dt_model_whole_layer(s->model, t->layer);
+    }
+    return 0;
+}
+
+void dt_strategy_note_bad(dt_strategy *s, double loss_sum, size_t lo, size_t hi)
+{
+    if (s->bad_here != 0)
+        return;
+    if (!isfinite(loss_sum))
+        s->bad_here = DT_NONFINITE_LOSS;
+    else
+        s->bad_here = dt_strategy_scan_grads(s, lo, hi);
+}
+
+void dt_strategy_part(int64_t g, int64_t parts, int64_t part, int64_t *begin, int64_t *count)
+{
+    int64_t base = g / parts, extra = g % parts;
+    *begin = part * base + (part < extra ? part : extra);
+    *count = base + (part < extra ? 1 : 0);
+}
+
+dt_status dt_strategy_micro_steps(dt_strategy *s, const dt_step_plan *plan, const dt_step_io *io,
+                                  const dt_backward_hooks *last_hooks,
+                                  dt_status (*before_last)(dt_strategy *s), double *loss_sum)
+{
+    if (s->pipe != NULL)
+        return dt_pipe_step(s, plan, io, last_hooks, before_last, loss_sum);
+    dt_status st = DT_OK;
+    const int64_t micro = s->info.micro_batches, replicas = s->info.replicas;
+    const int64_t parts = replicas * micro;
+    dt_model_zero_grads(s->model);
+    *loss_sum = 0.0;
+    for (int64_t j = 0; j < micro; j++) {
+        int64_t begin, count;
+        dt_strategy_part(plan->samples, parts, j * replicas + s->info.replica, &begin, &count);
+        const int last = j == micro - 1;
+        if (last && before_last != NULL)
+            DT_TRY(before_last(s));
+        dt_forward_ctx fwd;
+        const double t0 = dt_now();
+        DT_TRY(io->load(io->ctx, plan->epoch, plan->first + begin, count, 0, DT_LOAD_ALL, &fwd));
+        const double t1 = dt_now();
+        DT_TRY(dt_model_forward(s->model, count, &fwd));
+        double ls = 0.0;
+        /* The divisor is the whole global step's samples: the replicas' gradients then
+         * sum to the global batch's mean gradient (docs/NOTES.md). */
+        DT_TRY(io->loss(io->ctx, 0, count, (double)plan->samples, &ls));
+        const double t2 = dt_now();
+        DT_TRY(dt_model_backward(s->model, count, last ? last_hooks : NULL));
+        *loss_sum += ls;
+        dt_obs_phase(s->obs, DT_PHASE_DATA, t0, t1, (int)j);
+        dt_obs_phase(s->obs, DT_PHASE_FORWARD, t1, t2, (int)j);
+        dt_obs_phase(s->obs, DT_PHASE_BACKWARD, t2, dt_now(), (int)j);
+    }
+fail:
+    return st;
+}
+
+dt_status dt_strategy_eval_share(dt_strategy *s, int64_t n_test, const dt_step_io *io,
+                                 double *loss_sum, double *correct)
+{
+    if (s->pipe != NULL)
+        return dt_pipe_evaluate(s, n_test, io, loss_sum, correct);
+    dt_status st = DT_OK;
+    int64_t begin, count;
+    dt_strategy_part(n_test, s->info.replicas, s->info.replica, &begin, &count);
+    const int64_t chunk = dt_model_max_batch(s->model);
+    const dt_forward_ctx fwd = {.train = 0};
+    for (int64_t off = 0; off < count; off += chunk) {
+        const int64_t c = count - off < chunk ? count - off : chunk;
+        DT_TRY(io->load_test(io->ctx, begin + off, c, 0, DT_LOAD_ALL));
+        DT_TRY(dt_model_forward(s->model, c, &fwd));
+        double ls = 0.0, right = 0.0;
+        DT_TRY(io->score(io->ctx, 0, c, &ls, &right));
+        *loss_sum += ls;
+        *correct += right;
+    }
+fail:
+    return st;
+}

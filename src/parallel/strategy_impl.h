@@ -1,0 +1,147 @@
+/* strategy_impl.h (internal) — what a strategy is made of, for the files that implement
+ * one (src/parallel/): its vtable, the struct every strategy embeds first, the pieces the
+ * strategies share (replica.c) and their constructors (the registry's rows, registry.c).
+ * The trainer sees none of it: it includes strategy.h, where dt_strategy is opaque, and
+ * asks its questions through the functions declared there (scripts/check-strategy.py keeps
+ * it so). Never installed. */
+#ifndef DT_PARALLEL_STRATEGY_IMPL_H
+#define DT_PARALLEL_STRATEGY_IMPL_H
+
+#include "parallel/strategy.h"
+
+typedef struct dt_tp_comm dt_tp_comm;
+typedef struct dt_pipe dt_pipe;
+
+typedef struct dt_strategy_ops {
+    /* Once the model exists: plan what the strategy needs for it (buckets, shards), and
+     * say how many parameters the optimizer updates on this rank. Allocates; later calls
+     * do not. */
+    dt_status (*attach)(dt_strategy *s, dt_model *m, size_t *optim_count);
+    dt_status (*start)(dt_strategy *s);
+    dt_status (*step)(dt_strategy *s, const dt_step_plan *plan, const dt_step_io *io,
+                      double *loss_sum);
+    dt_status (*update)(dt_strategy *s, dt_optim *o, double lr);
+    dt_status (*evaluate)(dt_strategy *s, int64_t n_test, const dt_step_io *io, double *loss_sum,
+                          double *correct);
+    void (*stats)(const dt_strategy *s, dt_strategy_stats *out);
+    /* Times the step's gradient communication alone (median of reps rounds). Collective. */
+    dt_status (*time_comm_alone)(dt_strategy *s, int reps, double *seconds);
+    /* full[0..param count) = the optimizer's buffer laid out as the parameters, from this
+     * rank's slice [optim_offset, optim_offset + optim_count) of it: the slices of the
+     * data-parallel group gathered under ZeRO-1, a copy otherwise. Collective over the dp
+     * group. */
+    dt_status (*gather_optim)(dt_strategy *s, const float *slice, float *full);
+    /* Optional (NULL: every rank's parameters are current after each update): make them
+     * current on every rank, before they are read whole (checkpoints, saved weights).
+     * Collective over the world. */
+    dt_status (*sync_params)(dt_strategy *s);
+    /* Optional (NULL: no compression state): this rank's, into *out (zeroed before). */
+    void (*comp_state)(dt_strategy *s, dt_comp_state *out);
+    /* With comp_state: every replica's `count` floats (its residual, or its factors when
+     * they are its own) into all, in replica order. Collective over the world. */
+    dt_status (*gather_resid)(dt_strategy *s, const float *mine, size_t count, float *all);
+    /* Optional (NULL: the trainer's cut stands): dt_strategy_plan_run. */
+    dt_status (*plan_run)(dt_strategy *s, const dt_run_facts *facts, dt_run_plan *plan);
+    /* Optional: dt_strategy_step_samples. */
+    int64_t (*step_samples)(dt_strategy *s, int64_t epoch, int64_t samples);
+    /* Optional (NULL: ""): dt_strategy_summary. */
+    void (*summary)(const dt_strategy *s, char *buf, size_t nbytes);
+    /* Optional: dt_strategy_partition. */
+    void (*partition)(const dt_strategy *s, const int64_t **client_of, int64_t *moved);
+    void (*free)(dt_strategy *s);
+} dt_strategy_ops;
+
+/* What every strategy holds first; each strategy's own struct embeds it. */
+struct dt_strategy {
+    const dt_strategy_ops *ops;
+    dt_strategy_options opt;
+    dt_grid *grid;   /* the dp x tp x pp layout of the world: the one place it is computed */
+    dt_comm *world;  /* borrowed */
+    dt_model *model; /* borrowed, set by attach */
+    dt_strategy_info info;
+    dt_tp_comm *tp; /* the model's tensor-parallel collectives (tp_group.c), or NULL */
+    dt_pipe *pipe;  /* the pipeline's schedule and messages (pipe.c), or NULL */
+    /* The optimizer updates [optim_offset, optim_offset + optim_count) of the flat buffer
+     * (set by attach: everything, or a ZeRO-1 slice). */
+    size_t optim_offset, optim_count;
+    /* 1 when that range differs between ranks (ZeRO-1, ps): whoever reads the state whole
+     * gathers it, on every rank together. */
+    int optim_sharded;
+    /* This rank's finding in the step (where, or 0), and after the step the ranks'
+     * together; the strategy's step fills `bad` for its data-parallel group. */
+    int bad_here;
+    dt_nonfinite bad;
+    double *exchange; /* [4 x max(pp, tp)]: the step's summary crossing stages and tp ranks */
+    dt_obs *obs;      /* the rank's phase timers and trace events (dt_strategy_set_obs) */
+    dt_optim *optim;  /* borrowed (dt_strategy_bind_optim): a server that applies as
+                         gradients arrive steps it inside the step */
+};
+
+/* ---- shared by the strategies (replica.c) ---- */
+
+/* The scan of the non-finite guard: 1 + the whole model's layer of the first NaN or Inf in
+ * gradients [lo, hi) of the flat buffer, 0 when there is none. A pass over memory that
+ * vectorises (a product with zero is NaN exactly when the value is not finite). */
+int dt_strategy_scan_grads(const dt_strategy *s, size_t lo, size_t hi);
+/* bad_here for a step whose loss sum is `loss_sum`, the gradients [lo, hi) scanned. */
+void dt_strategy_note_bad(dt_strategy *s, double loss_sum, size_t lo, size_t hi);
+
+/* The replicas' start: the model's signature compared over `comm` (DT_ERR_MISMATCH naming
+ * every rank that differs from rank 0), then rank 0's parameters broadcast. Collective
+ * over `comm`. */
+dt_status dt_strategy_start_replicas(dt_strategy *s, dt_comm *comm);
+
+/* Part `part` of `parts` consecutive parts of g samples: the first g mod parts take one
+ * extra (64 over 3 is 22/21/21). */
+void dt_strategy_part(int64_t g, int64_t parts, int64_t part, int64_t *begin, int64_t *count);
+
+/* This replica's micro-steps of a step through the whole model: load, forward, loss with
+ * the step's divisor, backward (with `last_hooks` on the last micro-step, NULL before it);
+ * adds this rank's loss sum. `before_last` (may be NULL) runs before the last backward. */
+dt_status dt_strategy_micro_steps(dt_strategy *s, const dt_step_plan *plan, const dt_step_io *io,
+                                  const dt_backward_hooks *last_hooks,
+                                  dt_status (*before_last)(dt_strategy *s), double *loss_sum);
+
+/* This replica's share of the test set, forward in chunks of the planned batch; adds to
+ * the sums (not combined across ranks). */
+dt_status dt_strategy_eval_share(dt_strategy *s, int64_t n_test, const dt_step_io *io,
+                                 double *loss_sum, double *correct);
+
+/* Gives a tensor-parallel model its group's collectives (tp_group.c); the stats of those
+ * collectives; freeing (NULL is safe). */
+dt_status dt_tp_comm_attach(dt_strategy *s, dt_model *m);
+void dt_tp_comm_stats(const dt_tp_comm *t, dt_strategy_stats *out);
+void dt_tp_comm_free(dt_tp_comm *t);
+
+/* A registry setting's value (dt_strategy_options_get for a key the registry declares:
+ * asserted), and how it was given (NULL: its default). */
+double dt_strategy_setting_get(const dt_strategy_options *o, const char *key);
+const char *dt_strategy_setting_given(const dt_strategy_options *o, const char *key);
+
+/* Each strategy's check of the options (the registry's row.check: registry.h) and its
+ * constructor, called by dt_strategy_create with the grid made: fills a struct that begins
+ * with dt_strategy. */
+dt_status dt_ddp_check(const dt_strategy_options *o, int world, int tp, int pp);
+dt_status dt_ps_check(const dt_strategy_options *o, int world, int tp, int pp);
+dt_status dt_fedavg_check(const dt_strategy_options *o, int world, int tp, int pp);
+dt_status dt_single_create(const dt_strategy_options *opt, dt_comm *world, dt_grid *grid,
+                           dt_strategy **out);
+dt_status dt_ddp_create(const dt_strategy_options *opt, dt_comm *world, dt_grid *grid,
+                        dt_strategy **out);
+dt_status dt_ps_create(const dt_strategy_options *opt, dt_comm *world, dt_grid *grid,
+                       dt_strategy **out);
+dt_status dt_fedavg_create(const dt_strategy_options *opt, dt_comm *world, dt_grid *grid,
+                           dt_strategy **out);
+/* FedAvg's arithmetic (fedavg.c): a client's update weighed by its sample count, in place,
+ * slot (n) := samples x slot (the slot holding w_client - w_global); and the server's
+ * average of k slots (k x n, summed in slot order), out (n) = w_global + (sum_j slot_j) /
+ * total, total the clients' samples. out may be w_global's buffer only if it is not read
+ * after: the first slot is copied into out. */
+void dt_fed_weigh(float *slot, int64_t samples, size_t n);
+/* A round's k slots (k x n) weighed, slot j by its client sampled[j]'s samples (client c
+ * holds start[c + 1] - start[c] of them); returns their total, dt_fed_average's `total`. */
+double dt_fed_weigh_round(float *slots, int k, size_t n, const int64_t *start, const int *sampled);
+void dt_fed_average(const float *w_global, const float *slots, int k, size_t n, double total,
+                    float *out);
+
+#endif
