@@ -164,6 +164,20 @@ typedef struct dt_strategy_options {
  * staleness 0; no option given. */
 DT_API dt_strategy_options dt_strategy_options_default(void);
 
+/* The settings the registry's strategies declare, numbered 0 .. dt_strategy_setting_count()
+ * - 1: for a command line's options and a help text. */
+typedef struct dt_strategy_setting_info {
+    const char *strategy; /* whose: "localsgd" */
+    const char *key;      /* its config key: "localsgd.sync_every" */
+    const char *option;   /* its command-line option: "--sync-every" */
+    const char *arg;      /* the option's argument: "H" */
+    const char *help;     /* one line */
+    double def;           /* its default */
+} dt_strategy_setting_info;
+DT_API int dt_strategy_setting_count(void);
+/* Fills *out for setting j; DT_ERR_INVALID out of range. */
+DT_API dt_status dt_strategy_setting_describe(int j, dt_strategy_setting_info *out);
+
 /* How many of the world's ranks the strategy o names sets apart from computing: ps's
  * servers, which hold the parameters and apply what the workers push; 0 for the others. */
 DT_API int dt_strategy_apart(const dt_strategy_options *o);

@@ -34,9 +34,8 @@ static const dt_cli_option train_opts[] = {
     {"--log-every", "N", DT_OPT_CONFIG_KEY, "train.log_every",
      "log (and record in --metrics) every N steps; 0: per epoch only"},
     {"--strategy", "S", DT_OPT_CONFIG_KEY, "parallel.strategy",
-     "ddp (synchronous data parallelism; a single process is its one-rank case), ps "
-     "(parameter servers: --servers, --staleness) or fedavg (federated averaging: --clients, "
-     "--rounds)"},
+     "how the ranks share the training: one of the strategies listed below (ddp's one-rank "
+     "case is a single process)"},
     {"--dp", "N", DT_OPT_CONFIG_KEY, "parallel.dp", "data-parallel ranks (0: all)"},
     {"--tp", "N", DT_OPT_CONFIG_KEY, "parallel.tp",
      "tensor-parallel ranks: large linear and conv2d layers split over them (world = dp x tp)"},

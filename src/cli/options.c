@@ -51,12 +51,34 @@ static int is_option(const char *a)
     return a[0] == '-' && a[1] != '\0';
 }
 
-/* The option that `a` names (*eq: its '=' in "--name=value", else NULL), or NULL. */
-static const dt_cli_option *lookup(const dt_cli_option *opts, int nopts, const char *a,
-                                   const char **eq)
+/* A table that takes --strategy also takes the options of the strategies' own settings,
+ * from the registry (dt_strategy_setting_describe): a strategy adds its options without an
+ * edit here. */
+static int takes_strategy_options(const dt_cli_option *opts, int nopts)
+{
+    return find_opt(opts, nopts, "--strategy", strlen("--strategy")) != NULL;
+}
+
+/* The option that `a` names (*eq: its '=' in "--name=value", else NULL) into *out; 0 when
+ * there is none. */
+static int lookup(const dt_cli_option *opts, int nopts, const char *a, const char **eq,
+                  dt_cli_option *out)
 {
     *eq = a[1] == '-' ? strchr(a, '=') : NULL;
-    return find_opt(opts, nopts, a, *eq != NULL ? (size_t)(*eq - a) : strlen(a));
+    const size_t len = *eq != NULL ? (size_t)(*eq - a) : strlen(a);
+    const dt_cli_option *o = find_opt(opts, nopts, a, len);
+    if (o != NULL) {
+        *out = *o;
+        return 1;
+    }
+    dt_strategy_setting_info si;
+    for (int j = 0; takes_strategy_options(opts, nopts) && j < dt_strategy_setting_count(); j++)
+        if (dt_strategy_setting_describe(j, &si) == DT_OK && strlen(si.option) == len &&
+            strncmp(si.option, a, len) == 0) {
+            *out = (dt_cli_option){si.option, si.arg, DT_OPT_CONFIG_KEY, si.key, si.help};
+            return 1;
+        }
+    return 0;
 }
 
 /* Pass 1: validates every option's shape and finds --help and the config file, so that the
@@ -70,7 +92,8 @@ static int scan_args(const char *cmd, const dt_cli_option *opts, int nopts, int 
             return -1;
         if (is_option(a)) {
             const char *eq = NULL;
-            const dt_cli_option *o = lookup(opts, nopts, a, &eq);
+            dt_cli_option found;
+            const dt_cli_option *o = lookup(opts, nopts, a, &eq, &found) ? &found : NULL;
             if (o == NULL) {
                 fprintf(stderr, "dtrain %s: unknown option '%s' (see dtrain %s --help)\n", cmd, a,
                         cmd);
@@ -165,11 +188,12 @@ int dt_cli_parse(const char *cmd, const dt_cli_option *opts, int nopts, int argc
         if (!is_option(a))
             continue;
         const char *eq = NULL;
-        const dt_cli_option *o = lookup(opts, nopts, a, &eq);
+        dt_cli_option o;
+        DT_ASSERT(lookup(opts, nopts, a, &eq, &o)); /* scan_args found it */
         const char *value = NULL;
-        if (o->metavar != NULL)
+        if (o.metavar != NULL)
             value = eq ? eq + 1 : argv[++i];
-        if ((rc = apply_option(o, value, cfg, vals)) != DT_EXIT_OK)
+        if ((rc = apply_option(&o, value, cfg, vals)) != DT_EXIT_OK)
             return rc;
     }
     return DT_EXIT_OK;
@@ -188,8 +212,13 @@ void dt_cli_print_help(FILE *out, const char *usage, const char *summary, const 
 {
     const dt_config def = dt_config_default();
     fprintf(out, "usage: %s\n\n%s\n\noptions:\n", usage, summary);
-    for (int i = 0; i < nopts; i++) {
-        const dt_cli_option *o = &opts[i];
+    const int nsettings = takes_strategy_options(opts, nopts) ? dt_strategy_setting_count() : 0;
+    for (int i = 0; i < nopts + nsettings; i++) {
+        dt_cli_option setting = {0};
+        dt_strategy_setting_info si;
+        if (i >= nopts && dt_strategy_setting_describe(i - nopts, &si) == DT_OK)
+            setting = (dt_cli_option){si.option, si.arg, DT_OPT_CONFIG_KEY, si.key, si.help};
+        const dt_cli_option *o = i < nopts ? &opts[i] : &setting;
         char left[64];
         snprintf(left, sizeof left, "%s%s%s", o->name, o->metavar ? " " : "",
                  o->metavar ? o->metavar : "");
@@ -203,6 +232,11 @@ void dt_cli_print_help(FILE *out, const char *usage, const char *summary, const 
             }
         }
         fputc('\n', out);
+    }
+    if (nsettings > 0 || takes_strategy_options(opts, nopts)) {
+        fprintf(out, "\nstrategies (--strategy S; each one's options are above):\n");
+        for (int i = 0; i < dt_strategy_count(); i++)
+            fprintf(out, "  %-24s %s\n", dt_strategy_name(i), dt_strategy_help(i));
     }
     if (!keys)
         return;

@@ -341,3 +341,18 @@ int dt_strategy_apart(const dt_strategy_options *o)
     const dt_strategy_def *def = dt_strategy_find(o->strategy != NULL ? o->strategy : "ddp");
     return def != NULL && def->apart != NULL ? def->apart(o) : 0;
 }
+
+dt_status dt_strategy_setting_describe(int j, dt_strategy_setting_info *out)
+{
+    if (j < 0 || j >= dt_strategy_setting_count())
+        return dt_fail(DT_ERR_INVALID, "strategy setting %d: there are %d", j,
+                       dt_strategy_setting_count());
+    const dt_strategy_setting *d = dt_strategy_setting_at(j);
+    *out = (dt_strategy_setting_info){.strategy = dt_strategy_setting_owner(j)->name,
+                                      .key = d->key,
+                                      .option = d->option,
+                                      .arg = d->arg,
+                                      .help = d->help,
+                                      .def = d->def};
+    return DT_OK;
+}

@@ -66,9 +66,8 @@ const dt_strategy_def *dt_strategy_find(const char *name);
 /* The row's index, or -1. */
 int dt_strategy_index(const char *name);
 
-/* Every row's settings, numbered 0 .. dt_strategy_setting_count() - 1 in row order (the
- * config keeps their values by this number). */
-int dt_strategy_setting_count(void);
+/* Every row's settings, numbered 0 .. dt_strategy_setting_count() - 1 (strategy.h) in row
+ * order (the config keeps their values by this number). */
 const dt_strategy_setting *dt_strategy_setting_at(int j);
 /* The row that declares setting j. */
 const dt_strategy_def *dt_strategy_setting_owner(int j);

@@ -319,9 +319,8 @@ static const key_def keys[] = {
           "previous checkpoint stays intact) | continue (warn and train on)"),
     /* [parallel] */
     ENUMK("parallel.strategy", parallel.strategy, strategy_name, 0,
-          "ddp (synchronous data parallelism; one rank: a single process) | ps (parameter "
-          "servers: parallel.servers, parallel.staleness) | fedavg (federated averaging: "
-          "[fedavg])"),
+          "the parallel strategy: one of those `dtrain train --help` lists under strategies "
+          "(ddp, the default, on one rank is a single process)"),
     NUM("parallel.dp", KEY_INT, parallel.dp, LO | HI, 0, 1 << 20,
         "data-parallel ranks; 0: world size / (tp * pp)"),
     NUM("parallel.tp", KEY_INT, parallel.tp, LO | HI, 0, 1 << 20,

@@ -80,5 +80,30 @@ if ! cmp -s "$tmp/train" "$tmp/train_late"; then
     fail=1
 fi
 
+# The registry's strategies and their options: --help lists each (from the registry), and
+# the man page names each, so a strategy added with its row cannot go undocumented.
+man="$SRC/docs/dtrain.1"
+strategies=$(sed -n '/^strategies /,/^$/p' "$t" | awk 'NR > 1 && NF { print $1 }')
+echo "strategies listed: $(echo $strategies)"
+for s in ddp ps fedavg; do
+    if ! echo " $(echo $strategies) " | grep -q " $s "; then
+        echo "FAIL: --help's 'strategies:' section does not list $s"
+        fail=1
+    fi
+done
+for s in $strategies; do
+    if ! grep -qF -- "\-\-strategy $s" "$man"; then
+        echo "FAIL: docs/dtrain.1 does not describe --strategy $s (as \\-\\-strategy $s)"
+        fail=1
+    fi
+done
+for o in $(sed -n '/^options:/,/^$/p' "$t" | awk '{ print $1 }' | grep '^--'); do
+    pat=$(printf '%s' "$o" | sed 's/-/\\-/g')
+    if ! grep -qF -- "$pat" "$man"; then
+        echo "FAIL: docs/dtrain.1 does not describe $o"
+        fail=1
+    fi
+done
+
 [ $fail -eq 0 ] && echo "ok: help"
 exit $fail

@@ -8,7 +8,7 @@
  * the weights are 3 and 4, not clients 0 and 1's 2 and 3. */
 #include "dt_test.h"
 
-#include "parallel/strategy.h"
+#include "parallel/strategy_impl.h"
 
 static void test_weighted_by_samples(void **state)
 {

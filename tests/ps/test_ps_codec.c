@@ -17,7 +17,7 @@
 
 #include "parallel/compress.h"
 #include "parallel/ps.h"
-#include "parallel/strategy.h"
+#include "parallel/strategy_impl.h"
 
 enum { N = 17, SERVERS = 2, MAXK = 3 };
 

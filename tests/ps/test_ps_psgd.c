@@ -20,7 +20,7 @@
 #include "dtrain/rng.h"
 #include "parallel/compress.h"
 #include "parallel/ps_psgd.h"
-#include "parallel/strategy.h"
+#include "parallel/strategy_impl.h"
 
 enum { N = 163, W1 = 0, B1 = 128, W2 = 136, B2 = 160 }; /* the model's flat layout */
 enum { TAIL = 109 }; /* at 3 shards, W1's elements [TAIL, B1) go as they are */
