@@ -36,6 +36,9 @@ extern "C" {
 /* Gradient compression's state (docs/COMPRESSION.md): compress.residual.<replica>.<parameter>
  * (each replica's error feedback), compress.q (PowerSGD's factors, the same on every rank). */
 #define DT_CKPT_COMPRESS_PREFIX "compress."
+/* A replica's own state where replicas differ (local SGD): replica.<r>.<parameter> and
+ * replica.<r>.optim.<state>.<parameter>, beside the replicas' mean under the plain names. */
+#define DT_CKPT_REPLICA_PREFIX "replica."
 
 typedef struct dt_ckpt_file {
     char name[DT_CKPT_NAME_MAX]; /* in the set's directory: [A-Za-z0-9._-], not starting '.' */

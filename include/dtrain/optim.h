@@ -72,6 +72,9 @@ DT_API void dt_optim_set_steps(dt_optim *o, int64_t t);
  * momentum 1, Adam 2, plain SGD 0). Borrowed. */
 DT_API int dt_optim_state_buffers(dt_optim *o, float **bufs, int max);
 DT_API size_t dt_optim_state_bytes(const dt_optim *o);
+/* PyTorch's name for state buffer b ("momentum_buffer"; Adam's "exp_avg", "exp_avg_sq"), as
+ * checkpoints store it; NULL for a b the optimizer does not have. */
+DT_API const char *dt_optim_state_name(const dt_optim *o, int b);
 
 /* ---- schedules: the learning rate as a function of the optimizer step -------------- */
 typedef enum dt_sched_kind {

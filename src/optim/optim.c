@@ -161,6 +161,15 @@ int dt_optim_state_buffers(dt_optim *o, float **bufs, int max)
     return o->nbufs;
 }
 
+const char *dt_optim_state_name(const dt_optim *o, int b)
+{
+    if (b < 0 || b >= o->nbufs)
+        return NULL;
+    if (o->cfg.kind == DT_OPTIM_SGD)
+        return "momentum_buffer";
+    return b == 0 ? "exp_avg" : "exp_avg_sq";
+}
+
 size_t dt_optim_state_bytes(const dt_optim *o)
 {
     return (size_t)o->nbufs * o->count * sizeof(float);

@@ -65,6 +65,7 @@ void dt_strategy_free(dt_strategy *s)
     dt_tp_comm_free(s->tp);
     dt_pipe_free(s->pipe);
     dt_free(s->exchange);
+    dt_state_free(s);
     s->ops->free(s);
     dt_grid_free(grid);
 }
@@ -292,4 +293,17 @@ void dt_strategy_summary(const dt_strategy *s, char *buf, size_t nbytes)
     buf[0] = '\0';
     if (s->ops->summary != NULL)
         s->ops->summary(s, buf, nbytes);
+}
+
+dt_status dt_strategy_export_state(dt_strategy *s, const dt_state_sink *sink)
+{
+    return s->ops->export_state != NULL ? s->ops->export_state(s, sink)
+                                        : dt_state_export_common(s, sink);
+}
+
+dt_status dt_strategy_import_state(dt_strategy *s, const dt_state_source *src, int pass,
+                                   int *per_tensor)
+{
+    return s->ops->import_state != NULL ? s->ops->import_state(s, src, pass, per_tensor)
+                                        : dt_state_import_common(s, src, pass, per_tensor);
 }

@@ -230,6 +230,52 @@ void dt_strategy_partition(const dt_strategy *s, const int64_t **client_of, int6
  * staleness 0)", or "" where the grid's dp x tp x pp says it all. */
 void dt_strategy_summary(const dt_strategy *s, char *buf, size_t nbytes);
 
+/* ---- the run's state, for checkpoints (docs/checkpoint-format.md) ----
+ *
+ * A strategy exports the state of the run as named tensors, each whole under its name in
+ * the set (parameters under their PyTorch names, the optimizer's state as
+ * optim.<state>.<parameter>, compression's as compress.*, a replica's own as
+ * replica.<r>.*), delivered one piece at a time: elements [first, first + count) of the
+ * whole tensor. The trainer's checkpoint code is the format only: it writes what it is
+ * handed and hands back what a set holds; which rank holds what, and how the parts of a
+ * tensor meet, is the strategy's. */
+typedef struct dt_state_piece {
+    const char *name; /* the tensor's name in the set */
+    int ndim;
+    int64_t shape[DT_MAX_DIMS]; /* the whole tensor's */
+    const float *data;          /* `count` floats: elements [first, first + count) */
+    size_t first, count;
+} dt_state_piece;
+
+/* Where exported pieces go: put is called on the ranks that write (one per pipeline stage
+ * today), in the order the tensors are to be stored. A piece's data stays valid until the
+ * strategy's next export or its free. */
+typedef struct dt_state_sink {
+    void *ctx;
+    dt_status (*put)(void *ctx, const dt_state_piece *p);
+} dt_state_sink;
+
+/* Where imported tensors come from: find returns the set's tensor `name` whole (first 0,
+ * count its elements), or NULL when the set holds none; `where` names the set in errors. */
+typedef struct dt_state_source {
+    void *ctx;
+    const dt_state_piece *(*find)(void *ctx, const char *name);
+    const char *where;
+} dt_state_source;
+
+/* The run's state to `sink` (on the ranks that write). Collective over the world. */
+dt_status dt_strategy_export_state(dt_strategy *s, const dt_state_sink *sink);
+/* The run's state from `src`: pass 0 checks every tensor this rank needs (DT_ERR_MISMATCH
+ * naming a missing or misshapen one) and says in *per_tensor how many of the set's tensors
+ * outside the optional prefixes (dt_state_optional) belong to each of the whole model's
+ * parameter tensors (1 + the optimizer's state buffers), so that the caller can refuse a
+ * set with more or fewer; pass 1 copies. A set that does not fit changes nothing. Not
+ * collective. */
+dt_status dt_strategy_import_state(dt_strategy *s, const dt_state_source *src, int pass,
+                                   int *per_tensor);
+/* 1 for a tensor name a set may hold that not every run reads (compress.*, replica.*). */
+int dt_state_optional(const char *name);
+
 /* What the trainer may know of a strategy's insides, asked rather than read (the struct is
  * strategy_impl.h's): the world it was made on (borrowed), and the range of the flat
  * buffer this rank's optimizer updates, [*offset, *offset + *count), with *sharded 1 when

@@ -44,6 +44,11 @@ typedef struct dt_strategy_ops {
     dt_status (*plan_run)(dt_strategy *s, const dt_run_facts *facts, dt_run_plan *plan);
     /* Optional: dt_strategy_step_samples. */
     int64_t (*step_samples)(dt_strategy *s, int64_t epoch, int64_t samples);
+    /* Optional (NULL: dt_state_export_common, dt_state_import_common): the run's state
+     * (strategy.h, "the run's state"). */
+    dt_status (*export_state)(dt_strategy *s, const dt_state_sink *sink);
+    dt_status (*import_state)(dt_strategy *s, const dt_state_source *src, int pass,
+                              int *per_tensor);
     /* Optional (NULL: ""): dt_strategy_summary. */
     void (*summary)(const dt_strategy *s, char *buf, size_t nbytes);
     /* Optional: dt_strategy_partition. */
@@ -75,6 +80,10 @@ struct dt_strategy {
     dt_obs *obs;      /* the rank's phase timers and trace events (dt_strategy_set_obs) */
     dt_optim *optim;  /* borrowed (dt_strategy_bind_optim): a server that applies as
                          gradients arrive steps it inside the step */
+    /* state.c's buffers, kept from one export to the next (no page faults then): a state
+     * buffer gathered over ZeRO-1's slices, the whole parameters and state buffers, every
+     * replica's residuals and (where each has its own) PowerSGD factors. */
+    float *st_full, *st_whole[3], *st_resid, *st_q;
 };
 
 /* ---- shared by the strategies (replica.c) ---- */
@@ -112,6 +121,30 @@ dt_status dt_strategy_eval_share(dt_strategy *s, int64_t n_test, const dt_step_i
 dt_status dt_tp_comm_attach(dt_strategy *s, dt_model *m);
 void dt_tp_comm_stats(const dt_tp_comm *t, dt_strategy_stats *out);
 void dt_tp_comm_free(dt_tp_comm *t);
+
+/* ---- the run's state (state.c) ---- */
+
+/* The layout every strategy without replicas of its own exports and imports (state.c's
+ * top comment). Collective over the world / not collective, as dt_strategy_export_state and
+ * dt_strategy_import_state. */
+dt_status dt_state_export_common(dt_strategy *s, const dt_state_sink *sink);
+dt_status dt_state_import_common(dt_strategy *s, const dt_state_source *src, int pass,
+                                 int *per_tensor);
+/* 1 on the rank that writes its stage's tensors (dp 0, tp 0). */
+int dt_state_writer(const dt_strategy *s);
+/* wholes[0] = the whole parameters, wholes[1 + b] = optimizer state buffer b, whole (this
+ * rank's own buffers where nothing is split, else state.c's, valid until the next call).
+ * Collective over the dp and tp groups. */
+dt_status dt_state_gather(dt_strategy *s, float **wholes);
+/* The set's name of parameter p (b < 0) or of its optimizer state buffer b. */
+void dt_state_tensor_name(const dt_strategy *s, int b, const dt_param_info *p, char *buf,
+                          size_t nbytes);
+/* src's tensor `name`, checked against ndim and shape (DT_ERR_MISMATCH naming it). */
+dt_status dt_state_find(const dt_state_source *src, const char *name, int ndim,
+                        const int64_t *shape, const dt_state_piece **out);
+/* This rank's part of p's whole tensor into local[p->offset ...]. */
+void dt_state_take_part(const dt_param_info *p, const float *whole, float *local);
+void dt_state_free(dt_strategy *s);
 
 /* A registry setting's value (dt_strategy_options_get for a key the registry declares:
  * asserted), and how it was given (NULL: its default). */

@@ -610,6 +610,15 @@ static dt_status check_run(const dt_config *c)
     if (def == NULL)
         return dt_fail(DT_ERR_INVALID, "config: parallel.strategy: unknown strategy %d",
                        c->parallel.strategy);
+    /* The registry's settings, as a program may have filled them by hand. */
+    for (int j = 0; j < dt_strategy_setting_count(); j++) {
+        const dt_strategy_setting *d = dt_strategy_setting_at(j);
+        const double v = c->parallel.settings[j];
+        if (!(v >= d->lo && v <= d->hi) || (d->type == DT_SETTING_INT && v != (double)(int64_t)v))
+            return dt_fail(DT_ERR_INVALID,
+                           "config: %s: %g is out of range (must be %s in [%g, %g])", d->key, v,
+                           d->type == DT_SETTING_INT ? "an integer" : "a number", d->lo, d->hi);
+    }
     if (def->no_stop != NULL && c->train.nonfinite_stop)
         return dt_fail(DT_ERR_UNSUPPORTED,
                        "config: train.on_nonfinite stop does not apply under parallel.strategy "

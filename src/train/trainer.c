@@ -280,11 +280,6 @@ void dt_trainer_free(dt_trainer *t)
     dt_free(t->samples);
     dt_free(t->labels);
     dt_free(t->targets);
-    dt_free(t->ckpt_full);
-    dt_free(t->ckpt_resid);
-    dt_free(t->ckpt_q);
-    for (int b = 0; b < 3; b++)
-        dt_free(t->ckpt_whole[b]);
     dt_dataset_free(&t->storage);
     dt_dataset_free(&t->test_storage);
     dt_free(t);

@@ -39,10 +39,6 @@ struct dt_trainer {
     int64_t inject_step;    /* test hook: the attempted step whose loss gradient is NaN here */
     int64_t next_epoch, next_step; /* the position of the next step, for checkpoints */
     char ckpt_dir[4096];           /* the newest checkpoint written (dt_ckpt_info.dir) */
-    float *ckpt_full;              /* a state buffer gathered over ZeRO-1's slices */
-    float *ckpt_whole[3];          /* parameters and state, whole, under tp or ZeRO-1 */
-    float *ckpt_resid;             /* every replica's compression residual (replicas x n) */
-    float *ckpt_q;                 /* every replica's PowerSGD factors, where each has its own */
     dt_obs *obs;                   /* this rank's phase timers (and trace events) */
     double delay_s;                /* dt_trainer_set_delay: added to every step's data phase */
     double jitter_s;               /* dt_trainer_set_jitter: the mean of a random extra delay */

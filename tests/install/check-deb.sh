@@ -2,7 +2,7 @@
 # check-deb.sh DEB|DIR — the Debian package that `make package` built (DIR: the newest
 # dtrain_*.deb in it) is whole, without installing it on this machine:
 #   1. Depends names the runtime packages (libopenmpi3, openmpi-bin, libopenblas0, zlib1g,
-#      libinih1, libcjson1, libc6), and the files are there: the tool, libdtrain.so.0 with
+#      libinih1, libcjson1, libc6), and the files are there: the tool, libdtrain.so.1 with
 #      its SONAME link, libdtrain.a, the headers, dtrain.pc (prefix /usr), the CMake package
 #      config, the man page;
 #   2. unpacked into a scratch directory (dpkg-deb -x), its dtrain runs with
@@ -53,7 +53,7 @@ done
 # ---- 2. unpacked, it runs --------------------------------------------------------------------
 x=$tmp/root
 dpkg-deb -x "$deb" "$x" || { bad unpack "dpkg-deb -x to succeed" "exit $?"; exit 1; }
-lib=$(dirname "$(find "$x/usr/lib" -name 'libdtrain.so.0' | head -n 1)")
+lib=$(dirname "$(find "$x/usr/lib" -name 'libdtrain.so.1' | head -n 1)")
 pc=$(find "$x/usr/lib" -name dtrain.pc | head -n 1)
 verdict pc_prefix prefix=/usr "$(grep '^prefix=' "$pc")" grep -qx 'prefix=/usr' "$pc"
 export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

@@ -1,13 +1,13 @@
 #!/bin/sh
 # install.sh BUILD CMAKE CC VERSION — an installed dtrain is usable from outside the tree:
 #   1. `cmake --install BUILD --prefix P` into a scratch prefix puts the tool, the shared
-#      (SONAME libdtrain.so.0) and static libraries, every public header, dtrain.pc, the
+#      (SONAME libdtrain.so.1) and static libraries, every public header, dtrain.pc, the
 #      CMake package config and the man page in place, with no path of the build or source
 #      tree left in them, and each installed header compiles on its own from P alone;
 #   2. tests/install/consumer builds against P with pkg-config (shared, and static with
 #      --static) and with find_package(dtrain) (dtrain::dtrain, dtrain::dtrain_static),
 #      -Wall -Wextra -Wpedantic -Werror; all four train and print the same losses, the loss
-#      falls, and the shared ones load P's libdtrain.so.0; one runs on 2 MPI ranks (--mpi);
+#      falls, and the shared ones load P's libdtrain.so.1; one runs on 2 MPI ranks (--mpi);
 #   3. P/bin/dtrain trains an installed example, and `dtrain --help` and every command's
 #      --help exit 0 on stdout alone, each option they list is in the man page under its
 #      command and each option the page gives a command is in its --help, the page names
@@ -55,7 +55,7 @@ step install "$cmake" --install "$build" --prefix "$prefix" || exit 1
 
 # ---- 1. the files ---------------------------------------------------------------------
 missing=""
-for f in "$prefix/bin/dtrain" "$libdir/libdtrain.so" "$libdir/libdtrain.so.0" \
+for f in "$prefix/bin/dtrain" "$libdir/libdtrain.so" "$libdir/libdtrain.so.1" \
     "$libdir/libdtrain.a" "$libdir/pkgconfig/dtrain.pc" "$libdir/cmake/dtrain/dtrainConfig.cmake" \
     "$libdir/cmake/dtrain/dtrainConfigVersion.cmake" "$prefix/share/man/man1/dtrain.1" \
     "$prefix/share/doc/dtrain/examples/linreg.ini"; do
@@ -71,7 +71,7 @@ else
 fi
 if command -v readelf >/dev/null 2>&1; then
     soname=$(readelf -d "$libdir/libdtrain.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
-    verdict soname libdtrain.so.0 "'$soname'" [ "$soname" = libdtrain.so.0 ]
+    verdict soname libdtrain.so.1 "'$soname'" [ "$soname" = libdtrain.so.1 ]
 fi
 # A path into the build or source tree in the package files or a run path would make the
 # installation work on this machine only. (Assertion messages name source files: harmless.)
@@ -132,9 +132,9 @@ for exe in pc/consumer pc/consumer_static cm/consumer cm/consumer_static; do
 done
 if command -v ldd >/dev/null 2>&1; then
     for exe in pc/consumer cm/consumer; do
-        got=$(ldd "$tmp/$exe" 2>&1 | awk '$1 == "libdtrain.so.0" { print $3 }')
-        verdict "loads_installed_lib $exe" "$libdir/libdtrain.so.0" "'$got'" \
-            [ "$got" = "$libdir/libdtrain.so.0" ]
+        got=$(ldd "$tmp/$exe" 2>&1 | awk '$1 == "libdtrain.so.1" { print $3 }')
+        verdict "loads_installed_lib $exe" "$libdir/libdtrain.so.1" "'$got'" \
+            [ "$got" = "$libdir/libdtrain.so.1" ]
     done
     for exe in pc/consumer_static cm/consumer_static; do
         got=$(ldd "$tmp/$exe" 2>&1 | grep libdtrain)
