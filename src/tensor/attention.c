@@ -14,7 +14,7 @@
  * The products of a block pair go to OpenBLAS straight from qkv (leading dimension 3E), in
  * forms with a transposed operand (q k^T, dy v^T, P^T dy, dS^T q), which never allocate;
  * P v and dS k are plain C = A B and go through dt_sgemm_nn into the workspace (gemm.h says
- * why), then are added where they belong. Exponentials are vexp.h's, 16 at a time; the row
+ * why), then are added where they belong. Exponentials are vmath.h's, 16 at a time; the row
  * reductions (max, sum) are written out in 16 lanes, since gcc vectorises no float
  * reduction without -ffast-math. Blocks above the diagonal are skipped; the diagonal
  * blocks compute their upper triangle in the product and then zero it.
@@ -32,7 +32,7 @@
 #include "dtrain/core.h"
 #include "dtrain/rng.h"
 #include "tensor/gemm.h"
-#include "tensor/vexp.h"
+#include "tensor/vmath.h"
 
 enum { BR = DT_ATTN_TILE, BC = DT_ATTN_TILE };
 
@@ -96,14 +96,14 @@ static void drop_row(const drop_key *k, int64_t h, int64_t i, int64_t j0, int64_
 
 /* ---- row helpers ---------------------------------------------------------------------- */
 
-static float hsum16(dt_vf s)
+DT_VEC_INLINE float hsum16(dt_vf s)
 {
     return (((s[0] + s[8]) + (s[4] + s[12])) + ((s[2] + s[10]) + (s[6] + s[14]))) +
            (((s[1] + s[9]) + (s[5] + s[13])) + ((s[3] + s[11]) + (s[7] + s[15])));
 }
 
 /* max of s[0..n), n >= 1. */
-static float row_max(const float *s, int64_t n)
+DT_VEC_INLINE float row_max(const float *s, int64_t n)
 {
     int64_t c = 0;
     float m = s[0];
@@ -122,7 +122,7 @@ static float row_max(const float *s, int64_t n)
 }
 
 /* s[c] = exp(s[c] - sub) for c < n, in place; returns their sum (16 lanes, then pairwise). */
-static float row_exp(float *s, int64_t n, float sub)
+DT_VEC_INLINE float row_exp(float *s, int64_t n, float sub)
 {
     dt_vf acc = {0};
     int64_t c = 0;
@@ -144,7 +144,7 @@ static float row_exp(float *s, int64_t n, float sub)
 }
 
 /* Keys j0 .. j0 + nvalid - 1 are causal for query i (j <= i); nvalid in [0, bc]. */
-static int64_t n_valid(int64_t i, int64_t j0, int64_t bc)
+DT_VEC_INLINE int64_t n_valid(int64_t i, int64_t j0, int64_t bc)
 {
     const int64_t n = i - j0 + 1;
     return n < 0 ? 0 : n > bc ? bc : n;
@@ -158,9 +158,9 @@ static void check_args(int64_t T, int64_t E, int64_t H, int64_t h)
 
 /* ---- forward -------------------------------------------------------------------------- */
 
-void dt_attn_forward(const float *restrict qkv, int64_t T, int64_t E, int64_t H, int64_t h,
-                     float scale, const dt_attn_dropout *drop, float *restrict y,
-                     float *restrict lse, float *restrict ws)
+DT_VEC_CLONES void dt_attn_forward(const float *restrict qkv, int64_t T, int64_t E, int64_t H,
+                                   int64_t h, float scale, const dt_attn_dropout *drop,
+                                   float *restrict y, float *restrict lse, float *restrict ws)
 {
     check_args(T, E, H, h);
     const int64_t D = E / H, ld = 3 * E;
@@ -232,7 +232,8 @@ void dt_attn_forward(const float *restrict qkv, int64_t T, int64_t E, int64_t H,
 /* ---- backward ------------------------------------------------------------------------- */
 
 /* D_i = dy_i . y_i over head h's D columns, for every row. */
-static void row_dots(const float *dy, const float *y, int64_t T, int64_t E, int64_t D, float *out)
+DT_VEC_INLINE void row_dots(const float *dy, const float *y, int64_t T, int64_t E, int64_t D,
+                            float *out)
 {
     for (int64_t i = 0; i < T; i++) {
         const float *a = dy + i * E, *b = y + i * E;
@@ -247,10 +248,11 @@ static void row_dots(const float *dy, const float *y, int64_t T, int64_t E, int6
     }
 }
 
-void dt_attn_backward(const float *restrict qkv, const float *restrict y, const float *restrict lse,
-                      const float *restrict dy, int64_t T, int64_t E, int64_t H, int64_t h,
-                      float scale, const dt_attn_dropout *drop, float *restrict dqkv,
-                      float *restrict ws)
+DT_VEC_CLONES void dt_attn_backward(const float *restrict qkv, const float *restrict y,
+                                    const float *restrict lse, const float *restrict dy, int64_t T,
+                                    int64_t E, int64_t H, int64_t h, float scale,
+                                    const dt_attn_dropout *drop, float *restrict dqkv,
+                                    float *restrict ws)
 {
     check_args(T, E, H, h);
     const int64_t D = E / H, ld = 3 * E;

@@ -1,20 +1,20 @@
 /* gelu.c — GELU with the tanh approximation (GPT-2's "gelu_new", torch's
  * gelu(approximate='tanh')), forward and backward (tfm_kernels.h for shapes).
  *
- * tanh(u) = sign(u) (1 - e) / (1 + e) with e = exp(-2|u|) <= 1 from vexp.h, 16 elements at a
+ * tanh(u) = sign(u) (1 - e) / (1 + e) with e = exp(-2|u|) <= 1 from vmath.h, 16 elements at a
  * time (the last partial group through a padded copy, so an element's bits do not depend on
  * where it falls). Its error is about 1e-7 absolute, which GELU's factor 0.5 x turns into
  * about 1e-7 relative of y. Every element is read before its output is written, so y may be
  * x and dx may be dy. */
 #include "tensor/tfm_kernels.h"
 
-#include "tensor/vexp.h"
+#include "tensor/vmath.h"
 
 #define GELU_C 0.7978845608028654f /* sqrt(2 / pi) */
 #define GELU_A 0.044715f
 
 /* tanh(u) lane-wise. */
-static inline dt_vf vtanh(dt_vf u)
+DT_VEC_INLINE dt_vf vtanh(dt_vf u)
 {
     const dt_vf sign = (dt_vf)((dt_vu)u & 0x80000000u);
     const dt_vf a = (dt_vf)((dt_vu)u & 0x7fffffffu);
@@ -23,21 +23,21 @@ static inline dt_vf vtanh(dt_vf u)
     return (dt_vf)((dt_vu)t | (dt_vu)sign);
 }
 
-static inline dt_vf gelu16(dt_vf x)
+DT_VEC_INLINE dt_vf gelu16(dt_vf x)
 {
     const dt_vf t = vtanh(GELU_C * (x + GELU_A * (x * x * x)));
     return 0.5f * x * (1.0f + t);
 }
 
 /* gelu'(x) = 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 a x^2), t = tanh(u). */
-static inline dt_vf dgelu16(dt_vf x)
+DT_VEC_INLINE dt_vf dgelu16(dt_vf x)
 {
     const dt_vf x2 = x * x;
     const dt_vf t = vtanh(GELU_C * (x + GELU_A * (x2 * x)));
     return 0.5f * (1.0f + t) + (0.5f * x) * (1.0f - t * t) * (GELU_C * (1.0f + 3.0f * GELU_A * x2));
 }
 
-void dt_gelu_tanh_forward(const float *x, int64_t n, float *y)
+DT_VEC_CLONES void dt_gelu_tanh_forward(const float *x, int64_t n, float *y)
 {
     int64_t i = 0;
     for (; i + DT_VL <= n; i += DT_VL)
@@ -50,7 +50,7 @@ void dt_gelu_tanh_forward(const float *x, int64_t n, float *y)
     }
 }
 
-void dt_gelu_tanh_backward(const float *dy, const float *x, int64_t n, float *dx)
+DT_VEC_CLONES void dt_gelu_tanh_backward(const float *dy, const float *x, int64_t n, float *dx)
 {
     int64_t i = 0;
     for (; i + DT_VL <= n; i += DT_VL)

@@ -12,29 +12,26 @@
 #include <math.h>
 #include <string.h>
 
-/* As in vexp.h: the 64-byte vectors passed by value never leave this file. */
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wpsabi"
-#endif
+#include "tensor/vmath.h"
 
 enum { LANES = 8 };
 typedef float v8f __attribute__((vector_size(LANES * sizeof(float))));
 typedef double v8d __attribute__((vector_size(LANES * sizeof(double))));
 
-static v8d load8d(const float *p)
+DT_VEC_INLINE v8d load8d(const float *p)
 {
     v8f v;
     memcpy(&v, p, sizeof v);
     return __builtin_convertvector(v, v8d);
 }
 
-static double hsum8(v8d s)
+DT_VEC_INLINE double hsum8(v8d s)
 {
     return ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
 }
 
 /* sum x[j] and sum (x[j] - c)^2 over j < n, in double. */
-static double row_sum(const float *x, int64_t n)
+DT_VEC_INLINE double row_sum(const float *x, int64_t n)
 {
     v8d s = {0};
     int64_t j = 0;
@@ -46,7 +43,7 @@ static double row_sum(const float *x, int64_t n)
     return t;
 }
 
-static double row_sq_dev(const float *x, int64_t n, double c)
+DT_VEC_INLINE double row_sq_dev(const float *x, int64_t n, double c)
 {
     v8d s = {0};
     int64_t j = 0;
@@ -62,9 +59,10 @@ static double row_sq_dev(const float *x, int64_t n, double c)
     return t;
 }
 
-void dt_layernorm_forward(const float *restrict x, const float *restrict g, const float *restrict b,
-                          int64_t rows, int64_t n, float eps, float *restrict y,
-                          float *restrict mean, float *restrict rstd)
+DT_VEC_CLONES void dt_layernorm_forward(const float *restrict x, const float *restrict g,
+                                        const float *restrict b, int64_t rows, int64_t n, float eps,
+                                        float *restrict y, float *restrict mean,
+                                        float *restrict rstd)
 {
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * n;
@@ -79,10 +77,10 @@ void dt_layernorm_forward(const float *restrict x, const float *restrict g, cons
     }
 }
 
-void dt_layernorm_backward(const float *restrict dy, const float *restrict x,
-                           const float *restrict mean, const float *restrict rstd,
-                           const float *restrict g, int64_t rows, int64_t n, float *restrict dx,
-                           float *restrict dg, float *restrict db)
+DT_VEC_CLONES void dt_layernorm_backward(const float *restrict dy, const float *restrict x,
+                                         const float *restrict mean, const float *restrict rstd,
+                                         const float *restrict g, int64_t rows, int64_t n,
+                                         float *restrict dx, float *restrict dg, float *restrict db)
 {
     /* dx = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)), dxhat = dy g: the gradient
      * of xhat = (x - mean) rstd through both the mean and the variance. */
