@@ -1,13 +1,18 @@
-/* attn_bench.c — the time of the causal attention kernels (src/tensor/attention.c) on one
- * sequence, every head in turn on one thread: forward, backward, and the two together, the
- * median of repetitions. Not a test; issue 37's GPT spends this per sequence per block.
+/* attn_bench.c — the time of the transformer's kernels (src/tensor/tfm_kernels.h) on one
+ * thread, the median of repetitions. Not a test.
  *
- * Usage: attn_bench [T H D]...   (default: 256 6 64 and 64 4 32, the nanoGPT and small
- *                                 GPT shapes of issue 37)
- * Prints one JSON line per shape: milliseconds, and the GFLOP/s of the products the
- * attention needs (forward 2 T^2 D per head over the causal half, i.e. 4 T(T+1)/2 D;
- * backward 2.5 times that), and the CRC-32 of the last y and dqkv: builds and CPUs that
- * compute the same bits print the same. */
+ * Attention: one sequence, every head in turn: forward, backward, and the two together.
+ * One JSON line per shape: milliseconds, the GFLOP/s of the products the attention needs
+ * (forward 2 T^2 D per head over the causal half, i.e. 4 T(T+1)/2 D; backward 2.5 times
+ * that), and the CRC-32 of the last y and dqkv: builds and CPUs that compute the same bits
+ * print the same.
+ * Without arguments it also times GELU-tanh (forward + backward, rows x 4E elements, and
+ * the same forward with libm's tanhf for comparison) and LayerNorm (forward + backward,
+ * rows x E) at the rows of a whole batch.
+ *
+ * Usage: attn_bench [T H D]...   (default: 256 6 64 and 64 4 32, issue 37's nanoGPT-size and
+ *                                 small GPTs, then their batches' 2048 x 384 and 1024 x 128
+ *                                 for GELU and LayerNorm) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,6 +93,53 @@ static int run(int64_t T, int64_t H, int64_t D)
     return 0;
 }
 
+/* GELU (rows, 4E) and LayerNorm (rows, E) forward + backward. */
+static int pointwise(int64_t rows, int64_t E)
+{
+    const size_t ng = (size_t)(rows * 4 * E), nl = (size_t)(rows * E);
+    float *x = malloc(ng * sizeof(float)), *y = malloc(ng * sizeof(float));
+    float *dy = malloc(ng * sizeof(float)), *g = malloc((size_t)E * sizeof(float));
+    float *b = malloc((size_t)E * sizeof(float)), *dg = calloc((size_t)E, sizeof(float));
+    float *db = calloc((size_t)E, sizeof(float)), *mean = malloc((size_t)rows * sizeof(float));
+    float *rstd = malloc((size_t)rows * sizeof(float));
+    if (!x || !y || !dy || !g || !b || !dg || !db || !mean || !rstd) {
+        fprintf(stderr, "attn_bench: out of memory\n");
+        return 1;
+    }
+    fill(x, ng, 3);
+    fill(dy, ng, 4);
+    fill(g, (size_t)E, 5);
+    fill(b, (size_t)E, 6);
+    double tg[REPS], tl[REPS], tm[REPS];
+    for (int rep = -3; rep < REPS; rep++) {
+        const double t0 = now();
+        dt_gelu_tanh_forward(x, (int64_t)ng, y);
+        dt_gelu_tanh_backward(dy, x, (int64_t)ng, y);
+        const double t1 = now();
+        dt_layernorm_forward(x, g, b, rows, E, 1e-5f, y, mean, rstd);
+        dt_layernorm_backward(dy, x, mean, rstd, g, rows, E, y + nl, dg, db);
+        const double t2 = now();
+        for (size_t i = 0; i < ng; i++) /* the forward with libm, as a loop would call it */
+            y[i] = 0.5f * x[i] *
+                   (1.0f + tanhf(0.7978845608f * (x[i] + 0.044715f * x[i] * x[i] * x[i])));
+        const double t3 = now();
+        if (rep >= 0) {
+            tg[rep] = t1 - t0;
+            tl[rep] = t2 - t1;
+            tm[rep] = t3 - t2;
+        }
+    }
+    qsort(tg, REPS, sizeof(double), cmp);
+    qsort(tl, REPS, sizeof(double), cmp);
+    qsort(tm, REPS, sizeof(double), cmp);
+    printf("{\"rows\": %lld, \"E\": %lld, \"gelu_fwd_bwd_ms\": %.4f, \"gelu_fwd_libm_ms\": %.4f, "
+           "\"layernorm_fwd_bwd_ms\": %.4f}\n",
+           (long long)rows, (long long)E, 1e3 * tg[REPS / 2], 1e3 * tm[REPS / 2],
+           1e3 * tl[REPS / 2]);
+    free(x), free(y), free(dy), free(g), free(b), free(dg), free(db), free(mean), free(rstd);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     dt_cli_blas_reexec(argv);
@@ -100,7 +152,7 @@ int main(int argc, char **argv)
         return 2;
     }
     if (argc == 1)
-        return run(256, 6, 64) || run(64, 4, 32);
+        return run(256, 6, 64) || run(64, 4, 32) || pointwise(2048, 384) || pointwise(1024, 128);
     for (int a = 1; a + 2 < argc; a += 3) {
         const long T = strtol(argv[a], NULL, 10), H = strtol(argv[a + 1], NULL, 10),
                    D = strtol(argv[a + 2], NULL, 10);
