@@ -17,9 +17,13 @@
 #include <stdint.h>
 #include <string.h>
 
-/* gcc warns that a 64-byte vector passed by value has another ABI with AVX-512 than
- * without: these functions are static inline, no call crosses a compilation unit. */
-#if defined(__GNUC__) && !defined(__clang__)
+/* gcc and clang warn that a 64-byte vector passed by value has another ABI with AVX-512
+ * than without: these functions are static inline, no call crosses a compilation unit. */
+#if defined(__clang__)
+#if __has_warning("-Wpsabi")
+#pragma clang diagnostic ignored "-Wpsabi"
+#endif
+#elif defined(__GNUC__)
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
 
