@@ -11,13 +11,15 @@
  * dS = P (dP - D_i), dP = dy_i v_j^T and D_i = dy_i . y_i (FlashAttention's trick: the
  * softmax's backward needs only the row's output, not the row of P).
  *
- * The products of a block pair go to OpenBLAS straight from qkv (leading dimension 3E), in
- * forms with a transposed operand (q k^T, dy v^T, P^T dy, dS^T q), which never allocate;
- * P v and dS k are plain C = A B and go through dt_sgemm_nn into the workspace (gemm.h says
- * why), then are added where they belong. Exponentials are vmath.h's, 16 at a time; the row
- * reductions (max, sum) are written out in 16 lanes, since gcc vectorises no float
- * reduction without -ffast-math. Blocks above the diagonal are skipped; the diagonal
- * blocks compute their upper triangle in the product and then zero it.
+ * The products of a block pair read qkv in place (leading dimension 3E). P^T dy and dS^T q
+ * accumulate straight into dqkv through cblas_sgemm (a transposed operand: it never
+ * allocates); the plain C = A B ones go through dt_sgemm_nn (gemm.h says why): s = q (scale
+ * k^T) and dp = dy v^T against k^T and v^T transposed once per head into the workspace
+ * (OpenBLAS's plain products are faster than its q k^T form, docs/NOTES.md), P v and dS k
+ * into the workspace, then added where they belong. Exponentials are vmath.h's, 16 at a time; the
+ * row reductions (max, sum) are written out in 16 lanes, since gcc vectorises no float reduction
+ * without -ffast-math. Blocks above the diagonal are skipped; the diagonal blocks compute their
+ * upper triangle in the product and then zero it.
  *
  * Dropout redraws each element's keep decision from Philox in both passes (tfm_kernels.h
  * gives the key), 4 decisions per call; the running sum l is taken before dropping, so lse
