@@ -13,6 +13,11 @@ dt_add_test(NAME test_grad_dropout
 dt_add_test(NAME test_grad_loss
             SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_grad_loss.c ${DT_GRAD_SUPPORT}
             LABELS grad TIMEOUT 60)
+# The transformer's kernels (src/tensor/tfm_kernels.h): forward against double references,
+# backward against their finite differences, attention dropout's mask.
+dt_add_test(NAME test_grad_tfm
+            SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_grad_tfm.c ${DT_GRAD_SUPPORT}
+            LABELS grad TIMEOUT 60)
 # Label threads too: `make test-tsan` runs it under ThreadSanitizer.
 dt_add_test(NAME test_threads
             SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_threads.c ${DT_GRAD_SUPPORT}
