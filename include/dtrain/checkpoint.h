@@ -22,6 +22,7 @@
 
 #include "dtrain/core.h"
 #include "dtrain/safetensors.h"
+#include "dtrain/strategy.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -31,14 +32,14 @@ extern "C" {
 #define DT_CKPT_MAX_FILES 128
 #define DT_CKPT_NAME_MAX 64
 #define DT_CKPT_MANIFEST "manifest.json"
-#define DT_CKPT_CONFIG "config.ini"   /* the run's config (dt_config_format), in every set */
-#define DT_CKPT_STATE_PREFIX "optim." /* optimizer state: optim.<state>.<parameter> */
+#define DT_CKPT_CONFIG "config.ini" /* the run's config (dt_config_format), in every set */
+#define DT_CKPT_STATE_PREFIX DT_STATE_OPTIM_PREFIX /* optim.<state>.<parameter> */
 /* Gradient compression's state (docs/COMPRESSION.md): compress.residual.<replica>.<parameter>
  * (each replica's error feedback), compress.q (PowerSGD's factors, the same on every rank). */
-#define DT_CKPT_COMPRESS_PREFIX "compress."
+#define DT_CKPT_COMPRESS_PREFIX DT_STATE_COMPRESS_PREFIX
 /* A replica's own state where replicas differ (local SGD): replica.<r>.<parameter> and
  * replica.<r>.optim.<state>.<parameter>, beside the replicas' mean under the plain names. */
-#define DT_CKPT_REPLICA_PREFIX "replica."
+#define DT_CKPT_REPLICA_PREFIX DT_STATE_REPLICA_PREFIX
 
 typedef struct dt_ckpt_file {
     char name[DT_CKPT_NAME_MAX]; /* in the set's directory: [A-Za-z0-9._-], not starting '.' */

@@ -105,6 +105,13 @@ typedef enum dt_strategy_opt {
     DT_SO_COUNT
 } dt_strategy_opt;
 
+/* The names under which a strategy exports the run's state (docs/checkpoint-format.md):
+ * optim.<state>.<parameter> for the optimizer's, compress.* for gradient compression's,
+ * replica.<r>.* for a replica's own where replicas differ (local SGD). */
+#define DT_STATE_OPTIM_PREFIX "optim."
+#define DT_STATE_COMPRESS_PREFIX "compress."
+#define DT_STATE_REPLICA_PREFIX "replica."
+
 /* A setting that a strategy declares in its registry row (its config key, its value, and
  * how it was given), beyond the fields of dt_strategy_options below, which hold the
  * settings of the strategies that predate the registry. A strategy added since declares

@@ -11,13 +11,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "dtrain/checkpoint.h"
 #include "parallel/strategy_impl.h"
 
 int dt_state_optional(const char *name)
 {
-    return strncmp(name, DT_CKPT_COMPRESS_PREFIX, strlen(DT_CKPT_COMPRESS_PREFIX)) == 0 ||
-           strncmp(name, DT_CKPT_REPLICA_PREFIX, strlen(DT_CKPT_REPLICA_PREFIX)) == 0;
+    return strncmp(name, DT_STATE_COMPRESS_PREFIX, strlen(DT_STATE_COMPRESS_PREFIX)) == 0 ||
+           strncmp(name, DT_STATE_REPLICA_PREFIX, strlen(DT_STATE_REPLICA_PREFIX)) == 0;
 }
 
 void dt_state_free(dt_strategy *s)
@@ -35,7 +34,7 @@ void dt_state_tensor_name(const dt_strategy *s, int b, const dt_param_info *p, c
     if (b < 0)
         snprintf(buf, nbytes, "%s", p->name);
     else
-        snprintf(buf, nbytes, DT_CKPT_STATE_PREFIX "%s.%s", dt_optim_state_name(s->optim, b),
+        snprintf(buf, nbytes, DT_STATE_OPTIM_PREFIX "%s.%s", dt_optim_state_name(s->optim, b),
                  p->name);
 }
 
@@ -88,13 +87,13 @@ fail:
 
 /* Each replica's `count` floats gathered into *all (allocated once, kept). Collective over
  * the world. */
-static dt_status gather_replicas(dt_strategy *s, const float *mine, size_t count,
-                                 const char *what, float **all)
+static dt_status gather_replicas(dt_strategy *s, const float *mine, size_t count, const char *what,
+                                 float **all)
 {
     dt_status st = DT_OK;
     if (*all == NULL)
-        DT_TRY(dt_alloc_large((size_t)s->info.replicas * count * sizeof(float), what,
-                              (void **)all));
+        DT_TRY(
+            dt_alloc_large((size_t)s->info.replicas * count * sizeof(float), what, (void **)all));
     DT_TRY(s->ops->gather_resid(s, mine, count, *all));
 fail:
     return st;
@@ -138,7 +137,7 @@ static dt_status put_comp(dt_strategy *s, const dt_state_sink *sink, const dt_co
     for (int r = 0; resid != NULL && r < replicas; r++)
         for (int i = 0; i < dt_model_tensor_count(s->model); i++) {
             const dt_param_info *p = dt_model_tensor(s->model, i);
-            snprintf(name, sizeof name, DT_CKPT_COMPRESS_PREFIX "residual.%d.%s", r, p->name);
+            snprintf(name, sizeof name, DT_STATE_COMPRESS_PREFIX "residual.%d.%s", r, p->name);
             dt_state_piece x = {.name = name,
                                 .ndim = p->ndim,
                                 .data = resid + (size_t)r * cs->count + p->offset,
@@ -149,9 +148,9 @@ static dt_status put_comp(dt_strategy *s, const dt_state_sink *sink, const dt_co
     const int nq = q == NULL ? 0 : cs->q_per_replica ? replicas : 1;
     for (int r = 0; r < nq; r++) {
         if (cs->q_per_replica)
-            snprintf(name, sizeof name, DT_CKPT_COMPRESS_PREFIX "q.%d", r);
+            snprintf(name, sizeof name, DT_STATE_COMPRESS_PREFIX "q.%d", r);
         else
-            snprintf(name, sizeof name, DT_CKPT_COMPRESS_PREFIX "q");
+            snprintf(name, sizeof name, DT_STATE_COMPRESS_PREFIX "q");
         const dt_state_piece x = {.name = name,
                                   .ndim = 1,
                                   .shape = {(int64_t)cs->q_count},
@@ -235,7 +234,7 @@ static int saved_replicas(const dt_state_source *src, const dt_param_info *p0)
 {
     char name[192];
     for (int r = 0;; r++) {
-        snprintf(name, sizeof name, DT_CKPT_COMPRESS_PREFIX "residual.%d.%s", r, p0->name);
+        snprintf(name, sizeof name, DT_STATE_COMPRESS_PREFIX "residual.%d.%s", r, p0->name);
         if (src->find(src->ctx, name) == NULL)
             return r;
     }
@@ -251,13 +250,13 @@ static const dt_state_piece *saved_q(const dt_state_source *src, const dt_comp_s
     char name[64];
     const dt_state_piece *x = NULL;
     if (cs->q_per_replica && replica >= 0) {
-        snprintf(name, sizeof name, DT_CKPT_COMPRESS_PREFIX "q.%d", replica);
+        snprintf(name, sizeof name, DT_STATE_COMPRESS_PREFIX "q.%d", replica);
         x = src->find(src->ctx, name);
     }
     if (x == NULL)
-        x = src->find(src->ctx, DT_CKPT_COMPRESS_PREFIX "q");
+        x = src->find(src->ctx, DT_STATE_COMPRESS_PREFIX "q");
     if (x == NULL)
-        x = src->find(src->ctx, DT_CKPT_COMPRESS_PREFIX "q.0");
+        x = src->find(src->ctx, DT_STATE_COMPRESS_PREFIX "q.0");
     return x;
 }
 
@@ -276,8 +275,8 @@ static dt_status import_comp(dt_strategy *s, const dt_state_source *src, int pas
     float *mine = cs.resid;
     const dt_strategy_info *si = &s->info;
     const int nt = dt_model_tensor_count(s->model);
-    const int saved = nt > 0 && mine != NULL ? saved_replicas(src, dt_model_tensor(s->model, 0))
-                                             : 0;
+    const int saved =
+        nt > 0 && mine != NULL ? saved_replicas(src, dt_model_tensor(s->model, 0)) : 0;
     char name[192];
     if (saved > 0) {
         if (pass == 1)
@@ -287,7 +286,7 @@ static dt_status import_comp(dt_strategy *s, const dt_state_source *src, int pas
             for (int i = 0; i < nt; i++) {
                 const dt_param_info *p = dt_model_tensor(s->model, i);
                 const dt_state_piece *x = NULL;
-                snprintf(name, sizeof name, DT_CKPT_COMPRESS_PREFIX "residual.%d.%s", r, p->name);
+                snprintf(name, sizeof name, DT_STATE_COMPRESS_PREFIX "residual.%d.%s", r, p->name);
                 dt_status st = dt_state_find(src, name, p->ndim, p->shape, &x);
                 if (st != DT_OK)
                     return st;
