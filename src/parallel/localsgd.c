@@ -1,0 +1,332 @@
+/* localsgd.c — local SGD (periodic model averaging) behind the strategy interface
+ * (strategy.h): each replica of the grid's data-parallel group steps its own optimizer on
+ * its own parameters, and every H-th step the parameters are averaged over the group.
+ *
+ * A step: the replica takes its part of the global batch exactly as ddp splits it
+ * (dt_strategy_micro_steps). The loss divides by the whole step's G samples, so the
+ * replica's gradient is its samples' sum / G; multiplied by the R replicas it is the sum over
+ * its nominal share G / R: its own samples' mean when R divides the batch. Averaging the R
+ * replicas' parameters after one plain SGD step then gives p - lr/R sum_r R g_r =
+ * p - lr sum_r g_r, ddp's step (docs/USER_GUIDE.md), with an uneven split (22/21/21, a
+ * short last batch) as well. Each replica's optimizer state stays its own.
+ *
+ * The period counts the run's optimizer steps (dt_step_plan.step) from the end of the
+ * warm-up, so that a resumed run averages at the same steps: after local step k (0-based,
+ * k = step - warmup) the parameters are averaged when (k + 1) mod H = 0, and after the run's
+ * last step (plan->last), so that the weights a run ends with are the replicas' mean. The
+ * first `warmup` steps are ddp's synchronous steps (PyTorch's post-local SGD): the gradient
+ * all-reduced, every replica's optimizer stepping on the same sum.
+ *
+ * Every sum crosses the comm layer, which gives every rank of a group the same bits
+ * (docs/ARCHITECTURE.md, tensor parallelism; docs/comm.md: with comm.deterministic the
+ * rank-order fold, the same bits in every run too): after an average every replica holds
+ * the same parameters, bit for bit. Each step's loss sum and non-finite finding still cross
+ * the group (four doubles per rank, as ddp's exchange), so the trainer's loss and its guard
+ * behave as under ddp. Under tp or pp each rank averages its part with the ranks of its dp
+ * group, which hold the same part (ddp reduces there too).
+ *
+ * Checkpoints are not built yet: between averages the replicas' parameters and optimizer
+ * states differ, which a checkpoint set cannot hold; reading the state whole is refused
+ * (sync_params, gather_optim) rather than writing one replica's. */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtrain/comm.h"
+#include "nn/model_team.h"
+#include "optim/optim_team.h"
+#include "parallel/strategy.h"
+
+typedef struct dt_localsgd {
+    dt_strategy base; /* first: the strategy interface's view */
+    dt_comm *comm;    /* the grid's data-parallel group */
+    int rank, size;
+    double *exchange; /* [4 * size]: every rank's (loss sum, wait, non-finite finding, rank) */
+    float *keep;      /* [param count]: the parameters set aside while the mean is evaluated */
+    /* This step's kind, from its plan: 1 while in the warm-up (gradients all-reduced). */
+    int warm;
+    int sync_due;   /* 1: the update of this step ends with an average */
+    int dirty;      /* 1: the replicas' parameters may differ (a local step since the last
+                       average) */
+    int ended;      /* 1: the run's last step was taken: nothing follows an average */
+    double pending; /* this rank's communication time since the last exchange */
+    double wait_s, exposed_s;
+    int64_t steps, syncs;
+} dt_localsgd;
+
+/* The strategy's two settings, read only here (where they are stored is the options'). */
+static int sync_every(const dt_strategy_options *opt)
+{
+    return opt->localsgd_sync_every;
+}
+
+static int64_t warmup_steps(const dt_strategy_options *opt)
+{
+    return opt->localsgd_warmup;
+}
+
+static dt_status ls_attach(dt_strategy *s, dt_model *m, size_t *optim_count)
+{
+    dt_localsgd *ls = (dt_localsgd *)s;
+    dt_status st = DT_OK;
+    const size_t n = dt_model_param_count(m);
+    s->model = m;
+    /* The optimizer steps the whole buffer on every rank; its state is the replica's own,
+     * so reading it whole is a gather over the replicas (refused until checkpoints are
+     * built: gather_optim). */
+    s->optim_offset = 0;
+    s->optim_sharded = 1;
+    DT_TRY(
+        dt_alloc(4 * sizeof(double) * (size_t)ls->size, "step exchange", (void **)&ls->exchange));
+    DT_TRY(dt_alloc_large(n * sizeof(float), "parameters set aside", (void **)&ls->keep));
+    /* Pre-size the comm layer's persistent buffers so no step allocates. */
+    DT_TRY(dt_comm_reserve(ls->comm, n * sizeof(float)));
+    *optim_count = n;
+fail:
+    return st;
+}
+
+static void ls_free(dt_strategy *s)
+{
+    dt_localsgd *ls = (dt_localsgd *)s;
+    dt_free(ls->exchange);
+    dt_free(ls->keep);
+    dt_free(ls);
+}
+
+static dt_status ls_start(dt_strategy *s)
+{
+    return dt_strategy_start_replicas(s, ((dt_localsgd *)s)->comm);
+}
+
+/* The parameters replaced by their mean over the dp group (the same bits on every rank). */
+static dt_status average_params(dt_localsgd *ls)
+{
+    float *p = dt_model_params(ls->base.model);
+    const double t0 = dt_now();
+    dt_status st = dt_comm_allreduce(ls->comm, p, p, dt_model_param_count(ls->base.model),
+                                     DT_COMM_FLOAT32, DT_COMM_AVG);
+    dt_obs_phase(ls->base.obs, DT_PHASE_COMM, t0, dt_now(), -1);
+    return st;
+}
+
+/* Every rank's (loss sum, wait, finding): the loss folded in rank order (the same bits
+ * everywhere), the smallest wait kept, the findings counted, as ddp's exchange. */
+static dt_status exchange_step(dt_localsgd *ls, double *loss_sum)
+{
+    dt_strategy *s = &ls->base;
+    const double t0 = dt_now();
+    const double mine[4] = {*loss_sum, ls->pending, s->bad_here, s->info.world_rank};
+    dt_status st = dt_comm_allgather(ls->comm, mine, ls->exchange, 4, DT_COMM_FLOAT64);
+    dt_obs_phase(s->obs, DT_PHASE_COMM, t0, dt_now(), -1);
+    if (st != DT_OK)
+        return st;
+    double sum = 0.0, least = ls->exchange[1];
+    for (int r = 0; r < ls->size; r++) {
+        const double *x = ls->exchange + 4 * r;
+        sum += x[0];
+        if (x[1] < least)
+            least = x[1];
+        if (x[2] != 0 && (s->bad.ranks++ == 0 || x[3] < s->bad.rank)) {
+            s->bad.rank = (int)x[3];
+            s->bad.where = (int)x[2];
+        }
+    }
+    *loss_sum = sum;
+    ls->exposed_s += least;
+    ls->pending = 0.0;
+    return DT_OK;
+}
+
+static dt_status ls_step(dt_strategy *s, const dt_step_plan *plan, const dt_step_io *io,
+                         double *loss_sum)
+{
+    dt_localsgd *ls = (dt_localsgd *)s;
+    dt_status st = DT_OK;
+    const int64_t warmup = warmup_steps(&s->opt), h = sync_every(&s->opt);
+    const size_t n = dt_model_param_count(s->model);
+    ls->warm = plan->step < warmup;
+    ls->sync_due = !ls->warm && ((plan->step - warmup + 1) % h == 0 || plan->last);
+    ls->ended |= plan->last;
+    ls->steps++;
+    DT_TRY(dt_strategy_micro_steps(s, plan, io, NULL, NULL, loss_sum));
+    /* Scanned before any sum: afterwards every rank would hold the poisoned values and the
+     * rank they came from could not be named. */
+    dt_strategy_note_bad(s, *loss_sum, 0, n);
+    float *g = dt_model_grads(s->model);
+    if (ls->warm) { /* ddp's step: the replicas' gradients summed (the loss divides by G) */
+        const double t0 = dt_now();
+        DT_TRY(dt_comm_allreduce(ls->comm, g, g, n, DT_COMM_FLOAT32, DT_COMM_SUM));
+        const double t1 = dt_now();
+        ls->wait_s += t1 - t0;
+        ls->pending += t1 - t0;
+        dt_obs_phase(s->obs, DT_PHASE_COMM, t0, t1, -1);
+    } else { /* sum / G times R: the sum over the replica's share G / R (above) */
+        const float r = (float)ls->size;
+        for (size_t i = 0; i < n; i++)
+            g[i] *= r;
+    }
+    DT_TRY(exchange_step(ls, loss_sum));
+fail:
+    return st;
+}
+
+static dt_status ls_update(dt_strategy *s, dt_optim *o, double lr)
+{
+    dt_localsgd *ls = (dt_localsgd *)s;
+    const double t0 = dt_now();
+    dt_optim_step_team(o, dt_model_params(s->model), dt_model_grads(s->model),
+                       dt_model_param_count(s->model), lr, dt_model_team(s->model));
+    dt_obs_phase(s->obs, DT_PHASE_OPTIM, t0, dt_now(), -1);
+    if (ls->warm)
+        return DT_OK; /* every replica stepped on the same gradient: still the same bits */
+    ls->dirty = 1;
+    if (!ls->sync_due)
+        return DT_OK;
+    /* The average's time crosses the next step's exchange as this rank's wait. */
+    const double t1 = dt_now();
+    dt_status st = average_params(ls);
+    ls->wait_s += dt_now() - t1;
+    ls->pending += dt_now() - t1;
+    if (st == DT_OK) {
+        ls->dirty = 0;
+        ls->syncs++;
+    }
+    return st;
+}
+
+/* Evaluation scores the replicas' mean, the model the next average would give, without
+ * changing any replica's parameters (set aside and put back). */
+static dt_status ls_evaluate(dt_strategy *s, int64_t n_test, const dt_step_io *io, double *loss_sum,
+                             double *correct)
+{
+    dt_localsgd *ls = (dt_localsgd *)s;
+    dt_status st = DT_OK;
+    float *p = dt_model_params(s->model);
+    const size_t n = dt_model_param_count(s->model);
+    const int mean = ls->dirty;
+    double sums[2] = {0.0, 0.0};
+    if (mean) {
+        memcpy(ls->keep, p, n * sizeof(float));
+        DT_TRY(average_params(ls));
+    }
+    DT_TRY(dt_strategy_eval_share(s, n_test, io, &sums[0], &sums[1]));
+    DT_TRY(dt_comm_allreduce(ls->comm, sums, sums, 2, DT_COMM_FLOAT64, DT_COMM_SUM));
+fail:
+    if (mean)
+        memcpy(p, ls->keep, n * sizeof(float));
+    *loss_sum = sums[0];
+    *correct = sums[1];
+    return st;
+}
+
+/* After the run's last step the parameters read whole are the replicas' mean (its last
+ * step may have been skipped for a NaN, leaving them apart). Before it, replicas that
+ * differ cannot be read as one model without changing the run: refused. */
+static dt_status ls_sync_params(dt_strategy *s)
+{
+    dt_localsgd *ls = (dt_localsgd *)s;
+    if (!ls->dirty)
+        return DT_OK;
+    if (!ls->ended)
+        return dt_fail(DT_ERR_UNSUPPORTED,
+                       "localsgd: the replicas' parameters differ until the next average "
+                       "(every %d steps): they are read whole (a checkpoint, saved weights) "
+                       "only after an average or at the end of the run",
+                       sync_every(&s->opt));
+    dt_status st = average_params(ls);
+    if (st == DT_OK)
+        ls->dirty = 0;
+    return st;
+}
+
+static dt_status ls_gather_optim(dt_strategy *s, const float *slice, float *full)
+{
+    (void)s;
+    (void)slice;
+    (void)full;
+    return dt_fail(DT_ERR_UNSUPPORTED,
+                   "localsgd: checkpoints are not built yet: each replica keeps its own "
+                   "optimizer state, which a checkpoint set cannot hold");
+}
+
+/* Bytes per step: the parameter bytes each rank contributes to one average, divided by the
+ * H steps it covers (rounded down); the warm-up's steps send as many gradient bytes each. */
+static void ls_stats(const dt_strategy *s, dt_strategy_stats *out)
+{
+    const dt_localsgd *ls = (const dt_localsgd *)s;
+    out->replicas = ls->size;
+    out->wait_s = ls->wait_s;
+    out->exposed_s = ls->exposed_s;
+    out->steps = ls->steps;
+    out->syncs = ls->syncs;
+    out->bytes_per_step =
+        dt_model_param_count(s->model) * sizeof(float) / (size_t)sync_every(&s->opt);
+    out->wire_bytes_per_step = out->bytes_per_step;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* One average alone (median of reps), timed on the parameters, which are set aside first
+ * and put back. */
+static dt_status ls_time_alone(dt_strategy *s, int reps, double *seconds)
+{
+    dt_localsgd *ls = (dt_localsgd *)s;
+    dt_status st = DT_OK;
+    float *p = dt_model_params(s->model);
+    const size_t n = dt_model_param_count(s->model);
+    double *times = NULL;
+    DT_ASSERT(reps >= 1);
+    memcpy(ls->keep, p, n * sizeof(float));
+    DT_TRY(dt_alloc((size_t)reps * sizeof(double), "timings", (void **)&times));
+    for (int r = 0; r < reps; r++) {
+        DT_TRY(dt_comm_barrier(ls->comm));
+        const double t0 = dt_now();
+        DT_TRY(dt_comm_allreduce(ls->comm, p, p, n, DT_COMM_FLOAT32, DT_COMM_AVG));
+        times[r] = dt_now() - t0;
+    }
+    qsort(times, (size_t)reps, sizeof *times, cmp_double);
+    *seconds = times[reps / 2];
+fail:
+    memcpy(p, ls->keep, n * sizeof(float));
+    dt_free(times);
+    return st;
+}
+
+static const dt_strategy_ops localsgd_ops = {
+    .attach = ls_attach,
+    .start = ls_start,
+    .step = ls_step,
+    .update = ls_update,
+    .evaluate = ls_evaluate,
+    .stats = ls_stats,
+    .time_comm_alone = ls_time_alone,
+    .gather_optim = ls_gather_optim,
+    .sync_params = ls_sync_params,
+    .free = ls_free,
+};
+
+dt_status dt_localsgd_create(const dt_strategy_options *opt, dt_comm *world, dt_grid *grid,
+                             dt_strategy **out)
+{
+    dt_localsgd *ls = NULL;
+    *out = NULL;
+    DT_ASSERT(sync_every(opt) >= 1 && warmup_steps(opt) >= 0);
+    dt_status st = dt_alloc(sizeof *ls, "local SGD", (void **)&ls);
+    if (st != DT_OK)
+        return st;
+    ls->base.ops = &localsgd_ops;
+    ls->base.opt = *opt;
+    ls->base.grid = grid;
+    ls->base.world = world;
+    ls->comm = dt_grid_comm(grid, DT_GRID_DP);
+    ls->rank = dt_comm_rank(ls->comm);
+    ls->size = dt_comm_size(ls->comm);
+    *out = &ls->base;
+    return DT_OK;
+}
