@@ -27,6 +27,7 @@
 #include "nn/model_team.h"
 #include "optim/optim_team.h"
 #include "parallel/gcomp.h"
+#include "parallel/registry.h"
 #include "parallel/strategy_impl.h"
 
 #define DP_MAX_BUCKETS 256
@@ -432,26 +433,14 @@ dt_status dt_ddp_check(const dt_strategy_options *o, int world, int tp, int pp)
                            "%s has no effect with --zero 1: ZeRO-1 reduce-scatters the whole "
                            "gradient after backward, without buckets",
                            o->given[bucketed[i]]);
-    if (o->micro_batches < 1)
-        return dt_fail(DT_ERR_INVALID, "parallel.accumulation: %d micro-batches, need >= 1",
-                       o->micro_batches);
-    if (world <= 0)
-        return DT_OK;
-    /* The grid's own words (comm/grid.c) when dp is derived. */
-    if (o->dp == 0 && (long long)tp * pp > world)
-        return dt_fail(DT_ERR_INVALID,
-                       "parallel.tp x parallel.pp: tp %d x pp %d = %lld ranks exceed the job's %d",
-                       tp, pp, (long long)tp * pp, world);
-    if (o->dp == 0 && world % (tp * pp) != 0)
-        return dt_fail(DT_ERR_INVALID,
-                       "parallel.tp x parallel.pp: tp %d x pp %d = %d does not divide the %d "
-                       "ranks of the job, so dp cannot be derived",
-                       tp, pp, tp * pp, world);
-    const int dp = o->dp > 0 ? o->dp : world / (tp * pp);
-    if ((long long)dp * tp * pp != world)
-        return dt_fail(DT_ERR_INVALID,
-                       "parallel.dp: dp %d x tp %d x pp %d = %lld does not match "
-                       "the %d ranks of the job",
-                       dp, tp, pp, (long long)dp * tp * pp, world);
-    return DT_OK;
+    return dt_strategy_check_grid(o, world, tp, pp);
 }
+
+const dt_strategy_def dt_ddp_def = {
+    .name = "ddp",
+    .help = "synchronous data parallelism: gradients all-reduced in buckets (a world of one: "
+            "single)",
+    .uses = DT_SO_USES_AXES | DT_SO_USES_BUCKETS | DT_SO_USES_STEPS | DT_SO_USES_COMPRESSION,
+    .check = dt_ddp_check,
+    .create = dt_ddp_create,
+};

@@ -28,6 +28,7 @@
 #include "dtrain/optim.h"
 #include "dtrain/rng.h"
 #include "parallel/compress.h"
+#include "parallel/registry.h"
 #include "parallel/strategy_impl.h"
 
 typedef struct dt_fedavg {
@@ -526,3 +527,12 @@ dt_status dt_fedavg_check(const dt_strategy_options *o, int world, int tp, int p
         return dt_fail(DT_ERR_INVALID, "fedavg.fedprox_mu: %g (>= 0)", o->fedprox_mu);
     return DT_OK;
 }
+
+const dt_strategy_def dt_fedavg_def = {
+    .name = "fedavg",
+    .help = "federated averaging over simulated clients ([fedavg])",
+    .uses = DT_SO_USES_AXES | DT_SO_USES_FEDAVG,
+    .flat = 1,
+    .check = dt_fedavg_check,
+    .create = dt_fedavg_create,
+};

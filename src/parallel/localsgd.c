@@ -25,9 +25,13 @@
  * behave as under ddp. Under tp or pp each rank averages its part with the ranks of its dp
  * group, which hold the same part (ddp reduces there too).
  *
- * Checkpoints are not built yet: between averages the replicas' parameters and optimizer
- * states differ, which a checkpoint set cannot hold; reading the state whole is refused
- * (sync_params, gather_optim) rather than writing one replica's. */
+ * Checkpoints: between averages the replicas' parameters and optimizer states differ, so a
+ * set holds every replica's (replica.<r>.<parameter>, replica.<r>.optim.<state>.<parameter>)
+ * beside their mean under the plain names, which eval and export read. The position in the
+ * period is the manifest's step. A run resumed on as many replicas takes its own back, bit
+ * for bit; on another number each replica starts from the mean, and the resume says so.
+ * Reading the parameters whole otherwise (saved weights) waits for an average: refused
+ * before the run's end (sync_params). */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +40,8 @@
 #include "dtrain/comm.h"
 #include "nn/model_team.h"
 #include "optim/optim_team.h"
-#include "parallel/strategy.h"
+#include "parallel/registry.h"
+#include "parallel/strategy_impl.h"
 
 typedef struct dt_localsgd {
     dt_strategy base; /* first: the strategy interface's view */
@@ -44,6 +49,10 @@ typedef struct dt_localsgd {
     int rank, size;
     double *exchange; /* [4 * size]: every rank's (loss sum, wait, non-finite finding, rank) */
     float *keep;      /* [param count]: the parameters set aside while the mean is evaluated */
+    /* Checkpoints: every replica's whole tensors ([1 + state buffers][replicas x whole
+     * count]) and their mean ([1 + state buffers][whole count]), made at the first export. */
+    float *all[3], *mean[3];
+    char note[256]; /* what the last import did to the state, or "" */
     /* This step's kind, from its plan: 1 while in the warm-up (gradients all-reduced). */
     int warm;
     int sync_due;   /* 1: the update of this step ends with an average */
@@ -55,15 +64,15 @@ typedef struct dt_localsgd {
     int64_t steps, syncs;
 } dt_localsgd;
 
-/* The strategy's two settings, read only here (where they are stored is the options'). */
+/* The strategy's two settings (its registry row, below, declares them). */
 static int sync_every(const dt_strategy_options *opt)
 {
-    return opt->localsgd_sync_every;
+    return (int)dt_strategy_setting_get(opt, "localsgd.sync_every");
 }
 
 static int64_t warmup_steps(const dt_strategy_options *opt)
 {
-    return opt->localsgd_warmup;
+    return (int64_t)dt_strategy_setting_get(opt, "localsgd.warmup");
 }
 
 static dt_status ls_attach(dt_strategy *s, dt_model *m, size_t *optim_count)
@@ -73,10 +82,9 @@ static dt_status ls_attach(dt_strategy *s, dt_model *m, size_t *optim_count)
     const size_t n = dt_model_param_count(m);
     s->model = m;
     /* The optimizer steps the whole buffer on every rank; its state is the replica's own,
-     * so reading it whole is a gather over the replicas (refused until checkpoints are
-     * built: gather_optim). */
+     * exported with every other replica's (ls_export). */
     s->optim_offset = 0;
-    s->optim_sharded = 1;
+    s->optim_sharded = 0; /* each rank's optimizer holds the whole buffer, its replica's own */
     DT_TRY(
         dt_alloc(4 * sizeof(double) * (size_t)ls->size, "step exchange", (void **)&ls->exchange));
     DT_TRY(dt_alloc_large(n * sizeof(float), "parameters set aside", (void **)&ls->keep));
@@ -92,6 +100,10 @@ static void ls_free(dt_strategy *s)
     dt_localsgd *ls = (dt_localsgd *)s;
     dt_free(ls->exchange);
     dt_free(ls->keep);
+    for (int b = 0; b < 3; b++) {
+        dt_free(ls->all[b]);
+        dt_free(ls->mean[b]);
+    }
     dt_free(ls);
 }
 
@@ -241,14 +253,154 @@ static dt_status ls_sync_params(dt_strategy *s)
     return st;
 }
 
+/* The optimizer holds the whole buffer: its replica's state, a copy. */
 static dt_status ls_gather_optim(dt_strategy *s, const float *slice, float *full)
 {
-    (void)s;
-    (void)slice;
-    (void)full;
-    return dt_fail(DT_ERR_UNSUPPORTED,
-                   "localsgd: checkpoints are not built yet: each replica keeps its own "
-                   "optimizer state, which a checkpoint set cannot hold");
+    memcpy(full, slice, dt_model_param_count(s->model) * sizeof(float));
+    return DT_OK;
+}
+
+/* ---- checkpoints ---- */
+
+/* Every replica's whole tensors gathered to every rank of the dp group (each tp rank holds
+ * its replica's whole tensors after dt_state_gather). Collective over the world. */
+static dt_status gather_all(dt_localsgd *ls, int nbuf)
+{
+    dt_status st = DT_OK;
+    dt_strategy *s = &ls->base;
+    float *wholes[3] = {NULL, NULL, NULL};
+    const size_t w = dt_model_whole_param_count(s->model);
+    DT_TRY(dt_state_gather(s, wholes));
+    for (int b = 0; b <= nbuf; b++) {
+        if (ls->all[b] == NULL) {
+            DT_TRY(dt_alloc_large((size_t)ls->size * w * sizeof(float), "checkpoint replicas",
+                                  (void **)&ls->all[b]));
+            DT_TRY(dt_alloc_large(w * sizeof(float), "checkpoint mean", (void **)&ls->mean[b]));
+        }
+        DT_TRY(dt_comm_allgather(ls->comm, wholes[b], ls->all[b], w, DT_COMM_FLOAT32));
+    }
+fail:
+    return st;
+}
+
+/* mean = the replicas' mean of buffer b, summed in replica order; where every replica holds
+ * the same bits (just after an average), those bits, not a sum divided back. */
+static void replicas_mean(const dt_localsgd *ls, int b, size_t w)
+{
+    const float *all = ls->all[b];
+    float *mean = ls->mean[b];
+    int same = 1;
+    for (int r = 1; r < ls->size && same; r++)
+        same = memcmp(all, all + (size_t)r * w, w * sizeof(float)) == 0;
+    if (same) {
+        memcpy(mean, all, w * sizeof(float));
+        return;
+    }
+    for (size_t i = 0; i < w; i++) {
+        float sum = 0.0f;
+        for (int r = 0; r < ls->size; r++)
+            sum += all[(size_t)r * w + i];
+        mean[i] = sum / (float)ls->size;
+    }
+}
+
+/* One whole tensor of buffer `from` (w floats laid out as the whole model) to the sink. */
+static dt_status put_whole(const dt_state_sink *sink, const char *name, const dt_param_info *p,
+                           const float *from)
+{
+    dt_state_piece x = {
+        .name = name, .ndim = p->ndim, .data = from + p->whole_offset, .count = p->whole_count};
+    for (int d = 0; d < p->ndim; d++)
+        x.shape[d] = p->whole_shape[d];
+    return sink->put(sink->ctx, &x);
+}
+
+/* The mean under the plain names, then each replica's own under replica.<r>. (its
+ * parameters, then its optimizer state), from the stage's writer (dp 0, tp 0). */
+static dt_status ls_export(dt_strategy *s, const dt_state_sink *sink)
+{
+    dt_localsgd *ls = (dt_localsgd *)s;
+    dt_status st = DT_OK;
+    float *bufs[2] = {NULL, NULL};
+    const int nbuf = dt_optim_state_buffers(s->optim, bufs, 2);
+    const size_t w = dt_model_whole_param_count(s->model);
+    char name[192], own[224];
+    DT_TRY(gather_all(ls, nbuf));
+    if (!dt_state_writer(s))
+        return DT_OK;
+    for (int b = -1; b < nbuf; b++) {
+        replicas_mean(ls, b + 1, w);
+        for (int i = 0; i < dt_model_tensor_count(s->model); i++) {
+            const dt_param_info *p = dt_model_tensor(s->model, i);
+            dt_state_tensor_name(s, b, p, name, sizeof name);
+            DT_TRY(put_whole(sink, name, p, ls->mean[b + 1]));
+        }
+    }
+    for (int r = 0; r < ls->size; r++)
+        for (int b = -1; b < nbuf; b++)
+            for (int i = 0; i < dt_model_tensor_count(s->model); i++) {
+                const dt_param_info *p = dt_model_tensor(s->model, i);
+                dt_state_tensor_name(s, b, p, name, sizeof name);
+                snprintf(own, sizeof own, DT_STATE_REPLICA_PREFIX "%d.%s", r, name);
+                DT_TRY(put_whole(sink, own, p, ls->all[b + 1] + (size_t)r * w));
+            }
+fail:
+    return st;
+}
+
+/* The replicas a set holds: replica.<r>.<first tensor> for r = 0, 1, ... */
+static int saved_replicas(const dt_strategy *s, const dt_state_source *src)
+{
+    char name[224];
+    const dt_param_info *p0 = dt_model_tensor(s->model, 0);
+    for (int r = 0;; r++) {
+        snprintf(name, sizeof name, DT_STATE_REPLICA_PREFIX "%d.%s", r, p0->name);
+        if (src->find(src->ctx, name) == NULL)
+            return r;
+    }
+}
+
+/* On as many replicas as the set holds, each takes its own parameters and optimizer state
+ * back (bit for bit); otherwise every replica starts from the mean (the plain names, which
+ * dt_state_import_common reads), and the note says so. */
+static dt_status ls_import(dt_strategy *s, const dt_state_source *src, int pass, int *per_tensor)
+{
+    dt_localsgd *ls = (dt_localsgd *)s;
+    dt_status st = DT_OK;
+    float *bufs[2] = {NULL, NULL};
+    const int nbuf = dt_optim_state_buffers(s->optim, bufs, 2);
+    const int saved = dt_model_tensor_count(s->model) > 0 ? saved_replicas(s, src) : 0;
+    const int own = saved == ls->size;
+    char name[192], mine[224];
+    DT_TRY(dt_state_import_common(s, src, pass, per_tensor));
+    for (int b = -1; own && b < nbuf; b++)
+        for (int i = 0; i < dt_model_tensor_count(s->model); i++) {
+            const dt_param_info *p = dt_model_tensor(s->model, i);
+            const dt_state_piece *x = NULL;
+            dt_state_tensor_name(s, b, p, name, sizeof name);
+            snprintf(mine, sizeof mine, DT_STATE_REPLICA_PREFIX "%d.%s", ls->rank, name);
+            DT_TRY(dt_state_find(src, mine, p->ndim, p->whole_shape, &x));
+            if (pass == 1) /* the optimizer's buffers are laid out as the parameters */
+                dt_state_take_part(p, x->data, b < 0 ? dt_model_params(s->model) : bufs[b]);
+        }
+    if (pass == 1) {
+        ls->note[0] = '\0';
+        if (!own)
+            snprintf(ls->note, sizeof ls->note,
+                     "localsgd: the checkpoint holds %d replica%s, this run has %d: every "
+                     "replica starts from their mean parameters and optimizer state",
+                     saved, saved == 1 ? "" : "s", ls->size);
+        /* Taken as apart until the next average (evaluation then scores their mean, the
+         * same model where they are equal); the period goes on from the manifest's step. */
+        ls->dirty = own;
+    }
+fail:
+    return st;
+}
+
+static const char *ls_import_note(const dt_strategy *s)
+{
+    return ((const dt_localsgd *)s)->note;
 }
 
 /* Bytes per step: the parameter bytes each rank contributes to one average, divided by the
@@ -260,7 +412,6 @@ static void ls_stats(const dt_strategy *s, dt_strategy_stats *out)
     out->wait_s = ls->wait_s;
     out->exposed_s = ls->exposed_s;
     out->steps = ls->steps;
-    out->syncs = ls->syncs;
     out->bytes_per_step =
         dt_model_param_count(s->model) * sizeof(float) / (size_t)sync_every(&s->opt);
     out->wire_bytes_per_step = out->bytes_per_step;
@@ -308,11 +459,14 @@ static const dt_strategy_ops localsgd_ops = {
     .time_comm_alone = ls_time_alone,
     .gather_optim = ls_gather_optim,
     .sync_params = ls_sync_params,
+    .export_state = ls_export,
+    .import_state = ls_import,
+    .import_note = ls_import_note,
     .free = ls_free,
 };
 
-dt_status dt_localsgd_create(const dt_strategy_options *opt, dt_comm *world, dt_grid *grid,
-                             dt_strategy **out)
+static dt_status ls_create(const dt_strategy_options *opt, dt_comm *world, dt_grid *grid,
+                           dt_strategy **out)
 {
     dt_localsgd *ls = NULL;
     *out = NULL;
@@ -330,3 +484,57 @@ dt_status dt_localsgd_create(const dt_strategy_options *opt, dt_comm *world, dt_
     *out = &ls->base;
     return DT_OK;
 }
+
+/* ---- the registry's row ---- */
+
+/* Its replicas each step their own optimizer on the whole buffer and average parameters:
+ * neither ZeRO-1's sharded state nor a gradient compression applies. */
+static dt_status ls_check(const dt_strategy_options *o, int world, int tp, int pp)
+{
+    if (o->zero)
+        return dt_fail(DT_ERR_UNSUPPORTED,
+                       "parallel.zero (--zero) %d: refused under --strategy localsgd: each "
+                       "replica keeps its own optimizer state for the whole model (use "
+                       "--strategy ddp for ZeRO-1)",
+                       o->zero);
+    if (o->compress.kind != DT_COMPRESS_NONE) {
+        char mode[64];
+        dt_compress_format(&o->compress, mode, sizeof mode);
+        return dt_fail(DT_ERR_UNSUPPORTED,
+                       "parallel.compress (--compress) %s: refused under --strategy localsgd: it "
+                       "averages parameters every --sync-every steps, and compression is built "
+                       "for ddp's and ps's gradients",
+                       mode);
+    }
+    return dt_strategy_check_grid(o, world, tp, pp);
+}
+
+static const dt_strategy_setting ls_settings[] = {
+    {.key = "localsgd.sync_every",
+     .option = "--sync-every",
+     .arg = "H",
+     .type = DT_SETTING_INT,
+     .def = 1,
+     .lo = 1,
+     .hi = 1 << 20,
+     .help = "localsgd: local optimizer steps between two averages of the parameters"},
+    {.key = "localsgd.warmup",
+     .option = "--localsgd-warmup",
+     .arg = "N",
+     .type = DT_SETTING_INT,
+     .def = 0,
+     .lo = 0,
+     .hi = 1e15,
+     .help = "localsgd: synchronous steps (ddp's, gradients all-reduced) before the local ones"},
+};
+
+const dt_strategy_def dt_localsgd_def = {
+    .name = "localsgd",
+    .help = "local SGD: each replica steps on its own, the parameters averaged every "
+            "--sync-every steps (after --localsgd-warmup synchronous ones)",
+    .uses = DT_SO_USES_AXES | DT_SO_USES_STEPS,
+    .settings = ls_settings,
+    .nsettings = (int)(sizeof ls_settings / sizeof ls_settings[0]),
+    .check = ls_check,
+    .create = ls_create,
+};

@@ -13,6 +13,7 @@
 
 #include "dtrain/optim.h"
 #include "parallel/ps.h"
+#include "parallel/registry.h"
 
 static int is_server(const dt_ps *ps)
 {
@@ -417,3 +418,23 @@ dt_status dt_ps_check(const dt_strategy_options *o, int world, int tp, int pp)
                        o->micro_batches);
     return DT_OK;
 }
+
+static int ps_apart(const dt_strategy_options *o)
+{
+    return o->servers;
+}
+
+const dt_strategy_def dt_ps_def = {
+    .name = "ps",
+    .help = "parameter servers (the last parallel.servers ranks) and workers, bulk- or "
+            "stale-synchronous or asynchronous (parallel.staleness)",
+    .uses = DT_SO_USES_AXES | DT_SO_BIT(DT_SO_SERVERS) | DT_SO_BIT(DT_SO_STALENESS) |
+            DT_SO_USES_STEPS | DT_SO_USES_COMPRESSION,
+    .flat = 1,
+    .apart = ps_apart,
+    /* A worker's NaN cannot stop the others mid-step without a collective per step, which
+     * would synchronise them. */
+    .no_stop = "its servers skip a push holding a NaN or Inf and count it",
+    .check = dt_ps_check,
+    .create = dt_ps_create,
+};

@@ -12,50 +12,13 @@
 #include "parallel/registry.h"
 #include "parallel/strategy_impl.h"
 
-/* The shared options each strategy has a use for. */
-#define BUCKETS                                                                                    \
-    (DT_SO_BIT(DT_SO_OVERLAP) | DT_SO_BIT(DT_SO_BUCKET_CAP_MB) | DT_SO_BIT(DT_SO_FIRST_BUCKET_MB))
-#define STEPS                                                                                      \
-    (DT_SO_BIT(DT_SO_MICRO_BATCHES) | DT_SO_BIT(DT_SO_ACCUMULATION) |                              \
-     DT_SO_BIT(DT_SO_LAST_BATCH) | DT_SO_BIT(DT_SO_LR_SCALING))
-#define COMPRESSION (DT_SO_BIT(DT_SO_ERROR_FEEDBACK) | DT_SO_BIT(DT_SO_COMPRESS_WARMUP))
-#define FEDAVG                                                                                     \
-    (DT_SO_BIT(DT_SO_CLIENTS) | DT_SO_BIT(DT_SO_CLIENTS_PER_ROUND) | DT_SO_BIT(DT_SO_ROUNDS) |     \
-     DT_SO_BIT(DT_SO_LOCAL_EPOCHS) | DT_SO_BIT(DT_SO_LOCAL_STEPS) | DT_SO_BIT(DT_SO_PARTITION) |   \
-     DT_SO_BIT(DT_SO_FEDPROX_MU))
-/* Judged by the layout, under every strategy (refuse_without_axis). */
-#define AXES (DT_SO_BIT(DT_SO_DP) | DT_SO_BIT(DT_SO_TP_MIN_WEIGHTS) | DT_SO_BIT(DT_SO_PP_SCHEDULE))
+/* The rows, each in its strategy's file (registry.h). Adding a strategy: its file, and
+ * one line here and one in the table. */
+extern const dt_strategy_def dt_ddp_def, dt_ps_def, dt_fedavg_def;
+extern const dt_strategy_def dt_localsgd_def;
 
-static int ps_apart(const dt_strategy_options *o)
-{
-    return o->servers;
-}
-
-static const dt_strategy_def rows[] = {
-    {.name = "ddp",
-     .help = "synchronous data parallelism: gradients all-reduced in buckets (a world of one: "
-             "single)",
-     .uses = AXES | BUCKETS | STEPS | COMPRESSION,
-     .check = dt_ddp_check,
-     .create = dt_ddp_create},
-    {.name = "ps",
-     .help = "parameter servers (the last parallel.servers ranks) and workers, bulk- or "
-             "stale-synchronous or asynchronous (parallel.staleness)",
-     .uses = AXES | DT_SO_BIT(DT_SO_SERVERS) | DT_SO_BIT(DT_SO_STALENESS) | STEPS | COMPRESSION,
-     .flat = 1,
-     .apart = ps_apart,
-     /* A worker's NaN cannot stop the others mid-step without a collective per step,
-      * which would synchronise them. */
-     .no_stop = "its servers skip a push holding a NaN or Inf and count it",
-     .check = dt_ps_check,
-     .create = dt_ps_create},
-    {.name = "fedavg",
-     .help = "federated averaging over simulated clients ([fedavg])",
-     .uses = AXES | FEDAVG,
-     .flat = 1,
-     .check = dt_fedavg_check,
-     .create = dt_fedavg_create},
-};
+static const dt_strategy_def *const rows[] = {&dt_ddp_def, &dt_ps_def, &dt_fedavg_def,
+                                              &dt_localsgd_def};
 
 #define NROWS ((int)(sizeof rows / sizeof rows[0]))
 
@@ -80,13 +43,13 @@ int dt_strategy_def_count(void)
 
 const dt_strategy_def *dt_strategy_def_at(int i)
 {
-    return i >= 0 && i < NROWS ? &rows[i] : NULL;
+    return i >= 0 && i < NROWS ? rows[i] : NULL;
 }
 
 int dt_strategy_index(const char *name)
 {
     for (int i = 0; name != NULL && i < NROWS; i++)
-        if (strcmp(rows[i].name, name) == 0)
+        if (strcmp(rows[i]->name, name) == 0)
             return i;
     return -1;
 }
@@ -103,12 +66,12 @@ int dt_strategy_count(void)
 
 const char *dt_strategy_name(int i)
 {
-    return i >= 0 && i < NROWS ? rows[i].name : NULL;
+    return i >= 0 && i < NROWS ? rows[i]->name : NULL;
 }
 
 const char *dt_strategy_help(int i)
 {
-    return i >= 0 && i < NROWS ? rows[i].help : NULL;
+    return i >= 0 && i < NROWS ? rows[i]->help : NULL;
 }
 
 /* ---- the settings the rows add, numbered across the rows ------------------------------ */
@@ -117,7 +80,7 @@ int dt_strategy_setting_count(void)
 {
     int n = 0;
     for (int i = 0; i < NROWS; i++)
-        n += rows[i].nsettings;
+        n += rows[i]->nsettings;
     return n;
 }
 
@@ -125,11 +88,11 @@ int dt_strategy_setting_count(void)
 static int locate(int j, int *k)
 {
     for (int i = 0; j >= 0 && i < NROWS; i++) {
-        if (j < rows[i].nsettings) {
+        if (j < rows[i]->nsettings) {
             *k = j;
             return i;
         }
-        j -= rows[i].nsettings;
+        j -= rows[i]->nsettings;
     }
     return -1;
 }
@@ -138,14 +101,14 @@ const dt_strategy_setting *dt_strategy_setting_at(int j)
 {
     int k = 0, i = locate(j, &k);
     DT_ASSERT(i >= 0);
-    return &rows[i].settings[k];
+    return &rows[i]->settings[k];
 }
 
 const dt_strategy_def *dt_strategy_setting_owner(int j)
 {
     int k = 0, i = locate(j, &k);
     DT_ASSERT(i >= 0);
-    return &rows[i];
+    return rows[i];
 }
 
 int dt_strategy_setting_find(const char *key)
@@ -170,7 +133,7 @@ dt_strategy_options dt_strategy_options_default(void)
 {
     dt_strategy_options o;
     memset(&o, 0, sizeof o);
-    o.strategy = rows[0].name;
+    o.strategy = rows[0]->name;
     o.micro_batches = 1;
     /* 256 KiB of weights: below it a split saves little memory and costs a collective
      * of activations per step (docs/TENSOR_PARALLEL.md). */
@@ -237,17 +200,17 @@ static void users_text(uint32_t bit, int only, char *buf, size_t nbytes)
 {
     int n = 0, total = 0;
     for (int i = 0; i < NROWS; i++)
-        total += bit != 0 ? (rows[i].uses & bit) != 0 : i == only;
+        total += bit != 0 ? (rows[i]->uses & bit) != 0 : i == only;
     buf[0] = '\0';
     for (int i = 0; i < NROWS; i++) {
-        if (bit != 0 ? !(rows[i].uses & bit) : i != only)
+        if (bit != 0 ? !(rows[i]->uses & bit) : i != only)
             continue;
         size_t used = strlen(buf);
         snprintf(buf + used, nbytes - used, "%s%s",
                  n == 0           ? ""
                  : n == total - 1 ? " and "
                                   : ", ",
-                 rows[i].name);
+                 rows[i]->name);
         n++;
     }
 }
@@ -270,7 +233,7 @@ static dt_status refuse_foreign(const dt_strategy_options *o, const dt_strategy_
         const int j = dt_strategy_setting_find(o->settings[k].key);
         if (o->settings[k].given == NULL || j < 0 || dt_strategy_setting_owner(j) == def)
             continue;
-        users_text(0, (int)(dt_strategy_setting_owner(j) - rows), users, sizeof users);
+        users_text(0, dt_strategy_index(dt_strategy_setting_owner(j)->name), users, sizeof users);
         return dt_fail(DT_ERR_INVALID,
                        "%s has no effect under --strategy %s: it applies to "
                        "--strategy %s",

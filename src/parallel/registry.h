@@ -1,4 +1,5 @@
-/* registry.h (internal) — the strategies dtrain knows: one const row each (registry.c).
+/* registry.h (internal) — the strategies dtrain knows: one const row each, defined in the
+ * strategy's own file and listed in registry.c's table.
  *
  * A row is everything the rest of the program needs to know of a strategy without testing
  * which one it is: its name (`--strategy NAME` looks it up here), a line of help, the
@@ -8,9 +9,9 @@
  * layout, and its constructor. Adding a strategy is its file and its row
  * (docs/ARCHITECTURE.md, "Adding a strategy", with local SGD as the worked example).
  *
- * The rows refer to the strategies' files; the strategies never refer back to the
- * registry: the settings a strategy reads travel in its dt_strategy_options
- * (dt_strategy_setting_get, strategy_options.c), so src/parallel/ has no cycle. */
+ * A strategy's file holds its row but calls nothing of the registry: the settings it reads
+ * travel in its dt_strategy_options (dt_strategy_setting_get, strategy_options.c), so
+ * src/parallel/ has no cycle of calls. */
 #ifndef DT_PARALLEL_REGISTRY_H
 #define DT_PARALLEL_REGISTRY_H
 
@@ -33,6 +34,22 @@ typedef struct dt_strategy_setting {
 /* The bit of dt_strategy_def.uses for option o. */
 #define DT_SO_BIT(o) (1u << (o))
 
+/* The shared options' groups, for a row's `uses`. */
+#define DT_SO_USES_AXES                                                                            \
+    (DT_SO_BIT(DT_SO_DP) | DT_SO_BIT(DT_SO_TP_MIN_WEIGHTS) | DT_SO_BIT(DT_SO_PP_SCHEDULE))
+#define DT_SO_USES_BUCKETS                                                                         \
+    (DT_SO_BIT(DT_SO_OVERLAP) | DT_SO_BIT(DT_SO_BUCKET_CAP_MB) | DT_SO_BIT(DT_SO_FIRST_BUCKET_MB))
+#define DT_SO_USES_STEPS                                                                           \
+    (DT_SO_BIT(DT_SO_MICRO_BATCHES) | DT_SO_BIT(DT_SO_ACCUMULATION) |                              \
+     DT_SO_BIT(DT_SO_LAST_BATCH) | DT_SO_BIT(DT_SO_LR_SCALING))
+#define DT_SO_USES_COMPRESSION (DT_SO_BIT(DT_SO_ERROR_FEEDBACK) | DT_SO_BIT(DT_SO_COMPRESS_WARMUP))
+#define DT_SO_USES_FEDAVG                                                                          \
+    (DT_SO_BIT(DT_SO_CLIENTS) | DT_SO_BIT(DT_SO_CLIENTS_PER_ROUND) | DT_SO_BIT(DT_SO_ROUNDS) |     \
+     DT_SO_BIT(DT_SO_LOCAL_EPOCHS) | DT_SO_BIT(DT_SO_LOCAL_STEPS) | DT_SO_BIT(DT_SO_PARTITION) |   \
+     DT_SO_BIT(DT_SO_FEDPROX_MU))
+
+/* A strategy's row: const data in the strategy's own file (dt_ddp_def in ddp.c), listed in
+ * registry.c's table. */
 typedef struct dt_strategy_def {
     const char *name; /* the word of --strategy */
     const char *help; /* one line: what it does */

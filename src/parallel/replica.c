@@ -143,3 +143,29 @@ dt_status dt_strategy_eval_share(dt_strategy *s, int64_t n_test, const dt_step_i
 fail:
     return st;
 }
+
+dt_status dt_strategy_check_grid(const dt_strategy_options *o, int world, int tp, int pp)
+{
+    if (o->micro_batches < 1)
+        return dt_fail(DT_ERR_INVALID, "parallel.accumulation: %d micro-batches, need >= 1",
+                       o->micro_batches);
+    if (world <= 0)
+        return DT_OK;
+    /* The grid's own words (comm/grid.c) when dp is derived. */
+    if (o->dp == 0 && (long long)tp * pp > world)
+        return dt_fail(DT_ERR_INVALID,
+                       "parallel.tp x parallel.pp: tp %d x pp %d = %lld ranks exceed the job's %d",
+                       tp, pp, (long long)tp * pp, world);
+    if (o->dp == 0 && world % (tp * pp) != 0)
+        return dt_fail(DT_ERR_INVALID,
+                       "parallel.tp x parallel.pp: tp %d x pp %d = %d does not divide the %d "
+                       "ranks of the job, so dp cannot be derived",
+                       tp, pp, tp * pp, world);
+    const int dp = o->dp > 0 ? o->dp : world / (tp * pp);
+    if ((long long)dp * tp * pp != world)
+        return dt_fail(DT_ERR_INVALID,
+                       "parallel.dp: dp %d x tp %d x pp %d = %lld does not match "
+                       "the %d ranks of the job",
+                       dp, tp, pp, (long long)dp * tp * pp, world);
+    return DT_OK;
+}

@@ -58,8 +58,6 @@ dt_status dt_state_gather(dt_strategy *s, float **wholes)
     float *bufs[2] = {NULL, NULL};
     const int nbuf = dt_optim_state_buffers(s->optim, bufs, 2);
     const size_t n = dt_model_param_count(m), w = dt_model_whole_param_count(m);
-    if (s->ops->sync_params != NULL) /* a parameter server's shards */
-        DT_TRY(s->ops->sync_params(s));
     /* One process's whole model (no tp split, no ZeRO slice) is exported from where it
      * lives: no copy. */
     if (n == w && !s->optim_sharded) {
@@ -177,6 +175,8 @@ dt_status dt_state_export_common(dt_strategy *s, const dt_state_sink *sink)
     const float *resid = NULL, *q = NULL;
     /* Every collective first: a writer whose sink refuses a piece (a NaN) then leaves no
      * rank waiting in a gather. */
+    if (s->ops->sync_params != NULL) /* a parameter server's shards */
+        DT_TRY(s->ops->sync_params(s));
     DT_TRY(dt_state_gather(s, wholes));
     DT_TRY(gather_comp(s, &cs, &resid, &q));
     if (!dt_state_writer(s))

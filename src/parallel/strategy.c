@@ -307,3 +307,8 @@ dt_status dt_strategy_import_state(dt_strategy *s, const dt_state_source *src, i
     return s->ops->import_state != NULL ? s->ops->import_state(s, src, pass, per_tensor)
                                         : dt_state_import_common(s, src, pass, per_tensor);
 }
+
+const char *dt_strategy_import_note(const dt_strategy *s)
+{
+    return s->ops->import_note != NULL ? s->ops->import_note(s) : "";
+}

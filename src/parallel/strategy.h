@@ -273,6 +273,9 @@ dt_status dt_strategy_export_state(dt_strategy *s, const dt_state_sink *sink);
  * collective. */
 dt_status dt_strategy_import_state(dt_strategy *s, const dt_state_source *src, int pass,
                                    int *per_tensor);
+/* What the last import did to the state beyond taking it back ("localsgd: the checkpoint
+ * holds 4 replicas, this run has 2: ..."), or "": for the resume to say. */
+const char *dt_strategy_import_note(const dt_strategy *s);
 /* 1 for a tensor name a set may hold that not every run reads (compress.*, replica.*). */
 int dt_state_optional(const char *name);
 

@@ -49,6 +49,8 @@ typedef struct dt_strategy_ops {
     dt_status (*export_state)(dt_strategy *s, const dt_state_sink *sink);
     dt_status (*import_state)(dt_strategy *s, const dt_state_source *src, int pass,
                               int *per_tensor);
+    /* Optional (NULL: ""): dt_strategy_import_note. */
+    const char *(*import_note)(const dt_strategy *s);
     /* Optional (NULL: ""): dt_strategy_summary. */
     void (*summary)(const dt_strategy *s, char *buf, size_t nbytes);
     /* Optional: dt_strategy_partition. */
@@ -116,6 +118,10 @@ dt_status dt_strategy_micro_steps(dt_strategy *s, const dt_step_plan *plan, cons
 dt_status dt_strategy_eval_share(dt_strategy *s, int64_t n_test, const dt_step_io *io,
                                  double *loss_sum, double *correct);
 
+/* The dp x tp x pp grid's own check for the strategies that run on it (ddp, localsgd): at
+ * least one micro-batch, and a layout that fills the job's `world` ranks (0: not known). */
+dt_status dt_strategy_check_grid(const dt_strategy_options *o, int world, int tp, int pp);
+
 /* Gives a tensor-parallel model its group's collectives (tp_group.c); the stats of those
  * collectives; freeing (NULL is safe). */
 dt_status dt_tp_comm_attach(dt_strategy *s, dt_model *m);
@@ -133,8 +139,8 @@ dt_status dt_state_import_common(dt_strategy *s, const dt_state_source *src, int
 /* 1 on the rank that writes its stage's tensors (dp 0, tp 0). */
 int dt_state_writer(const dt_strategy *s);
 /* wholes[0] = the whole parameters, wholes[1 + b] = optimizer state buffer b, whole (this
- * rank's own buffers where nothing is split, else state.c's, valid until the next call).
- * Collective over the dp and tp groups. */
+ * rank's own buffers where nothing is split, else state.c's, valid until the next call), as
+ * this rank holds them (sync_params is the caller's). Collective over the dp and tp groups. */
 dt_status dt_state_gather(dt_strategy *s, float **wholes);
 /* The set's name of parameter p (b < 0) or of its optimizer state buffer b. */
 void dt_state_tensor_name(const dt_strategy *s, int b, const dt_param_info *p, char *buf,

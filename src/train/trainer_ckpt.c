@@ -485,6 +485,10 @@ dt_status dt_trainer_resume(dt_trainer *t, const char *path, void (*warn)(void *
         DT_TRY(dt_ckpt_step_dir(path, chosen[0], dir, sizeof dir));
     st = load_dir(t, dir, set);
     set = NULL; /* load_dir closed it */
+    /* How the strategy adapted the state (another number of replicas), said once. */
+    const char *note = dt_strategy_import_note(t->strategy);
+    if (st == DT_OK && note[0] != '\0' && warn != NULL && dt_strategy_get_info(t->strategy)->main)
+        warn(ctx, note);
 fail:
     dt_ckpt_close(set);
     return st;
