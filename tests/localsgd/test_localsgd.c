@@ -4,7 +4,7 @@
  *   - H = 1 with plain SGD is ddp: after 20 steps every rank's parameters are within 1e-6 of
  *     ddp's on the same layout (averaging parameters after one step is averaging gradients),
  *     and the step losses the trainer reports are ddp's within 1e-6 relative (the loss
- *     crosses the replicas every step);
+ *     crosses the replicas every step); with a global batch of 33 (17/16) too;
  *   - after each step, the replicas (the ranks of one tp and pp place, dp 0 and dp 1) hold
  *     bitwise the same parameters exactly when the step was a warm-up step or ended with an
  *     average, and different ones after a local step: H = 3 after 2 warm-up steps over 10
@@ -169,7 +169,7 @@ static void check_pattern(const char *what, const record *r, const char *want)
 static void test_h1_equals_ddp(void **state)
 {
     (void)state;
-    const char *lay[2];
+    const char *lay[2] = {NULL, NULL};
     for (int k = 0, n = layouts(lay); k < n; k++) {
         record a, b;
         dt_config ddp = mlp_config(lay[k], 20), ls = localsgd_config(lay[k], 20, 1, 0);
@@ -192,10 +192,34 @@ static void test_h1_equals_ddp(void **state)
     }
 }
 
+/* A global batch of 33 splits 17/16 over the replicas: each one's gradient is its sum over
+ * the nominal share G / R, so H = 1 is still ddp (a plain mean over each replica's own
+ * samples would weigh the 16 samples' more). */
+static void test_h1_uneven_split(void **state)
+{
+    (void)state;
+    const char *lay[2] = {NULL, NULL};
+    if (layouts(lay) == 0)
+        skip();
+    record a, b;
+    dt_config ddp = mlp_config(lay[0], 20), ls = localsgd_config(lay[0], 20, 1, 0);
+    dt_test_set(&ddp, "parallel.global_batch=33");
+    dt_test_set(&ls, "parallel.global_batch=33");
+    dt_trainer *ta = train(&ddp, &a, 0, 0), *tb = train(&ls, &b, 0, 0);
+    dt_model *ma = dt_trainer_model(ta), *mb = dt_trainer_model(tb);
+    char label[160];
+    snprintf(label, sizeof label, "localsgd H=1 vs ddp, global batch 33, %s (rank %d of %d)",
+             lay[0], rank, size);
+    DT_ASSERT_CLOSE_FF(label, dt_model_params(mb), dt_model_params(ma), dt_model_param_count(ma),
+                       1e-6, 0.0);
+    dt_trainer_free(ta);
+    dt_trainer_free(tb);
+}
+
 static void test_replicas_equal_after_averages(void **state)
 {
     (void)state;
-    const char *lay[2];
+    const char *lay[2] = {NULL, NULL};
     for (int k = 0, n = layouts(lay); k < n; k++) {
         record r;
         dt_config c = localsgd_config(lay[k], 10, 3, 2);
@@ -221,7 +245,7 @@ static void test_replicas_equal_after_averages(void **state)
 static void test_warmup_is_ddp(void **state)
 {
     (void)state;
-    const char *lay[2];
+    const char *lay[2] = {NULL, NULL};
     for (int k = 0, n = layouts(lay); k < n; k++) {
         record a, b;
         dt_config ddp = mlp_config(lay[k], 8), ls = localsgd_config(lay[k], 8, 4, 4);
@@ -245,7 +269,7 @@ static void test_warmup_is_ddp(void **state)
 static void test_nonfinite_skipped_together(void **state)
 {
     (void)state;
-    const char *lay[2];
+    const char *lay[2] = {NULL, NULL};
     for (int k = 0, n = layouts(lay); k < n; k++) {
         record r;
         dt_config c = localsgd_config(lay[k], 6, 2, 0);
@@ -284,6 +308,7 @@ int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_h1_equals_ddp),
+        cmocka_unit_test(test_h1_uneven_split),
         cmocka_unit_test(test_replicas_equal_after_averages),
         cmocka_unit_test(test_warmup_is_ddp),
         cmocka_unit_test(test_nonfinite_skipped_together),
