@@ -1,8 +1,8 @@
 /* test_dp_alloc.c — a data-parallel training run allocates nothing in our code, with the
  * ring all-reduce, with MPI's own, with tensor parallelism at tp 2, with a pipeline of 2
  * stages (GPipe and 1F1B, 4 micro-batches), with each gradient compression, and under the
- * ps (staleness 0 and 2, top-k and PowerSGD pushes) and fedavg (plain, top-k and fp16
- * updates) strategies. Counts malloc and friends in the whole process (alloc_count.c) from the
+ * ps (staleness 0 and 2, top-k and PowerSGD pushes), fedavg (plain, top-k and fp16 updates)
+ * and localsgd strategies. Counts malloc and friends in the whole process (alloc_count.c) from the
  * call of dt_trainer_run to its return, the first step included (a buffer grown lazily in the
  * first step would escape a count from the second), Open MPI's own calls apart: it allocates a
  * temporary inside MPI_Iallreduce on every call (docs/NOTES.md), 7 to 18 times a rank in the
@@ -133,6 +133,16 @@ static void test_ps_and_fedavg_steps_allocate_nothing(void **state)
     check_settings(lists, 6);
 }
 
+static void test_localsgd_step_allocates_nothing(void **state)
+{
+    (void)state;
+    /* 8 steps: 2 synchronous, then local ones averaged after steps 5 and 8. */
+    static const char *const ls[] = {"parallel.strategy=localsgd", "localsgd.sync_every=3",
+                                     "localsgd.warmup=2", NULL};
+    static const char *const *const lists[] = {ls};
+    check_settings(lists, 1);
+}
+
 static void test_ring_step_allocates_nothing(void **state)
 {
     (void)state;
@@ -182,6 +192,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_pp_step_allocates_nothing),
         cmocka_unit_test(test_compressed_step_allocates_nothing),
         cmocka_unit_test(test_ps_and_fedavg_steps_allocate_nothing),
+        cmocka_unit_test(test_localsgd_step_allocates_nothing),
     };
     return dt_test_mpi_main(&argc, &argv, tests, &world, &rank, &size);
 }
