@@ -188,7 +188,9 @@ typedef struct dt_train_comm_stats {
     size_t bytes_per_step;      /* gradient bytes all-reduced per optimizer step */
     size_t wire_bytes_per_step; /* what this rank hands the collectives per step: bytes_per_step,
                                    or less under parallel.compress */
-    int64_t steps;              /* optimizer steps that synchronised gradients */
+    int64_t steps;              /* optimizer steps that synchronised gradients (localsgd:
+                                   its steps, local or not) */
+    int64_t syncs;              /* localsgd: parameter averages over the data-parallel ranks */
     double wait_s;              /* total time this rank spent after backward waiting for gradients
                                    (communication, and the ranks that ended backward later) */
     double exposed_s;           /* the communication backward did not hide: per step, the wait of

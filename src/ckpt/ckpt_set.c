@@ -423,8 +423,10 @@ dt_status dt_ckpt_export(const char *dir, const char *out)
     DT_TRY(dt_alloc(sizeof *ts * (size_t)(s->count > 0 ? s->count : 1), "export", (void **)&ts));
     for (int i = 0; i < s->count; i++) {
         const dt_st_tensor *t = dt_ckpt_set_get(s, i);
+        /* The model's weights: not the optimizer's, compression's or a replica's own state. */
         if (strncmp(t->name, DT_CKPT_STATE_PREFIX, strlen(DT_CKPT_STATE_PREFIX)) != 0 &&
-            strncmp(t->name, DT_CKPT_COMPRESS_PREFIX, strlen(DT_CKPT_COMPRESS_PREFIX)) != 0)
+            strncmp(t->name, DT_CKPT_COMPRESS_PREFIX, strlen(DT_CKPT_COMPRESS_PREFIX)) != 0 &&
+            strncmp(t->name, DT_CKPT_REPLICA_PREFIX, strlen(DT_CKPT_REPLICA_PREFIX)) != 0)
             ts[n++] = *t;
     }
     /* A weight file's metadata, the same as dt_weights_write's (st_meta.h). */

@@ -182,7 +182,7 @@ static void ddp_free(dt_strategy *s)
 
 static dt_status ddp_start(dt_strategy *s)
 {
-    return dt_strategy_start_replicas(s, ((dt_ddp *)s)->comm);
+    return dt_strategy_start_replicas(s, ((dt_ddp *)s)->comm, 0);
 }
 
 /* Before the last micro-step's backward: no bucket in flight yet. */

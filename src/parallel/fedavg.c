@@ -274,7 +274,7 @@ static dt_status fed_start(dt_strategy *s)
 {
     if (((dt_fedavg *)s)->start == NULL)
         return dt_fail(DT_ERR_INVALID, "fedavg: no partition of the training set was given");
-    return dt_strategy_start_replicas(s, ((dt_fedavg *)s)->comm);
+    return dt_strategy_start_replicas(s, ((dt_fedavg *)s)->comm, 0);
 }
 
 /* One batch of client c's local training: forward, loss (the batch's mean), backward,

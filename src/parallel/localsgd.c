@@ -52,7 +52,8 @@ typedef struct dt_localsgd {
     /* Checkpoints: every replica's whole tensors ([1 + state buffers][replicas x whole
      * count]) and their mean ([1 + state buffers][whole count]), made at the first export. */
     float *all[3], *mean[3];
-    char note[256]; /* what the last import did to the state, or "" */
+    char note[256];  /* what the last import did to the state, or "" */
+    int resumed_own; /* 1: the last import gave each replica its own state (start keeps it) */
     /* This step's kind, from its plan: 1 while in the warm-up (gradients all-reduced). */
     int warm;
     int sync_due;   /* 1: the update of this step ends with an average */
@@ -109,7 +110,9 @@ static void ls_free(dt_strategy *s)
 
 static dt_status ls_start(dt_strategy *s)
 {
-    return dt_strategy_start_replicas(s, ((dt_localsgd *)s)->comm);
+    dt_localsgd *ls = (dt_localsgd *)s;
+    /* Replicas resumed each with its own parameters keep them. */
+    return dt_strategy_start_replicas(s, ls->comm, ls->resumed_own);
 }
 
 /* The parameters replaced by their mean over the dp group (the same bits on every rank). */
@@ -393,6 +396,7 @@ static dt_status ls_import(dt_strategy *s, const dt_state_source *src, int pass,
         /* Taken as apart until the next average (evaluation then scores their mean, the
          * same model where they are equal); the period goes on from the manifest's step. */
         ls->dirty = own;
+        ls->resumed_own = own;
     }
 fail:
     return st;
@@ -412,6 +416,7 @@ static void ls_stats(const dt_strategy *s, dt_strategy_stats *out)
     out->wait_s = ls->wait_s;
     out->exposed_s = ls->exposed_s;
     out->steps = ls->steps;
+    out->syncs = ls->syncs;
     out->bytes_per_step =
         dt_model_param_count(s->model) * sizeof(float) / (size_t)sync_every(&s->opt);
     out->wire_bytes_per_step = out->bytes_per_step;

@@ -120,7 +120,7 @@ static void ps_free(dt_strategy *s)
 
 static dt_status ps_start(dt_strategy *s)
 {
-    return dt_strategy_start_replicas(s, ((dt_ps *)s)->comm);
+    return dt_strategy_start_replicas(s, ((dt_ps *)s)->comm, 0);
 }
 
 /* Every rank's parameters from the servers' shards. Collective over the world. */

@@ -9,7 +9,7 @@
 #include "parallel/pipe.h"
 #include "parallel/strategy_impl.h"
 
-dt_status dt_strategy_start_replicas(dt_strategy *s, dt_comm *comm)
+dt_status dt_strategy_start_replicas(dt_strategy *s, dt_comm *comm, int keep)
 {
     dt_status st = DT_OK;
     const int size = dt_comm_size(comm);
@@ -43,8 +43,9 @@ dt_status dt_strategy_start_replicas(dt_strategy *s, dt_comm *comm)
                      s->info.name, nbad > 1 ? "s" : "", bad);
         goto fail;
     }
-    DT_TRY(dt_comm_bcast(comm, dt_model_params(s->model), dt_model_param_count(s->model),
-                         DT_COMM_FLOAT32, 0));
+    if (!keep)
+        DT_TRY(dt_comm_bcast(comm, dt_model_params(s->model), dt_model_param_count(s->model),
+                             DT_COMM_FLOAT32, 0));
 fail:
     dt_free(all);
     return st;

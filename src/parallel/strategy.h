@@ -126,6 +126,7 @@ typedef struct dt_strategy_stats {
     double wait_s;    /* this rank's time waiting for gradients */
     double exposed_s; /* per step, the smallest wait over the ranks, summed */
     int64_t steps;
+    int64_t syncs; /* localsgd: parameter averages */
     int buckets;
     size_t bytes_per_step;      /* gradient bytes each rank contributes per step */
     size_t wire_bytes_per_step; /* of them, compressed: what it hands its collectives */

@@ -98,9 +98,9 @@ int dt_strategy_scan_grads(const dt_strategy *s, size_t lo, size_t hi);
 void dt_strategy_note_bad(dt_strategy *s, double loss_sum, size_t lo, size_t hi);
 
 /* The replicas' start: the model's signature compared over `comm` (DT_ERR_MISMATCH naming
- * every rank that differs from rank 0), then rank 0's parameters broadcast. Collective
- * over `comm`. */
-dt_status dt_strategy_start_replicas(dt_strategy *s, dt_comm *comm);
+ * every rank that differs from rank 0), then rank 0's parameters broadcast, unless `keep`
+ * (replicas resumed each with its own parameters: local SGD). Collective over `comm`. */
+dt_status dt_strategy_start_replicas(dt_strategy *s, dt_comm *comm, int keep);
 
 /* Part `part` of `parts` consecutive parts of g samples: the first g mod parts take one
  * extra (64 over 3 is 22/21/21). */

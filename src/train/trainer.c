@@ -300,6 +300,7 @@ void dt_trainer_comm_stats(const dt_trainer *t, dt_train_comm_stats *out)
     out->bytes_per_step = ss.bytes_per_step;
     out->wire_bytes_per_step = ss.wire_bytes_per_step;
     out->steps = ss.steps;
+    out->syncs = ss.syncs;
     out->wait_s = ss.wait_s;
     out->exposed_s = ss.exposed_s;
     out->optim_state_bytes = dt_optim_state_bytes(t->optim);

@@ -59,7 +59,7 @@ refuse overlap_ps 2 "^dtrain: config: parallel\.overlap \(--set\) $NE under --st
     T "$LIN" $RUN --strategy ps --set parallel.overlap=on
 refuse bucket_zero 2 "^dtrain: config: parallel\.bucket_cap_mb \(--set\) $NE with --zero 1: ZeRO-1 reduce-scatters" \
     T "$LIN" $RUN --zero 1 --set parallel.bucket_cap_mb=10
-refuse micro_fedavg 2 "^dtrain: config: --micro-batches $NE under --strategy fedavg: it applies to --strategy ddp and ps \(fedavg's clients take local steps of --batch samples\)\$" \
+refuse micro_fedavg 2 "^dtrain: config: --micro-batches $NE under --strategy fedavg: it applies to --strategy ddp, ps and localsgd \(fedavg's clients take local steps of --batch samples\)\$" \
     T "$LIN" $RUN --strategy fedavg --micro-batches 2
 refuse dp_fedavg 2 "^dtrain: config: --dp $NE under --strategy fedavg: its clients are spread over every rank" \
     T "$LIN" $RUN --strategy fedavg --dp 2

@@ -269,8 +269,9 @@ static void test_file_errors_name_line(void **state)
          "(did you mean optim.lr?)",
          DT_ERR_INVALID},
         {"# comment\n[train]\nepochs = 3\n[trian]\nbatch = 4\n",
+         /* then the sections of the registry's strategy settings (localsgd, ...) */
          "bad.ini:4: unknown section [trian] (sections: data, model, loss, optim, schedule, "
-         "train, checkpoint, parallel, fedavg, comm)",
+         "train, checkpoint, parallel, fedavg, comm",
          DT_ERR_INVALID},
         {"[train]\nepochs = 3\n[empty]\n", "bad.ini:3: unknown section [empty]", DT_ERR_INVALID},
         {"[data]\nkind = idx\n[train]\n; note\nepochs = abc\n",
@@ -552,6 +553,13 @@ static void test_help_table(void **state)
         for (size_t s = 0; s < sizeof sections / sizeof sections[0]; s++)
             known |= strlen(sections[s]) == (size_t)(dot - name) &&
                      strncmp(sections[s], name, (size_t)(dot - name)) == 0;
+        /* A strategy's own settings live in its section ([localsgd]). */
+        for (int j = 0; j < dt_strategy_setting_count(); j++) {
+            dt_strategy_setting_info si;
+            DT_ASSERT_OK(dt_strategy_setting_describe(j, &si));
+            known |= strcmp(si.key, name) == 0 && strlen(si.strategy) == (size_t)(dot - name) &&
+                     strncmp(si.strategy, name, (size_t)(dot - name)) == 0;
+        }
         if (!known)
             print_error("key %s is in no known section\n", name);
         assert_true(known);
@@ -578,6 +586,17 @@ static void test_help_table(void **state)
         char list[256];
         snprintf(list, sizeof list, "%s", choices + strlen("(one of: "));
         list[strcspn(list, ")")] = '\0';
+        /* The strategies are the registry's: --help lists them (tests/cli/help.sh), and the
+         * key's help sends the reader there; each one is a value the key takes. */
+        if (strcmp(name, "parallel.strategy") == 0) {
+            assert_non_null(strstr(dt_config_key_help(i), "--help"));
+            for (int k = 0; k < dt_strategy_count(); k++) {
+                snprintf(assign, sizeof assign, "%s=%s", name, dt_strategy_name(k));
+                DT_ASSERT_OK(dt_config_set(&c, assign, "--set"));
+                assert_non_null(strstr(list, dt_strategy_name(k)));
+            }
+            continue;
+        }
         for (char *tok = strtok(list, ", "); tok != NULL; tok = strtok(NULL, ", ")) {
             if (strstr(dt_config_key_help(i), tok) == NULL)
                 print_error("help of %s (\"%s\") does not mention '%s'\n", name,
