@@ -77,7 +77,9 @@ per_step = "%.4g" % (exposed / 6 * 1e3)
 if m.group(1) != per_step:
     sys.exit("FAIL report_line: exposed wait %s ms per step printed; the record's %s s over 6 "
              "steps is %s ms" % (m.group(1), exposed, per_step))
-expect = 100 * (1 - min(shown / alone, 1)) if alone > 0 else 0
+if not alone > 0:
+    sys.exit("FAIL report_line: the all-reduce alone took %s ms, expected > 0" % m.group(2))
+expect = 100 * (1 - min(shown / alone, 1))
 if abs(hidden - expect) > 1:
     sys.exit("FAIL report_line: %d%% hidden printed, %.1f%% from %s ms of %s ms alone"
              % (hidden, expect, shown, alone))
