@@ -98,8 +98,8 @@ static const dt_cli_option train_opts[] = {
      "events each rank keeps for --trace (default 262144, about 24 MB; more are dropped and "
      "counted; refused without --trace)"},
     {"--tensorboard", "DIR", DT_OPT_STRING, "tensorboard",
-     "write the scalars (loss, accuracy, learning rate, samples/s, phase times) as a TensorBoard "
-     "event file in DIR"},
+     "write the scalars (loss, accuracy, learning rate, samples/s, phase times, the run's "
+     "figures as comm/NAME) as a TensorBoard event file in DIR"},
     {"--slow-rank", "R:MS", DT_OPT_STRING, "slow-rank",
      "rank R sleeps MS milliseconds before each step (a straggler, for demonstrations; also "
      "DTRAIN_SLOW_RANK)"},
