@@ -88,6 +88,29 @@ else
     echo "FAIL ps_psgd_bytes: expected 17384 of 407112 bytes per push:"
     grep '"comm"' "$tmp/psgd.jsonl" | sed 's/^/  /'; grep 'ps worker' "$tmp/ps_psgd_1s.out"; fail=1
 fi
+# Rank 0's figures in the record, each once: a worker's, as ps names them.
+"$PY" - "$tmp/psgd.jsonl" <<'EOF' || fail=1
+import json, sys
+
+def once(pairs):
+    keys = [k for k, _ in pairs]
+    twice = sorted({k for k in keys if keys.count(k) > 1})
+    if twice:
+        sys.exit("FAIL ps_record: keys given twice: %s" % twice)
+    return dict(pairs)
+
+c = [r for r in (json.loads(l, object_pairs_hook=once) for l in open(sys.argv[1]))
+     if r.get("event") == "comm"][0]
+want = {"strategy": "ps", "compress": "powersgd:4", "steps": 20, "sync_steps": 20, "dp": 2,
+        "ps_servers": 1, "ps_workers": 2, "ps_server": 0, "ps_staleness": 0,
+        "ps_staleness_max": 0, "ps_stale_hist_0": 20, "ps_push_bytes": 17384}
+bad = ["%s: %r, expected %r" % (k, c.get(k), v) for k, v in want.items() if c.get(k) != v]
+if not (isinstance(c.get("ps_wait_s"), float) and c["ps_wait_s"] > 0):
+    bad.append("ps_wait_s: %r, expected a time > 0" % c.get("ps_wait_s"))
+if bad:
+    sys.exit("FAIL ps_record: %s\n  in %s" % ("; ".join(bad), c))
+print("ok ps_record: %s" % ", ".join("%s %s" % kv for kv in want.items()))
+EOF
 # The residual and each worker's Q go into the checkpoint: resumed at step 6, the same bytes.
 PCK="--max-steps 12 --no-progress --compress powersgd:4 $PS"
 expect_ok psgd_ck_full "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" $PCK --checkpoint-dir "$tmp/pck" \
