@@ -26,9 +26,9 @@ Figures, from rank 0's --metrics file and the run's stdout (bench/benchlib.py re
                  for whole epochs) over training s; "x ddp" divides it by ddp's samples/s
                  with the same rank slowed or not;
   run s          the whole mpirun, launch to exit (start-up and evaluation included);
-  staleness max  the largest "staleness max M" of the workers' lines `dtrain: ps worker rank
-                 R: staleness max M (bound B); steps by staleness ...`;
-  applied        the server's `dtrain: ps server rank R: G gradients applied ...`.
+  staleness max  the largest "staleness max: M" of the workers' lines `dtrain: ps worker,
+                 rank R: staleness max: M; staleness bound: B; steps at staleness 0: N; ...`;
+  applied        the server's `dtrain: ps server, rank R: gradients applied (...): G; ...`.
 Every cell is the median over --reps runs; each repetition runs every configuration of a
 model in an order that rotates from one repetition to the next. Every run goes to
 bench/out/ps-<time>.jsonl.
@@ -74,9 +74,15 @@ SLOW_FRACTION = 0.5
 SLOW_RANK = 1
 TARGET_SPEEDUP = 1.3  # ps S=2 over ps S=0, rank 1 slowed
 TIMEOUT_S = 3600
-WORKER_LINE = re.compile(r"dtrain: ps worker rank (\d+): staleness max (\d+) \(bound (\w+)\); "
-                         r"steps by staleness([^;]*)")
-SERVER_LINE = re.compile(r"dtrain: ps server rank (\d+): (\d+) gradients? applied")
+WORKER_LINE = re.compile(r"dtrain: ps worker, rank (\d+): staleness max: (\d+); "
+                         r"staleness bound: (\w+);((?: steps at staleness [^;]*;)*)")
+SERVER_LINE = re.compile(r"dtrain: ps server, rank (\d+): gradients applied \([^)]*\): (\d+)")
+
+
+def by_staleness(text):
+    """" steps at staleness 0: 6; steps at staleness >= 16: 2;" as "0:6 >=16:2"."""
+    return " ".join("%s:%s" % (age.replace(" ", ""), n) for age, n in
+                    re.findall(r"steps at staleness ([>= 0-9]+): (\d+);", text))
 
 
 def args_parse():
@@ -162,12 +168,12 @@ def dtrain_run(a, build, model, staleness, slow_ms):
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     workers = [{"rank": int(w.group(1)), "staleness_max": int(w.group(2)),
-                "bound": w.group(3), "steps_by_staleness": w.group(4).strip()}
+                "bound": w.group(3), "steps_by_staleness": by_staleness(w.group(4))}
                for w in WORKER_LINE.finditer(stdout)]
     servers = [{"rank": int(s.group(1)), "applied": int(s.group(2))}
                for s in SERVER_LINE.finditer(stdout)]
     if staleness is not None and not workers:
-        raise RuntimeError("%s: exit 0\nno `dtrain: ps worker rank` line in its output"
+        raise RuntimeError("%s: exit 0\nno `dtrain: ps worker, rank` line in its output"
                            % " ".join(cmd))
     return {"model": model, "run": run_name(staleness), "staleness": staleness,
             "slow_ms": slow_ms, "ranks": ranks, "workers": a.workers,

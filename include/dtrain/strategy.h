@@ -166,6 +166,35 @@ typedef struct dt_strategy_options {
  * on parameters that many steps old; the last bin counts the older ones. */
 #define DT_PS_STALE_BINS 17
 
+/* One figure of a run as its strategy tells it (dt_trainer_describe): named, so that whoever
+ * prints the figures needs to know no strategy. The CLI's end-of-run report prints every
+ * figure that has `what` as "what: value unit" on the line `line` names (rank 0's figures,
+ * or every rank's for DT_FIGURE_EACH_RANK); the metrics file's "comm" record and TensorBoard
+ * carry every figure that has a `name` (rank 0's), and dt_trainer_comm_stats fills its
+ * fields from them by name. The strings are static or the strategy's, valid until
+ * dt_trainer_free. */
+typedef struct dt_figure {
+    const char *name; /* the metrics key, stable ("wire_bytes_per_step"); NULL: report only */
+    const char *what; /* the report's words ("gradients per step"); NULL: not in the report */
+    const char *line; /* the report line it belongs to ("data-parallel", "ps worker") */
+    const char *unit; /* "B" (bytes), "s", "%", or "" (a count or a ratio) */
+    double value;     /* INFINITY for an unbounded setting */
+    unsigned flags;   /* DT_FIGURE_* */
+} dt_figure;
+enum {
+    /* The figure's line is every rank's own (rank 0 prints them in rank order), not rank
+     * 0's alone. A rank's figures differ by its role (ps's workers and servers). */
+    DT_FIGURE_EACH_RANK = 1u,
+    /* A setting in force: 0 reads "no", anything else "yes". */
+    DT_FIGURE_YES_NO = 2u,
+    /* A wait per step for the step's gradient communication (s): the report compares it
+     * with the same communication timed alone (dt_trainer_time_comm_alone, a collective)
+     * and says how much of it backward hid. Every rank describes such a figure or none. */
+    DT_FIGURE_VS_ALONE = 4u,
+};
+/* Room for every figure any strategy describes (dt_trainer_describe says how many). */
+#define DT_FIGURES_MAX 64
+
 /* ddp, dp derived, tp = pp = 1, tp_min_weights 65536, one micro-batch, 1F1B, no ZeRO,
  * overlap on, PyTorch DDP's buckets (25 MiB, first 1 MiB); under ps one server and
  * staleness 0; no option given. */
@@ -188,6 +217,10 @@ DT_API dt_status dt_strategy_setting_describe(int j, dt_strategy_setting_info *o
 /* How many of the world's ranks the strategy o names sets apart from computing: ps's
  * servers, which hold the parameters and apply what the workers push; 0 for the others. */
 DT_API int dt_strategy_apart(const dt_strategy_options *o);
+
+/* Why `dtrain plan` cannot predict the messages of the strategy o names ("fedavg's rounds
+ * ..."), or NULL when it can. */
+DT_API const char *dt_strategy_plan_gap(const dt_strategy_options *o);
 
 /* Sets the registry setting `key` ("localsgd.sync_every") to `value`, `given` (may be NULL)
  * saying how the user wrote it. DT_ERR_INVALID for an unknown key, a value out of its range

@@ -181,48 +181,64 @@ DT_API void dt_trainer_set_delay(dt_trainer *t, double seconds);
  * step and every run draws the same delays (counted as its data phase). */
 DT_API void dt_trainer_set_jitter(dt_trainer *t, double mean_seconds);
 
-/* Data-parallel communication figures of the run so far (all zero in one process). */
+/* The run's figures so far, as this rank's strategy, its tensor-parallel collectives, its
+ * pipeline and the trainer tell them (dt_figure): into out[0 .. min(n, max)), returning n,
+ * how many there are (at most DT_FIGURES_MAX). The figures a strategy has depend on it and
+ * on this rank's role; their names are stable (docs/ARCHITECTURE.md lists them). */
+DT_API int dt_trainer_describe(const dt_trainer *t, dt_figure *out, int max);
+
+/* Communication figures of the run so far (all zero in one process), for programs that
+ * want them as fields: filled from dt_trainer_describe's figures by name, through one table
+ * (a field's figure name is beside it; a field whose figure this rank's strategy does not
+ * describe is 0). A strategy added since has its figures in dt_trainer_describe alone. */
 typedef struct dt_train_comm_stats {
-    int dp;                     /* data-parallel ranks */
-    int buckets;                /* gradient buckets per step */
-    size_t bytes_per_step;      /* gradient bytes all-reduced per optimizer step */
-    size_t wire_bytes_per_step; /* what this rank hands the collectives per step: bytes_per_step,
-                                   or less under parallel.compress */
-    int64_t steps;              /* optimizer steps that synchronised gradients (localsgd:
-                                   its steps, local or not) */
-    int64_t syncs;              /* localsgd: parameter averages over the data-parallel ranks */
-    double wait_s;              /* total time this rank spent after backward waiting for gradients
-                                   (communication, and the ranks that ended backward later) */
-    double exposed_s;           /* the communication backward did not hide: per step, the wait of
-                                   the rank that ended backward last (the smallest), summed; the
-                                   same on every rank. ZeRO-1's collectives count whole. */
-    size_t optim_state_bytes;   /* optimizer state held by this rank (ZeRO-1: its slice) */
-    int tp;                     /* tensor-parallel ranks */
-    double tp_s;                /* this rank's time in the tp group's collectives (evaluation's
-                                   forward passes included) */
-    int64_t tp_calls;           /* those collectives */
-    size_t tp_bytes;            /* the sizes of the buffers this rank passed to them: an
-                                   all-reduce's whole buffer, an all-gather's own block
+    int dp;                     /* "dp": data-parallel ranks (ps: workers) */
+    int buckets;                /* "buckets": gradient buckets per step */
+    size_t bytes_per_step;      /* "dense_bytes_per_step": gradient bytes all-reduced per
+                                   optimizer step (ps: pushed, as float32) */
+    size_t wire_bytes_per_step; /* "wire_bytes_per_step": what this rank hands the collectives
+                                   per step: bytes_per_step, or less under parallel.compress */
+    int64_t steps;              /* "sync_steps": optimizer steps that synchronised gradients */
+    double wait_s;              /* "wait_s": total time this rank spent after backward waiting for
+                                   gradients (communication, and the ranks that ended backward
+                                   later) */
+    double exposed_s;           /* "exposed_s": the communication backward did not hide: per step,
+                                   the wait of the rank that ended backward last (the smallest),
+                                   summed; the same on every rank. ZeRO-1's collectives count
+                                   whole. */
+    size_t optim_state_bytes;   /* "optim_state_bytes": optimizer state held by this rank (ZeRO-1:
+                                   its slice) */
+    int tp;                     /* "tp": tensor-parallel ranks */
+    double tp_s;                /* "tp_s": this rank's time in the tp group's collectives
+                                   (evaluation's forward passes included) */
+    int64_t tp_calls;           /* "tp_calls": those collectives */
+    size_t tp_bytes;            /* "tp_bytes": the sizes of the buffers this rank passed to them:
+                                   an all-reduce's whole buffer, an all-gather's own block
                                    (dt_trainer_whole_params's gathers included) */
-    int64_t optim_steps;        /* optimizer steps taken */
-    int pp;                     /* pipeline stages */
-    double pp_step_s;           /* this rank's time in the pipeline's steps */
-    double pp_compute_s;        /* of it, in its stage's forwards, backwards and losses */
-    double pp_wait_s;           /* of it, waiting for other stages' activations or gradients */
-    int64_t pp_messages;        /* activations and gradients this rank sent */
-    size_t pp_bytes;            /* and their bytes */
+    int64_t optim_steps;        /* "steps": optimizer steps taken */
+    int pp;                     /* "pp": pipeline stages */
+    double pp_step_s;           /* "pp_step_s": this rank's time in the pipeline's steps */
+    double pp_compute_s;        /* "pp_compute_s": of it, in its stage's forwards, backwards and
+                                   losses */
+    double pp_wait_s;           /* "pp_wait_s": of it, waiting for other stages' activations or
+                                   gradients */
+    int64_t pp_messages;        /* "pp_messages": activations and gradients this rank sent */
+    size_t pp_bytes;            /* "pp_bytes": and their bytes */
     /* ps (docs/PARAMETER_SERVER.md); ps_servers is 0 under the other strategies. */
-    int ps_servers, ps_workers;
-    int ps_server;    /* 1 on a server rank */
-    int ps_staleness; /* the bound; DT_PS_STALENESS_INF: none */
+    int ps_servers, ps_workers; /* "ps_servers", "ps_workers" */
+    int ps_server;              /* "ps_server": 1 on a server rank */
+    int ps_staleness;           /* "ps_staleness": the bound; DT_PS_STALENESS_INF (the figure:
+                                   INFINITY): none */
     /* Worker: its steps by the age of the parameters they were computed on (steps the
-     * slowest worker was behind it, as the servers saw it), and the largest age seen. */
+     * slowest worker was behind it, as the servers saw it), and the largest age seen.
+     * "ps_stale_hist_B" for bin B (described where nonzero), "ps_staleness_max". */
     int64_t ps_stale_hist[DT_PS_STALE_BINS];
     int ps_stale_max;
-    int64_t ps_applied;   /* server: gradients applied (S = 0: summed steps) */
-    int64_t ps_skipped;   /* server: pushes holding NaN or Inf, not applied */
-    double ps_wait_s;     /* worker: waiting for parameters; server: for messages */
-    size_t ps_push_bytes; /* worker: bytes it pushes per step (headers included) */
+    int64_t ps_applied;   /* "ps_applied": server: gradients applied (S = 0: summed steps) */
+    int64_t ps_skipped;   /* "ps_skipped": server: pushes holding NaN or Inf, not applied */
+    double ps_wait_s;     /* "ps_wait_s": worker: waiting for parameters; server: for messages */
+    size_t ps_push_bytes; /* "ps_push_bytes": worker: bytes it pushes per step (headers
+                             included) */
 } dt_train_comm_stats;
 DT_API void dt_trainer_comm_stats(const dt_trainer *t, dt_train_comm_stats *out);
 

@@ -82,9 +82,10 @@ int dt_cli_world_open(dt_cli_world *w, int *argc, char ***argv, const dt_config 
  * this one, so that a mistake never becomes a hang. Returns `code` otherwise. */
 int dt_cli_world_fail(dt_cli_world *w, int code);
 void dt_cli_world_close(dt_cli_world *w);
-/* Every rank's line (up to DT_CLI_LINE_MAX - 1 characters) printed by rank 0 in rank
- * order, each on its own line. Collective over the world. */
-#define DT_CLI_LINE_MAX 512
+/* Every rank's line (up to DT_CLI_LINE_MAX - 1 characters; newlines may split it) printed
+ * by rank 0 in rank order, each on its own line; an empty line prints nothing. Collective
+ * over the world. */
+#define DT_CLI_LINE_MAX 1024
 dt_status dt_cli_print_ranks(const dt_cli_world *w, const char *line);
 
 int dt_cmd_train(int argc, char **argv);

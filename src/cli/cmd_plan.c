@@ -264,6 +264,11 @@ static int make_layout(const dt_config *cfg, const dt_cli_values *v, layout *y)
     const char *ranks = dt_cli_string(v, "ranks");
     dt_strategy_options so;
     dt_config_strategy_options(cfg, &so);
+    const char *gap = dt_strategy_plan_gap(&so);
+    if (gap != NULL) {
+        fprintf(stderr, "dtrain plan: --strategy %s: %s\n", so.strategy, gap);
+        return DT_EXIT_USAGE;
+    }
     y->servers = dt_strategy_apart(&so);
     if (y->servers > 0) {
         y->world = ranks != NULL ? atoi(ranks) : 0;

@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "cli/blas_core.h"
 #include "cli/explain.h"
+#include "cli/train_figures.h"
 #include "cli/train_hooks.h"
 #include "cli/tensorboard.h"
 #include "cli/train_report.h"
@@ -97,8 +98,8 @@ static const dt_cli_option train_opts[] = {
      "events each rank keeps for --trace (default 262144, about 24 MB; more are dropped and "
      "counted; refused without --trace)"},
     {"--tensorboard", "DIR", DT_OPT_STRING, "tensorboard",
-     "write the scalars (loss, accuracy, learning rate, samples/s, phase times) as a TensorBoard "
-     "event file in DIR"},
+     "write the scalars (loss, accuracy, learning rate, samples/s, phase times, the run's "
+     "figures as comm/NAME) as a TensorBoard event file in DIR"},
     {"--slow-rank", "R:MS", DT_OPT_STRING, "slow-rank",
      "rank R sleeps MS milliseconds before each step (a straggler, for demonstrations; also "
      "DTRAIN_SLOW_RANK)"},
@@ -557,154 +558,6 @@ static dt_status print_header(const dt_config *cfg, const dt_cli_world *world, d
     return DT_OK;
 }
 
-/* After a data-parallel run: gradient bytes, the wait backward did not hide, optimizer
- * state. Collective (the all-reduces timed alone). */
-/* ps: every rank's own line (each worker's staleness, each server's updates), gathered to
- * rank 0 and printed in rank order. */
-static dt_status report_ps(const dt_cli_world *world, const dt_train_comm_stats *cs)
-{
-    char line[DT_CLI_LINE_MAX], bound[16] = "inf";
-    if (cs->ps_server) {
-        snprintf(line, sizeof line,
-                 "dtrain: ps server rank %d: %lld gradient%s applied%s, %lld skipped (NaN or "
-                 "Inf), %.2f s waiting for workers",
-                 world->rank, (long long)cs->ps_applied, cs->ps_applied == 1 ? "" : "s",
-                 cs->ps_staleness == 0 ? " (summed per step)" : " (one per push)",
-                 (long long)cs->ps_skipped, cs->ps_wait_s);
-        return dt_cli_print_ranks(world, line);
-    }
-    if (cs->ps_staleness != DT_PS_STALENESS_INF)
-        snprintf(bound, sizeof bound, "%d", cs->ps_staleness);
-    int n = snprintf(line, sizeof line,
-                     "dtrain: ps worker rank %d: staleness max %d (bound %s); steps by staleness",
-                     world->rank, cs->ps_stale_max, bound);
-    for (int b = 0; b < DT_PS_STALE_BINS && n > 0 && n < (int)sizeof line; b++)
-        if (cs->ps_stale_hist[b] > 0)
-            n +=
-                snprintf(line + n, sizeof line - (size_t)n, " %s%d:%lld",
-                         b == DT_PS_STALE_BINS - 1 ? ">=" : "", b, (long long)cs->ps_stale_hist[b]);
-    if (n > 0 && n < (int)sizeof line)
-        n += snprintf(line + n, sizeof line - (size_t)n, "; %.3f MB pushed per step",
-                      (double)cs->ps_push_bytes / 1e6);
-    if (n > 0 && n < (int)sizeof line && cs->wire_bytes_per_step != cs->bytes_per_step)
-        n += snprintf(line + n, sizeof line - (size_t)n, " (%.3f MB in float32)",
-                      (double)cs->bytes_per_step / 1e6);
-    if (n > 0 && n < (int)sizeof line)
-        snprintf(line + n, sizeof line - (size_t)n, ", %.2f s waiting for parameters",
-                 cs->ps_wait_s);
-    return dt_cli_print_ranks(world, line);
-}
-
-/* The metrics file's record of what crossed the network per step (rank 0's view). */
-static void write_comm_record(FILE *metrics, const dt_config *cfg, const dt_train_comm_stats *cs)
-{
-    if (metrics == NULL)
-        return;
-    char mode[64];
-    dt_compress_format(&cfg->parallel.compress, mode, sizeof mode);
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "event", "comm");
-    cJSON_AddStringToObject(o, "strategy", dt_strategy_name(cfg->parallel.strategy));
-    cJSON_AddStringToObject(o, "compress", mode);
-    cJSON_AddNumberToObject(o, "steps", (double)cs->optim_steps);
-    cJSON_AddNumberToObject(o, "wire_bytes_per_step", (double)cs->wire_bytes_per_step);
-    cJSON_AddNumberToObject(o, "dense_bytes_per_step", (double)cs->bytes_per_step);
-    /* The first of them went uncompressed (dense_bytes_per_step each). */
-    cJSON_AddNumberToObject(o, "compress_warmup_steps", (double)cfg->parallel.compress.warmup);
-    cJSON_AddNumberToObject(o, "exposed_s", cs->exposed_s);
-    if (cs->ps_servers > 0) {
-        cJSON_AddNumberToObject(o, "ps_staleness_max", cs->ps_stale_max);
-        cJSON_AddNumberToObject(o, "ps_wait_s", cs->ps_wait_s);
-    }
-    write_json(metrics, o);
-}
-
-static dt_status report_comm(const dt_config *cfg, const dt_cli_world *world, dt_trainer *t,
-                             FILE *metrics)
-{
-    dt_train_comm_stats cs;
-    dt_trainer_comm_stats(t, &cs);
-    write_comm_record(metrics, cfg, &cs);
-    if (cs.tp > 1 && world->rank == 0 && cs.optim_steps > 0) {
-        const double s = (double)cs.optim_steps;
-        printf("dtrain: tensor-parallel over %d ranks: %.1f collectives per step, %.3f MB per "
-               "step from rank 0, %.2f ms per step in them (evaluation included)\n",
-               cs.tp, (double)cs.tp_calls / s, (double)cs.tp_bytes / s / 1e6, cs.tp_s / s * 1e3);
-    }
-    if (cs.pp > 1 && world->rank == 0 && cs.optim_steps > 0 && cs.pp_step_s > 0) {
-        const double s = (double)cs.optim_steps;
-        printf("dtrain: pipeline stage 0 of %d: %.2f ms per step, %.0f%% computing, %.0f%% "
-               "waiting for other stages; %.1f messages, %.3f MB sent per step\n",
-               cs.pp, cs.pp_step_s / s * 1e3, 100.0 * cs.pp_compute_s / cs.pp_step_s,
-               100.0 * cs.pp_wait_s / cs.pp_step_s, (double)cs.pp_messages / s,
-               (double)cs.pp_bytes / s / 1e6);
-    }
-    if (cs.ps_servers > 0)
-        return report_ps(world, &cs);
-    dt_train_layout lay;
-    dt_trainer_layout(t, &lay);
-    if (strcmp(lay.role, "clients") == 0 && world->rank == 0 &&
-        cfg->parallel.compress.kind != DT_COMPRESS_NONE && cs.wire_bytes_per_step > 0) {
-        char mode[64];
-        dt_compress_format(&cfg->parallel.compress, mode, sizeof mode);
-        printf("dtrain: fedavg: client updates compressed (%s%s): %.4f MB per round from rank 0's "
-               "clients instead of %.4f MB (1/%.1f)\n",
-               mode,
-               cfg->parallel.compress.kind == DT_COMPRESS_TOPK
-                   ? ", no error feedback: clients keep no state between rounds"
-                   : "",
-               (double)cs.wire_bytes_per_step / 1e6, (double)cs.bytes_per_step / 1e6,
-               (double)cs.bytes_per_step / (double)cs.wire_bytes_per_step);
-    }
-    if (cs.dp <= 1 || cs.steps == 0)
-        return DT_OK;
-    if (cfg->parallel.compress.kind != DT_COMPRESS_NONE) {
-        if (world->rank == 0) {
-            char mode[64];
-            dt_compress_format(&cfg->parallel.compress, mode, sizeof mode);
-            char warm[64] = "";
-            if (cfg->parallel.compress.warmup > 0)
-                snprintf(warm, sizeof warm, ", after %lld uncompressed steps",
-                         (long long)cfg->parallel.compress.warmup);
-            printf("dtrain: data-parallel over %d ranks, gradients compressed (%s%s%s): %.4f MB "
-                   "sent per step per rank instead of %.4f MB (1/%.1f); %.2f ms per step "
-                   "waited for communication by the last rank to end backward\n",
-                   cs.dp, mode, cfg->parallel.compress.error_feedback ? "" : ", no error feedback",
-                   warm, (double)cs.wire_bytes_per_step / 1e6, (double)cs.bytes_per_step / 1e6,
-                   cs.wire_bytes_per_step > 0
-                       ? (double)cs.bytes_per_step / (double)cs.wire_bytes_per_step
-                       : 0.0,
-                   cs.exposed_s / (double)cs.steps * 1e3);
-        }
-        return DT_OK;
-    }
-    /* How much of the gradient all-reduce backward hid: compare the wait of the rank that
-     * ended backward last with the same all-reduces run alone (every rank takes part); the
-     * others' longer waits are their lead over it. */
-    double alone = 0.0;
-    if (!cfg->parallel.zero) {
-        dt_status st = dt_trainer_time_comm_alone(t, 5, &alone);
-        if (st != DT_OK)
-            return st;
-    }
-    if (world->rank != 0)
-        return DT_OK;
-    double wait = cs.exposed_s / (double)cs.steps;
-    printf("dtrain: data-parallel over %d ranks: %.2f MB of gradients per step, %.2f ms "
-           "per step waited for communication by the last rank to end backward "
-           "(%.2f ms by rank 0)",
-           cs.dp, (double)cs.bytes_per_step / 1e6, wait * 1e3, cs.wait_s / (double)cs.steps * 1e3);
-    if (cfg->parallel.zero)
-        printf(" (ZeRO-1's reduce-scatter and all-gather, not overlapped)\n");
-    else
-        printf(" after backward; %d bucket%s %.2f ms alone: %.0f%% hidden\n", cs.buckets,
-               cs.buckets == 1 ? " takes" : "s take", alone * 1e3,
-               alone > 0 ? 100.0 * (1.0 - (wait < alone ? wait / alone : 1.0)) : 0.0);
-    printf("dtrain: optimizer state %.2f MB per rank%s\n", (double)cs.optim_state_bytes / 1e6,
-           cfg->parallel.zero ? " (ZeRO-1: sharded over the data-parallel ranks)" : "");
-    return DT_OK;
-}
-
 /* The command line's own options that would change nothing (dt_config_check judges the
  * config's keys): refused as a usage error, before any rank starts MPI. */
 static int check_cli_options(const dt_cli_values *vals)
@@ -797,12 +650,12 @@ int dt_cmd_train(int argc, char **argv)
     dt_train_callbacks cb = {
         .ctx = &ctx, .on_step = on_step, .on_epoch = on_epoch, .on_checkpoint = on_checkpoint};
     const char *trace = dt_cli_string(&vals, "trace");
-    /* The phases and the trace before report_comm, whose all-reduces timed alone are not
+    /* The phases and the trace before the figures, whose all-reduces timed alone are not
      * part of the run. */
     if (dt_trainer_run(t, &cb) != DT_OK ||
         dt_cli_report_phases(t, world.rank, metrics, tb) != DT_OK ||
         (trace != NULL && write_trace(t, trace, world.rank) != DT_OK) ||
-        report_comm(&cfg, &world, t, metrics) != DT_OK)
+        dt_cli_report_figures(t, &world, &cfg, metrics, tb) != DT_OK)
         goto fail;
     if (world.rank == 0 && dt_trainer_skipped_steps(t) > 0)
         printf("dtrain: %lld step%s skipped for a NaN or Inf (train.on_nonfinite skip)\n",

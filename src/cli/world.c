@@ -112,7 +112,8 @@ dt_status dt_cli_print_ranks(const dt_cli_world *w, const char *line)
     char mine[DT_CLI_LINE_MAX];
     snprintf(mine, sizeof mine, "%s", line);
     if (w->comm == NULL || w->size == 1) {
-        printf("%s\n", mine);
+        if (mine[0] != '\0')
+            printf("%s\n", mine);
         return DT_OK;
     }
     char *all = NULL;
@@ -120,7 +121,8 @@ dt_status dt_cli_print_ranks(const dt_cli_world *w, const char *line)
     if (st == DT_OK)
         st = dt_comm_allgather(w->comm, mine, all, DT_CLI_LINE_MAX, DT_COMM_UINT8);
     for (int r = 0; st == DT_OK && w->rank == 0 && r < w->size; r++)
-        printf("%s\n", all + (size_t)r * DT_CLI_LINE_MAX);
+        if (all[(size_t)r * DT_CLI_LINE_MAX] != '\0')
+            printf("%s\n", all + (size_t)r * DT_CLI_LINE_MAX);
     dt_free(all);
     return st;
 }

@@ -54,8 +54,9 @@ typedef struct dt_ddp {
     double wait_s; /* time this rank spent waiting for gradients */
     double exposed_s; /* the step's smallest wait over the ranks, summed (see above) */
     int64_t steps;
-    dt_gcomp *gc;  /* parallel.compress (gcomp.h), or NULL */
-    dt_gcomp *cur; /* this step's: gc, or NULL during parallel.compress_warmup */
+    dt_gcomp *gc;   /* parallel.compress (gcomp.h), or NULL */
+    dt_gcomp *cur;  /* this step's: gc, or NULL during parallel.compress_warmup */
+    char line[160]; /* the report's line of its figures: what the exchange is */
 } dt_ddp;
 
 /* Buckets in backward order: walk layers from the last; close a bucket at the first layer
@@ -274,16 +275,77 @@ static dt_status ddp_gather_optim(dt_strategy *s, const float *slice, float *ful
                               DT_COMM_FLOAT32);
 }
 
-static void ddp_stats(const dt_strategy *s, dt_strategy_stats *out)
+static void ddp_describe(const dt_strategy *s, dt_figures *out)
 {
     const dt_ddp *dp = (const dt_ddp *)s;
-    out->replicas = dp->size;
-    out->wait_s = dp->wait_s;
-    out->exposed_s = dp->exposed_s;
-    out->steps = dp->steps;
-    out->buckets = dp->nbuckets;
-    out->bytes_per_step = dt_model_param_count(s->model) * sizeof(float);
-    out->wire_bytes_per_step = dp->gc != NULL ? dt_gcomp_wire_bytes(dp->gc) : out->bytes_per_step;
+    const size_t dense = s->model != NULL ? dt_model_param_count(s->model) * sizeof(float) : 0;
+    const size_t wire = dp->gc != NULL ? dt_gcomp_wire_bytes(dp->gc) : dense;
+    const int told = dp->steps > 0; /* the report's figures, per step */
+    const double n = (double)dp->steps;
+    const char *line = dp->line;
+    dt_figures_add(out, (dt_figure){.name = "dp",
+                                    .what = told ? "ranks" : NULL,
+                                    .line = line,
+                                    .unit = "",
+                                    .value = dp->size});
+    dt_figures_add(out,
+                   (dt_figure){.name = "wire_bytes_per_step",
+                               .what = told && dp->gc != NULL ? "sent per step per rank" : NULL,
+                               .line = line,
+                               .unit = "B",
+                               .value = (double)wire});
+    dt_figures_add(out, (dt_figure){.name = "dense_bytes_per_step",
+                                    .what = !told            ? NULL
+                                            : dp->gc != NULL ? "in float32"
+                                                             : "gradients per step",
+                                    .line = line,
+                                    .unit = "B",
+                                    .value = (double)dense});
+    if (told && dp->gc != NULL && wire > 0)
+        dt_figures_add(out, (dt_figure){.what = "compression ratio",
+                                        .line = line,
+                                        .unit = "",
+                                        .value = (double)dense / (double)wire});
+    dt_figures_add(out, (dt_figure){.name = "sync_steps", .line = line, .unit = "", .value = n});
+    dt_figures_add(
+        out, (dt_figure){.name = "exposed_s", .line = line, .unit = "s", .value = dp->exposed_s});
+    dt_figures_add(out,
+                   (dt_figure){.name = "wait_s", .line = line, .unit = "s", .value = dp->wait_s});
+    /* ZeRO-1's collectives run after backward, and a compressed exchange is not timed alone
+     * (it would move the error-feedback state): only a plain bucketed one is compared. */
+    const int vs_alone = !s->opt.zero && dp->gc == NULL;
+    if (!told) {
+        dt_figures_add(
+            out, (dt_figure){.name = "buckets", .line = line, .unit = "", .value = dp->nbuckets});
+        return;
+    }
+    dt_figures_add(out,
+                   (dt_figure){.what = s->opt.zero ? "waited per step for ZeRO-1's reduce-scatter "
+                                                     "and all-gather (not overlapped) by the last "
+                                                     "rank to end backward"
+                                                   : "waited per step for communication after "
+                                                     "backward by the last rank to end it",
+                               .line = line,
+                               .unit = "s",
+                               .value = dp->exposed_s / n,
+                               .flags = vs_alone ? DT_FIGURE_VS_ALONE : 0u});
+    dt_figures_add(out, (dt_figure){.what = "waited per step by this rank",
+                                    .line = line,
+                                    .unit = "s",
+                                    .value = dp->wait_s / n});
+    dt_figures_add(out, (dt_figure){.name = "buckets",
+                                    .what = s->opt.zero ? NULL : "buckets",
+                                    .line = line,
+                                    .unit = "",
+                                    .value = dp->nbuckets});
+    if (s->optim != NULL)
+        dt_figures_add(out,
+                       (dt_figure){.what = s->opt.zero ? "optimizer state per rank (ZeRO-1: "
+                                                         "sharded over the data-parallel ranks)"
+                                                       : "optimizer state per rank",
+                                   .line = line,
+                                   .unit = "B",
+                                   .value = (double)dt_optim_state_bytes(s->optim)});
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -391,7 +453,7 @@ static const dt_strategy_ops ddp_ops = {
     .step = ddp_step,
     .update = ddp_update,
     .evaluate = ddp_evaluate,
-    .stats = ddp_stats,
+    .describe = ddp_describe,
     .time_comm_alone = ddp_time_alone,
     .gather_optim = ddp_gather_optim,
     .comp_state = ddp_comp_state,
@@ -417,6 +479,16 @@ dt_status dt_ddp_create(const dt_strategy_options *opt, dt_comm *world, dt_grid 
     dp->comm = dt_grid_comm(grid, DT_GRID_DP);
     dp->rank = dt_comm_rank(dp->comm);
     dp->size = dt_comm_size(dp->comm);
+    snprintf(dp->line, sizeof dp->line, "data-parallel");
+    if (opt->compress.kind != DT_COMPRESS_NONE) {
+        char mode[64], warm[64] = "";
+        dt_compress_format(&opt->compress, mode, sizeof mode);
+        if (opt->compress.warmup > 0)
+            snprintf(warm, sizeof warm, ", after %lld uncompressed steps",
+                     (long long)opt->compress.warmup);
+        snprintf(dp->line, sizeof dp->line, "data-parallel, gradients compressed (%s%s%s)", mode,
+                 opt->compress.error_feedback ? "" : ", no error feedback", warm);
+    }
     *out = &dp->base;
     return DT_OK;
 }

@@ -53,6 +53,7 @@ typedef struct dt_fedavg {
     uint8_t *wire;                 /* [clients_per_round x slot_bytes] */
     float *delta, *tk_val;         /* [parameters], [k] */
     uint32_t *tk_idx, *tk_scratch; /* [k], [parameters] */
+    char line[160];                /* the report's line of its figures */
 } dt_fedavg;
 
 void dt_fed_weigh(float *slot, int64_t samples, size_t n)
@@ -420,15 +421,31 @@ static dt_status fed_gather_optim(dt_strategy *s, const float *slice, float *ful
     return DT_OK;
 }
 
-static void fed_stats(const dt_strategy *s, dt_strategy_stats *out)
+static void fed_describe(const dt_strategy *s, dt_figures *out)
 {
     const dt_fedavg *f = (const dt_fedavg *)s;
-    out->replicas = 1;
     /* This rank's clients' updates: what it hands the all-gather each round. */
     const size_t mine = f->counts[f->rank] / (f->ckind == DT_COMPRESS_NONE ? f->n : f->slot_bytes);
-    out->bytes_per_step = mine * f->n * sizeof(float);
-    out->wire_bytes_per_step =
-        f->ckind == DT_COMPRESS_NONE ? out->bytes_per_step : f->counts[f->rank];
+    const size_t dense = mine * f->n * sizeof(float);
+    const size_t wire = f->ckind == DT_COMPRESS_NONE ? dense : f->counts[f->rank];
+    /* Reported where compression changes what crosses: what it saves. */
+    const int told = f->ckind != DT_COMPRESS_NONE && wire > 0;
+    dt_figures_add(out, (dt_figure){.name = "dp", .line = f->line, .unit = "", .value = 1});
+    dt_figures_add(out, (dt_figure){.name = "wire_bytes_per_step",
+                                    .what = told ? "sent per round by this rank's clients" : NULL,
+                                    .line = f->line,
+                                    .unit = "B",
+                                    .value = (double)wire});
+    dt_figures_add(out, (dt_figure){.name = "dense_bytes_per_step",
+                                    .what = told ? "in float32" : NULL,
+                                    .line = f->line,
+                                    .unit = "B",
+                                    .value = (double)dense});
+    if (told)
+        dt_figures_add(out, (dt_figure){.what = "compression ratio",
+                                        .line = f->line,
+                                        .unit = "",
+                                        .value = (double)dense / (double)wire});
 }
 
 static dt_status fed_time_alone(dt_strategy *s, int reps, double *seconds)
@@ -459,7 +476,7 @@ static const dt_strategy_ops fed_ops = {
     .step = fed_step,
     .update = fed_update,
     .evaluate = fed_evaluate,
-    .stats = fed_stats,
+    .describe = fed_describe,
     .time_comm_alone = fed_time_alone,
     .gather_optim = fed_gather_optim,
     .plan_run = fed_plan_run,
@@ -487,6 +504,12 @@ dt_status dt_fedavg_create(const dt_strategy_options *opt, dt_comm *world, dt_gr
     i->replicas = 1;      /* a batch is one client's local batch */
     i->replica = f->rank; /* rank 0 alone writes the checkpoint's part */
     i->role = "clients";  /* each rank trains its share of a round's clients */
+    char mode[64];
+    dt_compress_format(&opt->compress, mode, sizeof mode);
+    snprintf(f->line, sizeof f->line, "fedavg, client updates compressed (%s%s)", mode,
+             opt->compress.kind == DT_COMPRESS_TOPK
+                 ? ", no error feedback: clients keep no state between rounds"
+                 : "");
     *out = &f->base;
     return dt_comm_dup(world, "fedavg", &f->comm);
 }
@@ -533,6 +556,8 @@ const dt_strategy_def dt_fedavg_def = {
     .help = "federated averaging over simulated clients ([fedavg])",
     .uses = DT_SO_USES_AXES | DT_SO_USES_FEDAVG,
     .flat = 1,
+    .no_plan = "its rounds all-gather the sampled clients' updates, which the plan does not "
+               "model yet",
     .check = dt_fedavg_check,
     .create = dt_fedavg_create,
 };

@@ -407,19 +407,52 @@ static const char *ls_import_note(const dt_strategy *s)
     return ((const dt_localsgd *)s)->note;
 }
 
-/* Bytes per step: the parameter bytes each rank contributes to one average, divided by the
- * H steps it covers (rounded down); the warm-up's steps send as many gradient bytes each. */
-static void ls_stats(const dt_strategy *s, dt_strategy_stats *out)
+/* Its figures (dt_figure): bytes per step are the parameter bytes each rank contributes to
+ * one average, divided by the H steps it covers (rounded down; the warm-up's steps send as
+ * many gradient bytes each), under the names ddp's carry, and the averages made. */
+static void ls_describe(const dt_strategy *s, dt_figures *out)
 {
     const dt_localsgd *ls = (const dt_localsgd *)s;
-    out->replicas = ls->size;
-    out->wait_s = ls->wait_s;
-    out->exposed_s = ls->exposed_s;
-    out->steps = ls->steps;
-    out->syncs = ls->syncs;
-    out->bytes_per_step =
-        dt_model_param_count(s->model) * sizeof(float) / (size_t)sync_every(&s->opt);
-    out->wire_bytes_per_step = out->bytes_per_step;
+    const int h = sync_every(&s->opt);
+    const size_t per =
+        s->model != NULL ? dt_model_param_count(s->model) * sizeof(float) / (size_t)h : 0;
+    const int told = ls->steps > 0;
+    const char *line = "local SGD";
+    dt_figures_add(out, (dt_figure){.name = "dp",
+                                    .what = told ? "ranks" : NULL,
+                                    .line = line,
+                                    .unit = "",
+                                    .value = ls->size});
+    dt_figures_add(out, (dt_figure){.name = "sync_every",
+                                    .what = told ? "parameters averaged every (steps)" : NULL,
+                                    .line = line,
+                                    .unit = "",
+                                    .value = h});
+    dt_figures_add(out, (dt_figure){.name = "syncs",
+                                    .what = told ? "averages" : NULL,
+                                    .line = line,
+                                    .unit = "",
+                                    .value = (double)ls->syncs});
+    dt_figures_add(out, (dt_figure){.name = "wire_bytes_per_step",
+                                    .what = told ? "sent per step per rank" : NULL,
+                                    .line = line,
+                                    .unit = "B",
+                                    .value = (double)per});
+    dt_figures_add(
+        out, (dt_figure){
+                 .name = "dense_bytes_per_step", .line = line, .unit = "B", .value = (double)per});
+    dt_figures_add(
+        out,
+        (dt_figure){.name = "sync_steps", .line = line, .unit = "", .value = (double)ls->steps});
+    dt_figures_add(
+        out, (dt_figure){.name = "exposed_s", .line = line, .unit = "s", .value = ls->exposed_s});
+    if (told)
+        dt_figures_add(out, (dt_figure){.what = "waited per step by the last rank to arrive",
+                                        .line = line,
+                                        .unit = "s",
+                                        .value = ls->exposed_s / (double)ls->steps});
+    dt_figures_add(out,
+                   (dt_figure){.name = "wait_s", .line = line, .unit = "s", .value = ls->wait_s});
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -460,7 +493,7 @@ static const dt_strategy_ops localsgd_ops = {
     .step = ls_step,
     .update = ls_update,
     .evaluate = ls_evaluate,
-    .stats = ls_stats,
+    .describe = ls_describe,
     .time_comm_alone = ls_time_alone,
     .gather_optim = ls_gather_optim,
     .sync_params = ls_sync_params,
@@ -540,6 +573,8 @@ const dt_strategy_def dt_localsgd_def = {
     .uses = DT_SO_USES_AXES | DT_SO_USES_STEPS,
     .settings = ls_settings,
     .nsettings = (int)(sizeof ls_settings / sizeof ls_settings[0]),
+    .no_plan = "its averages of the parameters every --sync-every steps are not modelled by "
+               "the plan yet",
     .check = ls_check,
     .create = ls_create,
 };

@@ -498,12 +498,48 @@ dt_status dt_pipe_combine(dt_pipe *p, float *whole, size_t n)
     return dt_comm_allreduce(p->comm, whole, whole, n, DT_COMM_INT32, DT_COMM_SUM);
 }
 
-void dt_pipe_stats(const dt_pipe *p, dt_strategy_stats *out)
+void dt_pipe_describe(const dt_pipe *p, int64_t steps, dt_figures *out)
 {
-    out->pp = p->stages;
-    out->pp_step_s = p->step_s;
-    out->pp_compute_s = p->compute_s;
-    out->pp_wait_s = p->wait_s;
-    out->pp_messages = p->messages;
-    out->pp_bytes = p->bytes;
+    const char *line = "pipeline";
+    const int told = steps > 0 && p->step_s > 0;
+    dt_figures_add(out, (dt_figure){.name = "pp",
+                                    .what = told ? "stages" : NULL,
+                                    .line = line,
+                                    .unit = "",
+                                    .value = p->stages});
+    dt_figures_add(out,
+                   (dt_figure){.name = "pp_step_s", .line = line, .unit = "s", .value = p->step_s});
+    dt_figures_add(
+        out, (dt_figure){.name = "pp_compute_s", .line = line, .unit = "s", .value = p->compute_s});
+    dt_figures_add(out,
+                   (dt_figure){.name = "pp_wait_s", .line = line, .unit = "s", .value = p->wait_s});
+    dt_figures_add(
+        out,
+        (dt_figure){.name = "pp_messages", .line = line, .unit = "", .value = (double)p->messages});
+    dt_figures_add(
+        out, (dt_figure){.name = "pp_bytes", .line = line, .unit = "B", .value = (double)p->bytes});
+    if (!told)
+        return;
+    const double n = (double)steps;
+    dt_figures_add(
+        out, (dt_figure){.what = "this rank's stage", .line = line, .unit = "", .value = p->stage});
+    dt_figures_add(
+        out,
+        (dt_figure){.what = "time per step", .line = line, .unit = "s", .value = p->step_s / n});
+    dt_figures_add(out, (dt_figure){.what = "computing",
+                                    .line = line,
+                                    .unit = "%",
+                                    .value = 100.0 * p->compute_s / p->step_s});
+    dt_figures_add(out, (dt_figure){.what = "waiting for other stages",
+                                    .line = line,
+                                    .unit = "%",
+                                    .value = 100.0 * p->wait_s / p->step_s});
+    dt_figures_add(out, (dt_figure){.what = "messages sent per step",
+                                    .line = line,
+                                    .unit = "",
+                                    .value = (double)p->messages / n});
+    dt_figures_add(out, (dt_figure){.what = "sent per step",
+                                    .line = line,
+                                    .unit = "B",
+                                    .value = (double)p->bytes / n});
 }

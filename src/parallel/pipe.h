@@ -52,6 +52,7 @@ void dt_pipe_set_obs(dt_pipe *p, dt_obs *obs);
  * nonzero on one stage at most. Collective over the pipeline. */
 dt_status dt_pipe_combine(dt_pipe *p, float *whole, size_t n);
 
-void dt_pipe_stats(const dt_pipe *p, dt_strategy_stats *out);
+/* The stage's figures over `steps` optimizer steps (dt_strategy_describe). */
+void dt_pipe_describe(const dt_pipe *p, int64_t steps, dt_figures *out);
 
 #endif

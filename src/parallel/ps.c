@@ -276,23 +276,63 @@ static dt_status ps_gather_optim(dt_strategy *s, const float *slice, float *full
     return dt_comm_allgatherv(ps->comm, slice, full, ps->counts, ps->displs, DT_COMM_FLOAT32);
 }
 
-static void ps_stats(const dt_strategy *s, dt_strategy_stats *out)
+/* The histogram's bins as figures (the last counts the older steps). */
+#define PS_BIN(b) "ps_stale_hist_" #b
+#define PS_BIN_WHAT(b) "steps at staleness " #b
+static const char *const bin_name[] = {PS_BIN(0),  PS_BIN(1),  PS_BIN(2),  PS_BIN(3),  PS_BIN(4),
+                                       PS_BIN(5),  PS_BIN(6),  PS_BIN(7),  PS_BIN(8),  PS_BIN(9),
+                                       PS_BIN(10), PS_BIN(11), PS_BIN(12), PS_BIN(13), PS_BIN(14),
+                                       PS_BIN(15), PS_BIN(16)};
+static const char *const bin_what[] = {
+    PS_BIN_WHAT(0),  PS_BIN_WHAT(1),    PS_BIN_WHAT(2),  PS_BIN_WHAT(3),  PS_BIN_WHAT(4),
+    PS_BIN_WHAT(5),  PS_BIN_WHAT(6),    PS_BIN_WHAT(7),  PS_BIN_WHAT(8),  PS_BIN_WHAT(9),
+    PS_BIN_WHAT(10), PS_BIN_WHAT(11),   PS_BIN_WHAT(12), PS_BIN_WHAT(13), PS_BIN_WHAT(14),
+    PS_BIN_WHAT(15), PS_BIN_WHAT(>= 16)};
+_Static_assert(sizeof bin_name / sizeof bin_name[0] == DT_PS_STALE_BINS &&
+                   sizeof bin_what / sizeof bin_what[0] == DT_PS_STALE_BINS,
+               "one figure per bin of the staleness histogram");
+
+/* Every rank's own line: a worker's staleness and pushes, a server's updates. */
+static void ps_describe(const dt_strategy *s, dt_figures *out)
 {
     const dt_ps *ps = (const dt_ps *)s;
-    out->replicas = ps->workers;
-    out->steps = ps->step;
-    out->ps_servers = ps->servers;
-    out->ps_workers = ps->workers;
-    out->ps_server = is_server(ps);
-    out->ps_staleness = ps->staleness;
-    out->ps_stale_max = ps->stale_max;
-    memcpy(out->ps_stale_hist, ps->hist, sizeof ps->hist);
-    out->ps_applied = ps->applied;
-    out->ps_skipped = ps->skipped;
-    out->ps_wait_s = ps->wait_s;
-    out->ps_push_bytes = ps->push_bytes;
-    out->bytes_per_step = ps->dense_push_bytes; /* as float32 */
-    out->wire_bytes_per_step = ps->push_bytes;
+    const int server = is_server(ps);
+    const char *line = server ? "ps server" : "ps worker";
+    const unsigned each = DT_FIGURE_EACH_RANK;
+#define ADD(...) dt_figures_add(out, (dt_figure){.line = line, .flags = each, __VA_ARGS__})
+    ADD(.name = "dp", .unit = "", .value = ps->workers);
+    ADD(.name = "ps_servers", .unit = "", .value = ps->servers);
+    ADD(.name = "ps_workers", .unit = "", .value = ps->workers);
+    ADD(.name = "ps_server", .unit = "", .value = server);
+    ADD(.name = "sync_steps", .unit = "", .value = (double)ps->step);
+    ADD(.name = "wire_bytes_per_step", .unit = "B", .value = (double)ps->push_bytes);
+    ADD(.name = "dense_bytes_per_step", .unit = "B", .value = (double)ps->dense_push_bytes);
+    if (server) {
+        ADD(.name = "ps_staleness", .unit = "",
+            .value = ps->staleness == DT_PS_STALENESS_INF ? INFINITY : ps->staleness);
+        ADD(.name = "ps_applied",
+            .what = ps->staleness == 0 ? "gradients applied (summed per step)"
+                                       : "gradients applied (one per push)",
+            .unit = "", .value = (double)ps->applied);
+        ADD(.name = "ps_skipped", .what = "skipped (NaN or Inf)", .unit = "",
+            .value = (double)ps->skipped);
+        ADD(.name = "ps_wait_s", .what = "waiting for workers", .unit = "s", .value = ps->wait_s);
+        ADD(.name = "ps_push_bytes", .unit = "B", .value = (double)ps->push_bytes);
+        return;
+    }
+    ADD(.name = "ps_staleness_max", .what = "staleness max", .unit = "", .value = ps->stale_max);
+    ADD(.name = "ps_staleness", .what = "staleness bound", .unit = "",
+        .value = ps->staleness == DT_PS_STALENESS_INF ? INFINITY : ps->staleness);
+    for (int b = 0; b < DT_PS_STALE_BINS; b++)
+        if (ps->hist[b] > 0)
+            ADD(.name = bin_name[b], .what = bin_what[b], .unit = "", .value = (double)ps->hist[b]);
+    ADD(.name = "ps_push_bytes", .what = "pushed per step", .unit = "B",
+        .value = (double)ps->push_bytes);
+    if (ps->push_bytes != ps->dense_push_bytes)
+        ADD(.what = "pushed per step in float32", .unit = "B",
+            .value = (double)ps->dense_push_bytes);
+    ADD(.name = "ps_wait_s", .what = "waiting for parameters", .unit = "s", .value = ps->wait_s);
+#undef ADD
 }
 
 static dt_status ps_time_alone(dt_strategy *s, int reps, double *seconds)
@@ -354,7 +394,7 @@ static const dt_strategy_ops ps_ops = {
     .step = ps_step,
     .update = ps_update,
     .evaluate = ps_evaluate,
-    .stats = ps_stats,
+    .describe = ps_describe,
     .time_comm_alone = ps_time_alone,
     .gather_optim = ps_gather_optim,
     .sync_params = ps_sync_params,

@@ -319,3 +319,9 @@ dt_status dt_strategy_setting_describe(int j, dt_strategy_setting_info *out)
                                       .def = d->def};
     return DT_OK;
 }
+
+const char *dt_strategy_plan_gap(const dt_strategy_options *o)
+{
+    const dt_strategy_def *def = dt_strategy_find(o->strategy != NULL ? o->strategy : "ddp");
+    return def != NULL ? def->no_plan : NULL;
+}

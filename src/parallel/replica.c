@@ -1,7 +1,7 @@
 /* replica.c — what the strategies share (strategy_impl.h): the replicas' start, how a
  * global batch is split into parts, a replica's micro-steps through the whole model, its
- * share of evaluation, and the non-finite guard's scan of the gradients. The strategies
- * call these; these call no strategy. */
+ * share of evaluation, the non-finite guard's scan of the gradients, and the list their
+ * figures are added to. The strategies call these; these call no strategy. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -169,4 +169,11 @@ dt_status dt_strategy_check_grid(const dt_strategy_options *o, int world, int tp
                        "the %d ranks of the job",
                        dp, tp, pp, (long long)dp * tp * pp, world);
     return DT_OK;
+}
+
+void dt_figures_add(dt_figures *f, dt_figure fig)
+{
+    if (f->n < f->max)
+        f->at[f->n] = fig;
+    f->n++;
 }

@@ -50,10 +50,16 @@ static dt_status single_evaluate(dt_strategy *s, int64_t n_test, const dt_step_i
     return dt_strategy_eval_share(s, n_test, io, loss_sum, correct);
 }
 
-static void single_stats(const dt_strategy *s, dt_strategy_stats *out)
+/* Nothing crosses ranks: the figures of a data-parallel run, zero, so that the metrics
+ * record of one process reads as one of many. */
+static void single_describe(const dt_strategy *s, dt_figures *out)
 {
     (void)s;
-    out->replicas = 1;
+    const char *line = "data-parallel";
+    dt_figures_add(out, (dt_figure){.name = "dp", .line = line, .unit = "", .value = 1});
+    dt_figures_add(out, (dt_figure){.name = "wire_bytes_per_step", .line = line, .unit = "B"});
+    dt_figures_add(out, (dt_figure){.name = "dense_bytes_per_step", .line = line, .unit = "B"});
+    dt_figures_add(out, (dt_figure){.name = "exposed_s", .line = line, .unit = "s"});
 }
 
 static dt_status single_time_alone(dt_strategy *s, int reps, double *seconds)
@@ -81,7 +87,7 @@ static const dt_strategy_ops single_ops = {
     .step = single_step,
     .update = single_update,
     .evaluate = single_evaluate,
-    .stats = single_stats,
+    .describe = single_describe,
     .time_comm_alone = single_time_alone,
     .gather_optim = single_gather_optim,
     .free = single_free,

@@ -238,14 +238,21 @@ dt_status dt_strategy_evaluate(dt_strategy *s, int64_t n_test, const dt_step_io 
     return st;
 }
 
-void dt_strategy_get_stats(const dt_strategy *s, dt_strategy_stats *out)
+void dt_strategy_describe(const dt_strategy *s, dt_figures *out)
 {
-    memset(out, 0, sizeof *out);
-    s->ops->stats(s, out);
-    dt_tp_comm_stats(s->tp, out);
-    out->pp = 1;
+    s->ops->describe(s, out);
+    /* The grid's other axes, whatever the strategy: their figures per optimizer step. */
+    const int64_t steps = s->optim != NULL ? dt_optim_steps(s->optim) : 0;
+    dt_figures_add(out, (dt_figure){.name = "tp",
+                                    .what = s->tp != NULL && steps > 0 ? "ranks" : NULL,
+                                    .line = "tensor-parallel",
+                                    .unit = "",
+                                    .value = s->info.tp_size});
+    dt_tp_comm_describe(s->tp, steps, out);
     if (s->pipe != NULL)
-        dt_pipe_stats(s->pipe, out);
+        dt_pipe_describe(s->pipe, steps, out);
+    else
+        dt_figures_add(out, (dt_figure){.name = "pp", .line = "pipeline", .unit = "", .value = 1});
 }
 
 dt_status dt_strategy_time_comm_alone(dt_strategy *s, int reps, double *seconds)

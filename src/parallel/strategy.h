@@ -12,7 +12,8 @@
  *     step: check that the replicas agree, give them the same parameters), step (one global
  *     batch: forward, loss and backward of this rank's micro-batches, the gradients combined;
  *     returns the loss summed over every sample of the step), update (the optimizer's step),
- *     evaluate (this rank's share of the test set, the sums combined), stats, free.
+ *     evaluate (this rank's share of the test set, the sums combined), describe (its
+ *     figures, named: dt_figure), free.
  *
  * A step belongs to the strategy because strategies differ exactly there: ddp runs its
  * micro-batches through the whole model with bucket all-reduces in the backward hooks; a
@@ -120,32 +121,14 @@ typedef struct dt_run_plan {
                                 ("fedavg.rounds"), or NULL */
 } dt_run_plan;
 
-/* Communication figures since creation. */
-typedef struct dt_strategy_stats {
-    int replicas;
-    double wait_s;    /* this rank's time waiting for gradients */
-    double exposed_s; /* per step, the smallest wait over the ranks, summed */
-    int64_t steps;
-    int64_t syncs; /* localsgd: parameter averages */
-    int buckets;
-    size_t bytes_per_step;      /* gradient bytes each rank contributes per step */
-    size_t wire_bytes_per_step; /* of them, compressed: what it hands its collectives */
-    double tp_s;                /* time in the tensor-parallel group's collectives */
-    int64_t tp_calls;
-    size_t tp_bytes;     /* bytes this rank put into them */
-    int pp;              /* pipeline stages */
-    double pp_step_s;    /* time in the pipeline's steps */
-    double pp_compute_s; /* of it, in this stage's forwards, backwards and losses */
-    double pp_wait_s;    /* of it, waiting for activations or gradients from other stages */
-    int64_t pp_messages; /* activations and gradients sent */
-    size_t pp_bytes;     /* and their bytes */
-    /* ps: see dt_train_comm_stats (train.h) */
-    int ps_servers, ps_workers, ps_server, ps_staleness, ps_stale_max;
-    int64_t ps_stale_hist[DT_PS_STALE_BINS];
-    int64_t ps_applied, ps_skipped;
-    double ps_wait_s;
-    size_t ps_push_bytes;
-} dt_strategy_stats;
+/* Figures as they are added (dt_strategy_describe, dt_trainer_describe): at[0 .. max)
+ * filled, n counting every one added, so that a caller sees how many there were. */
+typedef struct dt_figures {
+    dt_figure *at;
+    int max, n;
+} dt_figures;
+/* Adds one (replica.c). */
+void dt_figures_add(dt_figures *f, dt_figure fig);
 
 typedef struct dt_strategy dt_strategy;
 
@@ -203,7 +186,9 @@ void dt_strategy_set_obs(dt_strategy *s, dt_obs *obs);
 void dt_strategy_nonfinite(const dt_strategy *s, dt_nonfinite *out);
 dt_status dt_strategy_evaluate(dt_strategy *s, int64_t n_test, const dt_step_io *io,
                                double *loss_sum, double *correct);
-void dt_strategy_get_stats(const dt_strategy *s, dt_strategy_stats *out);
+/* The strategy's figures (dt_strategy_ops.describe), then its tensor-parallel collectives'
+ * ("tp", "tp_s", ...) and its pipeline's ("pp", "pp_step_s", ...), added to *out. */
+void dt_strategy_describe(const dt_strategy *s, dt_figures *out);
 dt_status dt_strategy_time_comm_alone(dt_strategy *s, int reps, double *seconds);
 
 /* dt_strategy_ops.gather_optim, and the range the optimizer owns. */

@@ -23,7 +23,12 @@ typedef struct dt_strategy_ops {
     dt_status (*update)(dt_strategy *s, dt_optim *o, double lr);
     dt_status (*evaluate)(dt_strategy *s, int64_t n_test, const dt_step_io *io, double *loss_sum,
                           double *correct);
-    void (*stats)(const dt_strategy *s, dt_strategy_stats *out);
+    /* The strategy's figures of the run so far (dt_figure), added with dt_figures_add: a
+     * name for each the metrics record and dt_train_comm_stats carry (stable: tests and
+     * benchmarks read them; include/dtrain/train.h and docs/ARCHITECTURE.md list the
+     * names in use), the report's words for each the end-of-run report prints, on lines of
+     * the strategy's own naming. No communication: each rank tells its own. */
+    void (*describe)(const dt_strategy *s, dt_figures *out);
     /* Times the step's gradient communication alone (median of reps rounds). Collective. */
     dt_status (*time_comm_alone)(dt_strategy *s, int reps, double *seconds);
     /* full[0..param count) = the optimizer's buffer laid out as the parameters, from this
@@ -122,10 +127,10 @@ dt_status dt_strategy_eval_share(dt_strategy *s, int64_t n_test, const dt_step_i
  * least one micro-batch, and a layout that fills the job's `world` ranks (0: not known). */
 dt_status dt_strategy_check_grid(const dt_strategy_options *o, int world, int tp, int pp);
 
-/* Gives a tensor-parallel model its group's collectives (tp_group.c); the stats of those
- * collectives; freeing (NULL is safe). */
+/* Gives a tensor-parallel model its group's collectives (tp_group.c); the figures of those
+ * collectives over `steps` optimizer steps (NULL: none); freeing (NULL is safe). */
 dt_status dt_tp_comm_attach(dt_strategy *s, dt_model *m);
-void dt_tp_comm_stats(const dt_tp_comm *t, dt_strategy_stats *out);
+void dt_tp_comm_describe(const dt_tp_comm *t, int64_t steps, dt_figures *out);
 void dt_tp_comm_free(dt_tp_comm *t);
 
 /* ---- the run's state (state.c) ---- */

@@ -1,5 +1,5 @@
 /* tp_group.c — a tensor-parallel model's collectives (src/nn/tp.h) over the grid's tp
- * group, timed and counted for the strategy's stats.
+ * group, timed and counted for the strategy's figures.
  *
  * A sum must give the same bits on every rank of the group, or the layers every rank holds
  * whole (after a row-parallel sum or a gather) drift apart. Every engine of the comm layer
@@ -58,13 +58,32 @@ fail:
     return st;
 }
 
-void dt_tp_comm_stats(const dt_tp_comm *t, dt_strategy_stats *out)
+void dt_tp_comm_describe(const dt_tp_comm *t, int64_t steps, dt_figures *out)
 {
     if (t == NULL)
         return;
-    out->tp_s = t->seconds;
-    out->tp_calls = t->calls;
-    out->tp_bytes = t->bytes;
+    const char *line = "tensor-parallel";
+    dt_figures_add(out,
+                   (dt_figure){.name = "tp_s", .line = line, .unit = "s", .value = t->seconds});
+    dt_figures_add(
+        out, (dt_figure){.name = "tp_calls", .line = line, .unit = "", .value = (double)t->calls});
+    dt_figures_add(
+        out, (dt_figure){.name = "tp_bytes", .line = line, .unit = "B", .value = (double)t->bytes});
+    if (steps <= 0)
+        return;
+    const double n = (double)steps;
+    dt_figures_add(out, (dt_figure){.what = "collectives per step",
+                                    .line = line,
+                                    .unit = "",
+                                    .value = (double)t->calls / n});
+    dt_figures_add(out, (dt_figure){.what = "passed to them per step",
+                                    .line = line,
+                                    .unit = "B",
+                                    .value = (double)t->bytes / n});
+    dt_figures_add(out, (dt_figure){.what = "time in them per step (evaluation included)",
+                                    .line = line,
+                                    .unit = "s",
+                                    .value = t->seconds / n});
 }
 
 void dt_tp_comm_free(dt_tp_comm *t)

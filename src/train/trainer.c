@@ -5,6 +5,7 @@
  * no branch of its own for any strategy, a single process included. Everything is sized in
  * dt_trainer_create; a step allocates nothing. */
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 #include <time.h>
 
@@ -290,41 +291,120 @@ dt_model *dt_trainer_model(dt_trainer *t)
     return t->model;
 }
 
+int dt_trainer_describe(const dt_trainer *t, dt_figure *out, int max)
+{
+    dt_figures f = {out, max > 0 ? max : 0, 0};
+    dt_strategy_describe(t->strategy, &f);
+    /* The trainer's own, under any strategy: the metrics record's "steps". */
+    dt_figures_add(&f, (dt_figure){.name = "steps",
+                                   .line = "optimizer",
+                                   .unit = "",
+                                   .value = (double)dt_optim_steps(t->optim)});
+    dt_figures_add(&f, (dt_figure){.name = "optim_state_bytes",
+                                   .line = "optimizer",
+                                   .unit = "B",
+                                   .value = (double)dt_optim_state_bytes(t->optim)});
+    return f.n;
+}
+
+/* dt_train_comm_stats's fields by their figures' names: the one place a figure becomes a
+ * field. A field's type says how the figure's double is stored; DT_CS_BOUND is an int
+ * where INFINITY stands for no bound (DT_PS_STALENESS_INF). */
+enum { DT_CS_INT, DT_CS_I64, DT_CS_SIZE, DT_CS_DOUBLE, DT_CS_BOUND };
+#define CS(name, field, type)                                                                      \
+    {                                                                                              \
+        name, offsetof(dt_train_comm_stats, field), type                                           \
+    }
+#define CS_BIN(b)                                                                                  \
+    {                                                                                              \
+        "ps_stale_hist_" #b, offsetof(dt_train_comm_stats, ps_stale_hist) + (b) * sizeof(int64_t), \
+            DT_CS_I64                                                                              \
+    }
+static const struct {
+    const char *name;
+    size_t offset;
+    int type;
+} comm_fields[] = {
+    CS("dp", dp, DT_CS_INT),
+    CS("buckets", buckets, DT_CS_INT),
+    CS("dense_bytes_per_step", bytes_per_step, DT_CS_SIZE),
+    CS("wire_bytes_per_step", wire_bytes_per_step, DT_CS_SIZE),
+    CS("sync_steps", steps, DT_CS_I64),
+    CS("wait_s", wait_s, DT_CS_DOUBLE),
+    CS("exposed_s", exposed_s, DT_CS_DOUBLE),
+    CS("optim_state_bytes", optim_state_bytes, DT_CS_SIZE),
+    CS("tp", tp, DT_CS_INT),
+    CS("tp_s", tp_s, DT_CS_DOUBLE),
+    CS("tp_calls", tp_calls, DT_CS_I64),
+    CS("tp_bytes", tp_bytes, DT_CS_SIZE),
+    CS("steps", optim_steps, DT_CS_I64),
+    CS("pp", pp, DT_CS_INT),
+    CS("pp_step_s", pp_step_s, DT_CS_DOUBLE),
+    CS("pp_compute_s", pp_compute_s, DT_CS_DOUBLE),
+    CS("pp_wait_s", pp_wait_s, DT_CS_DOUBLE),
+    CS("pp_messages", pp_messages, DT_CS_I64),
+    CS("pp_bytes", pp_bytes, DT_CS_SIZE),
+    CS("ps_servers", ps_servers, DT_CS_INT),
+    CS("ps_workers", ps_workers, DT_CS_INT),
+    CS("ps_server", ps_server, DT_CS_INT),
+    CS("ps_staleness", ps_staleness, DT_CS_BOUND),
+    CS_BIN(0),
+    CS_BIN(1),
+    CS_BIN(2),
+    CS_BIN(3),
+    CS_BIN(4),
+    CS_BIN(5),
+    CS_BIN(6),
+    CS_BIN(7),
+    CS_BIN(8),
+    CS_BIN(9),
+    CS_BIN(10),
+    CS_BIN(11),
+    CS_BIN(12),
+    CS_BIN(13),
+    CS_BIN(14),
+    CS_BIN(15),
+    CS_BIN(16),
+    CS("ps_staleness_max", ps_stale_max, DT_CS_INT),
+    CS("ps_applied", ps_applied, DT_CS_I64),
+    CS("ps_skipped", ps_skipped, DT_CS_I64),
+    CS("ps_wait_s", ps_wait_s, DT_CS_DOUBLE),
+    CS("ps_push_bytes", ps_push_bytes, DT_CS_SIZE),
+};
+_Static_assert(DT_PS_STALE_BINS == 17, "comm_fields names every bin of ps_stale_hist");
+
 void dt_trainer_comm_stats(const dt_trainer *t, dt_train_comm_stats *out)
 {
-    dt_strategy_stats ss;
-    dt_strategy_get_stats(t->strategy, &ss);
+    dt_figure figs[DT_FIGURES_MAX];
+    const int n = dt_trainer_describe(t, figs, DT_FIGURES_MAX);
     memset(out, 0, sizeof *out);
-    out->dp = ss.replicas;
-    out->buckets = ss.buckets;
-    out->bytes_per_step = ss.bytes_per_step;
-    out->wire_bytes_per_step = ss.wire_bytes_per_step;
-    out->steps = ss.steps;
-    out->syncs = ss.syncs;
-    out->wait_s = ss.wait_s;
-    out->exposed_s = ss.exposed_s;
-    out->optim_state_bytes = dt_optim_state_bytes(t->optim);
-    out->tp = dt_model_tp_size(t->model);
-    out->tp_s = ss.tp_s;
-    out->tp_calls = ss.tp_calls;
-    out->tp_bytes = ss.tp_bytes;
-    out->optim_steps = dt_optim_steps(t->optim);
-    out->pp = ss.pp;
-    out->pp_step_s = ss.pp_step_s;
-    out->pp_compute_s = ss.pp_compute_s;
-    out->pp_wait_s = ss.pp_wait_s;
-    out->pp_messages = ss.pp_messages;
-    out->pp_bytes = ss.pp_bytes;
-    out->ps_servers = ss.ps_servers;
-    out->ps_workers = ss.ps_workers;
-    out->ps_server = ss.ps_server;
-    out->ps_staleness = ss.ps_staleness;
-    memcpy(out->ps_stale_hist, ss.ps_stale_hist, sizeof out->ps_stale_hist);
-    out->ps_stale_max = ss.ps_stale_max;
-    out->ps_applied = ss.ps_applied;
-    out->ps_skipped = ss.ps_skipped;
-    out->ps_wait_s = ss.ps_wait_s;
-    out->ps_push_bytes = ss.ps_push_bytes;
+    for (int i = 0; i < n && i < DT_FIGURES_MAX; i++) {
+        for (size_t k = 0; figs[i].name != NULL && k < sizeof comm_fields / sizeof comm_fields[0];
+             k++) {
+            if (strcmp(figs[i].name, comm_fields[k].name) != 0)
+                continue;
+            char *at = (char *)out + comm_fields[k].offset;
+            const double v = figs[i].value;
+            switch (comm_fields[k].type) {
+            case DT_CS_INT:
+                *(int *)at = (int)v;
+                break;
+            case DT_CS_I64:
+                *(int64_t *)at = (int64_t)v;
+                break;
+            case DT_CS_SIZE:
+                *(size_t *)at = (size_t)v;
+                break;
+            case DT_CS_DOUBLE:
+                *(double *)at = v;
+                break;
+            case DT_CS_BOUND:
+                *(int *)at = isinf(v) ? DT_PS_STALENESS_INF : (int)v;
+                break;
+            }
+            break;
+        }
+    }
 }
 
 void dt_trainer_fed_partition(const dt_trainer *t, const int64_t **client_of, int64_t *moved)

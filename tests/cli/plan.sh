@@ -39,6 +39,11 @@ expect_row ps 'ps pull: the parameters \(4 workers over 1 server\) +0\.407 MB +1
 expect_row ps 'total +3\.277 ms'
 expect_fail ps_ranks 'ps needs --ranks N with N > --servers' \
     "$DTRAIN" plan "$MLP" --ranks 1 $LINK --strategy ps
+# Strategies the plan does not model are refused, saying what it leaves out.
+expect_fail localsgd 'dtrain plan: --strategy localsgd: its averages of the parameters' \
+    "$DTRAIN" plan "$MLP" --ranks 2 $LINK --strategy localsgd --sync-every 4
+expect_fail fedavg 'dtrain plan: --strategy fedavg: its rounds all-gather' \
+    "$DTRAIN" plan "$MLP" --ranks 2 $LINK --strategy fedavg
 
 # A measured link (--from): bench-comm rows of the auto all-reduce on 2 ranks, 100 us at 1 KiB
 # and 1,100 us at 1 MiB. alpha = 100 / 2(n-1) = 50 us; each message's time is the curve's,

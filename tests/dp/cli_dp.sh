@@ -1,12 +1,15 @@
 #!/bin/sh
 # cli_dp.sh — `mpirun -np 2 dtrain train` end to end: a data-parallel run writes its metrics
-# and weights once (rank 0) and says it ran on 2 ranks; a model that differs on one rank, a
-# layout that does not fit the job and a strategy's unsupported layout each end the job with a
-# non-zero status and a message naming the problem, within the test's timeout (no hang).
+# and weights once (rank 0), says it ran on 2 ranks, and reports its figures (ddp's, as the
+# strategy names them) alike in its last lines and its metrics file; a model that differs on
+# one rank, a layout that does not fit the job and a strategy's unsupported layout each end
+# the job with a non-zero status and a message naming the problem, within the test's timeout
+# (no hang).
 set -u
 DTRAIN=${DTRAIN:?ctest sets DTRAIN}
 MPIRUN=${MPIRUN:?ctest sets MPIRUN}
 SRC=${DT_SOURCE_DIR:?ctest sets DT_SOURCE_DIR}
+PY=${1:?usage: cli_dp.sh PYTHON3}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dtrain-dp-XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 fail=0
@@ -28,6 +31,60 @@ grep -q "2 ranks" "$tmp/run.out" || { echo "FAIL run: no '2 ranks' in the output
 [ "$(grep -c '"event":"step"' "$tmp/m.jsonl")" -eq 2 ] ||
     { echo "FAIL run: two step records expected (steps 3 and 6)"; fail=1; }
 [ -s "$tmp/w.safetensors" ] || { echo "FAIL run: no weights written"; fail=1; }
+
+# The run's figures: the comm record holds every one ddp names, once, with the MLP's 101,770
+# float32 gradients (407,080 bytes) per step and Adam's two moments; the report's
+# data-parallel line prints the same figures in its words, the exposed wait per step the
+# record's exposed_s over its 6 steps, compared with the all-reduce timed alone.
+"$PY" - "$tmp/m.jsonl" "$tmp/run.out" <<'EOF' || fail=1
+import json, re, sys
+
+def once(pairs):
+    keys = [k for k, _ in pairs]
+    twice = sorted({k for k in keys if keys.count(k) > 1})
+    if twice:
+        sys.exit("FAIL comm_record: keys given twice: %s" % twice)
+    return dict(pairs)
+
+recs = [json.loads(line, object_pairs_hook=once) for line in open(sys.argv[1])]
+comm = [r for r in recs if r.get("event") == "comm"]
+if len(comm) != 1:
+    sys.exit("FAIL comm_record: %d comm records, expected 1" % len(comm))
+c = comm[0]
+want = {"strategy": "ddp", "compress": "none", "compress_warmup_steps": 0, "steps": 6,
+        "sync_steps": 6, "dp": 2, "tp": 1, "pp": 1, "buckets": 1,
+        "wire_bytes_per_step": 407080, "dense_bytes_per_step": 407080,
+        "optim_state_bytes": 2 * 407080}
+bad = ["%s: %r, expected %r" % (k, c.get(k), v) for k, v in want.items() if c.get(k) != v]
+exposed, wait = c.get("exposed_s"), c.get("wait_s")
+if not (isinstance(exposed, float) and isinstance(wait, float) and 0 <= exposed <= wait):
+    bad.append("exposed_s %r, wait_s %r: expected 0 <= exposed_s <= wait_s" % (exposed, wait))
+if bad:
+    sys.exit("FAIL comm_record: %s\n  in %s" % ("; ".join(bad), c))
+print("ok comm_record: %d keys, %s" % (len(c), ", ".join("%s %s" % kv for kv in want.items())))
+
+lines = [l.rstrip("\n") for l in open(sys.argv[2]) if l.startswith("dtrain: data-parallel")]
+rx = (r"dtrain: data-parallel, rank 0: ranks: 2; gradients per step: 0\.4071 MB; "
+      r"waited per step for communication after backward by the last rank to end it: "
+      r"([0-9.e+-]+) ms \(alone: ([0-9.e+-]+) ms, hidden: ([0-9]+)%\); "
+      r"waited per step by this rank: [0-9.e+-]+ m?s; buckets: 1; "
+      r"optimizer state per rank: 0\.8142 MB$")
+m = re.match(rx, lines[0]) if len(lines) == 1 else None
+if m is None:
+    sys.exit("FAIL report_line: expected one line matching\n  /%s/\n  got %s" % (rx, lines))
+shown, alone, hidden = float(m.group(1)), float(m.group(2)), int(m.group(3))
+per_step = "%.4g" % (exposed / 6 * 1e3)
+if m.group(1) != per_step:
+    sys.exit("FAIL report_line: exposed wait %s ms per step printed; the record's %s s over 6 "
+             "steps is %s ms" % (m.group(1), exposed, per_step))
+if not alone > 0:
+    sys.exit("FAIL report_line: the all-reduce alone took %s ms, expected > 0" % m.group(2))
+expect = 100 * (1 - min(shown / alone, 1))
+if abs(hidden - expect) > 1:
+    sys.exit("FAIL report_line: %d%% hidden printed, %.1f%% from %s ms of %s ms alone"
+             % (hidden, expect, shown, alone))
+print("ok report_line: " + lines[0])
+EOF
 
 # Rank 1 has another learning rate, or another seed (MPMD launch): every rank refuses to
 # start, naming the keys and who holds which value.

@@ -13,5 +13,5 @@ dt_add_coretype_tests(NAME test_dp_alloc_np2 MPI TIMEOUT 120 LABELS mpi alloc
                       COMMAND ${MPIEXEC_BIN} -np 2 --oversubscribe $<TARGET_FILE:test_dp_alloc>)
 # The CLI under mpirun: a data-parallel run, and refusals that end the job (no hang).
 # Label threads: one run trains a rank on 2 threads (`make test-tsan` runs it).
-dt_add_cli_test(NAME cli_dp COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_dp.sh MPI TIMEOUT 120
-                LABELS threads)
+dt_add_cli_test(NAME cli_dp COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_dp.sh ${DT_PYTHON3} MPI
+                TIMEOUT 120 LABELS threads)

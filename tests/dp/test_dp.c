@@ -374,8 +374,46 @@ static void test_settings_disagree(void **state)
     DT_ASSERT_ERROR_HAS(want);
 }
 
+/* dt_train_comm_stats's fields hold the figures that train.h names beside them: each
+ * named figure the strategy describes is its field's value, and a field whose figure is
+ * not described is 0. */
+static void check_fields_by_name(const dt_train_comm_stats *cs, const dt_figure *figs, int n)
+{
+    const struct {
+        const char *name;
+        double field;
+    } named[] = {
+        {"dp", cs->dp},
+        {"buckets", cs->buckets},
+        {"dense_bytes_per_step", (double)cs->bytes_per_step},
+        {"wire_bytes_per_step", (double)cs->wire_bytes_per_step},
+        {"sync_steps", (double)cs->steps},
+        {"wait_s", cs->wait_s},
+        {"exposed_s", cs->exposed_s},
+        {"optim_state_bytes", (double)cs->optim_state_bytes},
+        {"tp", cs->tp},
+        {"steps", (double)cs->optim_steps},
+        {"pp", cs->pp},
+    };
+    int bad = 0;
+    for (size_t k = 0; k < sizeof named / sizeof named[0]; k++) {
+        double fig = 0.0;
+        for (int i = 0; i < n; i++)
+            if (figs[i].name != NULL && strcmp(figs[i].name, named[k].name) == 0)
+                fig = figs[i].value;
+        if (fig != named[k].field) {
+            fprintf(stderr, "rank %d: figure %s is %.9g, its field %.9g\n", rank, named[k].name,
+                    fig, named[k].field);
+            bad = 1;
+        }
+    }
+    if (bad)
+        fail();
+}
+
 /* The waiting figures: the exposed wait (the last rank's, dp.c) is the same on every rank
- * and never more than any rank's own wait; a process alone has none. */
+ * and never more than any rank's own wait; a process alone has none. The fields are the
+ * figures the strategy describes, by name. */
 static void test_comm_stats(void **state)
 {
     (void)state;
@@ -385,8 +423,19 @@ static void test_comm_stats(void **state)
     DT_ASSERT_OK(dt_trainer_run(t, NULL));
     dt_train_comm_stats cs;
     dt_trainer_comm_stats(t, &cs);
+    dt_figure figs[DT_FIGURES_MAX];
+    const int n = dt_trainer_describe(t, figs, DT_FIGURES_MAX);
+    const size_t grad_bytes = dt_model_param_count(dt_trainer_model(t)) * sizeof(float);
     dt_trainer_free(t);
+    assert_true(n > 0 && n <= DT_FIGURES_MAX);
+    check_fields_by_name(&cs, figs, n);
     assert_int_equal(cs.dp, size);
+    assert_int_equal(cs.tp, 1);
+    assert_int_equal(cs.pp, 1);
+    assert_int_equal(cs.optim_steps, 20);
+    assert_true(cs.optim_state_bytes > 0);
+    assert_int_equal(cs.bytes_per_step, size > 1 ? grad_bytes : 0);
+    assert_int_equal(cs.wire_bytes_per_step, cs.bytes_per_step);
     if (size == 1) {
         assert_true(cs.steps == 0 && cs.wait_s == 0 && cs.exposed_s == 0);
         return;

@@ -6,7 +6,8 @@
 #   - --localsgd-warmup 5: after 5 steps the weights file is ddp's, byte for byte (two
 #     replicas' gradient sums are exact whatever the algorithm);
 #   - --sync-every 4: the metrics' bytes per step are the parameter bytes (counted from the
-#     weights file) / 4, rounded down (the averages counted: tests/localsgd/test_localsgd.c);
+#     weights file) / 4, rounded down, and the averages are counted as the period says (with
+#     a warm-up of 2 in 20 steps: after steps 6, 10, 14, 18 and the last, 20);
 #   - checkpoints: a set written mid-period holds both replicas' parameters and optimizer
 #     state (different) and their mean under the plain names (exactly); a run killed after
 #     it and resumed on 2 ranks ends with the uninterrupted run's weights, byte for byte; on
@@ -79,12 +80,12 @@ if len(comm) != 1:
 c = comm[0]
 bad = []
 for key, expect in (("wire_bytes_per_step", want), ("dense_bytes_per_step", want),
-                    ("strategy", "localsgd"), ("steps", 20)):
+                    ("syncs", 5), ("strategy", "localsgd"), ("steps", 20)):
     if c.get(key) != expect:
         bad.append(f"{key} {c.get(key)!r}, expected {expect!r}")
 if bad:
     sys.exit("FAIL bytes: " + "; ".join(bad) + f" ({params} parameters)")
-print(f"ok bytes: {want} bytes per step ({params} parameters x 4 bytes / 4)")
+print(f"ok bytes: {want} bytes per step ({params} parameters x 4 bytes / 4), 5 averages")
 EOF
 
 # ---- checkpoints -------------------------------------------------------------------------

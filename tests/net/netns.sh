@@ -64,7 +64,7 @@ else
 fi
 
 trains $common --comm-algorithm ring >"$tmp/ring.out" 2>&1 &&
-    echo "ok ring: $(grep 'data-parallel over' "$tmp/ring.out")" ||
+    echo "ok ring: $(grep 'data-parallel, rank 0' "$tmp/ring.out")" ||
     { echo "FAIL ring: exit $?"; sed 's/^/  /' "$tmp/ring.out"; fail=1; }
 
 # dtrain launch across the hosts: rank 1 (on host1) kills itself after step 7, once; launch

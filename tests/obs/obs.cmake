@@ -20,7 +20,8 @@ target_compile_options(tb_read PRIVATE ${DT_WARNINGS} ${DT_FLAGS})
 target_compile_definitions(tb_read PRIVATE _POSIX_C_SOURCE=200809L)
 target_link_libraries(tb_read PRIVATE dt_tensorboard_proto dtrain_static)
 dt_add_cli_test(NAME cli_tensorboard TIMEOUT 60
-                COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_tensorboard.sh $<TARGET_FILE:tb_read>)
+                COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_tensorboard.sh $<TARGET_FILE:tb_read>
+                        ${DT_PYTHON3})
 # Optional: TensorBoard's own reader, where bench/.venv has the tensorboard package.
 dt_add_cli_test(NAME cli_tensorboard_reader TIMEOUT 120
                 COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/tb_tensorboard.sh)

@@ -64,7 +64,8 @@ common="--max-steps 10 --batch 16 --threads 1"
 mpi pp2 2 "$MLP" --pp 2 --micro-batches 4 $common --save-weights "$tmp/pp2.safetensors"
 check pp2-layout "$tmp/pp2.out" '2 ranks \(dp 1 x tp 1 x pp 2\), .* 101770 parameters \(100480 on rank 0\)'
 check pp2-stages "$tmp/pp2.out" 'pipeline of 2 stages .* layers 0\.\.1; 1f1b schedule, 4 micro-batches'
-check pp2-report "$tmp/pp2.out" 'pipeline stage 0 of 2: .* ms per step, [0-9]+% computing'
+check pp2-report "$tmp/pp2.out" \
+    'pipeline, rank 0: stages: 2; this rank.s stage: 0; time per step: [0-9.]+ ms; computing: [0-9]+%'
 mpi one 1 "$MLP" --micro-batches 4 $common --save-weights "$tmp/one.safetensors"
 if cmp -s "$tmp/pp2.safetensors" "$tmp/one.safetensors"; then
     echo "ok bitwise: pp 2 wrote the weights of one process with 4 micro-steps"

@@ -50,7 +50,8 @@ expect_ok ps_topk1 "$MPIRUN" -np 4 "$DTRAIN" train "$MLP" $SGD $PS --compress to
     --save-weights "$tmp/ps_topk1.st"
 expect_same ps_topk_ratio_1_equals_uncompressed "$tmp/ps_3w.st" "$tmp/ps_topk1.st"
 expect_ok ps_fp16 "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" $SGD $PS --compress fp16
-if grep -q 'ps worker rank 0: .* 0.204 MB pushed per step' "$tmp/ps_fp16.out"; then
+if grep -q 'ps worker, rank 0: .*pushed per step: 0.2036 MB; pushed per step in float32: 0.4071' \
+    "$tmp/ps_fp16.out"; then
     echo "ok ps_fp16_bytes: half the 0.407 MB of float32 gradients pushed per step"
 else
     echo "FAIL ps_fp16_bytes:"; grep 'ps worker' "$tmp/ps_fp16.out" | sed 's/^/  /'; fail=1
@@ -80,13 +81,36 @@ expect_same ps_psgd_2servers_equals_1 "$tmp/psgd_1s.st" "$tmp/psgd_2s.st"
 # (10 + 128) x 4, the biases whole (138 floats), and one 32-byte header: 17,384 bytes, of
 # 101,770 x 4 + 32 = 407,112 in float32.
 if grep -q '"wire_bytes_per_step":17384,"dense_bytes_per_step":407112' "$tmp/psgd.jsonl" &&
-    grep -q 'ps worker rank 0: .* 0.017 MB pushed per step (0.407 MB in float32)' \
+    grep -q 'ps worker, rank 0: .*pushed per step: 0.01738 MB; pushed per step in float32: 0.4071' \
         "$tmp/ps_psgd_1s.out"; then
     echo "ok ps_psgd_bytes: 17384 of 407112 bytes per push"
 else
     echo "FAIL ps_psgd_bytes: expected 17384 of 407112 bytes per push:"
     grep '"comm"' "$tmp/psgd.jsonl" | sed 's/^/  /'; grep 'ps worker' "$tmp/ps_psgd_1s.out"; fail=1
 fi
+# Rank 0's figures in the record, each once: a worker's, as ps names them.
+"$PY" - "$tmp/psgd.jsonl" <<'EOF' || fail=1
+import json, sys
+
+def once(pairs):
+    keys = [k for k, _ in pairs]
+    twice = sorted({k for k in keys if keys.count(k) > 1})
+    if twice:
+        sys.exit("FAIL ps_record: keys given twice: %s" % twice)
+    return dict(pairs)
+
+c = [r for r in (json.loads(l, object_pairs_hook=once) for l in open(sys.argv[1]))
+     if r.get("event") == "comm"][0]
+want = {"strategy": "ps", "compress": "powersgd:4", "steps": 20, "sync_steps": 20, "dp": 2,
+        "ps_servers": 1, "ps_workers": 2, "ps_server": 0, "ps_staleness": 0,
+        "ps_staleness_max": 0, "ps_stale_hist_0": 20, "ps_push_bytes": 17384}
+bad = ["%s: %r, expected %r" % (k, c.get(k), v) for k, v in want.items() if c.get(k) != v]
+if not (isinstance(c.get("ps_wait_s"), float) and c["ps_wait_s"] > 0):
+    bad.append("ps_wait_s: %r, expected a time > 0" % c.get("ps_wait_s"))
+if bad:
+    sys.exit("FAIL ps_record: %s\n  in %s" % ("; ".join(bad), c))
+print("ok ps_record: %s" % ", ".join("%s %s" % kv for kv in want.items()))
+EOF
 # The residual and each worker's Q go into the checkpoint: resumed at step 6, the same bytes.
 PCK="--max-steps 12 --no-progress --compress powersgd:4 $PS"
 expect_ok psgd_ck_full "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" $PCK --checkpoint-dir "$tmp/pck" \
@@ -99,7 +123,7 @@ expect_same psgd_ck_resume "$tmp/psgd_ck_full.st" "$tmp/psgd_ck_res.st"
 expect_ok psgd_ck_reshard "$MPIRUN" -np 4 "$DTRAIN" train "$MLP" $PCK --global-batch 128 \
     --resume "$tmp/pck/step-000000006"
 if grep -q 'resumed from the checkpoint of step 6' "$tmp/psgd_ck_reshard.out" &&
-    grep -q 'ps worker rank 2: .* steps by staleness 0:6;' "$tmp/psgd_ck_reshard.out"; then
+    grep -q 'ps worker, rank 2: .*; steps at staleness 0: 6;' "$tmp/psgd_ck_reshard.out"; then
     echo "ok psgd_ck_reshard: 2 workers' state resumed on 3"
 else
     echo "FAIL psgd_ck_reshard:"; grep 'resumed\|ps worker' "$tmp/psgd_ck_reshard.out"; fail=1
@@ -124,16 +148,16 @@ fi
 # one worker reached it (the slowed worker held the other back).
 check_staleness() {
     out=$tmp/$1.out
-    lines=$(grep -c 'ps worker rank' "$out")
-    over=$(sed -n 's/.*staleness max \([0-9]*\) (bound.*/\1/p' "$out" | awk -v b="$2" '$1 > b' |
-        wc -l)
-    top=$(sed -n 's/.*staleness max \([0-9]*\) (bound.*/\1/p' "$out" | sort -n | tail -1)
+    lines=$(grep -c 'ps worker, rank' "$out")
+    over=$(sed -n 's/.*staleness max: \([0-9]*\); staleness bound.*/\1/p' "$out" |
+        awk -v b="$2" '$1 > b' | wc -l)
+    top=$(sed -n 's/.*staleness max: \([0-9]*\); staleness bound.*/\1/p' "$out" | sort -n | tail -1)
     if [ "$lines" -ne 2 ] || [ "$over" -ne 0 ] || [ "${top:-0}" -ne "$2" ]; then
         echo "FAIL $1: expected 2 worker reports, each with staleness max <= $2 and one at $2:"
         grep 'ps worker' "$out" | sed 's/^/  /'; fail=1
     else
-        echo "ok $1: $(grep 'ps worker' "$out" | sed 's/.*\(rank [0-9]*: staleness max [0-9]*\).*/\1/' |
-            tr '\n' ' ')"
+        echo "ok $1: $(grep 'ps worker' "$out" |
+            sed 's/.*\(rank [0-9]*: staleness max: [0-9]*\).*/\1/' | tr '\n' ' ')"
     fi
 }
 
@@ -155,7 +179,8 @@ fi
 # Unbounded: the fast worker runs further ahead than any bound above.
 expect_ok asp "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" --max-steps 200 $PS \
     --staleness inf --slow-rank 1:4 --no-progress
-top=$(sed -n 's/.*staleness max \([0-9]*\) (bound inf.*/\1/p' "$tmp/asp.out" | sort -n | tail -1)
+top=$(sed -n 's/.*staleness max: \([0-9]*\); staleness bound: inf;.*/\1/p' "$tmp/asp.out" |
+    sort -n | tail -1)
 if [ "${top:-0}" -gt 2 ]; then
     echo "ok asp_unbounded: staleness max $top under --staleness inf"
 else
@@ -178,7 +203,7 @@ expect_same ck_resume_ddp "$tmp/ck_full.st" "$tmp/ck_ddp.st"
 for S in 0 2; do
     expect_ok nan_s$S env DTRAIN_TEST_NAN=0:3 "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" \
         --max-steps 6 $PS --staleness $S --no-progress
-    if grep -q 'ps server rank 2: .* 1 skipped' "$tmp/nan_s$S.out"; then
+    if grep -q 'ps server, rank 2: .*; skipped (NaN or Inf): 1;' "$tmp/nan_s$S.out"; then
         echo "ok nan_s$S: $(grep 'ps server' "$tmp/nan_s$S.out")"
     else
         echo "FAIL nan_s$S: the server should report 1 push skipped:"
@@ -190,7 +215,7 @@ done
 # start afresh where the NaN reached them (the run's last loss is a number).
 expect_ok nan_psgd env DTRAIN_TEST_NAN=0:3 "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" \
     --max-steps 8 $PS --staleness 2 --compress powersgd:4 --no-progress
-if grep -q 'ps server rank 2: .* 1 skipped' "$tmp/nan_psgd.out" &&
+if grep -q 'ps server, rank 2: .*; skipped (NaN or Inf): 1;' "$tmp/nan_psgd.out" &&
     grep -q '^epoch 1: train loss [0-9]' "$tmp/nan_psgd.out"; then
     echo "ok nan_psgd: $(grep 'ps server' "$tmp/nan_psgd.out")"
 else

@@ -44,7 +44,7 @@ check explain-bytes "$tmp/explain.out" 'parameter bytes per rank: 203560 \(0\.50
 # with --tp: examples/linreg.ini).
 mpi linreg 4 "$SRC/examples/linreg.ini" --dp 2 --tp 2 --set parallel.tp_min_weights=0 --epochs 3
 check linreg-layout "$tmp/linreg.out" '4 ranks \(dp 2 x tp 2\), .* 68 parameters \(34 on rank 0\)'
-check linreg-tp "$tmp/linreg.out" 'tensor-parallel over 2 ranks: [0-9.]+ collectives per step'
+check linreg-tp "$tmp/linreg.out" 'tensor-parallel, rank 0: ranks: 2; collectives per step: [0-9.]+'
 check linreg-epoch "$tmp/linreg.out" '^epoch 3: train loss'
 
 # Weights written at tp 2 are whole: tp 1 and tp 3 load them and see the same test loss.
