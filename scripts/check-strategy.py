@@ -11,7 +11,7 @@ which strategy runs. This check fails, naming file:line, on any of these there:
     types there, so the compiler refuses any read of a strategy-private field;
   - a strategy kind constant (DT_STRATEGY_DDP and the like, or dt_strategy_kind);
   - parallel.strategy compared with == or != (the registry's number of a strategy);
-  - a strategy's name (every name in the registry's rows, and "single") as a string
+  - a strategy's name (every registry row's, and "single") as a string
     literal in a comparison: strcmp/strncmp/strcasecmp or ==;
   - in src/cli, the report's figures read other than generically: dt_train_comm_stats (its
     fields are the strategies' figures, one field per figure: a report that reads them
@@ -32,8 +32,15 @@ ALLOWED_PARALLEL = {"parallel/strategy.h", "parallel/registry.h"}
 
 
 def registry_names():
-    text = open(os.path.join(ROOT, "src/parallel/registry.c"), encoding="utf-8").read()
-    names = set(re.findall(r'\.name\s*=\s*"([a-z_0-9]+)"', text))
+    """Every registry row's name: the rows are `const dt_strategy_def dt_X_def = {.name =
+    "..."` in the strategies' files (src/parallel/registry.h)."""
+    names = set()
+    pdir = os.path.join(ROOT, "src/parallel")
+    for f in sorted(os.listdir(pdir)):
+        if f.endswith(".c"):
+            text = open(os.path.join(pdir, f), encoding="utf-8").read()
+            names.update(re.findall(r'const dt_strategy_def \w+ = \{\s*\.name = "([a-z_0-9]+)"',
+                                    text))
     names.add("single")  # ddp's one-rank case, as dt_strategy_info names it
     return names
 
