@@ -136,7 +136,8 @@ dt_status dt_text_write_offsets(const dt_text_windows *w, int64_t first, int64_t
         "# dtrain text windows (include/dtrain/text.h): seed %" PRIu64 ", block_size %lld, "
         "n_train %lld\n# line: step s, then the start o(s, j) in the training bytes of "
         "window j = 0 .. %lld\n# o(s, j) = (w0 * 2^32 + w1) mod (n_train - block_size), w = "
-        "Philox4x32-10(seed, (s, s >> 32, j, %d << 24 | j >> 32))\n",
+        "Philox4x32-10(key seed, counter (s mod 2^32, s div 2^32, j mod 2^32, %d << 24 | j div "
+        "2^32))\n",
         w->seed, (long long)w->block_size, (long long)w->n_train, (long long)global_batch - 1,
         DT_RNG_STREAM_TEXT);
     for (int64_t s = first; s < first + steps; s++) {

@@ -247,10 +247,10 @@ static const key_def keys[] = {
     OTHER("data.text_files", KEY_PATH, data.text_files,
           "text: plain-text files, a ','-separated list of paths and globs, read in sorted "
           "order and concatenated; empty: Debian's fortunes corpus (the regular files of "
-          "/usr/share/games/fortunes, not *.dat)"),
+          "/usr/share/games/fortunes, not the .dat indexes nor the .u8 links)"),
     NUM("data.val_fraction", KEY_DOUBLE, data.val_fraction, LO | HI | HI_STRICT, 0, 1,
-        "text: the corpus's last bytes that validate (the tail of its last files); the first "
-        "floor((1 - val_fraction) * bytes) train"),
+        "text: the fraction of the corpus's bytes, at its end (the tail of its last files), that "
+        "validates: the first floor((1 - val_fraction) * bytes) train; 0: no validation"),
     /* [model] */
     OTHER("model.layers", KEY_LAYERS, layers,
           "the layer stack, separated by ',' or continuation lines: [name:] kind args, "
