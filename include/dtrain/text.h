@@ -96,8 +96,9 @@ typedef struct dt_text_windows {
 
 /* Checks block_size (model.block_size) against the corpus and fixes the windows: the
  * training part must hold one window of block_size + 1 bytes, and so must the validation
- * part unless it is empty (val_fraction 0: no validation windows). DT_ERR_INVALID names
- * model.block_size, the part, its size and data.val_fraction. */
+ * part unless val_fraction is 0 (no validation windows; a val_fraction above 0 that leaves
+ * no byte to validate is refused too). DT_ERR_INVALID names model.block_size, the part, its
+ * size and data.val_fraction. */
 DT_API dt_status dt_text_windows_init(const dt_text *t, int64_t block_size, uint64_t seed,
                                       dt_text_windows *out);
 

@@ -182,7 +182,7 @@ static dt_status read_into(const char *path, uint8_t **buf, size_t *used, size_t
         *buf = grown;
         *cap = want;
     }
-    const size_t got = fread(*buf + *used, 1, size, f);
+    const size_t got = size > 0 ? fread(*buf + *used, 1, size, f) : 0;
     if (got != size || ferror(f)) {
         st = dt_fail(DT_ERR_IO, "text: " KEY ": %s: read %zu of its %zu bytes%s%s", path, got, size,
                      ferror(f) ? ": " : "", ferror(f) ? strerror(errno) : "");

@@ -32,7 +32,8 @@ dt_status dt_text_windows_init(const dt_text *t, int64_t block_size, uint64_t se
                        "model.block_size + 1 = %lld bytes",
                        (long long)t->n_train, t->val_fraction, (long long)t->n,
                        (long long)block_size + 1);
-    if (t->n_val > 0 && t->n_val < block_size + 1)
+    /* A val_fraction so small that no byte validates is as short as one byte. */
+    if ((t->val_fraction > 0.0 || t->n_val > 0) && t->n_val < block_size + 1)
         return dt_fail(DT_ERR_INVALID,
                        "text: the validation part is %lld bytes (the last of %lld, "
                        "data.val_fraction %g), shorter than one window of model.block_size + "

@@ -456,6 +456,12 @@ static void test_errors(void **state)
                  "the training part is 15 bytes");
     DT_ASSERT_OK(dt_text_windows_init(&t, 14, 1, &w));
     dt_text_free(&t);
+    /* A fraction that leaves no byte to validate: 1 - 1e-17 is 1 in double. */
+    DT_ASSERT_OK(dt_text_load(list, 1e-17, &t));
+    assert_int_equal(t.n_val, 0);
+    expect_error(dt_text_windows_init(&t, 4, 1, &w), DT_ERR_INVALID,
+                 "the validation part is 0 bytes");
+    dt_text_free(&t);
 }
 
 /* Debian's fortunes and fortunes-min: 43 files, 2,576,674 bytes (text.h). */
