@@ -6,7 +6,8 @@ set -euo pipefail
 
 PKGS=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libopenblas-dev
       liblapacke-dev zlib1g-dev dataset-fashion-mnist librandom123-dev libinih-dev
-      libcjson-dev libcmocka-dev python3 libprotobuf-c-dev protobuf-c-compiler)
+      libcjson-dev libcmocka-dev python3 libprotobuf-c-dev protobuf-c-compiler
+      fortunes fortunes-min)   # fortunes*: data.kind text's default corpus (text.h)
 if [ "${1:-}" = "--with-torch" ]; then
   PKGS+=(python3-torch python3-numpy)   # only for regenerating reference files
 fi

@@ -37,6 +37,7 @@ typedef enum dt_data_kind {
     DT_DATA_IDX = 0,      /* Fashion-MNIST style IDX files in data.dir */
     DT_DATA_CSV,          /* data.train_file (+ data.test_file) */
     DT_DATA_SYNTH_LINREG, /* synthetic Y = X W^T + b + noise */
+    DT_DATA_TEXT,         /* bytes of data.text_files (text.h) */
     DT_DATA_KIND_COUNT
 } dt_data_kind;
 
@@ -66,6 +67,8 @@ typedef struct dt_config {
         uint64_t synth_seed;
         int64_t test_samples; /* CSV without test_file, synthetic: held-out count */
         int shuffle;          /* 1: permute each epoch by (seed, epoch); 0: file order */
+        char text_files[DT_CONFIG_PATH_MAX]; /* text: paths and globs; "" = fortunes */
+        double val_fraction; /* text: the tail of the corpus that validates, in [0, 1) */
     } data;
     dt_layer_spec layers[DT_CONFIG_MAX_LAYERS];
     int nlayers;

@@ -40,6 +40,8 @@ dt_config dt_config_default(void)
     c.data.synth_seed = 7;
     c.data.test_samples = 512;
     c.data.shuffle = 1;
+    c.data.text_files[0] = '\0'; /* the fortunes corpus (text.h) */
+    c.data.val_fraction = 0.1;
 
     /* The seeds' ConvNet, with the names its PyTorch class gives its parameters. */
     static const char *const convnet[] = {
@@ -527,6 +529,15 @@ static dt_status check_data(const dt_config *c)
                            "config: loss.kind %s needs class labels, but "
                            "data.kind synthetic has regression targets (use mse)",
                            dt_loss_kind_name(c->loss));
+        break;
+    case DT_DATA_TEXT:
+        /* The files and the windows' fit are checked where they are read (text.h). */
+        if (!(c->data.val_fraction >= 0.0 && c->data.val_fraction < 1.0))
+            return dt_fail(DT_ERR_INVALID, "config: data.val_fraction = %g is not in [0, 1)",
+                           c->data.val_fraction);
+        if (regression)
+            return dt_fail(DT_ERR_INVALID, "config: loss.kind mse needs regression targets, but "
+                                           "data.kind text predicts bytes (use cross_entropy)");
         break;
     default:
         return dt_fail(DT_ERR_INVALID, "config: data.kind: unknown kind %d", (int)c->data.kind);

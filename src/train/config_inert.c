@@ -30,7 +30,10 @@ static dt_status judge(const dt_config *c, const char *key, int effective, const
 
 static const char *data_kind_name(dt_data_kind k)
 {
-    return k == DT_DATA_IDX ? "idx" : k == DT_DATA_CSV ? "csv" : "synthetic";
+    return k == DT_DATA_IDX    ? "idx"
+           : k == DT_DATA_CSV  ? "csv"
+           : k == DT_DATA_TEXT ? "text"
+                               : "synthetic";
 }
 
 static dt_status judge_data(const dt_config *c)
@@ -64,6 +67,14 @@ static dt_status judge_data(const dt_config *c)
                      "with data.kind %s: it applies to data.kind synthetic, or csv without "
                      "data.test_file",
                      now));
+    DT_TRY(judge(c, "data.text_files", kind == DT_DATA_TEXT,
+                 "with data.kind %s: it names data.kind text's files", now));
+    DT_TRY(judge(c, "data.val_fraction", kind == DT_DATA_TEXT,
+                 "with data.kind %s: it splits data.kind text's bytes", now));
+    /* Text windows are drawn at random by (seed, step, window) whatever data.shuffle says. */
+    DT_TRY(judge(c, "data.shuffle", kind != DT_DATA_TEXT,
+                 "with data.kind text: its training windows are always drawn at random "
+                 "(text.h)"));
     DT_TRY(judge(c, "data.num_classes",
                  kind == DT_DATA_IDX || (kind == DT_DATA_CSV && c->data.csv_labels),
                  "with data.kind %s%s: it applies to class labels (data.kind idx, or csv with "

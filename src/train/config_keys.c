@@ -107,8 +107,10 @@ void dt_cfg_format_double(double v, char *buf, size_t nbytes)
 /* Each returns NULL for a value outside its enum, which ends the name search. */
 static const char *data_kind_name(int v)
 {
-    static const char *const n[DT_DATA_KIND_COUNT] = {
-        [DT_DATA_IDX] = "idx", [DT_DATA_CSV] = "csv", [DT_DATA_SYNTH_LINREG] = "synthetic"};
+    static const char *const n[DT_DATA_KIND_COUNT] = {[DT_DATA_IDX] = "idx",
+                                                      [DT_DATA_CSV] = "csv",
+                                                      [DT_DATA_SYNTH_LINREG] = "synthetic",
+                                                      [DT_DATA_TEXT] = "text"};
     return v >= 0 && v < DT_DATA_KIND_COUNT ? n[v] : NULL;
 }
 /* data.csv_header holds -1 (detect), 0 (no) or 1 (yes). */
@@ -210,7 +212,7 @@ static const key_def keys[] = {
     /* [data] */
     ENUMK("data.kind", data.kind, data_kind_name, 0,
           "data source: idx (Fashion-MNIST style files in data.dir) | csv | synthetic "
-          "(linear regression)"),
+          "(linear regression) | text (the bytes of data.text_files)"),
     OTHER("data.dir", KEY_PATH, data.dir,
           "directory holding train-*/t10k-* IDX files (gzip or raw)"),
     OTHER("data.train_file", KEY_PATH, data.train_file, "CSV file of training samples"),
@@ -242,6 +244,13 @@ static const key_def keys[] = {
         "synthetic, or CSV without data.test_file: samples held out for testing"),
     NUM("data.shuffle", KEY_BOOL, data.shuffle, 0, 0, 0,
         "permute the training set each epoch from (train.seed, epoch); off: file order"),
+    OTHER("data.text_files", KEY_PATH, data.text_files,
+          "text: plain-text files, a ','-separated list of paths and globs, read in sorted "
+          "order and concatenated; empty: Debian's fortunes corpus (the regular files of "
+          "/usr/share/games/fortunes, not the .dat indexes nor the .u8 links)"),
+    NUM("data.val_fraction", KEY_DOUBLE, data.val_fraction, LO | HI | HI_STRICT, 0, 1,
+        "text: the fraction of the corpus's bytes, at its end (the tail of its last files), that "
+        "validates: the first floor((1 - val_fraction) * bytes) train; 0: no validation"),
     /* [model] */
     OTHER("model.layers", KEY_LAYERS, layers,
           "the layer stack, separated by ',' or continuation lines: [name:] kind args, "

@@ -89,6 +89,11 @@ dt_status dt_data_load(const dt_config *cfg, dt_dataset *storage, dt_dataset *te
         DT_TRY(dt_synth_linreg_make(&s, storage, NULL, NULL));
         break;
     }
+    case DT_DATA_TEXT:
+        /* Text is windows of a corpus, not samples (text.h): its models and trainer use
+         * come with issue 37's GPT. */
+        return dt_fail(DT_ERR_UNSUPPORTED, "data.kind text: no model trains on text yet (the "
+                                           "corpus and its windows are text.h's)");
     default:
         return dt_fail(DT_ERR_INVALID, "data.kind: unknown kind %d", (int)cfg->data.kind);
     }

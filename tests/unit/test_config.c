@@ -202,7 +202,7 @@ static void test_bool_enum_path_list_keys(void **state)
     DT_ASSERT_OK(dt_config_set(&c, "comm.algorithm=ring", "--set"));
     assert_int_equal(c.comm.algorithm, DT_COMM_ALGO_RING);
     expect_set_fails("data.kind=parquet",
-                     "data.kind: unknown value 'parquet' (one of: idx, csv, synthetic)");
+                     "data.kind: unknown value 'parquet' (one of: idx, csv, synthetic, text)");
     expect_set_fails("loss.kind=hinge", "(one of: cross_entropy, nll, mse)");
     expect_set_fails("optim.kind=lamb", "(one of: sgd, adam, adamw)");
     expect_set_fails("schedule.kind=linear", "(one of: constant, step, cosine)");
