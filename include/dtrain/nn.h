@@ -26,6 +26,13 @@ typedef enum dt_layer_kind {
     DT_LAYER_DROPOUT,     /* torch.nn.Dropout(p); masks from dt_forward_ctx keys */
     DT_LAYER_FLATTEN,     /* torch.nn.Flatten: (C, H, W) -> (C*H*W) */
     DT_LAYER_LOG_SOFTMAX, /* torch.nn.LogSoftmax(dim=1) over a feature vector */
+    /* The transformer's kinds (docs/ARCHITECTURE.md, "Per-position shapes"): a per-sample
+     * shape (T, E) is T positions of E features. */
+    DT_LAYER_LAYERNORM,        /* torch.nn.LayerNorm(E, eps=1e-5) over the last dimension */
+    DT_LAYER_GELU,             /* GELU, tanh approximation (GPT-2's gelu_new) */
+    DT_LAYER_EMBEDDING,        /* torch.nn.Embedding(vocab, E): (T) token ids -> (T, E) */
+    DT_LAYER_POSITION,         /* (T, E) + a learned (T, E) table: GPT-2's wpe */
+    DT_LAYER_CAUSAL_ATTENTION, /* (T, 3E) fused q, k, v -> (T, E), `heads` heads, causal */
     DT_LAYER_KIND_COUNT
 } dt_layer_kind;
 
@@ -40,11 +47,14 @@ typedef struct dt_layer_spec {
     int64_t stride;         /* conv2d (default 1), maxpool2d (0 = kernel) */
     int64_t padding;        /* conv2d: zero padding on each side */
     int bias;               /* linear, conv2d: 1 (default) or 0 */
-    double p;               /* dropout probability in [0, 1] */
+    double p;               /* dropout probability in [0, 1]; causal_attention's on the
+                             * attention probabilities, in [0, 1) */
+    int64_t vocab;          /* embedding: the number of token ids (its out_features is E) */
+    int64_t heads;          /* causal_attention */
 } dt_layer_spec;
 
 /* A spec of `kind` with PyTorch's defaults (conv2d stride 1, maxpool2d stride 0 = kernel,
- * bias on, dropout p 0.5). */
+ * bias on, dropout p 0.5; causal_attention p 0). */
 DT_API dt_layer_spec dt_layer_spec_default(dt_layer_kind kind);
 
 /* "linear", "conv2d", ...: the names the config uses. */

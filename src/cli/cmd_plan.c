@@ -70,7 +70,8 @@ static void psgd_bytes(const dt_config *cfg, const dt_shape *shapes, double *p_b
         const dt_layer_spec *sp = &cfg->layers[i];
         double rows = 0, cols = 0;
         if (sp->kind == DT_LAYER_LINEAR)
-            rows = (double)sp->out_features, cols = (double)dt_shape_numel(&shapes[i]);
+            rows = (double)sp->out_features,
+            cols = (double)(shapes[i].ndim == 2 ? shapes[i].d[1] : dt_shape_numel(&shapes[i]));
         else if (sp->kind == DT_LAYER_CONV2D)
             rows = (double)sp->out_channels,
             cols = (double)shapes[i].d[0] * (double)(sp->kernel * sp->kernel);

@@ -41,6 +41,9 @@ typedef struct dt_layer_ops {
      * l->state_bytes (per sample, saved by forward for backward) and l->ws_bytes (shared
      * scratch for one call). Rejects a bad spec/shape with DT_ERR_INVALID. */
     dt_status (*plan)(dt_layer *l);
+    /* How dt_model_init_params draws the parameters (0: PyTorch's default, the bound
+     * 1/sqrt(fan_in) uniform of linear and conv2d). */
+    int init;
     /* Writes the weight's PyTorch shape into shape[]; returns ndim (0: no parameters). */
     int (*weight_shape)(const dt_layer *l, int64_t shape[DT_MAX_DIMS]);
     /* Fan-in used by PyTorch's default initialisation. */
@@ -88,6 +91,13 @@ struct dt_layer {
     float *tp_out;        /* gather: the block's output before the all-gather */
 };
 
+/* dt_layer_ops.init */
+enum {
+    DT_INIT_KAIMING = 0, /* uniform(-1/sqrt(fan_in), 1/sqrt(fan_in)), weight and bias */
+    DT_INIT_NORMAL,      /* normal(0, 0.02), GPT-2's embeddings and projections */
+    DT_INIT_ONES_ZEROS   /* weight 1, bias 0: LayerNorm's gain and bias */
+};
+
 /* Below this many elements (or multiply-adds) a layer runs on one thread: waking the team
  * costs a few microseconds. */
 #define DT_PAR_MIN 32768
@@ -102,6 +112,11 @@ extern const dt_layer_ops dt_relu_ops;
 extern const dt_layer_ops dt_dropout_ops;
 extern const dt_layer_ops dt_flatten_ops;
 extern const dt_layer_ops dt_log_softmax_ops;
+extern const dt_layer_ops dt_layernorm_ops;
+extern const dt_layer_ops dt_gelu_ops;
+extern const dt_layer_ops dt_embedding_ops;
+extern const dt_layer_ops dt_position_ops;
+extern const dt_layer_ops dt_causal_attention_ops;
 
 /* Calls hooks->progress when present. */
 static inline dt_status dt_hooks_progress(const dt_backward_hooks *h)

@@ -8,10 +8,18 @@
 #include "dtrain/nn.h"
 
 static const char *const layer_names[DT_LAYER_KIND_COUNT] = {
-    [DT_LAYER_LINEAR] = "linear",           [DT_LAYER_CONV2D] = "conv2d",
-    [DT_LAYER_MAXPOOL2D] = "maxpool2d",     [DT_LAYER_RELU] = "relu",
-    [DT_LAYER_DROPOUT] = "dropout",         [DT_LAYER_FLATTEN] = "flatten",
+    [DT_LAYER_LINEAR] = "linear",
+    [DT_LAYER_CONV2D] = "conv2d",
+    [DT_LAYER_MAXPOOL2D] = "maxpool2d",
+    [DT_LAYER_RELU] = "relu",
+    [DT_LAYER_DROPOUT] = "dropout",
+    [DT_LAYER_FLATTEN] = "flatten",
     [DT_LAYER_LOG_SOFTMAX] = "log_softmax",
+    [DT_LAYER_LAYERNORM] = "layernorm",
+    [DT_LAYER_GELU] = "gelu",
+    [DT_LAYER_EMBEDDING] = "embedding",
+    [DT_LAYER_POSITION] = "position",
+    [DT_LAYER_CAUSAL_ATTENTION] = "causal_attention",
 };
 
 dt_layer_spec dt_layer_spec_default(dt_layer_kind kind)
@@ -21,11 +29,13 @@ dt_layer_spec dt_layer_spec_default(dt_layer_kind kind)
     memset(&s, 0, sizeof s);
     s.kind = kind;
     /* torch.nn.Conv2d: stride 1, padding 0, bias on. torch.nn.MaxPool2d: stride None,
-     * which means the kernel size (0 here). torch.nn.Dropout: p 0.5. */
+     * which means the kernel size (0 here). torch.nn.Dropout: p 0.5. Attention dropout is
+     * off unless asked for (p 0); the other kinds keep 0.5 in p, unused, so that the
+     * existing models' signatures (dt_model_signature hashes p) do not change. */
     s.stride = kind == DT_LAYER_MAXPOOL2D ? 0 : 1;
     s.padding = 0;
     s.bias = 1;
-    s.p = 0.5;
+    s.p = kind == DT_LAYER_CAUSAL_ATTENTION ? 0.0 : 0.5;
     return s;
 }
 

@@ -1,4 +1,6 @@
 /* linear.c — torch.nn.Linear: y (B, out) = x (B, in) @ W^T (out, in) + b (out).
+ * On a per-position input (T, in) it acts on the last dimension of every position, as
+ * nn.Linear does: the batch's B T positions are the rows of one product, (T, in) -> (T, out).
  * With a thread team, the products are split: y and dx by rows of the batch, dW by rows
  * (output features), each member calling sgemm on its part; member 0 also sums db. The one
  * product without a transposed operand, dx = dy W, goes through dt_sgemm_nn: OpenBLAS alone
@@ -15,28 +17,44 @@ static dt_status linear_plan(dt_layer *l)
     if (l->spec.out_features < 1)
         return dt_fail(DT_ERR_INVALID, "layer %d (linear): out_features must be >= 1, got %lld",
                        l->index, (long long)l->spec.out_features);
-    if (l->in.ndim != 1)
+    if (l->in.ndim == 3)
         return dt_fail(DT_ERR_INVALID,
-                       "layer %d (linear): input must be a feature vector, got %d dims "
-                       "(add a flatten layer before it)",
+                       "layer %d (linear): input must be a feature vector or (positions, "
+                       "features), got %d dims (add a flatten layer before it)",
                        l->index, l->in.ndim);
-    l->out.ndim = 1;
-    l->out.d[0] = l->spec.out_features;
-    l->weight_count = (size_t)(l->spec.out_features * l->in.d[0]);
+    l->out = l->in;
+    l->out.d[l->in.ndim - 1] = l->spec.out_features;
+    l->weight_count = (size_t)(l->spec.out_features * l->in.d[l->in.ndim - 1]);
     l->bias_count = l->spec.bias ? (size_t)l->spec.out_features : 0;
     return DT_OK;
+}
+
+/* Features in and out of one row, and rows per sample: 1, or the positions of (T, in). */
+static int64_t feat_in(const dt_layer *l)
+{
+    return l->in.d[l->in.ndim - 1];
+}
+
+static int64_t feat_out(const dt_layer *l)
+{
+    return l->out.d[l->out.ndim - 1];
+}
+
+static int64_t rows_per_sample(const dt_layer *l)
+{
+    return l->in.ndim == 2 ? l->in.d[0] : 1;
 }
 
 static int linear_weight_shape(const dt_layer *l, int64_t shape[DT_MAX_DIMS])
 {
     shape[0] = l->spec.out_features;
-    shape[1] = l->in.d[0];
+    shape[1] = feat_in(l);
     return 2;
 }
 
 static int64_t linear_fan_in(const dt_layer *l)
 {
-    return l->in.d[0];
+    return feat_in(l);
 }
 
 enum { PHASE_BOTH, PHASE_DW, PHASE_DX };
@@ -45,21 +63,21 @@ typedef struct linear_job {
     const dt_layer *l;
     const float *x, *dy;
     float *y, *dx;
-    int64_t batch;
-    int phase; /* backward: both products, or dW (and db) only, or dx only */
+    int64_t batch; /* rows: samples times rows_per_sample */
+    int phase;     /* backward: both products, or dW (and db) only, or dx only */
 } linear_job;
 
 /* Small products run on one thread: waking the team costs more than it saves. */
-static dt_pool *team_for(const dt_layer *l, int64_t batch)
+static dt_pool *team_for(const dt_layer *l, int64_t rows)
 {
-    return batch * l->in_numel * l->out_numel >= 64 * DT_PAR_MIN ? l->pool : NULL;
+    return rows * feat_in(l) * feat_out(l) >= 64 * DT_PAR_MIN ? l->pool : NULL;
 }
 
 static void forward_part(void *ctx, int t, int nt)
 {
     const linear_job *j = ctx;
     const dt_layer *l = j->l;
-    const int64_t in = l->in_numel, out = l->out_numel;
+    const int64_t in = feat_in(l), out = feat_out(l);
     int64_t lo, hi;
     dt_pool_share(j->batch, t, nt, &lo, &hi);
     if (hi == lo)
@@ -77,15 +95,15 @@ static void linear_forward(dt_layer *l, const float *x, float *y, int64_t batch,
     (void)ctx;
     if (batch == 0)
         return;
-    linear_job j = {.l = l, .x = x, .y = y, .batch = batch};
-    dt_pool_run(team_for(l, batch), forward_part, &j);
+    linear_job j = {.l = l, .x = x, .y = y, .batch = batch * rows_per_sample(l)};
+    dt_pool_run(team_for(l, j.batch), forward_part, &j);
 }
 
 static void backward_part(void *ctx, int t, int nt)
 {
     const linear_job *j = ctx;
     const dt_layer *l = j->l;
-    const int64_t in = l->in_numel, out = l->out_numel, batch = j->batch;
+    const int64_t in = feat_in(l), out = feat_out(l), batch = j->batch;
     int64_t lo, hi;
     /* dW rows [lo, hi) (out, in) += dy[:, lo:hi]^T (hi-lo, B) @ x (B, in) */
     dt_pool_share(out, t, nt, &lo, &hi);
@@ -107,8 +125,13 @@ static dt_status linear_backward(dt_layer *l, const float *x, const float *y, co
     (void)hooks;
     if (batch == 0)
         return DT_OK;
-    linear_job j = {.l = l, .x = x, .dy = dy, .dx = dx, .batch = batch, .phase = PHASE_BOTH};
-    dt_pool *team = team_for(l, batch);
+    linear_job j = {.l = l,
+                    .x = x,
+                    .dy = dy,
+                    .dx = dx,
+                    .batch = batch * rows_per_sample(l),
+                    .phase = PHASE_BOTH};
+    dt_pool *team = team_for(l, j.batch);
     if (dx == x && dt_pool_size(team) > 1) {
         /* dx over x (model.c's plan): every member must be done reading x for dW before
          * any writes dx. One thread does them in that order anyway. */

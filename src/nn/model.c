@@ -29,6 +29,16 @@ const dt_layer_ops *dt_layer_ops_for(dt_layer_kind kind)
         return &dt_flatten_ops;
     case DT_LAYER_LOG_SOFTMAX:
         return &dt_log_softmax_ops;
+    case DT_LAYER_LAYERNORM:
+        return &dt_layernorm_ops;
+    case DT_LAYER_GELU:
+        return &dt_gelu_ops;
+    case DT_LAYER_EMBEDDING:
+        return &dt_embedding_ops;
+    case DT_LAYER_POSITION:
+        return &dt_position_ops;
+    case DT_LAYER_CAUSAL_ATTENTION:
+        return &dt_causal_attention_ops;
     default:
         return NULL;
     }
@@ -836,19 +846,46 @@ static void init_tensor(const dt_param_info *t, float *v, uint64_t seed, uint32_
     }
 }
 
+/* normal(0, std) by Box-Muller: element g from words 2 (g mod 2) and 2 (g mod 2) + 1 of
+ * block g / 2, the first made nonzero for the logarithm. Like init_tensor, a pure function
+ * of (seed, tensor, whole element). */
+static void init_normal(const dt_param_info *t, float *v, uint64_t seed, uint32_t c3, uint32_t k,
+                        double std)
+{
+    size_t have = (size_t)-1;
+    uint32_t w[4];
+    for (size_t e = 0; e < t->count; e++) {
+        const size_t g = dt_param_whole_index(t, e);
+        if (g / 2 != have) {
+            have = g / 2;
+            dt_philox(seed, (uint32_t)(g / 2), (uint32_t)((uint64_t)g >> 33), k, c3, w);
+        }
+        const double u1 = ((double)w[2 * (g % 2)] + 1.0) * (1.0 / 4294967296.0); /* (0, 1] */
+        const double u2 = dt_u01d(w[2 * (g % 2) + 1]);
+        v[e] = (float)(std * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+    }
+}
+
 void dt_model_init_params(dt_model *m, uint64_t seed)
 {
     for (int i = 0; i < m->ntensors; i++) {
         const dt_param_info *t = &m->tensors[i];
         const dt_layer *l = &m->layers[t->layer];
-        /* kaiming_uniform_(a=sqrt(5)) gives bound 1/sqrt(fan_in); the bias uses the
-         * weight's fan_in (torch.nn.Linear/Conv2d reset_parameters). */
-        const int64_t fan_in = l->fan_in_whole > 0 ? l->fan_in_whole : l->ops->fan_in(l);
-        const double bound = 1.0 / sqrt((double)fan_in);
         /* Keyed by the layer's index in the whole model: a stage's layers draw its numbers. */
         const uint32_t c3 = ((uint32_t)DT_RNG_STREAM_INIT << 24) | (uint32_t)l->index;
         const uint32_t k = t->offset != l->param_offset; /* 0: weight, 1: bias */
-        init_tensor(t, m->params + t->offset, seed, c3, k, bound);
+        if (l->ops->init == DT_INIT_ONES_ZEROS) {
+            for (size_t e = 0; e < t->count; e++)
+                m->params[t->offset + e] = k ? 0.0f : 1.0f;
+        } else if (l->ops->init == DT_INIT_NORMAL) {
+            /* GPT-2's normal(0, 0.02) (docs/ARCHITECTURE.md, "Per-position shapes") */
+            init_normal(t, m->params + t->offset, seed, c3, k, 0.02);
+        } else {
+            /* kaiming_uniform_(a=sqrt(5)) gives bound 1/sqrt(fan_in); the bias uses the
+             * weight's fan_in (torch.nn.Linear/Conv2d reset_parameters). */
+            const int64_t fan_in = l->fan_in_whole > 0 ? l->fan_in_whole : l->ops->fan_in(l);
+            init_tensor(t, m->params + t->offset, seed, c3, k, 1.0 / sqrt((double)fan_in));
+        }
     }
 }
 
@@ -905,6 +942,10 @@ uint64_t dt_model_signature(const dt_model *m)
         h = fnv(h, v, sizeof v);
         h = fnv(h, &sp->p, sizeof sp->p);
         h = fnv(h, sp->name, strlen(sp->name));
+        if (sp->kind >= DT_LAYER_LAYERNORM) { /* the older kinds' signatures stay as they were */
+            const int64_t t[2] = {sp->vocab, sp->heads};
+            h = fnv(h, t, sizeof t);
+        }
     }
     return h;
 }

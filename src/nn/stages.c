@@ -11,12 +11,21 @@
 /* Forward and backward arithmetic per sample of a planned layer. */
 static double layer_flops(const dt_layer *l)
 {
-    if (l->weight_count == 0)
+    if (l->spec.kind == DT_LAYER_CAUSAL_ATTENTION) {
+        /* Half of the T x T scores and products with v, each 2 E multiply-adds, forward;
+         * backward recomputes the scores and takes four products. */
+        const double T = (double)l->out.d[0], E = (double)l->out.d[1];
+        return 7.0 * T * T * E;
+    }
+    if (l->weight_count == 0 || l->spec.kind == DT_LAYER_EMBEDDING ||
+        l->spec.kind == DT_LAYER_POSITION || l->spec.kind == DT_LAYER_LAYERNORM)
         return 2.0 * (double)l->out_numel;
-    /* Each weight meets each output position once: a linear layer's outputs are its rows,
-     * a convolution's weights slide over its H x W outputs. */
-    const double positions =
-        l->spec.kind == DT_LAYER_CONV2D ? (double)(l->out.d[1] * l->out.d[2]) : 1.0;
+    /* Each weight meets each output position once: a linear layer's outputs are its rows
+     * (T of them per sample on a (T, E) input), a convolution's weights slide over its
+     * H x W outputs. */
+    const double positions = l->spec.kind == DT_LAYER_CONV2D ? (double)(l->out.d[1] * l->out.d[2])
+                             : l->in.ndim == 2               ? (double)l->in.d[0]
+                                                             : 1.0;
     return 3.0 * 2.0 * (double)l->weight_count * positions;
 }
 

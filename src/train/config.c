@@ -457,6 +457,11 @@ static dt_status check_layers(const dt_config *c)
             dt_error_prefix("config: model.layers: layer %d: ", i);
             return DT_ERR_INVALID;
         }
+        if (s->kind == DT_LAYER_CAUSAL_ATTENTION && !(s->p >= 0.0 && s->p < 1.0))
+            return dt_fail(DT_ERR_INVALID,
+                           "config: model.layers: layer %d: causal_attention p %g is not in "
+                           "[0, 1)",
+                           i, s->p);
         if (s->kind == DT_LAYER_DROPOUT && !(s->p >= 0.0 && s->p <= 1.0))
             return dt_fail(DT_ERR_INVALID,
                            "config: model.layers: layer %d: dropout p %g is "

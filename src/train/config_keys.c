@@ -255,7 +255,9 @@ static const key_def keys[] = {
     OTHER("model.layers", KEY_LAYERS, layers,
           "the layer stack, separated by ',' or continuation lines: [name:] kind args, "
           "e.g. 'conv1: conv2d 32 3 stride=1 padding=0', 'linear 128', 'maxpool2d 2', "
-          "'dropout 0.25', relu, flatten, log_softmax"),
+          "'dropout 0.25', relu, flatten, log_softmax; on (T, E) positions: 'embedding 256 "
+          "128' (vocab width), position, layernorm, gelu, 'causal_attention 4 p=0.1' (heads), "
+          "and linear on the last dimension"),
     /* [loss] */
     ENUMK("loss.kind", loss, loss_name, 0,
           "loss: cross_entropy (on logits) | nll (on log-probabilities) | mse"),

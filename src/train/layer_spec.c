@@ -7,6 +7,9 @@
  *     maxpool2d 2 stride=2                       kernel (stride defaults to the kernel)
  *     dropout 0.25                               p (default 0.5, as torch.nn.Dropout)
  *     relu | flatten | log_softmax               no arguments
+ *     layernorm | gelu | position                no arguments
+ *     embedding 256 128                          vocab width: (T) ids -> (T, 128)
+ *     causal_attention 4 p=0.1                   heads; p: dropout on the probabilities (0)
  *
  * The format writes the canonical form (defaults left out), which parses back to the same
  * spec, so `--help`, logs and checkpoints show what a config would have to say. Each
@@ -40,7 +43,25 @@ static const kind_syntax syntax[DT_LAYER_KIND_COUNT] = {
     [DT_LAYER_DROPOUT] = {0, 1, "p", ""},
     [DT_LAYER_FLATTEN] = {0, 0, "", ""},
     [DT_LAYER_LOG_SOFTMAX] = {0, 0, "", ""},
+    [DT_LAYER_LAYERNORM] = {0, 0, "", ""},
+    [DT_LAYER_GELU] = {0, 0, "", ""},
+    [DT_LAYER_EMBEDDING] = {2, 0, "vocab width", ""},
+    [DT_LAYER_POSITION] = {0, 0, "", ""},
+    [DT_LAYER_CAUSAL_ATTENTION] = {1, 0, "heads", "p"},
 };
+
+/* A probability: in [0, 1], or [0, 1) when `below_one`. */
+static dt_status parse_p(const char *text, int below_one, double *out)
+{
+    if (dt_cfg_parse_double(text, out) != DT_OK) {
+        dt_error_prefix("p: ");
+        return DT_ERR_INVALID;
+    }
+    if (!(*out >= 0.0 && (below_one ? *out < 1.0 : *out <= 1.0)))
+        return dt_fail(DT_ERR_INVALID, "p: %g is out of range (must be in [0, 1%s)", *out,
+                       below_one ? "" : "]");
+    return DT_OK;
+}
 
 static int has_word(const char *list, const char *word)
 {
@@ -113,6 +134,8 @@ static dt_status parse_option(dt_layer_spec *s, const char *key, const char *val
         return parse_dim(value, "stride", s->kind == DT_LAYER_MAXPOOL2D ? 0 : 1, &s->stride);
     if (strcmp(key, "padding") == 0)
         return parse_dim(value, "padding", 0, &s->padding);
+    if (strcmp(key, "p") == 0) /* causal_attention: 1 would drop every probability */
+        return parse_p(value, 1, &s->p);
     return dt_fail(DT_ERR_INVALID, "unknown option '%s'", key);
 }
 
@@ -127,13 +150,12 @@ static dt_status parse_positional(dt_layer_spec *s, int index, const char *text)
     case DT_LAYER_MAXPOOL2D:
         return parse_dim(text, "kernel", 1, &s->kernel);
     case DT_LAYER_DROPOUT:
-        if (dt_cfg_parse_double(text, &s->p) != DT_OK) {
-            dt_error_prefix("p: ");
-            return DT_ERR_INVALID;
-        }
-        if (!(s->p >= 0.0 && s->p <= 1.0))
-            return dt_fail(DT_ERR_INVALID, "p: %g is out of range (must be in [0, 1])", s->p);
-        return DT_OK;
+        return parse_p(text, 0, &s->p);
+    case DT_LAYER_EMBEDDING:
+        return index == 0 ? parse_dim(text, "vocab", 1, &s->vocab)
+                          : parse_dim(text, "width", 1, &s->out_features);
+    case DT_LAYER_CAUSAL_ATTENTION:
+        return parse_dim(text, "heads", 1, &s->heads);
     default:
         /* Kinds without arguments never get here: the caller counts first. */
         DT_ASSERT(0);
@@ -300,6 +322,17 @@ void dt_layer_spec_format(const dt_layer_spec *s, char *buf, size_t nbytes)
     case DT_LAYER_DROPOUT:
         dt_cfg_format_double(s->p, p, sizeof p);
         snprintf(args, sizeof args, " %s", p);
+        break;
+    case DT_LAYER_EMBEDDING:
+        snprintf(args, sizeof args, " %lld %lld", (long long)s->vocab, (long long)s->out_features);
+        break;
+    case DT_LAYER_CAUSAL_ATTENTION:
+        if (s->p != 0.0) {
+            dt_cfg_format_double(s->p, p, sizeof p);
+            snprintf(args, sizeof args, " %lld p=%s", (long long)s->heads, p);
+        } else {
+            snprintf(args, sizeof args, " %lld", (long long)s->heads);
+        }
         break;
     default:
         break;

@@ -395,6 +395,14 @@ static void test_layer_spec_round_trip(void **state)
         "dropout 1",
         "flatten",
         "log_softmax",
+        "layernorm",
+        "ln_f: layernorm",
+        "gelu",
+        "embedding 256 128",
+        "wte: embedding 16777216 1",
+        "position",
+        "causal_attention 4",
+        "causal_attention 3 p=0.1",
     };
     for (size_t i = 0; i < sizeof canonical / sizeof canonical[0]; i++) {
         dt_layer_spec s, again;
@@ -415,6 +423,8 @@ static void test_layer_spec_round_trip(void **state)
         {"maxpool2d 2 stride=0", "maxpool2d 2"},
         {"dropout", "dropout 0.5"},
         {"dropout 2.5e-1", "dropout 0.25"},
+        {"causal_attention 2 p=0", "causal_attention 2"},
+        {"causal_attention 2 p=2.5e-1", "causal_attention 2 p=0.25"},
     };
     for (size_t i = 0; i < sizeof loose / sizeof loose[0]; i++) {
         dt_layer_spec s;
@@ -458,6 +468,16 @@ static void test_layer_spec_round_trip(void **state)
         {"bad-name: relu", "layer name 'bad-name' may hold only letters, digits and '_'"},
         {": relu", "empty layer name before ':'"},
         {"a_name_that_is_far_too_long_to_be_a_layer_name_here: relu", "is longer than 47"},
+        {"embedding 256", "embedding needs 2 arguments (vocab width), got 1"},
+        {"embedding 0 4", "vocab: 0 is out of range"},
+        {"embedding 4 0", "width: 0 is out of range"},
+        {"causal_attention", "causal_attention needs 1 argument (heads), got 0"},
+        {"causal_attention 0", "heads: 0 is out of range"},
+        {"causal_attention 2 p=1", "p: 1 is out of range (must be in [0, 1)"},
+        {"causal_attention 2 p=-0.5", "p: -0.5 is out of range"},
+        {"causal_attention 2 bias=off", "causal_attention has no option 'bias' (options: p)"},
+        {"layernorm 5", "layernorm takes no arguments, got '5'"},
+        {"gelu approximate=tanh", "gelu takes no options, got 'approximate'"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         dt_error_clear();
@@ -473,6 +493,28 @@ static void test_layer_spec_round_trip(void **state)
     }
 }
 
+/* The transformer's kinds in one layer list (docs/CONFIG.md): parsed, formatted back as
+ * written. */
+static void test_gpt_layer_list(void **state)
+{
+    (void)state;
+    static const char *const gpt =
+        "embedding 256 128, position, layernorm, linear 384, causal_attention 4, linear 128, "
+        "layernorm, gelu, linear 256";
+    dt_config c = dt_config_default();
+    char assign[256];
+    snprintf(assign, sizeof assign, "model.layers=%s", gpt);
+    DT_ASSERT_OK(dt_config_set(&c, assign, "--set"));
+    assert_int_equal(c.nlayers, 9);
+    assert_int_equal(c.layers[0].kind, DT_LAYER_EMBEDDING);
+    assert_int_equal(c.layers[0].vocab, 256);
+    assert_int_equal(c.layers[0].out_features, 128);
+    assert_int_equal(c.layers[4].kind, DT_LAYER_CAUSAL_ATTENTION);
+    assert_int_equal(c.layers[4].heads, 4);
+    assert_true(c.layers[4].p == 0.0);
+    ASSERT_FMT(&c, "model.layers", gpt);
+}
+
 static void test_kind_names(void **state)
 {
     (void)state;
@@ -483,7 +525,7 @@ static void test_kind_names(void **state)
         dt_layer_spec d = dt_layer_spec_default((dt_layer_kind)k);
         assert_int_equal(d.kind, k);
         assert_int_equal(d.bias, 1);
-        assert_true(d.p == 0.5);
+        assert_true(d.p == (k == DT_LAYER_CAUSAL_ATTENTION ? 0.0 : 0.5));
         assert_int_equal(d.stride, k == DT_LAYER_MAXPOOL2D ? 0 : 1);
     }
     for (int k = 0; k < DT_LOSS_KIND_COUNT; k++) {
@@ -854,6 +896,7 @@ int main(void)
         cmocka_unit_test(test_file_errors_name_line),
         cmocka_unit_test(test_file_values_and_layers),
         cmocka_unit_test(test_layer_spec_round_trip),
+        cmocka_unit_test(test_gpt_layer_list),
         cmocka_unit_test(test_kind_names),
         cmocka_unit_test(test_help_table),
         cmocka_unit_test(test_optim_kind_defaults),
