@@ -22,3 +22,8 @@ dt_add_test(NAME test_grad_tfm
 dt_add_test(NAME test_threads
             SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_threads.c ${DT_GRAD_SUPPORT}
             LABELS grad threads TIMEOUT 60)
+# The transformer's layer kinds and linear on (T, E) through the model, against double
+# references and their finite differences, at 1 and 2 threads.
+dt_add_test(NAME test_grad_gpt
+            SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_grad_gpt.c ${DT_GRAD_SUPPORT}
+            LABELS grad TIMEOUT 120)
