@@ -255,12 +255,39 @@ static void run_model(const ref_case *c, const float *x, const float *params, co
     dt_model_free(m);
 }
 
+/* The output shape each kind's definition gives. */
+static dt_shape ref_out_shape(const ref_case *c)
+{
+    dt_shape o = c->in;
+    switch (c->spec.kind) {
+    case DT_LAYER_LINEAR:
+        o.d[o.ndim - 1] = c->spec.out_features;
+        break;
+    case DT_LAYER_EMBEDDING:
+        o = shape2(c->in.d[0], c->spec.out_features);
+        break;
+    case DT_LAYER_CAUSAL_ATTENTION:
+        o.d[1] = c->in.d[1] / 3;
+        break;
+    default:
+        break;
+    }
+    return o;
+}
+
 /* One case: the model against the reference and its finite differences, at 1 and 2
  * threads. ids: the input is token ids below `ids` (embedding: no input gradient). */
 static void run_case(const char *what, ref_case *c, int64_t ids, uint64_t seed)
 {
     dt_model *m = NULL;
     DT_ASSERT_OK(dt_model_create(&c->spec, 1, &c->in, c->batch, &m));
+    const dt_shape want = ref_out_shape(c), *got = dt_model_shape(m, 1);
+    char ws[64], gs[64];
+    if (got->ndim != want.ndim || memcmp(got->d, want.d, sizeof(int64_t) * (size_t)want.ndim))
+        print_error("%s: output shape %s, expected %s\n", what, dt_shape_str(got, gs, sizeof gs),
+                    dt_shape_str(&want, ws, sizeof ws));
+    assert_true(got->ndim == want.ndim &&
+                memcmp(got->d, want.d, sizeof(int64_t) * (size_t)want.ndim) == 0);
     const size_t nx = (size_t)(c->batch * dt_shape_numel(&c->in));
     const size_t ny = (size_t)(c->batch * dt_shape_numel(dt_model_shape(m, 1)));
     const size_t np = dt_model_param_count(m);
