@@ -386,6 +386,32 @@ DT_API dt_comm *dt_grid_world(const dt_grid *grid);
 DT_API int dt_grid_world_rank(const dt_grid *grid, int dp_rank, int tp_rank, int pp_rank);
 DT_API const char *dt_grid_axis_name(dt_grid_axis axis);
 
+/* ---- the cost of a collective on a link (comm/cost.c) --------------------------------
+ * A link is a bandwidth B and a latency alpha per message; B may depend on the message size,
+ * from all-reduce times measured at several sizes (`dtrain bench-comm --json`, which
+ * `dtrain plan --from` reads: a link's bandwidth depends on the message through TCP's
+ * windows and a shaper's burst and queue). docs/USER_GUIDE.md has the formulas. */
+#define DT_LINK_POINTS 64
+typedef struct dt_link_model {
+    double bw;     /* bytes/s, given; with a curve, its figure at `at` */
+    double alpha;  /* seconds per message */
+    double at;     /* the message size bw is quoted at (0: given) */
+    int npts;      /* measured all-reduce sizes (0: B is constant) */
+    int ranks;     /* the ranks the curve was measured on */
+    double gap_ms; /* bench-comm --gap of the rows it came from */
+    double size[DT_LINK_POINTS], time[DT_LINK_POINTS]; /* ascending sizes; seconds */
+} dt_link_model;
+
+/* The bus bandwidth of a message of `bytes` (bytes/s; INFINITY where the measured time is
+ * all latency). */
+DT_API double dt_link_bw_at(const dt_link_model *l, double bytes);
+/* Seconds: one ring all-reduce of `bytes` over n ranks, 2(n-1)/n * S/B(S) + 2(n-1) alpha; a
+ * ring all-gather of a whole `bytes`, (n-1)/n * S/B(S) + (n-1) alpha; one message,
+ * S/B(S) + alpha. */
+DT_API double dt_link_allreduce(const dt_link_model *l, double bytes, int n);
+DT_API double dt_link_allgather(const dt_link_model *l, double bytes, int n);
+DT_API double dt_link_message(const dt_link_model *l, double bytes);
+
 #ifdef __cplusplus
 }
 #endif

@@ -99,7 +99,7 @@ static double compressed_bytes(const dt_config *cfg, double grad, int buckets)
 }
 
 static double predict_compressed(const dt_config *cfg, const dt_shape *shapes, const layout *y,
-                                 const dt_plan_link *l, double grad, const double *bucket, int nb)
+                                 const dt_link_model *l, double grad, const double *bucket, int nb)
 {
     char mode[64], what[128];
     double t = 0, bytes = 0;
@@ -108,16 +108,16 @@ static double predict_compressed(const dt_config *cfg, const dt_shape *shapes, c
         double pb, qb;
         psgd_bytes(cfg, shapes, &pb, &qb);
         bytes = pb + qb;
-        t = dt_plan_allreduce(l, pb, y->dp) + dt_plan_allreduce(l, qb, y->dp);
+        t = dt_link_allreduce(l, pb, y->dp) + dt_link_allreduce(l, qb, y->dp);
         snprintf(what, sizeof what, "dp %s: all-reduce of P (and biases), then of Q", mode);
     } else if (cfg->parallel.compress.kind == DT_COMPRESS_TOPK) {
         bytes = compressed_bytes(cfg, grad, nb);
-        t = dt_plan_allgather(l, bytes * y->dp, y->dp) + (nb - 1) * (y->dp - 1) * l->alpha;
+        t = dt_link_allgather(l, bytes * y->dp, y->dp) + (nb - 1) * (y->dp - 1) * l->alpha;
         snprintf(what, sizeof what, "dp %s: all-gather of (index, value) pairs", mode);
     } else {
         for (int b = 0; b < nb; b++) { /* fp16, bf16: half of each bucket */
             bytes += compressed_bytes(cfg, bucket[b], 1);
-            t += dt_plan_allreduce(l, compressed_bytes(cfg, bucket[b], 1), y->dp);
+            t += dt_link_allreduce(l, compressed_bytes(cfg, bucket[b], 1), y->dp);
         }
         snprintf(what, sizeof what, "dp %s all-reduce (%d bucket%s)", mode, nb, nb == 1 ? "" : "s");
     }
@@ -129,13 +129,13 @@ static double predict_compressed(const dt_config *cfg, const dt_shape *shapes, c
  * K servers' links carry N/K workers' each. The busier of a worker's link and a server's
  * sets the pace: max(1, N/K) times the bytes over B, plus a message's latency each way. */
 static double predict_ps(const dt_config *cfg, const dt_shape *shapes, const layout *y,
-                         const dt_plan_link *l, double grad)
+                         const dt_link_model *l, double grad)
 {
     (void)shapes;
     const double load = fmax(1.0, (double)y->dp / y->servers);
     const double push = compressed_bytes(cfg, grad, y->servers);
-    const double tpull = load * (dt_plan_message(l, grad) - l->alpha) + l->alpha,
-                 tpush = load * (dt_plan_message(l, push) - l->alpha) + l->alpha;
+    const double tpull = load * (dt_link_message(l, grad) - l->alpha) + l->alpha,
+                 tpush = load * (dt_link_message(l, push) - l->alpha) + l->alpha;
     char what[128];
     snprintf(what, sizeof what, "ps pull: the parameters (%d workers over %d server%s)", y->dp,
              y->servers, y->servers == 1 ? "" : "s");
@@ -170,7 +170,7 @@ static int plan_buckets(const dt_config *cfg, const dt_tp_layer_plan *plan, cons
 
 /* The step's communication, printed row by row; returns the predicted seconds. */
 static double predict(const dt_config *cfg, const dt_shape *shapes, const dt_tp_layer_plan *plan,
-                      const int *stage_of, const layout *y, const dt_plan_link *l)
+                      const int *stage_of, const layout *y, const dt_link_model *l)
 {
     double total = 0, worst = 0, bucket[DT_CONFIG_MAX_LAYERS], b_of[DT_CONFIG_MAX_LAYERS];
     int nb = 0;
@@ -195,7 +195,7 @@ static double predict(const dt_config *cfg, const dt_shape *shapes, const dt_tp_
                  nb == 1 ? "" : "s");
         double t = 0;
         for (int b = 0; b < nb; b++)
-            t += dt_plan_allreduce(l, bucket[b], y->dp);
+            t += dt_link_allreduce(l, bucket[b], y->dp);
         row(what, worst, t);
         total += t;
     }
@@ -205,11 +205,11 @@ static double predict(const dt_config *cfg, const dt_shape *shapes, const dt_tp_
         const double out = (double)dt_shape_numel(&shapes[i + 1]) * mb,
                      in = (double)dt_shape_numel(&shapes[i]) * mb;
         if (plan[i].role == DT_TP_ROW)
-            tp_bytes += out, tp_s += dt_plan_allreduce(l, out, y->tp);
+            tp_bytes += out, tp_s += dt_link_allreduce(l, out, y->tp);
         if (plan[i].gather)
-            tp_bytes += out, tp_s += dt_plan_allgather(l, out, y->tp);
+            tp_bytes += out, tp_s += dt_link_allgather(l, out, y->tp);
         if (plan[i].role == DT_TP_COLUMN && seen_params)
-            tp_bytes += in, tp_s += dt_plan_allreduce(l, in, y->tp);
+            tp_bytes += in, tp_s += dt_link_allreduce(l, in, y->tp);
         seen_params += (double)plan[i].whole_params;
     }
     if (y->tp > 1) {
@@ -223,7 +223,7 @@ static double predict(const dt_config *cfg, const dt_shape *shapes, const dt_tp_
         if (stage_of[i] != stage_of[i - 1]) {
             const double x = (double)dt_shape_numel(&shapes[i]) * mb;
             pp_bytes += 2 * x;
-            pp_s += 2 * dt_plan_message(l, x);
+            pp_s += 2 * dt_link_message(l, x);
         }
     if (y->pp > 1) {
         snprintf(what, sizeof what, "pp activations and their gradients, %d micro-batch%s",
@@ -235,7 +235,7 @@ static double predict(const dt_config *cfg, const dt_shape *shapes, const dt_tp_
 }
 
 /* B and α from the options. */
-static int link_of(const dt_cli_values *v, double bytes, dt_plan_link *l)
+static int link_of(const dt_cli_values *v, double bytes, dt_link_model *l)
 {
     const char *from = dt_cli_string(v, "from"), *bw = dt_cli_string(v, "bandwidth"),
                *lat = dt_cli_string(v, "latency");
@@ -318,7 +318,7 @@ int dt_cmd_plan(int argc, char **argv)
         return DT_EXIT_OK;
     }
     layout y;
-    dt_plan_link l;
+    dt_link_model l;
     memset(&l, 0, sizeof l);
     if (rc != DT_EXIT_OK)
         return rc;

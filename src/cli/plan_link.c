@@ -14,13 +14,13 @@ static double number(const cJSON *o, const char *key)
 }
 
 /* Keeps the rows sorted by size; a size seen twice keeps its first row. */
-static void add_point(dt_plan_link *l, double size, double seconds)
+static void add_point(dt_link_model *l, double size, double seconds)
 {
     int i = l->npts;
     for (int k = 0; k < l->npts; k++)
         if (l->size[k] == size)
             return;
-    if (l->npts == DT_PLAN_POINTS)
+    if (l->npts == DT_LINK_POINTS)
         return;
     while (i > 0 && l->size[i - 1] > size) {
         l->size[i] = l->size[i - 1];
@@ -34,7 +34,7 @@ static void add_point(dt_plan_link *l, double size, double seconds)
 
 /* One row: returns 1 if it is an `auto` all-reduce row with a time, 0 if another row, -1 if
  * its ranks or --gap differ from the rows before it. */
-static int take_row(dt_plan_link *l, const cJSON *o)
+static int take_row(dt_link_model *l, const cJSON *o)
 {
     const cJSON *op = cJSON_GetObjectItemCaseSensitive(o, "operation");
     const cJSON *al = cJSON_GetObjectItemCaseSensitive(o, "algorithm");
@@ -52,7 +52,7 @@ static int take_row(dt_plan_link *l, const cJSON *o)
     return 1;
 }
 
-int dt_plan_link_read(const char *path, double bytes, dt_plan_link *l)
+int dt_plan_link_read(const char *path, double bytes, dt_link_model *l)
 {
     char *text = NULL;
     size_t n = 0;
@@ -83,48 +83,7 @@ int dt_plan_link_read(const char *path, double bytes, dt_plan_link *l)
     /* α: the smallest message's time is all latency, 2(n-1) of them in a ring. */
     l->alpha = l->time[0] / (2.0 * (l->ranks - 1));
     l->at = bytes;
-    l->bw = dt_plan_bw_at(l, bytes);
+    l->bw = dt_link_bw_at(l, bytes);
     return 0;
 }
 
-/* The measured all-reduce time at `bytes`: linear between the neighbouring sizes, the
- * smallest size's below them, the largest size's bandwidth beyond them. */
-static double curve_time(const dt_plan_link *l, double bytes)
-{
-    const int last = l->npts - 1;
-    if (bytes <= l->size[0])
-        return l->time[0];
-    if (bytes >= l->size[last])
-        return l->time[last] * bytes / l->size[last];
-    int k = 1;
-    while (l->size[k] < bytes)
-        k++;
-    const double f = (bytes - l->size[k - 1]) / (l->size[k] - l->size[k - 1]);
-    return l->time[k - 1] + f * (l->time[k] - l->time[k - 1]);
-}
-
-double dt_plan_bw_at(const dt_plan_link *l, double bytes)
-{
-    if (l->npts == 0)
-        return l->bw;
-    const int n = l->ranks;
-    const double beyond_latency = curve_time(l, bytes) - 2.0 * (n - 1) * l->alpha;
-    return beyond_latency > 0 ? 2.0 * (n - 1) / n * bytes / beyond_latency : INFINITY;
-}
-
-double dt_plan_allreduce(const dt_plan_link *l, double bytes, int n)
-{
-    return n <= 1 ? 0.0
-                  : 2.0 * (n - 1) / n * bytes / dt_plan_bw_at(l, bytes) + 2.0 * (n - 1) * l->alpha;
-}
-
-double dt_plan_allgather(const dt_plan_link *l, double bytes, int n)
-{
-    return n <= 1 ? 0.0
-                  : (double)(n - 1) / n * bytes / dt_plan_bw_at(l, bytes) + (n - 1) * l->alpha;
-}
-
-double dt_plan_message(const dt_plan_link *l, double bytes)
-{
-    return bytes / dt_plan_bw_at(l, bytes) + l->alpha;
-}
