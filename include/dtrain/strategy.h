@@ -10,6 +10,7 @@
 #ifndef DTRAIN_STRATEGY_H
 #define DTRAIN_STRATEGY_H
 
+#include "dtrain/comm.h"
 #include "dtrain/core.h"
 #include "dtrain/fed.h"
 
@@ -218,9 +219,30 @@ DT_API dt_status dt_strategy_setting_describe(int j, dt_strategy_setting_info *o
  * servers, which hold the parameters and apply what the workers push; 0 for the others. */
 DT_API int dt_strategy_apart(const dt_strategy_options *o);
 
-/* Why `dtrain plan` cannot predict the messages of the strategy o names ("fedavg's rounds
- * ..."), or NULL when it can. */
-DT_API const char *dt_strategy_plan_gap(const dt_strategy_options *o);
+/* ---- predicting a step's messages (`dtrain plan`) ---------------------------------------
+ * What one optimizer step of a strategy sends across the data-parallel group (or to its
+ * servers), from the options and the model's sizes alone: no MPI, no data. The grid's own
+ * axes (tp's and pp's activations) are the caller's. */
+typedef struct dt_predict_input {
+    int world;            /* the job's ranks */
+    int dp;               /* data-parallel replicas (ps: workers) */
+    int apart;            /* ranks set apart from computing (dt_strategy_apart) */
+    double grad_bytes;    /* one rank's gradient bytes per step (the stage with the most) */
+    const double *bucket; /* ddp's buckets of them, bytes, nbuckets of them */
+    int nbuckets;
+    double psgd_p_bytes; /* PowerSGD's P factors and the tensors it sends whole */
+    double psgd_q_bytes; /* and its Q factors (docs/COMPRESSION.md) */
+    const dt_link_model *link;
+} dt_predict_input;
+
+/* One predicted row: what crosses the network, its bytes per step, its seconds per step. */
+typedef void (*dt_predict_row)(void *ctx, const char *what, double bytes, double seconds);
+
+/* The messages of one step of the strategy o names, row by row, and their predicted
+ * seconds in *seconds. DT_ERR_UNSUPPORTED, saying what the prediction does not model yet,
+ * for a strategy without one (fedavg). */
+DT_API dt_status dt_strategy_predict(const dt_strategy_options *o, const dt_predict_input *in,
+                                     dt_predict_row row, void *ctx, double *seconds);
 
 /* Sets the registry setting `key` ("localsgd.sync_every") to `value`, `given` (may be NULL)
  * saying how the user wrote it. DT_ERR_INVALID for an unknown key, a value out of its range

@@ -36,7 +36,8 @@ static const dt_cli_option plan_opts[] = {
     {"--batch", "N", DT_OPT_CONFIG_KEY, "train.batch", "samples per micro-batch on each rank"},
     {"--zero", "0|1", DT_OPT_CONFIG_KEY, "parallel.zero", "ZeRO stage"},
     {"--strategy", "S", DT_OPT_CONFIG_KEY, "parallel.strategy",
-     "one of the strategies listed below (the plan predicts ddp's and ps's messages)"},
+     "one of the strategies listed below (each predicts its own messages; fedavg's are not "
+     "modelled)"},
     {"--servers", "K", DT_OPT_CONFIG_KEY, "parallel.servers", "ps: server ranks (of --ranks)"},
     {"--compress", "MODE", DT_OPT_CONFIG_KEY, "parallel.compress",
      "none, fp16, bf16, topk:RATIO or powersgd:RANK"},
@@ -86,64 +87,11 @@ static void psgd_bytes(const dt_config *cfg, const dt_shape *shapes, double *p_b
     }
 }
 
-/* Bytes one rank hands the exchange per step for `grad` bytes of gradients in `buckets`
- * buckets under parallel.compress (without the PowerSGD case). */
-static double compressed_bytes(const dt_config *cfg, double grad, int buckets)
+/* dt_strategy_predict's rows, printed. */
+static void print_row(void *ctx, const char *what, double bytes, double seconds)
 {
-    const dt_compress_options *c = &cfg->parallel.compress;
-    if (c->kind == DT_COMPRESS_FP16 || c->kind == DT_COMPRESS_BF16)
-        return grad / 2;
-    if (c->kind == DT_COMPRESS_TOPK) /* ceil per bucket: at most one entry more each */
-        return 8.0 * ceil(c->ratio * grad / sizeof(float)) + 8.0 * (buckets - 1);
-    return grad;
-}
-
-static double predict_compressed(const dt_config *cfg, const dt_shape *shapes, const layout *y,
-                                 const dt_link_model *l, double grad, const double *bucket, int nb)
-{
-    char mode[64], what[128];
-    double t = 0, bytes = 0;
-    dt_compress_format(&cfg->parallel.compress, mode, sizeof mode);
-    if (cfg->parallel.compress.kind == DT_COMPRESS_POWERSGD) {
-        double pb, qb;
-        psgd_bytes(cfg, shapes, &pb, &qb);
-        bytes = pb + qb;
-        t = dt_link_allreduce(l, pb, y->dp) + dt_link_allreduce(l, qb, y->dp);
-        snprintf(what, sizeof what, "dp %s: all-reduce of P (and biases), then of Q", mode);
-    } else if (cfg->parallel.compress.kind == DT_COMPRESS_TOPK) {
-        bytes = compressed_bytes(cfg, grad, nb);
-        t = dt_link_allgather(l, bytes * y->dp, y->dp) + (nb - 1) * (y->dp - 1) * l->alpha;
-        snprintf(what, sizeof what, "dp %s: all-gather of (index, value) pairs", mode);
-    } else {
-        for (int b = 0; b < nb; b++) { /* fp16, bf16: half of each bucket */
-            bytes += compressed_bytes(cfg, bucket[b], 1);
-            t += dt_link_allreduce(l, compressed_bytes(cfg, bucket[b], 1), y->dp);
-        }
-        snprintf(what, sizeof what, "dp %s all-reduce (%d bucket%s)", mode, nb, nb == 1 ? "" : "s");
-    }
-    row(what, bytes, t);
-    return t;
-}
-
-/* ps (docs/PARAMETER_SERVER.md): a worker pulls the parameters and pushes its gradient; the
- * K servers' links carry N/K workers' each. The busier of a worker's link and a server's
- * sets the pace: max(1, N/K) times the bytes over B, plus a message's latency each way. */
-static double predict_ps(const dt_config *cfg, const dt_shape *shapes, const layout *y,
-                         const dt_link_model *l, double grad)
-{
-    (void)shapes;
-    const double load = fmax(1.0, (double)y->dp / y->servers);
-    const double push = compressed_bytes(cfg, grad, y->servers);
-    const double tpull = load * (dt_link_message(l, grad) - l->alpha) + l->alpha,
-                 tpush = load * (dt_link_message(l, push) - l->alpha) + l->alpha;
-    char what[128];
-    snprintf(what, sizeof what, "ps pull: the parameters (%d workers over %d server%s)", y->dp,
-             y->servers, y->servers == 1 ? "" : "s");
-    row(what, grad, tpull);
-    snprintf(what, sizeof what, "ps push: the gradient%s",
-             cfg->parallel.compress.kind != DT_COMPRESS_NONE ? " (compressed)" : "");
-    row(what, push, tpush);
-    return tpull + tpush;
+    (void)ctx;
+    row(what, bytes, seconds);
 }
 
 /* ddp's buckets (src/parallel/ddp.c) on stage s: layers from the last, a bucket closed at the
@@ -185,20 +133,23 @@ static double predict(const dt_config *cfg, const dt_shape *shapes, const dt_tp_
         }
     }
     char what[128];
-    if (y->servers > 0)
-        return predict_ps(cfg, shapes, y, l, worst);
-    if (y->dp > 1 && cfg->parallel.compress.kind != DT_COMPRESS_NONE) {
-        total += predict_compressed(cfg, shapes, y, l, worst, bucket, nb);
-    } else if (y->dp > 1) {
-        snprintf(what, sizeof what, "dp %s of the gradients (%d bucket%s)",
-                 cfg->parallel.zero ? "reduce-scatter + all-gather" : "all-reduce", nb,
-                 nb == 1 ? "" : "s");
-        double t = 0;
-        for (int b = 0; b < nb; b++)
-            t += dt_link_allreduce(l, bucket[b], y->dp);
-        row(what, worst, t);
+    /* The strategy's own messages (its registry row's prediction), then the grid's axes. */
+    dt_strategy_options so;
+    dt_config_strategy_options(cfg, &so);
+    double pb = 0, qb = 0, t = 0;
+    if (cfg->parallel.compress.kind == DT_COMPRESS_POWERSGD)
+        psgd_bytes(cfg, shapes, &pb, &qb);
+    const dt_predict_input step = {.world = y->world,
+                                   .dp = y->dp,
+                                   .apart = y->servers,
+                                   .grad_bytes = worst,
+                                   .bucket = bucket,
+                                   .nbuckets = nb,
+                                   .psgd_p_bytes = pb,
+                                   .psgd_q_bytes = qb,
+                                   .link = l};
+    if (dt_strategy_predict(&so, &step, print_row, NULL, &t) == DT_OK) /* make_layout asked */
         total += t;
-    }
     const double mb = (double)y->batch * sizeof(float);
     double tp_bytes = 0, tp_s = 0, seen_params = 0;
     for (int i = 0; y->tp > 1 && i < cfg->nlayers; i++) {
@@ -265,9 +216,12 @@ static int make_layout(const dt_config *cfg, const dt_cli_values *v, layout *y)
     const char *ranks = dt_cli_string(v, "ranks");
     dt_strategy_options so;
     dt_config_strategy_options(cfg, &so);
-    const char *gap = dt_strategy_plan_gap(&so);
-    if (gap != NULL) {
-        fprintf(stderr, "dtrain plan: --strategy %s: %s\n", so.strategy, gap);
+    /* A strategy whose messages are not modelled is refused before anything is printed:
+     * one replica sends nothing, so this asks without a link. */
+    const dt_predict_input none = {.world = 1, .dp = 1};
+    double zero = 0;
+    if (dt_strategy_predict(&so, &none, print_row, NULL, &zero) != DT_OK) {
+        fprintf(stderr, "dtrain plan: %s\n", dt_last_error());
         return DT_EXIT_USAGE;
     }
     y->servers = dt_strategy_apart(&so);

@@ -86,4 +86,3 @@ int dt_plan_link_read(const char *path, double bytes, dt_link_model *l)
     l->bw = dt_link_bw_at(l, bytes);
     return 0;
 }
-

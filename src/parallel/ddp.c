@@ -508,6 +508,48 @@ dt_status dt_ddp_check(const dt_strategy_options *o, int world, int tp, int pp)
     return dt_strategy_check_grid(o, world, tp, pp);
 }
 
+/* One step's gradient exchange over the dp group (docs/USER_GUIDE.md, `dtrain plan`): each
+ * bucket's ring all-reduce (ZeRO-1: reduce-scatter + all-gather, the same bytes), or under
+ * compression fp16/bf16's halves per bucket, topk's all-gather of (index, value) pairs, or
+ * PowerSGD's two all-reduces (P and the tensors sent whole, then Q). */
+static dt_status ddp_predict(const dt_strategy_options *o, const dt_predict_input *in,
+                             dt_predict_row row, void *ctx, double *seconds)
+{
+    const dt_link_model *l = in->link;
+    const int d = in->dp, nb = in->nbuckets;
+    char what[128], mode[64];
+    double t = 0, bytes = 0;
+    *seconds = 0.0;
+    if (d <= 1)
+        return DT_OK; /* nothing crosses */
+    dt_compress_format(&o->compress, mode, sizeof mode);
+    if (o->compress.kind == DT_COMPRESS_POWERSGD) {
+        bytes = in->psgd_p_bytes + in->psgd_q_bytes;
+        t = dt_link_allreduce(l, in->psgd_p_bytes, d) + dt_link_allreduce(l, in->psgd_q_bytes, d);
+        snprintf(what, sizeof what, "dp %s: all-reduce of P (and biases), then of Q", mode);
+    } else if (o->compress.kind == DT_COMPRESS_TOPK) {
+        bytes = dt_compress_predict_bytes(&o->compress, in->grad_bytes, nb);
+        t = dt_link_allgather(l, bytes * d, d) + (nb - 1) * (d - 1) * l->alpha;
+        snprintf(what, sizeof what, "dp %s: all-gather of (index, value) pairs", mode);
+    } else if (o->compress.kind != DT_COMPRESS_NONE) { /* fp16, bf16: half of each bucket */
+        for (int b = 0; b < nb; b++) {
+            const double x = dt_compress_predict_bytes(&o->compress, in->bucket[b], 1);
+            bytes += x;
+            t += dt_link_allreduce(l, x, d);
+        }
+        snprintf(what, sizeof what, "dp %s all-reduce (%d bucket%s)", mode, nb, nb == 1 ? "" : "s");
+    } else {
+        for (int b = 0; b < nb; b++)
+            t += dt_link_allreduce(l, in->bucket[b], d);
+        bytes = in->grad_bytes;
+        snprintf(what, sizeof what, "dp %s of the gradients (%d bucket%s)",
+                 o->zero ? "reduce-scatter + all-gather" : "all-reduce", nb, nb == 1 ? "" : "s");
+    }
+    row(ctx, what, bytes, t);
+    *seconds = t;
+    return DT_OK;
+}
+
 const dt_strategy_def dt_ddp_def = {
     .name = "ddp",
     .help = "synchronous data parallelism: gradients all-reduced in buckets (a world of one: "
@@ -515,4 +557,5 @@ const dt_strategy_def dt_ddp_def = {
     .uses = DT_SO_USES_AXES | DT_SO_USES_BUCKETS | DT_SO_USES_STEPS | DT_SO_USES_COMPRESSION,
     .check = dt_ddp_check,
     .create = dt_ddp_create,
+    .predict = ddp_predict,
 };

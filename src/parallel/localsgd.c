@@ -547,6 +547,27 @@ static dt_status ls_check(const dt_strategy_options *o, int world, int tp, int p
     return dt_strategy_check_grid(o, world, tp, pp);
 }
 
+/* One step's share of an average: the parameters' ring all-reduce over the dp group every H
+ * steps, its bytes and time divided by H (the warm-up's steps are ddp's: not modelled), and
+ * the exchange of four numbers per rank every step. */
+static dt_status ls_predict(const dt_strategy_options *o, const dt_predict_input *in,
+                            dt_predict_row row, void *ctx, double *seconds)
+{
+    const dt_link_model *l = in->link;
+    const int h = sync_every(o), d = in->dp;
+    char what[128];
+    *seconds = 0.0;
+    if (d <= 1)
+        return DT_OK;
+    const double avg = dt_link_allreduce(l, in->grad_bytes, d) / h;
+    snprintf(what, sizeof what, "localsgd: all-reduce of the parameters, 1/%d per step", h);
+    row(ctx, what, in->grad_bytes / h, avg);
+    const double ex = dt_link_allgather(l, 4.0 * sizeof(double) * d, d);
+    row(ctx, "localsgd: each step's loss and non-finite finding", 4.0 * sizeof(double), ex);
+    *seconds = avg + ex;
+    return DT_OK;
+}
+
 static const dt_strategy_setting ls_settings[] = {
     {.key = "localsgd.sync_every",
      .option = "--sync-every",
@@ -573,8 +594,7 @@ const dt_strategy_def dt_localsgd_def = {
     .uses = DT_SO_USES_AXES | DT_SO_USES_STEPS,
     .settings = ls_settings,
     .nsettings = (int)(sizeof ls_settings / sizeof ls_settings[0]),
-    .no_plan = "its averages of the parameters every --sync-every steps are not modelled by "
-               "the plan yet",
     .check = ls_check,
     .create = ls_create,
+    .predict = ls_predict,
 };

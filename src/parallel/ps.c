@@ -464,6 +464,33 @@ static int ps_apart(const dt_strategy_options *o)
     return o->servers;
 }
 
+/* One step (docs/PARAMETER_SERVER.md): a worker pulls the parameters and pushes its
+ * gradient; the K servers' links carry N/K workers' each. The busier of a worker's link and
+ * a server's sets the pace: max(1, N/K) times the bytes over B, plus a message's latency
+ * each way. */
+static dt_status ps_predict(const dt_strategy_options *o, const dt_predict_input *in,
+                            dt_predict_row row, void *ctx, double *seconds)
+{
+    const dt_link_model *l = in->link;
+    char what[128];
+    *seconds = 0.0;
+    if (in->apart < 1 || in->dp < 1)
+        return DT_OK; /* no server, or no worker: nothing crosses */
+    const double load = fmax(1.0, (double)in->dp / in->apart);
+    const double grad = in->grad_bytes;
+    const double push = dt_compress_predict_bytes(&o->compress, grad, in->apart);
+    const double tpull = load * (dt_link_message(l, grad) - l->alpha) + l->alpha,
+                 tpush = load * (dt_link_message(l, push) - l->alpha) + l->alpha;
+    snprintf(what, sizeof what, "ps pull: the parameters (%d workers over %d server%s)", in->dp,
+             in->apart, in->apart == 1 ? "" : "s");
+    row(ctx, what, grad, tpull);
+    snprintf(what, sizeof what, "ps push: the gradient%s",
+             o->compress.kind != DT_COMPRESS_NONE ? " (compressed)" : "");
+    row(ctx, what, push, tpush);
+    *seconds = tpull + tpush;
+    return DT_OK;
+}
+
 const dt_strategy_def dt_ps_def = {
     .name = "ps",
     .help = "parameter servers (the last parallel.servers ranks) and workers, bulk- or "
@@ -477,4 +504,5 @@ const dt_strategy_def dt_ps_def = {
     .no_stop = "its servers skip a push holding a NaN or Inf and count it",
     .check = dt_ps_check,
     .create = dt_ps_create,
+    .predict = ps_predict,
 };

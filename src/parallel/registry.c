@@ -320,8 +320,16 @@ dt_status dt_strategy_setting_describe(int j, dt_strategy_setting_info *out)
     return DT_OK;
 }
 
-const char *dt_strategy_plan_gap(const dt_strategy_options *o)
+dt_status dt_strategy_predict(const dt_strategy_options *o, const dt_predict_input *in,
+                              dt_predict_row row, void *ctx, double *seconds)
 {
+    DT_ASSERT(o != NULL && in != NULL && row != NULL && seconds != NULL);
     const dt_strategy_def *def = dt_strategy_find(o->strategy != NULL ? o->strategy : "ddp");
-    return def != NULL ? def->no_plan : NULL;
+    *seconds = 0.0;
+    if (def == NULL)
+        return dt_fail(DT_ERR_INVALID, "parallel.strategy: unknown strategy '%s'", o->strategy);
+    if (def->predict == NULL)
+        return dt_fail(DT_ERR_UNSUPPORTED, "--strategy %s: %s", def->name,
+                       def->no_plan != NULL ? def->no_plan : "its messages are not modelled");
+    return def->predict(o, in, row, ctx, seconds);
 }

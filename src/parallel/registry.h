@@ -65,8 +65,10 @@ typedef struct dt_strategy_def {
     /* Optional: how many of the world's ranks it sets apart from computing (ps's servers:
      * they hold the parameters and apply what the others push), for `dtrain plan`. */
     int (*apart)(const dt_strategy_options *o);
-    /* Why `dtrain plan` cannot predict its messages, or NULL when it can (plan models
-     * ddp's gradient exchange and ps's pulls and pushes). */
+    /* Its messages in one step (dt_strategy_predict), or NULL: then `no_plan` says what
+     * the prediction does not model. */
+    dt_status (*predict)(const dt_strategy_options *o, const dt_predict_input *in,
+                         dt_predict_row row, void *ctx, double *seconds);
     const char *no_plan;
     /* Why train.on_nonfinite = stop cannot apply under it, or NULL when it can. */
     const char *no_stop;

@@ -157,6 +157,11 @@ dt_status dt_state_find(const dt_state_source *src, const char *name, int ndim,
 void dt_state_take_part(const dt_param_info *p, const float *whole, float *local);
 void dt_state_free(dt_strategy *s);
 
+/* Bytes one rank hands the exchange per step for `grad` bytes of gradients in `buckets`
+ * buckets under compression c: fp16 and bf16 half, topk's (index, value) pairs (ceil per
+ * bucket), the rest whole (PowerSGD's factors are dt_predict_input's). For predictions. */
+double dt_compress_predict_bytes(const dt_compress_options *c, double grad, int buckets);
+
 /* A registry setting's value (dt_strategy_options_get for a key the registry declares:
  * asserted), and how it was given (NULL: its default). */
 double dt_strategy_setting_get(const dt_strategy_options *o, const char *key);

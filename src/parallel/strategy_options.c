@@ -1,6 +1,7 @@
 /* strategy_options.c — the options' words (pipeline schedules, compression modes) and the
  * registry settings as a strategy reads them from its options: what every strategy may
  * call without reaching the registry (registry.h says why). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,4 +97,13 @@ const char *dt_strategy_setting_given(const dt_strategy_options *o, const char *
         if (strcmp(o->settings[k].key, key) == 0)
             return o->settings[k].given;
     return NULL;
+}
+
+double dt_compress_predict_bytes(const dt_compress_options *c, double grad, int buckets)
+{
+    if (c->kind == DT_COMPRESS_FP16 || c->kind == DT_COMPRESS_BF16)
+        return grad / 2;
+    if (c->kind == DT_COMPRESS_TOPK) /* ceil per bucket: at most one entry more each */
+        return 8.0 * ceil(c->ratio * grad / sizeof(float)) + 8.0 * (buckets - 1);
+    return grad;
 }
