@@ -34,9 +34,11 @@
  * the clones run the attention 1.7 times as fast (docs/NOTES.md). The functions' bits do
  * not change: the code is the same 16-lane arithmetic in the same order, and the build's
  * -ffp-contract=off keeps FMA out of every clone. Static helpers the clones call are
- * DT_VEC_INLINE so that they are compiled inside each clone. */
+ * DT_VEC_INLINE so that they are compiled inside each clone. Not under ThreadSanitizer: its
+ * runtime is not up when the loader runs an ifunc's resolver, and the program crashes at
+ * load (make test's TSan pass). */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__) &&       \
-    !defined(__AVX512F__)
+    !defined(__AVX512F__) && !defined(__SANITIZE_THREAD__)
 #define DT_VEC_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define DT_VEC_CLONES
