@@ -56,7 +56,7 @@ typedef struct dt_ddp {
     int64_t steps;
     dt_gcomp *gc;   /* parallel.compress (gcomp.h), or NULL */
     dt_gcomp *cur;  /* this step's: gc, or NULL during parallel.compress_warmup */
-    char line[160]; /* the report's line of its figures: what the exchange is */
+    char line[256]; /* the report's line of its figures: what the exchange is */
 } dt_ddp;
 
 /* Buckets in backward order: walk layers from the last; close a bucket at the first layer
