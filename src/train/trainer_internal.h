@@ -24,7 +24,7 @@ struct dt_trainer {
     int64_t rows;         /* the model's planned batch: micro_max x the strategy's slots */
     int64_t steps_per_epoch;
     int64_t *perm;                      /* [train.n] */
-    dt_run_plan run; /* the run's cut (dt_strategy_plan_run) */
+    dt_run_plan run;                    /* the run's cut (dt_strategy_plan_run) */
     int64_t *positions;                 /* [rows] positions in the permutation */
     int64_t *samples;                   /* [rows] the samples at those positions */
     int32_t *labels;                    /* [rows] */
