@@ -397,15 +397,21 @@ static const int64_t Ts[] = {1, 5, 13};
 static const int64_t Ts[] = {1, 5, 37};
 #endif
 
+/* One layer `name` on (T, 7) for each T of Ts, 3 samples, case k seeded seed0 + k. */
+static void run_over_ts(dt_layer_spec spec, const char *name, uint64_t seed0)
+{
+    for (size_t k = 0; k < sizeof Ts / sizeof Ts[0]; k++) {
+        ref_case c = {.spec = spec, .in = shape2(Ts[k], 7), .batch = 3};
+        char what[64];
+        snprintf(what, sizeof what, "%s on (%lld, 7)", name, (long long)Ts[k]);
+        run_case(what, &c, 0, seed0 + k);
+    }
+}
+
 static void test_linear_per_position(void **state)
 {
     (void)state;
-    for (size_t k = 0; k < 3; k++) {
-        ref_case c = {.spec = gu_linear(5, 1), .in = shape2(Ts[k], 7), .batch = 3};
-        char what[64];
-        snprintf(what, sizeof what, "linear 5 on (%lld, 7)", (long long)Ts[k]);
-        run_case(what, &c, 0, 10 + k);
-    }
+    run_over_ts(gu_linear(5, 1), "linear 5", 10);
 }
 
 static void test_layernorm(void **state)
@@ -426,13 +432,7 @@ static void test_layernorm(void **state)
 static void test_gelu(void **state)
 {
     (void)state;
-    for (size_t k = 0; k < 3; k++) {
-        ref_case c = {
-            .spec = dt_layer_spec_default(DT_LAYER_GELU), .in = shape2(Ts[k], 7), .batch = 3};
-        char what[64];
-        snprintf(what, sizeof what, "gelu on (%lld, 7)", (long long)Ts[k]);
-        run_case(what, &c, 0, 30 + k);
-    }
+    run_over_ts(dt_layer_spec_default(DT_LAYER_GELU), "gelu", 30);
 }
 
 static void test_embedding(void **state)
@@ -493,13 +493,7 @@ static void test_embedding_bad_ids(void **state)
 static void test_position(void **state)
 {
     (void)state;
-    for (size_t k = 0; k < 3; k++) {
-        ref_case c = {
-            .spec = dt_layer_spec_default(DT_LAYER_POSITION), .in = shape2(Ts[k], 7), .batch = 3};
-        char what[64];
-        snprintf(what, sizeof what, "position on (%lld, 7)", (long long)Ts[k]);
-        run_case(what, &c, 0, 50 + k);
-    }
+    run_over_ts(dt_layer_spec_default(DT_LAYER_POSITION), "position", 50);
 }
 
 static void test_attention(void **state)
