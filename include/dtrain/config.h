@@ -192,6 +192,10 @@ DT_API void dt_config_key_format(const dt_config *cfg, int i, char *buf, size_t 
 /* Parses one layer description ("conv2d 32 3 stride=1 padding=0", "fc1: linear 128",
  * "dropout 0.25", "maxpool2d 2") into *out; DT_ERR_INVALID names the problem. */
 DT_API dt_status dt_layer_spec_parse(const char *text, dt_layer_spec *out);
+/* The same for a layer list's item, which may repeat its layer: "transformer.h: 12 x block 4"
+ * gives *repeat 12 and the spec of one of them (its name "transformer.h": the list names
+ * copy k "transformer.h.k"); *repeat is 1 without "N x". */
+DT_API dt_status dt_layer_spec_parse_repeat(const char *text, dt_layer_spec *out, int64_t *repeat);
 /* Formats a layer back into that syntax. */
 DT_API void dt_layer_spec_format(const dt_layer_spec *spec, char *buf, size_t nbytes);
 

@@ -33,6 +33,10 @@ typedef enum dt_layer_kind {
     DT_LAYER_EMBEDDING,        /* torch.nn.Embedding(vocab, E): (T) token ids -> (T, E) */
     DT_LAYER_POSITION,         /* (T, E) + a learned (T, E) table: GPT-2's wpe */
     DT_LAYER_CAUSAL_ATTENTION, /* (T, 3E) fused q, k, v -> (T, E), `heads` heads, causal */
+    DT_LAYER_BLOCK,            /* GPT-2's residual block on (T, E): x + attn(ln_1(x)), then
+                                * x + mlp(ln_2(x)); Hugging Face's tensors and layout */
+    DT_LAYER_LM_HEAD,          /* (T, E) -> (T, V) logits through the transpose of the model's
+                                * token embedding (tied: no tensor of its own) */
     DT_LAYER_KIND_COUNT
 } dt_layer_kind;
 
@@ -48,9 +52,12 @@ typedef struct dt_layer_spec {
     int64_t padding;        /* conv2d: zero padding on each side */
     int bias;               /* linear, conv2d: 1 (default) or 0 */
     double p;               /* dropout probability in [0, 1]; causal_attention's on the
-                             * attention probabilities, in [0, 1) */
-    int64_t vocab;          /* embedding: the number of token ids (its out_features is E) */
-    int64_t heads;          /* causal_attention */
+                             * attention probabilities, in [0, 1); block's on its two
+                             * residual branches (GPT-2's resid_pdrop) */
+    int64_t vocab;          /* embedding: the number of token ids (its out_features is E);
+                             * lm_head: filled from the model's embedding when planned */
+    int64_t heads;          /* causal_attention, block */
+    double attn_p;          /* block: dropout on the attention probabilities (attn_pdrop) */
 } dt_layer_spec;
 
 /* A spec of `kind` with PyTorch's defaults (conv2d stride 1, maxpool2d stride 0 = kernel,

@@ -14,6 +14,23 @@
 
 typedef struct dt_layer dt_layer;
 
+/* A layer with more tensors than a weight and a bias (the transformer block) describes each
+ * one: its name after the layer's ("ln_1.weight"), its shape, and how it starts. */
+enum { DT_LAYER_MAX_TENSORS = 12 };
+typedef enum dt_tensor_fill {
+    DT_FILL_NORMAL = 0, /* normal(0, std) from (seed, layer, tensor, element) */
+    DT_FILL_ONES,
+    DT_FILL_ZEROS
+} dt_tensor_fill;
+typedef struct dt_layer_tensor {
+    char suffix[32];
+    int ndim;
+    int64_t shape[DT_MAX_DIMS];
+    size_t count; /* elements: the layer's tensors lie one after another in this order */
+    dt_tensor_fill fill;
+    double std;
+} dt_layer_tensor;
+
 typedef struct dt_layer_ops {
     dt_layer_kind kind;
     /* 1: forward may write its output over its input (an element-wise map whose backward
@@ -37,6 +54,12 @@ typedef struct dt_layer_ops {
     /* 1: with several threads, backward sums parameter gradients per thread (conv2d, whose
      * threads take different samples): the model plans l->partial for members 1..n-1. */
     int grad_partials;
+    /* 1: the saved state is laid out by field, each field a (rows, per-sample) matrix over
+     * the state's state_cap rows, so that a call's rows of one field are contiguous (a
+     * block's q, k, v for one product over the batch); the model leaves l->state at its
+     * base and says the call's first row in l->state_r0. 0: sample by sample, l->state
+     * pointing at the call's first sample. */
+    int state_by_field;
     /* From l->spec and l->in: sets l->out, l->param_count (weight_count + bias_count),
      * l->state_bytes (per sample, saved by forward for backward) and l->ws_bytes (shared
      * scratch for one call). Rejects a bad spec/shape with DT_ERR_INVALID. */
@@ -55,6 +78,10 @@ typedef struct dt_layer_ops {
      * layer ran in place, x and y are the same buffer and hold the output. */
     dt_status (*backward)(dt_layer *l, const float *x, const float *y, const float *dy, float *dx,
                           int64_t batch, const dt_backward_hooks *hooks);
+    /* NULL: the layer's tensors are "weight" (weight_shape) then "bias". Otherwise the
+     * layer's param_count floats are the tensors this writes into out (at most
+     * DT_LAYER_MAX_TENSORS), in order; returns their number. */
+    int (*tensors)(const dt_layer *l, dt_layer_tensor *out);
 } dt_layer_ops;
 
 struct dt_layer {
@@ -70,12 +97,25 @@ struct dt_layer {
     size_t state_bytes;
     void *state;
     int state_working; /* recomputed layer: state for one call's rows, from row 0 */
+    int64_t state_cap; /* rows the state holds: max_batch, or call_rows when working */
+    int64_t state_r0;  /* state_by_field: the call's first row in it */
     int active;        /* dropout: the last forward applied a mask */
     /* Scratch shared by all layers (used within one forward/backward call only); member
      * t of the thread team uses ws + t * ws_stride (floats). */
     size_t ws_bytes;
     float *ws;
     size_t ws_stride;
+    /* Scratch of rows_ws_bytes per sample of one call (the model plans it for call_rows
+     * samples, shared by all layers, member 0's alone): a block's inner activations that
+     * backward recomputes rather than keeps. */
+    size_t rows_ws_bytes;
+    float *rows_ws;
+    /* lm_head: the whole model's index of the embedding whose table it shares (w and dw
+     * point into that layer's), set by the plan; -1 otherwise. */
+    int tie;
+    /* The number of block layers in the whole model (GPT-2 scales each block's output
+     * projections' initial values by 1/sqrt(2 blocks)); set by the plan. */
+    int model_blocks;
     /* The model's thread team (NULL: one thread) and, for grad_partials layers, member t's
      * (t >= 1) parameter-gradient partial at partial + (t - 1) * param_count. */
     struct dt_pool *pool;
@@ -117,6 +157,8 @@ extern const dt_layer_ops dt_gelu_ops;
 extern const dt_layer_ops dt_embedding_ops;
 extern const dt_layer_ops dt_position_ops;
 extern const dt_layer_ops dt_causal_attention_ops;
+extern const dt_layer_ops dt_block_ops;
+extern const dt_layer_ops dt_lm_head_ops;
 
 /* Calls hooks->progress when present. */
 static inline dt_status dt_hooks_progress(const dt_backward_hooks *h)

@@ -20,6 +20,8 @@ static const char *const layer_names[DT_LAYER_KIND_COUNT] = {
     [DT_LAYER_EMBEDDING] = "embedding",
     [DT_LAYER_POSITION] = "position",
     [DT_LAYER_CAUSAL_ATTENTION] = "causal_attention",
+    [DT_LAYER_BLOCK] = "block",
+    [DT_LAYER_LM_HEAD] = "lm_head",
 };
 
 dt_layer_spec dt_layer_spec_default(dt_layer_kind kind)
@@ -30,12 +32,13 @@ dt_layer_spec dt_layer_spec_default(dt_layer_kind kind)
     s.kind = kind;
     /* torch.nn.Conv2d: stride 1, padding 0, bias on. torch.nn.MaxPool2d: stride None,
      * which means the kernel size (0 here). torch.nn.Dropout: p 0.5. Attention dropout is
-     * off unless asked for (p 0); the other kinds keep 0.5 in p, unused, so that the
-     * existing models' signatures (dt_model_signature hashes p) do not change. */
+     * off unless asked for (p 0), and so are a block's (p and attn_p 0); the other kinds keep 0.5
+     * in p, unused, so that the existing models' signatures (dt_model_signature hashes p) do not
+     * change. */
     s.stride = kind == DT_LAYER_MAXPOOL2D ? 0 : 1;
     s.padding = 0;
     s.bias = 1;
-    s.p = kind == DT_LAYER_CAUSAL_ATTENTION ? 0.0 : 0.5;
+    s.p = kind == DT_LAYER_CAUSAL_ATTENTION || kind == DT_LAYER_BLOCK ? 0.0 : 0.5;
     return s;
 }
 

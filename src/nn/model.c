@@ -39,6 +39,10 @@ const dt_layer_ops *dt_layer_ops_for(dt_layer_kind kind)
         return &dt_position_ops;
     case DT_LAYER_CAUSAL_ATTENTION:
         return &dt_causal_attention_ops;
+    case DT_LAYER_BLOCK:
+        return &dt_block_ops;
+    case DT_LAYER_LM_HEAD:
+        return &dt_lm_head_ops;
     default:
         return NULL;
     }
@@ -71,10 +75,11 @@ static void tensor_name(const dt_layer *l, const char *suffix, char *buf, size_t
 {
     /* torch.nn.Sequential names tensors by the module's index; a named layer uses its name
      * (the seeds' ConvNet class: conv1.weight, fc1.bias). */
+    /* A name (< DT_NAME_MAX) and a suffix (< 32, dt_layer_tensor) fit the buffer. */
     if (l->spec.name[0] != '\0')
-        snprintf(buf, nbytes, "%s.%s", l->spec.name, suffix);
+        snprintf(buf, nbytes, "%.47s.%.31s", l->spec.name, suffix);
     else
-        snprintf(buf, nbytes, "%d.%s", l->index, suffix);
+        snprintf(buf, nbytes, "%d.%.31s", l->index, suffix);
 }
 
 static dt_status check_shape(const dt_shape *s, const char *what)
@@ -94,6 +99,7 @@ static dt_status check_shape(const dt_shape *s, const char *what)
 typedef struct model_plan {
     size_t nparams;     /* floats of parameters (and of gradients) */
     size_t ws_bytes;    /* the largest layer's workspace */
+    size_t rows_ws;     /* the largest layer's rows_ws_bytes (per sample) */
     size_t state_total; /* bytes of saved state, each layer's rounded up to 64 */
     size_t work_state;  /* of state_total: the recomputed layers' (one call's rows) */
     size_t act_total;   /* floats of the activation buffers */
@@ -148,6 +154,7 @@ static size_t place_state(dt_model *m, unsigned char *base, size_t *work)
             seg_used = 0;
         size_t at;
         l->state_working = state_recomputed(m, i);
+        l->state_cap = l->state_working ? m->call_rows : m->max_batch;
         if (l->state_working) {
             at = kept_total + seg_used;
             seg_used += state_span(l, m->call_rows);
@@ -195,9 +202,16 @@ static dt_status model_plan_layers(dt_model *m, const dt_layer_spec *specs, int 
         DT_TRY(check_shape(&l->out, "a layer's output shape"));
         l->param_offset = mp->nparams;
         mp->nparams += l->param_count;
-        mp->ntensors += (l->weight_count > 0) + (l->bias_count > 0);
+        if (l->ops->tensors != NULL) {
+            dt_layer_tensor desc[DT_LAYER_MAX_TENSORS];
+            mp->ntensors += l->ops->tensors(l, desc);
+        } else {
+            mp->ntensors += (l->weight_count > 0) + (l->bias_count > 0);
+        }
         if (l->ws_bytes > mp->ws_bytes)
             mp->ws_bytes = l->ws_bytes;
+        if (l->rows_ws_bytes > mp->rows_ws)
+            mp->rows_ws = l->rows_ws_bytes;
         if (l->tp.gather) { /* its block, padded, and every rank's in the scratch */
             const size_t part = (size_t)m->max_batch * dt_tp_padded_part(l, m->tp.size);
             mp->tp_blocks += part;
@@ -314,6 +328,8 @@ static dt_status model_alloc_arenas(dt_model *m, const model_plan *mp)
     DT_TRY(dt_alloc(mp->state_total, "layer state", (void **)&m->state_arena));
     m->ws_bytes = (mp->ws_bytes + 63u) & ~(size_t)63u;
     DT_TRY(dt_alloc(mp->ws_bytes, "workspace", (void **)&m->ws));
+    m->rows_ws_bytes = (mp->rows_ws * (size_t)m->call_rows + 63u) & ~(size_t)63u;
+    DT_TRY(dt_alloc(m->rows_ws_bytes, "row workspace", (void **)&m->rows_ws));
     DT_TRY(dt_alloc(sizeof(dt_param_info) * (size_t)(mp->ntensors > 0 ? mp->ntensors : 1),
                     "tensor table", (void **)&m->tensors));
     DT_TRY(
@@ -325,7 +341,7 @@ static dt_status model_alloc_arenas(dt_model *m, const model_plan *mp)
                         (void **)&m->fwd_at));
     m->activation_bytes =
         (mp->act_total + mp->extra_total + mp->tp_blocks + mp->tp_scratch) * sizeof(float) +
-        mp->state_total + mp->ws_bytes;
+        mp->state_total + mp->ws_bytes + m->rows_ws_bytes;
     m->memory = (dt_model_memory){
         .kept_bytes = mp->kept_total * sizeof(float),
         .working_bytes = (mp->act_total - mp->kept_total) * sizeof(float) + mp->work_state,
@@ -402,6 +418,53 @@ static void place_whole(dt_model *m)
     m->whole_params = at;
 }
 
+/* A layer that describes its own tensors (dt_layer_ops.tensors): w and dw at the start of
+ * its parameters, each tensor listed in its order. Such a layer is whole on every rank of
+ * a tensor-parallel group (model_tp.c refuses a split). */
+static void bind_described(dt_model *m, dt_layer *l, int i)
+{
+    dt_layer_tensor desc[DT_LAYER_MAX_TENSORS];
+    const int n = l->ops->tensors(l, desc);
+    l->w = m->params + l->param_offset;
+    l->dw = m->grads + l->param_offset;
+    size_t at = l->param_offset;
+    for (int k = 0; k < n; k++) {
+        dt_param_info *t = &m->tensors[m->ntensors++];
+        tensor_name(l, desc[k].suffix, t->name, sizeof t->name);
+        t->layer = i;
+        t->ndim = desc[k].ndim;
+        memcpy(t->shape, desc[k].shape, sizeof t->shape);
+        t->offset = at;
+        t->count = desc[k].count;
+        describe_split(l, t, 0);
+        at += desc[k].count;
+    }
+    DT_ASSERT(at == l->param_offset + l->param_count);
+}
+
+/* lm_head's table is its embedding's (dt_layer.tie): in this model, or refused. */
+static dt_status bind_ties(dt_model *m)
+{
+    for (int i = 0; i < m->nlayers; i++) {
+        dt_layer *l = &m->layers[i];
+        if (l->tie < 0 || m->join[i])
+            continue;
+        const dt_layer *e = NULL;
+        for (int j = 0; j < m->nlayers; j++)
+            if (!m->join[j] && m->layers[j].index == l->tie)
+                e = &m->layers[j];
+        if (e == NULL)
+            return dt_fail(DT_ERR_INVALID,
+                           "model: layer %d (lm_head) shares layer %d's embedding table, which "
+                           "this pipeline stage does not hold (a stage split between them is not "
+                           "supported yet)",
+                           l->index, l->tie);
+        l->w = e->w;
+        l->dw = e->dw;
+    }
+    return DT_OK;
+}
+
 /* Gives each layer its views (workspace, state, weight and bias with their gradients)
  * and lists its tensors in m->tensors, weight before bias, in layer order. */
 static void model_bind_layers(dt_model *m)
@@ -417,6 +480,11 @@ static void model_bind_layers(dt_model *m)
         }
         l->ws = m->ws;
         l->ws_stride = m->ws_bytes / sizeof(float);
+        l->rows_ws = l->rows_ws_bytes > 0 ? m->rows_ws : NULL;
+        if (l->ops->tensors != NULL) {
+            bind_described(m, l, i);
+            continue;
+        }
         if (l->weight_count > 0) {
             dt_param_info *t = &m->tensors[m->ntensors++];
             l->w = m->params + l->param_offset;
@@ -622,6 +690,7 @@ dt_status dt_model_create_with(const dt_layer_spec *specs, int nlayers, const dt
     DT_TRY(model_alloc_arenas(m, &mp));
     model_place_buffers(m, &mp);
     model_bind_layers(m);
+    DT_TRY(bind_ties(m));
     place_whole(m);
     DT_TRY(model_check_names(m));
     *out = m;
@@ -652,6 +721,7 @@ void dt_model_free(dt_model *m)
     dt_free(m->fwd_at);
     dt_free(m->state_arena);
     dt_free(m->ws);
+    dt_free(m->rows_ws);
     dt_free(m->partials);
     dt_pool_free(m->pool);
     dt_free(m->tensors);
@@ -873,7 +943,21 @@ void dt_model_init_params(dt_model *m, uint64_t seed)
         const dt_layer *l = &m->layers[t->layer];
         /* Keyed by the layer's index in the whole model: a stage's layers draw its numbers. */
         const uint32_t c3 = ((uint32_t)DT_RNG_STREAM_INIT << 24) | (uint32_t)l->index;
-        const uint32_t k = t->offset != l->param_offset; /* 0: weight, 1: bias */
+        uint32_t k = t->offset != l->param_offset; /* 0: weight, 1: bias */
+        if (l->ops->tensors != NULL) {             /* tensor k of the layer's own list */
+            dt_layer_tensor desc[DT_LAYER_MAX_TENSORS];
+            const int n = l->ops->tensors(l, desc);
+            size_t at = l->param_offset;
+            for (k = 0; (int)k < n && at != t->offset; k++)
+                at += desc[k].count;
+            DT_ASSERT((int)k < n);
+            float *v = m->params + t->offset;
+            if (desc[k].fill == DT_FILL_NORMAL)
+                init_normal(t, v, seed, c3, k, desc[k].std);
+            for (size_t e = 0; e < t->count && desc[k].fill != DT_FILL_NORMAL; e++)
+                v[e] = desc[k].fill == DT_FILL_ONES ? 1.0f : 0.0f;
+            continue;
+        }
         if (l->ops->init == DT_INIT_ONES_ZEROS) {
             for (size_t e = 0; e < t->count; e++)
                 m->params[t->offset + e] = k ? 0.0f : 1.0f;

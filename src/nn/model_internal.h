@@ -41,7 +41,9 @@ struct dt_model {
     float *grad_arena;         /* the plan's extra gradient buffers */
     unsigned char *state_arena;
     float *ws;
-    size_t ws_bytes; /* one member's workspace, rounded to 64 bytes */
+    float *rows_ws;       /* the layers' row workspace (dt_layer.rows_ws) */
+    size_t rows_ws_bytes; /* its bytes: the largest per-sample need times call_rows */
+    size_t ws_bytes;      /* one member's workspace, rounded to 64 bytes */
     size_t activation_bytes;
     dt_model_memory memory; /* the plan's parts (dt_model_memory_info) */
     int input_grad;         /* compute dL/d(model input) in backward */

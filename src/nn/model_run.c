@@ -42,6 +42,10 @@ static float *grad_rows(const dt_model *m, int i, int64_t r0)
 static void *shift_state(dt_layer *l, int64_t r0)
 {
     void *saved = l->state;
+    if (l->ops->state_by_field) { /* the layer finds its rows (dt_layer.state_r0) */
+        l->state_r0 = l->state_working ? 0 : r0;
+        return saved;
+    }
     if (saved != NULL && !l->state_working)
         l->state = (unsigned char *)saved + (size_t)r0 * l->state_bytes;
     return saved;

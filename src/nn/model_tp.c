@@ -115,6 +115,35 @@ static dt_status plan_on_block(dt_layer *l, const dt_layer *whole, block *b)
     return DT_OK;
 }
 
+/* What a layer takes from the rest of the model: lm_head the embedding it is tied to (the
+ * one embedding layer before it), a block the number of blocks (its initial values). */
+static dt_status resolve_model_refs(dt_layer *l, const dt_layer_spec *specs, int n)
+{
+    l->tie = -1;
+    for (int j = 0; j < n; j++)
+        l->model_blocks += specs[j].kind == DT_LAYER_BLOCK;
+    if (l->spec.kind != DT_LAYER_LM_HEAD)
+        return DT_OK;
+    for (int j = 0; j < l->index; j++) {
+        if (specs[j].kind != DT_LAYER_EMBEDDING)
+            continue;
+        if (l->tie >= 0)
+            return dt_fail(DT_ERR_INVALID,
+                           "model: layer %d (lm_head): layers %d and %d are both embeddings; the "
+                           "head shares the table of exactly one",
+                           l->index, l->tie, j);
+        l->tie = j;
+    }
+    if (l->tie < 0)
+        return dt_fail(DT_ERR_INVALID,
+                       "model: layer %d (lm_head) shares the token embedding's table, but no "
+                       "embedding layer comes before it",
+                       l->index);
+    l->spec.vocab = specs[l->tie].vocab;
+    l->spec.out_features = specs[l->tie].out_features;
+    return DT_OK;
+}
+
 dt_status dt_tp_plan_layers(dt_layer *layers, const dt_layer_spec *specs, int n, dt_shape *shapes,
                             const dt_tp_layout *tp)
 {
@@ -133,6 +162,7 @@ dt_status dt_tp_plan_layers(dt_layer *layers, const dt_layer_spec *specs, int n,
                            (int)specs[i].kind);
         l->spec = specs[i];
         l->index = i;
+        TRY_RET(resolve_model_refs(l, specs, n));
         if (b.split && !runs_on_block(l->spec.kind) && l->spec.kind != DT_LAYER_LINEAR) {
             /* A layer that needs its whole input: gather the block before it. */
             layers[i - 1].tp.gather = 1;
@@ -141,6 +171,11 @@ dt_status dt_tp_plan_layers(dt_layer *layers, const dt_layer_spec *specs, int n,
         }
         l->in = shapes[i];
         l->in_numel = dt_shape_numel(&l->in);
+        if (tp->size > 1 && l->spec.kind == DT_LAYER_BLOCK)
+            return dt_fail(DT_ERR_INVALID,
+                           "model: layer %d (block): tensor parallelism of transformer blocks "
+                           "(by heads) is not implemented yet (use tp 1)",
+                           i);
         if (tp->size > 1 && l->spec.kind == DT_LAYER_LINEAR && l->in.ndim == 2)
             return dt_fail(DT_ERR_INVALID,
                            "model: layer %d (linear) acts on every position of a (T, E) input: "

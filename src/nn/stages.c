@@ -17,6 +17,15 @@ static double layer_flops(const dt_layer *l)
         const double T = (double)l->out.d[0], E = (double)l->out.d[1];
         return 7.0 * T * T * E;
     }
+    if (l->spec.kind == DT_LAYER_BLOCK) {
+        /* Its four products (12 E^2 multiply-adds per position) three times over, and the
+         * attention's, as above. */
+        const double T = (double)l->out.d[0], E = (double)l->out.d[1];
+        return 3.0 * 2.0 * 12.0 * E * E * T + 7.0 * T * T * E;
+    }
+    if (l->spec.kind == DT_LAYER_LM_HEAD)
+        return 3.0 * 2.0 * (double)l->spec.vocab * (double)l->spec.out_features *
+               (l->in.ndim == 2 ? (double)l->in.d[0] : 1.0);
     if (l->weight_count == 0 || l->spec.kind == DT_LAYER_EMBEDDING ||
         l->spec.kind == DT_LAYER_POSITION || l->spec.kind == DT_LAYER_LAYERNORM)
         return 2.0 * (double)l->out_numel;

@@ -257,7 +257,9 @@ static const key_def keys[] = {
           "e.g. 'conv1: conv2d 32 3 stride=1 padding=0', 'linear 128', 'maxpool2d 2', "
           "'dropout 0.25', relu, flatten, log_softmax; on (T, E) positions: 'embedding 256 "
           "128' (vocab width), position, layernorm, gelu, 'causal_attention 4 p=0.1' (heads), "
-          "and linear on the last dimension"),
+          "linear on the last dimension, GPT-2's residual 'block 4 p=0.1 attn_p=0.1' (heads) "
+          "and lm_head (tied to the embedding); 'transformer.h: 12 x block 4' repeats a layer, "
+          "naming the copies transformer.h.0 .. transformer.h.11"),
     /* [loss] */
     ENUMK("loss.kind", loss, loss_name, 0,
           "loss: cross_entropy (on logits) | nll (on log-probabilities) | mse"),
@@ -574,16 +576,31 @@ static dt_status for_each_item(const char *text, const char *what,
     }
 }
 
+/* One item of model.layers: a layer, or "N x" copies of one, named name.0 .. name.N-1. */
 static dt_status add_layer(void *ctx, const char *item)
 {
     dt_config *cfg = ctx;
-    if (cfg->nlayers >= DT_CONFIG_MAX_LAYERS)
-        return dt_fail(DT_ERR_INVALID, "more than %d layers", DT_CONFIG_MAX_LAYERS);
-    if (dt_layer_spec_parse(item, &cfg->layers[cfg->nlayers]) != DT_OK) {
+    dt_layer_spec spec;
+    int64_t repeat = 1;
+    if (dt_layer_spec_parse_repeat(item, &spec, &repeat) != DT_OK) {
         dt_error_prefix("layer %d: ", cfg->nlayers);
         return DT_ERR_INVALID;
     }
-    cfg->nlayers++;
+    if (cfg->nlayers + repeat > DT_CONFIG_MAX_LAYERS)
+        return dt_fail(DT_ERR_INVALID, "more than %d layers", DT_CONFIG_MAX_LAYERS);
+    for (int64_t k = 0; k < repeat; k++) {
+        dt_layer_spec *s = &cfg->layers[cfg->nlayers];
+        *s = spec;
+        if (repeat > 1 && spec.name[0] != '\0') {
+            const int n = snprintf(s->name, sizeof s->name, "%s.%lld", spec.name, (long long)k);
+            if (n < 0 || (size_t)n >= sizeof s->name)
+                return dt_fail(DT_ERR_INVALID,
+                               "layer %d: the name '%s.%lld' is longer than %d "
+                               "characters",
+                               cfg->nlayers, spec.name, (long long)k, DT_NAME_MAX - 1);
+        }
+        cfg->nlayers++;
+    }
     return DT_OK;
 }
 

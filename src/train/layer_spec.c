@@ -10,6 +10,12 @@
  *     layernorm | gelu | position                no arguments
  *     embedding 256 128                          vocab width: (T) ids -> (T, 128)
  *     causal_attention 4 p=0.1                   heads; p: dropout on the probabilities (0)
+ *     transformer.h.0: block 4 p=0.1 attn_p=0.1  heads; GPT-2's residual block (nn/block.c)
+ *     lm_head                                    logits through the embedding's transpose
+ *
+ * A layer list may repeat a layer: "transformer.h: 12 x block 4" is twelve blocks named
+ * transformer.h.0 .. transformer.h.11 (dt_layer_spec_parse_repeat); the spec itself is
+ * always one layer.
  *
  * The format writes the canonical form (defaults left out), which parses back to the same
  * spec, so `--help`, logs and checkpoints show what a config would have to say. Each
@@ -48,6 +54,8 @@ static const kind_syntax syntax[DT_LAYER_KIND_COUNT] = {
     [DT_LAYER_EMBEDDING] = {2, 0, "vocab width", ""},
     [DT_LAYER_POSITION] = {0, 0, "", ""},
     [DT_LAYER_CAUSAL_ATTENTION] = {1, 0, "heads", "p"},
+    [DT_LAYER_BLOCK] = {1, 0, "heads", "p attn_p"},
+    [DT_LAYER_LM_HEAD] = {0, 0, "", ""},
 };
 
 /* A probability: in [0, 1], or [0, 1) when `below_one`. */
@@ -95,8 +103,9 @@ static dt_status parse_dim(const char *text, const char *what, int64_t lo, int64
 }
 
 /* A layer name becomes the prefix of tensor names ("fc1.weight"), which PyTorch's
- * state_dict keys must be able to match: letters, digits and '_', not only digits (those
- * are the names unnamed layers get from their index). */
+ * state_dict keys must be able to match: letters, digits and '_', in words joined by '.'
+ * ("transformer.h.0", a submodule's path), not only digits (those are the names unnamed
+ * layers get from their index). */
 static dt_status check_name(const char *name, size_t len)
 {
     if (len == 0)
@@ -107,10 +116,13 @@ static dt_status check_name(const char *name, size_t len)
     int letters = 0;
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)name[i];
+        if (c == '.' && i > 0 && i + 1 < len && name[i + 1] != '.')
+            continue;
         if (!(isalnum(c) || c == '_'))
             return dt_fail(DT_ERR_INVALID,
-                           "layer name '%.*s' may hold only letters, digits and '_'", (int)len,
-                           name);
+                           "layer name '%.*s' may hold only letters, digits and '_', in words "
+                           "joined by single dots",
+                           (int)len, name);
         letters += !isdigit(c);
     }
     if (letters == 0)
@@ -134,8 +146,11 @@ static dt_status parse_option(dt_layer_spec *s, const char *key, const char *val
         return parse_dim(value, "stride", s->kind == DT_LAYER_MAXPOOL2D ? 0 : 1, &s->stride);
     if (strcmp(key, "padding") == 0)
         return parse_dim(value, "padding", 0, &s->padding);
-    if (strcmp(key, "p") == 0) /* causal_attention: 1 would drop every probability */
-        return parse_p(value, 1, &s->p);
+    if (strcmp(key, "p") == 0) /* causal_attention, block: 1 would drop everything */
+        return parse_p(value, s->kind == DT_LAYER_CAUSAL_ATTENTION || s->kind == DT_LAYER_BLOCK,
+                       &s->p);
+    if (strcmp(key, "attn_p") == 0)
+        return parse_p(value, 1, &s->attn_p);
     return dt_fail(DT_ERR_INVALID, "unknown option '%s'", key);
 }
 
@@ -155,6 +170,7 @@ static dt_status parse_positional(dt_layer_spec *s, int index, const char *text)
         return index == 0 ? parse_dim(text, "vocab", 1, &s->vocab)
                           : parse_dim(text, "width", 1, &s->out_features);
     case DT_LAYER_CAUSAL_ATTENTION:
+    case DT_LAYER_BLOCK:
         return parse_dim(text, "heads", 1, &s->heads);
     default:
         /* Kinds without arguments never get here: the caller counts first. */
@@ -246,14 +262,32 @@ static dt_status parse_args(dt_layer_spec *s, const kind_syntax *syn, char **tok
     return DT_OK;
 }
 
-static dt_status parse_body(char *buf, dt_layer_spec *out)
+/* "N x" before the kind: *repeat = N (1 without one), tok and ntok moved past it. */
+static dt_status take_repeat(char ***tok, int *ntok, int64_t *repeat)
+{
+    *repeat = 1;
+    if (*ntok < 2 || strcmp((*tok)[1], "x") != 0 || !isdigit((unsigned char)(*tok)[0][0]))
+        return DT_OK;
+    if (parse_dim((*tok)[0], "repeat", 1, repeat) != DT_OK)
+        return DT_ERR_INVALID;
+    if (*repeat > DT_CONFIG_MAX_LAYERS)
+        return dt_fail(DT_ERR_INVALID, "repeat: %lld layers, at most %d", (long long)*repeat,
+                       DT_CONFIG_MAX_LAYERS);
+    *tok += 2;
+    *ntok -= 2;
+    return DT_OK;
+}
+
+static dt_status parse_body(char *buf, dt_layer_spec *out, int64_t *repeat)
 {
     char name[DT_NAME_MAX] = "", *body = NULL; /* zero-filled: copied whole into the spec */
     if (split_name(buf, name, &body) != DT_OK)
         return DT_ERR_INVALID;
-    char *tok[LAYER_MAX_TOKENS];
+    char *words[LAYER_MAX_TOKENS], **tok = words;
     int ntok = 0;
     if (split_words(body, tok, &ntok) != DT_OK)
+        return DT_ERR_INVALID;
+    if (take_repeat(&tok, &ntok, repeat) != DT_OK)
         return DT_ERR_INVALID;
     if (ntok == 0)
         return dt_fail(DT_ERR_INVALID, "no layer kind%s", name[0] ? " after the name" : "");
@@ -270,7 +304,16 @@ static dt_status parse_body(char *buf, dt_layer_spec *out)
 
 dt_status dt_layer_spec_parse(const char *text, dt_layer_spec *out)
 {
-    DT_ASSERT(text != NULL && out != NULL);
+    int64_t repeat = 1;
+    dt_status st = dt_layer_spec_parse_repeat(text, out, &repeat);
+    if (st == DT_OK && repeat != 1)
+        return dt_fail(DT_ERR_INVALID, "layer '%s': one layer expected, not a repeat", text);
+    return st;
+}
+
+dt_status dt_layer_spec_parse_repeat(const char *text, dt_layer_spec *out, int64_t *repeat)
+{
+    DT_ASSERT(text != NULL && out != NULL && repeat != NULL);
     while (isspace((unsigned char)*text))
         text++;
     size_t n = strlen(text);
@@ -282,7 +325,7 @@ dt_status dt_layer_spec_parse(const char *text, dt_layer_spec *out)
     char buf[LAYER_TEXT_MAX];
     memcpy(buf, text, n);
     buf[n] = '\0';
-    if (parse_body(buf, out) != DT_OK) {
+    if (parse_body(buf, out, repeat) != DT_OK) {
         dt_error_prefix("layer '%.*s': ", (int)n, text);
         return DT_ERR_INVALID;
     }
@@ -334,6 +377,18 @@ void dt_layer_spec_format(const dt_layer_spec *s, char *buf, size_t nbytes)
             snprintf(args, sizeof args, " %lld", (long long)s->heads);
         }
         break;
+    case DT_LAYER_BLOCK: {
+        int n = snprintf(args, sizeof args, " %lld", (long long)s->heads);
+        if (s->p != 0.0 && n > 0 && (size_t)n < sizeof args) {
+            dt_cfg_format_double(s->p, p, sizeof p);
+            n += snprintf(args + n, sizeof args - (size_t)n, " p=%s", p);
+        }
+        if (s->attn_p != 0.0 && n > 0 && (size_t)n < sizeof args) {
+            dt_cfg_format_double(s->attn_p, p, sizeof p);
+            snprintf(args + n, sizeof args - (size_t)n, " attn_p=%s", p);
+        }
+        break;
+    }
     default:
         break;
     }

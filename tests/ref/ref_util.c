@@ -43,7 +43,10 @@ const dt_st_tensor *ru_tensor(const dt_st_file *f, const char *prefix, const cha
                               dt_st_dtype dtype, int ndim, const int64_t *shape)
 {
     char name[160];
-    snprintf(name, sizeof name, "%s.%s", prefix, suffix);
+    if (suffix != NULL)
+        snprintf(name, sizeof name, "%s.%s", prefix, suffix);
+    else
+        snprintf(name, sizeof name, "%s", prefix);
     const dt_st_tensor *t = dt_st_find(f, name);
     if (t == NULL)
         fail_msg("%s: no tensor '%s'", dt_st_path(f), name);

@@ -403,6 +403,10 @@ static void test_layer_spec_round_trip(void **state)
         "position",
         "causal_attention 4",
         "causal_attention 3 p=0.1",
+        "transformer.h.0: block 4",
+        "block 3 p=0.1 attn_p=0.2",
+        "block 2 attn_p=0.5",
+        "lm_head",
     };
     for (size_t i = 0; i < sizeof canonical / sizeof canonical[0]; i++) {
         dt_layer_spec s, again;
@@ -466,6 +470,16 @@ static void test_layer_spec_round_trip(void **state)
         {"fc1 linear 3", "unknown layer kind 'fc1' (one of: linear, conv2d"},
         {"1: linear 3", "layer name '1' is only digits"},
         {"bad-name: relu", "layer name 'bad-name' may hold only letters, digits and '_'"},
+        {"a..b: relu", "layer name 'a..b' may hold only letters, digits and '_', in words"},
+        {".a: relu", "layer name '.a' may hold"},
+        {"a.: relu", "layer name 'a.' may hold"},
+        {"block", "block needs 1 argument (heads), got 0"},
+        {"block 4 p=1", "p: 1 is out of range (must be in [0, 1)"},
+        {"block 4 attn_p=1", "p: 1 is out of range (must be in [0, 1)"},
+        {"block 4 bias=off", "block has no option 'bias' (options: p attn_p)"},
+        {"lm_head 256", "lm_head takes no arguments"},
+        {"h: 2 x block 4", "one layer expected, not a repeat"},
+        {"h: 0 x block 4", "repeat: 0 is out of range"},
         {": relu", "empty layer name before ':'"},
         {"a_name_that_is_far_too_long_to_be_a_layer_name_here: relu", "is longer than 47"},
         {"embedding 256", "embedding needs 2 arguments (vocab width), got 1"},
@@ -513,6 +527,24 @@ static void test_gpt_layer_list(void **state)
     assert_int_equal(c.layers[4].heads, 4);
     assert_true(c.layers[4].p == 0.0);
     ASSERT_FMT(&c, "model.layers", gpt);
+    /* GPT-2's residual blocks, one repeated: named .0, .1, ...; written out one by one. */
+    DT_ASSERT_OK(dt_config_set(&c,
+                               "model.layers=wte: embedding 256 32, position, "
+                               "transformer.h: 3 x block 4 p=0.1, ln_f: layernorm, lm_head",
+                               "--set"));
+    assert_int_equal(c.nlayers, 7);
+    assert_int_equal(c.layers[2].kind, DT_LAYER_BLOCK);
+    assert_string_equal(c.layers[2].name, "transformer.h.0");
+    assert_string_equal(c.layers[4].name, "transformer.h.2");
+    assert_int_equal(c.layers[4].heads, 4);
+    assert_true(c.layers[4].p == 0.1);
+    ASSERT_FMT(&c, "model.layers",
+               "wte: embedding 256 32, position, transformer.h.0: block 4 p=0.1, transformer.h.1: "
+               "block 4 p=0.1, transformer.h.2: block 4 p=0.1, ln_f: layernorm, lm_head");
+    dt_error_clear();
+    assert_int_equal(dt_config_set(&c, "model.layers=relu, h: 64 x block 2", "--set"),
+                     DT_ERR_INVALID);
+    assert_non_null(strstr(dt_last_error(), "more than 64 layers"));
 }
 
 static void test_kind_names(void **state)
@@ -525,7 +557,8 @@ static void test_kind_names(void **state)
         dt_layer_spec d = dt_layer_spec_default((dt_layer_kind)k);
         assert_int_equal(d.kind, k);
         assert_int_equal(d.bias, 1);
-        assert_true(d.p == (k == DT_LAYER_CAUSAL_ATTENTION ? 0.0 : 0.5));
+        assert_true(d.p == (k == DT_LAYER_CAUSAL_ATTENTION || k == DT_LAYER_BLOCK ? 0.0 : 0.5));
+        assert_true(d.attn_p == 0.0);
         assert_int_equal(d.stride, k == DT_LAYER_MAXPOOL2D ? 0 : 1);
     }
     for (int k = 0; k < DT_LOSS_KIND_COUNT; k++) {

@@ -1,0 +1,533 @@
+/* block.c — GPT-2's residual block on a (T, E) sample, as Hugging Face's GPT2Block with
+ * H heads:
+ *
+ *     x1  = x  + drop(attn(ln_1(x)) @ c_proj + b)        attn: c_attn, causal attention
+ *     out = x1 + drop(gelu(ln_2(x1) @ c_fc + b) @ c_proj + b)
+ *
+ * LayerNorms with eps 1e-5, GELU's tanh approximation, dropout p on both residual branches
+ * (resid_pdrop) and attn_p on the attention probabilities (attn_pdrop).
+ *
+ * Tensors, in GPT2Block's parameters() order and with its names and shapes (Conv1D's
+ * (in, out) layout, kept as is inside, so a weights file holds what is in memory):
+ * ln_1.weight, ln_1.bias (E), attn.c_attn.weight (E, 3E), .bias (3E), attn.c_proj.weight
+ * (E, E), .bias (E), ln_2.weight, ln_2.bias (E), mlp.c_fc.weight (E, 4E), .bias (4E),
+ * mlp.c_proj.weight (4E, E), .bias (E). Initial values are GPT-2's: the projections
+ * normal(0, 0.02), the two c_proj weights normal(0, 0.02 / sqrt(2 blocks)), biases 0,
+ * LayerNorm gains 1.
+ *
+ * Memory (docs/ARCHITECTURE.md, "The transformer block"): the forward keeps, per sample,
+ * q k v (3TE), the attention's output (TE) and log-sum-exp (HT), x1 (TE), c_fc's output
+ * before the GELU (4TE), each LayerNorm's mean and 1/std (4T) and, with dropout, one bit per
+ * element of each residual branch: 10 TE floats with the block's input, which the model
+ * keeps anyway. The LayerNorms' outputs and the GELU's are recomputed in backward from
+ * what is kept (O(TE) each, beside the O(TE^2) products), and the attention keeps no T x T
+ * matrix (tfm_kernels.h). Backward works in a row workspace of 9 TE floats per sample.
+ *
+ * Threads: the products are split between the model's team as linear.c splits them (rows
+ * of the output, or of the weight's gradient), the attention by (sample, head), the
+ * element-wise parts by sample; the LayerNorms' gain and bias gradients sum on one thread,
+ * samples in order. Dropout keys follow dropout.c's scheme, (seed, epoch, the sample's
+ * position, layer, element), with the branch in bits 16-23 of the layer word. */
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+#include "core/pool.h"
+#include "dtrain/rng.h"
+#include "nn/layer_internal.h"
+#include "nn/mask_bits.h"
+#include "tensor/gemm.h"
+#include "tensor/kernels.h"
+#include "tensor/tfm_kernels.h"
+
+#define LN_EPS 1e-5f
+
+/* The saved state's fields (state_by_field), in this order, bytes per sample each. */
+enum { F_QKV, F_Y, F_LSE, F_X1, F_H, F_STATS, F_KEYS, F_MASK1, F_MASK2, NFIELDS };
+
+/* Per sample: what draws its dropout. */
+typedef struct blk_key {
+    uint64_t seed;
+    uint32_t epoch, pos;
+    uint32_t active; /* 1: the forward drew masks */
+    uint32_t pad;
+} blk_key;
+
+/* The 12 tensors' offsets in the layer's parameters. */
+enum { T_LN1G, T_LN1B, T_QKVW, T_QKVB, T_AOW, T_AOB, T_LN2G, T_LN2B, T_FCW, T_FCB, T_MOW, T_MOB };
+
+typedef struct dims {
+    int64_t T, E, H;
+} dims;
+
+static dims dims_of(const dt_layer *l)
+{
+    return (dims){.T = l->in.d[0], .E = l->in.d[1], .H = l->spec.heads};
+}
+
+static size_t mask_bytes(const dt_layer *l)
+{
+    const dims d = dims_of(l);
+    return l->spec.p > 0.0 ? ((size_t)(d.T * d.E + 7) / 8 + 7u) & ~(size_t)7u : 0;
+}
+
+static size_t field_bytes(const dt_layer *l, int f)
+{
+    const dims d = dims_of(l);
+    const size_t te = (size_t)(d.T * d.E) * sizeof(float);
+    switch (f) {
+    case F_QKV:
+        return 3 * te;
+    case F_Y:
+    case F_X1:
+        return te;
+    case F_LSE:
+        return (size_t)(d.H * d.T) * sizeof(float);
+    case F_H:
+        return 4 * te;
+    case F_STATS:
+        return (size_t)(4 * d.T) * sizeof(float);
+    case F_KEYS:
+        return sizeof(blk_key);
+    default:
+        return mask_bytes(l);
+    }
+}
+
+/* Field f of the call's row r. */
+static void *field(const dt_layer *l, int f, int64_t r)
+{
+    unsigned char *at = l->state;
+    for (int g = 0; g < f; g++)
+        at += field_bytes(l, g) * (size_t)l->state_cap;
+    return at + field_bytes(l, f) * (size_t)(l->state_r0 + r);
+}
+
+static float *ffield(const dt_layer *l, int f, int64_t r)
+{
+    return field(l, f, r);
+}
+
+static void describe(const dt_layer *l, dt_layer_tensor *t)
+{
+    const int64_t E = l->in.ndim == 2 ? l->in.d[1] : 0;
+    const double proj_std = 0.02 / sqrt(2.0 * (l->model_blocks > 0 ? l->model_blocks : 1));
+    static const char *const names[DT_LAYER_MAX_TENSORS] = {
+        "ln_1.weight",        "ln_1.bias",        "attn.c_attn.weight", "attn.c_attn.bias",
+        "attn.c_proj.weight", "attn.c_proj.bias", "ln_2.weight",        "ln_2.bias",
+        "mlp.c_fc.weight",    "mlp.c_fc.bias",    "mlp.c_proj.weight",  "mlp.c_proj.bias"};
+    /* rows, columns (0 for a vector), fill */
+    const int64_t shape[DT_LAYER_MAX_TENSORS][2] = {{E, 0},     {E, 0},     {E, 3 * E}, {3 * E, 0},
+                                                    {E, E},     {E, 0},     {E, 0},     {E, 0},
+                                                    {E, 4 * E}, {4 * E, 0}, {4 * E, E}, {E, 0}};
+    for (int k = 0; k < DT_LAYER_MAX_TENSORS; k++) {
+        memset(&t[k], 0, sizeof t[k]);
+        snprintf(t[k].suffix, sizeof t[k].suffix, "%s", names[k]);
+        t[k].ndim = shape[k][1] > 0 ? 2 : 1;
+        t[k].shape[0] = shape[k][0];
+        t[k].shape[1] = shape[k][1];
+        t[k].count = (size_t)(shape[k][0] * (shape[k][1] > 0 ? shape[k][1] : 1));
+        if (k == T_LN1G || k == T_LN2G)
+            t[k].fill = DT_FILL_ONES;
+        else if (t[k].ndim == 1)
+            t[k].fill = DT_FILL_ZEROS;
+        else
+            t[k].std = (k == T_AOW || k == T_MOW) ? proj_std : 0.02;
+    }
+}
+
+static int block_tensors(const dt_layer *l, dt_layer_tensor *out)
+{
+    describe(l, out);
+    return DT_LAYER_MAX_TENSORS;
+}
+
+/* Tensor k's parameters (or, with grads, its gradient): offsets from describe()'s shapes,
+ * counted here without it (this runs per sample). */
+static float *tensor_at(const dt_layer *l, int k, int grads)
+{
+    const int64_t E = l->in.d[1];
+    const int64_t count[DT_LAYER_MAX_TENSORS] = {E, E, 3 * E * E, 3 * E, E * E,     E,
+                                                 E, E, 4 * E * E, 4 * E, 4 * E * E, E};
+    int64_t at = 0;
+    for (int j = 0; j < k; j++)
+        at += count[j];
+    return (grads ? l->dw : l->w) + at;
+}
+
+static dt_status block_plan(dt_layer *l)
+{
+    if (l->in.ndim != 2)
+        return dt_fail(DT_ERR_INVALID,
+                       "layer %d (block): input must be (positions, width), got %d dims", l->index,
+                       l->in.ndim);
+    const dims d = dims_of(l);
+    if (d.H < 1 || d.E % d.H != 0)
+        return dt_fail(DT_ERR_INVALID,
+                       "layer %d (block): %lld heads do not divide the width E = %lld", l->index,
+                       (long long)d.H, (long long)d.E);
+    if (!(l->spec.p >= 0.0 && l->spec.p < 1.0) || !(l->spec.attn_p >= 0.0 && l->spec.attn_p < 1.0))
+        return dt_fail(DT_ERR_INVALID, "layer %d (block): p and attn_p must be in [0, 1)",
+                       l->index);
+    if (l->index >= (1 << 16))
+        return dt_fail(DT_ERR_INVALID, "layer %d (block): dropout keys take layers below 65536",
+                       l->index);
+    l->out = l->in;
+    l->weight_count = (size_t)(12 * d.E * d.E + 13 * d.E);
+    l->bias_count = 0;
+    l->state_bytes = 0;
+    for (int f = 0; f < NFIELDS; f++)
+        l->state_bytes += field_bytes(l, f);
+    l->ws_bytes = sizeof(float) * (size_t)dt_attn_ws_count(d.T, d.E / d.H);
+    l->rows_ws_bytes = sizeof(float) * (size_t)(9 * d.T * d.E);
+    return DT_OK;
+}
+
+/* ---- products over the call's rows, split between the team (linear.c's splits) ---- */
+
+typedef struct gemm_job {
+    int64_t R, K, N; /* rows; W (K, N) */
+    const float *a, *w, *bias, *dy;
+    float *c, *dw, *db;
+} gemm_job;
+
+static dt_pool *team(const dt_layer *l, int64_t work)
+{
+    return work >= 64 * DT_PAR_MIN ? l->pool : NULL;
+}
+
+/* c (R, N) = a (R, K) @ w (K, N) + bias */
+static void xw_part(void *ctx, int t, int nt)
+{
+    const gemm_job *j = ctx;
+    int64_t lo, hi;
+    dt_pool_share(j->R, t, nt, &lo, &hi);
+    if (hi == lo)
+        return;
+    dt_sgemm_nn(hi - lo, j->N, j->K, j->a + lo * j->K, j->K, j->w, j->N, j->c + lo * j->N, j->N);
+    dt_add_bias_rows(j->c + lo * j->N, j->bias, hi - lo, j->N);
+}
+
+/* dw (K, N) += a (R, K)^T @ dy (R, N), db (N) += column sums of dy */
+static void dw_part(void *ctx, int t, int nt)
+{
+    const gemm_job *j = ctx;
+    int64_t lo, hi;
+    dt_pool_share(j->K, t, nt, &lo, &hi);
+    if (hi > lo)
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)(hi - lo), (int)j->N, (int)j->R,
+                    1.0f, j->a + lo, (int)j->K, j->dy, (int)j->N, 1.0f, j->dw + lo * j->N,
+                    (int)j->N);
+    if (t == 0)
+        dt_sum_rows_add(j->dy, j->R, j->N, j->db);
+}
+
+/* c (R, K) = dy (R, N) @ w (K, N)^T */
+static void dx_part(void *ctx, int t, int nt)
+{
+    const gemm_job *j = ctx;
+    int64_t lo, hi;
+    dt_pool_share(j->R, t, nt, &lo, &hi);
+    if (hi > lo)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(hi - lo), (int)j->K, (int)j->N,
+                    1.0f, j->dy + lo * j->N, (int)j->N, j->w, (int)j->N, 0.0f, j->c + lo * j->K,
+                    (int)j->K);
+}
+
+static void xw(const dt_layer *l, int64_t R, int64_t K, int64_t N, const float *a, int wk, float *c)
+{
+    gemm_job j = {.R = R,
+                  .K = K,
+                  .N = N,
+                  .a = a,
+                  .w = tensor_at(l, wk, 0),
+                  .bias = tensor_at(l, wk + 1, 0),
+                  .c = c};
+    dt_pool_run(team(l, R * K * N), xw_part, &j);
+}
+
+static void dw(const dt_layer *l, int64_t R, int64_t K, int64_t N, const float *a, const float *dy,
+               int wk)
+{
+    gemm_job j = {.R = R,
+                  .K = K,
+                  .N = N,
+                  .a = a,
+                  .dy = dy,
+                  .dw = tensor_at(l, wk, 1),
+                  .db = tensor_at(l, wk + 1, 1)};
+    dt_pool_run(team(l, R * K * N), dw_part, &j);
+}
+
+static void dx(const dt_layer *l, int64_t R, int64_t K, int64_t N, const float *dy, int wk,
+               float *c)
+{
+    gemm_job j = {.R = R, .K = K, .N = N, .dy = dy, .w = tensor_at(l, wk, 0), .c = c};
+    dt_pool_run(team(l, R * K * N), dx_part, &j);
+}
+
+/* ---- the element-wise and per-sample parts ---- */
+
+typedef struct row_job {
+    const dt_layer *l;
+    int64_t batch;
+    int what;
+    const float *a; /* input */
+    float *b;       /* output */
+    const float *c; /* a second input */
+} row_job;
+
+enum { DO_LN1, DO_LN2, DO_RESID1, DO_RESID2, DO_GELU, DO_UNDROP1, DO_UNDROP2 };
+
+static float drop_scale(const dt_layer *l)
+{
+    return (float)(1.0 / (1.0 - l->spec.p));
+}
+
+/* Sample r's branch o (TE) becomes x + drop(o), the mask's bits saved (branch 1 or 2). */
+static void resid_add(const dt_layer *l, int64_t r, int branch, const float *x, float *o)
+{
+    const dims d = dims_of(l);
+    const int64_t n = d.T * d.E;
+    blk_key k;
+    memcpy(&k, field(l, F_KEYS, r), sizeof k);
+    if (!k.active || l->spec.p == 0.0) {
+        for (int64_t e = 0; e < n; e++)
+            o[e] = x[e] + o[e];
+        return;
+    }
+    uint8_t *bits = field(l, branch == 1 ? F_MASK1 : F_MASK2, r);
+    memset(bits, 0, mask_bytes(l));
+    const float p = (float)l->spec.p, scale = drop_scale(l);
+    const uint32_t c2 =
+        ((uint32_t)DT_RNG_STREAM_DROPOUT << 24) | ((uint32_t)branch << 16) | (uint32_t)l->index;
+    for (int64_t e = 0; e < n;) {
+        uint32_t w[4];
+        dt_philox(k.seed, k.epoch, k.pos, c2, (uint32_t)(e / 4), w);
+        for (int q = 0; q < 4 && e < n; q++, e++) {
+            const int keep = dt_u01f(w[q]) >= p;
+            bits[e / 8] |= (uint8_t)(keep << (e % 8));
+            o[e] = x[e] + o[e] * (keep ? scale : 0.0f);
+        }
+    }
+}
+
+/* out (TE) = dy times branch's saved mask and scale (the identity without dropout). */
+static void undrop(const dt_layer *l, int64_t r, int branch, const float *dy, float *out)
+{
+    const dims d = dims_of(l);
+    const int64_t n = d.T * d.E;
+    blk_key k;
+    memcpy(&k, field(l, F_KEYS, r), sizeof k);
+    if (!k.active || l->spec.p == 0.0) {
+        memcpy(out, dy, sizeof(float) * (size_t)n);
+        return;
+    }
+    const uint8_t *bits = field(l, branch == 1 ? F_MASK1 : F_MASK2, r);
+    const float scale = drop_scale(l);
+    int64_t e = 0;
+#if defined(__SSE2__)
+    const __m128 sc = _mm_set1_ps(scale);
+    for (; e + 8 <= n; e += 8) {
+        __m128 m_lo, m_hi;
+        dt_mask_lanes(bits[e / 8], &m_lo, &m_hi);
+        _mm_storeu_ps(out + e, _mm_mul_ps(_mm_loadu_ps(dy + e), _mm_and_ps(m_lo, sc)));
+        _mm_storeu_ps(out + e + 4, _mm_mul_ps(_mm_loadu_ps(dy + e + 4), _mm_and_ps(m_hi, sc)));
+    }
+#endif
+    for (; e < n; e++)
+        out[e] = dy[e] * ((bits[e / 8] >> (e % 8)) & 1 ? scale : 0.0f);
+}
+
+static void rows_part(void *ctx, int t, int nt)
+{
+    const row_job *j = ctx;
+    const dt_layer *l = j->l;
+    const dims d = dims_of(l);
+    const int64_t n = d.T * d.E;
+    int64_t lo, hi;
+    dt_pool_share(j->batch, t, nt, &lo, &hi);
+    for (int64_t r = lo; r < hi; r++) {
+        float *st = ffield(l, F_STATS, r);
+        switch (j->what) {
+        case DO_LN1:
+        case DO_LN2: {
+            const int two = j->what == DO_LN2;
+            dt_layernorm_forward(j->a + r * n, tensor_at(l, two ? T_LN2G : T_LN1G, 0),
+                                 tensor_at(l, two ? T_LN2B : T_LN1B, 0), d.T, d.E, LN_EPS,
+                                 j->b + r * n, st + (two ? 2 : 0) * d.T, st + (two ? 3 : 1) * d.T);
+            break;
+        }
+        case DO_RESID1:
+        case DO_RESID2:
+            resid_add(l, r, j->what == DO_RESID1 ? 1 : 2, j->a + r * n, j->b + r * n);
+            break;
+        case DO_GELU:
+            dt_gelu_tanh_forward(j->a + r * 4 * n, 4 * n, j->b + r * 4 * n);
+            break;
+        case DO_UNDROP1:
+        case DO_UNDROP2:
+            undrop(l, r, j->what == DO_UNDROP1 ? 1 : 2, j->a + r * n, j->b + r * n);
+            break;
+        default:
+            DT_ASSERT(0);
+        }
+    }
+}
+
+static void rows(const dt_layer *l, int64_t batch, int what, const float *a, float *b)
+{
+    const dims d = dims_of(l);
+    row_job j = {.l = l, .batch = batch, .what = what, .a = a, .b = b};
+    dt_pool_run(batch > 1 && batch * d.T * d.E >= DT_PAR_MIN ? l->pool : NULL, rows_part, &j);
+}
+
+/* ---- attention by (sample, head) ---- */
+
+typedef struct attn_job {
+    const dt_layer *l;
+    int64_t batch;
+    const float *dy; /* backward: d(attention output) */
+    float *dqkv;     /* backward: written */
+    int backward;
+} attn_job;
+
+static dt_attn_dropout attn_drop(const dt_layer *l, int64_t r)
+{
+    blk_key k;
+    memcpy(&k, field(l, F_KEYS, r), sizeof k);
+    dt_attn_dropout d = {.p = k.active ? l->spec.attn_p : 0.0, .seed = k.seed};
+    d.ctr[0] = k.epoch;
+    d.ctr[1] = k.pos;
+    d.ctr[2] = ((uint32_t)DT_RNG_STREAM_DROPOUT << 24) | (uint32_t)l->index;
+    d.ctr[3] = 1; /* causal_attention.c's layers use 0 */
+    return d;
+}
+
+static void attn_part(void *ctx, int t, int nt)
+{
+    const attn_job *j = ctx;
+    const dt_layer *l = j->l;
+    const dims d = dims_of(l);
+    const float scale = (float)(1.0 / sqrt((double)(d.E / d.H)));
+    float *ws = l->ws + (size_t)t * l->ws_stride;
+    for (int64_t pair = t; pair < j->batch * d.H; pair += nt) {
+        const int64_t r = pair / d.H, h = pair % d.H;
+        const dt_attn_dropout drop = attn_drop(l, r);
+        const float *qkv = ffield(l, F_QKV, r);
+        float *y = ffield(l, F_Y, r), *lse = ffield(l, F_LSE, r);
+        if (!j->backward)
+            dt_attn_forward(qkv, d.T, d.E, d.H, h, scale, &drop, y, lse, ws);
+        else
+            dt_attn_backward(qkv, y, lse, j->dy + r * d.T * d.E, d.T, d.E, d.H, h, scale, &drop,
+                             j->dqkv + r * d.T * 3 * d.E, ws);
+    }
+}
+
+static void attention(const dt_layer *l, int64_t batch, const float *dy, float *dqkv)
+{
+    const dims d = dims_of(l);
+    attn_job j = {.l = l, .batch = batch, .dy = dy, .dqkv = dqkv, .backward = dy != NULL};
+    const int big = batch * d.H > 1 && batch * d.T * d.T * d.E >= 4 * DT_PAR_MIN;
+    dt_pool_run(big ? l->pool : NULL, attn_part, &j);
+}
+
+/* ---- forward and backward ---- */
+
+static void block_forward(dt_layer *l, const float *x, float *out, int64_t batch,
+                          const dt_forward_ctx *ctx)
+{
+    const dims d = dims_of(l);
+    const int64_t R = batch * d.T, E = d.E;
+    const int active = ctx != NULL && ctx->train && (l->spec.p > 0.0 || l->spec.attn_p > 0.0);
+    for (int64_t r = 0; r < batch; r++) {
+        blk_key k = {.active = (uint32_t)active};
+        if (active) {
+            DT_ASSERT(ctx->positions != NULL);
+            k.seed = ctx->seed;
+            k.epoch = (uint32_t)ctx->epoch;
+            k.pos = (uint32_t)ctx->positions[r];
+        }
+        memcpy(field(l, F_KEYS, r), &k, sizeof k);
+    }
+    float *w1 = l->rows_ws, *w4 = l->rows_ws + R * E;
+    float *qkv = ffield(l, F_QKV, 0), *x1 = ffield(l, F_X1, 0), *h = ffield(l, F_H, 0);
+    rows(l, batch, DO_LN1, x, w1);
+    xw(l, R, E, 3 * E, w1, T_QKVW, qkv);
+    attention(l, batch, NULL, NULL);
+    xw(l, R, E, E, ffield(l, F_Y, 0), T_AOW, x1);
+    rows(l, batch, DO_RESID1, x, x1);
+    rows(l, batch, DO_LN2, x1, w1);
+    xw(l, R, E, 4 * E, w1, T_FCW, h);
+    rows(l, batch, DO_GELU, h, w4);
+    xw(l, R, 4 * E, E, w4, T_MOW, out);
+    rows(l, batch, DO_RESID2, x1, out);
+}
+
+/* One LayerNorm's backward over the call's samples in order (its gain and bias gradients
+ * are sums over every row): dxn (R, E) written from dyn, the input xin and the saved stats. */
+static void ln_backward(const dt_layer *l, int64_t batch, int two, const float *dyn,
+                        const float *xin, float *dxn)
+{
+    const dims d = dims_of(l);
+    const int64_t n = d.T * d.E;
+    for (int64_t r = 0; r < batch; r++) {
+        const float *st = ffield(l, F_STATS, r);
+        dt_layernorm_backward(dyn + r * n, xin + r * n, st + (two ? 2 : 0) * d.T,
+                              st + (two ? 3 : 1) * d.T, tensor_at(l, two ? T_LN2G : T_LN1G, 0), d.T,
+                              d.E, dxn + r * n, tensor_at(l, two ? T_LN2G : T_LN1G, 1),
+                              tensor_at(l, two ? T_LN2B : T_LN1B, 1));
+    }
+}
+
+static dt_status block_backward(dt_layer *l, const float *x, const float *y, const float *dy,
+                                float *dxo, int64_t batch, const dt_backward_hooks *hooks)
+{
+    (void)y;
+    dt_status st;
+    const dims d = dims_of(l);
+    const int64_t R = batch * d.T, E = d.E;
+    float *w1 = l->rows_ws, *w2 = w1 + R * E, *w3 = w2 + R * E, *w4 = w3 + 3 * R * E;
+    const float *h = ffield(l, F_H, 0), *x1 = ffield(l, F_X1, 0), *ya = ffield(l, F_Y, 0);
+    /* The MLP branch: dy through the second dropout, c_proj, the GELU and c_fc. */
+    rows(l, batch, DO_UNDROP2, dy, w1);
+    rows(l, batch, DO_GELU, h, w4);
+    dw(l, R, 4 * E, E, w4, w1, T_MOW);
+    dx(l, R, 4 * E, E, w1, T_MOW, w4);
+    dt_gelu_tanh_backward(w4, h, R * 4 * E, w4);
+    if ((st = dt_hooks_progress(hooks)) != DT_OK)
+        return st;
+    rows(l, batch, DO_LN2, x1, w2);
+    dw(l, R, E, 4 * E, w2, w4, T_FCW);
+    dx(l, R, E, 4 * E, w4, T_FCW, w1);
+    ln_backward(l, batch, 1, w1, x1, w2);
+    for (int64_t e = 0; e < R * E; e++) /* d x1: the residual's and the branch's */
+        w2[e] += dy[e];
+    if ((st = dt_hooks_progress(hooks)) != DT_OK)
+        return st;
+    /* The attention branch. */
+    rows(l, batch, DO_UNDROP1, w2, w1);
+    dw(l, R, E, E, ya, w1, T_AOW);
+    dx(l, R, E, E, w1, T_AOW, w4);
+    attention(l, batch, w4, w3);
+    if ((st = dt_hooks_progress(hooks)) != DT_OK)
+        return st;
+    rows(l, batch, DO_LN1, x, w1);
+    dw(l, R, E, 3 * E, w1, w3, T_QKVW);
+    dx(l, R, E, 3 * E, w3, T_QKVW, w1);
+    ln_backward(l, batch, 0, w1, x, w4);
+    if (dxo != NULL)
+        for (int64_t e = 0; e < R * E; e++)
+            dxo[e] = w2[e] + w4[e];
+    return DT_OK;
+}
+
+const dt_layer_ops dt_block_ops = {
+    .kind = DT_LAYER_BLOCK,
+    .bwd_reads_x = 1,
+    .state_by_field = 1,
+    .plan = block_plan,
+    .forward = block_forward,
+    .backward = block_backward,
+    .tensors = block_tensors,
+};
