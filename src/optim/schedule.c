@@ -13,20 +13,20 @@ dt_status dt_schedule_check(const dt_schedule *s)
         return dt_fail(DT_ERR_INVALID, "optim.lr must be > 0, got %g", s->lr);
     if (s->warmup_steps < 0 || !(s->warmup_start >= 0.0 && s->warmup_start <= 1.0))
         return dt_fail(DT_ERR_INVALID, "schedule.warmup_steps must be >= 0 and "
-                                       "schedule.warmup_start in [0, 1]");
+                       "schedule.warmup_start in [0, 1]");
     if (s->kind == DT_SCHED_STEP && (s->step_size < 1 || !(s->gamma > 0.0)))
         return dt_fail(DT_ERR_INVALID, "schedule.step_size must be >= 1 and schedule.gamma > 0");
     if (s->kind == DT_SCHED_COSINE && (s->total_steps < 1 || !(s->min_lr >= 0.0)))
         return dt_fail(DT_ERR_INVALID, "schedule.total_steps must be >= 1 and schedule.min_lr "
-                                       ">= 0 for a cosine schedule");
+                       ">= 0 for a cosine schedule");
     return DT_OK;
 }
 
 double dt_schedule_lr(const dt_schedule *s, int64_t step)
 {
     if (step < s->warmup_steps)
-        return s->lr *
-               (s->warmup_start + (1.0 - s->warmup_start) * (double)step / (double)s->warmup_steps);
+        return s->lr * (s->warmup_start +
+                        (1.0 - s->warmup_start) * (double)step / (double)s->warmup_steps);
     const int64_t k = step - s->warmup_steps;
     switch (s->kind) {
     case DT_SCHED_STEP:
