@@ -115,11 +115,10 @@ DT_API size_t dt_optim_decayed_count(const dt_optim *o);
  * elements each rank owns, across ranks, and takes the root. */
 /* The sum of g[0..n)^2, in double. */
 DT_API double dt_grad_sumsq(const float *g, size_t n);
-/* The factor for a total norm `total` (not finite: NaN): max_norm / (total + 1e-6) below 1,
- * else 1. */
-DT_API double dt_clip_coef(double max_norm, double total);
-/* g[0..n) *= coef, each product rounded once to float. */
-DT_API void dt_clip_scale(float *g, size_t n, double coef);
+/* Returns total = sqrt(sumsq), the sum over every parameter (whatever part of them g is),
+ * and scales g[0..n) by max_norm / (total + 1e-6) when that is below 1 (each product
+ * rounded once to float). A total that is not finite is returned with g untouched. */
+DT_API double dt_clip_apply(float *g, size_t n, double sumsq, double max_norm);
 
 /* Optimizer steps taken so far (Adam's t; SGD's "buffer started" is t > 0). */
 DT_API int64_t dt_optim_steps(const dt_optim *o);

@@ -223,20 +223,15 @@ double dt_grad_sumsq(const float *g, size_t n)
     return (s[0] + s[1]) + (s[2] + s[3]);
 }
 
-double dt_clip_coef(double max_norm, double total)
+double dt_clip_apply(float *g, size_t n, double sumsq, double max_norm)
 {
-    if (!isfinite(total))
-        return NAN;
+    const double total = sqrt(sumsq);
     const double coef = max_norm / (total + 1e-6);
-    return coef < 1.0 ? coef : 1.0;
-}
-
-void dt_clip_scale(float *g, size_t n, double coef)
-{
-    if (coef == 1.0)
-        return;
+    if (!isfinite(total) || !(coef < 1.0))
+        return total;
     for (size_t i = 0; i < n; i++)
         g[i] = (float)((double)g[i] * coef);
+    return total;
 }
 
 void dt_optim_count_step(dt_optim *o)

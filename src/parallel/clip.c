@@ -17,7 +17,7 @@ dt_status dt_strategy_clip(dt_strategy *s, float *g, size_t n, dt_comm *sum_over
         if (st != DT_OK)
             return st;
     }
-    s->grad_norm = sqrt(sq);
+    s->grad_norm = dt_clip_apply(g, n, sq, s->opt.clip_norm);
     if (!isfinite(s->grad_norm)) {
         /* Finite gradients whose reduced sum overflowed float (the scans before the
          * reduction saw none), or a sum of squares past double's range. */
@@ -27,7 +27,6 @@ dt_status dt_strategy_clip(dt_strategy *s, float *g, size_t n, dt_comm *sum_over
                        "finite",
                        s->grad_norm);
     }
-    dt_clip_scale(g, n, dt_clip_coef(s->opt.clip_norm, s->grad_norm));
     return DT_OK;
 }
 
