@@ -327,7 +327,8 @@ static const key_def keys[] = {
           "the smallest activation within K/2 layers) and re-run the "
           "rest in backward; changes no bit of the result"),
     ENUMK("train.on_nonfinite", train.nonfinite_stop, nonfinite_name, 0,
-          "a NaN or Inf in a step's loss or any gradient, on any rank: skip (every rank skips "
+          "a NaN or Inf in a step's loss or any gradient, on any rank (or a clipping norm that is "
+          "not finite): skip (every rank skips "
           "the update together; counted) | stop (the run ends naming rank, layer and step)"),
     /* [checkpoint] */
     OTHER("checkpoint.dir", KEY_PATH, checkpoint.dir,
