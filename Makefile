@@ -102,6 +102,7 @@ refs: build
 	/usr/bin/python3 tests/ref/gen_refs.py --dtrain $(BUILD)/dtrain
 	/usr/bin/python3 tests/ref/gen_tfm_refs.py
 	/usr/bin/python3 tests/ref/gen_gpt_refs.py
+	/usr/bin/python3 tests/ref/gen_optim_refs.py
 	/usr/bin/python3 tests/e2e/gen_e2e.py
 	/usr/bin/python3 tests/ckpt/gen_export_ref.py
 	/usr/bin/python3 tests/e2e/check_torch_loads.py $(BUILD)/dtrain

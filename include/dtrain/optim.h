@@ -8,7 +8,13 @@
  *   Adam:  g += wd*p; m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g^2;
  *          p -= lr/(1-b1^t) * m / (sqrt(v)/sqrt(1-b2^t) + eps).
  *   AdamW: p *= 1 - lr*wd first, then Adam without the L2 term.
- * Bias corrections are computed in double. */
+ * Bias corrections are computed in double.
+ *
+ * Weight decay groups (dt_optim_set_decay): wd applies only to the elements inside the
+ * decayed ranges and is 0 elsewhere, as PyTorch's param groups with weight_decay 0 do, for
+ * every kind (SGD's and Adam's L2 term, AdamW's decoupled decay). Gradient clipping
+ * (dt_grad_sumsq, dt_clip_coef, dt_clip_scale) is torch.nn.utils.clip_grad_norm_'s rule;
+ * the strategies apply it, because only they know which ranks hold which gradients. */
 #ifndef DTRAIN_OPTIM_H
 #define DTRAIN_OPTIM_H
 
@@ -16,6 +22,7 @@
 #include <stdint.h>
 
 #include "dtrain/core.h"
+#include "dtrain/model.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -28,6 +35,15 @@ typedef enum dt_optim_kind {
     DT_OPTIM_KIND_COUNT
 } dt_optim_kind;
 
+/* Which tensors weight decay applies to (optim.decay). */
+typedef enum dt_decay_rule {
+    DT_DECAY_AUTO = 0, /* MATRICES for a model with an embedding layer (a GPT), ALL otherwise */
+    DT_DECAY_ALL,      /* every parameter (PyTorch's single param group) */
+    DT_DECAY_MATRICES, /* tensors of 2 or more dimensions only: weights, conv kernels and
+                          embeddings, not biases nor LayerNorm gains (nanoGPT, Megatron-LM) */
+    DT_DECAY_RULE_COUNT
+} dt_decay_rule;
+
 typedef struct dt_optim_config {
     dt_optim_kind kind;
     double momentum;     /* SGD */
@@ -36,6 +52,9 @@ typedef struct dt_optim_config {
     double weight_decay; /* all; AdamW's default is 0.01, the others' 0 */
     double beta1, beta2; /* Adam, AdamW: 0.9, 0.999 */
     double eps;          /* Adam, AdamW: 1e-8 */
+    /* Read by whoever sets the optimizer up, not by dt_optim_create: */
+    dt_decay_rule decay; /* the trainer's dt_optim_decay_model; default AUTO */
+    double clip_norm;    /* the strategies' global-norm clipping: max_norm, 0 = off */
 } dt_optim_config;
 
 /* PyTorch's defaults for `kind`. */
@@ -44,6 +63,8 @@ DT_API const char *dt_optim_kind_name(dt_optim_kind kind);
 DT_API dt_status dt_optim_kind_parse(const char *name, dt_optim_kind *out);
 /* DT_ERR_INVALID naming the setting when a value is out of range. */
 DT_API dt_status dt_optim_config_check(const dt_optim_config *cfg);
+DT_API const char *dt_decay_rule_name(dt_decay_rule rule);
+DT_API dt_status dt_decay_rule_parse(const char *name, dt_decay_rule *out);
 
 typedef struct dt_optim dt_optim;
 
@@ -64,6 +85,40 @@ DT_API void dt_optim_step(dt_optim *o, float *params, const float *grads, size_t
 DT_API void dt_optim_step_part(dt_optim *o, float *params, const float *grads, size_t lo, size_t hi,
                                double lr);
 DT_API void dt_optim_count_step(dt_optim *o);
+
+/* A range [offset, offset + count) of the model's flat buffer. */
+typedef struct dt_range {
+    size_t offset, count;
+} dt_range;
+
+/* Weight decay only on the elements inside ranges[0..n) of the flat buffer (sorted, not
+ * overlapping), wd 0 on the others; `base` is the flat index of the optimizer's element 0
+ * (a ZeRO-1 slice's offset), so that any slice takes its part of the same ranges. n 0:
+ * decay nowhere. Without a call every element decays (the default). Copies the ranges
+ * (allocates here, never in a step). DT_ERR_INVALID for unsorted or overlapping ranges. */
+DT_API dt_status dt_optim_set_decay(dt_optim *o, size_t base, const dt_range *ranges, int n);
+/* AUTO resolved for the whole model's layer list: MATRICES when it has an embedding layer. A
+ * pipeline stage resolves it from the whole list, not its own layers. */
+DT_API dt_decay_rule dt_decay_rule_resolve(dt_decay_rule rule, const dt_layer_spec *specs,
+                                           int nlayers);
+/* dt_optim_set_decay with the ranges of m's tensors that `rule` (resolved: ALL or
+ * MATRICES) decays, ndim >= 2 for MATRICES; ALL leaves every element decayed. `base` as
+ * above, in m's flat buffer (its tensors' offsets). */
+DT_API dt_status dt_optim_decay_model(dt_optim *o, size_t base, const dt_model *m,
+                                      dt_decay_rule rule);
+/* Elements of the optimizer's range that decay (all of them without dt_optim_set_decay). */
+DT_API size_t dt_optim_decayed_count(const dt_optim *o);
+
+/* ---- global-norm gradient clipping (torch.nn.utils.clip_grad_norm_) ------------------
+ * total = sqrt(sum over every parameter of g^2), coef = max_norm / (total + 1e-6), the
+ * gradients scaled by coef when coef < 1. A strategy sums dt_grad_sumsq over the gradient
+ * elements each rank owns, across ranks, and takes the root. */
+/* The sum of g[0..n)^2, in double. */
+DT_API double dt_grad_sumsq(const float *g, size_t n);
+/* Returns total = sqrt(sumsq), the sum over every parameter (whatever part of them g is),
+ * and scales g[0..n) by max_norm / (total + 1e-6) when that is below 1 (each product
+ * rounded once to float). A total that is not finite is returned with g untouched. */
+DT_API double dt_clip_apply(float *g, size_t n, double sumsq, double max_norm);
 
 /* Optimizer steps taken so far (Adam's t; SGD's "buffer started" is t > 0). */
 DT_API int64_t dt_optim_steps(const dt_optim *o);

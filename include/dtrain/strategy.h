@@ -103,6 +103,7 @@ typedef enum dt_strategy_opt {
     DT_SO_LOCAL_STEPS,
     DT_SO_PARTITION,
     DT_SO_FEDPROX_MU,
+    DT_SO_CLIP_NORM, /* optim.clip_norm: ddp with tp 1 and pp 1 */
     DT_SO_COUNT
 } dt_strategy_opt;
 
@@ -150,6 +151,9 @@ typedef struct dt_strategy_options {
     int64_t rounds;             /* fedavg: the run's length (train.epochs does not apply) */
     dt_fed_partition partition; /* fedavg: how the training set is dealt to the clients */
     double fedprox_mu;
+    /* optim.clip_norm: the gradients' global L2 norm clipped to it in the update (0: off),
+     * torch.nn.utils.clip_grad_norm_'s rule (optim.h). */
+    double clip_norm;
     uint64_t seed;
     /* Every registered strategy's settings at their defaults, then as set: read and write
      * them with dt_strategy_options_get and _set. */

@@ -49,6 +49,8 @@ typedef struct dt_step_info {
     double samples_per_s; /* over the epoch so far */
     double elapsed_s;     /* since the epoch began */
     int skipped;          /* 1: a NaN or Inf on some rank; no update was made (loss NAN) */
+    double grad_norm;     /* the gradients' global L2 norm before clipping (optim.clip_norm
+                             > 0), else NAN */
 } dt_step_info;
 
 /* Reported after every epoch (global figures). */

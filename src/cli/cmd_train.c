@@ -183,9 +183,12 @@ static dt_status on_step(void *vctx, const dt_step_info *s)
             fputc('\n', stderr);
         fflush(stderr);
     } else if (every > 0 && s->step % every == 0) {
-        printf("epoch %lld step %lld/%lld loss %.6f lr %.3g %.0f samples/s\n",
+        char norm[48] = ""; /* with optim.clip_norm: the norm before clipping */
+        if (isfinite(s->grad_norm))
+            snprintf(norm, sizeof norm, " grad_norm %.4g", s->grad_norm);
+        printf("epoch %lld step %lld/%lld loss %.6f lr %.3g%s %.0f samples/s\n",
                (long long)s->epoch + 1, (long long)s->epoch_step, (long long)s->epoch_steps,
-               s->loss, s->lr, s->samples_per_s);
+               s->loss, s->lr, norm, s->samples_per_s);
         fflush(stdout);
     }
     if (c->tb != NULL &&
@@ -201,6 +204,8 @@ static dt_status on_step(void *vctx, const dt_step_info *s)
         cJSON_AddNumberToObject(o, "samples", (double)s->samples);
         cJSON_AddNumberToObject(o, "loss", s->loss);
         cJSON_AddNumberToObject(o, "lr", s->lr);
+        if (isfinite(s->grad_norm))
+            cJSON_AddNumberToObject(o, "grad_norm", s->grad_norm);
         write_json(c->metrics, o);
     }
     return DT_OK;

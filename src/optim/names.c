@@ -13,6 +13,12 @@ static const char *const optim_names[DT_OPTIM_KIND_COUNT] = {
     [DT_OPTIM_ADAMW] = "adamw",
 };
 
+static const char *const decay_names[DT_DECAY_RULE_COUNT] = {
+    [DT_DECAY_AUTO] = "auto",
+    [DT_DECAY_ALL] = "all",
+    [DT_DECAY_MATRICES] = "matrices",
+};
+
 static const char *const sched_names[DT_SCHED_KIND_COUNT] = {
     [DT_SCHED_CONSTANT] = "constant",
     [DT_SCHED_STEP] = "step",
@@ -32,6 +38,8 @@ dt_optim_config dt_optim_config_default(dt_optim_kind kind)
     c.beta1 = 0.9;
     c.beta2 = 0.999;
     c.eps = 1e-8;
+    c.decay = DT_DECAY_AUTO;
+    c.clip_norm = 0.0;
     return c;
 }
 
@@ -49,6 +57,23 @@ dt_status dt_optim_kind_parse(const char *name, dt_optim_kind *out)
     dt_status st = dt_name_parse(optim_names, DT_OPTIM_KIND_COUNT, name, "optimizer", &k);
     if (st == DT_OK)
         *out = (dt_optim_kind)k;
+    return st;
+}
+
+const char *dt_decay_rule_name(dt_decay_rule rule)
+{
+    if ((int)rule < 0 || rule >= DT_DECAY_RULE_COUNT)
+        return "unknown";
+    return decay_names[rule];
+}
+
+dt_status dt_decay_rule_parse(const char *name, dt_decay_rule *out)
+{
+    DT_ASSERT(name != NULL && out != NULL);
+    int k = 0;
+    dt_status st = dt_name_parse(decay_names, DT_DECAY_RULE_COUNT, name, "decay rule", &k);
+    if (st == DT_OK)
+        *out = (dt_decay_rule)k;
     return st;
 }
 

@@ -12,12 +12,21 @@ struct dt_optim {
     int64_t t;
     int nbufs;
     float *buf[2]; /* SGD: momentum buffer; Adam: exp_avg, exp_avg_sq */
+    /* dt_optim_set_decay's ranges in this optimizer's own indices [0, count), sorted; when
+     * `grouped` is 0 every element decays. */
+    int grouped, ndecay;
+    dt_range *decay;
 };
 
 dt_status dt_optim_config_check(const dt_optim_config *c)
 {
     if ((int)c->kind < 0 || c->kind >= DT_OPTIM_KIND_COUNT)
         return dt_fail(DT_ERR_INVALID, "optim: unknown kind %d", (int)c->kind);
+    if ((int)c->decay < 0 || c->decay >= DT_DECAY_RULE_COUNT)
+        return dt_fail(DT_ERR_INVALID, "optim.decay: unknown rule %d", (int)c->decay);
+    if (!(c->clip_norm >= 0.0 && isfinite(c->clip_norm)))
+        return dt_fail(DT_ERR_INVALID, "optim.clip_norm must be >= 0 and finite, got %g",
+                       c->clip_norm);
     if (!(c->weight_decay >= 0.0))
         return dt_fail(DT_ERR_INVALID, "optim.weight_decay must be >= 0, got %g", c->weight_decay);
     if (c->kind == DT_OPTIM_SGD) {
@@ -62,13 +71,14 @@ void dt_optim_free(dt_optim *o)
         return;
     dt_free(o->buf[0]);
     dt_free(o->buf[1]);
+    dt_free(o->decay);
     dt_free(o);
 }
 
-static void sgd_step(const dt_optim_config *c, float *restrict p, const float *restrict g,
-                     float *restrict buf, size_t n, float lr, int first)
+static void sgd_step(const dt_optim_config *c, double weight_decay, float *restrict p,
+                     const float *restrict g, float *restrict buf, size_t n, float lr, int first)
 {
-    const float wd = (float)c->weight_decay, mu = (float)c->momentum;
+    const float wd = (float)weight_decay, mu = (float)c->momentum;
     const float damp = (float)(1.0 - c->dampening);
     for (size_t i = 0; i < n; i++) {
         float d = g[i];
@@ -83,9 +93,9 @@ static void sgd_step(const dt_optim_config *c, float *restrict p, const float *r
     }
 }
 
-static void adam_step(const dt_optim_config *c, float *restrict p, const float *restrict g,
-                      float *restrict m, float *restrict v, size_t n, double lr, int64_t t,
-                      int decoupled)
+static void adam_step(const dt_optim_config *c, double weight_decay, float *restrict p,
+                      const float *restrict g, float *restrict m, float *restrict v, size_t n,
+                      double lr, int64_t t, int decoupled)
 {
     /* Corrections in double: in float, 1 - 0.999 is off by 1.3e-5 relative (docs/NOTES.md). */
     const double bc1 = 1.0 - pow(c->beta1, (double)t);
@@ -94,8 +104,8 @@ static void adam_step(const dt_optim_config *c, float *restrict p, const float *
     const float bc2_sqrt = (float)sqrt(bc2);
     const float b1 = (float)c->beta1, b2 = (float)c->beta2, eps = (float)c->eps;
     const float omb1 = (float)(1.0 - c->beta1), omb2 = (float)(1.0 - c->beta2);
-    const float wd = (float)c->weight_decay;
-    const float decay = (float)(1.0 - lr * c->weight_decay);
+    const float wd = (float)weight_decay;
+    const float decay = (float)(1.0 - lr * weight_decay);
     for (size_t i = 0; i < n; i++) {
         float gi = g[i];
         if (decoupled)
@@ -110,27 +120,118 @@ static void adam_step(const dt_optim_config *c, float *restrict p, const float *
     }
 }
 
-void dt_optim_step_part(dt_optim *o, float *params, const float *grads, size_t lo, size_t hi,
-                        double lr)
+/* The update of [lo, hi) with weight decay wd (the config's, or 0 outside the groups). */
+static void update_range(dt_optim *o, float *params, const float *grads, size_t lo, size_t hi,
+                         double lr, double wd)
 {
-    DT_ASSERT(o != NULL && lo <= hi && hi <= o->count);
+    if (lo >= hi)
+        return;
     const int64_t t = o->t + 1; /* the step being taken */
     float *p = params + lo, *m = o->buf[0] != NULL ? o->buf[0] + lo : NULL; /* SGD, no momentum */
     const float *g = grads + lo;
     const size_t n = hi - lo;
     switch (o->cfg.kind) {
     case DT_OPTIM_SGD:
-        sgd_step(&o->cfg, p, g, m, n, (float)lr, t == 1);
+        sgd_step(&o->cfg, wd, p, g, m, n, (float)lr, t == 1);
         break;
     case DT_OPTIM_ADAM:
-        adam_step(&o->cfg, p, g, m, o->buf[1] + lo, n, lr, t, 0);
+        adam_step(&o->cfg, wd, p, g, m, o->buf[1] + lo, n, lr, t, 0);
         break;
     case DT_OPTIM_ADAMW:
-        adam_step(&o->cfg, p, g, m, o->buf[1] + lo, n, lr, t, 1);
+        adam_step(&o->cfg, wd, p, g, m, o->buf[1] + lo, n, lr, t, 1);
         break;
     default:
         DT_ASSERT(0 && "unknown optimizer kind");
     }
+}
+
+void dt_optim_step_part(dt_optim *o, float *params, const float *grads, size_t lo, size_t hi,
+                        double lr)
+{
+    DT_ASSERT(o != NULL && lo <= hi && hi <= o->count);
+    const double wd = o->cfg.weight_decay;
+    if (!o->grouped || wd == 0.0) {
+        update_range(o, params, grads, lo, hi, lr, wd);
+        return;
+    }
+    /* Alternate runs without and with decay: the gap before each decayed range, the
+     * range, and what follows the last. The update is element-wise, so the pieces give
+     * the bits of one call with per-element decay. */
+    size_t at = lo;
+    for (int r = 0; r < o->ndecay && at < hi; r++) {
+        const size_t a = o->decay[r].offset, b = a + o->decay[r].count;
+        if (b <= at)
+            continue;
+        const size_t start = a > at ? (a < hi ? a : hi) : at, end = b < hi ? b : hi;
+        update_range(o, params, grads, at, start, lr, 0.0);
+        update_range(o, params, grads, start, end, lr, wd);
+        at = end;
+    }
+    update_range(o, params, grads, at, hi, lr, 0.0);
+}
+
+dt_status dt_optim_set_decay(dt_optim *o, size_t base, const dt_range *ranges, int n)
+{
+    DT_ASSERT(o != NULL && n >= 0 && (n == 0 || ranges != NULL));
+    dt_range *own = NULL;
+    int kept = 0;
+    for (int r = 1; r < n; r++)
+        if (ranges[r].offset < ranges[r - 1].offset + ranges[r - 1].count)
+            return dt_fail(DT_ERR_INVALID,
+                           "optim: decay range %d (from %zu) begins before range %d ends (%zu)", r,
+                           ranges[r].offset, r - 1, ranges[r - 1].offset + ranges[r - 1].count);
+    if (n > 0) {
+        dt_status st = dt_alloc(sizeof *own * (size_t)n, "decay ranges", (void **)&own);
+        if (st != DT_OK)
+            return st;
+    }
+    /* Each range's part inside [base, base + count), in the optimizer's own indices. */
+    for (int r = 0; r < n; r++) {
+        const size_t a = ranges[r].offset, b = a + ranges[r].count;
+        const size_t lo = a > base ? a - base : 0;
+        const size_t hi = b > base ? (b - base < o->count ? b - base : o->count) : 0;
+        if (lo < hi)
+            own[kept++] = (dt_range){lo, hi - lo};
+    }
+    dt_free(o->decay);
+    o->decay = own;
+    o->ndecay = kept;
+    o->grouped = 1;
+    return DT_OK;
+}
+
+size_t dt_optim_decayed_count(const dt_optim *o)
+{
+    if (!o->grouped)
+        return o->count;
+    size_t n = 0;
+    for (int r = 0; r < o->ndecay; r++)
+        n += o->decay[r].count;
+    return n;
+}
+
+double dt_grad_sumsq(const float *g, size_t n)
+{
+    /* Four partial sums: the additions vectorise, and double holds any float's square. */
+    double s[4] = {0, 0, 0, 0};
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        for (int k = 0; k < 4; k++)
+            s[k] += (double)g[i + k] * (double)g[i + k];
+    for (; i < n; i++)
+        s[0] += (double)g[i] * (double)g[i];
+    return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
+double dt_clip_apply(float *g, size_t n, double sumsq, double max_norm)
+{
+    const double total = sqrt(sumsq);
+    const double coef = max_norm / (total + 1e-6);
+    if (!isfinite(total) || !(coef < 1.0))
+        return total;
+    for (size_t i = 0; i < n; i++)
+        g[i] = (float)((double)g[i] * coef);
+    return total;
 }
 
 void dt_optim_count_step(dt_optim *o)

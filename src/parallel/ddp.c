@@ -394,6 +394,12 @@ static dt_status ddp_update(dt_strategy *s, dt_optim *o, double lr)
     float *p = dt_model_params(s->model), *g = dt_model_grads(s->model);
     if (!s->opt.zero) {
         const double t = dt_now();
+        /* The replicas hold equal reduced gradients: each counts its own copy, once. */
+        st = dt_strategy_clip(s, g, dt_model_param_count(s->model), NULL);
+        if (st == DT_ERR_NONFINITE && dp->cur != NULL) /* the step will be skipped */
+            dt_gcomp_forget_nonfinite(dp->cur);
+        if (st != DT_OK)
+            return st;
         dt_optim_step_team(o, p, g, dt_model_param_count(s->model), lr, dt_model_team(s->model));
         dt_obs_phase(s->obs, DT_PHASE_OPTIM, t, dt_now(), -1);
         return DT_OK;
@@ -407,6 +413,8 @@ static dt_status ddp_update(dt_strategy *s, dt_optim *o, double lr)
     dp->exposed_s += dt_now() - t0;
     const double to = dt_now();
     dt_obs_phase(s->obs, DT_PHASE_COMM, t0, to, -1);
+    /* Each rank holds the reduced gradient of its own slice: the norm sums the slices. */
+    DT_TRY(dt_strategy_clip(s, dp->shard_grad, dp->shard_count, dp->comm));
     dt_optim_step_team(o, p + dp->shard_offset, dp->shard_grad, dp->shard_count, lr,
                        dt_model_team(s->model));
     const double t1 = dt_now();
@@ -554,7 +562,8 @@ const dt_strategy_def dt_ddp_def = {
     .name = "ddp",
     .help = "synchronous data parallelism: gradients all-reduced in buckets (a world of one: "
             "single)",
-    .uses = DT_SO_USES_AXES | DT_SO_USES_BUCKETS | DT_SO_USES_STEPS | DT_SO_USES_COMPRESSION,
+    .uses = DT_SO_USES_AXES | DT_SO_USES_BUCKETS | DT_SO_USES_STEPS | DT_SO_USES_COMPRESSION |
+            DT_SO_USES_CLIP,
     .check = dt_ddp_check,
     .create = dt_ddp_create,
     .predict = ddp_predict,

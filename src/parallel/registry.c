@@ -34,6 +34,8 @@ static const char *const why_not[DT_SO_COUNT] = {
     [DT_SO_LR_SCALING] = "fedavg's clients each train at the schedule's rate",
     [DT_SO_ERROR_FEEDBACK] = "fedavg's clients keep no state between rounds",
     [DT_SO_COMPRESS_WARMUP] = "fedavg compresses every round's client updates",
+    [DT_SO_CLIP_NORM] = "the global norm is summed where ddp's gradients are reduced; ps's "
+                        "servers, fedavg's clients and local SGD's replicas do not clip yet",
 };
 
 int dt_strategy_def_count(void)
@@ -287,11 +289,24 @@ dt_status dt_strategy_check(const dt_strategy_options *o, int world)
     if ((int)o->pp_schedule < 0 || o->pp_schedule >= DT_PP_SCHEDULE_COUNT)
         return dt_fail(DT_ERR_INVALID, "parallel.pp_schedule: unknown schedule %d",
                        (int)o->pp_schedule);
+    if (o->clip_norm > 0 && (tp > 1 || pp > 1))
+        return dt_fail(DT_ERR_UNSUPPORTED,
+                       "%s: the gradient norm is not yet summed over tensor-parallel ranks and "
+                       "pipeline stages (tp %d, pp %d): clipping needs tp 1 and pp 1",
+                       o->given[DT_SO_CLIP_NORM] != NULL ? o->given[DT_SO_CLIP_NORM]
+                                                         : "optim.clip_norm",
+                       tp, pp);
     if (o->compress.kind != DT_COMPRESS_NONE && (tp > 1 || pp > 1 || o->zero))
         return dt_fail(DT_ERR_UNSUPPORTED,
                        "parallel.compress: compresses the gradients of plain data parallelism "
                        "(not with tp %d, pp %d or ZeRO %d yet)",
                        tp, pp, o->zero);
+    /* By value, not only when given: a program's own options must not skip clipping. */
+    if (o->clip_norm > 0 && !(def->uses & DT_SO_USES_CLIP))
+        return dt_fail(DT_ERR_UNSUPPORTED, "%s: clipping under --strategy %s is not supported: %s",
+                       o->given[DT_SO_CLIP_NORM] != NULL ? o->given[DT_SO_CLIP_NORM]
+                                                         : "optim.clip_norm",
+                       def->name, why_not[DT_SO_CLIP_NORM]);
     dt_status st = refuse_foreign(o, def);
     if (st == DT_OK)
         st = def->check(o, world, tp, pp);

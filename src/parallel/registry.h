@@ -42,6 +42,7 @@ typedef struct dt_strategy_setting {
 #define DT_SO_USES_STEPS                                                                           \
     (DT_SO_BIT(DT_SO_MICRO_BATCHES) | DT_SO_BIT(DT_SO_ACCUMULATION) |                              \
      DT_SO_BIT(DT_SO_LAST_BATCH) | DT_SO_BIT(DT_SO_LR_SCALING))
+#define DT_SO_USES_CLIP DT_SO_BIT(DT_SO_CLIP_NORM)
 #define DT_SO_USES_COMPRESSION (DT_SO_BIT(DT_SO_ERROR_FEEDBACK) | DT_SO_BIT(DT_SO_COMPRESS_WARMUP))
 #define DT_SO_USES_FEDAVG                                                                          \
     (DT_SO_BIT(DT_SO_CLIENTS) | DT_SO_BIT(DT_SO_CLIENTS_PER_ROUND) | DT_SO_BIT(DT_SO_ROUNDS) |     \

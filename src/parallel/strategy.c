@@ -40,6 +40,7 @@ dt_status dt_strategy_create(const dt_strategy_options *opt, dt_comm *world, dt_
                               &(*out)->pipe));
         i->slots = dt_pipe_slots((*out)->pipe);
     }
+    (*out)->grad_norm = NAN;
     i->world_size = dt_comm_size(world);
     i->world_rank = dt_comm_rank(world);
     i->main = i->world_rank == 0;
@@ -198,6 +199,7 @@ dt_status dt_strategy_step(dt_strategy *s, const dt_step_plan *plan, const dt_st
 {
     s->bad_here = 0;
     s->bad = (dt_nonfinite){0, -1, 0};
+    s->grad_norm = NAN;
     dt_status st = s->ops->step(s, plan, io, loss_sum);
     const double t0 = dt_now();
     if (st == DT_OK)

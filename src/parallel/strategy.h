@@ -150,7 +150,7 @@ typedef struct dt_nonfinite {
     int rank;
     int where; /* DT_NONFINITE_LOSS, or 1 + the whole model's layer of the first gradient */
 } dt_nonfinite;
-enum { DT_NONFINITE_LOSS = -1 };
+enum { DT_NONFINITE_LOSS = -1, DT_NONFINITE_NORM = -2 /* the clipping norm (optim.clip_norm) */ };
 
 /* Lays out `world` as opt's grid (collective: every rank calls it; the layout is checked
  * on every rank before any message, so a bad layout fails everywhere and never hangs) and
@@ -271,6 +271,8 @@ int dt_state_optional(const char *name);
  * that range differs between ranks (ZeRO-1, ps), so that whoever reads the optimizer's
  * state whole gathers it on every rank together. */
 dt_comm *dt_strategy_world(const dt_strategy *s);
+/* The last step's gradient norm before clipping (optim.clip_norm > 0), else NAN. */
+double dt_strategy_grad_norm(const dt_strategy *s);
 void dt_strategy_optim_range(const dt_strategy *s, size_t *offset, size_t *count, int *sharded);
 
 #endif

@@ -87,6 +87,7 @@ struct dt_strategy {
     dt_obs *obs;      /* the rank's phase timers and trace events (dt_strategy_set_obs) */
     dt_optim *optim;  /* borrowed (dt_strategy_bind_optim): a server that applies as
                          gradients arrive steps it inside the step */
+    double grad_norm; /* the step's norm before clipping (clip.c), or NAN */
     /* state.c's buffers, kept from one export to the next (no page faults then): a state
      * buffer gathered over ZeRO-1's slices, the whole parameters and state buffers, every
      * replica's residuals and (where each has its own) PowerSGD factors. */
@@ -101,6 +102,14 @@ struct dt_strategy {
 int dt_strategy_scan_grads(const dt_strategy *s, size_t lo, size_t hi);
 /* bad_here for a step whose loss sum is `loss_sum`, the gradients [lo, hi) scanned. */
 void dt_strategy_note_bad(dt_strategy *s, double loss_sum, size_t lo, size_t hi);
+
+/* optim.clip_norm (clip.c): the norm of the step's reduced gradients, from this rank's
+ * g[0..n) (the elements it owns) summed over `sum_over` (NULL: the rank holds them all, or
+ * its replicas hold equal copies, counted once), into s->grad_norm; g scaled by
+ * clip_grad_norm_'s factor. A norm that is not finite is the step's non-finite verdict
+ * (DT_ERR_NONFINITE, the same on every rank of `sum_over`, g untouched): the caller skips
+ * the update. Nothing without clipping. Collective over sum_over. */
+dt_status dt_strategy_clip(dt_strategy *s, float *g, size_t n, dt_comm *sum_over);
 
 /* The replicas' start: the model's signature compared over `comm` (DT_ERR_MISMATCH naming
  * every rank that differs from rank 0), then rank 0's parameters broadcast, unless `keep`

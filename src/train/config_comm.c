@@ -36,6 +36,7 @@ void dt_config_strategy_options(const dt_config *cfg, dt_strategy_options *out)
     out->rounds = cfg->fedavg.rounds;
     out->partition = cfg->fedavg.partition;
     out->fedprox_mu = cfg->fedavg.fedprox_mu;
+    out->clip_norm = cfg->optim.clip_norm;
     out->seed = cfg->train.seed;
     /* Each option the strategies judge, by the key that sets it. */
     static const char *const key_of[DT_SO_COUNT] = {
@@ -60,6 +61,7 @@ void dt_config_strategy_options(const dt_config *cfg, dt_strategy_options *out)
         [DT_SO_LOCAL_STEPS] = "fedavg.local_steps",
         [DT_SO_PARTITION] = "fedavg.partition",
         [DT_SO_FEDPROX_MU] = "fedavg.fedprox_mu",
+        [DT_SO_CLIP_NORM] = "optim.clip_norm",
     };
     for (int o = 0; o < DT_SO_COUNT; o++) {
         DT_ASSERT(key_of[o] != NULL); /* a new option without its key */

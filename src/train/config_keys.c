@@ -126,6 +126,10 @@ static const char *optim_name(int v)
 {
     return v >= 0 && v < DT_OPTIM_KIND_COUNT ? dt_optim_kind_name((dt_optim_kind)v) : NULL;
 }
+static const char *decay_name(int v)
+{
+    return v >= 0 && v < DT_DECAY_RULE_COUNT ? dt_decay_rule_name((dt_decay_rule)v) : NULL;
+}
 static const char *sched_name(int v)
 {
     return v >= 0 && v < DT_SCHED_KIND_COUNT ? dt_sched_kind_name((dt_sched_kind)v) : NULL;
@@ -283,6 +287,13 @@ static const key_def keys[] = {
         "adam, adamw: decay of the second moment"),
     OPT("optim.eps", KEY_DOUBLE, optim.eps, LO, 0, 0,
         "adam, adamw: added to the denominator after the bias correction"),
+    ENUMK("optim.decay", optim.decay, decay_name, 0,
+          "which tensors optim.weight_decay applies to (every optimizer kind): all | matrices "
+          "(2 or more dimensions: weights and embeddings, not biases nor LayerNorm gains) | "
+          "auto (matrices when the model has an embedding layer, else all)"),
+    NUM("optim.clip_norm", KEY_DOUBLE, optim.clip_norm, LO, 0, 0,
+        "clip the gradients' global L2 norm (over every parameter, as "
+        "torch.nn.utils.clip_grad_norm_) to this value; 0: off"),
     /* [schedule] */
     ENUMK("schedule.kind", schedule.kind, sched_name, 0,
           "learning-rate schedule after the warm-up: constant | step | cosine"),
@@ -318,7 +329,8 @@ static const key_def keys[] = {
           "the smallest activation within K/2 layers) and re-run the "
           "rest in backward; changes no bit of the result"),
     ENUMK("train.on_nonfinite", train.nonfinite_stop, nonfinite_name, 0,
-          "a NaN or Inf in a step's loss or any gradient, on any rank: skip (every rank skips "
+          "a NaN or Inf in a step's loss or any gradient, on any rank (or a clipping norm that is "
+          "not finite): skip (every rank skips "
           "the update together; counted) | stop (the run ends naming rank, layer and step)"),
     /* [checkpoint] */
     OTHER("checkpoint.dir", KEY_PATH, checkpoint.dir,

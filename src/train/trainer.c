@@ -249,6 +249,16 @@ dt_status dt_trainer_create(const dt_config *cfg, dt_comm *world, dt_trainer **o
     size_t optim_count = 0;
     DT_TRY(dt_strategy_attach(t->strategy, t->model, &optim_count));
     DT_TRY(dt_optim_create(&cfg->optim, optim_count, &t->optim));
+    {
+        /* optim.decay's groups over this rank's tensors, the rule judged on the whole
+         * model's layers (a pipeline stage without the embedding still has a GPT's rule). */
+        size_t off = 0, cnt = 0;
+        int sharded = 0;
+        dt_strategy_optim_range(t->strategy, &off, &cnt, &sharded);
+        DT_TRY(dt_optim_decay_model(
+            t->optim, off, t->model,
+            dt_decay_rule_resolve(cfg->optim.decay, cfg->layers, cfg->nlayers)));
+    }
     dt_strategy_bind_optim(t->strategy, t->optim);
     DT_TRY(plan_run(t));
     /* Phase timers are always on: a clock read at each phase boundary. */
@@ -666,7 +676,8 @@ static dt_status report_step(dt_trainer *t, const dt_train_callbacks *cb, int64_
                                .lr = lr,
                                .samples_per_s = el > 0 ? (double)epoch_samples / el : 0.0,
                                .elapsed_s = el,
-                               .skipped = skipped};
+                               .skipped = skipped,
+                               .grad_norm = dt_strategy_grad_norm(t->strategy)};
     return cb->on_step(cb->ctx, &info);
 }
 
@@ -712,12 +723,14 @@ static dt_status run_epoch(dt_trainer *t, int64_t epoch, int64_t from, const dt_
                                    .last = last_step(t, epoch, s),
                                    .step = dt_optim_steps(t->optim)};
         st = dt_strategy_step(t->strategy, &plan, &io, &step_loss);
+        /* The update's verdict too: a clipping norm (optim.clip_norm) that is not finite. */
+        if (st == DT_OK)
+            st = dt_strategy_update(t->strategy, t->optim, lr);
         const int skipped = st == DT_ERR_NONFINITE;
         if (skipped)
             st = on_nonfinite(t);
         DT_TRY(st);
         if (!skipped) {
-            DT_TRY(dt_strategy_update(t->strategy, t->optim, lr));
             epoch_loss += step_loss;
             epoch_samples += g;
         }

@@ -159,6 +159,43 @@ static void test_mlp_zero1(void **state)
     run_pair("mlp adam zero-1", a, 16, "parallel.zero=1", NULL);
 }
 
+/* optim.clip_norm: the norm is over the reduced gradients, counted once (ddp's replicas hold
+ * equal copies; ZeRO-1's ranks each hold a slice, summed over the group). The limit is far
+ * below the MLP's gradient norm, so every step clips, and the clipped run must differ from
+ * an unclipped one (the test cannot pass with clipping off on both sides). */
+static void test_mlp_clip(void **state)
+{
+    (void)state;
+    dt_config c = mlp_config();
+    dt_test_set(&c, "optim.kind=sgd");
+    dt_test_set(&c, "optim.lr=0.1");
+    dt_test_set(&c, "optim.momentum=0.9");
+    dt_config clipped = c;
+    dt_test_set(&clipped, "optim.clip_norm=0.05");
+    run_pair("mlp sgd clip", clipped, 16, NULL, NULL);
+    run_pair("mlp sgd clip zero-1", clipped, 16, "parallel.zero=1", NULL);
+    dt_config w = mlp_config();
+    dt_test_set(&w, "optim.kind=adamw");
+    dt_test_set(&w, "optim.decay=matrices");
+    dt_test_set(&w, "optim.clip_norm=0.05");
+    run_pair("mlp adamw matrices clip zero-1", w, 16, "parallel.zero=1", NULL);
+    /* Clipping took effect: one process with and without it. */
+    float *a = NULL, *b = NULL;
+    size_t na = 0, nb = 0;
+    batch_times(&c, 16, size);
+    batch_times(&clipped, 16, size);
+    train(&c, NULL, &a, &na, NULL);
+    train(&clipped, NULL, &b, &nb, NULL);
+    double most = 0;
+    for (size_t i = 0; i < na; i++)
+        most = fmax(most, fabs((double)a[i] - (double)b[i]));
+    if (!(most > 1e-3))
+        fail_msg("optim.clip_norm 0.05 changed no parameter by more than %g: clipping is off",
+                 most);
+    free(a);
+    free(b);
+}
+
 static void test_accumulation(void **state)
 {
     (void)state;
@@ -465,6 +502,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_mlp_sgd),
         cmocka_unit_test(test_mlp_adam),
         cmocka_unit_test(test_mlp_zero1),
+        cmocka_unit_test(test_mlp_clip),
         cmocka_unit_test(test_accumulation),
         cmocka_unit_test(test_global_batch_uneven),
         cmocka_unit_test(test_partial_last_batch),

@@ -11,3 +11,7 @@ dt_add_coretype_tests(NAME test_alloc_step LABELS alloc TIMEOUT 60
 # (tests/e2e/convnet_init.safetensors).
 dt_add_test(NAME test_weights_convnet SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_weights_convnet.c
             LABELS unit TIMEOUT 30)
+# optim.decay's rules in a run (auto keeps every-tensor decay without an embedding) and
+# optim.clip_norm's refusals.
+dt_add_test(NAME test_optim_setup SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_optim_setup.c
+            LABELS unit TIMEOUT 30)
