@@ -15,3 +15,7 @@ dt_add_test(NAME test_weights_convnet SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_wei
 # optim.clip_norm's refusals.
 dt_add_test(NAME test_optim_setup SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_optim_setup.c
             LABELS unit TIMEOUT 30)
+# The GPT as a model: recompute keeps its bits with dropout on, activation memory linear in
+# T, and the tied head's refusals.
+dt_add_test(NAME test_gpt_model SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gpt_model.c
+            LABELS unit TIMEOUT 60)

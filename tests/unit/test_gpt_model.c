@@ -1,0 +1,171 @@
+/* test_gpt_model.c — the GPT as a model (src/nn/block.c, lm_head.c), beyond its numbers
+ * against PyTorch (tests/ref/test_ref_gpt.c):
+ *   - recompute (every-K segments, sqrt) with dropout on gives the bits of keeping
+ *     everything: the blocks redraw their masks from the same keys;
+ *   - activation memory grows linearly in T (no T x T matrix anywhere): the planned bytes at
+ *     T = 64, 128, 256, 512 for issue 37's small model, each step's increase twice the last;
+ *   - lm_head without an embedding before it, or a stage holding the head but not the
+ *     embedding, is refused with a message naming the layers. */
+#include "dt_test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtrain/config.h"
+#include "dtrain/model.h"
+
+static int parse_all(const char *const *text, int n, dt_layer_spec *specs)
+{
+    for (int i = 0; i < n; i++)
+        DT_ASSERT_OK(dt_layer_spec_parse(text[i], &specs[i]));
+    return n;
+}
+
+static const char *const gpt_text[] = {"transformer.wte: embedding 256 24",
+                                       "transformer.wpe: position",
+                                       "dropout 0.1",
+                                       "transformer.h.0: block 3 p=0.1 attn_p=0.2",
+                                       "transformer.h.1: block 3 p=0.1 attn_p=0.2",
+                                       "transformer.h.2: block 3 p=0.1 attn_p=0.2",
+                                       "transformer.ln_f: layernorm",
+                                       "lm_head"};
+enum { NL = 8, B = 3, T = 11, V = 256 };
+
+/* One training forward and backward with the given recompute setting: output and gradients. */
+static void run(int recompute, float *y, float *g, size_t ny, size_t *np)
+{
+    dt_layer_spec specs[NL];
+    parse_all(gpt_text, NL, specs);
+    const dt_shape in = {.ndim = 1, .d = {T}};
+    dt_model_options o = dt_model_options_default(B);
+    o.recompute = recompute;
+    dt_model *m = NULL;
+    DT_ASSERT_OK(dt_model_create_with(specs, NL, &in, &o, &m));
+    dt_model_init_params(m, 11);
+    float *x = dt_model_input(m);
+    for (int i = 0; i < B * T; i++)
+        x[i] = (float)((i * 53 + 7) % V);
+    const int64_t positions[B] = {4, 9, 2};
+    const dt_forward_ctx ctx = {.train = 1, .seed = 3, .epoch = 6, .positions = positions};
+    DT_ASSERT_OK(dt_model_forward(m, B, &ctx));
+    memcpy(y, dt_model_output(m), ny * sizeof(float));
+    float *dy = dt_model_activation_grad(m, NL);
+    for (size_t i = 0; i < ny; i++)
+        dy[i] = 1e-2f * (float)((int)(i % 17) - 8);
+    dt_model_zero_grads(m);
+    DT_ASSERT_OK(dt_model_backward(m, B, NULL));
+    *np = dt_model_param_count(m);
+    memcpy(g, dt_model_grads(m), *np * sizeof(float));
+    dt_model_free(m);
+}
+
+static void test_recompute_bits(void **state)
+{
+    (void)state;
+    const size_t ny = (size_t)(B * T * V), maxp = 1 << 20;
+    float *y0 = calloc(ny, sizeof(float)), *y1 = calloc(ny, sizeof(float));
+    float *g0 = calloc(maxp, sizeof(float)), *g1 = calloc(maxp, sizeof(float));
+    assert_true(y0 && y1 && g0 && g1);
+    size_t np0 = 0, np1 = 0;
+    run(DT_RECOMPUTE_NONE, y0, g0, ny, &np0);
+    assert_true(np0 < maxp);
+    const int settings[] = {2, 3, DT_RECOMPUTE_SQRT};
+    for (size_t k = 0; k < sizeof settings / sizeof settings[0]; k++) {
+        run(settings[k], y1, g1, ny, &np1);
+        assert_int_equal(np1, np0);
+        char what[80];
+        snprintf(what, sizeof what, "recompute %d against none: output", settings[k]);
+        assert_true(dt_check_close_ff(what, y1, y0, ny, 0.0, 0.0));
+        snprintf(what, sizeof what, "recompute %d against none: gradients", settings[k]);
+        assert_true(dt_check_close_ff(what, g1, g0, np0, 0.0, 0.0));
+    }
+    free(y0), free(y1), free(g0), free(g1);
+}
+
+/* Issue 37's small model (4 blocks of 4 heads, E 128, batch 16): the planned activation
+ * bytes at T = 64 .. 512. Linear growth: b(2T) - b(T) = 2 (b(T) - b(T/2)) within 1%
+ * (cache-line rounding), where a T x T matrix per head would quadruple it. */
+static void test_memory_linear_in_t(void **state)
+{
+    (void)state;
+    static const char *const text[] = {
+        "transformer.wte: embedding 256 128", "transformer.wpe: position",
+        "transformer.h.0: block 4",           "transformer.h.1: block 4",
+        "transformer.h.2: block 4",           "transformer.h.3: block 4",
+        "transformer.ln_f: layernorm",        "lm_head"};
+    dt_layer_spec specs[8];
+    parse_all(text, 8, specs);
+    const int64_t Ts[] = {64, 128, 256, 512};
+    double bytes[4];
+    for (int k = 0; k < 4; k++) {
+        const dt_shape in = {.ndim = 1, .d = {Ts[k]}};
+        dt_model *m = NULL;
+        DT_ASSERT_OK(dt_model_create(specs, 8, &in, 16, &m));
+        bytes[k] = (double)dt_model_activation_bytes(m);
+        dt_model_memory mem;
+        dt_model_memory_info(m, &mem);
+        printf("T %4lld: activations %.2f MB (kept %.2f, state %.2f, gradients %.2f, other "
+               "%.2f), %.0f bytes per token\n",
+               (long long)Ts[k], bytes[k] / 1e6, mem.kept_bytes / 1e6, mem.state_bytes / 1e6,
+               mem.grad_bytes / 1e6, mem.other_bytes / 1e6, bytes[k] / (16.0 * (double)Ts[k]));
+        dt_model_free(m);
+    }
+    for (int k = 2; k < 4; k++) {
+        const double step = bytes[k] - bytes[k - 1], prev = bytes[k - 1] - bytes[k - 2];
+        if (!(step <= 2.0 * prev * 1.01 && step >= 2.0 * prev * 0.99)) {
+            fprintf(stderr,
+                    "MISMATCH activation bytes from T %lld to %lld grew by %.0f, expected twice "
+                    "the step before (%.0f): not linear in T\n",
+                    (long long)Ts[k - 1], (long long)Ts[k], step, 2.0 * prev);
+            fail();
+        }
+    }
+}
+
+static void expect_refused(const char *const *text, int n, const char *want, int first, int last)
+{
+    dt_layer_spec specs[8];
+    parse_all(text, n, specs);
+    const dt_shape in = {.ndim = 1, .d = {5}};
+    dt_model_options o = dt_model_options_default(2);
+    o.first = first;
+    o.last = last;
+    o.rows_apart = last > 0;
+    dt_model *m = NULL;
+    dt_error_clear();
+    const dt_status st = dt_model_create_with(specs, n, &in, &o, &m);
+    if (st != DT_ERR_INVALID || strstr(dt_last_error(), want) == NULL)
+        fprintf(stderr, "MISMATCH expected DT_ERR_INVALID with \"%s\", got %s: \"%s\"\n", want,
+                dt_status_str(st), dt_last_error());
+    assert_int_equal(st, DT_ERR_INVALID);
+    assert_non_null(strstr(dt_last_error(), want));
+}
+
+static void test_refusals(void **state)
+{
+    (void)state;
+    static const char *const no_embedding[] = {"linear 8", "lm_head"};
+    expect_refused(no_embedding, 2,
+                   "layer 1 (lm_head) shares the token embedding's table, but no "
+                   "embedding layer comes before it",
+                   0, 0);
+    static const char *const gpt[] = {"embedding 16 8", "position", "block 2", "layernorm",
+                                      "lm_head"};
+    expect_refused(gpt, 5,
+                   "layer 4 (lm_head) shares layer 0's embedding table, which this "
+                   "pipeline stage does not hold",
+                   2, 5);
+    static const char *const heads[] = {"embedding 16 8", "block 3"};
+    expect_refused(heads, 2, "layer 1 (block): 3 heads do not divide the width E = 8", 0, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_recompute_bits),
+        cmocka_unit_test(test_memory_linear_in_t),
+        cmocka_unit_test(test_refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
