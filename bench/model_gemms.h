@@ -17,10 +17,11 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "dtrain/model.h"
 
-enum { BENCH_MAX_GEMMS = 64 };
+enum { BENCH_MAX_GEMMS = 96 };
 
 typedef struct bench_gemm {
     char name[96];   /* "fc1 forward", "conv2 weight gradient (per sample)" */
@@ -41,6 +42,15 @@ static inline int bench_gemm_add(bench_gemm *out, int n, const char *layer, cons
                                  int trans_a, int trans_b, int accumulate, int64_t m, int64_t nn,
                                  int64_t k, int64_t calls)
 {
+    /* The same product again (every transformer block's, say) counts as more calls. */
+    char name[96];
+    snprintf(name, sizeof name, "%s %s", layer, what);
+    for (int i = 0; i < n; i++)
+        if (strcmp(out[i].name, name) == 0 && out[i].m == m && out[i].n == nn && out[i].k == k &&
+            out[i].trans_a == trans_a && out[i].trans_b == trans_b) {
+            out[i].calls += calls;
+            return n;
+        }
     if (n >= BENCH_MAX_GEMMS)
         return n;
     bench_gemm *g = &out[n];
@@ -64,7 +74,7 @@ static inline int bench_model_gemms(const dt_model *m, int64_t batch, bench_gemm
     int first_param = nl;
     for (int i = 0; i < nl && first_param == nl; i++) {
         dt_layer_kind kind = dt_model_layer_spec(m, i)->kind;
-        if (kind == DT_LAYER_LINEAR || kind == DT_LAYER_CONV2D)
+        if (kind == DT_LAYER_LINEAR || kind == DT_LAYER_CONV2D || kind == DT_LAYER_BLOCK)
             first_param = i;
     }
     int n = 0;
@@ -78,18 +88,55 @@ static inline int bench_model_gemms(const dt_model *m, int64_t batch, bench_gemm
                 snprintf(layer, sizeof layer, "%s", s->name);
             else
                 snprintf(layer, sizeof layer, "layer %d (%s)", i, dt_layer_kind_name(s->kind));
+            /* A (T, E) input: the batch's T positions are the rows of the product. */
+            const int64_t rows = batch * (in->ndim == 2 ? in->d[0] : 1);
+            if (s->kind == DT_LAYER_BLOCK) {
+                /* GPT-2's four projections, W (in, out) as Hugging Face's Conv1D: forward
+                 * x (R, in) @ W, weight gradient x^T (in, R) @ dy (R, out), input gradient
+                 * dy (R, out) @ W^T; the attention between them is its own kernel, not counted. */
+                static const char *const proj[4] = {"c_attn", "attn.c_proj", "c_fc",
+                                                    "mlp.c_proj"};
+                const int64_t E = in->d[1];
+                const int64_t pin[4] = {E, E, E, 4 * E}, pout[4] = {3 * E, E, 4 * E, E};
+                for (int q = 0; q < 4; q++) {
+                    const int k = pass == 0 ? q : 3 - q;
+                    char what[64];
+                    if (pass == 0) {
+                        snprintf(what, sizeof what, "%s forward", proj[k]);
+                        n = bench_gemm_add(out, n, "blocks", what, 0, 0, 0, rows, pout[k], pin[k],
+                                           1);
+                        continue;
+                    }
+                    snprintf(what, sizeof what, "%s weight gradient", proj[k]);
+                    n = bench_gemm_add(out, n, "blocks", what, 1, 0, 1, pin[k], pout[k], rows, 1);
+                    snprintf(what, sizeof what, "%s input gradient", proj[k]);
+                    n = bench_gemm_add(out, n, "blocks", what, 0, 1, 0, rows, pin[k], pout[k], 1);
+                }
+                continue;
+            }
+            if (s->kind == DT_LAYER_LM_HEAD) {
+                /* logits (R, V) = x (R, E) @ wte^T: linear's three products with W = wte. */
+                const int64_t E = in->d[in->ndim - 1], V = o->d[o->ndim - 1];
+                if (pass == 0)
+                    n = bench_gemm_add(out, n, layer, "forward", 0, 1, 0, rows, V, E, 1);
+                else {
+                    n = bench_gemm_add(out, n, layer, "weight gradient", 1, 0, 1, V, E, rows, 1);
+                    n = bench_gemm_add(out, n, layer, "input gradient", 0, 0, 0, rows, E, V, 1);
+                }
+                continue;
+            }
             if (s->kind == DT_LAYER_LINEAR) {
-                const int64_t fin = dt_shape_numel(in), fout = s->out_features;
+                const int64_t fin = in->d[in->ndim - 1], fout = s->out_features;
                 if (pass == 0) {
                     /* y (B, out) = x (B, in) @ W^T (in, out) */
-                    n = bench_gemm_add(out, n, layer, "forward", 0, 1, 0, batch, fout, fin, 1);
+                    n = bench_gemm_add(out, n, layer, "forward", 0, 1, 0, rows, fout, fin, 1);
                     continue;
                 }
                 /* dW (out, in) = dy^T (out, B) @ x (B, in) */
-                n = bench_gemm_add(out, n, layer, "weight gradient", 1, 0, 1, fout, fin, batch, 1);
+                n = bench_gemm_add(out, n, layer, "weight gradient", 1, 0, 1, fout, fin, rows, 1);
                 /* dx (B, in) = dy (B, out) @ W (out, in) */
                 if (i > first_param)
-                    n = bench_gemm_add(out, n, layer, "input gradient", 0, 0, 0, batch, fin, fout,
+                    n = bench_gemm_add(out, n, layer, "input gradient", 0, 0, 0, rows, fin, fout,
                                        1);
             } else if (s->kind == DT_LAYER_CONV2D) {
                 const int64_t co = s->out_channels, kk = in->d[0] * s->kernel * s->kernel;

@@ -277,7 +277,17 @@ typedef struct row_job {
     const float *c; /* a second input */
 } row_job;
 
-enum { DO_LN1, DO_LN2, DO_RESID1, DO_RESID2, DO_GELU, DO_UNDROP1, DO_UNDROP2 };
+enum {
+    DO_LN1,
+    DO_LN2,
+    DO_RESID1,
+    DO_RESID2,
+    DO_GELU,
+    DO_GELU_BOTH,
+    DO_TIMES,
+    DO_UNDROP1,
+    DO_UNDROP2
+};
 
 static float drop_scale(const dt_layer *l)
 {
@@ -364,6 +374,13 @@ static void rows_part(void *ctx, int t, int nt)
             break;
         case DO_GELU:
             dt_gelu_tanh_forward(j->a + r * 4 * n, 4 * n, j->b + r * 4 * n);
+            break;
+        case DO_GELU_BOTH: /* b = gelu(a), and a becomes gelu'(a) */
+            dt_gelu_tanh_both(j->a + r * 4 * n, 4 * n, j->b + r * 4 * n, (float *)j->a + r * 4 * n);
+            break;
+        case DO_TIMES: /* b *= a */
+            for (int64_t e = r * 4 * n; e < (r + 1) * 4 * n; e++)
+                j->b[e] *= j->a[e];
             break;
         case DO_UNDROP1:
         case DO_UNDROP2:
@@ -489,12 +506,15 @@ static dt_status block_backward(dt_layer *l, const float *x, const float *y, con
     const int64_t R = batch * d.T, E = d.E;
     float *w1 = l->rows_ws, *w2 = w1 + R * E, *w3 = w2 + R * E, *w4 = w3 + 3 * R * E;
     const float *h = ffield(l, F_H, 0), *x1 = ffield(l, F_X1, 0), *ya = ffield(l, F_Y, 0);
-    /* The MLP branch: dy through the second dropout, c_proj, the GELU and c_fc. */
+    /* The MLP branch: dy through the second dropout, c_proj, the GELU and c_fc. The GELU's
+     * output, which c_proj's weight gradient needs, and its derivative come from one pass
+     * over the saved h, the derivative written over h (read by nothing after this
+     * backward). */
     rows(l, batch, DO_UNDROP2, dy, w1);
-    rows(l, batch, DO_GELU, h, w4);
+    rows(l, batch, DO_GELU_BOTH, h, w4);
     dw(l, R, 4 * E, E, w4, w1, T_MOW);
     dx(l, R, 4 * E, E, w1, T_MOW, w4);
-    dt_gelu_tanh_backward(w4, h, R * 4 * E, w4);
+    rows(l, batch, DO_TIMES, h, w4);
     if ((st = dt_hooks_progress(hooks)) != DT_OK)
         return st;
     rows(l, batch, DO_LN2, x1, w2);

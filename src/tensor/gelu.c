@@ -29,12 +29,26 @@ DT_VEC_INLINE dt_vf gelu16(dt_vf x)
     return 0.5f * x * (1.0f + t);
 }
 
+DT_VEC_INLINE dt_vf gelu_of(dt_vf x, dt_vf t)
+{
+    return 0.5f * x * (1.0f + t);
+}
+
 /* gelu'(x) = 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 a x^2), t = tanh(u). */
-DT_VEC_INLINE dt_vf dgelu16(dt_vf x)
+DT_VEC_INLINE dt_vf dgelu_of(dt_vf x, dt_vf t)
 {
     const dt_vf x2 = x * x;
-    const dt_vf t = vtanh(GELU_C * (x + GELU_A * (x2 * x)));
     return 0.5f * (1.0f + t) + (0.5f * x) * (1.0f - t * t) * (GELU_C * (1.0f + 3.0f * GELU_A * x2));
+}
+
+DT_VEC_INLINE dt_vf tanh_of(dt_vf x)
+{
+    return vtanh(GELU_C * (x + GELU_A * (x * x * x)));
+}
+
+DT_VEC_INLINE dt_vf dgelu16(dt_vf x)
+{
+    return dgelu_of(x, tanh_of(x));
 }
 
 DT_VEC_CLONES void dt_gelu_tanh_forward(const float *x, int64_t n, float *y)
@@ -61,5 +75,24 @@ DT_VEC_CLONES void dt_gelu_tanh_backward(const float *dy, const float *x, int64_
         memcpy(bd, dy + i, (size_t)(n - i) * sizeof(float));
         dt_vstore(bd, dt_vload(bd) * dgelu16(dt_vload(bx)));
         memcpy(dx + i, bd, (size_t)(n - i) * sizeof(float));
+    }
+}
+
+DT_VEC_CLONES void dt_gelu_tanh_both(const float *x, int64_t n, float *y, float *d)
+{
+    int64_t i = 0;
+    for (; i + DT_VL <= n; i += DT_VL) {
+        const dt_vf v = dt_vload(x + i), t = tanh_of(v);
+        dt_vstore(y + i, gelu_of(v, t));
+        dt_vstore(d + i, dgelu_of(v, t));
+    }
+    if (i < n) {
+        float bx[DT_VL] = {0}, by[DT_VL], bd[DT_VL];
+        memcpy(bx, x + i, (size_t)(n - i) * sizeof(float));
+        const dt_vf v = dt_vload(bx), t = tanh_of(v);
+        dt_vstore(by, gelu_of(v, t));
+        dt_vstore(bd, dgelu_of(v, t));
+        memcpy(y + i, by, (size_t)(n - i) * sizeof(float));
+        memcpy(d + i, bd, (size_t)(n - i) * sizeof(float));
     }
 }

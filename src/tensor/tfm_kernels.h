@@ -41,6 +41,13 @@ void dt_gelu_tanh_forward(const float *x, int64_t n, float *y);
  * dy (in place), not x. */
 void dt_gelu_tanh_backward(const float *dy, const float *x, int64_t n, float *dx);
 
+/* Both at once from one tanh per element: y (n) = gelu(x) and d (n) = gelu'(x), the bits of
+ * dt_gelu_tanh_forward's y and of dt_gelu_tanh_backward's dx for dy = 1. Written; d may equal
+ * x (each element is read before either output is written), y may not overlap x or d. A
+ * backward that needs both (the block's, which recomputes y for c_proj's weight gradient)
+ * pays one tanh instead of two. */
+void dt_gelu_tanh_both(const float *x, int64_t n, float *y, float *d);
+
 /* ---- token + position embedding (embedding.c) ------------------------------------------ */
 
 /* out (T, E) = wte[tok[t]] + wpe[pos0 + t] for t < T: rows of the token table wte (V, E)
