@@ -488,8 +488,8 @@ static dt_status check_text_run(const dt_config *c)
     const char *epochs = dt_config_given(c, "train.epochs");
     if (epochs != NULL)
         return dt_fail(DT_ERR_INVALID,
-                       "config: %s: a text run is counted in optimizer steps, not epochs: set "
-                       "train.max_steps (--max-steps) instead",
+                       "config: %s: train.epochs does not apply to data.kind text, whose run "
+                       "is counted in optimizer steps: set train.max_steps (--max-steps) instead",
                        epochs);
     /* train.epochs 0 (not given) with max_steps 0 is evaluation only (dtrain eval). */
     if (c->train.max_steps == 0 && c->train.epochs != 0)
