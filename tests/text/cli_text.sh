@@ -97,7 +97,7 @@ PYEOF
 
 # dtrain plot draws the validation loss against the step.
 expect_ok plot "$DTRAIN" plot "$tmp/m.jsonl" -o "$tmp/curve.svg"
-grep -q "val" "$tmp/curve.svg" 2>/dev/null || { echo "FAIL plot: no validation curve"; fail=1; }
+grep -q "validation loss (nats per byte)" "$tmp/curve.svg" 2>/dev/null || { echo "FAIL plot: no validation curve"; fail=1; }
 
 # The errors, each naming the key, as exit status 2 (a usage error) or 1.
 expect_status epochs 2 'train\.epochs.*train\.max_steps' $RUN --epochs 2
