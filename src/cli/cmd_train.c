@@ -31,7 +31,11 @@ static const dt_cli_option train_opts[] = {
      "cores / ranks on the node)"},
     {"--data", "DIR", DT_OPT_CONFIG_KEY, "data.dir", "directory of the IDX files"},
     {"--shuffle", "on|off", DT_OPT_CONFIG_KEY, "data.shuffle", "permute samples each epoch"},
-    {"--max-steps", "N", DT_OPT_CONFIG_KEY, "train.max_steps", "stop after N optimizer steps"},
+    {"--max-steps", "N", DT_OPT_CONFIG_KEY, "train.max_steps",
+     "stop after N optimizer steps (a text run's length: required there)"},
+    {"--eval-every", "K", DT_OPT_CONFIG_KEY, "train.eval_every",
+     "evaluate after every K-th optimizer step and the run's last, instead of after each epoch "
+     "(0: after each epoch)"},
     {"--log-every", "N", DT_OPT_CONFIG_KEY, "train.log_every",
      "log (and record in --metrics) every N steps; 0: per epoch only"},
     {"--strategy", "S", DT_OPT_CONFIG_KEY, "parallel.strategy",
@@ -90,7 +94,8 @@ static const dt_cli_option train_opts[] = {
      "start from these weights (safetensors, PyTorch names and layouts)"},
     {"--save-weights", "FILE", DT_OPT_STRING, "save-weights",
      "write the final weights (safetensors, loadable by torch load_state_dict)"},
-    {"--metrics", "FILE", DT_OPT_STRING, "metrics", "write one JSON object per epoch (and step)"},
+    {"--metrics", "FILE", DT_OPT_STRING, "metrics",
+     "write one JSON object per epoch (and step, and evaluation with --eval-every)"},
     {"--trace", "FILE", DT_OPT_STRING, "trace",
      "write every rank's phases, collectives and steps as one Chrome trace (Perfetto, "
      "chrome://tracing)"},
@@ -223,10 +228,12 @@ static dt_status on_epoch(void *vctx, const dt_epoch_info *e)
     else
         printf("%s %lld: train loss %.4f", c->lay.epoch_word, (long long)e->epoch + 1,
                e->train_loss);
+    /* A text run's test set is the corpus's validation tail. */
+    const char *test = c->cfg->data.kind == DT_DATA_TEXT ? "val" : "test";
     if (!isnan(e->test_loss))
-        printf("  test loss %.4f", e->test_loss);
+        printf("  %s loss %.4f", test, e->test_loss);
     if (!isnan(e->test_accuracy))
-        printf("  test accuracy %.4f", e->test_accuracy);
+        printf("  %s accuracy %.4f", test, e->test_accuracy);
     if (e->steps == 0)
         printf("\n");
     else if (rounds) /* a round's samples: its clients' local epochs or steps, added up */
