@@ -3,7 +3,8 @@
 # and accumulation) writes the weights one process does, within the data-parallel tests'
 # 1e-5; a run resumed from a mid-run checkpoint writes the same bytes as an uninterrupted
 # one (windows and dropout keyed by step and window); train.eval_every's records in the
-# metrics file come after steps 3, 6 and the last (8); `dtrain plot` draws the validation
+# metrics file come after steps 3, 6 and the last (8), and in a run of epochs (linreg) they
+# replace the per-epoch evaluation; `dtrain plot` draws the validation
 # loss; and the errors of a text run reach the user naming the key.
 set -u
 DTRAIN=${DTRAIN:?ctest sets DTRAIN}
@@ -93,6 +94,24 @@ lines = [l for l in open(sys.argv[2]) if l.startswith("step ")]
 if len(lines) != 3 or "bits/byte" not in lines[0] or "tokens/s" not in lines[0]:
     sys.exit(f"FAIL log: eval lines {lines}")
 print("ok eval records after steps", steps)
+PYEOF
+
+# eval_every with an image-style run counted in epochs (linreg: 56 steps per epoch, 2
+# epochs): evaluations after steps 40, 80 and the last (112) instead of per epoch; the epoch
+# records keep their place, the first without a test loss (no evaluation after step 56),
+# the second with the evaluation of its last step.
+expect_ok linreg "$DTRAIN" train "$SRC/examples/linreg.ini" --epochs 2 --eval-every 40 \
+    --threads 1 --no-progress --metrics "$tmp/l.jsonl"
+"$PY" - "$tmp/l.jsonl" <<'PYEOF' || fail=1
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+steps = [r["step"] for r in recs if r.get("event") == "eval"]
+ep = [(r["steps"], r["test_loss"]) for r in recs if r.get("event") == "epoch"]
+last = [r for r in recs if r.get("event") == "eval"][-1]["test_loss"]
+if steps != [40, 80, 112] or ep != [(56, None), (112, last)]:
+    sys.exit(f"FAIL linreg eval_every 40: evaluations after {steps} (expected [40, 80, 112]), "
+             f"epoch records (steps, test_loss) {ep} (expected [(56, None), (112, {last})])")
+print("ok linreg eval_every: evaluations after", steps, "epoch records", ep)
 PYEOF
 
 # dtrain plot draws the validation loss against the step.
