@@ -26,7 +26,7 @@ enum { T = 16, V = DT_TEXT_VOCAB, B = 3, STEPS = 9, EVERY = 4 };
 static const char *corpus(void)
 {
     static char path[512];
-    static const char *const words[] = {"the", "cat", "sat", "on",  "a",   "mat", "dog",
+    static const char *const words[] = {"the", "cat", "sat", "on",   "a",     "mat", "dog",
                                         "ran", "far", "and", "then", "slept", "home"};
     char text[6000];
     size_t n = 0;
@@ -204,8 +204,7 @@ static void test_text_run(void **state)
     }
     /* eval_every 4 over 9 steps: after steps 4 and 8, and after the last. */
     const int64_t want[] = {4, 8, 9};
-    if (r.nevals != 3 || r.evals[0] != want[0] || r.evals[1] != want[1] ||
-        r.evals[2] != want[2]) {
+    if (r.nevals != 3 || r.evals[0] != want[0] || r.evals[1] != want[1] || r.evals[2] != want[2]) {
         print_error("evaluations after %d steps:", r.nevals);
         for (int i = 0; i < r.nevals; i++)
             print_error(" %lld", (long long)r.evals[i]);
