@@ -72,6 +72,8 @@ typedef struct dt_config {
     } data;
     dt_layer_spec layers[DT_CONFIG_MAX_LAYERS];
     int nlayers;
+    int64_t block_size; /* model.block_size: positions per sample and the text window (data.kind
+                           text, where it is required); 0: unset */
     dt_loss_kind loss;
     dt_optim_config optim;
     dt_schedule schedule; /* schedule.lr is the learning rate (key optim.lr) */
@@ -83,6 +85,8 @@ typedef struct dt_config {
         int64_t max_steps;  /* stop after this many optimizer steps; 0 = no limit */
         int64_t log_every;  /* steps between log lines / step records; 0 = per epoch */
         int eval;           /* evaluate on the test set after each epoch */
+        int64_t eval_every; /* > 0: evaluate after every eval_every-th optimizer step (and the
+                               run's last) instead of after each epoch; 0: per epoch */
         int recompute;      /* activation recompute: DT_RECOMPUTE_NONE, _SQRT or K (model.h) */
         int nonfinite_stop; /* a NaN or Inf in a step's loss or gradients: 0 skips the step on
                                every rank (counted), 1 stops the run naming rank and layer */

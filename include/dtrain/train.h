@@ -21,6 +21,7 @@
 #include "dtrain/model.h"
 #include "dtrain/obs.h"
 #include "dtrain/strategy.h"
+#include "dtrain/text.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -64,6 +65,17 @@ typedef struct dt_epoch_info {
     double epoch_s;       /* wall time of the training part */
 } dt_epoch_info;
 
+/* Reported after every evaluation that train.eval_every schedules (global figures). */
+typedef struct dt_eval_info {
+    int64_t epoch;        /* 0-based: the epoch of the step evaluated after */
+    int64_t step;         /* optimizer steps in the run so far */
+    double train_loss;    /* mean over the training samples (text: tokens) since the last one */
+    double test_loss;     /* sum over the test set / its size (text: per predicted byte, nats) */
+    double test_accuracy; /* fraction (text: next-byte top-1; NAN for regression) */
+    double samples_per_s; /* training samples (text: windows) / training time since the last */
+    double train_s;       /* that training time (evaluation excluded) */
+} dt_eval_info;
+
 /* Reported after every checkpoint the run writes (or fails to write). */
 typedef struct dt_ckpt_info {
     int64_t step;        /* optimizer steps it holds */
@@ -81,6 +93,7 @@ typedef struct dt_train_callbacks {
     dt_status (*on_step)(void *ctx, const dt_step_info *info);
     dt_status (*on_epoch)(void *ctx, const dt_epoch_info *info);
     dt_status (*on_checkpoint)(void *ctx, const dt_ckpt_info *info);
+    dt_status (*on_eval)(void *ctx, const dt_eval_info *info);
 } dt_train_callbacks;
 
 /* Loads the data sets the config names, builds the model and optimizer, sizes every
@@ -96,6 +109,11 @@ DT_API dt_status dt_trainer_create(const dt_config *cfg, dt_comm *world, dt_trai
 DT_API void dt_trainer_free(dt_trainer *t);
 
 /* Runs train.epochs epochs (or until train.max_steps); with neither, evaluates once.
+ * Evaluation (train.eval on) follows each epoch, reported in its dt_epoch_info; with
+ * train.eval_every K > 0 it follows every K-th optimizer step and the run's last instead,
+ * each reported through on_eval (an epoch's record then carries the evaluation made at its
+ * last step, if any). data.kind text trains train.max_steps steps as one epoch: window j of
+ * step s is text.h's, its losses are per token (byte predicted).
  * A run resumed from a checkpoint (dt_trainer_resume) goes on from its position. With
  * checkpoint.dir set, writes a checkpoint every checkpoint.every optimizer steps and one
  * when training ends (docs/checkpoint-format.md). A NaN or Inf in a step's loss or
@@ -280,6 +298,10 @@ DT_API int64_t dt_trainer_global_batch(const dt_trainer *t);
  * clock: a program that times its own start-up splits it into the loading and the rest,
  * in one process (bench/bench_train.c). */
 DT_API double dt_trainer_data_load_s(const dt_trainer *t);
+
+/* data.kind text: the corpus's windows the run trains and validates on (text.h), NULL for
+ * the other data kinds. Valid until dt_trainer_free. */
+DT_API const dt_text_windows *dt_trainer_text_windows(const dt_trainer *t);
 
 /* Where this rank sits on the job's dp x tp x pp grid (config.h's parallel section; world
  * rank = tp_rank + tp (dp_rank + dp pp_rank)). A process alone is 1 x 1 x 1, coordinates 0. */

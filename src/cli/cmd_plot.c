@@ -1,7 +1,8 @@
 /* cmd_plot.c — `dtrain plot FILE -o OUT.svg`: a picture of what a run wrote, read without
  * opening the data. FILE is one of
  *   - a metrics file (dtrain train --metrics): loss and accuracy against steps, samples/s
- *     per epoch;
+ *     per epoch; with evaluation records (train.eval_every) the test loss (a text run's
+ *     validation loss in nats per byte), accuracy and samples/s (tokens/s) at each;
  *   - a trace (dtrain train --trace): each rank's time per phase, stacked: the straggler is
  *     the longest bar, and where its time went is its colours;
  *   - bench-comm's JSON lines (dtrain bench-comm --json): bus bandwidth against message size
@@ -46,26 +47,62 @@ static double num(const cJSON *o, const char *key)
 
 /* ---- metrics ---- */
 
-enum { M_STEP, M_STEP_LOSS, M_EPOCH_STEP, M_TRAIN, M_TEST, M_ACC, M_EPOCH, M_RATE, M_COLS };
+/* The columns: logged steps; epoch records; evaluation records (train.eval_every), whose
+ * M_TEXT counts those of a text run (they carry bits_per_byte: the loss is validation
+ * nats per byte, the rate tokens/s). */
+enum {
+    M_STEP,
+    M_STEP_LOSS,
+    M_EPOCH_STEP,
+    M_TRAIN,
+    M_TEST,
+    M_ACC,
+    M_EPOCH,
+    M_RATE,
+    M_EVAL_STEP,
+    M_EVAL_TRAIN,
+    M_EVAL_TEST,
+    M_EVAL_ACC,
+    M_EVAL_RATE,
+    M_TEXT,
+    M_COLS
+};
 
 static void plot_metrics(FILE *f, column *c)
 {
-    const dt_svg_series loss[] = {
+    const int text = c[M_TEXT].n > 0, evals = c[M_EVAL_STEP].n > 0;
+    const dt_svg_series all[] = {
         {"train loss (logged steps)", c[M_STEP].v, c[M_STEP_LOSS].v, c[M_STEP].n, 0},
         {"train loss (epoch mean)", c[M_EPOCH_STEP].v, c[M_TRAIN].v, c[M_EPOCH_STEP].n, 1},
-        {"test loss", c[M_EPOCH_STEP].v, c[M_TEST].v, c[M_EPOCH_STEP].n, 1}};
+        {"test loss", c[M_EPOCH_STEP].v, c[M_TEST].v, evals ? 0 : c[M_EPOCH_STEP].n, 1},
+        {"train loss (since the last evaluation)", c[M_EVAL_STEP].v, c[M_EVAL_TRAIN].v,
+         c[M_EVAL_STEP].n, 1},
+        {text ? "validation loss (nats per byte)" : "test loss", c[M_EVAL_STEP].v, c[M_EVAL_TEST].v,
+         c[M_EVAL_STEP].n, 1}};
+    dt_svg_series loss[5];
+    int nloss = 0;
+    for (int i = 0; i < 5; i++)
+        if (all[i].n > 0)
+            loss[nloss++] = all[i];
+    /* With evaluation records (train.eval_every), accuracy and throughput are theirs. */
     const dt_svg_series acc[] = {
-        {"test accuracy", c[M_EPOCH_STEP].v, c[M_ACC].v, c[M_EPOCH_STEP].n, 1}};
-    const dt_svg_series rate[] = {{"samples/s", c[M_EPOCH].v, c[M_RATE].v, c[M_EPOCH].n, 1}};
+        evals ? (dt_svg_series){text ? "next-byte accuracy (validation)" : "test accuracy",
+                                c[M_EVAL_STEP].v, c[M_EVAL_ACC].v, c[M_EVAL_STEP].n, 1}
+              : (dt_svg_series){"test accuracy", c[M_EPOCH_STEP].v, c[M_ACC].v, c[M_EPOCH_STEP].n,
+                                1}};
+    const dt_svg_series rate[] = {
+        evals ? (dt_svg_series){text ? "tokens/s" : "samples/s", c[M_EVAL_STEP].v, c[M_EVAL_RATE].v,
+                                c[M_EVAL_STEP].n, 1}
+              : (dt_svg_series){"samples/s", c[M_EPOCH].v, c[M_RATE].v, c[M_EPOCH].n, 1}};
     /* Steps and epochs are counts; an accuracy is a fraction. */
     const dt_svg_axis_opts count = {.whole = 1}, fraction = {.fraction = 1};
-    const dt_svg_chart charts[3] = {{.title = "Loss",
+    const dt_svg_chart charts[3] = {{.title = text ? "Loss (validation: nats per byte)" : "Loss",
                                      .xlabel = "optimizer step",
                                      .ylabel = "loss",
-                                     .series = c[M_STEP].n > 0 ? loss : loss + 1,
-                                     .nseries = c[M_STEP].n > 0 ? 3 : 2,
+                                     .series = loss,
+                                     .nseries = nloss,
                                      .x = count},
-                                    {.title = "Test accuracy",
+                                    {.title = text ? "Validation accuracy" : "Test accuracy",
                                      .xlabel = "optimizer step",
                                      .ylabel = "accuracy",
                                      .series = acc,
@@ -73,8 +110,8 @@ static void plot_metrics(FILE *f, column *c)
                                      .x = count,
                                      .y = fraction},
                                     {.title = "Throughput",
-                                     .xlabel = "epoch",
-                                     .ylabel = "training samples/s",
+                                     .xlabel = evals ? "optimizer step" : "epoch",
+                                     .ylabel = text ? "training tokens/s" : "training samples/s",
                                      .series = rate,
                                      .nseries = 1,
                                      .x = count}};
@@ -96,6 +133,15 @@ static int metrics_row(const cJSON *o, column *c)
         bad |= push(&c[M_EPOCH_STEP], num(o, "steps")) | push(&c[M_TRAIN], num(o, "train_loss"));
         bad |= push(&c[M_TEST], num(o, "test_loss")) | push(&c[M_ACC], num(o, "test_accuracy"));
         bad |= push(&c[M_EPOCH], num(o, "epoch")) | push(&c[M_RATE], num(o, "samples_per_s"));
+    } else if (strcmp(ev->valuestring, "eval") == 0) {
+        const int text = cJSON_GetObjectItemCaseSensitive(o, "bits_per_byte") != NULL;
+        bad |= push(&c[M_EVAL_STEP], num(o, "step")) |
+               push(&c[M_EVAL_TRAIN], num(o, "train_loss")) |
+               push(&c[M_EVAL_TEST], num(o, "test_loss")) |
+               push(&c[M_EVAL_ACC], num(o, "test_accuracy")) |
+               push(&c[M_EVAL_RATE], num(o, text ? "tokens_per_s" : "samples_per_s"));
+        if (text)
+            bad |= push(&c[M_TEXT], 1.0);
     }
     return bad;
 }

@@ -31,7 +31,11 @@ static const dt_cli_option train_opts[] = {
      "cores / ranks on the node)"},
     {"--data", "DIR", DT_OPT_CONFIG_KEY, "data.dir", "directory of the IDX files"},
     {"--shuffle", "on|off", DT_OPT_CONFIG_KEY, "data.shuffle", "permute samples each epoch"},
-    {"--max-steps", "N", DT_OPT_CONFIG_KEY, "train.max_steps", "stop after N optimizer steps"},
+    {"--max-steps", "N", DT_OPT_CONFIG_KEY, "train.max_steps",
+     "stop after N optimizer steps (a text run's length: required there)"},
+    {"--eval-every", "K", DT_OPT_CONFIG_KEY, "train.eval_every",
+     "evaluate after every K-th optimizer step and the run's last, instead of after each epoch "
+     "(0: after each epoch)"},
     {"--log-every", "N", DT_OPT_CONFIG_KEY, "train.log_every",
      "log (and record in --metrics) every N steps; 0: per epoch only"},
     {"--strategy", "S", DT_OPT_CONFIG_KEY, "parallel.strategy",
@@ -90,7 +94,8 @@ static const dt_cli_option train_opts[] = {
      "start from these weights (safetensors, PyTorch names and layouts)"},
     {"--save-weights", "FILE", DT_OPT_STRING, "save-weights",
      "write the final weights (safetensors, loadable by torch load_state_dict)"},
-    {"--metrics", "FILE", DT_OPT_STRING, "metrics", "write one JSON object per epoch (and step)"},
+    {"--metrics", "FILE", DT_OPT_STRING, "metrics",
+     "write one JSON object per epoch (and step, and evaluation with --eval-every)"},
     {"--trace", "FILE", DT_OPT_STRING, "trace",
      "write every rank's phases, collectives and steps as one Chrome trace (Perfetto, "
      "chrome://tracing)"},
@@ -228,23 +233,29 @@ static dt_status on_epoch(void *vctx, const dt_epoch_info *e)
     else
         printf("%s %lld: train loss %.4f", c->lay.epoch_word, (long long)e->epoch + 1,
                e->train_loss);
+    /* A text run's test set is the corpus's validation tail. */
+    const char *test = c->cfg->data.kind == DT_DATA_TEXT ? "val" : "test";
     if (!isnan(e->test_loss))
-        printf("  test loss %.4f", e->test_loss);
+        printf("  %s loss %.4f", test, e->test_loss);
     if (!isnan(e->test_accuracy))
-        printf("  test accuracy %.4f", e->test_accuracy);
+        printf("  %s accuracy %.4f", test, e->test_accuracy);
     if (e->steps == 0)
         printf("\n");
     else if (rounds) /* a round's samples: its clients' local epochs or steps, added up */
         printf("  %.0f local samples/s  (%.2f s)\n", e->samples_per_s, e->epoch_s);
+    else if (c->cfg->data.kind == DT_DATA_TEXT) /* a window's every byte is predicted */
+        printf("  %.0f tokens/s  (%.1f s)\n", e->samples_per_s * (double)c->cfg->block_size,
+               e->epoch_s);
     else
         printf("  %.0f samples/s  (%.1f s)\n", e->samples_per_s, e->epoch_s);
     fflush(stdout);
     if (c->tb != NULL && e->steps > 0 &&
         (dt_tb_scalar(c->tb, "epoch/train_loss", e->steps, e->train_loss) != DT_OK ||
          dt_tb_scalar(c->tb, "epoch/samples_per_s", e->steps, e->samples_per_s) != DT_OK ||
-         (!isnan(e->test_loss) &&
+         /* under train.eval_every, on_eval wrote the test scalars */
+         (c->cfg->train.eval_every == 0 && !isnan(e->test_loss) &&
           dt_tb_scalar(c->tb, "test/loss", e->steps, e->test_loss) != DT_OK) ||
-         (!isnan(e->test_accuracy) &&
+         (c->cfg->train.eval_every == 0 && !isnan(e->test_accuracy) &&
           dt_tb_scalar(c->tb, "test/accuracy", e->steps, e->test_accuracy) != DT_OK)))
         return DT_ERR_IO;
     if (c->metrics != NULL) {
@@ -273,7 +284,59 @@ static dt_status on_epoch(void *vctx, const dt_epoch_info *e)
         else
             cJSON_AddNumberToObject(o, "test_accuracy", e->test_accuracy);
         cJSON_AddNumberToObject(o, "samples_per_s", e->samples_per_s);
+        if (c->cfg->data.kind == DT_DATA_TEXT)
+            cJSON_AddNumberToObject(o, "tokens_per_s",
+                                    e->samples_per_s * (double)c->cfg->block_size);
         cJSON_AddNumberToObject(o, "epoch_s", e->epoch_s);
+        write_json(c->metrics, o);
+    }
+    return DT_OK;
+}
+
+/* train.eval_every: a line and a metrics record ("event": "eval") per evaluation. Text runs
+ * say validation loss in nats and bits per byte, and tokens (bytes predicted) per second. */
+static dt_status on_eval(void *vctx, const dt_eval_info *e)
+{
+    run_ctx *c = vctx;
+    if (c->rank != 0)
+        return DT_OK;
+    if (c->bar_open) {
+        fputc('\n', stderr);
+        c->bar_open = 0;
+    }
+    const int text = c->cfg->data.kind == DT_DATA_TEXT;
+    const double per_s = e->samples_per_s * (text ? (double)c->cfg->block_size : 1.0);
+    printf("step %lld: train loss %.4f", (long long)e->step, e->train_loss);
+    if (text)
+        printf("  val loss %.4f (%.4f bits/byte)", e->test_loss, e->test_loss / log(2.0));
+    else
+        printf("  test loss %.4f", e->test_loss);
+    if (!isnan(e->test_accuracy))
+        printf("  %s accuracy %.4f", text ? "val" : "test", e->test_accuracy);
+    printf("  %.0f %s/s\n", per_s, text ? "tokens" : "samples");
+    fflush(stdout);
+    if (c->tb != NULL && (dt_tb_scalar(c->tb, "test/loss", e->step, e->test_loss) != DT_OK ||
+                          (!isnan(e->test_accuracy) && dt_tb_scalar(c->tb, "test/accuracy", e->step,
+                                                                    e->test_accuracy) != DT_OK)))
+        return DT_ERR_IO;
+    if (c->metrics != NULL) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "event", "eval");
+        cJSON_AddNumberToObject(o, "epoch", (double)e->epoch + 1);
+        cJSON_AddNumberToObject(o, "step", (double)e->step);
+        if (isnan(e->train_loss)) /* every step since the last was skipped */
+            cJSON_AddNullToObject(o, "train_loss");
+        else
+            cJSON_AddNumberToObject(o, "train_loss", e->train_loss);
+        cJSON_AddNumberToObject(o, "test_loss", e->test_loss);
+        if (text)
+            cJSON_AddNumberToObject(o, "bits_per_byte", e->test_loss / log(2.0));
+        if (isnan(e->test_accuracy))
+            cJSON_AddNullToObject(o, "test_accuracy");
+        else
+            cJSON_AddNumberToObject(o, "test_accuracy", e->test_accuracy);
+        cJSON_AddNumberToObject(o, text ? "tokens_per_s" : "samples_per_s", per_s);
+        cJSON_AddNumberToObject(o, "train_s", e->train_s);
         write_json(c->metrics, o);
     }
     return DT_OK;
@@ -513,12 +576,24 @@ static dt_status print_header(const dt_config *cfg, const dt_cli_world *world, d
     else
         snprintf(steps, sizeof steps, "%lld steps per epoch of %lld samples",
                  (long long)dt_trainer_steps_per_epoch(t), (long long)dt_trainer_global_batch(t));
-    printf("dtrain: %s%s%d rank%s%s, %lld training and %lld test samples, %zu parameters%s, "
+    char samples[320];
+    const dt_text_windows *w = dt_trainer_text_windows(t);
+    if (w != NULL) {
+        snprintf(steps, sizeof steps, "%lld steps of %lld windows", (long long)cfg->train.max_steps,
+                 (long long)dt_trainer_global_batch(t));
+        snprintf(samples, sizeof samples,
+                 "text of %lld training and %lld validation bytes (%lld windows of %lld)",
+                 (long long)w->n_train, (long long)w->n_val, (long long)te->n,
+                 (long long)w->block_size);
+    } else {
+        snprintf(samples, sizeof samples, "%lld training and %lld test samples", (long long)tr->n,
+                 (long long)te->n);
+    }
+    printf("dtrain: %s%s%d rank%s%s, %s, %zu parameters%s, "
            "%s, %d thread%s per rank%s%s\n",
            cfg->source[0] ? cfg->source : "built-in ConvNet", ", ", world->size,
-           world->size == 1 ? "" : "s", layout, (long long)tr->n, (long long)te->n,
-           dt_model_whole_param_count(whole), params, steps, threads, threads == 1 ? "" : "s",
-           blas[0] ? ", " : "", blas);
+           world->size == 1 ? "" : "s", layout, samples, dt_model_whole_param_count(whole), params,
+           steps, threads, threads == 1 ? "" : "s", blas[0] ? ", " : "", blas);
     if (lay.pp > 1) {
         const int mb = dt_config_micro_batches(cfg);
         char layers[160];
@@ -652,8 +727,11 @@ int dt_cmd_train(int argc, char **argv)
     /* Where the strategy deals the training set to clients (fedavg), how. */
     if (world.rank == 0 && report_partition(&cfg, t, metrics) != DT_OK)
         goto fail;
-    dt_train_callbacks cb = {
-        .ctx = &ctx, .on_step = on_step, .on_epoch = on_epoch, .on_checkpoint = on_checkpoint};
+    dt_train_callbacks cb = {.ctx = &ctx,
+                             .on_step = on_step,
+                             .on_epoch = on_epoch,
+                             .on_checkpoint = on_checkpoint,
+                             .on_eval = on_eval};
     const char *trace = dt_cli_string(&vals, "trace");
     /* The phases and the trace before the figures, whose all-reduces timed alone are not
      * part of the run. */

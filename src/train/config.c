@@ -477,6 +477,41 @@ static dt_status check_layers(const dt_config *c)
     return DT_OK;
 }
 
+/* A text run (data.kind text): its window, its length in steps and the strategies that
+ * train on it so far (docs/USER_GUIDE.md, "Text"). */
+static dt_status check_text_run(const dt_config *c)
+{
+    if (c->block_size < 1)
+        return dt_fail(DT_ERR_INVALID,
+                       "config: model.block_size: required with data.kind text (the window of "
+                       "bytes the model reads, e.g. model.block_size = 64)");
+    const char *epochs = dt_config_given(c, "train.epochs");
+    if (epochs != NULL)
+        return dt_fail(DT_ERR_INVALID,
+                       "config: %s: train.epochs does not apply to data.kind text, whose run "
+                       "is counted in optimizer steps: set train.max_steps (--max-steps) instead",
+                       epochs);
+    /* train.epochs 0 (not given) with max_steps 0 is evaluation only (dtrain eval). */
+    if (c->train.max_steps == 0 && c->train.epochs != 0)
+        return dt_fail(DT_ERR_INVALID,
+                       "config: train.max_steps: required with data.kind text (a text run is "
+                       "counted in optimizer steps; --max-steps N)");
+    /* Issue 38 takes the text models through the other layouts. */
+    const char *name = dt_strategy_name(c->parallel.strategy);
+    if (name == NULL || strcmp(name, "ddp") != 0)
+        return dt_fail(DT_ERR_UNSUPPORTED,
+                       "config: parallel.strategy %s does not train on data.kind text yet (ddp "
+                       "does, with ZeRO-1 and accumulation)",
+                       name != NULL ? name : "?");
+    if (c->parallel.tp > 1 || c->parallel.pp > 1)
+        return dt_fail(DT_ERR_UNSUPPORTED,
+                       "config: parallel.%s %d: data.kind text trains with data parallelism only "
+                       "so far (tp 1, pp 1)",
+                       c->parallel.tp > 1 ? "tp" : "pp",
+                       c->parallel.tp > 1 ? c->parallel.tp : c->parallel.pp);
+    return DT_OK;
+}
+
 static dt_status check_data(const dt_config *c)
 {
     const int regression = c->loss == DT_LOSS_MSE;
@@ -543,7 +578,7 @@ static dt_status check_data(const dt_config *c)
         if (regression)
             return dt_fail(DT_ERR_INVALID, "config: loss.kind mse needs regression targets, but "
                                            "data.kind text predicts bytes (use cross_entropy)");
-        break;
+        return check_text_run(c);
     default:
         return dt_fail(DT_ERR_INVALID, "config: data.kind: unknown kind %d", (int)c->data.kind);
     }

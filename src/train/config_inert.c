@@ -75,6 +75,10 @@ static dt_status judge_data(const dt_config *c)
     DT_TRY(judge(c, "data.shuffle", kind != DT_DATA_TEXT,
                  "with data.kind text: its training windows are always drawn at random "
                  "(text.h)"));
+    DT_TRY(judge(c, "model.block_size", kind == DT_DATA_TEXT,
+                 "with data.kind %s: it is data.kind text's window (the other models' input "
+                 "shape is their data's)",
+                 now));
     DT_TRY(judge(c, "data.num_classes",
                  kind == DT_DATA_IDX || (kind == DT_DATA_CSV && c->data.csv_labels),
                  "with data.kind %s%s: it applies to class labels (data.kind idx, or csv with "
@@ -130,6 +134,8 @@ dt_status dt_cfg_check_inert(const dt_config *c)
     DT_TRY(judge_data(c));
     DT_TRY(judge_optim(c));
     DT_TRY(judge_checkpoint(c));
+    DT_TRY(judge(c, "train.eval_every", c->train.eval,
+                 "with train.eval off: it sets when evaluation happens"));
     /* The split is the config's (the trainer places the stages); the schedule the
      * strategy's. */
     DT_TRY(judge(c, "parallel.pp_split", c->parallel.pp > 1,

@@ -264,6 +264,9 @@ static const key_def keys[] = {
           "linear on the last dimension, GPT-2's residual 'block 4 p=0.1 attn_p=0.1' (heads) "
           "and lm_head (tied to the embedding); 'transformer.h: 12 x block 4' repeats a layer, "
           "naming the copies transformer.h.0 .. transformer.h.11"),
+    NUM("model.block_size", KEY_INT64, block_size, LO | HI, 0, 1 << 24,
+        "data.kind text (required there): positions per sample, the window the model reads "
+        "(its input is block_size byte ids) and predicts the next byte at each; 0: unset"),
     /* [loss] */
     ENUMK("loss.kind", loss, loss_name, 0,
           "loss: cross_entropy (on logits) | nll (on log-probabilities) | mse"),
@@ -323,6 +326,9 @@ static const key_def keys[] = {
     NUM("train.log_every", KEY_INT64, train.log_every, LO, 0, 0,
         "steps between log lines; 0: once per epoch"),
     NUM("train.eval", KEY_BOOL, train.eval, 0, 0, 0, "evaluate on the test set after each epoch"),
+    NUM("train.eval_every", KEY_INT64, train.eval_every, LO, 0, 0,
+        "evaluate after every N-th optimizer step and after the run's last, instead of after "
+        "each epoch (needs train.eval on); 0: after each epoch"),
     OTHER("train.recompute", KEY_RECOMPUTE, train.recompute,
           "activation recompute (gradient checkpointing): none | sqrt | every-K: keep one "
           "boundary every K layers (sqrt: K = ceil(sqrt(layers of the stage)), each cut moved to "

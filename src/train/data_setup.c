@@ -1,7 +1,9 @@
 /* data_setup.c — turns the [data] section of a config into train and test data sets. */
 #include <string.h>
 
+#include "dtrain/text.h"
 #include "dtrain/train.h"
+#include "train/trainer_internal.h"
 
 /* A test set of no samples shaped like `like` (evaluation off). */
 static void empty_like(const dt_dataset *like, dt_dataset *out)
@@ -90,10 +92,11 @@ dt_status dt_data_load(const dt_config *cfg, dt_dataset *storage, dt_dataset *te
         break;
     }
     case DT_DATA_TEXT:
-        /* Text is windows of a corpus, not samples (text.h): its models and trainer use
-         * come with issue 37's GPT. */
-        return dt_fail(DT_ERR_UNSUPPORTED, "data.kind text: no model trains on text yet (the "
-                                           "corpus and its windows are text.h's)");
+        /* Text is windows of a corpus drawn per step, not samples (text.h): the trainer
+         * loads it (dt_text_data_load). */
+        return dt_fail(DT_ERR_UNSUPPORTED,
+                       "data.kind text: its windows are drawn per step by the trainer "
+                       "(dt_trainer_create), not loaded as a data set of samples");
     default:
         return dt_fail(DT_ERR_INVALID, "data.kind: unknown kind %d", (int)cfg->data.kind);
     }
@@ -120,5 +123,29 @@ dt_status dt_data_load(const dt_config *cfg, dt_dataset *storage, dt_dataset *te
 fail:
     dt_dataset_free(storage);
     dt_dataset_free(test_storage);
+    return st;
+}
+
+dt_status dt_text_data_load(const dt_config *cfg, dt_text *corpus, dt_text_windows *win,
+                            dt_dataset *train, dt_dataset *test)
+{
+    dt_status st = DT_OK;
+    memset(train, 0, sizeof *train);
+    memset(test, 0, sizeof *test);
+    DT_TRY(dt_text_load(cfg->data.text_files, cfg->data.val_fraction, corpus));
+    DT_TRY(dt_text_windows_init(corpus, cfg->block_size, cfg->train.seed, win));
+    /* A sample is a window: (block_size) byte ids in, the next byte at each position out.
+     * No sample is stored: the trainer fills windows straight from the corpus. */
+    train->sample_shape = (dt_shape){.ndim = 1, .d = {cfg->block_size}};
+    train->features = DT_FEATURES_F32;
+    train->targets = DT_TARGETS_LABELS;
+    train->num_classes = DT_TEXT_VOCAB;
+    train->scale = 1.0f;
+    *test = *train;
+    train->n = win->n_train - win->block_size; /* the distinct windows (their starts) */
+    test->n = cfg->train.eval ? dt_text_val_count(win) : 0;
+    return DT_OK;
+fail:
+    dt_text_free(corpus);
     return st;
 }

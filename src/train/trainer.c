@@ -24,8 +24,28 @@ static int is_classification(const dt_trainer *t)
     return t->cfg.loss != DT_LOSS_MSE;
 }
 
+/* data.kind text: the model maps (block_size) ids to (block_size, 256) next-byte logits. */
+static dt_status check_text_vs_model(const dt_trainer *t, const dt_shape *out)
+{
+    const int64_t T = t->cfg.block_size;
+    if (out->ndim != 2 || out->d[1] != DT_TEXT_VOCAB)
+        return dt_fail(DT_ERR_INVALID,
+                       "model: with data.kind text the output must be (positions, %d) scores of "
+                       "the next byte at each position (end with 'linear %d'), got %d dims%s",
+                       DT_TEXT_VOCAB, DT_TEXT_VOCAB, out->ndim,
+                       out->ndim == 2 ? " of another width" : "");
+    if (out->d[0] != T)
+        return dt_fail(DT_ERR_INVALID,
+                       "model.block_size: %lld positions go in, but the model's output holds %lld: "
+                       "each position predicts the next byte",
+                       (long long)T, (long long)out->d[0]);
+    return DT_OK;
+}
+
 static dt_status check_data_vs_model(const dt_trainer *t, const dt_shape *out)
 {
+    if (t->text)
+        return check_text_vs_model(t, out);
     if (out->ndim != 1)
         return dt_fail(DT_ERR_INVALID,
                        "model: output must be a vector of scores or values, "
@@ -71,6 +91,12 @@ static dt_status plan_batches(dt_trainer *t)
                        (long long)t->global_batch, (long long)t->parts);
     t->micro_max = (t->global_batch + t->parts - 1) / t->parts;
     t->rows = t->micro_max * dt_strategy_get_info(t->strategy)->slots;
+    if (t->text) {
+        /* Windows are drawn with replacement (text.h): any batch fits, and the run is one
+         * epoch of train.max_steps steps (none: evaluation only). */
+        t->steps_per_epoch = cfg->train.max_steps > 0 ? cfg->train.max_steps : 1;
+        return DT_OK;
+    }
     if (t->train.n < 1)
         return dt_fail(DT_ERR_INVALID, "data: the training set is empty");
     /* A step never holds more samples than the epoch: refused rather than shrunk, so the
@@ -156,7 +182,8 @@ static dt_status build_model(dt_trainer *t)
     dt_shape shapes[DT_CONFIG_MAX_LAYERS + 1];
     DT_TRY(dt_model_plan_shapes(cfg->layers, cfg->nlayers, &t->train.sample_shape, shapes));
     DT_TRY(check_data_vs_model(t, &shapes[cfg->nlayers]));
-    t->out_width = shapes[cfg->nlayers].d[0];
+    /* The loss's row: a sample's output, or (text) one position's scores. */
+    t->out_width = shapes[cfg->nlayers].d[t->text ? 1 : 0];
     const dt_strategy_info *si = dt_strategy_get_info(t->strategy);
     const dt_tp_layout tp = {
         .size = si->tp_size, .rank = si->tp_rank, .min_weights = cfg->parallel.tp_min_weights};
@@ -189,12 +216,16 @@ fail:
 static dt_status alloc_step_buffers(dt_trainer *t)
 {
     dt_status st = DT_OK;
-    const size_t mb = (size_t)t->rows;
-    DT_TRY(dt_alloc((size_t)t->train.n * sizeof(int64_t), "permutation", (void **)&t->perm));
+    const size_t mb = (size_t)t->rows, tokens = (size_t)t->tokens;
+    if (t->text) /* no order to permute: windows are drawn per step */
+        DT_TRY(dt_alloc(mb * tokens * sizeof(int32_t), "window ids", (void **)&t->ids));
+    else
+        DT_TRY(dt_alloc((size_t)t->train.n * sizeof(int64_t), "permutation", (void **)&t->perm));
     DT_TRY(dt_alloc(mb * sizeof(int64_t), "positions", (void **)&t->positions));
     DT_TRY(dt_alloc(mb * sizeof(int64_t), "samples", (void **)&t->samples));
-    DT_TRY(dt_alloc(mb * sizeof(int32_t), "labels", (void **)&t->labels));
-    DT_TRY(dt_alloc(mb * (size_t)t->out_width * sizeof(float), "targets", (void **)&t->targets));
+    DT_TRY(dt_alloc(mb * tokens * sizeof(int32_t), "labels", (void **)&t->labels));
+    DT_TRY(dt_alloc(mb * (t->text ? 1 : (size_t)t->out_width) * sizeof(float), "targets",
+                    (void **)&t->targets));
 fail:
     return st;
 }
@@ -209,7 +240,7 @@ static dt_status plan_run(dt_trainer *t)
         .num_classes = t->train.num_classes,
         .batch = t->cfg.train.batch,
     };
-    t->run = (dt_run_plan){.epochs = t->cfg.train.epochs,
+    t->run = (dt_run_plan){.epochs = t->text ? (t->cfg.train.max_steps > 0) : t->cfg.train.epochs,
                            .steps_per_epoch = t->steps_per_epoch,
                            .epoch_word = "epoch"};
     dt_status st = dt_strategy_plan_run(t->strategy, &facts, &t->run);
@@ -228,6 +259,9 @@ dt_status dt_trainer_create(const dt_config *cfg, dt_comm *world, dt_trainer **o
     DT_TRY(dt_alloc(sizeof *t, "trainer", (void **)&t));
     t->cfg = *cfg;
     t->last_ckpt_step = -1;
+    t->eval_step = -1;
+    t->text = cfg->data.kind == DT_DATA_TEXT;
+    t->tokens = t->text ? cfg->block_size : 1;
     if (world == NULL) {
         DT_TRY(dt_comm_create_self(&t->self));
         world = t->self;
@@ -239,7 +273,10 @@ dt_status dt_trainer_create(const dt_config *cfg, dt_comm *world, dt_trainer **o
     DT_TRY(dt_strategy_create(&so, world, &t->strategy));
     t->replicas = dt_strategy_get_info(t->strategy)->replicas;
     const double load_start = dt_now();
-    DT_TRY(dt_data_load(cfg, &t->storage, &t->test_storage, &t->train, &t->test));
+    if (t->text)
+        DT_TRY(dt_text_data_load(cfg, &t->corpus, &t->win, &t->train, &t->test));
+    else
+        DT_TRY(dt_data_load(cfg, &t->storage, &t->test_storage, &t->train, &t->test));
     t->data_load_s = dt_now() - load_start;
     DT_TRY(place_stages(t));
     DT_TRY(plan_batches(t));
@@ -293,6 +330,8 @@ void dt_trainer_free(dt_trainer *t)
     dt_free(t->targets);
     dt_dataset_free(&t->storage);
     dt_dataset_free(&t->test_storage);
+    dt_free(t->ids);
+    dt_text_free(&t->corpus);
     dt_free(t);
 }
 
@@ -443,6 +482,10 @@ int64_t dt_trainer_global_batch(const dt_trainer *t)
 {
     return t->global_batch;
 }
+const dt_text_windows *dt_trainer_text_windows(const dt_trainer *t)
+{
+    return t->text ? &t->win : NULL;
+}
 double dt_trainer_data_load_s(const dt_trainer *t)
 {
     return t->data_load_s;
@@ -450,6 +493,8 @@ double dt_trainer_data_load_s(const dt_trainer *t)
 
 static void order_for_epoch(dt_trainer *t, int64_t epoch)
 {
+    if (t->text)
+        return;
     if (t->cfg.data.shuffle)
         dt_rng_permutation(t->cfg.train.seed, (uint64_t)epoch, t->train.n, t->perm);
     else
@@ -505,10 +550,41 @@ static void gather(dt_trainer *t, const dt_dataset *ds, int64_t row0, int64_t co
 /* Training samples at permutation positions [first, first + count), into rows
  * [row0, row0 + count): gathered by sample index through the epoch's order; the positions
  * key dropout. */
+/* Text: window ids into rows [row0, row0 + count) of the model's input as floats. */
+static void text_input(dt_trainer *t, int64_t row0, int64_t count)
+{
+    const int64_t T = t->tokens;
+    const int32_t *ids = t->ids + row0 * T;
+    float *x = dt_model_input(t->model) + row0 * T;
+    for (int64_t k = 0; k < count * T; k++)
+        x[k] = (float)ids[k];
+}
+
+/* Text: windows j = first .. first + count - 1 of the step's global batch (text.h's
+ * o(s, j), s = t->text_step), keyed for dropout by (seed, s, j). */
+static dt_status text_load(dt_trainer *t, int64_t first, int64_t count, int64_t row0, unsigned what,
+                           dt_forward_ctx *fwd)
+{
+    const int64_t T = t->tokens;
+    int64_t *pos = t->positions + row0;
+    for (int64_t i = 0; i < count; i++)
+        pos[i] = first + i;
+    dt_text_train_fill(&t->win, t->text_step, first, count,
+                       (what & DT_LOAD_INPUT) ? t->ids + row0 * T : NULL,
+                       (what & DT_LOAD_TARGETS) ? t->labels + row0 * T : NULL);
+    if (what & DT_LOAD_INPUT)
+        text_input(t, row0, count);
+    *fwd = (dt_forward_ctx){
+        .train = 1, .seed = t->cfg.train.seed, .epoch = (uint64_t)t->text_step, .positions = pos};
+    return DT_OK;
+}
+
 static dt_status io_load(void *ctx, int64_t epoch, int64_t first, int64_t count, int64_t row0,
                          unsigned what, dt_forward_ctx *fwd)
 {
     dt_trainer *t = ctx;
+    if (t->text)
+        return text_load(t, first, count, row0, what, fwd);
     int64_t *pos = t->positions + row0;
     for (int64_t i = 0; i < count; i++)
         pos[i] = (first + i) % t->train.n; /* pad mode repeats the epoch's first samples */
@@ -539,10 +615,13 @@ static dt_status io_loss(void *ctx, int64_t row0, int64_t count, double divisor,
     dt_trainer *t = ctx;
     const int nl = dt_model_layer_count(t->model);
     const int64_t w = t->out_width;
-    float *grad = dt_model_activation_grad(t->model, nl) + row0 * w;
-    dt_status st =
-        dt_loss_compute(t->cfg.loss, dt_model_output(t->model) + row0 * w, count, w,
-                        t->labels + row0, t->targets + row0 * w, divisor, loss_sum, grad, NULL);
+    /* Text: a row per position, the mean over every token of the global step (the
+     * divisor counts samples; each holds `tokens` targets). */
+    const int64_t T = t->tokens, rows = count * T;
+    float *grad = dt_model_activation_grad(t->model, nl) + row0 * T * w;
+    dt_status st = dt_loss_compute(t->cfg.loss, dt_model_output(t->model) + row0 * T * w, rows, w,
+                                   t->labels + row0 * T, t->text ? NULL : t->targets + row0 * w,
+                                   divisor * (double)T, loss_sum, grad, NULL);
     if (st == DT_OK && t->inject_step == t->attempted && count > 0)
         grad[0] = NAN; /* dt_trainer_inject_nonfinite */
     return st;
@@ -551,6 +630,14 @@ static dt_status io_loss(void *ctx, int64_t row0, int64_t count, double divisor,
 static dt_status io_load_test(void *ctx, int64_t first, int64_t count, int64_t row0, unsigned what)
 {
     dt_trainer *t = ctx;
+    if (t->text) { /* validation windows first .. first + count - 1 (text.h) */
+        const int64_t T = t->tokens;
+        dt_text_val_fill(&t->win, first, count, (what & DT_LOAD_INPUT) ? t->ids + row0 * T : NULL,
+                         (what & DT_LOAD_TARGETS) ? t->labels + row0 * T : NULL);
+        if (what & DT_LOAD_INPUT)
+            text_input(t, row0, count);
+        return DT_OK;
+    }
     for (int64_t i = 0; i < count; i++)
         t->samples[row0 + i] = first + i;
     gather(t, &t->test, row0, count, what);
@@ -561,10 +648,10 @@ static dt_status io_score(void *ctx, int64_t row0, int64_t count, double *loss_s
 {
     dt_trainer *t = ctx;
     int64_t right = 0;
-    const int64_t w = t->out_width;
-    dt_status st =
-        dt_loss_compute(t->cfg.loss, dt_model_output(t->model) + row0 * w, count, w,
-                        t->labels + row0, t->targets + row0 * w, 1.0, loss_sum, NULL, &right);
+    const int64_t w = t->out_width, T = t->tokens;
+    dt_status st = dt_loss_compute(t->cfg.loss, dt_model_output(t->model) + row0 * T * w, count * T,
+                                   w, t->labels + row0 * T, t->text ? NULL : t->targets + row0 * w,
+                                   1.0, loss_sum, NULL, &right);
     *correct = (double)right;
     return st;
 }
@@ -582,13 +669,15 @@ static dt_step_io step_io(dt_trainer *t)
 dt_status dt_trainer_evaluate(dt_trainer *t, double *loss, double *accuracy)
 {
     const int64_t n = t->test.n;
+    /* Text: the mean over every predicted byte (tokens per window). */
+    const double per = (double)n * (double)t->tokens;
     double sum = 0.0, correct = 0.0;
     const dt_step_io io = step_io(t);
     dt_status st = dt_strategy_evaluate(t->strategy, n, &io, &sum, &correct);
     if (st != DT_OK)
         return st;
-    *loss = n > 0 ? sum / (double)n : NAN;
-    *accuracy = (is_classification(t) && n > 0) ? correct / (double)n : NAN;
+    *loss = n > 0 ? sum / per : NAN;
+    *accuracy = (is_classification(t) && n > 0) ? correct / per : NAN;
     return DT_OK;
 }
 
@@ -672,7 +761,7 @@ static dt_status report_step(dt_trainer *t, const dt_train_callbacks *cb, int64_
                                .epoch_step = s + 1,
                                .epoch_steps = t->steps_per_epoch,
                                .samples = g,
-                               .loss = skipped ? NAN : loss / (double)g,
+                               .loss = skipped ? NAN : loss / ((double)g * (double)t->tokens),
                                .lr = lr,
                                .samples_per_s = el > 0 ? (double)epoch_samples / el : 0.0,
                                .elapsed_s = el,
@@ -691,6 +780,36 @@ static int last_step(const dt_trainer *t, int64_t epoch, int64_t s)
     return c->train.epochs > 0 && epoch == c->train.epochs - 1 && s == t->steps_per_epoch - 1;
 }
 
+/* train.eval_every K > 0: after every K-th optimizer step and the run's last (`last`), an
+ * evaluation reported through cb->on_eval with the training figures since the one before.
+ * Collective, as every rank takes the same steps. */
+static dt_status eval_due(dt_trainer *t, const dt_train_callbacks *cb, int64_t epoch, int last)
+{
+    dt_status st = DT_OK;
+    const int64_t K = t->cfg.train.eval_every, step = dt_optim_steps(t->optim);
+    if (!t->cfg.train.eval || K == 0 || step == t->eval_step || step == 0 ||
+        (step % K != 0 && !last))
+        return DT_OK;
+    DT_TRY(dt_trainer_evaluate(t, &t->eval_loss, &t->eval_accuracy));
+    t->eval_step = step;
+    const double per = (double)t->since_samples * (double)t->tokens;
+    const dt_eval_info info = {.epoch = epoch,
+                               .step = step,
+                               .train_loss = t->since_samples > 0 ? t->since_loss / per : NAN,
+                               .test_loss = t->eval_loss,
+                               .test_accuracy = t->eval_accuracy,
+                               .samples_per_s =
+                                   t->since_s > 0 ? (double)t->since_samples / t->since_s : 0.0,
+                               .train_s = t->since_s};
+    t->since_loss = 0.0;
+    t->since_s = 0.0;
+    t->since_samples = 0;
+    if (cb != NULL && cb->on_eval != NULL)
+        DT_TRY(cb->on_eval(cb->ctx, &info));
+fail:
+    return st;
+}
+
 /* One epoch's steps from step `from` (up to train.max_steps): each global batch through
  * the strategy, the update at the scheduled rate, the step callback, a checkpoint when one
  * is due. Fills the epoch's training figures. */
@@ -705,9 +824,11 @@ static dt_status run_epoch(dt_trainer *t, int64_t epoch, int64_t from, const dt_
     double t0 = dt_now(), epoch_loss = 0.0;
     int64_t epoch_samples = 0;
     for (int64_t s = from; s < t->steps_per_epoch && !max_steps_reached(t); s++) {
-        const int64_t first = s * t->global_batch;
+        /* Text: the plan's positions are the windows' indices j in the step's global batch
+         * (text_load draws them for the step). */
+        const int64_t first = t->text ? 0 : s * t->global_batch;
         int64_t g = t->global_batch;
-        if (first + g > t->train.n && c->parallel.last_batch == DT_LAST_BATCH_UNEVEN)
+        if (!t->text && first + g > t->train.n && c->parallel.last_batch == DT_LAST_BATCH_UNEVEN)
             g = t->train.n - first;
         g = dt_strategy_step_samples(t->strategy, epoch, g);
         double step_loss = 0.0;
@@ -722,6 +843,7 @@ static dt_status run_epoch(dt_trainer *t, int64_t epoch, int64_t from, const dt_
                                    .lr = lr,
                                    .last = last_step(t, epoch, s),
                                    .step = dt_optim_steps(t->optim)};
+        t->text_step = plan.step;
         st = dt_strategy_step(t->strategy, &plan, &io, &step_loss);
         /* The update's verdict too: a clipping norm (optim.clip_norm) that is not finite. */
         if (st == DT_OK)
@@ -733,20 +855,28 @@ static dt_status run_epoch(dt_trainer *t, int64_t epoch, int64_t from, const dt_
         if (!skipped) {
             epoch_loss += step_loss;
             epoch_samples += g;
+            t->since_loss += step_loss;
+            t->since_samples += g;
         }
+        t->since_s += dt_now() - ts;
         dt_obs_step(t->obs, ts, dt_now());
         DT_TRY(report_step(t, cb, epoch, s, g, step_loss, lr, skipped, t0, epoch_samples));
         next_position(t, epoch, s, &t->next_epoch, &t->next_step);
+        const double te = dt_now();
+        DT_TRY(eval_due(t, cb, epoch, plan.last));
+        t0 += dt_now() - te; /* the epoch's figures count training alone */
         DT_TRY(dt_trainer_checkpoint_due(t, cb, 0));
     }
     double train_s = dt_now() - t0;
-    *e = (dt_epoch_info){.epoch = epoch,
-                         .steps = dt_optim_steps(t->optim),
-                         .train_loss = epoch_samples > 0 ? epoch_loss / (double)epoch_samples : NAN,
-                         .test_loss = NAN,
-                         .test_accuracy = NAN,
-                         .samples_per_s = train_s > 0 ? (double)epoch_samples / train_s : 0.0,
-                         .epoch_s = train_s};
+    *e = (dt_epoch_info){
+        .epoch = epoch,
+        .steps = dt_optim_steps(t->optim),
+        .train_loss =
+            epoch_samples > 0 ? epoch_loss / ((double)epoch_samples * (double)t->tokens) : NAN,
+        .test_loss = NAN,
+        .test_accuracy = NAN,
+        .samples_per_s = train_s > 0 ? (double)epoch_samples / train_s : 0.0,
+        .epoch_s = train_s};
 fail:
     return st;
 }
@@ -783,8 +913,13 @@ dt_status dt_trainer_run(dt_trainer *t, const dt_train_callbacks *cb)
          (c->train.epochs == 0 || epoch < c->train.epochs) && !max_steps_reached(t); epoch++) {
         dt_epoch_info e;
         DT_TRY(run_epoch(t, epoch, epoch == t->start_epoch ? t->start_step : 0, &sched, cb, &e));
-        if (c->train.eval)
+        /* With train.eval_every, the evaluation made after the epoch's last step, if any. */
+        if (c->train.eval && c->train.eval_every == 0)
             DT_TRY(dt_trainer_evaluate(t, &e.test_loss, &e.test_accuracy));
+        else if (c->train.eval && t->eval_step == e.steps) {
+            e.test_loss = t->eval_loss;
+            e.test_accuracy = t->eval_accuracy;
+        }
         if (cb != NULL && cb->on_epoch != NULL)
             DT_TRY(cb->on_epoch(cb->ctx, &e));
     }

@@ -4,6 +4,7 @@
 #define DT_TRAIN_TRAINER_INTERNAL_H
 
 #include "dtrain/optim.h"
+#include "dtrain/text.h"
 #include "dtrain/train.h"
 #include "parallel/strategy.h"
 
@@ -45,7 +46,27 @@ struct dt_trainer {
     double clock_zero;             /* dt_now() at the ranks' common instant (trace.c) */
     double data_load_s;            /* the seconds create spent reading the data sets */
     double *phases;                /* [world x (DT_PHASE_COUNT + 2)]: dt_trainer_phase_report */
+    /* data.kind text (text.h): a sample is a window of block_size byte ids, its targets the
+     * next byte at each position; windows are drawn per optimizer step, not permuted. */
+    int text;
+    dt_text corpus;
+    dt_text_windows win;
+    int64_t tokens;    /* loss rows per sample: block_size for text, 1 otherwise */
+    int64_t text_step; /* the optimizer step whose windows io_load draws */
+    int32_t *ids;      /* [rows x tokens] text: the loaded windows' input ids */
+    /* train.eval_every: the training figures since the last evaluation, and its result. */
+    double since_loss, since_s;
+    int64_t since_samples;
+    int64_t eval_step; /* the optimizer step of the newest evaluation, -1: none */
+    double eval_loss, eval_accuracy;
 };
+
+/* data.kind text: loads the corpus and fixes its windows (model.block_size, train.seed);
+ * train and test describe the windows as samples of shape (block_size) without storing
+ * any: train->n counts the distinct training windows, test->n the validation windows
+ * (0 with train.eval off). On failure nothing is left to free. */
+dt_status dt_text_data_load(const dt_config *cfg, dt_text *corpus, dt_text_windows *win,
+                            dt_dataset *train, dt_dataset *test);
 
 /* Writes a checkpoint of the current state (at next_epoch, next_step) when checkpoint.dir
  * is set and the step is due (checkpoint.every), or with `force` unless the newest

@@ -509,6 +509,9 @@ static void test_config_keys(void **state)
     assert_string_equal(c.data.text_files, "a.txt, b/*.txt");
     DT_ASSERT_OK(dt_config_set(&c, "data.val_fraction=0", "--set"));
     assert_true(c.data.val_fraction == 0.0);
+    /* A text run needs its window and its length in steps (tests/text has the rest). */
+    DT_ASSERT_OK(dt_config_set(&c, "model.block_size=8", "--set"));
+    DT_ASSERT_OK(dt_config_set(&c, "train.max_steps=10", "--set"));
     DT_ASSERT_OK(dt_config_check(&c));
 
     dt_error_clear();

@@ -1,0 +1,130 @@
+#!/bin/sh
+# cli_text.sh — `dtrain train` on data.kind text end to end: ddp on 2 ranks (also with ZeRO-1
+# and accumulation) writes the weights one process does, within the data-parallel tests'
+# 1e-5; a run resumed from a mid-run checkpoint writes the same bytes as an uninterrupted
+# one (windows and dropout keyed by step and window); train.eval_every's records in the
+# metrics file come after steps 3, 6 and the last (8), and in a run of epochs (linreg) they
+# replace the per-epoch evaluation; `dtrain plot` draws the validation
+# loss; and the errors of a text run reach the user naming the key.
+set -u
+DTRAIN=${DTRAIN:?ctest sets DTRAIN}
+MPIRUN=${MPIRUN:?ctest sets MPIRUN}
+SRC=${DT_SOURCE_DIR:?ctest sets DT_SOURCE_DIR}
+PY=${1:?usage: cli_text.sh PYTHON3}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/dtrain-text-XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+. "$SRC/tests/support/expect.sh"
+
+# A corpus of words, and a tiny per-position model with dropout.
+"$PY" - "$tmp/corpus.txt" <<'PYEOF'
+import random, sys
+r = random.Random(7)
+words = "the cat sat on a mat dog ran far and then slept home".split()
+open(sys.argv[1], "w").write(" ".join(r.choice(words) for _ in range(2500)) + "\n")
+PYEOF
+cat >"$tmp/text.ini" <<INI
+[data]
+kind = text
+text_files = $tmp/corpus.txt
+[model]
+block_size = 16
+layers = embedding 256 16, position, dropout 0.1, layernorm, linear 256
+[loss]
+kind = cross_entropy
+[optim]
+kind = adamw
+lr = 0.01
+[schedule]
+kind = cosine
+[train]
+max_steps = 8
+eval_every = 3
+seed = 3
+threads = 1
+INI
+RUN="$DTRAIN train $tmp/text.ini --no-progress"
+
+# One process, batch 8: the reference, with its metrics.
+expect_ok one $RUN --batch 8 --metrics "$tmp/m.jsonl" --save-weights "$tmp/one.st"
+# ddp on 2 ranks of 4 windows, and with ZeRO-1 and 2 micro-batches of 2.
+expect_ok ddp "$MPIRUN" -np 2 $RUN --batch 4 --save-weights "$tmp/ddp.st"
+expect_ok zero "$MPIRUN" -np 2 $RUN --batch 2 --accumulation 2 --zero 1 \
+    --save-weights "$tmp/zero.st"
+for v in ddp zero; do
+    if "$PY" "$SRC/tests/cli/st_compare.py" "$tmp/one.st" "$tmp/$v.st" --atol 1e-5 \
+        >"$tmp/cmp_$v.out" 2>&1; then
+        echo "ok $v: np 2 weights within 1e-5 of one process"
+    else
+        echo "FAIL $v: np 2 weights differ from one process's:"; sed 's/^/  /' "$tmp/cmp_$v.out"
+        fail=1
+    fi
+done
+
+# Resume: the checkpoint of step 4 of an 8-step run, resumed, ends on the same bytes.
+expect_ok full $RUN --batch 4 --checkpoint-dir "$tmp/ck" --checkpoint-every 4 \
+    --save-weights "$tmp/full.st"
+expect_ok resumed $RUN --batch 4 --resume "$tmp/ck/step-000000004" \
+    --save-weights "$tmp/resumed.st"
+if cmp "$tmp/full.st" "$tmp/resumed.st"; then
+    echo "ok resume: bit-exact"
+else
+    echo "FAIL resume: the resumed run's weights differ from the uninterrupted run's"; fail=1
+fi
+
+# The eval records: after steps 3, 6 and 8 (the last), each with the validation loss, bits
+# per byte = nats / ln 2, accuracy and tokens/s; the epoch record keeps its fields.
+"$PY" - "$tmp/m.jsonl" "$tmp/one.out" <<'PYEOF' || fail=1
+import json, math, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+ev = [r for r in recs if r.get("event") == "eval"]
+steps = [r["step"] for r in ev]
+if steps != [3, 6, 8]:
+    sys.exit(f"FAIL eval records after steps {steps}, expected [3, 6, 8]")
+for r in ev:
+    for k in ("train_loss", "test_loss", "bits_per_byte", "test_accuracy", "tokens_per_s"):
+        if not isinstance(r.get(k), (int, float)) or not math.isfinite(r[k]):
+            sys.exit(f"FAIL eval record of step {r['step']}: {k} = {r.get(k)!r}")
+    if abs(r["bits_per_byte"] - r["test_loss"] / math.log(2)) > 1e-9 * r["bits_per_byte"]:
+        sys.exit(f"FAIL step {r['step']}: bits_per_byte {r['bits_per_byte']} != test_loss / ln 2")
+ep = [r for r in recs if r.get("event") == "epoch"]
+if len(ep) != 1 or ep[0]["steps"] != 8 or ep[0]["test_loss"] != ev[-1]["test_loss"]:
+    sys.exit(f"FAIL epoch record {ep}: one, of 8 steps, with the last evaluation's test_loss")
+lines = [l for l in open(sys.argv[2]) if l.startswith("step ")]
+if len(lines) != 3 or "bits/byte" not in lines[0] or "tokens/s" not in lines[0]:
+    sys.exit(f"FAIL log: eval lines {lines}")
+print("ok eval records after steps", steps)
+PYEOF
+
+# eval_every with an image-style run counted in epochs (linreg: 56 steps per epoch, 2
+# epochs): evaluations after steps 40, 80 and the last (112) instead of per epoch; the epoch
+# records keep their place, the first without a test loss (no evaluation after step 56),
+# the second with the evaluation of its last step.
+expect_ok linreg "$DTRAIN" train "$SRC/examples/linreg.ini" --epochs 2 --eval-every 40 \
+    --threads 1 --no-progress --metrics "$tmp/l.jsonl"
+"$PY" - "$tmp/l.jsonl" <<'PYEOF' || fail=1
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+steps = [r["step"] for r in recs if r.get("event") == "eval"]
+ep = [(r["steps"], r["test_loss"]) for r in recs if r.get("event") == "epoch"]
+last = [r for r in recs if r.get("event") == "eval"][-1]["test_loss"]
+if steps != [40, 80, 112] or ep != [(56, None), (112, last)]:
+    sys.exit(f"FAIL linreg eval_every 40: evaluations after {steps} (expected [40, 80, 112]), "
+             f"epoch records (steps, test_loss) {ep} (expected [(56, None), (112, {last})])")
+print("ok linreg eval_every: evaluations after", steps, "epoch records", ep)
+PYEOF
+
+# dtrain plot draws the validation loss against the step.
+expect_ok plot "$DTRAIN" plot "$tmp/m.jsonl" -o "$tmp/curve.svg"
+grep -q "validation loss (nats per byte)" "$tmp/curve.svg" 2>/dev/null || { echo "FAIL plot: no validation curve"; fail=1; }
+
+# The errors, each naming the key, as exit status 2 (a usage error) or 1.
+expect_status epochs 2 'train\.epochs.*train\.max_steps' $RUN --epochs 2
+expect_status no_block 2 'model\.block_size: required' $RUN --set model.block_size=0
+expect_status block_idx 2 'model\.block_size \(--set\) has no effect with data\.kind idx' \
+    "$DTRAIN" train --set model.block_size=16 --max-steps 1
+expect_status too_large 1 'model\.block_size' $RUN --set model.block_size=100000
+expect_status ps 2 'parallel\.strategy ps does not train on data\.kind text' $RUN \
+    --strategy ps
+
+exit $fail
