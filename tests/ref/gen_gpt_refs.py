@@ -16,6 +16,12 @@ parameters under Hugging Face's names (transformer.wte.weight, transformer.h.0.l
 cross-entropy over the B T tokens) and every parameter's gradient as "<name>.grad" (wte's is
 the sum of the embedding's and the head's).
 
+Case "adamw" (adamw.<tensor>): 20 steps of torch.optim.AdamW (lr 3e-3, betas (0.9, 0.99), eps
+1e-8, weight decay 0.1 on the tensors of two or more dimensions only, nanoGPT's groups) with
+clip_grad_norm_(1.0) before each, from the same parameters, on batches idx (20, B, T) and
+targets (20, B, T): the loss of every step before its update (20) and the parameters after the
+last ("adamw.<name>").
+
 Usage: /usr/bin/python3 tests/ref/gen_gpt_refs.py [--out DIR]
 """
 
@@ -98,7 +104,42 @@ def gen_gpt():
         w.add(name + ".grad", t.grad)
     w.meta["gpt"] = "V=%d T=%d E=%d H=%d layers=%d B=%d eps=%g dropout=0" % (V, T, E, H, LAYERS,
                                                                            B, 1e-5)
+    adamw_case(w)
     return w
+
+
+STEPS = 20
+
+
+def adamw_case(w):
+    reseed("gpt")
+    p = params()  # the same starting point as case "gpt"
+    for t in p.values():
+        t.requires_grad_(True)
+    g = torch.Generator().manual_seed(39)
+    idx = torch.randint(0, V, (STEPS, B, T), generator=g)
+    targets = torch.randint(0, V, (STEPS, B, T), generator=g)
+    decay = [t for t in p.values() if t.dim() >= 2]
+    rest = [t for t in p.values() if t.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
+                             {"params": rest, "weight_decay": 0.0}],
+                            lr=3e-3, betas=(0.9, 0.99), eps=1e-8)
+    losses = []
+    for s in range(STEPS):
+        opt.zero_grad()
+        logits = forward(p, idx[s])
+        loss = F.cross_entropy(logits.view(-1, V), targets[s].view(-1))
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(list(p.values()), 1.0)
+        opt.step()
+        losses.append(loss.item())
+    w.add("adamw.idx", idx)
+    w.add("adamw.targets", targets)
+    w.add("adamw.loss", torch.tensor(losses))
+    for name, t in p.items():
+        w.add("adamw." + name, t)
+    w.meta["adamw"] = ("steps=%d lr=0.003 betas=(0.9,0.99) eps=1e-08 weight_decay=0.1 on ndim>=2 "
+                       "clip_norm=1" % STEPS)
 
 
 def main():
