@@ -196,16 +196,18 @@ static dt_pool *team(const dt_layer *l, int64_t work)
     return work >= 64 * DT_PAR_MIN ? l->pool : NULL;
 }
 
-/* c (R, N) = a (R, K) @ w (K, N) + bias */
+/* c (R, N) = bias + a (R, K) @ w (K, N): c starts as the bias and the product is added to
+ * it (torch.addmm's order, and no pass of OpenBLAS's to zero c first). */
 static void xw_part(void *ctx, int t, int nt)
 {
     const gemm_job *j = ctx;
     int64_t lo, hi;
     dt_pool_share(j->R, t, nt, &lo, &hi);
-    if (hi == lo)
-        return;
-    dt_sgemm_nn(hi - lo, j->N, j->K, j->a + lo * j->K, j->K, j->w, j->N, j->c + lo * j->N, j->N);
-    dt_add_bias_rows(j->c + lo * j->N, j->bias, hi - lo, j->N);
+    for (int64_t r = lo; r < hi; r++)
+        memcpy(j->c + r * j->N, j->bias, sizeof(float) * (size_t)j->N);
+    if (hi > lo)
+        dt_sgemm_nn_add(hi - lo, j->N, j->K, j->a + lo * j->K, j->K, j->w, j->N, j->c + lo * j->N,
+                        j->N);
 }
 
 /* dw (K, N) += a (R, K)^T @ dy (R, N), db (N) += column sums of dy */

@@ -75,8 +75,9 @@ static void check_dims(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb
               ldc <= INT_MAX);
 }
 
-void dt_sgemm_thin(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
-                   int64_t ldb, float *c, int64_t ldc)
+/* dt_sgemm_thin, written (acc 0) or added to c (acc 1). */
+static void thin(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
+                 int64_t ldb, float *c, int64_t ldc, int acc)
 {
     check_dims(m, n, k, lda, ldb, ldc);
     DT_ASSERT(n >= 1 && n <= DT_GEMM_THIN_MAX);
@@ -94,21 +95,27 @@ void dt_sgemm_thin(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                 dot4(a + i * lda + p0, lda, bt + j * KBLOCK, kb, o);
                 for (int r = 0; r < 4; r++) {
                     float *cij = c + (i + r) * ldc + j;
-                    *cij = p0 == 0 ? o[r] : *cij + o[r];
+                    *cij = p0 == 0 && !acc ? o[r] : *cij + o[r];
                 }
             }
         for (; i < m; i++)
             for (int64_t j = 0; j < n; j++) {
                 const float s = dot1(a + i * lda + p0, bt + j * KBLOCK, kb);
                 float *cij = c + i * ldc + j;
-                *cij = p0 == 0 ? s : *cij + s;
+                *cij = p0 == 0 && !acc ? s : *cij + s;
             }
         p0 += kb;
     } while (p0 < k);
 }
 
-void dt_sgemm_nn(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
-                 int64_t ldb, float *c, int64_t ldc)
+void dt_sgemm_thin(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
+                   int64_t ldb, float *c, int64_t ldc)
+{
+    thin(m, n, k, a, lda, b, ldb, c, ldc, 0);
+}
+
+static void nn(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
+               int64_t ldb, float *c, int64_t ldc, int acc)
 {
     check_dims(m, n, k, lda, ldb, ldc);
     if (m == 0 || n == 0)
@@ -116,7 +123,19 @@ void dt_sgemm_nn(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, c
     const int64_t wide = n - n % DT_GEMM_BLOCK;
     if (wide > 0)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)wide, (int)k, 1.0f, a,
-                    (int)lda, b, (int)ldb, 0.0f, c, (int)ldc);
+                    (int)lda, b, (int)ldb, acc ? 1.0f : 0.0f, c, (int)ldc);
     if (n > wide)
-        dt_sgemm_thin(m, n - wide, k, a, lda, b + wide, ldb, c + wide, ldc);
+        thin(m, n - wide, k, a, lda, b + wide, ldb, c + wide, ldc, acc);
+}
+
+void dt_sgemm_nn(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
+                 int64_t ldb, float *c, int64_t ldc)
+{
+    nn(m, n, k, a, lda, b, ldb, c, ldc, 0);
+}
+
+void dt_sgemm_nn_add(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
+                     int64_t ldb, float *c, int64_t ldc)
+{
+    nn(m, n, k, a, lda, b, ldb, c, ldc, 1);
 }

@@ -26,6 +26,12 @@ enum { DT_GEMM_BLOCK = 16, DT_GEMM_THIN_MAX = DT_GEMM_BLOCK - 1 };
 void dt_sgemm_nn(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
                  int64_t ldb, float *c, int64_t ldc);
 
+/* c (m, n) += a (m, k) @ b (k, n), otherwise as dt_sgemm_nn: sgemm with beta 1, which skips
+ * the pass OpenBLAS makes to zero c under beta 0 (a layer that starts c from its bias adds
+ * the product to it, as torch.addmm does). */
+void dt_sgemm_nn_add(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
+                     int64_t ldb, float *c, int64_t ldc);
+
 /* The same for a thin b, 1 <= n <= DT_GEMM_THIN_MAX (asserted), by our own loop: each
  * element is a dot product over k in blocks of 256, each block summed in 4 lanes (p mod 4)
  * added pairwise, then its last k mod 4 terms in order, the blocks added in order; float

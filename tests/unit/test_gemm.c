@@ -27,11 +27,15 @@ static void fill(float *x, size_t n, uint64_t stream)
     }
 }
 
-/* Runs c = a b for (m, n, k) with padded leading dimensions through `thin` or not, and
- * compares c with the exact product, its padding with the sentinel. Returns the number of
- * wrong elements (printed). */
-static int check(int64_t m, int64_t n, int64_t k, int thin)
+enum { NN = 0, THIN = 1, NN_ADD = 2 };
+
+/* Runs c = a b for (m, n, k) with padded leading dimensions through dt_sgemm_nn, _thin, or
+ * c += a b through dt_sgemm_nn_add (c starting from small integers), and compares c with the
+ * exact result, its padding with the sentinel. Returns the number of wrong elements
+ * (printed). */
+static int check(int64_t m, int64_t n, int64_t k, int mode)
 {
+    const int thin = mode == THIN;
     const int64_t lda = k + PAD_A, ldb = n + PAD_B, ldc = n + PAD_C;
     const size_t na = (size_t)(m * lda) + 1, nb = (size_t)(k * ldb) + 1, nc = (size_t)(m * ldc) + 1;
     float *a = malloc(na * sizeof *a), *b = malloc(nb * sizeof *b), *c = malloc(nc * sizeof *c);
@@ -41,20 +45,27 @@ static int check(int64_t m, int64_t n, int64_t k, int thin)
     fill(a, na, (uint64_t)(m * 1000 + k));
     fill(b, nb, (uint64_t)(n * 1000 + k + 7));
     for (size_t i = 0; i < nc; i++)
-        c[i] = (i % 3 == 0) ? NAN : SENTINEL; /* c is written, never read: NaN must not stay */
+        c[i] = mode == NN_ADD ? (float)(i % 7) - 3.0f
+               : (i % 3 == 0) ? NAN
+                              : SENTINEL; /* c is written, never read: NaN must not stay */
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = n; j < ldc; j++)
             c[i * ldc + j] = SENTINEL;
-    if (thin)
+    float *c0 = malloc(nc * sizeof *c0);
+    assert_non_null(c0);
+    memcpy(c0, c, nc * sizeof *c0);
+    if (mode == THIN)
         dt_sgemm_thin(m, n, k, a, lda, b, ldb, c, ldc);
-    else
+    else if (mode == NN)
         dt_sgemm_nn(m, n, k, a, lda, b, ldb, c, ldc);
+    else
+        dt_sgemm_nn_add(m, n, k, a, lda, b, ldb, c, ldc);
     int wrong = 0;
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < ldc; j++) {
             double want = SENTINEL;
             if (j < n) {
-                want = 0.0;
+                want = mode == NN_ADD ? (double)c0[i * ldc + j] : 0.0;
                 for (int64_t p = 0; p < k; p++)
                     want += (double)a[i * lda + p] * (double)b[p * ldb + j];
             }
@@ -63,15 +74,18 @@ static int check(int64_t m, int64_t n, int64_t k, int thin)
                 if (wrong < 5)
                     fprintf(stderr,
                             "%s m=%lld n=%lld k=%lld: c[%lld][%lld] expected %.1f, got %.9g%s\n",
-                            thin ? "dt_sgemm_thin" : "dt_sgemm_nn", (long long)m, (long long)n,
-                            (long long)k, (long long)i, (long long)j, want, (double)got,
-                            j >= n ? " (padding overwritten)" : "");
+                            thin         ? "dt_sgemm_thin"
+                            : mode == NN ? "dt_sgemm_nn"
+                                         : "dt_sgemm_nn_add",
+                            (long long)m, (long long)n, (long long)k, (long long)i, (long long)j,
+                            want, (double)got, j >= n ? " (padding overwritten)" : "");
                 wrong++;
             }
         }
     free(a);
     free(b);
     free(c);
+    free(c0);
     return wrong;
 }
 
@@ -87,7 +101,7 @@ static void test_nn_matches_reference(void **state)
     for (size_t x = 0; x < sizeof ms / sizeof ms[0]; x++)
         for (size_t y = 0; y < sizeof ns / sizeof ns[0]; y++)
             for (size_t z = 0; z < sizeof ks / sizeof ks[0]; z++)
-                wrong += check(ms[x], ns[y], ks[z], 0);
+                wrong += check(ms[x], ns[y], ks[z], NN) + check(ms[x], ns[y], ks[z], NN_ADD);
     assert_int_equal(wrong, 0);
 }
 
@@ -98,7 +112,7 @@ static void test_thin_matches_reference(void **state)
     for (size_t x = 0; x < sizeof ms / sizeof ms[0]; x++)
         for (int64_t n = 1; n <= DT_GEMM_THIN_MAX; n++)
             for (size_t z = 0; z < sizeof ks / sizeof ks[0]; z++)
-                wrong += check(ms[x], n, ks[z], 1);
+                wrong += check(ms[x], n, ks[z], THIN);
     assert_int_equal(wrong, 0);
 }
 
