@@ -176,6 +176,80 @@ static void ref_attention(const ref_case *c, const double *x, const double *p, d
     free(s);
 }
 
+static dt_shape shape2(int64_t a, int64_t b)
+{
+    dt_shape s = {.ndim = 2, .d = {a, b}};
+    return s;
+}
+
+/* GPT-2's block (block.c) composed from the references above with its own layouts: the
+ * 12 tensors in order, projections x @ W (in, out) + b, the attention's sub-key with counter
+ * word 3 = 1, and the residual branches' masks from dropout.c's scheme with the branch in
+ * bits 16-23 of the layer word (layer index 0 here). */
+static void ref_proj(const double *x, int64_t R, int64_t I, int64_t O, const double *w,
+                     const double *b, double *y)
+{
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t o = 0; o < O; o++) {
+            double s = b[o];
+            for (int64_t i = 0; i < I; i++)
+                s += x[r * I + i] * w[i * O + o];
+            y[r * O + o] = s;
+        }
+}
+
+static void ref_resid(const ref_case *c, int branch, const double *x, double *o)
+{
+    const int64_t n = dt_shape_numel(&c->in);
+    const double p = c->spec.p;
+    for (int64_t r = 0; r < c->batch; r++)
+        for (int64_t e = 0; e < n; e++) {
+            double keep = 1.0;
+            if (p > 0.0) {
+                uint32_t w[4];
+                dt_philox(c->drop.seed, c->drop.ctr[0], (uint32_t)c->positions[r],
+                          (2u << 24) | ((uint32_t)branch << 16), (uint32_t)(e / 4), w);
+                keep = dt_u01f(w[e % 4]) >= (float)p ? 1.0 / (1.0 - p) : 0.0;
+            }
+            o[r * n + e] = x[r * n + e] + o[r * n + e] * (float)keep;
+        }
+}
+
+static void ref_block(const ref_case *c, const double *x, const double *p, double *y)
+{
+    const int64_t T = c->in.d[0], E = c->in.d[1], R = c->batch * T;
+    const double *g1 = p, *b1 = g1 + E, *wqkv = b1 + E, *bqkv = wqkv + 3 * E * E;
+    const double *wo = bqkv + 3 * E, *bo = wo + E * E, *g2 = bo + E, *b2 = g2 + E;
+    const double *wfc = b2 + E, *bfc = wfc + 4 * E * E, *wmo = bfc + 4 * E, *bmo = wmo + 4 * E * E;
+    double *a = dalloc((size_t)(R * E)), *qkv = dalloc((size_t)(R * 3 * E));
+    double *att = dalloc((size_t)(R * E)), *x1 = dalloc((size_t)(R * E));
+    double *h = dalloc((size_t)(R * 4 * E)), *lnp = dalloc((size_t)(2 * E));
+    ref_case ln = {.in = shape2(T, E), .batch = c->batch};
+    memcpy(lnp, g1, sizeof(double) * (size_t)E);
+    memcpy(lnp + E, b1, sizeof(double) * (size_t)E);
+    ref_layernorm(&ln, x, lnp, a);
+    ref_proj(a, R, E, 3 * E, wqkv, bqkv, qkv);
+    ref_case at = {.spec = dt_layer_spec_default(DT_LAYER_CAUSAL_ATTENTION),
+                   .in = shape2(T, 3 * E),
+                   .batch = c->batch,
+                   .positions = c->positions};
+    at.spec.heads = c->spec.heads;
+    at.drop = (dt_attn_dropout){
+        .p = c->spec.attn_p, .seed = c->drop.seed, .ctr = {c->drop.ctr[0], 0, 2u << 24, 1}};
+    ref_attention(&at, qkv, NULL, att);
+    ref_proj(att, R, E, E, wo, bo, x1);
+    ref_resid(c, 1, x, x1);
+    memcpy(lnp, g2, sizeof(double) * (size_t)E);
+    memcpy(lnp + E, b2, sizeof(double) * (size_t)E);
+    ref_layernorm(&ln, x1, lnp, a);
+    ref_proj(a, R, E, 4 * E, wfc, bfc, h);
+    ref_case ge = {.in = shape2(T, 4 * E), .batch = c->batch};
+    ref_gelu(&ge, h, NULL, h);
+    ref_proj(h, R, 4 * E, E, wmo, bmo, y);
+    ref_resid(c, 2, x1, y);
+    free(a), free(qkv), free(att), free(x1), free(h), free(lnp);
+}
+
 typedef void (*ref_fn)(const ref_case *c, const double *x, const double *p, double *y);
 
 static ref_fn ref_for(dt_layer_kind k)
@@ -193,16 +267,12 @@ static ref_fn ref_for(dt_layer_kind k)
         return ref_position;
     case DT_LAYER_CAUSAL_ATTENTION:
         return ref_attention;
+    case DT_LAYER_BLOCK:
+        return ref_block;
     default:
         fail();
         return NULL;
     }
-}
-
-static dt_shape shape2(int64_t a, int64_t b)
-{
-    dt_shape s = {.ndim = 2, .d = {a, b}};
-    return s;
 }
 
 /* L = sum(y * g) */
@@ -522,6 +592,33 @@ static void test_attention(void **state)
             }
 }
 
+/* GPT-2's block with both dropouts off and on (each sample its own masks, keyed as block.c
+ * documents), 1 and 2 heads, head_dim 3 (not a power of two), T 1 and 5. */
+static void test_block(void **state)
+{
+    (void)state;
+    static const int64_t positions[] = {8, 3};
+    static const int64_t Hs[] = {1, 2}, Tb[] = {1, 5};
+    static const double ps[][2] = {{0.0, 0.0}, {0.3, 0.0}, {0.25, 0.4}};
+    for (size_t t = 0; t < 2; t++)
+        for (size_t hh = 0; hh < 2; hh++)
+            for (size_t pp = 0; pp < 3; pp++) {
+                const int64_t H = Hs[hh], E = 3 * H;
+                ref_case c = {.spec = dt_layer_spec_default(DT_LAYER_BLOCK),
+                              .in = shape2(Tb[t], E),
+                              .batch = 2,
+                              .positions = positions};
+                c.spec.heads = H;
+                c.spec.p = ps[pp][0];
+                c.spec.attn_p = ps[pp][1];
+                c.drop = (dt_attn_dropout){.seed = 41, .ctr = {5, 0, 0, 0}};
+                char what[96];
+                snprintf(what, sizeof what, "block %lld p=%g attn_p=%g on (%lld, %lld)",
+                         (long long)H, ps[pp][0], ps[pp][1], (long long)Tb[t], (long long)E);
+                run_case(what, &c, 0, 90 + t * 8 + hh * 4 + pp);
+            }
+}
+
 /* Shapes each kind refuses, with the layer named. */
 static void test_plan_errors(void **state)
 {
@@ -555,6 +652,7 @@ int main(void)
         cmocka_unit_test(test_embedding_bad_ids),
         cmocka_unit_test(test_position),
         cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_block),
         cmocka_unit_test(test_plan_errors),
         cmocka_unit_test(test_threads_bits),
     };
