@@ -1,5 +1,6 @@
 #!/bin/sh
-# cli_text.sh — `dtrain train` on data.kind text end to end: ddp on 2 ranks (also with ZeRO-1
+# cli_text.sh — `dtrain train` on data.kind text end to end, on a tiny GPT (two blocks with
+# dropout, the tied head, clipping): ddp on 2 ranks (also with ZeRO-1
 # and accumulation) writes the weights one process does, within the data-parallel tests'
 # 1e-5; a run resumed from a mid-run checkpoint writes the same bytes as an uninterrupted
 # one (windows and dropout keyed by step and window); train.eval_every's records in the
@@ -29,12 +30,14 @@ kind = text
 text_files = $tmp/corpus.txt
 [model]
 block_size = 16
-layers = embedding 256 16, position, dropout 0.1, layernorm, linear 256
+layers = transformer.wte: embedding 256 16, transformer.wpe: position, dropout 0.1,
+    transformer.h: 2 x block 2 p=0.1 attn_p=0.1, transformer.ln_f: layernorm, lm_head
 [loss]
 kind = cross_entropy
 [optim]
 kind = adamw
 lr = 0.01
+clip_norm = 1.0
 [schedule]
 kind = cosine
 [train]
