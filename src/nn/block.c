@@ -178,7 +178,8 @@ static dt_status block_plan(dt_layer *l)
     l->state_bytes = 0;
     for (int f = 0; f < NFIELDS; f++)
         l->state_bytes += field_bytes(l, f);
-    l->ws_bytes = sizeof(float) * (size_t)dt_attn_ws_count(d.T, d.E / d.H);
+    /* per member: the attention's workspace, then its LayerNorm gradient partials (2E) */
+    l->ws_bytes = sizeof(float) * (size_t)(dt_attn_ws_count(d.T, d.E / d.H) + 2 * d.E);
     l->rows_ws_bytes = sizeof(float) * (size_t)(9 * d.T * d.E);
     return DT_OK;
 }
@@ -483,19 +484,59 @@ static void block_forward(dt_layer *l, const float *x, float *out, int64_t batch
     rows(l, batch, DO_RESID2, x1, out);
 }
 
-/* One LayerNorm's backward over the call's samples in order (its gain and bias gradients
- * are sums over every row): dxn (R, E) written from dyn, the input xin and the saved stats. */
+/* One LayerNorm's backward: dxn (R, E) written from dyn, the input xin and the saved stats.
+ * Each member of the team takes its share of the samples, in order, and sums the gain's
+ * and bias's gradients into a partial of its own (after its attention workspace); the
+ * partials are then added to the gradients in member order, so the bits depend on the
+ * number of threads as the products' do, and on nothing else. */
+typedef struct ln_job {
+    const dt_layer *l;
+    int64_t batch;
+    int two;
+    const float *dyn, *xin;
+    float *dxn;
+} ln_job;
+
+static float *ln_partial(const dt_layer *l, int t)
+{
+    const dims d = dims_of(l);
+    return l->ws + (size_t)t * l->ws_stride + dt_attn_ws_count(d.T, d.E / d.H);
+}
+
+static void ln_part(void *ctx, int t, int nt)
+{
+    const ln_job *j = ctx;
+    const dt_layer *l = j->l;
+    const dims d = dims_of(l);
+    const int64_t n = d.T * d.E;
+    float *dg = ln_partial(l, t), *db = dg + d.E;
+    memset(dg, 0, sizeof(float) * (size_t)(2 * d.E));
+    int64_t lo, hi;
+    dt_pool_share(j->batch, t, nt, &lo, &hi);
+    for (int64_t r = lo; r < hi; r++) {
+        const float *st = ffield(l, F_STATS, r);
+        dt_layernorm_backward(j->dyn + r * n, j->xin + r * n, st + (j->two ? 2 : 0) * d.T,
+                              st + (j->two ? 3 : 1) * d.T,
+                              tensor_at(l, j->two ? T_LN2G : T_LN1G, 0), d.T, d.E, j->dxn + r * n,
+                              dg, db);
+    }
+}
+
 static void ln_backward(const dt_layer *l, int64_t batch, int two, const float *dyn,
                         const float *xin, float *dxn)
 {
     const dims d = dims_of(l);
-    const int64_t n = d.T * d.E;
-    for (int64_t r = 0; r < batch; r++) {
-        const float *st = ffield(l, F_STATS, r);
-        dt_layernorm_backward(dyn + r * n, xin + r * n, st + (two ? 2 : 0) * d.T,
-                              st + (two ? 3 : 1) * d.T, tensor_at(l, two ? T_LN2G : T_LN1G, 0), d.T,
-                              d.E, dxn + r * n, tensor_at(l, two ? T_LN2G : T_LN1G, 1),
-                              tensor_at(l, two ? T_LN2B : T_LN1B, 1));
+    ln_job j = {.l = l, .batch = batch, .two = two, .dyn = dyn, .xin = xin, .dxn = dxn};
+    dt_pool *team = batch > 1 && batch * d.T * d.E >= DT_PAR_MIN ? l->pool : NULL;
+    dt_pool_run(team, ln_part, &j);
+    float *dg = tensor_at(l, two ? T_LN2G : T_LN1G, 1),
+          *db = tensor_at(l, two ? T_LN2B : T_LN1B, 1);
+    for (int t = 0; t < dt_pool_size(team); t++) {
+        const float *pg = ln_partial(l, t), *pb = pg + d.E;
+        for (int64_t e = 0; e < d.E; e++) {
+            dg[e] += pg[e];
+            db[e] += pb[e];
+        }
     }
 }
 
