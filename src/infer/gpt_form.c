@@ -86,7 +86,7 @@ dt_status dt_gpt_form_of(const dt_layer_spec *specs, int nlayers, dt_gpt_form *o
     int names = strcmp(specs[out->wte].name, "transformer.wte") == 0 &&
                 strcmp(specs[out->wpe].name, "transformer.wpe") == 0 &&
                 strcmp(specs[out->ln_f].name, "transformer.ln_f") == 0 &&
-                strcmp(specs[out->head].name, "lm_head") == 0;
+                (specs[out->head].name[0] == '\0' || strcmp(specs[out->head].name, "lm_head") == 0);
     for (int b = 0; b < out->nblocks; b++) {
         char want[DT_NAME_MAX];
         snprintf(want, sizeof want, "transformer.h.%d", b);

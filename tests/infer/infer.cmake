@@ -1,0 +1,4 @@
+# Using a trained GPT (generate.h): the key-value cache against the model's own forward, the
+# context rule, sampling, the errors, a tied lm_head.weight in a weights file.
+dt_add_test(NAME test_generate SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_generate.c
+            LABELS unit TIMEOUT 60)
