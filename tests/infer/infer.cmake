@@ -2,3 +2,9 @@
 # context rule, sampling, the errors, a tied lm_head.weight in a weights file.
 dt_add_test(NAME test_generate SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_generate.c
             LABELS unit TIMEOUT 60)
+# The cache allocates nothing per token. It replaces malloc, so it is labelled alloc, not
+# unit (the AddressSanitizer build runs the unit label).
+dt_add_test(NAME test_generate_alloc
+            SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_generate_alloc.c
+                    ${PROJECT_SOURCE_DIR}/tests/support/alloc_count.c
+            LABELS alloc TIMEOUT 30)
