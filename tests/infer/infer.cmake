@@ -8,3 +8,7 @@ dt_add_test(NAME test_generate_alloc
             SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_generate_alloc.c
                     ${PROJECT_SOURCE_DIR}/tests/support/alloc_count.c
             LABELS alloc TIMEOUT 30)
+# A tiny GPT's config, weights file and checkpoint set for the CLI tests (tests/cli/generate.sh).
+add_executable(gpt_fixture ${CMAKE_CURRENT_LIST_DIR}/gpt_fixture.c)
+target_compile_options(gpt_fixture PRIVATE ${DT_WARNINGS} ${DT_FLAGS})
+target_link_libraries(gpt_fixture PRIVATE dt_testsupport)
