@@ -78,8 +78,8 @@ static int load_config(const char *cmd, const char *source, const char *config_p
         return DT_EXIT_FAIL;
     }
     if (dt_gpt_form_of(g->cfg.layers, g->cfg.nlayers, &g->form) != DT_OK) {
-        fprintf(stderr, "dtrain %s: %s%s: the model.layers of %s: %s\n", cmd,
-                config_path != NULL ? "--config " : "", source, g->config_path, dt_last_error());
+        fprintf(stderr, "dtrain %s: %s%s: model.layers: %s\n", cmd,
+                config_path != NULL ? "--config " : "", g->config_path, dt_last_error());
         return DT_EXIT_FAIL;
     }
     return DT_EXIT_OK;
