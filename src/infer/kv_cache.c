@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "dtrain/config.h"
 #include "dtrain/generate.h"
 #include "tensor/gemm.h"
 #include "tensor/kernels.h"
@@ -98,17 +97,18 @@ static dt_status check_model(dt_model *m, dt_gpt_form *form)
         return dt_fail(DT_ERR_INVALID,
                        "gpt: the model is a stage or a tensor-parallel part; generation takes "
                        "the whole model");
-    const int n = dt_model_layer_count(m);
-    dt_layer_spec specs[DT_CONFIG_MAX_LAYERS];
-    if (n > DT_CONFIG_MAX_LAYERS)
-        return dt_fail(DT_ERR_INVALID, "gpt: %d layers, more than %d", n, DT_CONFIG_MAX_LAYERS);
-    for (int i = 0; i < n; i++)
-        specs[i] = *dt_model_layer_spec(m, i);
-    TRY_RET(dt_gpt_form_of(specs, n, form));
     const dt_shape *in = dt_model_shape(m, 0);
     if (in->ndim != 1 || in->d[0] < 1)
         return dt_fail(DT_ERR_INVALID, "gpt: the model's input must be (T) token ids");
-    return DT_OK;
+    /* The form is judged on the layers' specs, one array (the model keeps them apart). */
+    const int n = dt_model_layer_count(m);
+    dt_layer_spec *specs = NULL;
+    TRY_RET(dt_alloc(sizeof *specs * (size_t)(n > 0 ? n : 1), "gpt specs", (void **)&specs));
+    for (int i = 0; i < n; i++)
+        specs[i] = *dt_model_layer_spec(m, i);
+    const dt_status st = dt_gpt_form_of(specs, n, form);
+    dt_free(specs);
+    return st;
 }
 
 dt_status dt_gpt_create(dt_model *m, dt_gpt **out)
