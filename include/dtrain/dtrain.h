@@ -24,5 +24,6 @@
 #include "dtrain/safetensors.h"
 #include "dtrain/config.h"
 #include "dtrain/train.h"
+#include "dtrain/generate.h"
 
 #endif

@@ -26,7 +26,8 @@ typedef enum dt_rng_stream {
     DT_RNG_STREAM_TEST = 5  /* reserved for tests and benchmarks */
     /* 6: PowerSGD's first factors (src/parallel/compress.c); 7: federated partitions and
      * client sampling (fed.h, DT_RNG_STREAM_FED); 8: the trainer's step jitter
-     * (dt_trainer_set_jitter); 9: text training windows (text.h, DT_RNG_STREAM_TEXT). */
+     * (dt_trainer_set_jitter); 9: text training windows (text.h, DT_RNG_STREAM_TEXT); 10:
+     * sampling in generation (generate.h, DT_RNG_STREAM_SAMPLE). */
 } dt_rng_stream;
 
 /* Four independent 32-bit words for the counter (c0, c1, c2, c3) under key `seed`. */

@@ -341,10 +341,17 @@ DT_API dt_status dt_weights_save(const dt_model *m, const char *path, double inp
 DT_API dt_status dt_weights_write(const dt_model *m, const float *whole, const char *path,
                                   double input_mean, double input_std);
 /* Loads every parameter tensor: each model tensor must be present with dtype F32 and the
- * whole tensor's shape; extra tensors in the file are an error too. Messages name the
+ * whole tensor's shape; extra tensors in the file are an error too, except a tied head's
+ * copy of its embedding's table (Hugging Face's lm_head.weight beside transformer.wte.weight),
+ * which must equal it byte for byte (else an error naming both). Messages name the
  * tensor. A tensor-parallel rank takes its part of each whole tensor (local, no
  * communication): a file written under any layout loads under any other. */
 DT_API dt_status dt_weights_load(dt_model *m, const char *path);
+/* The same from a checkpoint set's parameters (checkpoint.h; the optimizer's, compression's
+ * and the replicas' state beside them are left out): what `dtrain generate CKPT` and
+ * `dtrain export --format hf` read, without a trainer or its data. */
+typedef struct dt_ckpt_set dt_ckpt_set;
+DT_API dt_status dt_weights_load_set(dt_model *m, const dt_ckpt_set *s);
 
 /* The communication settings of cfg's [comm] section, over dt_comm_options_default(). */
 DT_API void dt_config_comm_options(const dt_config *cfg, dt_comm_options *out);

@@ -93,6 +93,10 @@ int dt_cmd_train(int argc, char **argv);
 int dt_cmd_eval(int argc, char **argv);
 int dt_cmd_inspect(int argc, char **argv);
 int dt_cmd_export(int argc, char **argv);
+/* export_hf.c: `dtrain export CKPT DIR --format hf`. */
+int dt_cli_export_hf(const char *ckpt, const char *dir);
+/* cmd_generate.c: a trained GPT's continuation of a prompt. */
+int dt_cmd_generate(int argc, char **argv);
 /* cmd_plot.c */
 int dt_cmd_plot(int argc, char **argv);
 /* cmd_plan.c */

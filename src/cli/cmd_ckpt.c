@@ -1,7 +1,7 @@
 /* cmd_ckpt.c — the commands that take a checkpoint (docs/checkpoint-format.md): `dtrain
  * inspect CKPT`, `dtrain export CKPT FILE.safetensors` and `dtrain eval CKPT`. CKPT names
  * one checkpoint set or a directory of them (then the newest valid one, each newer corrupt
- * or incomplete one named in a warning). */
+ * or incomplete one named in a warning). `export --format hf` is export_hf.c's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,27 +103,80 @@ int dt_cmd_inspect(int argc, char **argv)
     return DT_EXIT_OK;
 }
 
+static const char export_usage[] =
+    "usage: dtrain export CKPT FILE.safetensors\n"
+    "       dtrain export CKPT DIR --format hf\n\n"
+    "Writes a checkpoint's weights as one safetensors file under PyTorch's names\n"
+    "(torch's load_state_dict takes it; so does dtrain train --init-weights), whatever\n"
+    "layout wrote it. The same weights give the same bytes.\n\n"
+    "options:\n"
+    "  --format safetensors|hf  safetensors (the default): FILE as above. hf: a GPT\n"
+    "                           (embedding, position, blocks, layernorm, lm_head, with\n"
+    "                           Hugging Face's names) as the directory DIR, created if\n"
+    "                           needed: DIR/model.safetensors (its tensors under\n"
+    "                           GPT2LMHeadModel's names, no lm_head.weight: the head is\n"
+    "                           tied) and DIR/config.json, which\n"
+    "                           GPT2LMHeadModel.from_pretrained(DIR) loads as it is.\n";
+
+/* CKPT OUT [--format F] in any order after the command; *format NULL for the default. */
+static int export_args(int argc, char **argv, const char **ckpt, const char **out,
+                       const char **format)
+{
+    *ckpt = *out = *format = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--format") == 0 && i + 1 < argc) {
+            *format = argv[++i];
+        } else if (strncmp(a, "--format=", 9) == 0) {
+            *format = a + 9;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            fprintf(stderr, "dtrain export: %s '%s' (see dtrain export --help)\n",
+                    strcmp(a, "--format") == 0 ? "option --format needs a value:"
+                                               : "unknown option",
+                    a);
+            return DT_EXIT_USAGE;
+        } else if (*ckpt == NULL) {
+            *ckpt = a;
+        } else if (*out == NULL) {
+            *out = a;
+        } else {
+            fprintf(stderr, "dtrain export: unexpected argument '%s'\n", a);
+            return DT_EXIT_USAGE;
+        }
+    }
+    if (*ckpt == NULL || *out == NULL) {
+        fputs(export_usage, stderr);
+        return DT_EXIT_USAGE;
+    }
+    if (*format != NULL && strcmp(*format, "hf") != 0 && strcmp(*format, "safetensors") != 0) {
+        fprintf(stderr, "dtrain export: --format: '%s' is not safetensors or hf\n", *format);
+        return DT_EXIT_USAGE;
+    }
+    return DT_EXIT_OK;
+}
+
 int dt_cmd_export(int argc, char **argv)
 {
-    int rc = DT_EXIT_OK;
-    if (usage(argc, argv, 3,
-              "usage: dtrain export CKPT FILE.safetensors\n\nWrites a checkpoint's weights "
-              "as one safetensors file under PyTorch's names\n(torch's load_state_dict "
-              "takes it; so does dtrain train --init-weights), whatever\nlayout wrote it. The "
-              "same weights give the same bytes.\n",
-              &rc))
-        return rc;
-    char dir[4096];
-    dt_ckpt_manifest m;
-    rc = find_set(argv[1], dir, sizeof dir, &m);
+    if (wants_help(argc, argv)) {
+        fputs(export_usage, stdout);
+        return DT_EXIT_OK;
+    }
+    const char *ckpt, *out, *format;
+    int rc = export_args(argc, argv, &ckpt, &out, &format);
     if (rc != DT_EXIT_OK)
         return rc;
-    if (dt_ckpt_export(dir, argv[2]) != DT_OK) {
+    if (format != NULL && strcmp(format, "hf") == 0)
+        return dt_cli_export_hf(ckpt, out);
+    char dir[4096];
+    dt_ckpt_manifest m;
+    rc = find_set(ckpt, dir, sizeof dir, &m);
+    if (rc != DT_EXIT_OK)
+        return rc;
+    if (dt_ckpt_export(dir, out) != DT_OK) {
         fprintf(stderr, "dtrain: %s\n", dt_last_error());
         return DT_EXIT_FAIL;
     }
-    printf("dtrain: the weights of %s (step %lld) written to %s\n", dir, (long long)m.step,
-           argv[2]);
+    printf("dtrain: the weights of %s (step %lld) written to %s\n", dir, (long long)m.step, out);
     return DT_EXIT_OK;
 }
 

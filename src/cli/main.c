@@ -20,7 +20,10 @@ static const dt_command commands[] = {
     {"eval", dt_cmd_eval, "test loss and accuracy of a checkpoint"},
     {"inspect", dt_cmd_inspect, "verify a checkpoint and print its header, layout and tensors"},
     {"export", dt_cmd_export,
-     "write a checkpoint's weights as one PyTorch-loadable safetensors file"},
+     "write a checkpoint's weights as one PyTorch-loadable safetensors file, or (--format hf) "
+     "a GPT as a Hugging Face directory"},
+    {"generate", dt_cmd_generate,
+     "continue a prompt with a trained GPT (key-value cache; checkpoint, HF dir or weights)"},
     {"plot", dt_cmd_plot, "draw a metrics file, a trace or bench-comm output as an SVG picture"},
     {"plan", dt_cmd_plan,
      "predict a step's communication on a layout from a link's measured speed"},

@@ -120,4 +120,14 @@ void dt_attn_backward(const float *restrict qkv, const float *restrict y, const 
                       float scale, const dt_attn_dropout *drop, float *restrict dqkv,
                       float *restrict ws);
 
+/* One query against n cached keys and values (a generation step with a key-value cache,
+ * src/infer/kv_cache.c): q (E) holds every head's query, k and v rows j < n of leading
+ * dimension ld (>= E), head h owning columns h D .. h D + D - 1, D = E / H. y (E) = per head
+ * softmax_j(scale (q . k_j)) v_j over every j < n, written: row n - 1 of dt_attn_forward's
+ * output for the same q, k, v, within float rounding (no dropout: evaluation). n >= 1;
+ * ws: n floats. */
+void dt_attn_query(const float *restrict q, const float *restrict k, const float *restrict v,
+                   int64_t n, int64_t ld, int64_t E, int64_t H, float scale, float *restrict y,
+                   float *restrict ws);
+
 #endif

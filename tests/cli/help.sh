@@ -105,5 +105,21 @@ for o in $(sed -n '/^options:/,/^$/p' "$t" | awk '{ print $1 }' | grep '^--'); d
     fi
 done
 
+# generate's and export's options: each in --help and in the man page.
+run_help generate generate --help
+expect_line "$tmp/generate" '^usage: dtrain generate SOURCE '
+expect_line "$tmp/generate" 'rebuilt from the last block_size - 1 bytes'
+run_help export export --help
+expect_line "$tmp/export" '^  --format safetensors\|hf '
+for cmd in generate export; do
+    for o in $(sed -n '/^options:/,/^$/p' "$tmp/$cmd" | awk '{ print $1 }' | grep '^--'); do
+        pat=$(printf '%s' "$o" | sed 's/-/\\-/g')
+        if ! grep -qF -- "$pat" "$man"; then
+            echo "FAIL: docs/dtrain.1 does not describe $cmd's $o"
+            fail=1
+        fi
+    done
+done
+
 [ $fail -eq 0 ] && echo "ok: help"
 exit $fail
