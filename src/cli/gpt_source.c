@@ -129,6 +129,13 @@ int dt_cli_gpt_open(const char *cmd, const char *source, const char *config_path
         rc = block_size_of(
             cmd, g, set != NULL ? dt_ckpt_set_find(set, name) : dt_st_find(file, name), name);
     }
+    if (rc == DT_EXIT_OK && g->cfg.block_size > 0 && g->cfg.block_size != g->block_size) {
+        fprintf(stderr,
+                "dtrain %s: %s: model.block_size is %lld, but the source's position table has "
+                "%lld rows (the block_size it was trained with)\n",
+                cmd, config_path, (long long)g->cfg.block_size, (long long)g->block_size);
+        rc = DT_EXIT_USAGE;
+    }
     /* The model is planned for the position table's rows: the block_size it trained with. */
     const dt_shape in = {.ndim = 1, .d = {g->block_size}};
     if (rc == DT_EXIT_OK &&

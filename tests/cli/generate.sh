@@ -182,6 +182,10 @@ errors)
     printf '[model]\nlayers = embedding 256 32, position, layernorm, lm_head\n' >"$tmp/noblock.ini"
     refuse no_blocks 1 '^dtrain generate: --config .*/noblock\.ini: model\.layers: not a GPT: no block layers' \
         generate "$weights" --config "$tmp/noblock.ini" --prompt Hi --tokens 2
+    { printf '[data]\nkind = text\n[model]\nblock_size = 8\n'; grep -A3 '^layers' "$tmp/gpt.ini"; } \
+        >"$tmp/bs8.ini"
+    refuse block_size 2 "^dtrain generate: .*/bs8\.ini: model\.block_size is 8, but the source's position table has 16 rows" \
+        generate "$weights" --config "$tmp/bs8.ini" --prompt Hi --tokens 2
     refuse missing 1 "^dtrain generate: $tmp/nowhere: No such file or directory" \
         generate "$tmp/nowhere" --prompt Hi --tokens 2
     refuse format 2 "^dtrain export: --format: 'onnx' is not safetensors or hf" \
