@@ -20,14 +20,23 @@ Without --ckpt it checks the tiny GPT of tests/infer/gpt_fixture.c (random weigh
      same context (its last n_positions tokens);
   4. the mean cross-entropy (nats per byte) of the prompt's bytes after the first, from
      both sides' logits, within relative 1e-5 (a validation loss over this text);
-  5. the other way: a GPT2LMHeadModel of Hugging Face's own random initialisation, written
+  5. with --val (a checkpoint of a text run): the validation loss of `dtrain eval CKPT`
+     against GPT2LMHeadModel's over the same validation windows (text.h: the last
+     val_fraction of the corpus cut into windows of n_positions + 1 bytes at offsets 0,
+     n_positions, ...; the mean cross-entropy over every predicted byte), within relative
+     1e-5; the corpus is --text-files (default: the fortunes corpus's regular files, not
+     .dat, in byte order of their paths), split at --val-fraction (default 0.1);
+  6. the other way: a GPT2LMHeadModel of Hugging Face's own random initialisation, written
      by save_pretrained (safetensors), read by `dtrain generate DIR --config`: its prompt
      logits and greedy steps against the model's.
 Prints each comparison and exits 1 when one fails.
 """
 import argparse
+import glob
 import json
+import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -110,12 +119,63 @@ def from_hf(dtrain, tmp, prompt_text, tokens):
     return ok and worst <= 1
 
 
+def corpus(files):
+    """text.h's corpus: every path named or matched, sorted by byte order, concatenated."""
+    if not files:
+        d = "/usr/share/games/fortunes"
+        paths = [os.path.join(d, n) for n in os.listdir(d)
+                 if not n.endswith(".dat") and not os.path.islink(os.path.join(d, n))
+                 and os.path.isfile(os.path.join(d, n))]
+    else:
+        paths = []
+        for item in files.split(","):
+            item = item.strip()
+            paths += sorted(glob.glob(item)) if any(c in item for c in "*?[") else [item]
+    paths.sort(key=lambda p: p.encode())
+    return b"".join(open(p, "rb").read() for p in paths)
+
+
+def val_loss(dtrain, ckpt, model, n_positions, files, fraction):
+    """Step 5: dtrain eval's validation loss against GPT2LMHeadModel's."""
+    data = corpus(files)
+    n_train = math.floor((1.0 - fraction) * len(data))
+    val = torch.tensor(list(data[n_train:]), dtype=torch.long)
+    T = n_positions
+    windows = (len(val) - 1) // T
+    total, count = 0.0, 0
+    with torch.no_grad():
+        for i0 in range(0, windows, 64):
+            idx = torch.stack([val[i * T:(i + 1) * T] for i in range(i0, min(windows, i0 + 64))])
+            tgt = torch.stack([val[i * T + 1:(i + 1) * T + 1]
+                               for i in range(i0, min(windows, i0 + 64))])
+            logits = model(idx).logits.double()
+            total += torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                                       tgt.reshape(-1), reduction="sum").item()
+            count += tgt.numel()
+    hf = total / count
+    out = run([dtrain, "eval", ckpt]).stdout.decode()
+    m = re.search(r"test loss ([0-9.]+)", out)
+    if m is None:
+        print(f"FAIL: no test loss in dtrain eval's output: {out!r}")
+        return False
+    dt = float(m.group(1))
+    rel = abs(dt - hf) / hf
+    print(f"  validation loss over {windows} windows of {T}: dtrain eval {dt:.6f}, "
+          f"GPT2LMHeadModel {hf:.6f} nats/byte, relative difference {rel:.3g} -> "
+          f"{'ok' if rel <= LOSS_TOL else 'FAIL'} (dtrain eval prints 6 decimals)")
+    return rel <= LOSS_TOL
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", required=True, help="build directory with dtrain (and gpt_fixture)")
     ap.add_argument("--ckpt", help="a GPT checkpoint (default: gpt_fixture's)")
     ap.add_argument("--prompt", default="The quick brown fox jumps", help="text to continue")
     ap.add_argument("--tokens", type=int, default=24, help="greedy steps")
+    ap.add_argument("--val", action="store_true",
+                    help="--ckpt is a text run's: compare its validation loss (step 5)")
+    ap.add_argument("--text-files", default="", help="the run's data.text_files ('': fortunes)")
+    ap.add_argument("--val-fraction", type=float, default=0.1, help="the run's data.val_fraction")
     a = ap.parse_args()
     dtrain = os.path.join(a.build, "dtrain")
     tmp = tempfile.mkdtemp(prefix="dtrain-hf-")
@@ -196,6 +256,8 @@ def main():
     print(f"  cross-entropy of the prompt: dtrain {l_dt:.9g}, GPT2LMHeadModel {l_hf:.9g} nats/byte,"
           f" relative difference {rel:.3g} -> {'ok' if rel <= LOSS_TOL else 'FAIL'}")
     ok &= rel <= LOSS_TOL
+    if a.val:
+        ok &= val_loss(dtrain, ckpt, model, T, a.text_files, a.val_fraction)
     ok &= from_hf(dtrain, tmp, a.prompt, a.tokens)
     print("hf_check: all checks passed" if ok else "hf_check: FAILED")
     sys.exit(0 if ok else 1)
