@@ -110,11 +110,18 @@ DT_API dt_status dt_model_create(const dt_layer_spec *specs, int nlayers, const 
  * docs/PIPELINE.md, "Recompute". */
 #define DT_RECOMPUTE_NONE 0
 #define DT_RECOMPUTE_SQRT (-1) /* K = ceil(sqrt(layers)) */
+/* Each layer that can re-run its own inside (a transformer block) keeps only its input (a
+ * boundary, kept anyway) and the rows' forward context: its saved state lives in working
+ * memory of one call's rows shared by all such layers, and its backward first re-runs its
+ * forward into that state (the output to scratch). Other layers keep everything. The same
+ * bits as none; one more forward of every block per step. */
+#define DT_RECOMPUTE_BLOCK (-2)
 
 /* K for a setting (DT_RECOMPUTE_NONE, DT_RECOMPUTE_SQRT or K >= 1) on a model of nlayers
  * layers; 0 for none. */
 DT_API int dt_model_recompute_layers(int setting, int nlayers);
-/* "none", "sqrt" or "every-K" into a setting; DT_ERR_INVALID naming the text otherwise. */
+/* "none", "sqrt", "every-K" or "block" into a setting; DT_ERR_INVALID naming the text
+ * otherwise. */
 DT_API dt_status dt_recompute_parse(const char *text, int *setting);
 /* The setting written as dt_recompute_parse reads it. */
 DT_API void dt_recompute_format(int setting, char *buf, size_t nbytes);

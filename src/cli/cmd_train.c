@@ -56,7 +56,8 @@ static const dt_cli_option train_opts[] = {
      "micro-batches per optimizer step, each of --batch samples (same as --accumulation)"},
     {"--recompute", "HOW", DT_OPT_CONFIG_KEY, "train.recompute",
      "none, sqrt or every-K: keep one layer boundary every K layers and re-run the rest in "
-     "backward (gradient checkpointing; same results, less activation memory)"},
+     "backward; block: each transformer block re-runs its inside from its input (gradient "
+     "checkpointing; same results, less activation memory)"},
     {"--explain-layout", NULL, DT_OPT_FLAG, "explain-layout",
      "print each rank's stage, which layers --tp splits, each rank's part and parameter "
      "bytes, each pipeline stage's order of forwards and backwards, and exit"},

@@ -454,8 +454,9 @@ static void attention(const dt_layer *l, int64_t batch, const float *dy, float *
 
 /* ---- forward and backward ---- */
 
-static void block_forward(dt_layer *l, const float *x, float *out, int64_t batch,
-                          const dt_forward_ctx *ctx)
+/* The forward into the saved state and `out`. */
+static void forward_inside(dt_layer *l, const float *x, float *out, int64_t batch,
+                           const dt_forward_ctx *ctx)
 {
     const dims d = dims_of(l);
     const int64_t R = batch * d.T, E = d.E;
@@ -540,6 +541,12 @@ static void ln_backward(const dt_layer *l, int64_t batch, int two, const float *
     }
 }
 
+static void block_forward(dt_layer *l, const float *x, float *out, int64_t batch,
+                          const dt_forward_ctx *ctx)
+{
+    forward_inside(l, x, out, batch, ctx);
+}
+
 static dt_status block_backward(dt_layer *l, const float *x, const float *y, const float *dy,
                                 float *dxo, int64_t batch, const dt_backward_hooks *hooks)
 {
@@ -548,6 +555,16 @@ static dt_status block_backward(dt_layer *l, const float *x, const float *y, con
     const dims d = dims_of(l);
     const int64_t R = batch * d.T, E = d.E;
     float *w1 = l->rows_ws, *w2 = w1 + R * E, *w3 = w2 + R * E, *w4 = w3 + 3 * R * E;
+    if (l->inner_recompute) {
+        /* DT_RECOMPUTE_BLOCK: the state is working memory that the other blocks' forwards
+         * have since used: the forward again, from the kept input and the rows' context (the
+         * same masks from the same keys), its output into w4, past the forward's own
+         * workspace (w1 and the 4E after it), which backward then reuses. */
+        DT_ASSERT(l->recompute_ctx != NULL);
+        forward_inside(l, x, w4, batch, l->recompute_ctx);
+        if ((st = dt_hooks_progress(hooks)) != DT_OK)
+            return st;
+    }
     const float *h = ffield(l, F_H, 0), *x1 = ffield(l, F_X1, 0), *ya = ffield(l, F_Y, 0);
     /* The MLP branch: dy through the second dropout, c_proj, the GELU and c_fc. The GELU's
      * output, which c_proj's weight gradient needs, and its derivative come from one pass
@@ -589,6 +606,7 @@ const dt_layer_ops dt_block_ops = {
     .kind = DT_LAYER_BLOCK,
     .bwd_reads_x = 1,
     .state_by_field = 1,
+    .recomputes_inside = 1,
     .plan = block_plan,
     .forward = block_forward,
     .backward = block_backward,

@@ -60,6 +60,9 @@ typedef struct dt_layer_ops {
      * base and says the call's first row in l->state_r0. 0: sample by sample, l->state
      * pointing at the call's first sample. */
     int state_by_field;
+    /* 1: backward can re-run the layer's forward from its input first (the block), for
+     * DT_RECOMPUTE_BLOCK (model.h): its state is then working memory (state_working). */
+    int recomputes_inside;
     /* From l->spec and l->in: sets l->out, l->param_count (weight_count + bias_count),
      * l->state_bytes (per sample, saved by forward for backward) and l->ws_bytes (shared
      * scratch for one call). Rejects a bad spec/shape with DT_ERR_INVALID. */
@@ -99,7 +102,11 @@ struct dt_layer {
     int state_working; /* recomputed layer: state for one call's rows, from row 0 */
     int64_t state_cap; /* rows the state holds: max_batch, or call_rows when working */
     int64_t state_r0;  /* state_by_field: the call's first row in it */
-    int active;        /* dropout: the last forward applied a mask */
+    /* DT_RECOMPUTE_BLOCK on a recomputes_inside layer: the forward context of the rows its
+     * backward runs on (the model's record of the rows' forward), else NULL. */
+    const dt_forward_ctx *recompute_ctx;
+    int inner_recompute;
+    int active; /* dropout: the last forward applied a mask */
     /* Scratch shared by all layers (used within one forward/backward call only); member
      * t of the thread team uses ws + t * ws_stride (floats). */
     size_t ws_bytes;

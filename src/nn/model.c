@@ -129,6 +129,8 @@ static size_t state_span(const dt_layer *l, int64_t rows)
  * segments' like the working buffers. */
 static int state_recomputed(const dt_model *m, int i)
 {
+    if (m->layers[i].inner_recompute)
+        return 1;
     if (!m->recompute)
         return 0;
     for (int k = 0; k < m->nseg; k++)
@@ -155,7 +157,11 @@ static size_t place_state(dt_model *m, unsigned char *base, size_t *work)
         size_t at;
         l->state_working = state_recomputed(m, i);
         l->state_cap = l->state_working ? m->call_rows : m->max_batch;
-        if (l->state_working) {
+        if (l->inner_recompute) { /* every one at the working region's start */
+            at = kept_total;
+            if (state_span(l, m->call_rows) > *work)
+                *work = state_span(l, m->call_rows);
+        } else if (l->state_working) {
             at = kept_total + seg_used;
             seg_used += state_span(l, m->call_rows);
             if (seg_used > *work)
@@ -336,7 +342,7 @@ static dt_status model_alloc_arenas(dt_model *m, const model_plan *mp)
         dt_alloc(mp->tp_blocks * sizeof(float), "tensor-parallel blocks", (void **)&m->tp_arena));
     DT_TRY(dt_alloc(mp->tp_scratch * sizeof(float), "tensor-parallel scratch",
                     (void **)&m->tp.scratch));
-    if (m->recompute)
+    if (m->recompute || m->inner)
         DT_TRY(dt_alloc(sizeof(dt_forward_ctx) * (size_t)m->max_batch, "recompute",
                         (void **)&m->fwd_at));
     m->activation_bytes =
@@ -568,9 +574,10 @@ static dt_status check_options(const dt_model_options *o, int nlayers, int64_t *
     if (*call_rows < 1 || *call_rows > o->max_batch)
         return dt_fail(DT_ERR_INVALID, "model: call rows %lld outside 1..%lld (the max batch)",
                        (long long)*call_rows, (long long)o->max_batch);
-    if (o->recompute < DT_RECOMPUTE_SQRT)
+    if (o->recompute < DT_RECOMPUTE_BLOCK)
         return dt_fail(DT_ERR_INVALID,
-                       "model: recompute setting %d (none 0, every K >= 1, sqrt -1)", o->recompute);
+                       "model: recompute setting %d (none 0, every K >= 1, sqrt -1, block -2)",
+                       o->recompute);
     return DT_OK;
 }
 
@@ -628,6 +635,14 @@ static dt_status plan_segments(dt_model *m, int setting)
 {
     dt_status st = DT_OK;
     int L = m->nlayers, longest = 0;
+    if (setting == DT_RECOMPUTE_BLOCK) { /* no segments: the blocks recompute inside */
+        for (int i = 0; i < L; i++) {
+            dt_layer *l = &m->layers[i];
+            l->inner_recompute = !m->join[i] && l->ops->recomputes_inside;
+            m->inner |= l->inner_recompute;
+        }
+        setting = DT_RECOMPUTE_NONE;
+    }
     for (int r = 0; r < m->nruns; r++)
         if (m->run_last[r] - m->run_first[r] > longest)
             longest = m->run_last[r] - m->run_first[r];

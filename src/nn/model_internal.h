@@ -59,7 +59,9 @@ struct dt_model {
     int segment_layers; /* layers per segment (the last may have fewer) */
     int nseg;
     int *ckpt;              /* [nseg + 1] */
-    dt_forward_ctx *fwd_at; /* [max_batch] the ctx of the forward of rows from r (nseg > 1) */
+    dt_forward_ctx *fwd_at; /* [max_batch] the ctx of the forward of rows from r (nseg > 1,
+                             * or inner) */
+    int inner; /* DT_RECOMPUTE_BLOCK: layers that recompute inside do (dt_layer.inner_recompute) */
     dt_work_tag work;
 };
 

@@ -92,7 +92,7 @@ dt_status dt_model_forward_rows(dt_model *m, int first, int last, int64_t row0, 
                                 const dt_forward_ctx *ctx)
 {
     dt_status st = check_rows(m, first, last, row0, batch);
-    if (st == DT_OK && m->recompute && first < last && ctx != NULL)
+    if (st == DT_OK && (m->recompute || m->inner) && first < last && ctx != NULL)
         m->fwd_at[row0] = *ctx; /* for the recompute; positions stay the caller's */
     for (int i = first; i < last && st == DT_OK; i++) {
         if (m->recompute)
@@ -150,7 +150,9 @@ static dt_status backward_layer(dt_model *m, int i, int64_t row0, int64_t batch,
         dy = dt_tp_block_of_grad(&m->tp, l, dy, batch);
     }
     void *state = shift_state(l, row0);
+    l->recompute_ctx = l->inner_recompute ? &m->fwd_at[row0] : NULL;
     dt_status st = l->ops->backward(l, act_rows(m, i, row0), y, dy, dx, batch, hooks);
+    l->recompute_ctx = NULL;
     l->state = state;
     if (st == DT_OK)
         st = dt_tp_after_backward(&m->tp, l, dx, batch);

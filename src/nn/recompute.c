@@ -24,6 +24,10 @@ dt_status dt_recompute_parse(const char *text, int *setting)
         *setting = DT_RECOMPUTE_SQRT;
         return DT_OK;
     }
+    if (strcmp(text, "block") == 0) {
+        *setting = DT_RECOMPUTE_BLOCK;
+        return DT_OK;
+    }
     if (strncmp(text, "every-", 6) == 0) {
         char *end = NULL;
         const long k = strtol(text + 6, &end, 10);
@@ -33,8 +37,8 @@ dt_status dt_recompute_parse(const char *text, int *setting)
         }
     }
     return dt_fail(DT_ERR_INVALID,
-                   "recompute '%s': expected none, sqrt or every-K with K >= 1 (layers per "
-                   "segment)",
+                   "recompute '%s': expected none, sqrt, every-K with K >= 1 (layers per "
+                   "segment) or block (each transformer block re-runs its inside)",
                    text);
 }
 
@@ -42,6 +46,8 @@ void dt_recompute_format(int setting, char *buf, size_t nbytes)
 {
     if (setting == DT_RECOMPUTE_SQRT)
         snprintf(buf, nbytes, "sqrt");
+    else if (setting == DT_RECOMPUTE_BLOCK)
+        snprintf(buf, nbytes, "block");
     else if (setting <= 0)
         snprintf(buf, nbytes, "none");
     else

@@ -333,7 +333,8 @@ static const key_def keys[] = {
           "activation recompute (gradient checkpointing): none | sqrt | every-K: keep one "
           "boundary every K layers (sqrt: K = ceil(sqrt(layers of the stage)), each cut moved to "
           "the smallest activation within K/2 layers) and re-run the "
-          "rest in backward; changes no bit of the result"),
+          "rest in backward; block: each transformer block keeps only its input and re-runs "
+          "its inside in backward; changes no bit of the result"),
     ENUMK("train.on_nonfinite", train.nonfinite_stop, nonfinite_name, 0,
           "a NaN or Inf in a step's loss or any gradient, on any rank (or a clipping norm that is "
           "not finite): skip (every rank skips "

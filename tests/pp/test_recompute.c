@@ -260,12 +260,12 @@ static void test_refusals(void **state)
     DT_ASSERT_STATUS(dt_model_forward_rows(m, 0, 2, 0, BATCH + 1, NULL), DT_ERR_INVALID);
     DT_ASSERT_ERROR_HAS("planned for at most");
     dt_model_free(m);
-    /* One call's rows above the planned rows, a setting below sqrt's. */
+    /* One call's rows above the planned rows, a setting below block's (-2). */
     dt_model_options o = dt_model_options_default(4);
     o.call_rows = 5;
     DT_ASSERT_STATUS(dt_model_create_with(c.layers, c.nlayers, &small, &o, &m), DT_ERR_INVALID);
     o.call_rows = 0;
-    o.recompute = -2;
+    o.recompute = -3;
     DT_ASSERT_STATUS(dt_model_create_with(c.layers, c.nlayers, &small, &o, &m), DT_ERR_INVALID);
     assert_null(m);
 }

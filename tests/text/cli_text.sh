@@ -50,6 +50,13 @@ RUN="$DTRAIN train $tmp/text.ini --no-progress"
 
 # One process, batch 8: the reference, with its metrics.
 expect_ok one $RUN --batch 8 --metrics "$tmp/m.jsonl" --save-weights "$tmp/one.st"
+# recompute per block: the same bytes.
+expect_ok recompute $RUN --batch 8 --recompute block --save-weights "$tmp/rec.st"
+if cmp "$tmp/one.st" "$tmp/rec.st"; then
+    echo "ok recompute block: bit-exact"
+else
+    echo "FAIL recompute block: the weights differ from the run without recompute"; fail=1
+fi
 # ddp on 2 ranks of 4 windows, and with ZeRO-1 and 2 micro-batches of 2.
 expect_ok ddp "$MPIRUN" -np 2 $RUN --batch 4 --save-weights "$tmp/ddp.st"
 expect_ok zero "$MPIRUN" -np 2 $RUN --batch 2 --accumulation 2 --zero 1 \

@@ -1,7 +1,8 @@
 /* test_gpt_model.c — the GPT as a model (src/nn/block.c, lm_head.c), beyond its numbers
  * against PyTorch (tests/ref/test_ref_gpt.c):
- *   - recompute (every-K segments, sqrt) with dropout on gives the bits of keeping
- *     everything: the blocks redraw their masks from the same keys;
+ *   - recompute (every-K segments, sqrt, block) with dropout on gives the bits of keeping
+ *     everything: the blocks redraw their masks from the same keys; recompute block keeps
+ *     almost none of the blocks' state;
  *   - activation memory grows linearly in T (no T x T matrix anywhere): the planned bytes at
  *     T = 64, 128, 256, 512 for issue 37's small model, each step's increase twice the last;
  *   - lm_head without an embedding before it, or a stage holding the head but not the
@@ -70,7 +71,7 @@ static void test_recompute_bits(void **state)
     size_t np0 = 0, np1 = 0;
     run(DT_RECOMPUTE_NONE, y0, g0, ny, &np0);
     assert_true(np0 < maxp);
-    const int settings[] = {2, 3, DT_RECOMPUTE_SQRT};
+    const int settings[] = {2, 3, DT_RECOMPUTE_SQRT, DT_RECOMPUTE_BLOCK};
     for (size_t k = 0; k < sizeof settings / sizeof settings[0]; k++) {
         run(settings[k], y1, g1, ny, &np1);
         assert_int_equal(np1, np0);
@@ -123,6 +124,42 @@ static void test_memory_linear_in_t(void **state)
     }
 }
 
+/* recompute block: the blocks' saved state (all but one block's worth, which lives in
+ * working memory) leaves the kept memory; the small model at T 256, batch 16. */
+static void test_recompute_block_memory(void **state)
+{
+    (void)state;
+    static const char *const text[] = {
+        "transformer.wte: embedding 256 128", "transformer.wpe: position",
+        "transformer.h.0: block 4",           "transformer.h.1: block 4",
+        "transformer.h.2: block 4",           "transformer.h.3: block 4",
+        "transformer.ln_f: layernorm",        "lm_head"};
+    dt_layer_spec specs[8];
+    parse_all(text, 8, specs);
+    const dt_shape in = {.ndim = 1, .d = {256}};
+    dt_model_memory mem[2];
+    for (int k = 0; k < 2; k++) {
+        dt_model_options o = dt_model_options_default(16);
+        o.recompute = k ? DT_RECOMPUTE_BLOCK : DT_RECOMPUTE_NONE;
+        dt_model *m = NULL;
+        DT_ASSERT_OK(dt_model_create_with(specs, 8, &in, &o, &m));
+        dt_model_memory_info(m, &mem[k]);
+        printf("recompute %s: kept %.2f MB, state %.2f MB, working %.2f MB\n", k ? "block" : "none",
+               mem[k].kept_bytes / 1e6, mem[k].state_bytes / 1e6, mem[k].working_bytes / 1e6);
+        dt_model_free(m);
+    }
+    /* Four blocks' state kept without; one block's, as working memory, with. */
+    if (!(mem[1].state_bytes * 10 < mem[0].state_bytes) ||
+        !(mem[1].working_bytes * 3 < mem[0].state_bytes &&
+          mem[1].working_bytes * 5 > mem[0].state_bytes)) {
+        fprintf(stderr,
+                "MISMATCH recompute block: state %zu, working %zu bytes against %zu kept "
+                "without: expected about a quarter in working memory, almost none kept\n",
+                mem[1].state_bytes, mem[1].working_bytes, mem[0].state_bytes);
+        fail();
+    }
+}
+
 static void expect_refused(const char *const *text, int n, const char *want, int first, int last)
 {
     dt_layer_spec specs[8];
@@ -165,6 +202,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_recompute_bits),
         cmocka_unit_test(test_memory_linear_in_t),
+        cmocka_unit_test(test_recompute_block_memory),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
