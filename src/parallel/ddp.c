@@ -395,7 +395,7 @@ static dt_status ddp_update(dt_strategy *s, dt_optim *o, double lr)
     if (!s->opt.zero) {
         const double t = dt_now();
         /* The replicas hold equal reduced gradients: each counts its own copy, once. */
-        st = dt_strategy_clip(s, g, dt_model_param_count(s->model), NULL);
+        st = dt_strategy_clip(s, g, 0, dt_model_param_count(s->model), NULL);
         if (st == DT_ERR_NONFINITE && dp->cur != NULL) /* the step will be skipped */
             dt_gcomp_forget_nonfinite(dp->cur);
         if (st != DT_OK)
@@ -414,7 +414,7 @@ static dt_status ddp_update(dt_strategy *s, dt_optim *o, double lr)
     const double to = dt_now();
     dt_obs_phase(s->obs, DT_PHASE_COMM, t0, to, -1);
     /* Each rank holds the reduced gradient of its own slice: the norm sums the slices. */
-    DT_TRY(dt_strategy_clip(s, dp->shard_grad, dp->shard_count, dp->comm));
+    DT_TRY(dt_strategy_clip(s, dp->shard_grad, dp->shard_offset, dp->shard_count, dp->comm));
     dt_optim_step_team(o, p + dp->shard_offset, dp->shard_grad, dp->shard_count, lr,
                        dt_model_team(s->model));
     const double t1 = dt_now();

@@ -289,13 +289,6 @@ dt_status dt_strategy_check(const dt_strategy_options *o, int world)
     if ((int)o->pp_schedule < 0 || o->pp_schedule >= DT_PP_SCHEDULE_COUNT)
         return dt_fail(DT_ERR_INVALID, "parallel.pp_schedule: unknown schedule %d",
                        (int)o->pp_schedule);
-    if (o->clip_norm > 0 && (tp > 1 || pp > 1))
-        return dt_fail(DT_ERR_UNSUPPORTED,
-                       "%s: the gradient norm is not yet summed over tensor-parallel ranks and "
-                       "pipeline stages (tp %d, pp %d): clipping needs tp 1 and pp 1",
-                       o->given[DT_SO_CLIP_NORM] != NULL ? o->given[DT_SO_CLIP_NORM]
-                                                         : "optim.clip_norm",
-                       tp, pp);
     if (o->compress.kind != DT_COMPRESS_NONE && (tp > 1 || pp > 1 || o->zero))
         return dt_fail(DT_ERR_UNSUPPORTED,
                        "parallel.compress: compresses the gradients of plain data parallelism "

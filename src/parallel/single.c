@@ -37,7 +37,7 @@ static dt_status single_update(dt_strategy *s, dt_optim *o, double lr)
 {
     const double t0 = dt_now();
     dt_status st =
-        dt_strategy_clip(s, dt_model_grads(s->model), dt_model_param_count(s->model), NULL);
+        dt_strategy_clip(s, dt_model_grads(s->model), 0, dt_model_param_count(s->model), NULL);
     if (st != DT_OK)
         return st;
     dt_optim_step_team(o, dt_model_params(s->model), dt_model_grads(s->model),

@@ -104,12 +104,14 @@ int dt_strategy_scan_grads(const dt_strategy *s, size_t lo, size_t hi);
 void dt_strategy_note_bad(dt_strategy *s, double loss_sum, size_t lo, size_t hi);
 
 /* optim.clip_norm (clip.c): the norm of the step's reduced gradients, from this rank's
- * g[0..n) (the elements it owns) summed over `sum_over` (NULL: the rank holds them all, or
- * its replicas hold equal copies, counted once), into s->grad_norm; g scaled by
- * clip_grad_norm_'s factor. A norm that is not finite is the step's non-finite verdict
- * (DT_ERR_NONFINITE, the same on every rank of `sum_over`, g untouched): the caller skips
- * the update. Nothing without clipping. Collective over sum_over. */
-dt_status dt_strategy_clip(dt_strategy *s, float *g, size_t n, dt_comm *sum_over);
+ * g[0..n), the model's flat elements [at, at + n) (all of them, or a ZeRO-1 shard), each
+ * element of the whole model counted once over the grid: summed over the tp and pp groups,
+ * and over `shards` (ZeRO-1's dp group; NULL: the dp replicas hold equal copies, counted
+ * once), into s->grad_norm; g scaled by clip_grad_norm_'s factor. A norm that is not
+ * finite is the step's non-finite verdict (DT_ERR_NONFINITE, the same on every rank, g
+ * untouched): the caller skips the update. Nothing without clipping. Collective over the
+ * tp and pp groups and `shards`. */
+dt_status dt_strategy_clip(dt_strategy *s, float *g, size_t at, size_t n, dt_comm *shards);
 
 /* The replicas' start: the model's signature compared over `comm` (DT_ERR_MISMATCH naming
  * every rank that differs from rank 0), then rank 0's parameters broadcast, unless `keep`

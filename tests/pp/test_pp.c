@@ -121,11 +121,18 @@ static void train_alone(dt_config c, dt_trainer **out)
 
 /* The MLP on layout l: against the same micro-batches alone (bitwise without dp or tp) and
  * against one large batch (1e-5). */
-static void check_mlp(const layout *l, long m, const char *schedule, int round_robin)
+static void check_mlp_with(const layout *l, long m, const char *schedule, int round_robin,
+                           const char *extra)
 {
     char label[200];
-    name_of(label, sizeof label, round_robin ? "mlp sgd, round-robin" : "mlp sgd", l, m, schedule);
-    const dt_config base = mlp_config();
+    name_of(label, sizeof label,
+            extra != NULL ? extra
+            : round_robin ? "mlp sgd, round-robin"
+                          : "mlp sgd",
+            l, m, schedule);
+    dt_config base = mlp_config();
+    if (extra != NULL)
+        dt_test_set(&base, extra);
     dt_config gc = on_grid(base, l, 8, m, schedule);
     if (round_robin)
         dt_test_set(&gc, "parallel.pp_split=round_robin");
@@ -152,6 +159,22 @@ static void check_mlp(const layout *l, long m, const char *schedule, int round_r
     dt_trainer_free(g);
     dt_trainer_free(same);
     dt_trainer_free(big);
+}
+
+static void check_mlp(const layout *l, long m, const char *schedule, int round_robin)
+{
+    check_mlp_with(l, m, schedule, round_robin, NULL);
+}
+
+/* optim.clip_norm over the stages (and tp parts, dp replicas): the norm summed over the pp
+ * group counts every layer once, so every layout clips as one process does. The limit is
+ * far below the MLP's gradient norm: every step clips (tests/dp/test_dp.c checks that the
+ * limit changes the result). */
+static void test_mlp_clip(void **state)
+{
+    (void)state;
+    for (int k = 0; k < nlayouts; k++)
+        check_mlp_with(&layouts[k], 4, "1f1b", 0, "optim.clip_norm=0.05");
 }
 
 static void test_mlp_schedules(void **state)
@@ -513,15 +536,11 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_mlp_schedules),
-        cmocka_unit_test(test_mlp_uneven_last_batch),
-        cmocka_unit_test(test_recompute),
-        cmocka_unit_test(test_round_robin),
-        cmocka_unit_test(test_convnet_first_gradient),
-        cmocka_unit_test(test_convnet_loss_curve),
-        cmocka_unit_test(test_weights_and_evaluation),
-        cmocka_unit_test(test_slots_and_messages),
-        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_mlp_schedules),         cmocka_unit_test(test_mlp_clip),
+        cmocka_unit_test(test_mlp_uneven_last_batch), cmocka_unit_test(test_recompute),
+        cmocka_unit_test(test_round_robin),           cmocka_unit_test(test_convnet_first_gradient),
+        cmocka_unit_test(test_convnet_loss_curve),    cmocka_unit_test(test_weights_and_evaluation),
+        cmocka_unit_test(test_slots_and_messages),    cmocka_unit_test(test_refusals),
     };
     int failed = dt_test_mpi_run_cases(argv[0], tests);
     dt_comm_free(world);

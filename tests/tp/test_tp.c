@@ -85,10 +85,13 @@ static uint64_t hash_floats(const float *x, size_t n)
 
 /* Trains on the grid and alone; the whole parameters must agree within atol, and be the
  * same bits on every rank (tp ranks hold the replicated layers alike, dp replicas agree). */
-static void check_equivalent(const char *name, dt_config base, long b, double atol)
+static void check_equivalent_grid(const char *name, dt_config base, long b, double atol,
+                                  const char *grid_extra)
 {
     dt_config gc, oc;
     make_pair(base, b, &gc, &oc);
+    if (grid_extra != NULL)
+        dt_test_set(&gc, grid_extra);
     dt_trainer *g = NULL, *o = NULL;
     DT_ASSERT_OK(dt_trainer_create(&gc, world, &g));
     DT_ASSERT_OK(dt_trainer_run(g, NULL));
@@ -115,6 +118,11 @@ static void check_equivalent(const char *name, dt_config base, long b, double at
     assert_true(h == h0);
     dt_trainer_free(g);
     dt_trainer_free(o);
+}
+
+static void check_equivalent(const char *name, dt_config base, long b, double atol)
+{
+    check_equivalent_grid(name, base, b, atol, NULL);
 }
 
 static void test_linreg_sgd(void **state)
@@ -147,6 +155,25 @@ static void test_mlp_zero1(void **state)
     dt_test_set(&c, "optim.lr=0.1");
     dt_test_set(&c, "parallel.zero=1");
     check_equivalent("mlp sgd, zero-1", c, 16, 1e-5);
+}
+
+/* optim.clip_norm: split tensors' parts summed over the tp group, the replicated ones counted
+ * on tp rank 0 only (and ZeRO-1's slices over dp): the norm of the whole model, as one
+ * process clips. Every step clips at this limit. */
+static void test_mlp_clip(void **state)
+{
+    (void)state;
+    dt_config c = mlp_config();
+    dt_test_set(&c, "optim.kind=sgd");
+    dt_test_set(&c, "optim.lr=0.1");
+    dt_test_set(&c, "optim.clip_norm=0.05");
+    check_equivalent("mlp sgd, clip", c, 16, 1e-5);
+    /* fc1 (100,352 weights) whole on every tp rank, fc2 split: most of the norm is in a
+     * replicated tensor, which must count once. */
+    check_equivalent_grid("mlp sgd, clip, fc1 replicated", c, 16, 1e-5,
+                          "parallel.tp_min_weights=200000");
+    dt_test_set(&c, "parallel.zero=1");
+    check_equivalent("mlp sgd, clip, zero-1", c, 16, 1e-5);
 }
 
 static void test_mlp_accumulation(void **state)
@@ -414,6 +441,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_mlp_adam),
         cmocka_unit_test(test_mlp_zero1),
         cmocka_unit_test(test_mlp_accumulation),
+        cmocka_unit_test(test_mlp_clip),
         cmocka_unit_test(test_convnet_first_gradient),
         cmocka_unit_test(test_convnet_loss_curve),
         cmocka_unit_test(test_param_bytes),

@@ -106,12 +106,6 @@ static void test_clip_refusals(void **state)
 {
     (void)state;
     refused(
-        "parallel.tp=2", NULL, DT_ERR_UNSUPPORTED,
-        "optim.clip_norm (test): the gradient norm is not yet summed over tensor-parallel ranks "
-        "and pipeline stages (tp 2, pp 1): clipping needs tp 1 and pp 1");
-    refused("parallel.pp=2", "model.layers=linear 8, relu, linear 4", DT_ERR_UNSUPPORTED,
-            "(tp 1, pp 2)");
-    refused(
         "parallel.strategy=ps", NULL, DT_ERR_UNSUPPORTED,
         "optim.clip_norm (test): clipping under --strategy ps is not supported: the global norm is "
         "summed where ddp's gradients are reduced");
