@@ -61,7 +61,6 @@ import glob  # noqa: E402
 import inspect  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
-import re  # noqa: E402
 import resource  # noqa: E402
 import struct  # noqa: E402
 import sys  # noqa: E402
