@@ -14,6 +14,8 @@
  * "Launch" is BENCH_T0 (CLOCK_MONOTONIC seconds, set by bench/run.py just before it starts
  * the process) or, without it, the process start time from /proc (1/CLK_TCK resolution).
  * Also prints the model's FLOPs per training step (bench/model_gemms.h). One JSON line.
+ * A text config (data.kind text, the GPT: bench/gpt.py) runs steps rather than epochs and
+ * adds tokens_per_s (samples/s x model.block_size) and block_size.
  *
  * Under mpirun (or srun) every rank runs it and trains data-parallel over all ranks, as
  * `dtrain train` does: --batch is per rank, samples/s and FLOPs are global (all ranks),
@@ -24,7 +26,10 @@
  * Usage: bench_train CONFIG [--batch N] [--threads N] [--steps N] [--warmup N]
  *        bench_train CONFIG --load-only     time reading the config's data sets alone (in
  *                                           a process of its own; bench/run.py takes the
- *                                           training process's load_s instead) */
+ *                                           training process's load_s instead)
+ *        bench_train CONFIG --save-init FILE  write the initial weights the config's model
+ *                                           starts from (train.seed) as safetensors, for a
+ *                                           peer that starts from the same (bench/gpt.py) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +115,28 @@ static double peak_rss_mb(void)
 }
 
 /* The config's data sets read as dt_trainer_create reads them, timed alone. */
+/* The weights the config's model starts from, as `dtrain train --save-weights` writes them. */
+static int save_init(const char *path, const char *out, dt_config *cfg)
+{
+    dt_trainer *t = NULL;
+    const float *whole = NULL;
+    const dt_model *m = NULL;
+    /* One step asked, none run: only the trainer's initialisation is wanted. */
+    if (dt_config_set(cfg, "train.eval=off", "bench") != DT_OK ||
+        (cfg->data.kind == DT_DATA_TEXT &&
+         dt_config_set(cfg, "train.max_steps=1", "bench") != DT_OK) ||
+        dt_trainer_create(cfg, NULL, &t) != DT_OK || dt_trainer_whole_params(t, &whole) != DT_OK ||
+        dt_trainer_whole_model(t, &m) != DT_OK ||
+        dt_weights_write(m, whole, out, cfg->data.mean, cfg->data.std) != DT_OK) {
+        fprintf(stderr, "bench_train: %s: %s\n", path, dt_last_error());
+        dt_trainer_free(t);
+        return 1;
+    }
+    dt_trainer_free(t);
+    printf("{\"impl\": \"dtrain\", \"config\": \"%s\", \"init_weights\": \"%s\"}\n", path, out);
+    return 0;
+}
+
 static int load_only(const char *path, const dt_config *cfg, double launch)
 {
     dt_dataset storage, test_storage, train, test;
@@ -180,7 +207,9 @@ static void world_close(world *w)
 }
 
 /* Sets the config for a benchmark run: batch, threads, a step count that never ends an
- * epoch early, no evaluation, and a constant learning rate (torch_train.py's Adam 1e-3). */
+ * epoch early, no evaluation, and a constant learning rate without warm-up (torch_train.py's
+ * Adam 1e-3; torch_gpt.py's AdamW at optim.lr). The optimizer's other keys (betas, weight
+ * decay and its groups, optim.clip_norm) stay the config's. */
 static dt_status bench_config(dt_config *cfg, long batch, long threads, long total_steps)
 {
     /* The file is a base that the benchmark overrides (its cosine keys, say, mean nothing
@@ -196,8 +225,11 @@ static dt_status bench_config(dt_config *cfg, long batch, long threads, long tot
     snprintf(set, sizeof set, "train.max_steps=%ld", total_steps);
     if (dt_config_set(cfg, set, "bench") != DT_OK ||
         dt_config_set(cfg, "train.eval=off", "bench") != DT_OK ||
-        dt_config_set(cfg, "train.epochs=1000", "bench") != DT_OK ||
-        dt_config_set(cfg, "schedule.kind=constant", "bench") != DT_OK)
+        dt_config_set(cfg, "schedule.kind=constant", "bench") != DT_OK ||
+        dt_config_set(cfg, "schedule.warmup_steps=0", "bench") != DT_OK)
+        return DT_ERR_INVALID;
+    /* A text run is counted in steps alone (train.epochs is refused there). */
+    if (cfg->data.kind != DT_DATA_TEXT && dt_config_set(cfg, "train.epochs=1000", "bench") != DT_OK)
         return DT_ERR_INVALID;
     return DT_OK;
 }
@@ -208,14 +240,19 @@ int main(int argc, char **argv)
     static timing tm;         /* 32 KiB of step times: static, not on the stack */
     tm.launch = launch_time();
     const char *usage = "usage: bench_train CONFIG [--batch N] [--threads N] [--steps N] "
-                        "[--warmup N] | CONFIG --load-only\n";
+                        "[--warmup N] | CONFIG --load-only | CONFIG --save-init FILE\n";
     if (argc < 2) {
         fputs(usage, stderr);
         return 2;
     }
     long batch = 64, threads = 1, steps = 200, warmup = 20;
     int only_load = 0;
+    const char *init_out = NULL;
     for (int i = 2; i < argc; i += 2) {
+        if (strcmp(argv[i], "--save-init") == 0 && i + 1 < argc) {
+            init_out = argv[i + 1];
+            continue;
+        }
         if (strcmp(argv[i], "--load-only") == 0) {
             only_load = 1;
             i--;
@@ -256,6 +293,10 @@ int main(int argc, char **argv)
     }
     if (only_load)
         return load_only(argv[1], &cfg, tm.launch);
+    if (init_out != NULL) {
+        dt_config_forget_given(&cfg); /* judge only what is set here */
+        return save_init(argv[1], init_out, &cfg);
+    }
     /* step 1 ends the first interval; warmup + steps intervals follow it */
     if (bench_config(&cfg, batch, threads, steps + warmup + 1) != DT_OK) {
         fprintf(stderr, "bench_train: %s\n", dt_last_error());
@@ -310,6 +351,9 @@ int main(int argc, char **argv)
                argv[1], batch, threads, w.size, (long long)global_batch, n,
                (double)global_batch / median, median * 1e3, d[0] * 1e3, setup, load,
                tm.first_step_at, peak_rss_mb(), planned_mb, flops, flops / median * 1e-9);
+        if (cfg.data.kind == DT_DATA_TEXT)
+            printf(", \"block_size\": %lld, \"tokens_per_s\": %.1f", (long long)cfg.block_size,
+                   (double)global_batch * (double)cfg.block_size / median);
         char blas[128];
         dt_cli_blas_describe(blas, sizeof blas);
         printf(", \"blas\": \"%s\"", blas);

@@ -171,9 +171,15 @@ int main(int argc, char **argv)
     char set[64];
     snprintf(set, sizeof set, "train.batch=%ld", batch);
     dt_trainer *t = NULL;
-    if (dt_config_load(argv[1], &cfg) != DT_OK || dt_config_set(&cfg, set, "bench") != DT_OK ||
+    if (dt_config_load(argv[1], &cfg) != DT_OK)
+        goto fail;
+    /* Judge only what is set here (a text config's train.eval_every, say, means nothing
+     * without evaluation), as bench_train does. */
+    dt_config_forget_given(&cfg);
+    if (dt_config_set(&cfg, set, "bench") != DT_OK ||
         dt_config_set(&cfg, "train.eval=off", "bench") != DT_OK ||
         dt_trainer_create(&cfg, NULL, &t) != DT_OK) {
+    fail:
         fprintf(stderr, "sgemm_peak: %s\n", dt_last_error());
         return 1;
     }

@@ -97,6 +97,10 @@ static const dt_cli_option train_opts[] = {
      "write the final weights (safetensors, loadable by torch load_state_dict)"},
     {"--metrics", "FILE", DT_OPT_STRING, "metrics",
      "write one JSON object per epoch (and step, and evaluation with --eval-every)"},
+    {"--windows-out", "FILE", DT_OPT_STRING, "windows-out",
+     "data.kind text: write where every training window of the steps this run trains starts "
+     "(a line per step: the step, then its global batch's offsets into the training bytes; "
+     "numpy.loadtxt reads it), for a peer that trains on the same windows"},
     {"--trace", "FILE", DT_OPT_STRING, "trace",
      "write every rank's phases, collectives and steps as one Chrome trace (Perfetto, "
      "chrome://tracing)"},
@@ -639,10 +643,37 @@ static dt_status print_header(const dt_config *cfg, const dt_cli_world *world, d
     return DT_OK;
 }
 
+/* --windows-out: the offsets of the windows of every step this run will train, from the
+ * step it starts at (a resumed run's checkpoint step) to train.max_steps, each step's whole
+ * global batch (text.h's o(s, j), dt_text_write_offsets), written before training so that a
+ * peer (bench/torch_gpt.py) can train on the same windows. Rank 0 only. */
+static dt_status write_windows(const dt_trainer *t, const dt_config *cfg, const char *path)
+{
+    const dt_text_windows *w = dt_trainer_text_windows(t);
+    if (w == NULL) /* refused earlier (check_cli_options); a strategy without windows */
+        return dt_fail(DT_ERR_INVALID, "--windows-out: this run draws no text windows");
+    dt_train_comm_stats cs;
+    dt_trainer_comm_stats(t, &cs);
+    const int64_t first = cs.optim_steps; /* steps taken before: a resume's position */
+    const int64_t steps = cfg->train.max_steps > first ? cfg->train.max_steps - first : 0;
+    const dt_status st = dt_text_write_offsets(w, first, steps, dt_trainer_global_batch(t), path);
+    if (st != DT_OK)
+        return st;
+    printf("dtrain: training windows of steps %lld..%lld (%lld per step) written to %s\n",
+           (long long)first, (long long)(first + steps - 1), (long long)dt_trainer_global_batch(t),
+           path);
+    return DT_OK;
+}
+
 /* The command line's own options that would change nothing (dt_config_check judges the
  * config's keys): refused as a usage error, before any rank starts MPI. */
-static int check_cli_options(const dt_cli_values *vals)
+static int check_cli_options(const dt_cli_values *vals, const dt_config *cfg)
 {
+    if (dt_cli_string(vals, "windows-out") != NULL && cfg->data.kind != DT_DATA_TEXT) {
+        fprintf(stderr, "dtrain: --windows-out writes the training windows of data.kind text; "
+                        "this run's data is not text\n");
+        return DT_EXIT_USAGE;
+    }
     if (dt_cli_string(vals, "trace-events") != NULL && dt_cli_string(vals, "trace") == NULL) {
         fprintf(stderr, "dtrain: --trace-events has no effect without --trace: it sizes the "
                         "trace's buffers\n");
@@ -670,7 +701,7 @@ int dt_cmd_train(int argc, char **argv)
         fprintf(stderr, "dtrain: %s\n", dt_last_error());
         return DT_EXIT_USAGE;
     }
-    if ((rc = check_cli_options(&vals)) != DT_EXIT_OK)
+    if ((rc = check_cli_options(&vals, &cfg)) != DT_EXIT_OK)
         return rc;
     if (dt_cli_flag(&vals, "explain-layout"))
         return dt_cli_explain_layout(&cfg);
@@ -702,6 +733,9 @@ int dt_cmd_train(int argc, char **argv)
         goto fail;
     const char *from = dt_cli_string(&vals, "resume");
     if (from != NULL && dt_cli_resume(t, from, world.rank) != DT_OK)
+        goto fail;
+    const char *windows = dt_cli_string(&vals, "windows-out");
+    if (world.rank == 0 && windows != NULL && write_windows(t, &cfg, windows) != DT_OK)
         goto fail;
     dt_cli_hooks_setup(t, world.rank);
     if (setup_observe(t, &vals, &cfg, &world) != DT_OK)

@@ -6,7 +6,10 @@
 # one (windows and dropout keyed by step and window); train.eval_every's records in the
 # metrics file come after steps 3, 6 and the last (8), and in a run of epochs (linreg) they
 # replace the per-epoch evaluation; `dtrain plot` draws the validation
-# loss; and the errors of a text run reach the user naming the key.
+# loss; --windows-out writes the windows each run trains (one process, ddp on 2 ranks, a
+# resumed run from its checkpoint's step) as text.h's formula gives them, computed here by
+# tests/data/gen_text_windows.py's Philox, and is refused for other data; and the errors
+# of a text run reach the user naming the key.
 set -u
 DTRAIN=${DTRAIN:?ctest sets DTRAIN}
 MPIRUN=${MPIRUN:?ctest sets MPIRUN}
@@ -49,7 +52,8 @@ INI
 RUN="$DTRAIN train $tmp/text.ini --no-progress"
 
 # One process, batch 8: the reference, with its metrics.
-expect_ok one $RUN --batch 8 --metrics "$tmp/m.jsonl" --save-weights "$tmp/one.st"
+expect_ok one $RUN --batch 8 --metrics "$tmp/m.jsonl" --save-weights "$tmp/one.st" \
+    --windows-out "$tmp/w_one.txt"
 # recompute per block: the same bytes.
 expect_ok recompute $RUN --batch 8 --recompute block --save-weights "$tmp/rec.st"
 if cmp "$tmp/one.st" "$tmp/rec.st"; then
@@ -58,7 +62,8 @@ else
     echo "FAIL recompute block: the weights differ from the run without recompute"; fail=1
 fi
 # ddp on 2 ranks of 4 windows, and with ZeRO-1 and 2 micro-batches of 2.
-expect_ok ddp "$MPIRUN" -np 2 $RUN --batch 4 --save-weights "$tmp/ddp.st"
+expect_ok ddp "$MPIRUN" -np 2 $RUN --batch 4 --save-weights "$tmp/ddp.st" \
+    --windows-out "$tmp/w_ddp.txt"
 expect_ok zero "$MPIRUN" -np 2 $RUN --batch 2 --accumulation 2 --zero 1 \
     --save-weights "$tmp/zero.st"
 for v in ddp zero; do
@@ -73,14 +78,42 @@ done
 
 # Resume: the checkpoint of step 4 of an 8-step run, resumed, ends on the same bytes.
 expect_ok full $RUN --batch 4 --checkpoint-dir "$tmp/ck" --checkpoint-every 4 \
-    --save-weights "$tmp/full.st"
+    --save-weights "$tmp/full.st" --windows-out "$tmp/w_full.txt"
 expect_ok resumed $RUN --batch 4 --resume "$tmp/ck/step-000000004" \
-    --save-weights "$tmp/resumed.st"
+    --save-weights "$tmp/resumed.st" --windows-out "$tmp/w_resumed.txt"
 if cmp "$tmp/full.st" "$tmp/resumed.st"; then
     echo "ok resume: bit-exact"
 else
     echo "FAIL resume: the resumed run's weights differ from the uninterrupted run's"; fail=1
 fi
+
+# --windows-out: (file, global batch, first step) -> every line "s o(s, 0) .. o(s, G - 1)"
+# for s = first .. 7, o from text.h's formula (seed 3, block 16, n_train = floor(0.9 n)).
+"$PY" - "$SRC/tests/data/gen_text_windows.py" "$tmp/corpus.txt" "$tmp/w_one.txt:8:0" \
+    "$tmp/w_ddp.txt:8:0" "$tmp/w_full.txt:4:0" "$tmp/w_resumed.txt:4:4" <<'PYEOF' || fail=1
+import contextlib, io, math, os, runpy, sys
+with contextlib.redirect_stdout(io.StringIO()):  # it prints the unit test's cases
+    ref = runpy.run_path(sys.argv[1])
+n_train = math.floor((1 - 0.1) * os.path.getsize(sys.argv[2]))
+bad = 0
+for arg in sys.argv[3:]:
+    path, batch, first = arg.rsplit(":", 2)
+    batch, first = int(batch), int(first)
+    want = [[s] + [ref["offset"](3, s, j, n_train, 16) for j in range(batch)]
+            for s in range(first, 8)]
+    try:
+        got = [[int(x) for x in ln.split()] for ln in open(path) if not ln.startswith("#")]
+    except (OSError, ValueError) as e:
+        got = "unreadable: %s" % e
+    name = os.path.basename(path)
+    if got != want:
+        print(f"FAIL windows-out {name}: expected steps {first}..7 of {batch} windows:\n"
+              f"  expected {want}\n  actual   {got}")
+        bad = 1
+    else:
+        print(f"ok windows-out {name}: steps {first}..7, {batch} windows each, as text.h's formula")
+sys.exit(bad)
+PYEOF
 
 # The eval records: after steps 3, 6 and 8 (the last), each with the validation loss, bits
 # per byte = nats / ln 2, accuracy and tokens/s; the epoch record keeps its fields.
@@ -134,6 +167,9 @@ expect_status no_block 2 'model\.block_size: required' $RUN --set model.block_si
 expect_status block_idx 2 'model\.block_size \(--set\) has no effect with data\.kind idx' \
     "$DTRAIN" train --set model.block_size=16 --max-steps 1
 expect_status too_large 1 'model\.block_size' $RUN --set model.block_size=100000
+expect_status windows_idx 2 'windows-out.*data\.kind text' "$DTRAIN" train \
+    "$SRC/examples/linreg.ini" --epochs 1 --windows-out "$tmp/w_idx.txt"
+[ -e "$tmp/w_idx.txt" ] && { echo "FAIL windows_idx: a refused --windows-out wrote its file"; fail=1; }
 expect_status ps 2 'parallel\.strategy ps does not train on data\.kind text' $RUN \
     --strategy ps
 
