@@ -35,6 +35,12 @@ typedef struct dt_param_info {
     int split_dim;
     int64_t whole_shape[DT_MAX_DIMS];
     int64_t split_begin, split_end;
+    /* A split in groups (the fused q, k, v: the split dimension is split_groups blocks of
+     * whole / split_groups, and this rank holds [split_begin, split_end) of each); 0 or 1:
+     * one range. split_unit: the split dimension (of each group) is dealt between the ranks
+     * in units of this many (a head's columns), 0 when the layer's own rule applies. */
+    int split_groups;
+    int64_t split_unit;
     size_t whole_count;
     size_t whole_offset; /* in the whole model's flat buffer (dt_model_gather_params) */
 } dt_param_info;
@@ -67,6 +73,10 @@ typedef enum dt_tp_role {
     DT_TP_COLUMN,    /* output rows (channels) split */
     DT_TP_ROW,       /* input features split; partial outputs all-reduced */
     DT_TP_SHARD,     /* a parameter-free layer running on a block of its input */
+    DT_TP_HEADS,     /* a transformer block split by heads (Megatron-LM's layout): its fused
+                      * q, k, v and the MLP's first projection column-parallel, both output
+                      * projections row-parallel; its input and output whole; begin/end are
+                      * the heads held; two all-reduces forward, two backward */
 } dt_tp_role;
 
 typedef struct dt_tp_layout {

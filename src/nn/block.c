@@ -36,6 +36,7 @@
 #include "dtrain/rng.h"
 #include "nn/layer_internal.h"
 #include "nn/mask_bits.h"
+#include "nn/tp.h"
 #include "tensor/gemm.h"
 #include "tensor/kernels.h"
 #include "tensor/tfm_kernels.h"
@@ -56,13 +57,33 @@ typedef struct blk_key {
 /* The 12 tensors' offsets in the layer's parameters. */
 enum { T_LN1G, T_LN1B, T_QKVW, T_QKVB, T_AOW, T_AOB, T_LN2G, T_LN2B, T_FCW, T_FCB, T_MOW, T_MOB };
 
+/* A block's sizes on this rank: T positions, E the width; H the heads held (all of them, or
+ * a tensor-parallel rank's share [h0, h0 + H) of the model's Hw), D a head's columns, A =
+ * H D the attention's width held, F the MLP's hidden units held (4E, or [f0, f0 + F)). */
 typedef struct dims {
-    int64_t T, E, H;
+    int64_t T, E, H, D, A, F;
+    int64_t Hw, h0, f0;
 } dims;
 
 static dims dims_of(const dt_layer *l)
 {
-    return (dims){.T = l->in.d[0], .E = l->in.d[1], .H = l->spec.heads};
+    dims d = {.T = l->in.d[0], .E = l->in.d[1], .Hw = l->spec.heads};
+    d.D = d.Hw > 0 ? d.E / d.Hw : 0;
+    const int parts = l->tp_parts > 1 ? l->tp_parts : 1;
+    int64_t lo, hi;
+    dt_tp_part(d.Hw, 1, parts, l->tp_index, &lo, &hi);
+    d.h0 = lo;
+    d.H = hi - lo;
+    d.A = d.H * d.D;
+    dt_tp_part(4 * d.E, 1, parts, l->tp_index, &lo, &hi);
+    d.f0 = lo;
+    d.F = hi - lo;
+    return d;
+}
+
+static int split(const dt_layer *l)
+{
+    return l->tp_parts > 1;
 }
 
 static size_t mask_bytes(const dt_layer *l)
@@ -74,17 +95,18 @@ static size_t mask_bytes(const dt_layer *l)
 static size_t field_bytes(const dt_layer *l, int f)
 {
     const dims d = dims_of(l);
-    const size_t te = (size_t)(d.T * d.E) * sizeof(float);
+    const size_t te = (size_t)(d.T * d.E) * sizeof(float), ta = (size_t)(d.T * d.A) * sizeof(float);
     switch (f) {
     case F_QKV:
-        return 3 * te;
+        return 3 * ta;
     case F_Y:
+        return ta;
     case F_X1:
         return te;
     case F_LSE:
         return (size_t)(d.H * d.T) * sizeof(float);
     case F_H:
-        return 4 * te;
+        return (size_t)(d.T * d.F) * sizeof(float);
     case F_STATS:
         return (size_t)(4 * d.T) * sizeof(float);
     case F_KEYS:
@@ -108,18 +130,25 @@ static float *ffield(const dt_layer *l, int f, int64_t r)
     return field(l, f, r);
 }
 
+/* The 12 tensors, this rank's parts: the fused q, k, v's columns of the heads held (in each
+ * of its three groups) and their bias, the attention's c_proj's rows for those heads, c_fc's
+ * columns and bias and the MLP's c_proj's rows of the hidden units held; the LayerNorms and
+ * the two output biases whole (the biases are added once, after the sum). */
 static void describe(const dt_layer *l, dt_layer_tensor *t)
 {
-    const int64_t E = l->in.ndim == 2 ? l->in.d[1] : 0;
+    const dims d = dims_of(l);
+    const int64_t E = d.E, A = d.A, F = d.F;
     const double proj_std = 0.02 / sqrt(2.0 * (l->model_blocks > 0 ? l->model_blocks : 1));
     static const char *const names[DT_LAYER_MAX_TENSORS] = {
         "ln_1.weight",        "ln_1.bias",        "attn.c_attn.weight", "attn.c_attn.bias",
         "attn.c_proj.weight", "attn.c_proj.bias", "ln_2.weight",        "ln_2.bias",
         "mlp.c_fc.weight",    "mlp.c_fc.bias",    "mlp.c_proj.weight",  "mlp.c_proj.bias"};
     /* rows, columns (0 for a vector), fill */
-    const int64_t shape[DT_LAYER_MAX_TENSORS][2] = {{E, 0},     {E, 0},     {E, 3 * E}, {3 * E, 0},
-                                                    {E, E},     {E, 0},     {E, 0},     {E, 0},
-                                                    {E, 4 * E}, {4 * E, 0}, {4 * E, E}, {E, 0}};
+    const int64_t shape[DT_LAYER_MAX_TENSORS][2] = {{E, 0}, {E, 0}, {E, 3 * A}, {3 * A, 0},
+                                                    {A, E}, {E, 0}, {E, 0},     {E, 0},
+                                                    {E, F}, {F, 0}, {F, E},     {E, 0}};
+    /* the split dimension, its groups and unit, per tensor (-1: whole) */
+    const int sdim[DT_LAYER_MAX_TENSORS] = {-1, -1, 1, 0, 0, -1, -1, -1, 1, 0, 0, -1};
     for (int k = 0; k < DT_LAYER_MAX_TENSORS; k++) {
         memset(&t[k], 0, sizeof t[k]);
         snprintf(t[k].suffix, sizeof t[k].suffix, "%s", names[k]);
@@ -133,6 +162,16 @@ static void describe(const dt_layer *l, dt_layer_tensor *t)
             t[k].fill = DT_FILL_ZEROS;
         else
             t[k].std = (k == T_AOW || k == T_MOW) ? proj_std : 0.02;
+        t[k].split_dim = split(l) ? sdim[k] : -1;
+        if (t[k].split_dim < 0)
+            continue;
+        const int heads = k <= T_AOW; /* c_attn and the attention's c_proj: by heads */
+        t[k].split_groups = k == T_QKVW || k == T_QKVB ? 3 : 1;
+        t[k].split_unit = heads ? d.D : 1;
+        t[k].split_begin = heads ? d.h0 * d.D : d.f0;
+        t[k].split_end = heads ? (d.h0 + d.H) * d.D : d.f0 + d.F;
+        memcpy(t[k].whole_shape, t[k].shape, sizeof t[k].whole_shape);
+        t[k].whole_shape[t[k].split_dim] = heads ? (k == T_AOW ? E : 3 * E) : 4 * E;
     }
 }
 
@@ -146,9 +185,10 @@ static int block_tensors(const dt_layer *l, dt_layer_tensor *out)
  * counted here without it (this runs per sample). */
 static float *tensor_at(const dt_layer *l, int k, int grads)
 {
-    const int64_t E = l->in.d[1];
-    const int64_t count[DT_LAYER_MAX_TENSORS] = {E, E, 3 * E * E, 3 * E, E * E,     E,
-                                                 E, E, 4 * E * E, 4 * E, 4 * E * E, E};
+    const dims d = dims_of(l);
+    const int64_t E = d.E, A = d.A, F = d.F;
+    const int64_t count[DT_LAYER_MAX_TENSORS] = {E, E, 3 * E * A, 3 * A, A * E, E,
+                                                 E, E, E * F,     F,     F * E, E};
     int64_t at = 0;
     for (int j = 0; j < k; j++)
         at += count[j];
@@ -173,13 +213,13 @@ static dt_status block_plan(dt_layer *l)
         return dt_fail(DT_ERR_INVALID, "layer %d (block): dropout keys take layers below 65536",
                        l->index);
     l->out = l->in;
-    l->weight_count = (size_t)(12 * d.E * d.E + 13 * d.E);
+    l->weight_count = (size_t)(3 * d.E * d.A + 3 * d.A + d.A * d.E + 2 * d.E * d.F + d.F + 6 * d.E);
     l->bias_count = 0;
     l->state_bytes = 0;
     for (int f = 0; f < NFIELDS; f++)
         l->state_bytes += field_bytes(l, f);
     /* per member: the attention's workspace, then its LayerNorm gradient partials (2E) */
-    l->ws_bytes = sizeof(float) * (size_t)(dt_attn_ws_count(d.T, d.E / d.H) + 2 * d.E);
+    l->ws_bytes = sizeof(float) * (size_t)(dt_attn_ws_count(d.T, d.D) + 2 * d.E);
     l->rows_ws_bytes = sizeof(float) * (size_t)(9 * d.T * d.E);
     return DT_OK;
 }
@@ -204,6 +244,11 @@ static void xw_part(void *ctx, int t, int nt)
     const gemm_job *j = ctx;
     int64_t lo, hi;
     dt_pool_share(j->R, t, nt, &lo, &hi);
+    if (j->bias == NULL) { /* a row-parallel part: its bias comes after the sum */
+        dt_sgemm_nn(hi - lo, j->N, j->K, j->a + lo * j->K, j->K, j->w, j->N, j->c + lo * j->N,
+                    j->N);
+        return;
+    }
     for (int64_t r = lo; r < hi; r++)
         memcpy(j->c + r * j->N, j->bias, sizeof(float) * (size_t)j->N);
     if (hi > lo)
@@ -357,7 +402,7 @@ static void rows_part(void *ctx, int t, int nt)
     const row_job *j = ctx;
     const dt_layer *l = j->l;
     const dims d = dims_of(l);
-    const int64_t n = d.T * d.E;
+    const int64_t n = d.T * d.E, nf = d.T * d.F;
     int64_t lo, hi;
     dt_pool_share(j->batch, t, nt, &lo, &hi);
     for (int64_t r = lo; r < hi; r++) {
@@ -376,13 +421,13 @@ static void rows_part(void *ctx, int t, int nt)
             resid_add(l, r, j->what == DO_RESID1 ? 1 : 2, j->a + r * n, j->b + r * n);
             break;
         case DO_GELU:
-            dt_gelu_tanh_forward(j->a + r * 4 * n, 4 * n, j->b + r * 4 * n);
+            dt_gelu_tanh_forward(j->a + r * nf, nf, j->b + r * nf);
             break;
         case DO_GELU_BOTH: /* b = gelu(a), and a becomes gelu'(a) */
-            dt_gelu_tanh_both(j->a + r * 4 * n, 4 * n, j->b + r * 4 * n, (float *)j->a + r * 4 * n);
+            dt_gelu_tanh_both(j->a + r * nf, nf, j->b + r * nf, (float *)j->a + r * nf);
             break;
         case DO_TIMES: /* b *= a */
-            for (int64_t e = r * 4 * n; e < (r + 1) * 4 * n; e++)
+            for (int64_t e = r * nf; e < (r + 1) * nf; e++)
                 j->b[e] *= j->a[e];
             break;
         case DO_UNDROP1:
@@ -420,7 +465,8 @@ static dt_attn_dropout attn_drop(const dt_layer *l, int64_t r)
     d.ctr[0] = k.epoch;
     d.ctr[1] = k.pos;
     d.ctr[2] = ((uint32_t)DT_RNG_STREAM_DROPOUT << 24) | (uint32_t)l->index;
-    d.ctr[3] = 1; /* causal_attention.c's layers use 0 */
+    d.ctr[3] = 1;                   /* causal_attention.c's layers use 0 */
+    d.h0 = (uint32_t)dims_of(l).h0; /* a tensor-parallel rank's heads draw the model's masks */
     return d;
 }
 
@@ -429,7 +475,7 @@ static void attn_part(void *ctx, int t, int nt)
     const attn_job *j = ctx;
     const dt_layer *l = j->l;
     const dims d = dims_of(l);
-    const float scale = (float)(1.0 / sqrt((double)(d.E / d.H)));
+    const float scale = (float)(1.0 / sqrt((double)d.D));
     float *ws = l->ws + (size_t)t * l->ws_stride;
     for (int64_t pair = t; pair < j->batch * d.H; pair += nt) {
         const int64_t r = pair / d.H, h = pair % d.H;
@@ -437,10 +483,10 @@ static void attn_part(void *ctx, int t, int nt)
         const float *qkv = ffield(l, F_QKV, r);
         float *y = ffield(l, F_Y, r), *lse = ffield(l, F_LSE, r);
         if (!j->backward)
-            dt_attn_forward(qkv, d.T, d.E, d.H, h, scale, &drop, y, lse, ws);
+            dt_attn_forward(qkv, d.T, d.A, d.H, h, scale, &drop, y, lse, ws);
         else
-            dt_attn_backward(qkv, y, lse, j->dy + r * d.T * d.E, d.T, d.E, d.H, h, scale, &drop,
-                             j->dqkv + r * d.T * 3 * d.E, ws);
+            dt_attn_backward(qkv, y, lse, j->dy + r * d.T * d.A, d.T, d.A, d.H, h, scale, &drop,
+                             j->dqkv + r * d.T * 3 * d.A, ws);
     }
 }
 
@@ -448,15 +494,47 @@ static void attention(const dt_layer *l, int64_t batch, const float *dy, float *
 {
     const dims d = dims_of(l);
     attn_job j = {.l = l, .batch = batch, .dy = dy, .dqkv = dqkv, .backward = dy != NULL};
-    const int big = batch * d.H > 1 && batch * d.T * d.T * d.E >= 4 * DT_PAR_MIN;
+    const int big = batch * d.H > 1 && batch * d.T * d.T * d.A >= 4 * DT_PAR_MIN;
     dt_pool_run(big ? l->pool : NULL, attn_part, &j);
 }
 
 /* ---- forward and backward ---- */
 
+/* Under tensor parallelism (DT_TP_HEADS), buf (R, E) = the sum of every rank's buf: a
+ * row-parallel projection's partial outputs, or a column-parallel one's partial input
+ * gradients. The same bits on every rank (the group's reduction is deterministic). */
+static dt_status sum_over_group(const dt_layer *l, float *buf, int64_t R)
+{
+    const dt_tp_run *r = l->tp_run;
+    if (r == NULL || !r->attached)
+        return dt_fail(DT_ERR_INVALID,
+                       "layer %d (block): split over %d tensor-parallel ranks, but the model "
+                       "has no group attached",
+                       l->index, l->tp_parts);
+    return r->group.allreduce_sum(r->group.ctx, buf, (size_t)(R * l->in.d[1]));
+}
+
+/* An output projection: c (R, E) = a (R, K) @ W + b; split, each rank's rows of W give a
+ * partial sum, summed over the group before the bias is added once. */
+static dt_status project_out(const dt_layer *l, int64_t R, int64_t K, const float *a, int wk,
+                             float *c)
+{
+    const int64_t E = l->in.d[1];
+    if (!split(l)) {
+        xw(l, R, K, E, a, wk, c);
+        return DT_OK;
+    }
+    gemm_job j = {.R = R, .K = K, .N = E, .a = a, .w = tensor_at(l, wk, 0), .c = c};
+    dt_pool_run(team(l, R * K * E), xw_part, &j);
+    dt_status st = sum_over_group(l, c, R);
+    if (st == DT_OK)
+        dt_add_bias_rows(c, tensor_at(l, wk + 1, 0), R, E);
+    return st;
+}
+
 /* The forward into the saved state and `out`. */
-static void forward_inside(dt_layer *l, const float *x, float *out, int64_t batch,
-                           const dt_forward_ctx *ctx)
+static dt_status forward_inside(dt_layer *l, const float *x, float *out, int64_t batch,
+                                const dt_forward_ctx *ctx)
 {
     const dims d = dims_of(l);
     const int64_t R = batch * d.T, E = d.E;
@@ -474,15 +552,19 @@ static void forward_inside(dt_layer *l, const float *x, float *out, int64_t batc
     float *w1 = l->rows_ws, *w4 = l->rows_ws + R * E;
     float *qkv = ffield(l, F_QKV, 0), *x1 = ffield(l, F_X1, 0), *h = ffield(l, F_H, 0);
     rows(l, batch, DO_LN1, x, w1);
-    xw(l, R, E, 3 * E, w1, T_QKVW, qkv);
+    xw(l, R, E, 3 * d.A, w1, T_QKVW, qkv);
     attention(l, batch, NULL, NULL);
-    xw(l, R, E, E, ffield(l, F_Y, 0), T_AOW, x1);
+    dt_status st = project_out(l, R, d.A, ffield(l, F_Y, 0), T_AOW, x1);
+    if (st != DT_OK)
+        return st;
     rows(l, batch, DO_RESID1, x, x1);
     rows(l, batch, DO_LN2, x1, w1);
-    xw(l, R, E, 4 * E, w1, T_FCW, h);
+    xw(l, R, E, d.F, w1, T_FCW, h);
     rows(l, batch, DO_GELU, h, w4);
-    xw(l, R, 4 * E, E, w4, T_MOW, out);
+    if ((st = project_out(l, R, d.F, w4, T_MOW, out)) != DT_OK)
+        return st;
     rows(l, batch, DO_RESID2, x1, out);
+    return DT_OK;
 }
 
 /* One LayerNorm's backward: dxn (R, E) written from dyn, the input xin and the saved stats.
@@ -501,7 +583,7 @@ typedef struct ln_job {
 static float *ln_partial(const dt_layer *l, int t)
 {
     const dims d = dims_of(l);
-    return l->ws + (size_t)t * l->ws_stride + dt_attn_ws_count(d.T, d.E / d.H);
+    return l->ws + (size_t)t * l->ws_stride + dt_attn_ws_count(d.T, d.D);
 }
 
 static void ln_part(void *ctx, int t, int nt)
@@ -544,7 +626,7 @@ static void ln_backward(const dt_layer *l, int64_t batch, int two, const float *
 static void block_forward(dt_layer *l, const float *x, float *out, int64_t batch,
                           const dt_forward_ctx *ctx)
 {
-    forward_inside(l, x, out, batch, ctx);
+    l->fwd_status = forward_inside(l, x, out, batch, ctx); /* the model reports it */
 }
 
 static dt_status block_backward(dt_layer *l, const float *x, const float *y, const float *dy,
@@ -561,8 +643,8 @@ static dt_status block_backward(dt_layer *l, const float *x, const float *y, con
          * same masks from the same keys), its output into w4, past the forward's own
          * workspace (w1 and the 4E after it), which backward then reuses. */
         DT_ASSERT(l->recompute_ctx != NULL);
-        forward_inside(l, x, w4, batch, l->recompute_ctx);
-        if ((st = dt_hooks_progress(hooks)) != DT_OK)
+        if ((st = forward_inside(l, x, w4, batch, l->recompute_ctx)) != DT_OK ||
+            (st = dt_hooks_progress(hooks)) != DT_OK)
             return st;
     }
     const float *h = ffield(l, F_H, 0), *x1 = ffield(l, F_X1, 0), *ya = ffield(l, F_Y, 0);
@@ -572,14 +654,17 @@ static dt_status block_backward(dt_layer *l, const float *x, const float *y, con
      * backward). */
     rows(l, batch, DO_UNDROP2, dy, w1);
     rows(l, batch, DO_GELU_BOTH, h, w4);
-    dw(l, R, 4 * E, E, w4, w1, T_MOW);
-    dx(l, R, 4 * E, E, w1, T_MOW, w4);
+    dw(l, R, d.F, E, w4, w1, T_MOW);
+    dx(l, R, d.F, E, w1, T_MOW, w4);
     rows(l, batch, DO_TIMES, h, w4);
     if ((st = dt_hooks_progress(hooks)) != DT_OK)
         return st;
     rows(l, batch, DO_LN2, x1, w2);
-    dw(l, R, E, 4 * E, w2, w4, T_FCW);
-    dx(l, R, E, 4 * E, w4, T_FCW, w1);
+    dw(l, R, E, d.F, w2, w4, T_FCW);
+    dx(l, R, E, d.F, w4, T_FCW, w1);
+    /* split: each rank's hidden units give part of d ln_2's output */
+    if (split(l) && (st = sum_over_group(l, w1, R)) != DT_OK)
+        return st;
     ln_backward(l, batch, 1, w1, x1, w2);
     for (int64_t e = 0; e < R * E; e++) /* d x1: the residual's and the branch's */
         w2[e] += dy[e];
@@ -587,14 +672,17 @@ static dt_status block_backward(dt_layer *l, const float *x, const float *y, con
         return st;
     /* The attention branch. */
     rows(l, batch, DO_UNDROP1, w2, w1);
-    dw(l, R, E, E, ya, w1, T_AOW);
-    dx(l, R, E, E, w1, T_AOW, w4);
+    dw(l, R, d.A, E, ya, w1, T_AOW);
+    dx(l, R, d.A, E, w1, T_AOW, w4);
     attention(l, batch, w4, w3);
     if ((st = dt_hooks_progress(hooks)) != DT_OK)
         return st;
     rows(l, batch, DO_LN1, x, w1);
-    dw(l, R, E, 3 * E, w1, w3, T_QKVW);
-    dx(l, R, E, 3 * E, w3, T_QKVW, w1);
+    dw(l, R, E, 3 * d.A, w1, w3, T_QKVW);
+    dx(l, R, E, 3 * d.A, w3, T_QKVW, w1);
+    /* split: each rank's heads give part of d ln_1's output */
+    if (split(l) && (st = sum_over_group(l, w1, R)) != DT_OK)
+        return st;
     ln_backward(l, batch, 0, w1, x, w4);
     if (dxo != NULL)
         for (int64_t e = 0; e < R * E; e++)

@@ -25,10 +25,15 @@ typedef enum dt_tensor_fill {
 typedef struct dt_layer_tensor {
     char suffix[32];
     int ndim;
-    int64_t shape[DT_MAX_DIMS];
+    int64_t shape[DT_MAX_DIMS]; /* this rank's part */
     size_t count; /* elements: the layer's tensors lie one after another in this order */
     dt_tensor_fill fill;
     double std;
+    /* A layer that splits itself over a tensor-parallel group (the block by heads): as
+     * dt_param_info's split fields; split_dim -1 for a tensor held whole. */
+    int split_dim, split_groups;
+    int64_t split_unit, split_begin, split_end;
+    int64_t whole_shape[DT_MAX_DIMS];
 } dt_layer_tensor;
 
 typedef struct dt_layer_ops {
@@ -123,6 +128,12 @@ struct dt_layer {
     /* The number of block layers in the whole model (GPT-2 scales each block's output
      * projections' initial values by 1/sqrt(2 blocks)); set by the plan. */
     int model_blocks;
+    /* A layer that splits itself (DT_TP_HEADS): the group's size and this rank's index in it
+     * (1 and 0 otherwise), its collectives (the model's dt_tp_run), and a forward's failure
+     * (forward returns no status: the model reports it after the call). */
+    int tp_parts, tp_index;
+    struct dt_tp_run *tp_run;
+    dt_status fwd_status;
     /* The model's thread team (NULL: one thread) and, for grad_partials layers, member t's
      * (t >= 1) parameter-gradient partial at partial + (t - 1) * param_count. */
     struct dt_pool *pool;

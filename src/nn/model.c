@@ -397,6 +397,8 @@ static void describe_split(const dt_layer *l, dt_param_info *t, int is_bias)
     memcpy(t->whole_shape, t->shape, sizeof t->shape);
     t->whole_count = t->count;
     t->split_dim = -1;
+    t->split_groups = 0;
+    t->split_unit = 0;
     t->split_begin = 0;
     t->split_end = t->shape[0];
     if (l->tp.role == DT_TP_COLUMN) {
@@ -443,6 +445,17 @@ static void bind_described(dt_model *m, dt_layer *l, int i)
         t->offset = at;
         t->count = desc[k].count;
         describe_split(l, t, 0);
+        if (desc[k].split_dim >= 0) { /* the layer's own split (DT_TP_HEADS) */
+            t->split_dim = desc[k].split_dim;
+            t->split_groups = desc[k].split_groups;
+            t->split_unit = desc[k].split_unit;
+            t->split_begin = desc[k].split_begin;
+            t->split_end = desc[k].split_end;
+            memcpy(t->whole_shape, desc[k].whole_shape, sizeof t->whole_shape);
+            t->whole_count = 1;
+            for (int d = 0; d < t->ndim; d++)
+                t->whole_count *= (size_t)t->whole_shape[d];
+        }
         at += desc[k].count;
     }
     DT_ASSERT(at == l->param_offset + l->param_count);
@@ -487,6 +500,7 @@ static void model_bind_layers(dt_model *m)
         l->ws = m->ws;
         l->ws_stride = m->ws_bytes / sizeof(float);
         l->rows_ws = l->rows_ws_bytes > 0 ? m->rows_ws : NULL;
+        l->tp_run = &m->tp;
         if (l->ops->tensors != NULL) {
             bind_described(m, l, i);
             continue;

@@ -85,6 +85,11 @@ static dt_status forward_layer(dt_model *m, int i, int64_t row0, int64_t batch,
     void *state = shift_state(l, row0);
     l->ops->forward(l, act_rows(m, i, row0), block, batch, ctx);
     l->state = state;
+    if (l->fwd_status != DT_OK) { /* a collective inside the layer failed */
+        const dt_status st = l->fwd_status;
+        l->fwd_status = DT_OK;
+        return st;
+    }
     return dt_tp_after_forward(&m->tp, l, block, y, batch);
 }
 

@@ -21,8 +21,8 @@
 
 const char *dt_tp_role_name(dt_tp_role role)
 {
-    static const char *const names[] = {"whole", "column", "row", "shard"};
-    return (int)role >= 0 && role <= DT_TP_SHARD ? names[role] : "?";
+    static const char *const names[] = {"whole", "column", "row", "shard", "heads"};
+    return (int)role >= 0 && role <= DT_TP_HEADS ? names[role] : "?";
 }
 
 /* Part `rank` of `size` of n rows: the first n mod size take one extra. */
@@ -171,16 +171,12 @@ dt_status dt_tp_plan_layers(dt_layer *layers, const dt_layer_spec *specs, int n,
         }
         l->in = shapes[i];
         l->in_numel = dt_shape_numel(&l->in);
-        if (tp->size > 1 && l->spec.kind == DT_LAYER_BLOCK)
-            return dt_fail(DT_ERR_INVALID,
-                           "model: layer %d (block): tensor parallelism of transformer blocks "
-                           "(by heads) is not implemented yet (use tp 1)",
-                           i);
         if (tp->size > 1 && l->spec.kind == DT_LAYER_LINEAR && l->in.ndim == 2)
             return dt_fail(DT_ERR_INVALID,
                            "model: layer %d (linear) acts on every position of a (T, E) input: "
                            "tp of a per-position linear is issue 38's (use tp 1)",
                            i);
+        l->tp_parts = 1;
         /* The layer as if whole: its errors are the unsplit model's, its sizes decide. */
         dt_layer whole = *l;
         if (b.split) {
@@ -191,7 +187,22 @@ dt_status dt_tp_plan_layers(dt_layer *layers, const dt_layer_spec *specs, int n,
         const int splittable =
             (l->spec.kind == DT_LAYER_LINEAR || l->spec.kind == DT_LAYER_CONV2D) && tp->size > 1 &&
             (int64_t)whole.weight_count >= tp->min_weights && whole.out.d[0] >= tp->size;
-        if (b.split) {
+        if (l->spec.kind == DT_LAYER_BLOCK && tp->size > 1) {
+            /* By heads, inside the layer (block.c): the input and output stay whole. */
+            if (l->spec.heads < tp->size)
+                return dt_fail(DT_ERR_INVALID,
+                               "model: layer %d (block): %lld heads cannot be split over %d "
+                               "tensor-parallel ranks (tp may not exceed the heads)",
+                               i, (long long)l->spec.heads, tp->size);
+            l->tp_parts = tp->size;
+            l->tp_index = tp->rank;
+            TRY_RET(l->ops->plan(l));
+            int64_t h0, h1;
+            dt_tp_part(l->spec.heads, 1, tp->size, tp->rank, &h0, &h1);
+            l->tp = (dt_tp_layer_plan){
+                .role = DT_TP_HEADS, .begin = h0, .end = h1, .whole_dim = l->spec.heads};
+            l->tp_unit = 1;
+        } else if (b.split) {
             TRY_RET(plan_on_block(l, &whole, &b));
         } else if (splittable) {
             TRY_RET(plan_column(l, &whole, tp, &b));
@@ -302,6 +313,19 @@ size_t dt_param_whole_index(const dt_param_info *t, size_t local)
 {
     if (t->split_dim < 0)
         return local;
+    if (t->split_groups > 1) { /* [begin, end) of each of the groups of the split dimension */
+        const size_t w = (size_t)(t->split_end - t->split_begin);
+        const size_t gw = (size_t)t->whole_shape[t->split_dim] / (size_t)t->split_groups;
+        if (t->split_dim == 0) {
+            size_t inner = 1;
+            for (int d = 1; d < t->ndim; d++)
+                inner *= (size_t)t->whole_shape[d];
+            const size_t row = local / inner, g = row / w;
+            return (g * gw + (size_t)t->split_begin + row % w) * inner + local % inner;
+        }
+        const size_t cols = w * (size_t)t->split_groups, row = local / cols, col = local % cols;
+        return row * (size_t)t->whole_shape[1] + (col / w) * gw + (size_t)t->split_begin + col % w;
+    }
     if (t->split_dim == 0) {
         size_t inner = 1;
         for (int d = 1; d < t->ndim; d++)
@@ -320,6 +344,11 @@ static size_t part_count(const dt_layer *l, const dt_param_info *t, int rank, in
                          int64_t *hi)
 {
     const int64_t dim = t->whole_shape[t->split_dim];
+    if (t->split_unit > 0) { /* the tensor's own split: [lo, hi) of each group */
+        const int64_t groups = t->split_groups > 1 ? t->split_groups : 1;
+        dt_tp_part(dim / groups, t->split_unit, size, rank, lo, hi);
+        return t->whole_count / (size_t)dim * (size_t)(groups * (*hi - *lo));
+    }
     dt_tp_part(dim, l->tp_unit, size, rank, lo, hi);
     return t->whole_count / (size_t)dim * (size_t)(*hi - *lo);
 }
@@ -340,6 +369,7 @@ dt_status dt_tp_gather_tensor(dt_tp_run *r, const dt_layer *l, const dt_param_in
     size_t most = 0;
     DT_ASSERT(part_count(l, t, r->rank, r->size, &lo, &hi) == t->count && lo == t->split_begin &&
               hi == t->split_end);
+    (void)lo;
     for (int k = 0; k < r->size; k++) {
         const size_t n = part_count(l, t, k, r->size, &lo, &hi);
         most = n > most ? n : most;
@@ -349,7 +379,24 @@ dt_status dt_tp_gather_tensor(dt_tp_run *r, const dt_layer *l, const dt_param_in
     memcpy(send, part_in, t->count * sizeof(float));
     DT_TRY(r->group.allgather(r->group.ctx, send, recv, most));
     const size_t rows = (size_t)t->whole_shape[0], cols = (size_t)t->whole_count / rows;
-    for (int k = 0; k < r->size; k++) {
+    const size_t groups = t->split_groups > 1 ? (size_t)t->split_groups : 1;
+    for (int k = 0; k < r->size && groups > 1; k++) {
+        /* [lo, hi) of each group: rows of groups of rows, or columns of groups of columns */
+        part_count(l, t, k, r->size, &lo, &hi);
+        const float *src = recv + (size_t)k * most;
+        const size_t w = (size_t)(hi - lo);
+        if (t->split_dim == 0) {
+            const size_t gw = rows / groups;
+            for (size_t g = 0; g < groups; g++, src += w * cols)
+                memcpy(whole + (g * gw + (size_t)lo) * cols, src, w * cols * sizeof(float));
+            continue;
+        }
+        const size_t gw = cols / groups;
+        for (size_t row = 0; row < rows; row++)
+            for (size_t g = 0; g < groups; g++, src += w)
+                memcpy(whole + row * cols + g * gw + (size_t)lo, src, w * sizeof(float));
+    }
+    for (int k = 0; k < r->size && groups == 1; k++) {
         const size_t n = part_count(l, t, k, r->size, &lo, &hi);
         const float *src = recv + (size_t)k * most;
         if (t->split_dim == 0) { /* rows [lo, hi): contiguous in the whole */

@@ -57,6 +57,7 @@ typedef struct drop_key {
     int on;
     float p, scale;
     uint64_t sub;
+    uint32_t h0;
 } drop_key;
 
 static drop_key drop_key_of(const dt_attn_dropout *d)
@@ -71,6 +72,7 @@ static drop_key drop_key_of(const dt_attn_dropout *d)
     k.p = (float)d->p;
     k.scale = (float)(1.0 / (1.0 - d->p));
     k.sub = (uint64_t)w[0] | (uint64_t)w[1] << 32;
+    k.h0 = d->h0;
     return k;
 }
 
@@ -80,7 +82,7 @@ int dt_attn_keep(const dt_attn_dropout *d, int64_t h, int64_t i, int64_t j)
     if (!k.on)
         return 1;
     uint32_t w[4];
-    dt_philox(k.sub, (uint32_t)i, (uint32_t)(j / 4), (uint32_t)h, 0, w);
+    dt_philox(k.sub, (uint32_t)i, (uint32_t)(j / 4), (uint32_t)h + k.h0, 0, w);
     return dt_u01f(w[j % 4]) >= k.p;
 }
 
@@ -90,7 +92,7 @@ static void drop_row(const drop_key *k, int64_t h, int64_t i, int64_t j0, int64_
     for (int64_t c = 0; c < n;) {
         const int64_t j = j0 + c;
         uint32_t w[4];
-        dt_philox(k->sub, (uint32_t)i, (uint32_t)(j / 4), (uint32_t)h, 0, w);
+        dt_philox(k->sub, (uint32_t)i, (uint32_t)(j / 4), (uint32_t)h + k->h0, 0, w);
         for (int64_t q = j % 4; q < 4 && c < n; q++, c++)
             mult[c] = dt_u01f(w[q]) >= k->p ? k->scale : 0.0f;
     }

@@ -83,6 +83,8 @@ typedef struct dt_attn_dropout {
     double p; /* in [0, 1); 0 draws nothing */
     uint64_t seed;
     uint32_t ctr[4];
+    uint32_t h0; /* added to the head index in the keys: a tensor-parallel rank's first head
+                  * in the whole model, so its heads draw the whole model's masks (0) */
 } dt_attn_dropout;
 
 /* The element's keep decision as described above (the kernels draw 4 keys per Philox call;
