@@ -243,7 +243,7 @@ fail:
 
 /* ---- opening a set without holding its parts ---- */
 
-#define READ_CHUNK ((size_t)1 << 20) /* the streaming reader's checksum pass reads this much */
+#define READ_CHUNK ((size_t)64 << 10) /* the streaming reader's checksum pass reads this much */
 
 /* n bytes at `at` of fd (named path) into dst: all of them or DT_ERR_IO. */
 static dt_status read_at(int fd, const char *path, void *dst, size_t n, uint64_t at)
