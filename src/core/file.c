@@ -1,7 +1,8 @@
 /* file.c — reading a whole file, for the readers that validate a file as one buffer,
  * checking up front that an output file can be written, and the one atomic writer
  * (a temporary file beside the target, fsync, rename, fsync of the directory) that every
- * file dtrain writes whole goes through. */
+ * file dtrain writes whole goes through, and its streamed form for a file whose bytes
+ * arrive over time (dt_file_out: a checkpoint part written as its tensors are gathered). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>

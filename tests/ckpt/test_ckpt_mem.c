@@ -26,7 +26,7 @@
 
 #define HIDDEN_LAYERS 24
 #define WIDTH "128"
-#define FIXED_BYTES (64LL << 10)  /* the reader's checksum buffer, the config's text */
+#define FIXED_BYTES (64LL << 10)     /* the reader's checksum buffer, the config's text */
 #define PER_TENSOR_BYTES (2LL << 10) /* a tensor's entry in the part's header and tables */
 
 static int rank, size;
