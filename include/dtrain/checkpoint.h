@@ -82,6 +82,22 @@ DT_API dt_status dt_ckpt_manifest_write(const char *dir, const dt_ckpt_manifest 
 DT_API dt_status dt_ckpt_write_part(const char *dir, const char *name, const dt_st_tensor *tensors,
                                     int n, const char *const *meta, int nmeta, dt_ckpt_file *entry);
 
+/* A part file written as its tensors arrive (the trainer's checkpoints: no rank holds a
+ * part whole): begin takes the tensors' names, dtypes and shapes (their data unused; the
+ * array and names borrowed until end or abort) and meta's pairs, and writes the header
+ * with each tensor's "crc32.<name>" reserved; put appends the next bytes of the data, in
+ * the tensors' order, in pieces of any size; end fills in the CRC-32s computed as the
+ * bytes passed, syncs and renames (dt_st_stream), and fills *entry as
+ * dt_ckpt_write_part does. The file has the bytes dt_ckpt_write_part writes for the same
+ * tensors. end (on failure too) and abort free the writer; abort leaves no file. */
+typedef struct dt_ckpt_part_writer dt_ckpt_part_writer;
+DT_API dt_status dt_ckpt_part_begin(const char *dir, const char *name, const dt_st_tensor *tensors,
+                                    int n, const char *const *meta, int nmeta,
+                                    dt_ckpt_part_writer **out);
+DT_API dt_status dt_ckpt_part_put(dt_ckpt_part_writer *w, const void *data, size_t nbytes);
+DT_API dt_status dt_ckpt_part_end(dt_ckpt_part_writer *w, dt_ckpt_file *entry);
+DT_API void dt_ckpt_part_abort(dt_ckpt_part_writer *w);
+
 /* A verified set, open for reading: every part file's tensors by name. */
 typedef struct dt_ckpt_set dt_ckpt_set;
 
@@ -89,6 +105,17 @@ typedef struct dt_ckpt_set dt_ckpt_set;
  * covers every tensor: a damaged one is named by its own CRC-32), each part's safetensors
  * header, and that no tensor name appears in two parts. Caller frees with dt_ckpt_close. */
 DT_API dt_status dt_ckpt_open(const char *dir, dt_ckpt_set **out);
+/* The same checks without holding a part whole: each file's size, and its CRC-32 computed
+ * a chunk at a time (and each tensor's, where the file's differs, to name the damaged one),
+ * then each part's header alone parsed; the parts stay open for dt_ckpt_set_read. The
+ * tensors' data (dt_ckpt_set_get, dt_ckpt_set_find) is NULL. What the trainer loads
+ * through, so that no rank holds a set whole (docs/checkpoint-format.md). */
+DT_API dt_status dt_ckpt_open_stream(const char *dir, dt_ckpt_set **out);
+/* Bytes [offset, offset + nbytes) of tensor `name` into dst, from memory or read from its
+ * part file. DT_ERR_MISMATCH for a name the set does not hold, DT_ERR_INVALID for a range
+ * past the tensor's end, DT_ERR_IO for a failed read. */
+DT_API dt_status dt_ckpt_set_read(const dt_ckpt_set *s, const char *name, size_t offset,
+                                  size_t nbytes, void *dst);
 DT_API void dt_ckpt_close(dt_ckpt_set *s);
 DT_API const dt_ckpt_manifest *dt_ckpt_set_manifest(const dt_ckpt_set *s);
 DT_API const char *dt_ckpt_set_dir(const dt_ckpt_set *s);
@@ -126,6 +153,10 @@ DT_API dt_status dt_ckpt_find(const char *path, char *dir, size_t nbytes, dt_ckp
  * caller closes it with dt_ckpt_close. */
 DT_API dt_status dt_ckpt_find_open(const char *path, char *dir, size_t nbytes, dt_ckpt_set **out,
                                    dt_ckpt_warn_fn warn, void *ctx);
+
+/* dt_ckpt_find_open keeping the set it found as dt_ckpt_open_stream opens one. */
+DT_API dt_status dt_ckpt_find_open_stream(const char *path, char *dir, size_t nbytes,
+                                          dt_ckpt_set **out, dt_ckpt_warn_fn warn, void *ctx);
 
 /* Removes from root every complete set but the newest `keep`, and every incomplete set
  * older than the newest complete one (a manifest is removed before its files, so a set

@@ -251,6 +251,10 @@ DT_API dt_status dt_model_gather_params(dt_model *m, float *whole);
 /* The same for any buffer laid out as the parameters (an optimizer's moments, say):
  * local holds dt_model_param_count floats, whole receives dt_model_whole_param_count. */
 DT_API dt_status dt_model_gather_buffer(dt_model *m, const float *local, float *whole);
+/* One tensor of it: whole (tensor i's whole_count floats) from part (this rank's
+ * dt_model_tensor(m, i)->count floats), so that a checkpoint holds one tensor at a time.
+ * Collective over the tp group for a split tensor; a copy otherwise. */
+DT_API dt_status dt_model_gather_tensor(dt_model *m, int i, const float *part, float *whole);
 DT_API void dt_model_free(dt_model *m);
 /* Runs the model's own loops on `nthreads` threads (default 1): convolutions split the
  * batch's samples, element-wise layers the elements, linear layers the rows of their

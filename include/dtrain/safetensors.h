@@ -56,6 +56,13 @@ DT_API dt_status dt_st_open(const char *path, dt_st_file **out);
 /* The same on a file's bytes already read (a malloc'd buffer of `size` bytes, which the
  * file record takes over: dt_st_close frees it, and so does a failure). `path` names it. */
 DT_API dt_status dt_st_open_buffer(const char *path, void *buf, size_t size, dt_st_file **out);
+/* The header alone, for a reader that reads tensors' bytes as it needs them: buf (malloc'd,
+ * taken over as by dt_st_open_buffer) holds the file's first 8 + N bytes (its length and
+ * its N-byte header), `size` is the whole file's size, checked as dt_st_open_buffer checks
+ * it; every tensor's data is NULL, its bytes at dt_st_data_offset in the file. */
+DT_API dt_status dt_st_open_header(const char *path, void *buf, size_t size, dt_st_file **out);
+/* Where tensor t (dt_st_get's or dt_st_find's) of f begins in the file. */
+DT_API uint64_t dt_st_data_offset(const dt_st_file *f, const dt_st_tensor *t);
 DT_API void dt_st_close(dt_st_file *f);
 DT_API int dt_st_count(const dt_st_file *f);
 /* Tensors in the order of their data offsets. Borrowed until dt_st_close. */
@@ -83,6 +90,25 @@ typedef struct dt_st_written {
 DT_API dt_status dt_st_write_sum(const char *path, const dt_st_tensor *tensors, int n,
                                  const char *const *meta, int nmeta, const uint32_t *tensor_crc32,
                                  dt_st_written *sum);
+
+/* A file written as its tensors' bytes arrive, with no tensor held whole by the writer:
+ * begin takes the tensors' names, dtypes and shapes (data and its pointer unused; the
+ * array and its names are borrowed until end or abort) and the metadata, and writes the
+ * header; put appends the next nbytes of the data region, in the tensors' order, in pieces
+ * of any size; end checks that every byte came, rewrites the header with `meta` (NULL:
+ * the same; otherwise the same keys with values of the same lengths, such as checksums
+ * reserved at begin as "00000000": the header's length cannot change), then syncs and
+ * renames atomically as dt_st_write does. The bytes are those dt_st_write writes for the
+ * same tensors and final metadata. Each tensor's CRC-32 is computed as it passes
+ * (dt_st_stream_crc32, complete once its last byte is put). abort removes the temporary
+ * file; end and abort free the writer, end on failure too. */
+typedef struct dt_st_stream dt_st_stream;
+DT_API dt_status dt_st_stream_begin(const char *path, const dt_st_tensor *tensors, int n,
+                                    const char *const *meta, int nmeta, dt_st_stream **out);
+DT_API dt_status dt_st_stream_put(dt_st_stream *w, const void *data, size_t nbytes);
+DT_API uint32_t dt_st_stream_crc32(const dt_st_stream *w, int i);
+DT_API dt_status dt_st_stream_end(dt_st_stream *w, const char *const *meta, dt_st_written *sum);
+DT_API void dt_st_stream_abort(dt_st_stream *w);
 
 #ifdef __cplusplus
 }

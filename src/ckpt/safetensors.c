@@ -108,10 +108,12 @@ typedef struct st_entry {
 
 struct dt_st_file {
     char *path;
-    unsigned char *buf; /* the whole file */
-    size_t size;
-    cJSON *root;       /* tensor names and metadata strings point into it */
-    st_entry *entries; /* sorted by data offset */
+    unsigned char *buf;  /* the whole file, or its length and header only (header_only) */
+    size_t size;         /* the file's */
+    int header_only;     /* dt_st_open_header: tensors' data NULL, read with their offsets */
+    uint64_t data_start; /* the data region's offset in the file: 8 + the header's length */
+    cJSON *root;         /* tensor names and metadata strings point into it */
+    st_entry *entries;   /* sorted by data offset */
     dt_st_tensor *tensors;
     int count;
     const char **meta; /* key, value, key, value, ... */
@@ -432,7 +434,27 @@ dt_status dt_st_open(const char *path, dt_st_file **out)
     return dt_st_open_buffer(path, raw, size, out);
 }
 
+static dt_status st_open(const char *path, void *buf, size_t size, int header_only,
+                         dt_st_file **out);
+
 dt_status dt_st_open_buffer(const char *path, void *buf, size_t size, dt_st_file **out)
+{
+    return st_open(path, buf, size, 0, out);
+}
+
+dt_status dt_st_open_header(const char *path, void *buf, size_t size, dt_st_file **out)
+{
+    return st_open(path, buf, size, 1, out);
+}
+
+uint64_t dt_st_data_offset(const dt_st_file *f, const dt_st_tensor *t)
+{
+    DT_ASSERT(f != NULL && t >= f->tensors && t < f->tensors + f->count);
+    return f->data_start + f->entries[t - f->tensors].begin;
+}
+
+static dt_status st_open(const char *path, void *buf, size_t size, int header_only,
+                         dt_st_file **out)
 {
     DT_ASSERT(path != NULL && out != NULL);
     dt_status st = DT_OK;
@@ -449,6 +471,7 @@ dt_status dt_st_open_buffer(const char *path, void *buf, size_t size, dt_st_file
     }
     f->buf = buf;
     f->size = size;
+    f->header_only = header_only;
     f->path = malloc(strlen(path) + 1);
     if (f->path == NULL) {
         st = dt_fail(DT_ERR_NOMEM, "safetensors: %s: cannot allocate the path", path);
@@ -460,11 +483,12 @@ dt_status dt_st_open_buffer(const char *path, void *buf, size_t size, dt_st_file
     DT_TRY(st_header_length(f, &hlen));
     DT_TRY(st_parse_header(f, hlen));
     const uint64_t data_size = f->size - 8 - hlen;
-    const unsigned char *data = f->buf + 8 + hlen;
+    const unsigned char *data = header_only ? NULL : f->buf + 8 + hlen;
+    f->data_start = 8 + hlen;
     DT_TRY(st_parse_tensors(f, data_size));
     DT_TRY(st_check_tiling(f, data_size));
     for (int i = 0; i < f->count; i++) {
-        f->entries[i].t.data = data + f->entries[i].begin;
+        f->entries[i].t.data = data != NULL ? data + f->entries[i].begin : NULL;
         f->tensors[i] = f->entries[i].t;
     }
     *out = f;
@@ -718,4 +742,151 @@ fail:
     free(pieces);
     dt_strbuf_free(&h);
     return st;
+}
+
+/* ---- writing as the bytes arrive ---------------------------------------------------- */
+
+struct dt_st_stream {
+    dt_file_out out;
+    const dt_st_tensor *tensors; /* borrowed: the header's table */
+    int n, nmeta;
+    uint32_t *crc;       /* [n]: each tensor's CRC-32 so far */
+    int cur;             /* the tensor the next byte belongs to */
+    size_t at;           /* bytes of it already put */
+    size_t header_bytes; /* the padded header's length */
+};
+
+dt_status dt_st_stream_begin(const char *path, const dt_st_tensor *tensors, int n,
+                             const char *const *meta, int nmeta, dt_st_stream **out)
+{
+    DT_ASSERT(path != NULL && out != NULL);
+    dt_status st = DT_OK;
+    dt_strbuf h = {0};
+    dt_st_stream *w = NULL;
+    unsigned char len8[8];
+    *out = NULL;
+    if (!st_host_is_little_endian())
+        return dt_fail(DT_ERR_UNSUPPORTED, "safetensors: %s: big-endian hosts are not supported",
+                       path);
+    w = calloc(1, sizeof *w);
+    if (w == NULL)
+        return dt_fail(DT_ERR_NOMEM, "safetensors: %s: cannot allocate the writer", path);
+    w->out.fd = -1;
+    w->crc = calloc((size_t)(n > 0 ? n : 1), sizeof *w->crc);
+    if (w->crc == NULL) {
+        st = dt_fail(DT_ERR_NOMEM, "safetensors: %s: cannot allocate %d checksums", path, n);
+        goto fail;
+    }
+    w->tensors = tensors;
+    w->n = n;
+    w->nmeta = nmeta;
+    {
+        /* The data's pointers are not looked at here: the checks of names, dtypes, shapes
+         * and metadata run on a copy of the table whose data points anywhere. */
+        dt_st_tensor *t = malloc(sizeof *t * (size_t)(n > 0 ? n : 1));
+        if (t == NULL) {
+            st = dt_fail(DT_ERR_NOMEM, "safetensors: %s: cannot allocate %d entries", path, n);
+            goto fail;
+        }
+        for (int i = 0; i < n; i++) {
+            t[i] = tensors[i];
+            t[i].data = w;
+        }
+        st = st_check_args(path, t, n, meta, nmeta);
+        free(t);
+        if (st != DT_OK)
+            goto fail;
+    }
+    DT_TRY(st_build_header(path, tensors, n, meta, nmeta, &h));
+    w->header_bytes = h.n;
+    for (int i = 0; i < 8; i++)
+        len8[i] = (unsigned char)((uint64_t)h.n >> (8 * i));
+    DT_TRY(dt_file_out_open(path, "safetensors", &w->out));
+    DT_TRY(dt_file_out_write(&w->out, len8, 8));
+    DT_TRY(dt_file_out_write(&w->out, h.s, h.n));
+    while (w->cur < n && w->tensors[w->cur].nbytes == 0)
+        w->cur++;
+    dt_strbuf_free(&h);
+    *out = w;
+    return DT_OK;
+fail:
+    dt_strbuf_free(&h);
+    dt_st_stream_abort(w);
+    return st;
+}
+
+dt_status dt_st_stream_put(dt_st_stream *w, const void *data, size_t nbytes)
+{
+    const unsigned char *p = data;
+    size_t left = nbytes;
+    while (left > 0) {
+        if (w->cur >= w->n)
+            return dt_fail(DT_ERR_INVALID,
+                           "safetensors: %s: %zu bytes put past the last tensor's end", w->out.path,
+                           left);
+        const dt_st_tensor *t = &w->tensors[w->cur];
+        const size_t k = left < t->nbytes - w->at ? left : t->nbytes - w->at;
+        w->crc[w->cur] = dt_crc32(w->crc[w->cur], p, k);
+        w->at += k;
+        p += k;
+        left -= k;
+        while (w->cur < w->n && w->at == w->tensors[w->cur].nbytes) {
+            w->cur++;
+            w->at = 0;
+        }
+    }
+    return dt_file_out_write(&w->out, data, nbytes);
+}
+
+uint32_t dt_st_stream_crc32(const dt_st_stream *w, int i)
+{
+    DT_ASSERT(i >= 0 && i < w->n);
+    return w->crc[i];
+}
+
+dt_status dt_st_stream_end(dt_st_stream *w, const char *const *meta, dt_st_written *sum)
+{
+    dt_status st = DT_OK;
+    dt_strbuf h = {0};
+    unsigned char len8[8];
+    if (w->cur < w->n) {
+        st =
+            dt_fail(DT_ERR_INVALID, "safetensors: %s: tensor '%s' ended after %zu of its %zu bytes",
+                    w->out.path, w->tensors[w->cur].name, w->at, w->tensors[w->cur].nbytes);
+        goto fail;
+    }
+    if (meta != NULL) {
+        DT_TRY(st_build_header(w->out.path, w->tensors, w->n, meta, w->nmeta, &h));
+        if (h.n != w->header_bytes) {
+            st = dt_fail(DT_ERR_INVALID,
+                         "safetensors: %s: the final header has %zu bytes, the reserved one %zu",
+                         w->out.path, h.n, w->header_bytes);
+            goto fail;
+        }
+        DT_TRY(dt_file_out_pwrite(&w->out, h.s, h.n, 8));
+    }
+    if (sum != NULL) {
+        if (meta == NULL) { /* the header as written: read back for its checksum */
+            st = dt_fail(DT_ERR_INVALID, "safetensors: %s: a checksum needs the final metadata",
+                         w->out.path);
+            goto fail;
+        }
+        for (int i = 0; i < 8; i++)
+            len8[i] = (unsigned char)((uint64_t)h.n >> (8 * i));
+        st_sum(len8, &h, w->tensors, w->n, w->crc, sum);
+    }
+    st = dt_file_out_commit(&w->out);
+fail:
+    dt_strbuf_free(&h);
+    dt_st_stream_abort(w);
+    return st;
+}
+
+void dt_st_stream_abort(dt_st_stream *w)
+{
+    if (w == NULL)
+        return;
+    dt_file_out_abort(&w->out);
+    free(w->crc);
+    free(w);
 }

@@ -1,7 +1,8 @@
 /* file.c — reading a whole file, for the readers that validate a file as one buffer,
  * checking up front that an output file can be written, and the one atomic writer
  * (a temporary file beside the target, fsync, rename, fsync of the directory) that every
- * file dtrain writes whole goes through. */
+ * file dtrain writes whole goes through, and its streamed form for a file whose bytes
+ * arrive over time (dt_file_out: a checkpoint part written as its tensors are gathered). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -119,54 +120,110 @@ static dt_status create_tmp(const char *path, const char *what, char *tmp, size_
     return dt_fail(DT_ERR_IO, "%s: %s: cannot find a free temporary name", what, path);
 }
 
-static dt_status write_all(int fd, const char *tmp, const char *what, const char *path,
-                           const dt_file_piece *pieces, int npieces)
+static dt_status write_some(int fd, const char *tmp, const char *what, const char *path,
+                            const void *data, size_t n, long long at)
 {
-    for (int i = 0; i < npieces; i++) {
-        const char *p = pieces[i].data;
-        size_t n = pieces[i].n;
-        while (n > 0) {
-            const ssize_t w = write(fd, p, n);
-            if (w < 0 && errno == EINTR)
-                continue;
-            if (w <= 0)
-                return dt_fail(DT_ERR_IO, "%s: %s: cannot write %s: %s", what, path, tmp,
-                               w < 0 ? strerror(errno) : "no progress");
-            p += w;
-            n -= (size_t)w;
-        }
+    const char *p = data;
+    while (n > 0) {
+        const ssize_t w = at < 0 ? write(fd, p, n) : pwrite(fd, p, n, (off_t)at);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return dt_fail(DT_ERR_IO, "%s: %s: cannot write %s: %s", what, path, tmp,
+                           w < 0 ? strerror(errno) : "no progress");
+        p += w;
+        n -= (size_t)w;
+        if (at >= 0)
+            at += w;
     }
-    if (fsync(fd) != 0)
-        return dt_fail(DT_ERR_IO, "%s: %s: cannot sync %s: %s", what, path, tmp, strerror(errno));
     return DT_OK;
+}
+
+dt_status dt_file_out_open(const char *path, const char *what, dt_file_out *f)
+{
+    DT_ASSERT(path != NULL && what != NULL && f != NULL);
+    *f = (dt_file_out){.fd = -1, .what = what};
+    const size_t tmp_size = strlen(path) + 64;
+    f->tmp = malloc(tmp_size);
+    f->path = malloc(strlen(path) + 1);
+    if (f->tmp == NULL || f->path == NULL) {
+        dt_file_out_abort(f);
+        return dt_fail(DT_ERR_NOMEM, "%s: %s: cannot allocate a path", what, path);
+    }
+    strcpy(f->path, path);
+    dt_status st = create_tmp(path, what, f->tmp, tmp_size, &f->fd);
+    if (st != DT_OK) {
+        f->fd = -1;
+        free(f->tmp);
+        f->tmp = NULL; /* nothing was created: nothing to remove */
+        dt_file_out_abort(f);
+    }
+    return st;
+}
+
+dt_status dt_file_out_write(dt_file_out *f, const void *data, size_t n)
+{
+    DT_ASSERT(f->fd >= 0);
+    return write_some(f->fd, f->tmp, f->what, f->path, data, n, -1);
+}
+
+dt_status dt_file_out_pwrite(dt_file_out *f, const void *data, size_t n, size_t at)
+{
+    DT_ASSERT(f->fd >= 0);
+    return write_some(f->fd, f->tmp, f->what, f->path, data, n, (long long)at);
+}
+
+dt_status dt_file_out_commit(dt_file_out *f)
+{
+    dt_status st = DT_OK;
+    if (f->fd < 0) {
+        dt_file_out_abort(f);
+        return dt_fail(DT_ERR_INVALID, "%s: no file is open", f->what);
+    }
+    if (fsync(f->fd) != 0)
+        st = dt_fail(DT_ERR_IO, "%s: %s: cannot sync %s: %s", f->what, f->path, f->tmp,
+                     strerror(errno));
+    if (close(f->fd) != 0 && st == DT_OK)
+        st = dt_fail(DT_ERR_IO, "%s: %s: cannot close %s: %s", f->what, f->path, f->tmp,
+                     strerror(errno));
+    f->fd = -1;
+    if (st == DT_OK && rename(f->tmp, f->path) != 0)
+        st = dt_fail(DT_ERR_IO, "%s: %s: cannot rename %s over it: %s", f->what, f->path, f->tmp,
+                     strerror(errno));
+    if (st == DT_OK) {
+        sync_parent(f->path);
+        free(f->tmp);
+        f->tmp = NULL; /* renamed: nothing to remove */
+    }
+    dt_file_out_abort(f);
+    return st;
+}
+
+void dt_file_out_abort(dt_file_out *f)
+{
+    if (f->fd >= 0)
+        close(f->fd);
+    if (f->tmp != NULL)
+        unlink(f->tmp);
+    free(f->tmp);
+    free(f->path);
+    f->fd = -1;
+    f->tmp = f->path = NULL;
 }
 
 dt_status dt_write_file_pieces(const char *path, const char *what, const dt_file_piece *pieces,
                                int npieces)
 {
     DT_ASSERT(path != NULL && what != NULL && (npieces == 0 || pieces != NULL));
-    const size_t tmp_size = strlen(path) + 64;
-    char *tmp = malloc(tmp_size);
-    int fd = -1;
-    if (tmp == NULL)
-        return dt_fail(DT_ERR_NOMEM, "%s: %s: cannot allocate a path", what, path);
-    dt_status st = create_tmp(path, what, tmp, tmp_size, &fd);
+    dt_file_out f;
+    dt_status st = dt_file_out_open(path, what, &f);
+    for (int i = 0; st == DT_OK && i < npieces; i++)
+        st = dt_file_out_write(&f, pieces[i].data, pieces[i].n);
     if (st != DT_OK) {
-        free(tmp);
+        dt_file_out_abort(&f);
         return st;
     }
-    st = write_all(fd, tmp, what, path, pieces, npieces);
-    if (close(fd) != 0 && st == DT_OK)
-        st = dt_fail(DT_ERR_IO, "%s: %s: cannot close %s: %s", what, path, tmp, strerror(errno));
-    if (st == DT_OK && rename(tmp, path) != 0)
-        st = dt_fail(DT_ERR_IO, "%s: %s: cannot rename %s over it: %s", what, path, tmp,
-                     strerror(errno));
-    if (st != DT_OK)
-        unlink(tmp);
-    else
-        sync_parent(path);
-    free(tmp);
-    return st;
+    return dt_file_out_commit(&f);
 }
 
 dt_status dt_write_file_atomic(const char *path, const char *what, const void *data, size_t n)

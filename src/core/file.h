@@ -20,4 +20,20 @@ typedef struct dt_file_piece {
 dt_status dt_write_file_pieces(const char *path, const char *what, const dt_file_piece *pieces,
                                int npieces);
 
+/* The same writer for a file whose bytes arrive over time (a checkpoint part written as
+ * its tensors are gathered, docs/checkpoint-format.md): open makes the temporary file,
+ * write appends, pwrite overwrites bytes already written (a header completed at the end),
+ * commit syncs and renames it over `path`, abort removes it. After commit or abort the
+ * record is spent; either may be called on a failed record. */
+typedef struct dt_file_out {
+    int fd;
+    char *tmp, *path;
+    const char *what;
+} dt_file_out;
+dt_status dt_file_out_open(const char *path, const char *what, dt_file_out *f);
+dt_status dt_file_out_write(dt_file_out *f, const void *data, size_t n);
+dt_status dt_file_out_pwrite(dt_file_out *f, const void *data, size_t n, size_t at);
+dt_status dt_file_out_commit(dt_file_out *f);
+void dt_file_out_abort(dt_file_out *f);
+
 #endif

@@ -860,12 +860,18 @@ dt_status dt_model_gather_buffer(dt_model *m, const float *local, float *whole)
 {
     for (int i = 0; i < m->ntensors; i++) {
         const dt_param_info *t = &m->tensors[i];
-        dt_status st = dt_tp_gather_tensor(&m->tp, &m->layers[t->layer], t, local + t->offset,
-                                           whole + t->whole_offset);
+        dt_status st = dt_model_gather_tensor(m, i, local + t->offset, whole + t->whole_offset);
         if (st != DT_OK)
             return st;
     }
     return DT_OK;
+}
+
+dt_status dt_model_gather_tensor(dt_model *m, int i, const float *part, float *whole)
+{
+    DT_ASSERT(i >= 0 && i < m->ntensors);
+    const dt_param_info *t = &m->tensors[i];
+    return dt_tp_gather_tensor(&m->tp, &m->layers[t->layer], t, part, whole);
 }
 
 void dt_model_set_tp_group(dt_model *m, const dt_tp_group *g)

@@ -264,15 +264,15 @@ static dt_status ddp_step(dt_strategy *s, const dt_step_plan *plan, const dt_ste
     return ddp_finish(dp, loss_sum);
 }
 
-static dt_status ddp_gather_optim(dt_strategy *s, const float *slice, float *full)
+static dt_status ddp_gather_optim(dt_strategy *s, const float *slice, size_t lo, size_t n,
+                                  float *out)
 {
     dt_ddp *dp = (dt_ddp *)s;
     if (!s->opt.zero) {
-        memcpy(full, slice, dt_model_param_count(s->model) * sizeof(float));
+        memcpy(out, slice + lo, n * sizeof(float));
         return DT_OK;
     }
-    return dt_comm_allgatherv(dp->comm, slice, full, dp->shard_counts, dp->shard_displs,
-                              DT_COMM_FLOAT32);
+    return dt_state_gather_range(dp->comm, slice, dp->shard_counts, dp->shard_displs, lo, n, out);
 }
 
 static void ddp_describe(const dt_strategy *s, dt_figures *out)
@@ -450,9 +450,9 @@ static void ddp_comp_state(dt_strategy *s, dt_comp_state *out)
     out->q = dt_gcomp_factors(dp->gc, &out->q_count);
 }
 
-static dt_status ddp_gather_resid(dt_strategy *s, const float *mine, size_t count, float *all)
+static dt_status ddp_share_replica(dt_strategy *s, int r, float *buf, size_t count)
 {
-    return dt_comm_allgather(((dt_ddp *)s)->comm, mine, all, count, DT_COMM_FLOAT32);
+    return dt_comm_bcast(((dt_ddp *)s)->comm, buf, count, DT_COMM_FLOAT32, r);
 }
 
 static const dt_strategy_ops ddp_ops = {
@@ -465,7 +465,7 @@ static const dt_strategy_ops ddp_ops = {
     .time_comm_alone = ddp_time_alone,
     .gather_optim = ddp_gather_optim,
     .comp_state = ddp_comp_state,
-    .gather_resid = ddp_gather_resid,
+    .share_replica = ddp_share_replica,
     .free = ddp_free,
 };
 

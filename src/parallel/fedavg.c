@@ -415,9 +415,11 @@ static dt_status fed_evaluate(dt_strategy *s, int64_t n_test, const dt_step_io *
     return st;
 }
 
-static dt_status fed_gather_optim(dt_strategy *s, const float *slice, float *full)
+static dt_status fed_gather_optim(dt_strategy *s, const float *slice, size_t lo, size_t n,
+                                  float *out)
 {
-    memcpy(full, slice, ((dt_fedavg *)s)->n * sizeof(float));
+    (void)s;
+    memcpy(out, slice + lo, n * sizeof(float));
     return DT_OK;
 }
 

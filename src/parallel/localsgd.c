@@ -49,11 +49,8 @@ typedef struct dt_localsgd {
     int rank, size;
     double *exchange; /* [4 * size]: every rank's (loss sum, wait, non-finite finding, rank) */
     float *keep;      /* [param count]: the parameters set aside while the mean is evaluated */
-    /* Checkpoints: every replica's whole tensors ([1 + state buffers][replicas x whole
-     * count]) and their mean ([1 + state buffers][whole count]), made at the first export. */
-    float *all[3], *mean[3];
-    char note[256];  /* what the last import did to the state, or "" */
-    int resumed_own; /* 1: the last import gave each replica its own state (start keeps it) */
+    char note[256];   /* what the last import did to the state, or "" */
+    int resumed_own;  /* 1: the last import gave each replica its own state (start keeps it) */
     /* This step's kind, from its plan: 1 while in the warm-up (gradients all-reduced). */
     int warm;
     int sync_due;   /* 1: the update of this step ends with an average */
@@ -101,10 +98,6 @@ static void ls_free(dt_strategy *s)
     dt_localsgd *ls = (dt_localsgd *)s;
     dt_free(ls->exchange);
     dt_free(ls->keep);
-    for (int b = 0; b < 3; b++) {
-        dt_free(ls->all[b]);
-        dt_free(ls->mean[b]);
-    }
     dt_free(ls);
 }
 
@@ -257,97 +250,130 @@ static dt_status ls_sync_params(dt_strategy *s)
 }
 
 /* The optimizer holds the whole buffer: its replica's state, a copy. */
-static dt_status ls_gather_optim(dt_strategy *s, const float *slice, float *full)
+static dt_status ls_gather_optim(dt_strategy *s, const float *slice, size_t lo, size_t n,
+                                 float *out)
 {
-    memcpy(full, slice, dt_model_param_count(s->model) * sizeof(float));
+    (void)s;
+    memcpy(out, slice + lo, n * sizeof(float));
     return DT_OK;
 }
 
 /* ---- checkpoints ---- */
 
-/* Every replica's whole tensors gathered to every rank of the dp group (each tp rank holds
- * its replica's whole tensors after dt_state_gather). Collective over the world. */
-static dt_status gather_all(dt_localsgd *ls, int nbuf)
+/* Room for one tensor while the replicas' copies pass: the replica whose turn it is
+ * (got), and on the writer their running sum in replica order and replica 0's. */
+typedef struct ls_room {
+    dt_state_scratch x;
+    float *got, *acc, *first;
+} ls_room;
+
+static void room_free(ls_room *r)
+{
+    dt_state_scratch_free(&r->x);
+    dt_free(r->got);
+    dt_free(r->acc);
+    dt_free(r->first);
+}
+
+static dt_status room_alloc(dt_localsgd *ls, ls_room *r)
 {
     dt_status st = DT_OK;
-    dt_strategy *s = &ls->base;
-    float *wholes[3] = {NULL, NULL, NULL};
-    const size_t w = dt_model_whole_param_count(s->model);
-    DT_TRY(dt_state_gather(s, wholes));
-    for (int b = 0; b <= nbuf; b++) {
-        if (ls->all[b] == NULL) {
-            DT_TRY(dt_alloc_large((size_t)ls->size * w * sizeof(float), "checkpoint replicas",
-                                  (void **)&ls->all[b]));
-            DT_TRY(dt_alloc_large(w * sizeof(float), "checkpoint mean", (void **)&ls->mean[b]));
-        }
-        DT_TRY(dt_comm_allgather(ls->comm, wholes[b], ls->all[b], w, DT_COMM_FLOAT32));
-    }
+    memset(r, 0, sizeof *r);
+    DT_TRY(dt_state_scratch_alloc(&ls->base, &r->x));
+    const size_t w = r->x.whole_count * sizeof(float);
+    DT_TRY(dt_alloc(w, "checkpoint replica tensor", (void **)&r->got));
+    DT_TRY(dt_alloc(w, "checkpoint mean", (void **)&r->acc));
+    DT_TRY(dt_alloc(w, "checkpoint mean", (void **)&r->first));
 fail:
     return st;
 }
 
-/* mean = the replicas' mean of buffer b, summed in replica order; where every replica holds
- * the same bits (just after an average), those bits, not a sum divided back. */
-static void replicas_mean(const dt_localsgd *ls, int b, size_t w)
+/* Replica r's whole tensor: `own` (this rank's replica's, whole) on the writer for r = 0,
+ * else sent by replica r to every rank of the dp group into room->got. Collective over the
+ * dp group. */
+static dt_status replica_tensor(dt_localsgd *ls, int r, const float *own, size_t w, ls_room *room,
+                                const float **out)
 {
-    const float *all = ls->all[b];
-    float *mean = ls->mean[b];
-    int same = 1;
-    for (int r = 1; r < ls->size && same; r++)
-        same = memcmp(all, all + (size_t)r * w, w * sizeof(float)) == 0;
-    if (same) {
-        memcpy(mean, all, w * sizeof(float));
-        return;
-    }
-    for (size_t i = 0; i < w; i++) {
-        float sum = 0.0f;
-        for (int r = 0; r < ls->size; r++)
-            sum += all[(size_t)r * w + i];
-        mean[i] = sum / (float)ls->size;
-    }
+    *out = own;
+    if (r == 0) /* the writer is replica 0 */
+        return DT_OK;
+    if (ls->rank == r)
+        memcpy(room->got, own, w * sizeof(float));
+    *out = room->got;
+    return dt_comm_bcast(ls->comm, room->got, w, DT_COMM_FLOAT32, r);
 }
 
-/* One whole tensor of buffer `from` (w floats laid out as the whole model) to the sink. */
-static dt_status put_whole(const dt_state_sink *sink, const char *name, const dt_param_info *p,
-                           const float *from)
+/* The replicas' mean of one whole tensor, summed in replica order; where every replica
+ * holds the same bits (just after an average), those bits, not a sum divided back. On the
+ * writer into *out; the others take part in the messages. */
+static dt_status replicas_mean(dt_localsgd *ls, const float *own, size_t w, ls_room *room,
+                               int writer, const float **out)
 {
-    dt_state_piece x = {
-        .name = name, .ndim = p->ndim, .data = from + p->whole_offset, .count = p->whole_count};
-    for (int d = 0; d < p->ndim; d++)
-        x.shape[d] = p->whole_shape[d];
-    return sink->put(sink->ctx, &x);
+    int same = 1;
+    for (int r = 0; r < ls->size; r++) {
+        const float *x = NULL;
+        dt_status st = replica_tensor(ls, r, own, w, room, &x);
+        if (st != DT_OK)
+            return st;
+        if (!writer)
+            continue;
+        if (r == 0) {
+            memcpy(room->first, x, w * sizeof(float));
+            memset(room->acc, 0, w * sizeof(float));
+        } else if (same) {
+            same = memcmp(room->first, x, w * sizeof(float)) == 0;
+        }
+        for (size_t i = 0; i < w; i++)
+            room->acc[i] += x[i];
+    }
+    for (size_t i = 0; writer && !same && i < w; i++)
+        room->acc[i] /= (float)ls->size;
+    *out = same ? room->first : room->acc;
+    return DT_OK;
 }
 
 /* The mean under the plain names, then each replica's own under replica.<r>. (its
- * parameters, then its optimizer state), from the stage's writer (dp 0, tp 0). */
+ * parameters, then its optimizer state), from the stage's writer (dp 0, tp 0): one tensor
+ * at a time, each replica's copy of it sent to the writer in turn. */
 static dt_status ls_export(dt_strategy *s, const dt_state_sink *sink)
 {
     dt_localsgd *ls = (dt_localsgd *)s;
     dt_status st = DT_OK;
     float *bufs[2] = {NULL, NULL};
     const int nbuf = dt_optim_state_buffers(s->optim, bufs, 2);
-    const size_t w = dt_model_whole_param_count(s->model);
+    const int nt = dt_model_tensor_count(s->model), describe = sink->describe;
     char name[192], own[224];
-    DT_TRY(gather_all(ls, nbuf));
-    if (!dt_state_writer(s))
-        return DT_OK;
-    for (int b = -1; b < nbuf; b++) {
-        replicas_mean(ls, b + 1, w);
-        for (int i = 0; i < dt_model_tensor_count(s->model); i++) {
+    ls_room room = {0};
+    dt_state_emitter e = {.sink = sink, .writer = dt_state_writer(s)};
+    if (!describe)
+        DT_TRY(room_alloc(ls, &room));
+    for (int b = -1; b < nbuf; b++)
+        for (int i = 0; i < nt; i++) {
             const dt_param_info *p = dt_model_tensor(s->model, i);
+            const float *mine = NULL, *mean = NULL;
+            if (!describe) {
+                DT_TRY(dt_state_tensor_whole(s, b, i, bufs, &room.x, &mine));
+                DT_TRY(replicas_mean(ls, mine, p->whole_count, &room, e.writer, &mean));
+            }
             dt_state_tensor_name(s, b, p, name, sizeof name);
-            DT_TRY(put_whole(sink, name, p, ls->mean[b + 1]));
+            dt_state_emit_tensor(&e, name, p, mean);
         }
-    }
     for (int r = 0; r < ls->size; r++)
         for (int b = -1; b < nbuf; b++)
-            for (int i = 0; i < dt_model_tensor_count(s->model); i++) {
+            for (int i = 0; i < nt; i++) {
                 const dt_param_info *p = dt_model_tensor(s->model, i);
+                const float *mine = NULL, *theirs = NULL;
+                if (!describe) {
+                    DT_TRY(dt_state_tensor_whole(s, b, i, bufs, &room.x, &mine));
+                    DT_TRY(replica_tensor(ls, r, mine, p->whole_count, &room, &theirs));
+                }
                 dt_state_tensor_name(s, b, p, name, sizeof name);
                 snprintf(own, sizeof own, DT_STATE_REPLICA_PREFIX "%d.%s", r, name);
-                DT_TRY(put_whole(sink, own, p, ls->all[b + 1] + (size_t)r * w));
+                dt_state_emit_tensor(&e, own, p, theirs);
             }
+    st = e.st;
 fail:
+    room_free(&room);
     return st;
 }
 
@@ -383,8 +409,10 @@ static dt_status ls_import(dt_strategy *s, const dt_state_source *src, int pass,
             dt_state_tensor_name(s, b, p, name, sizeof name);
             snprintf(mine, sizeof mine, DT_STATE_REPLICA_PREFIX "%d.%s", ls->rank, name);
             DT_TRY(dt_state_find(src, mine, p->ndim, p->whole_shape, &x));
-            if (pass == 1) /* the optimizer's buffers are laid out as the parameters */
-                dt_state_take_part(p, x->data, b < 0 ? dt_model_params(s->model) : bufs[b]);
+            /* the optimizer's buffers are laid out as the parameters */
+            float *to = (b < 0 ? dt_model_params(s->model) : bufs[b]) + p->offset;
+            if (pass == 1)
+                DT_TRY(dt_state_read_part(src, mine, p, 0, p->count, to));
         }
     if (pass == 1) {
         ls->note[0] = '\0';

@@ -270,10 +270,11 @@ fail:
     return st;
 }
 
-static dt_status ps_gather_optim(dt_strategy *s, const float *slice, float *full)
+static dt_status ps_gather_optim(dt_strategy *s, const float *slice, size_t lo, size_t n,
+                                 float *out)
 {
     dt_ps *ps = (dt_ps *)s;
-    return dt_comm_allgatherv(ps->comm, slice, full, ps->counts, ps->displs, DT_COMM_FLOAT32);
+    return dt_state_gather_range(ps->comm, slice, ps->counts, ps->displs, lo, n, out);
 }
 
 /* The histogram's bins as figures (the last counts the older steps). */
@@ -357,24 +358,11 @@ static void ps_comp_state(dt_strategy *s, dt_comp_state *out)
     }
 }
 
-/* The workers' residuals or factors (workers are world ranks 0 .. workers - 1; servers add
- * none). */
-static dt_status ps_gather_resid(dt_strategy *s, const float *mine, size_t count, float *all)
+/* Worker r's residual range or factors (workers are world ranks 0 .. workers - 1 of the
+ * comm; servers only receive). */
+static dt_status ps_share_replica(dt_strategy *s, int r, float *buf, size_t count)
 {
-    dt_ps *ps = (dt_ps *)s;
-    dt_status st = DT_OK;
-    size_t *counts = NULL, *displs = NULL;
-    DT_TRY(dt_alloc((size_t)ps->size * sizeof(size_t), "residual counts", (void **)&counts));
-    DT_TRY(dt_alloc((size_t)ps->size * sizeof(size_t), "residual offsets", (void **)&displs));
-    for (int r = 0; r < ps->workers; r++) {
-        counts[r] = count;
-        displs[r] = (size_t)r * count;
-    }
-    DT_TRY(dt_comm_allgatherv(ps->comm, mine, all, counts, displs, DT_COMM_FLOAT32));
-fail:
-    dt_free(counts);
-    dt_free(displs);
-    return st;
+    return dt_comm_bcast(((dt_ps *)s)->comm, buf, count, DT_COMM_FLOAT32, r);
 }
 
 static void ps_summary(const dt_strategy *s, char *buf, size_t nbytes)
@@ -399,7 +387,7 @@ static const dt_strategy_ops ps_ops = {
     .gather_optim = ps_gather_optim,
     .sync_params = ps_sync_params,
     .comp_state = ps_comp_state,
-    .gather_resid = ps_gather_resid,
+    .share_replica = ps_share_replica,
     .free = ps_free,
 };
 

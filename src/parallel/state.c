@@ -3,8 +3,15 @@
  * optimizer's state whole, gathered over the tensor-parallel group and (under ZeRO-1) the
  * data-parallel group; gradient compression's residuals, one per replica, and PowerSGD's
  * factors (docs/COMPRESSION.md). Each pipeline stage's first rank (dp 0, tp 0) is the one
- * that writes its stage's tensors. Importing is the same for every layout: each rank takes
+ * that writes its stage's tensors. Importing is the same for every layout: each rank reads
  * its part of each whole tensor, and under ZeRO-1 its slice of the state.
+ *
+ * One tensor at a time, both ways (docs/ARCHITECTURE.md, "checkpoints"): an export gathers
+ * one tensor of one buffer (its ZeRO-1 slices from the ranks that own them, then its
+ * tensor-parallel parts) and hands it to the sink before it gathers the next; an import
+ * reads each rank's part of each tensor, or the elements of its ZeRO-1 slice, straight
+ * into place. No rank holds more than the largest tensor (twice, with its tp parts)
+ * beyond its own state, whatever the model's size.
  *
  * Strategies call these (strategy_impl.h); these call only the vtable, never strategy.c,
  * so src/parallel/ has no cycle. */
@@ -19,15 +26,6 @@ int dt_state_optional(const char *name)
            strncmp(name, DT_STATE_REPLICA_PREFIX, strlen(DT_STATE_REPLICA_PREFIX)) == 0;
 }
 
-void dt_state_free(dt_strategy *s)
-{
-    dt_free(s->st_full);
-    for (int b = 0; b < 3; b++)
-        dt_free(s->st_whole[b]);
-    dt_free(s->st_resid);
-    dt_free(s->st_q);
-}
-
 void dt_state_tensor_name(const dt_strategy *s, int b, const dt_param_info *p, char *buf,
                           size_t nbytes)
 {
@@ -38,158 +36,186 @@ void dt_state_tensor_name(const dt_strategy *s, int b, const dt_param_info *p, c
                  p->name);
 }
 
-/* A piece holding all of p's whole tensor from `whole`, the whole model's buffer. */
-static dt_state_piece whole_piece(const char *name, const dt_param_info *p, const float *whole)
-{
-    dt_state_piece x = {.name = name,
-                        .ndim = p->ndim,
-                        .data = whole + p->whole_offset,
-                        .first = 0,
-                        .count = p->whole_count};
-    for (int d = 0; d < p->ndim; d++)
-        x.shape[d] = p->whole_shape[d];
-    return x;
-}
-
-dt_status dt_state_gather(dt_strategy *s, float **wholes)
-{
-    dt_status st = DT_OK;
-    dt_model *m = s->model;
-    float *bufs[2] = {NULL, NULL};
-    const int nbuf = dt_optim_state_buffers(s->optim, bufs, 2);
-    const size_t n = dt_model_param_count(m), w = dt_model_whole_param_count(m);
-    /* One process's whole model (no tp split, no ZeRO slice) is exported from where it
-     * lives: no copy. */
-    if (n == w && !s->optim_sharded) {
-        wholes[0] = dt_model_params(m);
-        for (int b = 0; b < nbuf; b++)
-            wholes[1 + b] = bufs[b];
-        return DT_OK;
-    }
-    /* Otherwise into buffers kept for the next export (no page faults then). */
-    if (s->st_full == NULL) /* an import may have made it */
-        DT_TRY(dt_alloc(n * sizeof(float), "checkpoint state", (void **)&s->st_full));
-    for (int b = 0; b <= nbuf; b++)
-        if (s->st_whole[b] == NULL)
-            DT_TRY(dt_alloc(w * sizeof(float), "checkpoint tensors", (void **)&s->st_whole[b]));
-    for (int b = 0; b <= nbuf; b++)
-        wholes[b] = s->st_whole[b];
-    DT_TRY(dt_model_gather_params(m, wholes[0]));
-    for (int b = 0; b < nbuf; b++) {
-        DT_TRY(s->ops->gather_optim(s, bufs[b], s->st_full));
-        DT_TRY(dt_model_gather_buffer(m, s->st_full, wholes[1 + b]));
-    }
-fail:
-    return st;
-}
-
-/* Each replica's `count` floats gathered into *all (allocated once, kept). Collective over
- * the world. */
-static dt_status gather_replicas(dt_strategy *s, const float *mine, size_t count, const char *what,
-                                 float **all)
-{
-    dt_status st = DT_OK;
-    if (*all == NULL)
-        DT_TRY(
-            dt_alloc_large((size_t)s->info.replicas * count * sizeof(float), what, (void **)all));
-    DT_TRY(s->ops->gather_resid(s, mine, count, *all));
-fail:
-    return st;
-}
-
-/* Compression's state gathered: every replica's residual into *resid ([replicas x
- * cs->count], replica order) or NULL, and PowerSGD's factors into *q: the set every rank
- * shares (ddp, [cs->q_count]), or every replica's own (ps, [replicas x cs->q_count]), or
- * NULL. Every rank answers the same counts, so all take part in the gathers. Collective
- * over the world. */
-static dt_status gather_comp(dt_strategy *s, dt_comp_state *cs, const float **resid,
-                             const float **q)
-{
-    dt_status st = DT_OK;
-    memset(cs, 0, sizeof *cs);
-    if (s->ops->comp_state != NULL)
-        s->ops->comp_state(s, cs);
-    *resid = NULL;
-    *q = cs->q_count > 0 ? cs->q : NULL;
-    if (cs->count > 0) {
-        DT_TRY(gather_replicas(s, cs->resid, cs->count, "checkpoint residuals", &s->st_resid));
-        *resid = s->st_resid;
-    }
-    if (cs->q_per_replica && cs->q_count > 0) {
-        DT_TRY(gather_replicas(s, cs->q, cs->q_count, "checkpoint factors", &s->st_q));
-        *q = s->st_q;
-    }
-fail:
-    return st;
-}
-
-/* Compression's tensors: compress.residual.<replica>.<parameter> (the parameter's shape;
- * compression runs without tp and pp, so local is whole), and compress.q or, where each
- * replica has its own, compress.q.<replica> (1-D). */
-static dt_status put_comp(dt_strategy *s, const dt_state_sink *sink, const dt_comp_state *cs,
-                          const float *resid, const float *q)
-{
-    dt_status st = DT_OK;
-    const int replicas = s->info.replicas;
-    char name[192];
-    for (int r = 0; resid != NULL && r < replicas; r++)
-        for (int i = 0; i < dt_model_tensor_count(s->model); i++) {
-            const dt_param_info *p = dt_model_tensor(s->model, i);
-            snprintf(name, sizeof name, DT_STATE_COMPRESS_PREFIX "residual.%d.%s", r, p->name);
-            dt_state_piece x = {.name = name,
-                                .ndim = p->ndim,
-                                .data = resid + (size_t)r * cs->count + p->offset,
-                                .count = p->count};
-            memcpy(x.shape, p->shape, sizeof(int64_t) * (size_t)p->ndim);
-            DT_TRY(sink->put(sink->ctx, &x));
-        }
-    const int nq = q == NULL ? 0 : cs->q_per_replica ? replicas : 1;
-    for (int r = 0; r < nq; r++) {
-        if (cs->q_per_replica)
-            snprintf(name, sizeof name, DT_STATE_COMPRESS_PREFIX "q.%d", r);
-        else
-            snprintf(name, sizeof name, DT_STATE_COMPRESS_PREFIX "q");
-        const dt_state_piece x = {.name = name,
-                                  .ndim = 1,
-                                  .shape = {(int64_t)cs->q_count},
-                                  .data = q + (size_t)r * cs->q_count,
-                                  .count = cs->q_count};
-        DT_TRY(sink->put(sink->ctx, &x));
-    }
-fail:
-    return st;
-}
-
 int dt_state_writer(const dt_strategy *s)
 {
     return s->info.replica == 0 && s->info.tp_rank == 0;
 }
 
+/* ---- one tensor at a time ---- */
+
+dt_status dt_state_scratch_alloc(const dt_strategy *s, dt_state_scratch *x)
+{
+    dt_status st = DT_OK;
+    size_t part = 1, whole = 1;
+    memset(x, 0, sizeof *x);
+    for (int i = 0; i < dt_model_tensor_count(s->model); i++) {
+        const dt_param_info *p = dt_model_tensor(s->model, i);
+        part = p->count > part ? p->count : part;
+        whole = p->whole_count > whole ? p->whole_count : whole;
+    }
+    x->part_count = part;
+    x->whole_count = whole;
+    DT_TRY(dt_alloc(part * sizeof(float), "checkpoint tensor part", (void **)&x->part));
+    DT_TRY(dt_alloc(whole * sizeof(float), "checkpoint tensor", (void **)&x->whole));
+fail:
+    return st;
+}
+
+void dt_state_scratch_free(dt_state_scratch *x)
+{
+    dt_free(x->part);
+    dt_free(x->whole);
+    memset(x, 0, sizeof *x);
+}
+
+void dt_state_emit(dt_state_emitter *e, const char *name, int ndim, const int64_t *shape,
+                   const float *data, size_t count)
+{
+    if (!e->writer || e->st != DT_OK)
+        return;
+    dt_state_piece x = {.name = name, .ndim = ndim, .data = data, .first = 0, .count = count};
+    memcpy(x.shape, shape, sizeof(int64_t) * (size_t)ndim);
+    e->st = e->sink->put(e->sink->ctx, &x);
+}
+
+void dt_state_emit_tensor(dt_state_emitter *e, const char *name, const dt_param_info *p,
+                          const float *data)
+{
+    dt_state_emit(e, name, p->ndim, p->whole_shape, data, p->whole_count);
+}
+
+dt_status dt_state_gather_range(dt_comm *comm, const float *slice, const size_t *counts,
+                                const size_t *displs, size_t lo, size_t n, float *out)
+{
+    dt_status st = DT_OK;
+    const int size = dt_comm_size(comm), me = dt_comm_rank(comm);
+    size_t *cnt = NULL, *dsp = NULL;
+    DT_TRY(dt_alloc(2 * (size_t)size * sizeof(size_t), "checkpoint slices", (void **)&cnt));
+    dsp = cnt + size;
+    /* Rank r sends the part of [lo, lo + n) its slice [displs[r], displs[r] + counts[r])
+     * holds, which lands where it belongs in out. */
+    const float *send = slice;
+    for (int r = 0; r < size; r++) {
+        const size_t a = displs[r] > lo ? displs[r] : lo;
+        const size_t b = displs[r] + counts[r] < lo + n ? displs[r] + counts[r] : lo + n;
+        cnt[r] = b > a ? b - a : 0;
+        dsp[r] = b > a ? a - lo : 0;
+        if (r == me && b > a)
+            send = slice + (a - displs[r]);
+    }
+    DT_TRY(dt_comm_allgatherv(comm, send, out, cnt, dsp, DT_COMM_FLOAT32));
+fail:
+    dt_free(cnt);
+    return st;
+}
+
+dt_status dt_state_tensor_whole(dt_strategy *s, int b, int i, float *const *bufs,
+                                dt_state_scratch *x, const float **out)
+{
+    dt_status st = DT_OK;
+    dt_model *m = s->model;
+    const dt_param_info *p = dt_model_tensor(m, i);
+    const float *local = NULL;
+    if (b < 0) {
+        local = dt_model_params(m) + p->offset;
+    } else if (!s->optim_sharded) { /* the optimizer's buffer laid out as the parameters */
+        local = bufs[b] + p->offset;
+    } else { /* this tensor's elements from the ranks whose slices hold them */
+        DT_TRY(s->ops->gather_optim(s, bufs[b], p->offset, p->count, x->part));
+        local = x->part;
+    }
+    if (p->split_dim < 0) { /* whole on this rank: no copy */
+        *out = local;
+        return DT_OK;
+    }
+    DT_TRY(dt_model_gather_tensor(m, i, local, x->whole));
+    *out = x->whole;
+fail:
+    return st;
+}
+
+/* ---- exporting ---- */
+
+/* Compression's tensors: compress.residual.<replica>.<parameter> (the parameter's shape;
+ * compression runs without tp and pp, so local is whole), then compress.q or, where each
+ * replica has its own, compress.q.<replica> (1-D). One replica's tensor at a time reaches
+ * the writer (replica 0, which has its own in place). Every rank answers the same counts
+ * (dt_comp_state), so all take part in the same messages. Collective over the world. */
+static dt_status export_comp(dt_strategy *s, dt_state_emitter *e, dt_state_scratch *x)
+{
+    dt_status st = DT_OK;
+    const int replicas = s->info.replicas, describe = e->sink->describe;
+    dt_comp_state cs;
+    float *q = NULL;
+    char name[192];
+    memset(&cs, 0, sizeof cs);
+    if (s->ops->comp_state != NULL)
+        s->ops->comp_state(s, &cs);
+    for (int r = 0; cs.count > 0 && r < replicas; r++)
+        for (int i = 0; i < dt_model_tensor_count(s->model); i++) {
+            const dt_param_info *p = dt_model_tensor(s->model, i);
+            const float *data = cs.resid != NULL ? cs.resid + p->offset : NULL;
+            if (r > 0 && !describe) {
+                if (s->info.replica == r)
+                    memcpy(x->part, cs.resid + p->offset, p->count * sizeof(float));
+                DT_TRY(s->ops->share_replica(s, r, x->part, p->count));
+                data = x->part;
+            }
+            snprintf(name, sizeof name, DT_STATE_COMPRESS_PREFIX "residual.%d.%s", r, p->name);
+            dt_state_emit(e, name, p->ndim, p->shape, data, p->count);
+        }
+    const int nq = cs.q_count == 0 ? 0 : cs.q_per_replica ? replicas : 1;
+    if (nq > 1 && !describe) /* the factors are one tensor: held whole while it passes */
+        DT_TRY(dt_alloc(cs.q_count * sizeof(float), "checkpoint factors", (void **)&q));
+    for (int r = 0; r < nq; r++) {
+        const float *data = cs.q;
+        if (r > 0 && !describe) {
+            if (s->info.replica == r)
+                memcpy(q, cs.q, cs.q_count * sizeof(float));
+            DT_TRY(s->ops->share_replica(s, r, q, cs.q_count));
+            data = q;
+        }
+        if (cs.q_per_replica)
+            snprintf(name, sizeof name, DT_STATE_COMPRESS_PREFIX "q.%d", r);
+        else
+            snprintf(name, sizeof name, DT_STATE_COMPRESS_PREFIX "q");
+        const int64_t shape[1] = {(int64_t)cs.q_count};
+        dt_state_emit(e, name, 1, shape, data, cs.q_count);
+    }
+fail:
+    dt_free(q);
+    return st;
+}
+
 dt_status dt_state_export_common(dt_strategy *s, const dt_state_sink *sink)
 {
     dt_status st = DT_OK;
-    float *wholes[3] = {NULL, NULL, NULL}, *bufs[2] = {NULL, NULL};
+    float *bufs[2] = {NULL, NULL};
     const int nbuf = dt_optim_state_buffers(s->optim, bufs, 2);
     char name[192];
-    dt_comp_state cs;
-    const float *resid = NULL, *q = NULL;
-    /* Every collective first: a writer whose sink refuses a piece (a NaN) then leaves no
-     * rank waiting in a gather. */
-    if (s->ops->sync_params != NULL) /* a parameter server's shards */
-        DT_TRY(s->ops->sync_params(s));
-    DT_TRY(dt_state_gather(s, wholes));
-    DT_TRY(gather_comp(s, &cs, &resid, &q));
-    if (!dt_state_writer(s))
-        return DT_OK;
+    dt_state_scratch x = {0};
+    dt_state_emitter e = {.sink = sink, .writer = dt_state_writer(s)};
+    /* Saying what will come sends nothing: the writer's names and shapes are its own. */
+    if (!sink->describe) {
+        if (s->ops->sync_params != NULL) /* a parameter server's shards */
+            DT_TRY(s->ops->sync_params(s));
+        DT_TRY(dt_state_scratch_alloc(s, &x));
+    }
+    /* A sink that refuses a piece (a NaN, a full disk) is handed no more, but every rank
+     * goes on through the same messages: no rank is left waiting in a gather. */
     for (int b = -1; b < nbuf; b++)
         for (int i = 0; i < dt_model_tensor_count(s->model); i++) {
             const dt_param_info *p = dt_model_tensor(s->model, i);
+            const float *data = NULL;
+            if (!sink->describe)
+                DT_TRY(dt_state_tensor_whole(s, b, i, bufs, &x, &data));
             dt_state_tensor_name(s, b, p, name, sizeof name);
-            const dt_state_piece x = whole_piece(name, p, wholes[b + 1]);
-            DT_TRY(sink->put(sink->ctx, &x));
+            dt_state_emit_tensor(&e, name, p, data);
         }
-    DT_TRY(put_comp(s, sink, &cs, resid, q));
+    DT_TRY(export_comp(s, &e, &x));
+    st = e.st;
 fail:
+    dt_state_scratch_free(&x);
     return st;
 }
 
@@ -215,17 +241,23 @@ dt_status dt_state_find(const dt_state_source *src, const char *name, int ndim,
     return DT_OK;
 }
 
-void dt_state_take_part(const dt_param_info *p, const float *whole, float *local)
+dt_status dt_state_read_part(const dt_state_source *src, const char *name, const dt_param_info *p,
+                             size_t k0, size_t k1, float *dst)
 {
-    /* Read as bytes: a file's tensor need not be aligned for float. */
-    const unsigned char *raw = (const unsigned char *)whole;
-    if (p->split_dim < 0) { /* the whole tensor: one copy */
-        memcpy(local + p->offset, raw, p->count * sizeof(float));
-        return;
+    /* Runs of consecutive elements of the whole tensor, each read in one call: the whole
+     * part when it is the tensor or a block of its rows, a row's columns otherwise. */
+    size_t k = k0;
+    while (k < k1) {
+        const size_t first = dt_param_whole_index(p, k);
+        size_t n = 1;
+        while (k + n < k1 && dt_param_whole_index(p, k + n) == first + n)
+            n++;
+        dt_status st = src->read(src->ctx, name, first, n, dst + (k - k0));
+        if (st != DT_OK)
+            return st;
+        k += n;
     }
-    for (size_t k = 0; k < p->count; k++)
-        memcpy(local + p->offset + k, raw + dt_param_whole_index(p, k) * sizeof(float),
-               sizeof(float));
+    return DT_OK;
 }
 
 /* The replicas whose residuals the set holds: compress.residual.R.<first tensor> for
@@ -263,12 +295,15 @@ static const dt_state_piece *saved_q(const dt_state_source *src, const dt_comp_s
 /* Gradient compression's state (docs/COMPRESSION.md): on the layout it was written on, each
  * replica takes its own residual back (a bit-exact resume); on another number of replicas
  * R each takes the saved residuals' sum divided by R, so that the new residuals' sum, what
- * the replicas still owe the parameters, is the saved one. PowerSGD's factors come back
- * when the plan is the same (saved_q says whose). A set without the state (written without
- * compression) leaves it at zero. pass 0 checks, pass 1 copies. */
+ * the replicas still owe the parameters, is the saved one (read one saved tensor at a
+ * time). PowerSGD's factors come back when the plan is the same (saved_q says whose). A set
+ * without the state (written without compression) leaves it at zero. pass 0 checks, pass 1
+ * copies. */
 static dt_status import_comp(dt_strategy *s, const dt_state_source *src, int pass)
 {
+    dt_status st = DT_OK;
     dt_comp_state cs;
+    float *tmp = NULL;
     memset(&cs, 0, sizeof cs);
     if (s->ops->comp_state != NULL)
         s->ops->comp_state(s, &cs);
@@ -277,34 +312,50 @@ static dt_status import_comp(dt_strategy *s, const dt_state_source *src, int pas
     const int nt = dt_model_tensor_count(s->model);
     const int saved =
         nt > 0 && mine != NULL ? saved_replicas(src, dt_model_tensor(s->model, 0)) : 0;
+    const int own = saved == si->replicas;
     char name[192];
-    if (saved > 0) {
-        if (pass == 1)
-            memset(mine, 0, cs.count * sizeof(float));
-        const int own = saved == si->replicas;
-        for (int r = own ? si->replica : 0; r < (own ? si->replica + 1 : saved); r++)
-            for (int i = 0; i < nt; i++) {
-                const dt_param_info *p = dt_model_tensor(s->model, i);
-                const dt_state_piece *x = NULL;
-                snprintf(name, sizeof name, DT_STATE_COMPRESS_PREFIX "residual.%d.%s", r, p->name);
-                dt_status st = dt_state_find(src, name, p->ndim, p->shape, &x);
-                if (st != DT_OK)
-                    return st;
-                for (size_t k = 0; pass == 1 && k < p->count; k++)
-                    mine[p->offset + k] += own ? x->data[k] : x->data[k] / (float)si->replicas;
-            }
+    if (saved > 0 && pass == 1) {
+        memset(mine, 0, cs.count * sizeof(float));
+        size_t most = 1;
+        for (int i = 0; i < nt; i++)
+            most = dt_model_tensor(s->model, i)->count > most ? dt_model_tensor(s->model, i)->count
+                                                              : most;
+        if (!own)
+            DT_TRY(dt_alloc(most * sizeof(float), "checkpoint residual", (void **)&tmp));
     }
+    for (int r = own ? si->replica : 0; saved > 0 && r < (own ? si->replica + 1 : saved); r++)
+        for (int i = 0; i < nt; i++) {
+            const dt_param_info *p = dt_model_tensor(s->model, i);
+            const dt_state_piece *x = NULL;
+            snprintf(name, sizeof name, DT_STATE_COMPRESS_PREFIX "residual.%d.%s", r, p->name);
+            DT_TRY(dt_state_find(src, name, p->ndim, p->shape, &x));
+            if (pass == 0)
+                continue;
+            if (own) {
+                DT_TRY(src->read(src->ctx, name, 0, p->count, mine + p->offset));
+                continue;
+            }
+            DT_TRY(src->read(src->ctx, name, 0, p->count, tmp));
+            for (size_t k = 0; k < p->count; k++)
+                mine[p->offset + k] += tmp[k] / (float)si->replicas;
+        }
     const dt_state_piece *x = cs.q != NULL ? saved_q(src, &cs, si->replica) : NULL;
     if (x == NULL)
-        return DT_OK;
-    if (x->ndim != 1 || x->shape[0] != (int64_t)cs.q_count)
-        return dt_fail(DT_ERR_MISMATCH,
-                       "checkpoint: %s: %s holds %lld factors; this run's PowerSGD plan has %zu "
-                       "(another parallel.compress rank?)",
-                       src->where, x->name, (long long)x->shape[0], cs.q_count);
-    if (pass == 1)
-        memcpy(cs.q, x->data, cs.q_count * sizeof(float));
-    return DT_OK;
+        goto fail;
+    if (x->ndim != 1 || x->shape[0] != (int64_t)cs.q_count) {
+        st = dt_fail(DT_ERR_MISMATCH,
+                     "checkpoint: %s: %s holds %lld factors; this run's PowerSGD plan has %zu "
+                     "(another parallel.compress rank?)",
+                     src->where, x->name, (long long)x->shape[0], cs.q_count);
+        goto fail;
+    }
+    if (pass == 1) {
+        snprintf(name, sizeof name, "%s", x->name);
+        DT_TRY(src->read(src->ctx, name, 0, cs.q_count, cs.q));
+    }
+fail:
+    dt_free(tmp);
+    return st;
 }
 
 dt_status dt_state_import_common(dt_strategy *s, const dt_state_source *src, int pass,
@@ -320,24 +371,22 @@ dt_status dt_state_import_common(dt_strategy *s, const dt_state_source *src, int
      * judge the set's count even when a tensor is missing. */
     *per_tensor = 1 + nbuf;
     for (int b = -1; b < nbuf; b++) {
-        /* The optimizer's buffer laid out as the parameters, then this rank's range of it
-         * (all of it, or its ZeRO-1 slice). */
-        float *to = b < 0 ? dt_model_params(s->model) : s->st_full;
-        if (pass == 1 && b >= 0 && s->st_full == NULL)
-            DT_TRY(dt_alloc(dt_model_param_count(s->model) * sizeof(float), "checkpoint state",
-                            (void **)&s->st_full));
-        if (pass == 1 && b >= 0)
-            to = s->st_full;
+        /* The parameters whole on this rank; an optimizer buffer's range this rank updates
+         * (all of it, or its ZeRO-1 slice), laid out as the parameters. */
+        const size_t lo = b < 0 ? 0 : s->optim_offset;
+        const size_t hi = b < 0 ? dt_model_param_count(s->model) : lo + s->optim_count;
+        float *to = b < 0 ? dt_model_params(s->model) : bufs[b];
         for (int i = 0; i < nt; i++) {
             const dt_param_info *p = dt_model_tensor(s->model, i);
             const dt_state_piece *x = NULL;
             dt_state_tensor_name(s, b, p, name, sizeof name);
             DT_TRY(dt_state_find(src, name, p->ndim, p->whole_shape, &x));
-            if (pass == 1)
-                dt_state_take_part(p, x->data, to);
+            const size_t a = p->offset > lo ? p->offset : lo;
+            const size_t e = p->offset + p->count < hi ? p->offset + p->count : hi;
+            if (pass == 1 && e > a)
+                DT_TRY(
+                    dt_state_read_part(src, name, p, a - p->offset, e - p->offset, to + (a - lo)));
         }
-        if (pass == 1 && b >= 0)
-            memcpy(bufs[b], s->st_full + s->optim_offset, s->optim_count * sizeof(float));
     }
     DT_TRY(import_comp(s, src, pass));
 fail:

@@ -66,7 +66,6 @@ void dt_strategy_free(dt_strategy *s)
     dt_tp_comm_free(s->tp);
     dt_pipe_free(s->pipe);
     dt_free(s->exchange);
-    dt_state_free(s);
     s->ops->free(s);
     dt_grid_free(grid);
 }
@@ -112,11 +111,6 @@ void dt_strategy_set_obs(dt_strategy *s, dt_obs *obs)
         dt_pipe_set_obs(s->pipe, obs);
 }
 
-dt_status dt_strategy_gather_optim(dt_strategy *s, const float *slice, float *full)
-{
-    return s->ops->gather_optim(s, slice, full);
-}
-
 dt_status dt_strategy_place_stages(dt_strategy *s, const int *stage_of, int nlayers)
 {
     if (s->pipe == NULL)
@@ -142,12 +136,6 @@ void dt_strategy_comp_state(dt_strategy *s, dt_comp_state *out)
     memset(out, 0, sizeof *out);
     if (s->ops->comp_state != NULL)
         s->ops->comp_state(s, out);
-}
-
-dt_status dt_strategy_gather_resid(dt_strategy *s, const float *mine, size_t count, float *all)
-{
-    DT_ASSERT(s->ops->gather_resid != NULL);
-    return s->ops->gather_resid(s, mine, count, all);
 }
 
 dt_status dt_strategy_start(dt_strategy *s)

@@ -167,7 +167,6 @@ void dt_strategy_bind_optim(dt_strategy *s, dt_optim *o);
 dt_status dt_strategy_sync_params(dt_strategy *s);
 /* dt_strategy_ops.comp_state, or nothing (all NULL and 0). */
 void dt_strategy_comp_state(dt_strategy *s, dt_comp_state *out);
-dt_status dt_strategy_gather_resid(dt_strategy *s, const float *mine, size_t count, float *all);
 
 /* Calls through the vtable (see dt_strategy_ops). */
 dt_status dt_strategy_attach(dt_strategy *s, dt_model *m, size_t *optim_count);
@@ -190,9 +189,6 @@ dt_status dt_strategy_evaluate(dt_strategy *s, int64_t n_test, const dt_step_io 
  * ("tp", "tp_s", ...) and its pipeline's ("pp", "pp_step_s", ...), added to *out. */
 void dt_strategy_describe(const dt_strategy *s, dt_figures *out);
 dt_status dt_strategy_time_comm_alone(dt_strategy *s, int reps, double *seconds);
-
-/* dt_strategy_ops.gather_optim, and the range the optimizer owns. */
-dt_status dt_strategy_gather_optim(dt_strategy *s, const float *slice, float *full);
 
 /* whole[0..n) = the whole model's parameters gathered from the pipeline's stages (each
  * holding its own tensors in place and zeros elsewhere); nothing without a pipeline.
@@ -234,22 +230,33 @@ typedef struct dt_state_piece {
 } dt_state_piece;
 
 /* Where exported pieces go: put is called on the ranks that write (one per pipeline stage
- * today), in the order the tensors are to be stored. A piece's data stays valid until the
- * strategy's next export or its free. */
+ * today), in the order the tensors are to be stored, each tensor's pieces in the order of
+ * their elements. A piece's data is valid during the call only: the strategy gathers the
+ * next tensor into the same room. A sink that returns a failure is handed nothing more;
+ * the export goes on through its messages and returns that failure.
+ * With `describe` set, the export only says what it will put: every tensor once, whole,
+ * data NULL, on the same ranks and in the same order, and sends no message (so that the
+ * writer knows its part's header before any data). */
 typedef struct dt_state_sink {
     void *ctx;
     dt_status (*put)(void *ctx, const dt_state_piece *p);
+    int describe;
 } dt_state_sink;
 
-/* Where imported tensors come from: find returns the set's tensor `name` whole (first 0,
- * count its elements), or NULL when the set holds none; `where` names the set in errors. */
+/* Where imported tensors come from: find returns the set's tensor `name` (name, ndim,
+ * shape; data NULL, first 0, count its elements), or NULL when the set holds none, valid
+ * until the next find; read copies elements [first, first + count) of tensor `name` into
+ * dst (the set's tensors are never held whole by the reader); `where` names the set in
+ * errors. */
 typedef struct dt_state_source {
     void *ctx;
     const dt_state_piece *(*find)(void *ctx, const char *name);
+    dt_status (*read)(void *ctx, const char *name, size_t first, size_t count, float *dst);
     const char *where;
 } dt_state_source;
 
-/* The run's state to `sink` (on the ranks that write). Collective over the world. */
+/* The run's state to `sink` (on the ranks that write). Collective over the world, except
+ * with sink->describe. */
 dt_status dt_strategy_export_state(dt_strategy *s, const dt_state_sink *sink);
 /* The run's state from `src`: pass 0 checks every tensor this rank needs (DT_ERR_MISMATCH
  * naming a missing or misshapen one) and says in *per_tensor how many of the set's tensors

@@ -31,20 +31,22 @@ typedef struct dt_strategy_ops {
     void (*describe)(const dt_strategy *s, dt_figures *out);
     /* Times the step's gradient communication alone (median of reps rounds). Collective. */
     dt_status (*time_comm_alone)(dt_strategy *s, int reps, double *seconds);
-    /* full[0..param count) = the optimizer's buffer laid out as the parameters, from this
-     * rank's slice [optim_offset, optim_offset + optim_count) of it: the slices of the
-     * data-parallel group gathered under ZeRO-1, a copy otherwise. Collective over the dp
-     * group. */
-    dt_status (*gather_optim)(dt_strategy *s, const float *slice, float *full);
+    /* out[0..n) = elements [lo, lo + n) of the optimizer's buffer laid out as the
+     * parameters, from this rank's slice [optim_offset, optim_offset + optim_count) of it:
+     * the part each rank's slice holds, gathered under ZeRO-1 (dt_state_gather_range), a
+     * copy otherwise. One tensor at a time (checkpoints: state.c). Collective over the
+     * group that shares the slices. */
+    dt_status (*gather_optim)(dt_strategy *s, const float *slice, size_t lo, size_t n, float *out);
     /* Optional (NULL: every rank's parameters are current after each update): make them
      * current on every rank, before they are read whole (checkpoints, saved weights).
      * Collective over the world. */
     dt_status (*sync_params)(dt_strategy *s);
     /* Optional (NULL: no compression state): this rank's, into *out (zeroed before). */
     void (*comp_state)(dt_strategy *s, dt_comp_state *out);
-    /* With comp_state: every replica's `count` floats (its residual, or its factors when
-     * they are its own) into all, in replica order. Collective over the world. */
-    dt_status (*gather_resid)(dt_strategy *s, const float *mine, size_t count, float *all);
+    /* With comp_state: replica r's `count` floats in buf (a range of its residual, or its
+     * factors when they are its own) to buf on every rank of the replicas' group, replica
+     * 0's (the writer's) included. Collective over the world. */
+    dt_status (*share_replica)(dt_strategy *s, int r, float *buf, size_t count);
     /* Optional (NULL: the trainer's cut stands): dt_strategy_plan_run. */
     dt_status (*plan_run)(dt_strategy *s, const dt_run_facts *facts, dt_run_plan *plan);
     /* Optional: dt_strategy_step_samples. */
@@ -88,10 +90,6 @@ struct dt_strategy {
     dt_optim *optim;  /* borrowed (dt_strategy_bind_optim): a server that applies as
                          gradients arrive steps it inside the step */
     double grad_norm; /* the step's norm before clipping (clip.c), or NAN */
-    /* state.c's buffers, kept from one export to the next (no page faults then): a state
-     * buffer gathered over ZeRO-1's slices, the whole parameters and state buffers, every
-     * replica's residuals and (where each has its own) PowerSGD factors. */
-    float *st_full, *st_whole[3], *st_resid, *st_q;
 };
 
 /* ---- shared by the strategies (replica.c) ---- */
@@ -154,19 +152,49 @@ dt_status dt_state_import_common(dt_strategy *s, const dt_state_source *src, int
                                  int *per_tensor);
 /* 1 on the rank that writes its stage's tensors (dp 0, tp 0). */
 int dt_state_writer(const dt_strategy *s);
-/* wholes[0] = the whole parameters, wholes[1 + b] = optimizer state buffer b, whole (this
- * rank's own buffers where nothing is split, else state.c's, valid until the next call), as
- * this rank holds them (sync_params is the caller's). Collective over the dp and tp groups. */
-dt_status dt_state_gather(dt_strategy *s, float **wholes);
 /* The set's name of parameter p (b < 0) or of its optimizer state buffer b. */
 void dt_state_tensor_name(const dt_strategy *s, int b, const dt_param_info *p, char *buf,
                           size_t nbytes);
+
+/* One tensor's room while it passes: part (the largest local tensor's floats), whole (the
+ * largest whole tensor's). Allocated for one export or import, freed after it: the most a
+ * rank holds of the state beyond its own (docs/ARCHITECTURE.md, "checkpoints"). */
+typedef struct dt_state_scratch {
+    float *part, *whole;
+    size_t part_count, whole_count;
+} dt_state_scratch;
+dt_status dt_state_scratch_alloc(const dt_strategy *s, dt_state_scratch *x);
+void dt_state_scratch_free(dt_state_scratch *x);
+/* *out = tensor i of buffer b (b < 0: the parameters, else optimizer state buffer b of
+ * bufs), whole: in place where this rank holds it whole, else gathered into x (its ZeRO-1
+ * elements from the ranks that own them, then its tensor-parallel parts). Collective over
+ * the dp group (sharded state) and the tp group (a split tensor). */
+dt_status dt_state_tensor_whole(dt_strategy *s, int b, int i, float *const *bufs,
+                                dt_state_scratch *x, const float **out);
+/* out[0..n) = elements [lo, lo + n) of a buffer cut over comm's ranks in slices (rank r
+ * holds [displs[r], displs[r] + counts[r]) in its `slice`): each rank sends what it holds
+ * of the range. Collective over comm. */
+dt_status dt_state_gather_range(dt_comm *comm, const float *slice, const size_t *counts,
+                                const size_t *displs, size_t lo, size_t n, float *out);
+/* Hands a sink its pieces on the writing rank: after the sink's first refusal (kept in
+ * st) nothing more, while the caller goes on through the same messages as every rank. */
+typedef struct dt_state_emitter {
+    const dt_state_sink *sink;
+    int writer;
+    dt_status st;
+} dt_state_emitter;
+void dt_state_emit(dt_state_emitter *e, const char *name, int ndim, const int64_t *shape,
+                   const float *data, size_t count);
+/* The whole tensor p (its whole shape) under `name`. */
+void dt_state_emit_tensor(dt_state_emitter *e, const char *name, const dt_param_info *p,
+                          const float *data);
 /* src's tensor `name`, checked against ndim and shape (DT_ERR_MISMATCH naming it). */
 dt_status dt_state_find(const dt_state_source *src, const char *name, int ndim,
                         const int64_t *shape, const dt_state_piece **out);
-/* This rank's part of p's whole tensor into local[p->offset ...]. */
-void dt_state_take_part(const dt_param_info *p, const float *whole, float *local);
-void dt_state_free(dt_strategy *s);
+/* Elements [k0, k1) of this rank's part of p's tensor `name` into dst[0 .. k1 - k0), read
+ * from src in runs of the whole tensor's consecutive elements. */
+dt_status dt_state_read_part(const dt_state_source *src, const char *name, const dt_param_info *p,
+                             size_t k0, size_t k1, float *dst);
 
 /* Bytes one rank hands the exchange per step for `grad` bytes of gradients in `buckets`
  * buckets under compression c: fp16 and bf16 half, topk's (index, value) pairs (ceil per

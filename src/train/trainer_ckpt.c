@@ -99,7 +99,7 @@ static dt_status make_dirs(const char *root, const char *dir)
     return DT_OK;
 }
 
-static dt_status check_finite(const char *name, const float *x, size_t n)
+static dt_status check_finite(const char *name, const float *x, size_t n, size_t first)
 {
     float acc = 0.0f; /* x * 0 is NaN exactly when x is not finite: a loop that vectorises */
     for (size_t i = 0; i < n; i++)
@@ -109,37 +109,38 @@ static dt_status check_finite(const char *name, const float *x, size_t n)
             return dt_fail(DT_ERR_NONFINITE,
                            "checkpoint: not written: '%s' holds %s at element %zu (a poisoned "
                            "state is never saved)",
-                           name, isnan(x[i]) ? "NaN" : "Inf", i);
+                           name, isnan(x[i]) ? "NaN" : "Inf", first + i);
     return DT_OK;
 }
 
-/* The writer's part as the strategy exports it (dt_strategy_export_state): each piece a
- * tensor of the part, its name copied, its data borrowed until the strategy's next export.
- * The part is written after the export: the whole of each tensor in one piece. */
+/* The writer's part as the strategy exports it (dt_strategy_export_state), streamed: a
+ * first pass (describe) gives the tensors' names and shapes, from which the part's header
+ * is written; then each piece's bytes go to the file as they arrive, checked to be the
+ * next elements of the next tensor, and no tensor is kept (docs/checkpoint-format.md). */
 typedef struct part_sink {
-    dt_st_tensor *ts;
+    dt_st_tensor *ts; /* the part's table, in the order the tensors come */
     char (*names)[160];
     int n, cap;
+    dt_ckpt_part_writer *w; /* open while the pieces come */
+    int cur;                /* the tensor the next piece belongs to */
+    size_t at;              /* its elements already written */
+    dt_status st;           /* a failure before the export: every piece refused with it */
+    char msg[512];
 } part_sink;
 
-static dt_status put_piece(void *ctx, const dt_state_piece *p)
+static size_t numel_of(const dt_state_piece *p)
 {
-    part_sink *ps = ctx;
     size_t numel = 1;
     for (int d = 0; d < p->ndim; d++)
         numel *= (size_t)p->shape[d];
-    /* A tensor delivered in ranges would need the writer to assemble or stream them: none
-     * of today's strategies does that yet. */
-    if (p->first != 0 || p->count != numel)
-        return dt_fail(DT_ERR_UNSUPPORTED,
-                       "checkpoint: '%s' came as elements [%zu, %zu) of %zu: the writer takes "
-                       "whole tensors",
-                       p->name, p->first, p->first + p->count, numel);
+    return numel;
+}
+
+static dt_status describe_piece(part_sink *ps, const dt_state_piece *p)
+{
+    dt_status st = DT_OK;
     if (strlen(p->name) >= sizeof ps->names[0])
         return dt_fail(DT_ERR_INVALID, "checkpoint: tensor name '%s' is too long", p->name);
-    dt_status st = check_finite(p->name, p->data, p->count);
-    if (st != DT_OK)
-        return st;
     if (ps->n == ps->cap) {
         const int cap = ps->cap > 0 ? 2 * ps->cap : 64;
         dt_st_tensor *ts = NULL;
@@ -167,28 +168,66 @@ static dt_status put_piece(void *ctx, const dt_state_piece *p)
     *x = (dt_st_tensor){.name = ps->names[ps->n],
                         .dtype = DT_ST_F32,
                         .ndim = p->ndim,
-                        .data = p->data,
-                        .nbytes = p->count * sizeof(float)};
+                        .nbytes = numel_of(p) * sizeof(float)};
     memcpy(x->shape, p->shape, sizeof(int64_t) * (size_t)p->ndim);
     ps->n++;
     return DT_OK;
 }
 
+static dt_status describe_put(void *ctx, const dt_state_piece *p)
+{
+    return describe_piece(ctx, p);
+}
+
+static dt_status put_piece(void *ctx, const dt_state_piece *p)
+{
+    part_sink *ps = ctx;
+    if (ps->st != DT_OK)
+        return dt_fail(ps->st, "%s", ps->msg);
+    const dt_st_tensor *t = ps->cur < ps->n ? &ps->ts[ps->cur] : NULL;
+    const size_t numel = t != NULL ? t->nbytes / sizeof(float) : 0;
+    /* What the describe pass announced, in its order, each tensor's elements in order. */
+    if (t == NULL || ps->w == NULL || strcmp(t->name, p->name) != 0 || p->first != ps->at ||
+        p->count > numel - ps->at || numel_of(p) != numel)
+        return dt_fail(DT_ERR_INVALID,
+                       "checkpoint: '%s' came as elements [%zu, %zu) of %zu where the part "
+                       "expects %s%s from element %zu (a strategy that exports other than it "
+                       "described)",
+                       p->name, p->first, p->first + p->count, numel_of(p),
+                       t != NULL ? "'" : "nothing more", t != NULL ? t->name : "", ps->at);
+    dt_status st = check_finite(p->name, p->data, p->count, p->first);
+    if (st == DT_OK)
+        st = dt_ckpt_part_put(ps->w, p->data, p->count * sizeof(float));
+    if (st != DT_OK)
+        return st;
+    ps->at += p->count;
+    while (ps->cur < ps->n && ps->at == ps->ts[ps->cur].nbytes / sizeof(float)) {
+        ps->cur++;
+        ps->at = 0;
+    }
+    return DT_OK;
+}
+
 static void part_sink_free(part_sink *ps)
 {
+    dt_ckpt_part_abort(ps->w);
+    ps->w = NULL;
     dt_free(ps->ts);
     dt_free(ps->names);
 }
 
-/* The writer's part file: the tensors the strategy handed it, in its order. */
-static dt_status write_part(dt_trainer *t, const char *dir, const part_sink *ps,
-                            dt_ckpt_file *entry)
+/* The writer's part file opened with its header (the tensors described, in their order);
+ * a failure is kept to refuse every piece with, so that the writer still takes part in
+ * the export's messages. */
+static void open_part(dt_trainer *t, const char *dir, part_sink *ps)
 {
     char part[DT_CKPT_NAME_MAX];
     snprintf(part, sizeof part, "part-%05d.safetensors",
              dt_strategy_get_info(t->strategy)->pp_rank);
     const char *meta[] = {DT_ST_META_BASE};
-    return dt_ckpt_write_part(dir, part, ps->ts, ps->n, meta, DT_ST_META_BASE_PAIRS, entry);
+    ps->st = dt_ckpt_part_begin(dir, part, ps->ts, ps->n, meta, DT_ST_META_BASE_PAIRS, &ps->w);
+    if (ps->st != DT_OK)
+        snprintf(ps->msg, sizeof ps->msg, "%s", dt_last_error());
 }
 
 /* The run's config beside the tensors, so that eval and export need only the set. */
@@ -252,9 +291,9 @@ fail:
     return st;
 }
 
-/* Each writer's part (the ranks the strategy handed tensors), then (all parts written, on
- * every rank's word) rank 0's manifest. */
-static dt_status save_set(dt_trainer *t, const char *dir, const part_sink *ps, int64_t epoch,
+/* Each writer's part, streamed while the strategy exports (the ranks it described tensors
+ * to), finished, then (all parts written, on every rank's word) rank 0's manifest. */
+static dt_status save_set(dt_trainer *t, const char *dir, part_sink *ps, int64_t epoch,
                           int64_t epoch_step, int64_t *rec, int64_t *all, uint64_t *bytes)
 {
     dt_status st = DT_OK;
@@ -262,7 +301,23 @@ static dt_status save_set(dt_trainer *t, const char *dir, const part_sink *ps, i
     dt_comm *world = dt_strategy_world(t->strategy);
     const int writer = ps->n > 0;
     dt_ckpt_file entry = {0};
-    dt_status mine = writer ? write_part(t, dir, ps, &entry) : DT_OK;
+    const dt_state_sink sink = {.ctx = ps, .put = put_piece};
+    if (writer)
+        open_part(t, dir, ps);
+    /* A poisoned tensor, a failed write or a failed gather on one rank fails the set on
+     * all; the writer's file is finished only when the export went through everywhere. */
+    dt_status mine = dt_strategy_export_state(t->strategy, &sink);
+    if (mine == DT_OK && writer && ps->cur < ps->n)
+        mine = dt_fail(DT_ERR_INVALID,
+                       "checkpoint: '%s' and %d more tensors were described "
+                       "but never exported",
+                       ps->ts[ps->cur].name, ps->n - ps->cur - 1);
+    DT_TRY(agree(world, rec, all, mine));
+    mine = DT_OK;
+    if (writer) {
+        mine = dt_ckpt_part_end(ps->w, &entry);
+        ps->w = NULL;
+    }
     rec[REC_WRITER] = writer;
     rec[REC_BYTES] = (int64_t)entry.bytes;
     rec[REC_CRC] = entry.crc32;
@@ -284,14 +339,16 @@ dt_status dt_trainer_save_checkpoint(dt_trainer *t, const char *root, int keep, 
     dt_comm *world = dt_strategy_world(t->strategy);
     int64_t rec[REC_LEN] = {0}, *all = NULL;
     part_sink ps = {0};
-    const dt_state_sink sink = {.ctx = &ps, .put = put_piece};
+    const dt_state_sink describe = {.ctx = &ps, .put = describe_put, .describe = 1};
     *info = (dt_ckpt_info){.step = dt_optim_steps(t->optim), .dir = dir, .message = ""};
     DT_TRY(dt_ckpt_step_dir(root, info->step, dir, sizeof t->ckpt_dir));
     DT_TRY(dt_alloc(sizeof(int64_t) * REC_LEN * (size_t)si->world_size, "statuses", (void **)&all));
-    /* Rank 0 makes the directory before anyone writes into it. */
-    DT_TRY(agree(world, rec, all, si->main ? make_dirs(root, dir) : DT_OK));
-    /* A poisoned tensor or a failed gather on one rank fails the set on all. */
-    DT_TRY(agree(world, rec, all, dt_strategy_export_state(t->strategy, &sink)));
+    /* Rank 0 makes the directory before anyone writes into it; each writer learns what its
+     * part will hold (no message). */
+    dt_status mine = si->main ? make_dirs(root, dir) : DT_OK;
+    if (mine == DT_OK)
+        mine = dt_strategy_export_state(t->strategy, &describe);
+    DT_TRY(agree(world, rec, all, mine));
     DT_TRY(save_set(t, dir, &ps, epoch, epoch_step, rec, all, &info->bytes));
     if (si->main)
         (void)dt_ckpt_prune(root, keep);
@@ -335,8 +392,10 @@ dt_status dt_trainer_checkpoint_due(dt_trainer *t, const dt_train_callbacks *cb,
 
 /* ---- loading ---- */
 
-/* The set as the strategy's source of state (dt_state_source): a tensor found is handed
- * whole; one of another dtype comes with ndim -1, which no model's shape matches. */
+/* The set as the strategy's source of state (dt_state_source): a tensor found is
+ * described (one of another dtype comes with ndim -1, which no model's shape matches), and
+ * its elements are read from the part file when asked (dt_ckpt_set_read): the set is
+ * never held whole. */
 typedef struct set_source {
     const dt_ckpt_set *set;
     dt_state_piece piece; /* the last one found */
@@ -351,12 +410,16 @@ static const dt_state_piece *find_piece(void *ctx, const char *name)
     size_t numel = 1;
     for (int d = 0; d < x->ndim; d++)
         numel *= (size_t)x->shape[d];
-    src->piece = (dt_state_piece){.name = x->name,
-                                  .ndim = x->dtype == DT_ST_F32 ? x->ndim : -1,
-                                  .data = x->data,
-                                  .count = numel};
+    src->piece = (dt_state_piece){
+        .name = x->name, .ndim = x->dtype == DT_ST_F32 ? x->ndim : -1, .count = numel};
     memcpy(src->piece.shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
     return &src->piece;
+}
+
+static dt_status read_piece(void *ctx, const char *name, size_t first, size_t count, float *dst)
+{
+    set_source *src = ctx;
+    return dt_ckpt_set_read(src->set, name, first * sizeof(float), count * sizeof(float), dst);
 }
 
 /* The set was written by a run like this one: the same optimizer, seed and global batch. */
@@ -411,7 +474,8 @@ static dt_status load_set(dt_trainer *t, const dt_ckpt_set *set)
 {
     dt_status st = DT_OK;
     set_source ctx = {.set = set};
-    const dt_state_source src = {.ctx = &ctx, .find = find_piece, .where = dt_ckpt_set_dir(set)};
+    const dt_state_source src = {
+        .ctx = &ctx, .find = find_piece, .read = read_piece, .where = dt_ckpt_set_dir(set)};
     int per_tensor = 0;
     DT_TRY(check_manifest(t, set));
     /* The count is judged before a missing tensor is named: "holds 5 tensors; this model
@@ -435,7 +499,7 @@ fail:
 /* Loads `set` if given (rank 0's, verified while it was found), else opens dir first. */
 static dt_status load_dir(dt_trainer *t, const char *dir, dt_ckpt_set *set)
 {
-    dt_status mine = set != NULL ? DT_OK : dt_ckpt_open(dir, &set);
+    dt_status mine = set != NULL ? DT_OK : dt_ckpt_open_stream(dir, &set);
     if (mine == DT_OK)
         mine = load_set(t, set);
     dt_ckpt_close(set);
@@ -468,7 +532,7 @@ dt_status dt_trainer_resume(dt_trainer *t, const char *path, void (*warn)(void *
                            "from",
                            path);
         else
-            mine = dt_ckpt_find_open(path, dir, sizeof dir, &set, warn, ctx);
+            mine = dt_ckpt_find_open_stream(path, dir, sizeof dir, &set, warn, ctx);
         if (mine == DT_OK && set != NULL) {
             chosen[0] = dt_ckpt_set_manifest(set)->step;
             chosen[1] = strcmp(dir, path) == 0;

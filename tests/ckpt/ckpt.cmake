@@ -11,3 +11,8 @@ dt_add_mpi_test(NAME test_ckpt_mpi SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ckpt_m
 # The CLI: resume bit-exact (1 rank; 2 ranks with ZeRO-1), resume at dp 1, tp 2 and pp 2 with
 # the same next loss, broken sets skipped, a file-size limit, inspect, export and eval.
 dt_add_cli_test(NAME cli_ckpt COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_ckpt.sh MPI TIMEOUT 240)
+# A save and a load hold one tensor at a time: the peak bytes in flight (alloc_count.c) under
+# ddp, ZeRO-1 and tp 2 stay under 3 x the largest tensor + 128 KiB, far below the model's
+# state; the parameters come back exactly. Label alloc: malloc is replaced (no sanitizer build).
+dt_add_mpi_test(NAME test_ckpt_mem SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ckpt_mem.c
+                ${PROJECT_SOURCE_DIR}/tests/support/alloc_count.c NP 2 LABELS alloc TIMEOUT 60)

@@ -21,9 +21,90 @@ void dt_alloc_count_enable(int on)
 {
     counting = on;
 }
+/* The blocks counted in bytes: an open-addressing table of (pointer, size) under a spin
+ * lock (the allocator is called from every thread); a freed slot becomes a tombstone. */
+#define TOMB ((void *)1)
+static struct {
+    void *p;
+    size_t n;
+} track[2 * DT_ALLOC_TRACK_MAX];
+static volatile int track_lock;
+static long long live_bytes, peak_bytes;
+static int tracked, overflow;
+
+static void lock(void)
+{
+    while (__atomic_test_and_set(&track_lock, __ATOMIC_ACQUIRE))
+        ;
+}
+static void unlock(void)
+{
+    __atomic_clear(&track_lock, __ATOMIC_RELEASE);
+}
+static size_t slot_of(const void *p)
+{
+    return ((size_t)p >> 4) * 2654435761u % (2 * DT_ALLOC_TRACK_MAX);
+}
+
+static void track_add(void *p, size_t n)
+{
+    if (p == NULL)
+        return;
+    lock();
+    if (tracked >= DT_ALLOC_TRACK_MAX) {
+        overflow = 1;
+        unlock();
+        return;
+    }
+    size_t i = slot_of(p);
+    while (track[i].p != NULL && track[i].p != TOMB)
+        i = (i + 1) % (2 * DT_ALLOC_TRACK_MAX);
+    track[i].p = p;
+    track[i].n = n;
+    tracked++;
+    live_bytes += (long long)n;
+    if (live_bytes > peak_bytes)
+        peak_bytes = live_bytes;
+    unlock();
+}
+
+static void track_remove(void *p)
+{
+    if (p == NULL || tracked == 0)
+        return;
+    lock();
+    for (size_t i = slot_of(p), k = 0; track[i].p != NULL && k < 2 * DT_ALLOC_TRACK_MAX;
+         i = (i + 1) % (2 * DT_ALLOC_TRACK_MAX), k++)
+        if (track[i].p == p) {
+            track[i].p = TOMB;
+            live_bytes -= (long long)track[i].n;
+            tracked--;
+            break;
+        }
+    unlock();
+}
+
 void dt_alloc_count_reset(void)
 {
     allocations = mpi_allocations = 0;
+    lock();
+    memset(track, 0, sizeof track);
+    tracked = overflow = 0;
+    live_bytes = peak_bytes = 0;
+    unlock();
+}
+
+long long dt_alloc_count_live_bytes(void)
+{
+    return live_bytes;
+}
+long long dt_alloc_count_peak_bytes(void)
+{
+    return peak_bytes;
+}
+int dt_alloc_count_overflow(void)
+{
+    return overflow;
 }
 long dt_alloc_count(void)
 {
@@ -52,14 +133,17 @@ static int from_mpi(void *caller)
     return 0;
 }
 
-static void count(void *caller)
+/* 1 when the block being allocated is to be counted in bytes too. */
+static int count(void *caller)
 {
     if (!counting || looking)
-        return;
-    if (from_mpi(caller))
+        return 0;
+    if (from_mpi(caller)) {
         mpi_allocations++;
-    else
-        allocations++;
+        return 0;
+    }
+    allocations++;
+    return 1;
 }
 
 void *malloc(size_t n);
@@ -71,36 +155,52 @@ void free(void *p);
 
 void *malloc(size_t n)
 {
-    count(__builtin_return_address(0));
-    return __libc_malloc(n);
+    const int bytes = count(__builtin_return_address(0));
+    void *p = __libc_malloc(n);
+    if (bytes)
+        track_add(p, n);
+    return p;
 }
 
 void *calloc(size_t a, size_t b)
 {
-    count(__builtin_return_address(0));
-    return __libc_calloc(a, b);
+    const int bytes = count(__builtin_return_address(0));
+    void *p = __libc_calloc(a, b);
+    if (bytes)
+        track_add(p, a * b);
+    return p;
 }
 
 void *realloc(void *p, size_t n)
 {
-    count(__builtin_return_address(0));
-    return __libc_realloc(p, n);
+    const int bytes = count(__builtin_return_address(0));
+    track_remove(p);
+    void *q = __libc_realloc(p, n);
+    if (bytes)
+        track_add(q, n);
+    return q;
 }
 
 void *aligned_alloc(size_t al, size_t n)
 {
-    count(__builtin_return_address(0));
-    return __libc_memalign(al, n);
+    const int bytes = count(__builtin_return_address(0));
+    void *p = __libc_memalign(al, n);
+    if (bytes)
+        track_add(p, n);
+    return p;
 }
 
 int posix_memalign(void **out, size_t al, size_t n)
 {
-    count(__builtin_return_address(0));
+    const int bytes = count(__builtin_return_address(0));
     *out = __libc_memalign(al, n);
+    if (bytes)
+        track_add(*out, n);
     return *out != NULL ? 0 : 12; /* ENOMEM */
 }
 
 void free(void *p)
 {
+    track_remove(p);
     __libc_free(p);
 }

@@ -15,4 +15,14 @@ void dt_alloc_count_reset(void);
 long dt_alloc_count(void);
 long dt_alloc_count_mpi(void);
 
+/* Bytes in flight: the blocks allocated while counting (not by Open MPI) and not yet freed,
+ * by the size asked for (realloc moves a block's record), and the most there were at once
+ * since the last reset: the peak extra memory of what ran in between (a checkpoint's save,
+ * say). Blocks allocated before the reset are not counted when they are freed. Tracks up
+ * to DT_ALLOC_TRACK_MAX blocks at once; dt_alloc_count_overflow says whether more were. */
+#define DT_ALLOC_TRACK_MAX 65536
+long long dt_alloc_count_live_bytes(void);
+long long dt_alloc_count_peak_bytes(void);
+int dt_alloc_count_overflow(void);
+
 #endif
