@@ -56,6 +56,11 @@ def args_parse():
     ap.add_argument("--nano-steps", type=int, default=20)
     ap.add_argument("--nano-warmup", type=int, default=5)
     ap.add_argument("--no-compile", action="store_true", help="skip the torch.compile column")
+    ap.add_argument("--peers", default="torch_debian,torch_pypi",
+                    help="which PyTorch peers run (torch_debian, torch_pypi); the like-for-like "
+                         "check runs every installed one")
+    ap.add_argument("--optims", default="fused,foreach,default",
+                    help="the PyTorch AdamW forms timed (the headline is the fastest)")
     ap.add_argument("--sgemm-time", type=float, default=0.3)
     ap.add_argument("--spin", type=float, default=2.0)
     ap.add_argument("--quick", action="store_true",
@@ -187,7 +192,9 @@ def main():
     dtrain = Variant(bl.Peer("dtrain", "dtrain"), None)
     variants = [dtrain]
     for p in torch_ok:
-        for o in ("fused", "foreach", "default"):
+        if p.key not in a.peers.split(","):
+            continue
+        for o in a.optims.split(","):
             variants.append(Variant(p, o))
         if not a.no_compile:
             variants.append(Variant(p, "fused", True))

@@ -41,9 +41,17 @@ typedef struct dt_param_info {
      * in units of this many (a head's columns), 0 when the layer's own rule applies. */
     int split_groups;
     int64_t split_unit;
+    /* Tied across pipeline stages (a GPT's token embedding and the head that shares it, on
+     * different stages: Megatron-LM's embedding group): DT_TIE_ORIGINAL on the embedding's
+     * stage, DT_TIE_COPY on the head's, which holds a copy under the same name. The two
+     * gradients are summed every step so both copies stay equal; whole-model gathers and
+     * checkpoints take the original only. DT_TIE_NONE otherwise. */
+    int tie;
     size_t whole_count;
     size_t whole_offset; /* in the whole model's flat buffer (dt_model_gather_params) */
 } dt_param_info;
+
+enum { DT_TIE_NONE = 0, DT_TIE_ORIGINAL, DT_TIE_COPY };
 
 /* Element `local` of p's part is element return of the whole tensor (row-major). */
 DT_API size_t dt_param_whole_index(const dt_param_info *p, size_t local);

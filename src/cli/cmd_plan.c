@@ -161,6 +161,9 @@ static double predict(const dt_config *cfg, const dt_shape *shapes, const dt_tp_
             tp_bytes += out, tp_s += dt_link_allgather(l, out, y->tp);
         if (plan[i].role == DT_TP_COLUMN && seen_params)
             tp_bytes += in, tp_s += dt_link_allreduce(l, in, y->tp);
+        if (plan[i].role == DT_TP_HEADS) /* a block by heads: 2 forward, 2 backward */
+            tp_bytes += 2 * (out + in),
+                tp_s += 2 * (dt_link_allreduce(l, out, y->tp) + dt_link_allreduce(l, in, y->tp));
         seen_params += (double)plan[i].whole_params;
     }
     if (y->tp > 1) {

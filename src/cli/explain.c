@@ -72,7 +72,8 @@ static void print_totals(const dt_config *cfg, const dt_shape *shapes,
         return;
     /* Forward: a sum after each row layer, a gather after each gathering one; backward: a
      * sum of each column layer's input gradient (not the first parameter layer's: training
-     * skips the model input's gradient). Bytes each rank contributes, per sample. */
+     * skips the model input's gradient); a block split by heads, two of each (Megatron's 4 per
+     * transformer layer). Bytes each rank contributes, per sample. */
     int64_t fwd_sum = 0, fwd_gather = 0, bwd_sum = 0;
     int n_fs = 0, n_fg = 0, n_bs = 0, seen_params = 0;
     for (int i = 0; i < cfg->nlayers; i++) {
@@ -88,6 +89,13 @@ static void print_totals(const dt_config *cfg, const dt_shape *shapes,
         if (p->role == DT_TP_COLUMN && seen_params) {
             bwd_sum += dt_shape_numel(&shapes[i]);
             n_bs++;
+        }
+        if (p->role == DT_TP_HEADS) { /* a block by heads: after each output projection,
+                                       * and each column projection's input gradient */
+            fwd_sum += 2 * dt_shape_numel(&shapes[i + 1]);
+            n_fs += 2;
+            bwd_sum += 2 * dt_shape_numel(&shapes[i]);
+            n_bs += 2;
         }
         seen_params |= p->whole_params > 0;
     }

@@ -125,6 +125,10 @@ struct dt_layer {
     /* lm_head: the whole model's index of the embedding whose table it shares (w and dw
      * point into that layer's), set by the plan; -1 otherwise. */
     int tie;
+    /* The tie across stages (dt_param_info.tie): lm_head holding a copy of a table that
+     * another stage's embedding holds, or that embedding; and the table's tensor name. */
+    int tie_role;
+    char tie_name[2 * DT_NAME_MAX];
     /* The number of block layers in the whole model (GPT-2 scales each block's output
      * projections' initial values by 1/sqrt(2 blocks)); set by the plan. */
     int model_blocks;

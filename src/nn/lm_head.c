@@ -6,7 +6,12 @@
  * uses, the head's first (backward runs top down), as autograd sums them.
  *
  * The products are linear.c's with W = wte as (out, in): the layer runs linear's forward
- * and backward on itself (no bias: b and db stay NULL). */
+ * and backward on itself (no bias: b and db stay NULL).
+ *
+ * On a pipeline stage without the embedding the head holds a copy of the table, a tensor of
+ * its own under the embedding's name (dt_param_info.tie, DT_TIE_COPY), drawn from the
+ * embedding's keys so that it starts equal; the strategy sums the two gradients every step
+ * (Megatron-LM's embedding group), so the copies stay equal. */
 #include "nn/layer_internal.h"
 
 static dt_status lm_head_plan(dt_layer *l)
@@ -25,6 +30,19 @@ static dt_status lm_head_plan(dt_layer *l)
     return DT_OK;
 }
 
+/* Only a copy across stages has a tensor: the table's shape (V, E). */
+static int lm_head_weight_shape(const dt_layer *l, int64_t shape[DT_MAX_DIMS])
+{
+    shape[0] = l->spec.vocab;
+    shape[1] = l->spec.out_features;
+    return 2;
+}
+
+static int64_t lm_head_fan_in(const dt_layer *l)
+{
+    return l->spec.out_features;
+}
+
 static void lm_head_forward(dt_layer *l, const float *x, float *y, int64_t batch,
                             const dt_forward_ctx *ctx)
 {
@@ -41,7 +59,10 @@ const dt_layer_ops dt_lm_head_ops = {
     .kind = DT_LAYER_LM_HEAD,
     .bwd_reads_x = 1,
     .bwd_dx_over_x = 1,
+    .init = DT_INIT_NORMAL,
     .plan = lm_head_plan,
+    .weight_shape = lm_head_weight_shape,
+    .fan_in = lm_head_fan_in,
     .forward = lm_head_forward,
     .backward = lm_head_backward,
 };

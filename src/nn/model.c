@@ -176,6 +176,35 @@ static size_t place_state(dt_model *m, unsigned char *base, size_t *work)
     return kept_total + *work;
 }
 
+/* The layer of whole index `index` in this model, or NULL (another stage's). */
+static dt_layer *kept_layer(dt_model *m, int index)
+{
+    for (int i = 0; i < m->nlayers; i++)
+        if (!m->join[i] && m->layers[i].index == index)
+            return &m->layers[i];
+    return NULL;
+}
+
+/* A head whose embedding is on another stage holds a copy of the table (a tensor of its
+ * own, under the embedding's name); an embedding whose head is on another stage is the
+ * original. `all` is the whole model's plan. */
+static void mark_ties(dt_model *m, const dt_layer *all, int nall)
+{
+    for (int i = 0; i < nall; i++) {
+        if (all[i].tie < 0)
+            continue;
+        dt_layer *head = kept_layer(m, i), *emb = kept_layer(m, all[i].tie);
+        if (head != NULL && emb == NULL) {
+            head->tie_role = DT_TIE_COPY;
+            head->weight_count = (size_t)(head->spec.vocab * head->spec.out_features);
+            head->param_count = head->weight_count;
+            head->tp.params = head->tp.whole_params = head->param_count;
+        } else if (head == NULL && emb != NULL) {
+            emb->tie_role = DT_TIE_ORIGINAL;
+        }
+    }
+}
+
 /* The whole model's plan (every layer: a stage's shapes and splits are the whole model's),
  * of which the model keeps its runs of layers (model_runs.c). */
 static dt_status plan_stage(dt_model *m, const dt_layer_spec *specs, int nall,
@@ -189,6 +218,7 @@ static dt_status plan_stage(dt_model *m, const dt_layer_spec *specs, int nall,
     shapes[0] = *input;
     DT_TRY(dt_tp_plan_layers(all, specs, nall, shapes, tp));
     DT_TRY(dt_model_keep_runs(m, all, shapes, nall, specs));
+    mark_ties(m, all, nall);
 fail:
     dt_free(all);
     dt_free(shapes);
@@ -399,6 +429,7 @@ static void describe_split(const dt_layer *l, dt_param_info *t, int is_bias)
     t->split_dim = -1;
     t->split_groups = 0;
     t->split_unit = 0;
+    t->tie = DT_TIE_NONE;
     t->split_begin = 0;
     t->split_end = t->shape[0];
     if (l->tp.role == DT_TP_COLUMN) {
@@ -466,7 +497,7 @@ static dt_status bind_ties(dt_model *m)
 {
     for (int i = 0; i < m->nlayers; i++) {
         dt_layer *l = &m->layers[i];
-        if (l->tie < 0 || m->join[i])
+        if (l->tie < 0 || m->join[i] || l->tie_role == DT_TIE_COPY)
             continue;
         const dt_layer *e = NULL;
         for (int j = 0; j < m->nlayers; j++)
@@ -475,8 +506,7 @@ static dt_status bind_ties(dt_model *m)
         if (e == NULL)
             return dt_fail(DT_ERR_INVALID,
                            "model: layer %d (lm_head) shares layer %d's embedding table, which "
-                           "this pipeline stage does not hold (a stage split between them is not "
-                           "supported yet)",
+                           "this model does not hold",
                            l->index, l->tie);
         l->w = e->w;
         l->dw = e->dw;
@@ -510,11 +540,14 @@ static void model_bind_layers(dt_model *m)
             l->w = m->params + l->param_offset;
             l->dw = m->grads + l->param_offset;
             tensor_name(l, "weight", t->name, sizeof t->name);
+            if (l->tie_role == DT_TIE_COPY) /* the table it copies, by its own name */
+                snprintf(t->name, sizeof t->name, "%s", l->tie_name);
             t->layer = i;
             t->ndim = l->ops->weight_shape(l, t->shape);
             t->offset = l->param_offset;
             t->count = l->weight_count;
             describe_split(l, t, 0);
+            t->tie = l->tie_role;
         }
         if (l->bias_count > 0) {
             dt_param_info *t = &m->tensors[m->ntensors++];
@@ -976,8 +1009,10 @@ void dt_model_init_params(dt_model *m, uint64_t seed)
     for (int i = 0; i < m->ntensors; i++) {
         const dt_param_info *t = &m->tensors[i];
         const dt_layer *l = &m->layers[t->layer];
-        /* Keyed by the layer's index in the whole model: a stage's layers draw its numbers. */
-        const uint32_t c3 = ((uint32_t)DT_RNG_STREAM_INIT << 24) | (uint32_t)l->index;
+        /* Keyed by the layer's index in the whole model: a stage's layers draw its numbers;
+         * a tied copy draws its embedding's. */
+        const int key_layer = t->tie == DT_TIE_COPY ? l->tie : l->index;
+        const uint32_t c3 = ((uint32_t)DT_RNG_STREAM_INIT << 24) | (uint32_t)key_layer;
         uint32_t k = t->offset != l->param_offset; /* 0: weight, 1: bias */
         if (l->ops->tensors != NULL) {             /* tensor k of the layer's own list */
             dt_layer_tensor desc[DT_LAYER_MAX_TENSORS];

@@ -6,6 +6,7 @@
  * parallel conv2d (each channel's H x W positions contiguous), kept by relu, dropout and
  * maxpool2d, and turned into features [lo H W, hi H W) by flatten, which is exactly the
  * block of the whole flattened tensor, so a row-parallel linear can follow a convolution. */
+#include <stdio.h>
 #include <string.h>
 
 #include "nn/tp.h"
@@ -141,6 +142,10 @@ static dt_status resolve_model_refs(dt_layer *l, const dt_layer_spec *specs, int
                        l->index);
     l->spec.vocab = specs[l->tie].vocab;
     l->spec.out_features = specs[l->tie].out_features;
+    if (specs[l->tie].name[0] != '\0')
+        snprintf(l->tie_name, sizeof l->tie_name, "%.47s.weight", specs[l->tie].name);
+    else
+        snprintf(l->tie_name, sizeof l->tie_name, "%d.weight", l->tie);
     return DT_OK;
 }
 

@@ -22,8 +22,8 @@ static double owned_sumsq(const dt_strategy *s, const float *g, size_t at, size_
     double sq = 0.0;
     for (int i = 0; i < dt_model_tensor_count(s->model); i++) {
         const dt_param_info *p = dt_model_tensor(s->model, i);
-        if (p->split_dim < 0 && tp_rank != 0)
-            continue;
+        if ((p->split_dim < 0 && tp_rank != 0) || p->tie == DT_TIE_COPY)
+            continue; /* counted on tp rank 0; a tied copy by its original's stage */
         const size_t lo = p->offset > at ? p->offset : at;
         const size_t hi = p->offset + p->count < at + n ? p->offset + p->count : at + n;
         if (hi > lo)

@@ -392,6 +392,7 @@ static dt_status ddp_update(dt_strategy *s, dt_optim *o, double lr)
     dt_ddp *dp = (dt_ddp *)s;
     dt_status st = DT_OK;
     float *p = dt_model_params(s->model), *g = dt_model_grads(s->model);
+    DT_TRY(dt_strategy_sum_tied(s));
     if (!s->opt.zero) {
         const double t = dt_now();
         /* The replicas hold equal reduced gradients: each counts its own copy, once. */

@@ -207,6 +207,8 @@ dt_status dt_state_export_common(dt_strategy *s, const dt_state_sink *sink)
         for (int i = 0; i < dt_model_tensor_count(s->model); i++) {
             const dt_param_info *p = dt_model_tensor(s->model, i);
             const float *data = NULL;
+            if (p->tie == DT_TIE_COPY) /* the embedding's stage writes the table, once */
+                continue;
             if (!sink->describe)
                 DT_TRY(dt_state_tensor_whole(s, b, i, bufs, &x, &data));
             dt_state_tensor_name(s, b, p, name, sizeof name);

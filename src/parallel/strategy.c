@@ -65,6 +65,7 @@ void dt_strategy_free(dt_strategy *s)
     dt_grid *grid = s->grid;
     dt_tp_comm_free(s->tp);
     dt_pipe_free(s->pipe);
+    dt_comm_free(s->tie_comm);
     dt_free(s->exchange);
     s->ops->free(s);
     dt_grid_free(grid);

@@ -90,6 +90,10 @@ struct dt_strategy {
     dt_optim *optim;  /* borrowed (dt_strategy_bind_optim): a server that applies as
                          gradients arrive steps it inside the step */
     double grad_norm; /* the step's norm before clipping (clip.c), or NAN */
+    /* The embedding group (tie.c): the pipeline stages that hold a tied table (the
+     * embedding's and the head's copy), made at the first update; NULL elsewhere. */
+    int tie_ready;
+    dt_comm *tie_comm;
 };
 
 /* ---- shared by the strategies (replica.c) ---- */
@@ -110,6 +114,13 @@ void dt_strategy_note_bad(dt_strategy *s, double loss_sum, size_t lo, size_t hi)
  * untouched): the caller skips the update. Nothing without clipping. Collective over the
  * tp and pp groups and `shards`. */
 dt_status dt_strategy_clip(dt_strategy *s, float *g, size_t at, size_t n, dt_comm *shards);
+
+/* The tied tables' gradients (dt_param_info.tie) summed over the embedding group, so that a
+ * GPT's embedding on one pipeline stage and its head's copy on another take the same update
+ * (tie.c). Before the update, on the stage's whole gradient buffer. Collective over the
+ * pp group the first time (it makes the group), over the group after; nothing without
+ * pipeline stages. */
+dt_status dt_strategy_sum_tied(dt_strategy *s);
 
 /* The replicas' start: the model's signature compared over `comm` (DT_ERR_MISMATCH naming
  * every rank that differs from rank 0), then rank 0's parameters broadcast, unless `keep`

@@ -503,12 +503,6 @@ static dt_status check_text_run(const dt_config *c)
                        "config: parallel.strategy %s does not train on data.kind text yet (ddp "
                        "does, with ZeRO-1 and accumulation)",
                        name != NULL ? name : "?");
-    if (c->parallel.tp > 1 || c->parallel.pp > 1)
-        return dt_fail(DT_ERR_UNSUPPORTED,
-                       "config: parallel.%s %d: data.kind text trains with data parallelism only "
-                       "so far (tp 1, pp 1)",
-                       c->parallel.tp > 1 ? "tp" : "pp",
-                       c->parallel.tp > 1 ? c->parallel.tp : c->parallel.pp);
     return DT_OK;
 }
 

@@ -985,6 +985,8 @@ dt_status dt_trainer_whole_params(dt_trainer *t, const float **out)
     memset(t->whole, 0, n * sizeof(float));
     for (int i = 0; i < dt_model_tensor_count(t->model); i++) {
         const dt_param_info *p = dt_model_tensor(t->model, i);
+        if (p->tie == DT_TIE_COPY) /* the embedding's stage puts the table, once */
+            continue;
         const dt_param_info *w = dt_model_find_tensor(wm, p->name);
         DT_ASSERT(w != NULL && w->count == p->whole_count);
         memcpy(t->whole + w->offset, stage + p->whole_offset, p->whole_count * sizeof(float));

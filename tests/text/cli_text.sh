@@ -66,7 +66,17 @@ expect_ok ddp "$MPIRUN" -np 2 $RUN --batch 4 --save-weights "$tmp/ddp.st" \
     --windows-out "$tmp/w_ddp.txt"
 expect_ok zero "$MPIRUN" -np 2 $RUN --batch 2 --accumulation 2 --zero 1 \
     --save-weights "$tmp/zero.st"
-for v in ddp zero; do
+# tensor parallelism: the blocks split by heads over 2 ranks (2 heads: one each), and over 2 x 2
+# with data parallelism is in tests/tp; here the whole text path on 2 ranks of one tp group.
+expect_ok tp "$MPIRUN" -np 2 $RUN --batch 8 --tp 2 --save-weights "$tmp/tp.st"
+# pipelines: 2 stages cut between the blocks, the embedding on stage 0 and the tied head on
+# stage 1 (its copy of the table summed with the embedding's every step), with 2 micro-batches
+# of 4 under 1F1B; and round robin, which puts the head (layer 6) with the embedding (layer 0).
+expect_ok pp "$MPIRUN" -np 2 $RUN --batch 4 --pp 2 --micro-batches 2 --pp-schedule 1f1b \
+    --save-weights "$tmp/pp.st" --checkpoint-dir "$tmp/ck_pp" --checkpoint-every 4
+expect_ok pp_rr "$MPIRUN" -np 2 $RUN --batch 4 --pp 2 --micro-batches 2 \
+    --set parallel.pp_split=round_robin --save-weights "$tmp/pp_rr.st"
+for v in ddp zero tp pp pp_rr; do
     if "$PY" "$SRC/tests/cli/st_compare.py" "$tmp/one.st" "$tmp/$v.st" --atol 1e-5 \
         >"$tmp/cmp_$v.out" 2>&1; then
         echo "ok $v: np 2 weights within 1e-5 of one process"
@@ -75,6 +85,33 @@ for v in ddp zero; do
         fail=1
     fi
 done
+
+# The pipeline's checkpoint holds the tied table once (the embedding's stage writes it):
+# resumed under pp it ends on the uninterrupted pp run's bytes, and in one process on the
+# same weights within 1e-5.
+expect_ok pp_resumed "$MPIRUN" -np 2 $RUN --batch 4 --pp 2 --micro-batches 2 --pp-schedule 1f1b \
+    --resume "$tmp/ck_pp/step-000000004" --save-weights "$tmp/pp_res.st"
+if cmp "$tmp/pp.st" "$tmp/pp_res.st"; then
+    echo "ok pp resume: bit-exact"
+else
+    echo "FAIL pp resume: the resumed pipeline's weights differ"; fail=1
+fi
+if "$PY" - "$tmp/ck_pp/step-000000004" <<'PYEOF'; then
+import json, os, sys
+d = sys.argv[1]
+names = []
+for f in sorted(os.listdir(d)):
+    if f.endswith(".safetensors"):
+        with open(os.path.join(d, f), "rb") as fh:
+            n = int.from_bytes(fh.read(8), "little")
+            names += [k for k in json.loads(fh.read(n)) if k != "__metadata__"]
+count = names.count("transformer.wte.weight")
+sys.exit(0 if count == 1 and "lm_head.weight" not in names else 1)
+PYEOF
+    echo "ok pp checkpoint: transformer.wte.weight once, no lm_head.weight"
+else
+    echo "FAIL pp checkpoint: the tied table is not there exactly once"; fail=1
+fi
 
 # Resume: the checkpoint of step 4 of an 8-step run, resumed, ends on the same bytes.
 expect_ok full $RUN --batch 4 --checkpoint-dir "$tmp/ck" --checkpoint-every 4 \

@@ -274,9 +274,6 @@ static void test_errors(void **state)
     dt_test_set(&c, "parallel.strategy=ps");
     expect_error(dt_config_check(&c), DT_ERR_UNSUPPORTED, "parallel.strategy ps");
     c = text_config();
-    dt_test_set_int(&c, "parallel.tp", 2);
-    expect_error(dt_config_check(&c), DT_ERR_UNSUPPORTED, "parallel.tp 2");
-    c = text_config();
     dt_test_set(&c, "train.eval=off");
     expect_error(dt_config_check(&c), DT_ERR_INVALID, "train.eval_every (test) has no effect");
 }

@@ -23,3 +23,8 @@ dt_add_cli_test(NAME cli_tp_layouts MPI TIMEOUT 240
 dt_add_cli_test(NAME cli_tp_layouts_sweep MPI TIMEOUT 1500 LABELS long
                 COMMAND ${DT_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/tp_layouts.py --dtrain
                         $<TARGET_FILE:dtrain> --mpirun ${MPIEXEC_BIN} --cases 24 --seed 2)
+# A GPT's blocks split by heads (uneven at tp 2: 3 heads): tensors gathered to their whole
+# indices, initial values one process's, a training step with every dropout on equal to
+# one process's (recompute none and block), 4 all-reduces per block (6 with recompute block).
+dt_add_mpi_test(NAME test_tp_gpt SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_tp_gpt.c NP 2 3
+                TIMEOUT 60)

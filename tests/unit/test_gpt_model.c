@@ -5,8 +5,9 @@
  *     almost none of the blocks' state;
  *   - activation memory grows linearly in T (no T x T matrix anywhere): the planned bytes at
  *     T = 64, 128, 256, 512 for issue 37's small model, each step's increase twice the last;
- *   - lm_head without an embedding before it, or a stage holding the head but not the
- *     embedding, is refused with a message naming the layers. */
+ *   - lm_head without an embedding before it is refused with a message naming the layer; a
+ *     pipeline stage holding the head but not the embedding holds an equal copy of the
+ *     table, marked as tied (and the embedding's stage its original). */
 #include "dt_test.h"
 
 #include <stdio.h>
@@ -189,10 +190,34 @@ static void test_refusals(void **state)
                    0, 0);
     static const char *const gpt[] = {"embedding 16 8", "position", "block 2", "layernorm",
                                       "lm_head"};
-    expect_refused(gpt, 5,
-                   "layer 4 (lm_head) shares layer 0's embedding table, which this "
-                   "pipeline stage does not hold",
-                   2, 5);
+    /* A stage with the head but not the embedding holds a copy of the table, under the
+     * embedding's name, starting from the embedding's values; the embedding's stage marks
+     * its table as the original. */
+    dt_layer_spec specs[5];
+    parse_all(gpt, 5, specs);
+    const dt_shape in = {.ndim = 1, .d = {5}};
+    dt_model *whole = NULL, *head = NULL, *first = NULL;
+    DT_ASSERT_OK(dt_model_create(specs, 5, &in, 2, &whole));
+    DT_ASSERT_OK(dt_model_create_stage(specs, 5, &in, 2, NULL, 2, 5, &head));
+    DT_ASSERT_OK(dt_model_create_stage(specs, 5, &in, 2, NULL, 0, 2, &first));
+    dt_model_init_params(whole, 9);
+    dt_model_init_params(head, 9);
+    const dt_param_info *orig = dt_model_find_tensor(whole, "0.weight");
+    const dt_param_info *copy = dt_model_find_tensor(head, "0.weight");
+    const dt_param_info *mine = dt_model_find_tensor(first, "0.weight");
+    assert_non_null(orig);
+    assert_non_null(copy);
+    assert_non_null(mine);
+    assert_int_equal(orig->tie, DT_TIE_NONE); /* head and embedding together: no tie */
+    assert_int_equal(copy->tie, DT_TIE_COPY);
+    assert_int_equal(mine->tie, DT_TIE_ORIGINAL);
+    assert_int_equal(copy->count, orig->count);
+    assert_true(dt_check_equal_bits("the head's copy of the table against the embedding's",
+                                    dt_model_params(head) + copy->offset,
+                                    dt_model_params(whole) + orig->offset, orig->count));
+    dt_model_free(whole);
+    dt_model_free(head);
+    dt_model_free(first);
     static const char *const heads[] = {"embedding 16 8", "block 3"};
     expect_refused(heads, 2, "layer 1 (block): 3 heads do not divide the width E = 8", 0, 0);
 }
