@@ -157,6 +157,8 @@ DT_API dt_status dt_trainer_resume(dt_trainer *t, const char *path,
                                    void (*warn)(void *, const char *), void *ctx, int64_t *step);
 /* Steps skipped by the non-finite guard so far. */
 DT_API int64_t dt_trainer_skipped_steps(const dt_trainer *t);
+/* Optimizer steps taken so far (a resumed run's: its checkpoint's step). */
+DT_API int64_t dt_trainer_optim_steps(const dt_trainer *t);
 /* Test hook: the `attempted`-th step (1-based, taken or skipped) gets a NaN in this rank's
  * loss gradient, as a numerical fault would put it there. 0: none. */
 DT_API void dt_trainer_inject_nonfinite(dt_trainer *t, int64_t attempted);

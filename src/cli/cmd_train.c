@@ -652,9 +652,7 @@ static dt_status write_windows(const dt_trainer *t, const dt_config *cfg, const 
     const dt_text_windows *w = dt_trainer_text_windows(t);
     if (w == NULL) /* refused earlier (check_cli_options); a strategy without windows */
         return dt_fail(DT_ERR_INVALID, "--windows-out: this run draws no text windows");
-    dt_train_comm_stats cs;
-    dt_trainer_comm_stats(t, &cs);
-    const int64_t first = cs.optim_steps; /* steps taken before: a resume's position */
+    const int64_t first = dt_trainer_optim_steps(t); /* steps before: a resume's position */
     const int64_t steps = cfg->train.max_steps > first ? cfg->train.max_steps - first : 0;
     const dt_status st = dt_text_write_offsets(w, first, steps, dt_trainer_global_batch(t), path);
     if (st != DT_OK)

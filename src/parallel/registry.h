@@ -61,6 +61,9 @@ typedef struct dt_strategy_def {
      * clients), so the grid's tp and pp stay 1 and it fills dt_strategy_info's name,
      * replicas and replica itself. */
     int flat;
+    /* 1: it trains on data.kind text's windows (drawn per optimizer step and window index:
+     * text.h); 0: refused for text runs. */
+    int text;
     const dt_strategy_setting *settings; /* its own settings, nsettings of them */
     int nsettings;
     /* Optional: how many of the world's ranks it sets apart from computing (ps's servers:

@@ -101,6 +101,8 @@ dt_status dt_strategy_attach(dt_strategy *s, dt_model *m, size_t *optim_count)
         return st;
     st = s->ops->attach(s, m, optim_count);
     s->optim_count = *optim_count;
+    if (st == DT_OK)
+        st = dt_strategy_tie_group(s); /* s->model is set */
     return st;
 }
 

@@ -118,9 +118,11 @@ dt_status dt_strategy_clip(dt_strategy *s, float *g, size_t at, size_t n, dt_com
 /* The tied tables' gradients (dt_param_info.tie) summed over the embedding group, so that a
  * GPT's embedding on one pipeline stage and its head's copy on another take the same update
  * (tie.c). Before the update, on the stage's whole gradient buffer. Collective over the
- * pp group the first time (it makes the group), over the group after; nothing without
- * pipeline stages. */
+ * group; nothing on a stage outside one. */
 dt_status dt_strategy_sum_tied(dt_strategy *s);
+/* Makes the embedding group at attach time (a split of the pp group: collective over it,
+ * and it allocates, so not in a step). */
+dt_status dt_strategy_tie_group(dt_strategy *s);
 
 /* The replicas' start: the model's signature compared over `comm` (DT_ERR_MISMATCH naming
  * every rank that differs from rank 0), then rank 0's parameters broadcast, unless `keep`

@@ -17,23 +17,27 @@ static int holds_tied(const dt_model *m)
     return 0;
 }
 
+dt_status dt_strategy_tie_group(dt_strategy *s)
+{
+    if (s->info.pp_size < 2 || s->tie_ready)
+        return DT_OK;
+    /* every stage of the pipeline, once: the members and the rest */
+    const int member = holds_tied(s->model);
+    dt_comm *c = NULL;
+    dt_status st = dt_comm_split(dt_grid_comm(s->grid, DT_GRID_PP), member ? 0 : 1, s->info.pp_rank,
+                                 "embedding group", &c);
+    if (st != DT_OK)
+        return st;
+    if (member && dt_comm_size(c) > 1)
+        s->tie_comm = c;
+    else
+        dt_comm_free(c);
+    s->tie_ready = 1;
+    return DT_OK;
+}
+
 dt_status dt_strategy_sum_tied(dt_strategy *s)
 {
-    if (s->info.pp_size < 2)
-        return DT_OK;
-    if (!s->tie_ready) { /* every stage of the pipeline, once: the members and the rest */
-        const int member = holds_tied(s->model);
-        dt_comm *c = NULL;
-        dt_status st = dt_comm_split(dt_grid_comm(s->grid, DT_GRID_PP), member ? 0 : 1,
-                                     s->info.pp_rank, "embedding group", &c);
-        if (st != DT_OK)
-            return st;
-        if (member && dt_comm_size(c) > 1)
-            s->tie_comm = c;
-        else
-            dt_comm_free(c);
-        s->tie_ready = 1;
-    }
     if (s->tie_comm == NULL)
         return DT_OK;
     float *g = dt_model_grads(s->model);

@@ -496,12 +496,13 @@ static dt_status check_text_run(const dt_config *c)
         return dt_fail(DT_ERR_INVALID,
                        "config: train.max_steps: required with data.kind text (a text run is "
                        "counted in optimizer steps; --max-steps N)");
-    /* Issue 38 takes the text models through the other layouts. */
+    /* Which strategies draw text windows is theirs to say (the registry's rows). */
     const char *name = dt_strategy_name(c->parallel.strategy);
-    if (name == NULL || strcmp(name, "ddp") != 0)
+    const dt_strategy_def *def = name != NULL ? dt_strategy_find(name) : NULL;
+    if (def == NULL || !def->text)
         return dt_fail(DT_ERR_UNSUPPORTED,
                        "config: parallel.strategy %s does not train on data.kind text yet (ddp "
-                       "does, with ZeRO-1 and accumulation)",
+                       "does, with ZeRO-1, accumulation, tp and pp)",
                        name != NULL ? name : "?");
     return DT_OK;
 }

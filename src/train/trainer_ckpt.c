@@ -563,6 +563,11 @@ int64_t dt_trainer_skipped_steps(const dt_trainer *t)
     return t->skipped;
 }
 
+int64_t dt_trainer_optim_steps(const dt_trainer *t)
+{
+    return dt_optim_steps(t->optim);
+}
+
 void dt_trainer_inject_nonfinite(dt_trainer *t, int64_t attempted)
 {
     t->inject_step = attempted;
