@@ -94,8 +94,7 @@ static inline int bench_model_gemms(const dt_model *m, int64_t batch, bench_gemm
                 /* GPT-2's four projections, W (in, out) as Hugging Face's Conv1D: forward
                  * x (R, in) @ W, weight gradient x^T (in, R) @ dy (R, out), input gradient
                  * dy (R, out) @ W^T; the attention between them is its own kernel, not counted. */
-                static const char *const proj[4] = {"c_attn", "attn.c_proj", "c_fc",
-                                                    "mlp.c_proj"};
+                static const char *const proj[4] = {"c_attn", "attn.c_proj", "c_fc", "mlp.c_proj"};
                 const int64_t E = in->d[1];
                 const int64_t pin[4] = {E, E, E, 4 * E}, pout[4] = {3 * E, E, 4 * E, E};
                 for (int q = 0; q < 4; q++) {

@@ -381,20 +381,7 @@ static void undrop(const dt_layer *l, int64_t r, int branch, const float *dy, fl
         memcpy(out, dy, sizeof(float) * (size_t)n);
         return;
     }
-    const uint8_t *bits = field(l, branch == 1 ? F_MASK1 : F_MASK2, r);
-    const float scale = drop_scale(l);
-    int64_t e = 0;
-#if defined(__SSE2__)
-    const __m128 sc = _mm_set1_ps(scale);
-    for (; e + 8 <= n; e += 8) {
-        __m128 m_lo, m_hi;
-        dt_mask_lanes(bits[e / 8], &m_lo, &m_hi);
-        _mm_storeu_ps(out + e, _mm_mul_ps(_mm_loadu_ps(dy + e), _mm_and_ps(m_lo, sc)));
-        _mm_storeu_ps(out + e + 4, _mm_mul_ps(_mm_loadu_ps(dy + e + 4), _mm_and_ps(m_hi, sc)));
-    }
-#endif
-    for (; e < n; e++)
-        out[e] = dy[e] * ((bits[e / 8] >> (e % 8)) & 1 ? scale : 0.0f);
+    dt_mask_scale(field(l, branch == 1 ? F_MASK1 : F_MASK2, r), dy, n, drop_scale(l), out);
 }
 
 static void rows_part(void *ctx, int t, int nt)

@@ -105,24 +105,9 @@ static void backward_part(void *vctx, int t, int nt)
     dt_pool_share(job->batch, t, nt, &lo, &hi);
     /* dy times the forward's noise, as PyTorch (a NaN gradient of a dropped element stays
      * NaN); in place, each element is read before it is written. */
-    for (int64_t r = lo; r < hi; r++) {
-        const uint8_t *kr = (const uint8_t *)job->l->state + r * nbytes;
-        const float *dy = job->dy + r * n;
-        float *dx = job->out + r * n;
-        int64_t e = 0;
-#if defined(__SSE2__)
-        /* The noise of 8 elements from their byte: lanes of `scale` where a bit is set. */
-        const __m128 sc = _mm_set1_ps(scale);
-        for (; e + 8 <= n; e += 8) {
-            __m128 m_lo, m_hi;
-            dt_mask_lanes(kr[e / 8], &m_lo, &m_hi);
-            _mm_storeu_ps(dx + e, _mm_mul_ps(_mm_loadu_ps(dy + e), _mm_and_ps(m_lo, sc)));
-            _mm_storeu_ps(dx + e + 4, _mm_mul_ps(_mm_loadu_ps(dy + e + 4), _mm_and_ps(m_hi, sc)));
-        }
-#endif
-        for (; e < n; e++)
-            dx[e] = dy[e] * ((kr[e / 8] >> (e % 8)) & 1 ? scale : 0.0f);
-    }
+    for (int64_t r = lo; r < hi; r++)
+        dt_mask_scale((const uint8_t *)job->l->state + r * nbytes, job->dy + r * n, n, scale,
+                      job->out + r * n);
 }
 
 static dt_status dropout_backward(dt_layer *l, const float *x, const float *y, const float *dy,

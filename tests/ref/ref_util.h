@@ -13,8 +13,8 @@
 /* Opens tests/ref/<name> from the source tree; fails the test when it cannot. */
 dt_st_file *ru_open(const char *name);
 
-/* The tensor "<prefix>.<suffix>" ("<prefix>" when suffix is NULL), which must exist, hold `dtype` and have exactly the
- * shape shape[0..ndim); fails the test otherwise. */
+/* The tensor "<prefix>.<suffix>" ("<prefix>" when suffix is NULL), which must exist, hold `dtype`
+ * and have exactly the shape shape[0..ndim); fails the test otherwise. */
 const dt_st_tensor *ru_tensor(const dt_st_file *f, const char *prefix, const char *suffix,
                               dt_st_dtype dtype, int ndim, const int64_t *shape);
 /* Elements of a tensor. */
