@@ -18,6 +18,7 @@ Usage: bench/.venv/bin/python bench/torch_gemm.py --build BUILD CONFIG --batch N
 """
 import argparse
 import json
+import re
 import statistics
 import subprocess
 import sys
@@ -71,7 +72,7 @@ def main():
                          capture_output=True, text=True, check=True).stdout
     gemms = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
     gemms = [g for g in gemms if g.get("gemm") != "model" and "m" in g]
-    blas = [l.strip() for l in torch.__config__.show().splitlines() if "BLAS" in l]
+    blas = sorted(set(re.findall(r"BLAS_INFO=\w+", torch.__config__.show()))) or ["BLAS ?"]
     print("PyTorch %s, %s; %d thread(s); %s batch %d" % (torch.__version__, "; ".join(blas),
                                                         a.threads, a.config, a.batch))
     print("%-38s %5s %5s %5s  %12s %12s  %6s" % ("product", "m", "n", "k", "OpenBLAS GF/s",
