@@ -25,15 +25,12 @@ last ("adamw.<name>").
 Usage: /usr/bin/python3 tests/ref/gen_gpt_refs.py [--out DIR]
 """
 
-import argparse
 import math
-import os
-import sys
 
 import torch
 import torch.nn.functional as F
 
-from gen_refs import StWriter, check_written, reseed, uniform
+from gen_refs import StWriter, reseed, uniform, write_one
 
 EPS = float(torch.tensor(1e-5, dtype=torch.float32))
 V, T, E, H, LAYERS, B = 256, 9, 30, 3, 2, 3  # head_dim 10: not a power of two
@@ -143,18 +140,7 @@ def adamw_case(w):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=os.path.dirname(os.path.abspath(__file__)),
-                    help="output directory (default: this script's directory)")
-    args = ap.parse_args()
-    if not torch.__version__.startswith("1.13"):
-        print("gen_gpt_refs: warning: references are specified against PyTorch 1.13, running %s"
-              % torch.__version__, file=sys.stderr)
-    path = os.path.join(args.out, "gpt.safetensors")
-    w = gen_gpt()
-    nbytes = w.write(path)
-    check_written(path, w)
-    print("gen_gpt_refs: wrote %s (%d bytes)" % (path, nbytes))
+    write_one(__doc__, "gen_gpt_refs", "gpt.safetensors", gen_gpt)
 
 
 if __name__ == "__main__":

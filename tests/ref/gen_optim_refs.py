@@ -20,12 +20,10 @@ Cases (<case>.<tensor>; the __metadata__ describes each, the C test holds the sa
 Usage: /usr/bin/python3 tests/ref/gen_optim_refs.py [--out DIR]
 """
 
-import argparse
-import os
 
 import torch
 
-from gen_refs import StWriter, check_written, f32, reseed, uniform
+from gen_refs import StWriter, f32, reseed, uniform, write_one
 
 TENSORS = [("0.weight", (8, 4)), ("1.weight", (4,)), ("1.bias", (4,)), ("2.weight", (6, 4)),
            ("2.bias", (6,))]
@@ -85,15 +83,7 @@ def gen():
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=os.path.dirname(os.path.abspath(__file__)),
-                    help="output directory (default: this script's directory)")
-    args = ap.parse_args()
-    path = os.path.join(args.out, "optim_groups.safetensors")
-    w = gen()
-    nbytes = w.write(path)
-    check_written(path, w)
-    print("gen_optim_refs: wrote %s (%d bytes)" % (path, nbytes))
+    write_one(__doc__, "gen_optim_refs", "optim_groups.safetensors", gen)
 
 
 if __name__ == "__main__":

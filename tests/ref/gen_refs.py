@@ -493,6 +493,23 @@ def gen_optim():
 
 # ---- main ------------------------------------------------------------------------------------
 
+def write_one(doc, tag, filename, gen):
+    """The main of a generator that writes one reference file: --out DIR (default: tests/ref),
+    a warning off PyTorch 1.13, the file written deterministically and read back."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--out", default=os.path.dirname(os.path.abspath(__file__)),
+                    help="output directory (default: this script's directory)")
+    args = ap.parse_args()
+    if not torch.__version__.startswith("1.13"):
+        print("%s: warning: references are specified against PyTorch 1.13, running %s"
+              % (tag, torch.__version__), file=sys.stderr)
+    path = os.path.join(args.out, filename)
+    w = gen()
+    nbytes = w.write(path)
+    check_written(path, w)
+    print("%s: wrote %s (%d bytes)" % (tag, path, nbytes))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dtrain", help="path of the dtrain binary (accepted, not used yet)")

@@ -23,16 +23,13 @@ Cases (<case>.<tensor>; the __metadata__ describes each, the C test holds the sa
 Usage: /usr/bin/python3 tests/ref/gen_tfm_refs.py [--out DIR]
 """
 
-import argparse
 import math
-import os
-import sys
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from gen_refs import StWriter, check_written, f32, reseed, uniform
+from gen_refs import StWriter, f32, reseed, uniform, write_one
 
 EPS = float(torch.tensor(1e-5, dtype=torch.float32))
 
@@ -140,18 +137,7 @@ def gen_tfm():
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=os.path.dirname(os.path.abspath(__file__)),
-                    help="output directory (default: this script's directory)")
-    args = ap.parse_args()
-    if not torch.__version__.startswith("1.13"):
-        print("gen_tfm_refs: warning: references are specified against PyTorch 1.13, running %s"
-              % torch.__version__, file=sys.stderr)
-    path = os.path.join(args.out, "tfm.safetensors")
-    w = gen_tfm()
-    nbytes = w.write(path)
-    check_written(path, w)
-    print("gen_tfm_refs: wrote %s (%d bytes)" % (path, nbytes))
+    write_one(__doc__, "gen_tfm_refs", "tfm.safetensors", gen_tfm)
 
 
 if __name__ == "__main__":
