@@ -95,6 +95,7 @@ typedef struct dt_config {
         int strategy;   /* the registry's number of the strategy (dt_strategy_name): ddp, ... */
         int dp, tp, pp; /* 0 = derive (dp = world / (tp * pp)) */
         int64_t tp_min_weights; /* tp: layers with fewer weights stay whole */
+        int sequence_parallel;  /* tp: blocks share positions (dt_tp_layout) */
         int64_t global_batch;   /* 0 = batch * dp * accumulation */
         int accumulation;       /* micro-steps per optimizer step */
         int micro_batches;      /* the pipeline's name for accumulation; 0: unset (see

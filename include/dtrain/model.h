@@ -47,6 +47,11 @@ typedef struct dt_param_info {
      * gradients are summed every step so both copies stay equal; whole-model gathers and
      * checkpoints take the original only. DT_TIE_NONE otherwise. */
     int tie;
+    /* Sequence parallelism (dt_tp_layout.sequence_parallel): 1 when each rank of the
+     * tensor-parallel group uses the tensor on its share of the positions only (a block's
+     * LayerNorms), so that its gradient on a rank is a partial sum, completed over the group
+     * once per step before the update (the strategy's); 0 otherwise. */
+    int seq_partial;
     size_t whole_count;
     size_t whole_offset; /* in the whole model's flat buffer (dt_model_gather_params) */
 } dt_param_info;
@@ -84,18 +89,33 @@ typedef enum dt_tp_role {
     DT_TP_HEADS,     /* a transformer block split by heads (Megatron-LM's layout): its fused
                       * q, k, v and the MLP's first projection column-parallel, both output
                       * projections row-parallel; its input and output whole; begin/end are
-                      * the heads held; two all-reduces forward, two backward */
+                      * the heads held; two all-reduces forward, two backward (under
+                      * sequence parallelism: see dt_tp_layout) */
 } dt_tp_role;
 
 typedef struct dt_tp_layout {
     int size, rank;      /* the tensor-parallel group: 1 and 0 for a whole model */
     int64_t min_weights; /* smallest weight a column-parallel split takes */
+    /* Sequence parallelism (Megatron-LM's): in the blocks split by heads, the LayerNorms,
+     * dropouts and residual adds hold each rank's share of the positions (dt_tp_part of the
+     * block's T; shares differ by one when tp does not divide T), and each all-reduce
+     * becomes an all-gather before the column-parallel product and a reduce-scatter after
+     * the row-parallel one. A run of consecutive blocks passes shares from one to the next;
+     * the first takes the whole input, the last gathers its output whole. Per block,
+     * forward 2 all-gathers and 2 reduce-scatters; backward 4 all-gathers (two of them
+     * re-gather the LayerNorms' recomputed outputs) and 2 reduce-scatters; one more
+     * all-gather at each end of a run. The LayerNorms' gradients are then partial sums
+     * (dt_param_info.seq_partial). */
+    int sequence_parallel;
 } dt_tp_layout;
 
 /* One layer's part on one rank. */
 typedef struct dt_tp_layer_plan {
     dt_tp_role role;
-    int gather;          /* the output block is all-gathered into the whole after forward */
+    int gather; /* the output block is all-gathered into the whole after forward */
+    /* DT_TP_HEADS under sequence parallelism: 1, and whether the block takes its input whole
+     * (the first of a run of blocks) and gathers its output whole (the last). */
+    int sequence, seq_in_whole, seq_out_whole;
     int64_t begin, end;  /* COLUMN: output rows/channels held; ROW: input features held;
                           * SHARD: dim-0 range of the output held; WHOLE: 0 and the dim */
     int64_t whole_dim;   /* the dimension begin/end index */

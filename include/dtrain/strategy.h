@@ -103,7 +103,8 @@ typedef enum dt_strategy_opt {
     DT_SO_LOCAL_STEPS,
     DT_SO_PARTITION,
     DT_SO_FEDPROX_MU,
-    DT_SO_CLIP_NORM, /* optim.clip_norm: ddp with tp 1 and pp 1 */
+    DT_SO_CLIP_NORM,         /* optim.clip_norm: ddp */
+    DT_SO_SEQUENCE_PARALLEL, /* parallel.sequence_parallel: ddp with tp > 1 */
     DT_SO_COUNT
 } dt_strategy_opt;
 

@@ -43,7 +43,12 @@ static const dt_cli_option train_opts[] = {
      "case is a single process)"},
     {"--dp", "N", DT_OPT_CONFIG_KEY, "parallel.dp", "data-parallel ranks (0: all)"},
     {"--tp", "N", DT_OPT_CONFIG_KEY, "parallel.tp",
-     "tensor-parallel ranks: large linear and conv2d layers split over them (world = dp x tp)"},
+     "tensor-parallel ranks: large linear and conv2d layers, and a GPT's blocks by heads, split "
+     "over them (world = dp x tp)"},
+    {"--sequence-parallel", NULL, DT_OPT_CONFIG_ON, "parallel.sequence_parallel",
+     "with --tp: a GPT's blocks share the positions of their LayerNorms, dropouts and "
+     "residual adds among the tp ranks (all-gathers and reduce-scatters in place of "
+     "all-reduces; those activations divided by tp)"},
     {"--pp", "N", DT_OPT_CONFIG_KEY, "parallel.pp",
      "pipeline stages: the layers split into N stages (world = dp x tp x pp)"},
     {"--pp-schedule", "S", DT_OPT_CONFIG_KEY, "parallel.pp_schedule",

@@ -59,25 +59,39 @@ enum { T_LN1G, T_LN1B, T_QKVW, T_QKVB, T_AOW, T_AOB, T_LN2G, T_LN2B, T_FCW, T_FC
 
 /* A block's sizes on this rank: T positions, E the width; H the heads held (all of them, or
  * a tensor-parallel rank's share [h0, h0 + H) of the model's Hw), D a head's columns, A =
- * H D the attention's width held, F the MLP's hidden units held (4E, or [f0, f0 + F)). */
+ * H D the attention's width held, F the MLP's hidden units held (4E, or [f0, f0 + F)).
+ * Under sequence parallelism (dt_layer.seq) the residual stream, the LayerNorms and the
+ * dropouts hold only positions [t0, t0 + Tl) of each sample (Tl = T otherwise), and Tp is
+ * the largest rank's share, to which the collectives pad. */
 typedef struct dims {
     int64_t T, E, H, D, A, F;
     int64_t Hw, h0, f0;
+    int64_t Tl, t0, Tp;
+    int parts, rank;
 } dims;
 
 static dims dims_of(const dt_layer *l)
 {
-    dims d = {.T = l->in.d[0], .E = l->in.d[1], .Hw = l->spec.heads};
+    dims d = {.T = l->seq ? l->seq_len : l->in.d[0], .E = l->in.d[1], .Hw = l->spec.heads};
     d.D = d.Hw > 0 ? d.E / d.Hw : 0;
-    const int parts = l->tp_parts > 1 ? l->tp_parts : 1;
+    d.parts = l->tp_parts > 1 ? l->tp_parts : 1;
+    d.rank = l->tp_parts > 1 ? l->tp_index : 0;
     int64_t lo, hi;
-    dt_tp_part(d.Hw, 1, parts, l->tp_index, &lo, &hi);
+    dt_tp_part(d.Hw, 1, d.parts, d.rank, &lo, &hi);
     d.h0 = lo;
     d.H = hi - lo;
     d.A = d.H * d.D;
-    dt_tp_part(4 * d.E, 1, parts, l->tp_index, &lo, &hi);
+    dt_tp_part(4 * d.E, 1, d.parts, d.rank, &lo, &hi);
     d.f0 = lo;
     d.F = hi - lo;
+    d.Tl = d.T;
+    d.Tp = d.T;
+    if (l->seq) {
+        dt_tp_part(d.T, 1, d.parts, d.rank, &lo, &hi);
+        d.t0 = lo;
+        d.Tl = hi - lo;
+        d.Tp = (d.T + d.parts - 1) / d.parts;
+    }
     return d;
 }
 
@@ -89,13 +103,14 @@ static int split(const dt_layer *l)
 static size_t mask_bytes(const dt_layer *l)
 {
     const dims d = dims_of(l);
-    return l->spec.p > 0.0 ? ((size_t)(d.T * d.E + 7) / 8 + 7u) & ~(size_t)7u : 0;
+    return l->spec.p > 0.0 ? ((size_t)(d.Tl * d.E + 7) / 8 + 7u) & ~(size_t)7u : 0;
 }
 
 static size_t field_bytes(const dt_layer *l, int f)
 {
     const dims d = dims_of(l);
-    const size_t te = (size_t)(d.T * d.E) * sizeof(float), ta = (size_t)(d.T * d.A) * sizeof(float);
+    const size_t te = (size_t)(d.Tl * d.E) * sizeof(float),
+                 ta = (size_t)(d.T * d.A) * sizeof(float);
     switch (f) {
     case F_QKV:
         return 3 * ta;
@@ -108,7 +123,7 @@ static size_t field_bytes(const dt_layer *l, int f)
     case F_H:
         return (size_t)(d.T * d.F) * sizeof(float);
     case F_STATS:
-        return (size_t)(4 * d.T) * sizeof(float);
+        return (size_t)(4 * d.Tl) * sizeof(float);
     case F_KEYS:
         return sizeof(blk_key);
     default:
@@ -162,6 +177,9 @@ static void describe(const dt_layer *l, dt_layer_tensor *t)
             t[k].fill = DT_FILL_ZEROS;
         else
             t[k].std = (k == T_AOW || k == T_MOW) ? proj_std : 0.02;
+        /* Under sequence parallelism each rank's LayerNorms see only its positions: their
+         * gradients are partial sums, completed over the group once per step. */
+        t[k].seq_partial = l->seq && (k == T_LN1G || k == T_LN1B || k == T_LN2G || k == T_LN2B);
         t[k].split_dim = split(l) ? sdim[k] : -1;
         if (t[k].split_dim < 0)
             continue;
@@ -212,7 +230,13 @@ static dt_status block_plan(dt_layer *l)
     if (l->index >= (1 << 16))
         return dt_fail(DT_ERR_INVALID, "layer %d (block): dropout keys take layers below 65536",
                        l->index);
+    /* Under sequence parallelism the planner (model_tp.c) gives the block its share of the
+     * positions, or all of them where the run of blocks begins (seq_in_whole) and ends
+     * (seq_out_whole: the output is gathered whole). */
+    DT_ASSERT(!l->seq || l->in.d[0] == (l->seq_in_whole ? d.T : d.Tl));
     l->out = l->in;
+    if (l->seq)
+        l->out.d[0] = l->seq_out_whole ? d.T : d.Tl;
     l->weight_count = (size_t)(3 * d.E * d.A + 3 * d.A + d.A * d.E + 2 * d.E * d.F + d.F + 6 * d.E);
     l->bias_count = 0;
     l->state_bytes = 0;
@@ -220,7 +244,12 @@ static dt_status block_plan(dt_layer *l)
         l->state_bytes += field_bytes(l, f);
     /* per member: the attention's workspace, then its LayerNorm gradient partials (2E) */
     l->ws_bytes = sizeof(float) * (size_t)(dt_attn_ws_count(d.T, d.D) + 2 * d.E);
+    /* 9 TE floats per sample; under sequence parallelism, after them, one rank's padded share
+     * (Tp E, what a rank sends to an all-gather or keeps of a reduce-scatter) and the group's
+     * (parts x Tp E, what an all-gather receives or a reduce-scatter sends). */
     l->rows_ws_bytes = sizeof(float) * (size_t)(9 * d.T * d.E);
+    if (l->seq)
+        l->rows_ws_bytes += sizeof(float) * (size_t)((d.parts + 1) * d.Tp * d.E);
     return DT_OK;
 }
 
@@ -316,13 +345,31 @@ static void dx(const dt_layer *l, int64_t R, int64_t K, int64_t N, const float *
 
 /* ---- the element-wise and per-sample parts ---- */
 
+/* Rows of the residual stream, sample by sample: sample r's first row at at + r * stride.
+ * Without sequence parallelism every such buffer is (batch, T, E); with it a share of the
+ * positions of a (batch, Tl, E) buffer, of a padded (batch, Tp, E) one, or of a whole
+ * (batch, T, E) one from row t0. */
+typedef struct rowsv {
+    const float *at;
+    int64_t stride;
+} rowsv;
+
+static rowsv rv(const float *at, int64_t stride)
+{
+    return (rowsv){at, stride};
+}
+
+static float *rw(rowsv v, int64_t r)
+{
+    return (float *)v.at + r * v.stride;
+}
+
 typedef struct row_job {
     const dt_layer *l;
     int64_t batch;
     int what;
-    const float *a; /* input */
-    float *b;       /* output */
-    const float *c; /* a second input */
+    rowsv a; /* input */
+    rowsv b; /* output */
 } row_job;
 
 enum {
@@ -334,7 +381,8 @@ enum {
     DO_GELU_BOTH,
     DO_TIMES,
     DO_UNDROP1,
-    DO_UNDROP2
+    DO_UNDROP2,
+    DO_ADD
 };
 
 static float drop_scale(const dt_layer *l)
@@ -342,11 +390,13 @@ static float drop_scale(const dt_layer *l)
     return (float)(1.0 / (1.0 - l->spec.p));
 }
 
-/* Sample r's branch o (TE) becomes x + drop(o), the mask's bits saved (branch 1 or 2). */
+/* Sample r's branch o (Tl E) becomes x + drop(o), the mask's bits saved (branch 1 or 2).
+ * Each element draws the number of its index in the whole (T, E) sample, so a rank holding
+ * positions [t0, t0 + Tl) draws what one process draws there. */
 static void resid_add(const dt_layer *l, int64_t r, int branch, const float *x, float *o)
 {
     const dims d = dims_of(l);
-    const int64_t n = d.T * d.E;
+    const int64_t n = d.Tl * d.E, base = d.t0 * d.E;
     blk_key k;
     memcpy(&k, field(l, F_KEYS, r), sizeof k);
     if (!k.active || l->spec.p == 0.0) {
@@ -360,9 +410,10 @@ static void resid_add(const dt_layer *l, int64_t r, int branch, const float *x, 
     const uint32_t c2 =
         ((uint32_t)DT_RNG_STREAM_DROPOUT << 24) | ((uint32_t)branch << 16) | (uint32_t)l->index;
     for (int64_t e = 0; e < n;) {
+        const int64_t g = base + e;
         uint32_t w[4];
-        dt_philox(k.seed, k.epoch, k.pos, c2, (uint32_t)(e / 4), w);
-        for (int q = 0; q < 4 && e < n; q++, e++) {
+        dt_philox(k.seed, k.epoch, k.pos, c2, (uint32_t)(g / 4), w);
+        for (int q = (int)(g % 4); q < 4 && e < n; q++, e++) {
             const int keep = dt_u01f(w[q]) >= p;
             bits[e / 8] |= (uint8_t)(keep << (e % 8));
             o[e] = x[e] + o[e] * (keep ? scale : 0.0f);
@@ -370,11 +421,11 @@ static void resid_add(const dt_layer *l, int64_t r, int branch, const float *x, 
     }
 }
 
-/* out (TE) = dy times branch's saved mask and scale (the identity without dropout). */
+/* out (Tl E) = dy times branch's saved mask and scale (the identity without dropout). */
 static void undrop(const dt_layer *l, int64_t r, int branch, const float *dy, float *out)
 {
     const dims d = dims_of(l);
-    const int64_t n = d.T * d.E;
+    const int64_t n = d.Tl * d.E;
     blk_key k;
     memcpy(&k, field(l, F_KEYS, r), sizeof k);
     if (!k.active || l->spec.p == 0.0) {
@@ -389,37 +440,42 @@ static void rows_part(void *ctx, int t, int nt)
     const row_job *j = ctx;
     const dt_layer *l = j->l;
     const dims d = dims_of(l);
-    const int64_t n = d.T * d.E, nf = d.T * d.F;
+    const int64_t n = d.Tl * d.E, nf = d.T * d.F;
     int64_t lo, hi;
     dt_pool_share(j->batch, t, nt, &lo, &hi);
     for (int64_t r = lo; r < hi; r++) {
-        float *st = ffield(l, F_STATS, r);
+        float *st = ffield(l, F_STATS, r), *a = rw(j->a, r), *b = rw(j->b, r);
         switch (j->what) {
         case DO_LN1:
         case DO_LN2: {
             const int two = j->what == DO_LN2;
-            dt_layernorm_forward(j->a + r * n, tensor_at(l, two ? T_LN2G : T_LN1G, 0),
-                                 tensor_at(l, two ? T_LN2B : T_LN1B, 0), d.T, d.E, LN_EPS,
-                                 j->b + r * n, st + (two ? 2 : 0) * d.T, st + (two ? 3 : 1) * d.T);
+            dt_layernorm_forward(a, tensor_at(l, two ? T_LN2G : T_LN1G, 0),
+                                 tensor_at(l, two ? T_LN2B : T_LN1B, 0), d.Tl, d.E, LN_EPS, b,
+                                 st + (two ? 2 : 0) * d.Tl, st + (two ? 3 : 1) * d.Tl);
             break;
         }
         case DO_RESID1:
         case DO_RESID2:
-            resid_add(l, r, j->what == DO_RESID1 ? 1 : 2, j->a + r * n, j->b + r * n);
+            resid_add(l, r, j->what == DO_RESID1 ? 1 : 2, a, b);
             break;
-        case DO_GELU:
-            dt_gelu_tanh_forward(j->a + r * nf, nf, j->b + r * nf);
+        case DO_GELU: /* (T, F) per sample: the hidden units held, every position */
+            dt_gelu_tanh_forward(j->a.at + r * nf, nf, (float *)j->b.at + r * nf);
             break;
         case DO_GELU_BOTH: /* b = gelu(a), and a becomes gelu'(a) */
-            dt_gelu_tanh_both(j->a + r * nf, nf, j->b + r * nf, (float *)j->a + r * nf);
+            dt_gelu_tanh_both(j->a.at + r * nf, nf, (float *)j->b.at + r * nf,
+                              (float *)j->a.at + r * nf);
             break;
         case DO_TIMES: /* b *= a */
             for (int64_t e = r * nf; e < (r + 1) * nf; e++)
-                j->b[e] *= j->a[e];
+                ((float *)j->b.at)[e] *= j->a.at[e];
             break;
         case DO_UNDROP1:
         case DO_UNDROP2:
-            undrop(l, r, j->what == DO_UNDROP1 ? 1 : 2, j->a + r * n, j->b + r * n);
+            undrop(l, r, j->what == DO_UNDROP1 ? 1 : 2, a, b);
+            break;
+        case DO_ADD: /* b += a, the residual stream's rows */
+            for (int64_t e = 0; e < n; e++)
+                b[e] += a[e];
             break;
         default:
             DT_ASSERT(0);
@@ -427,11 +483,17 @@ static void rows_part(void *ctx, int t, int nt)
     }
 }
 
-static void rows(const dt_layer *l, int64_t batch, int what, const float *a, float *b)
+static void rows(const dt_layer *l, int64_t batch, int what, rowsv a, rowsv b)
 {
     const dims d = dims_of(l);
     row_job j = {.l = l, .batch = batch, .what = what, .a = a, .b = b};
     dt_pool_run(batch > 1 && batch * d.T * d.E >= DT_PAR_MIN ? l->pool : NULL, rows_part, &j);
+}
+
+/* (batch, T, F) per-position buffers, as rows_part's GELU cases read them. */
+static void hidden(const dt_layer *l, int64_t batch, int what, const float *a, float *b)
+{
+    rows(l, batch, what, rv(a, 0), rv(b, 0));
 }
 
 /* ---- attention by (sample, head) ---- */
@@ -485,12 +547,9 @@ static void attention(const dt_layer *l, int64_t batch, const float *dy, float *
     dt_pool_run(big ? l->pool : NULL, attn_part, &j);
 }
 
-/* ---- forward and backward ---- */
+/* ---- the tensor-parallel group's collectives ---- */
 
-/* Under tensor parallelism (DT_TP_HEADS), buf (R, E) = the sum of every rank's buf: a
- * row-parallel projection's partial outputs, or a column-parallel one's partial input
- * gradients. The same bits on every rank (the group's reduction is deterministic). */
-static dt_status sum_over_group(const dt_layer *l, float *buf, int64_t R)
+static dt_status need_group(const dt_layer *l)
 {
     const dt_tp_run *r = l->tp_run;
     if (r == NULL || !r->attached)
@@ -498,25 +557,148 @@ static dt_status sum_over_group(const dt_layer *l, float *buf, int64_t R)
                        "layer %d (block): split over %d tensor-parallel ranks, but the model "
                        "has no group attached",
                        l->index, l->tp_parts);
-    return r->group.allreduce_sum(r->group.ctx, buf, (size_t)(R * l->in.d[1]));
+    return DT_OK;
 }
 
-/* An output projection: c (R, E) = a (R, K) @ W + b; split, each rank's rows of W give a
- * partial sum, summed over the group before the bias is added once. */
-static dt_status project_out(const dt_layer *l, int64_t R, int64_t K, const float *a, int wk,
-                             float *c)
+/* Under tensor parallelism (DT_TP_HEADS), buf (R, E) = the sum of every rank's buf: a
+ * row-parallel projection's partial outputs, or a column-parallel one's partial input
+ * gradients. The same bits on every rank (the group's reduction is deterministic). */
+static dt_status sum_over_group(const dt_layer *l, float *buf, int64_t R)
 {
-    const int64_t E = l->in.d[1];
+    const dt_status st = need_group(l);
+    const dt_tp_run *r = l->tp_run;
+    return st != DT_OK ? st : r->group.allreduce_sum(r->group.ctx, buf, (size_t)(R * l->in.d[1]));
+}
+
+/* Sequence parallelism's two buffers, after the 9 TE floats of the row workspace: `own`,
+ * (batch, Tp, E), a rank's padded share of the positions; `all`, (parts, batch, Tp, E),
+ * every rank's. */
+static float *sp_own(const dt_layer *l, int64_t batch)
+{
+    const dims d = dims_of(l);
+    return l->rows_ws + 9 * batch * d.T * d.E;
+}
+
+static float *sp_all(const dt_layer *l, int64_t batch)
+{
+    const dims d = dims_of(l);
+    return sp_own(l, batch) + batch * d.Tp * d.E;
+}
+
+/* whole (batch, T, E) = every rank's share, gathered from each rank's sp_own (the padding
+ * rows after its Tl are sent and dropped). */
+static dt_status seq_gather(const dt_layer *l, int64_t batch, float *whole)
+{
+    dt_status st = need_group(l);
+    const dims d = dims_of(l);
+    const dt_tp_run *run = l->tp_run;
+    const int64_t E = d.E, part = batch * d.Tp * E;
+    const float *own = sp_own(l, batch);
+    float *all = sp_all(l, batch);
+    if (st != DT_OK || (st = run->group.allgather(run->group.ctx, own, all, (size_t)part)) != DT_OK)
+        return st;
+    for (int k = 0; k < d.parts; k++) {
+        int64_t lo, hi;
+        dt_tp_part(d.T, 1, d.parts, k, &lo, &hi);
+        for (int64_t r = 0; r < batch; r++)
+            memcpy(whole + (r * d.T + lo) * E, all + k * part + r * d.Tp * E,
+                   sizeof(float) * (size_t)((hi - lo) * E));
+    }
+    return DT_OK;
+}
+
+/* out (this rank's positions of each sample, rows of `out`) = the sum over the group of
+ * every rank's whole (batch, T, E) partial `whole`, each rank receiving its positions
+ * only: a reduce-scatter of the shares laid out rank by rank (padded) in sp_all. */
+static dt_status seq_scatter(const dt_layer *l, int64_t batch, const float *whole, rowsv out)
+{
+    dt_status st = need_group(l);
+    if (st != DT_OK)
+        return st;
+    const dims d = dims_of(l);
+    const dt_tp_run *run = l->tp_run;
+    const int64_t E = d.E, part = batch * d.Tp * E;
+    float *all = sp_all(l, batch);
+    for (int k = 0; k < d.parts; k++) {
+        int64_t lo, hi;
+        dt_tp_part(d.T, 1, d.parts, k, &lo, &hi);
+        for (int64_t r = 0; r < batch; r++) {
+            float *to = all + k * part + r * d.Tp * E;
+            memcpy(to, whole + (r * d.T + lo) * E, sizeof(float) * (size_t)((hi - lo) * E));
+            memset(to + (hi - lo) * E, 0, sizeof(float) * (size_t)((d.Tp - (hi - lo)) * E));
+        }
+    }
+    if ((st = run->group.reduce_scatter_sum(run->group.ctx, all, (size_t)part)) != DT_OK)
+        return st;
+    const float *mine = all + d.rank * part;
+    for (int64_t r = 0; r < batch; r++)
+        memcpy(rw(out, r), mine + r * d.Tp * E, sizeof(float) * (size_t)(d.Tl * E));
+    return DT_OK;
+}
+
+/* ---- forward and backward ---- */
+
+/* An output projection: c (R, E) = a (R, K) @ W + b; split, each rank's rows of W give a
+ * partial sum, summed over the group before the bias is added once. Under sequence
+ * parallelism the partial (R, E) goes to `partial` and each rank receives the sum of its
+ * positions only, into out, the bias added to those rows. */
+static dt_status project_out(const dt_layer *l, int64_t batch, int64_t K, const float *a, int wk,
+                             float *partial, rowsv out)
+{
+    const dims d = dims_of(l);
+    const int64_t E = d.E, R = batch * d.T;
     if (!split(l)) {
-        xw(l, R, K, E, a, wk, c);
+        xw(l, R, K, E, a, wk, rw(out, 0));
         return DT_OK;
     }
+    float *c = l->seq ? partial : rw(out, 0);
     gemm_job j = {.R = R, .K = K, .N = E, .a = a, .w = tensor_at(l, wk, 0), .c = c};
     dt_pool_run(team(l, R * K * E), xw_part, &j);
-    dt_status st = sum_over_group(l, c, R);
-    if (st == DT_OK)
+    const dt_status st = l->seq ? seq_scatter(l, batch, c, out) : sum_over_group(l, c, R);
+    if (st != DT_OK)
+        return st;
+    if (!l->seq) {
         dt_add_bias_rows(c, tensor_at(l, wk + 1, 0), R, E);
-    return st;
+        return DT_OK;
+    }
+    for (int64_t r = 0; r < batch; r++)
+        dt_add_bias_rows(rw(out, r), tensor_at(l, wk + 1, 0), d.Tl, E);
+    return DT_OK;
+}
+
+/* A LayerNorm's output over every position, into whole (batch, T, E), from this rank's rows
+ * `x`: written there directly, or under sequence parallelism into sp_own and gathered. */
+static dt_status layernorm_whole(const dt_layer *l, int64_t batch, int what, rowsv x, float *whole)
+{
+    const dims d = dims_of(l);
+    if (!l->seq) {
+        rows(l, batch, what, x, rv(whole, d.T * d.E));
+        return DT_OK;
+    }
+    rows(l, batch, what, x, rv(sp_own(l, batch), d.Tp * d.E));
+    return seq_gather(l, batch, whole);
+}
+
+/* Under sequence parallelism: this rank's rows v of each sample (Tl of them) copied into
+ * sp_own, and every rank's gathered into whole (batch, T, E). */
+static dt_status rows_gather(const dt_layer *l, int64_t batch, rowsv v, float *whole)
+{
+    const dims d = dims_of(l);
+    float *own = sp_own(l, batch);
+    if (own != v.at)
+        for (int64_t r = 0; r < batch; r++)
+            memcpy(own + r * d.Tp * d.E, rw(v, r), sizeof(float) * (size_t)(d.Tl * d.E));
+    return seq_gather(l, batch, whole);
+}
+
+/* The block's input and output rows as this rank holds them: a share of the positions
+ * unless the run of sequence-parallel blocks begins (input) or ends (output) here. */
+static rowsv in_rows(const dt_layer *l, const float *x)
+{
+    const dims d = dims_of(l);
+    if (l->seq && l->seq_in_whole)
+        return rv(x + d.t0 * d.E, d.T * d.E);
+    return rv(x, d.Tl * d.E);
 }
 
 /* The forward into the saved state and `out`. */
@@ -524,7 +706,7 @@ static dt_status forward_inside(dt_layer *l, const float *x, float *out, int64_t
                                 const dt_forward_ctx *ctx)
 {
     const dims d = dims_of(l);
-    const int64_t R = batch * d.T, E = d.E;
+    const int64_t R = batch * d.T, E = d.E, TlE = d.Tl * E;
     const int active = ctx != NULL && ctx->train && (l->spec.p > 0.0 || l->spec.attn_p > 0.0);
     for (int64_t r = 0; r < batch; r++) {
         blk_key k = {.active = (uint32_t)active};
@@ -537,34 +719,40 @@ static dt_status forward_inside(dt_layer *l, const float *x, float *out, int64_t
         memcpy(field(l, F_KEYS, r), &k, sizeof k);
     }
     float *w1 = l->rows_ws, *w4 = l->rows_ws + R * E;
-    float *qkv = ffield(l, F_QKV, 0), *x1 = ffield(l, F_X1, 0), *h = ffield(l, F_H, 0);
-    rows(l, batch, DO_LN1, x, w1);
+    float *qkv = ffield(l, F_QKV, 0), *h = ffield(l, F_H, 0);
+    const rowsv xs = in_rows(l, x), x1 = rv(ffield(l, F_X1, 0), TlE);
+    /* The block's output rows: out itself, or (the last sequence-parallel block) this
+     * rank's share in sp_own, gathered whole into out at the end. */
+    const int gather_out = l->seq && l->seq_out_whole;
+    const rowsv o = gather_out ? rv(sp_own(l, batch), d.Tp * E) : rv(out, TlE);
+    dt_status st;
+    if ((st = layernorm_whole(l, batch, DO_LN1, xs, w1)) != DT_OK)
+        return st;
     xw(l, R, E, 3 * d.A, w1, T_QKVW, qkv);
     attention(l, batch, NULL, NULL);
-    dt_status st = project_out(l, R, d.A, ffield(l, F_Y, 0), T_AOW, x1);
-    if (st != DT_OK)
+    if ((st = project_out(l, batch, d.A, ffield(l, F_Y, 0), T_AOW, w4, x1)) != DT_OK)
         return st;
-    rows(l, batch, DO_RESID1, x, x1);
-    rows(l, batch, DO_LN2, x1, w1);
+    rows(l, batch, DO_RESID1, xs, x1);
+    if ((st = layernorm_whole(l, batch, DO_LN2, x1, w1)) != DT_OK)
+        return st;
     xw(l, R, E, d.F, w1, T_FCW, h);
-    rows(l, batch, DO_GELU, h, w4);
-    if ((st = project_out(l, R, d.F, w4, T_MOW, out)) != DT_OK)
+    hidden(l, batch, DO_GELU, h, w4);
+    if ((st = project_out(l, batch, d.F, w4, T_MOW, w1, o)) != DT_OK)
         return st;
-    rows(l, batch, DO_RESID2, x1, out);
-    return DT_OK;
+    rows(l, batch, DO_RESID2, x1, o);
+    return gather_out ? seq_gather(l, batch, out) : DT_OK;
 }
 
-/* One LayerNorm's backward: dxn (R, E) written from dyn, the input xin and the saved stats.
- * Each member of the team takes its share of the samples, in order, and sums the gain's
- * and bias's gradients into a partial of its own (after its attention workspace); the
- * partials are then added to the gradients in member order, so the bits depend on the
- * number of threads as the products' do, and on nothing else. */
+/* One LayerNorm's backward over this rank's rows: dxn written from dyn, the input xin and
+ * the saved stats. Each member of the team takes its share of the samples, in order, and
+ * sums the gain's and bias's gradients into a partial of its own (after its attention
+ * workspace); the partials are then added to the gradients in member order, so the bits
+ * depend on the number of threads as the products' do, and on nothing else. */
 typedef struct ln_job {
     const dt_layer *l;
     int64_t batch;
     int two;
-    const float *dyn, *xin;
-    float *dxn;
+    rowsv dyn, xin, dxn;
 } ln_job;
 
 static float *ln_partial(const dt_layer *l, int t)
@@ -578,22 +766,20 @@ static void ln_part(void *ctx, int t, int nt)
     const ln_job *j = ctx;
     const dt_layer *l = j->l;
     const dims d = dims_of(l);
-    const int64_t n = d.T * d.E;
     float *dg = ln_partial(l, t), *db = dg + d.E;
     memset(dg, 0, sizeof(float) * (size_t)(2 * d.E));
     int64_t lo, hi;
     dt_pool_share(j->batch, t, nt, &lo, &hi);
     for (int64_t r = lo; r < hi; r++) {
         const float *st = ffield(l, F_STATS, r);
-        dt_layernorm_backward(j->dyn + r * n, j->xin + r * n, st + (j->two ? 2 : 0) * d.T,
-                              st + (j->two ? 3 : 1) * d.T,
-                              tensor_at(l, j->two ? T_LN2G : T_LN1G, 0), d.T, d.E, j->dxn + r * n,
+        dt_layernorm_backward(rw(j->dyn, r), rw(j->xin, r), st + (j->two ? 2 : 0) * d.Tl,
+                              st + (j->two ? 3 : 1) * d.Tl,
+                              tensor_at(l, j->two ? T_LN2G : T_LN1G, 0), d.Tl, d.E, rw(j->dxn, r),
                               dg, db);
     }
 }
 
-static void ln_backward(const dt_layer *l, int64_t batch, int two, const float *dyn,
-                        const float *xin, float *dxn)
+static void ln_backward(const dt_layer *l, int64_t batch, int two, rowsv dyn, rowsv xin, rowsv dxn)
 {
     const dims d = dims_of(l);
     ln_job j = {.l = l, .batch = batch, .two = two, .dyn = dyn, .xin = xin, .dxn = dxn};
@@ -610,6 +796,22 @@ static void ln_backward(const dt_layer *l, int64_t batch, int two, const float *
     }
 }
 
+/* After a column-parallel product's input gradient (R, E), partial on each rank: summed
+ * over the group (in place), or under sequence parallelism reduce-scattered into this
+ * rank's rows `own`. Returns the rows that hold the sum. */
+static dt_status input_grad_sum(const dt_layer *l, int64_t batch, float *partial, rowsv own,
+                                rowsv *sum)
+{
+    const dims d = dims_of(l);
+    *sum = rv(partial, d.T * d.E);
+    if (!split(l))
+        return DT_OK;
+    if (!l->seq)
+        return sum_over_group(l, partial, batch * d.T);
+    *sum = own;
+    return seq_scatter(l, batch, partial, own);
+}
+
 static void block_forward(dt_layer *l, const float *x, float *out, int64_t batch,
                           const dt_forward_ctx *ctx)
 {
@@ -622,7 +824,7 @@ static dt_status block_backward(dt_layer *l, const float *x, const float *y, con
     (void)y;
     dt_status st;
     const dims d = dims_of(l);
-    const int64_t R = batch * d.T, E = d.E;
+    const int64_t R = batch * d.T, E = d.E, TlE = d.Tl * E;
     float *w1 = l->rows_ws, *w2 = w1 + R * E, *w3 = w2 + R * E, *w4 = w3 + 3 * R * E;
     if (l->inner_recompute) {
         /* DT_RECOMPUTE_BLOCK: the state is working memory that the other blocks' forwards
@@ -634,46 +836,74 @@ static dt_status block_backward(dt_layer *l, const float *x, const float *y, con
             (st = dt_hooks_progress(hooks)) != DT_OK)
             return st;
     }
-    const float *h = ffield(l, F_H, 0), *x1 = ffield(l, F_X1, 0), *ya = ffield(l, F_Y, 0);
-    /* The MLP branch: dy through the second dropout, c_proj, the GELU and c_fc. The GELU's
-     * output, which c_proj's weight gradient needs, and its derivative come from one pass
-     * over the saved h, the derivative written over h (read by nothing after this
-     * backward). */
-    rows(l, batch, DO_UNDROP2, dy, w1);
-    rows(l, batch, DO_GELU_BOTH, h, w4);
+    const float *h = ffield(l, F_H, 0), *ya = ffield(l, F_Y, 0);
+    const rowsv xs = in_rows(l, x), x1 = rv(ffield(l, F_X1, 0), TlE);
+    /* dy's rows as this rank holds them: its share of a whole dy under the last
+     * sequence-parallel block. */
+    const rowsv dys = l->seq && l->seq_out_whole ? rv(dy + d.t0 * E, d.T * E) : rv(dy, TlE);
+    /* Under sequence parallelism, this rank's rows of d x1 and of the block's input
+     * gradient (w2's and w4's room, read as (batch, Tl, E)), and its padded share. */
+    const rowsv own = rv(sp_own(l, batch), d.Tp * E);
+    const rowsv dx1 = rv(w2, l->seq ? TlE : d.T * E), dxl = rv(w4, l->seq ? TlE : d.T * E);
+    rowsv g;
+    /* The MLP branch: dy through the second dropout (gathered over the positions under
+     * sequence parallelism), c_proj, the GELU and c_fc. The GELU's output, which c_proj's
+     * weight gradient needs, and its derivative come from one pass over the saved h, the
+     * derivative written over h (read by nothing after this backward). */
+    if (!l->seq) {
+        rows(l, batch, DO_UNDROP2, dys, rv(w1, d.T * E));
+    } else {
+        rows(l, batch, DO_UNDROP2, dys, own);
+        if ((st = seq_gather(l, batch, w1)) != DT_OK)
+            return st;
+    }
+    hidden(l, batch, DO_GELU_BOTH, h, w4);
     dw(l, R, d.F, E, w4, w1, T_MOW);
     dx(l, R, d.F, E, w1, T_MOW, w4);
-    rows(l, batch, DO_TIMES, h, w4);
+    hidden(l, batch, DO_TIMES, h, w4);
     if ((st = dt_hooks_progress(hooks)) != DT_OK)
         return st;
-    rows(l, batch, DO_LN2, x1, w2);
+    if ((st = layernorm_whole(l, batch, DO_LN2, x1, w2)) != DT_OK)
+        return st;
     dw(l, R, E, d.F, w2, w4, T_FCW);
     dx(l, R, E, d.F, w4, T_FCW, w1);
     /* split: each rank's hidden units give part of d ln_2's output */
-    if (split(l) && (st = sum_over_group(l, w1, R)) != DT_OK)
+    if ((st = input_grad_sum(l, batch, w1, own, &g)) != DT_OK)
         return st;
-    ln_backward(l, batch, 1, w1, x1, w2);
-    for (int64_t e = 0; e < R * E; e++) /* d x1: the residual's and the branch's */
-        w2[e] += dy[e];
+    ln_backward(l, batch, 1, g, x1, dx1);
+    rows(l, batch, DO_ADD, dys, dx1); /* d x1: the residual's and the branch's */
     if ((st = dt_hooks_progress(hooks)) != DT_OK)
         return st;
     /* The attention branch. */
-    rows(l, batch, DO_UNDROP1, w2, w1);
+    if (!l->seq) {
+        rows(l, batch, DO_UNDROP1, dx1, rv(w1, d.T * E));
+    } else {
+        rows(l, batch, DO_UNDROP1, dx1, own);
+        if ((st = seq_gather(l, batch, w1)) != DT_OK)
+            return st;
+    }
     dw(l, R, d.A, E, ya, w1, T_AOW);
     dx(l, R, d.A, E, w1, T_AOW, w4);
     attention(l, batch, w4, w3);
     if ((st = dt_hooks_progress(hooks)) != DT_OK)
         return st;
-    rows(l, batch, DO_LN1, x, w1);
+    if ((st = layernorm_whole(l, batch, DO_LN1, xs, w1)) != DT_OK)
+        return st;
     dw(l, R, E, 3 * d.A, w1, w3, T_QKVW);
     dx(l, R, E, 3 * d.A, w3, T_QKVW, w1);
     /* split: each rank's heads give part of d ln_1's output */
-    if (split(l) && (st = sum_over_group(l, w1, R)) != DT_OK)
+    if ((st = input_grad_sum(l, batch, w1, own, &g)) != DT_OK)
         return st;
-    ln_backward(l, batch, 0, w1, x, w4);
-    if (dxo != NULL)
-        for (int64_t e = 0; e < R * E; e++)
-            dxo[e] = w2[e] + w4[e];
+    ln_backward(l, batch, 0, g, xs, dxl);
+    if (dxo == NULL)
+        return DT_OK;
+    /* the input's: the residual's and the branch's */
+    if (l->seq && l->seq_in_whole) { /* the run of blocks begins here: the input was whole */
+        rows(l, batch, DO_ADD, dx1, dxl);
+        return rows_gather(l, batch, dxl, dxo);
+    }
+    for (int64_t e = 0; e < batch * TlE; e++)
+        dxo[e] = w2[e] + w4[e];
     return DT_OK;
 }
 

@@ -34,6 +34,7 @@ typedef struct dt_layer_tensor {
     int split_dim, split_groups;
     int64_t split_unit, split_begin, split_end;
     int64_t whole_shape[DT_MAX_DIMS];
+    int seq_partial; /* dt_param_info.seq_partial */
 } dt_layer_tensor;
 
 typedef struct dt_layer_ops {
@@ -137,6 +138,12 @@ struct dt_layer {
      * (forward returns no status: the model reports it after the call). */
     int tp_parts, tp_index;
     struct dt_tp_run *tp_run;
+    /* Sequence parallelism (dt_tp_layout.sequence_parallel) on a block split by heads: seq 1,
+     * seq_len the whole sequence's positions, of which the rank holds its share (dt_tp_part)
+     * in the residual stream; seq_in_whole: the input holds every position (the first block
+     * of a run), seq_out_whole: so does the output (the last, which gathers it). */
+    int seq, seq_in_whole, seq_out_whole;
+    int64_t seq_len;
     dt_status fwd_status;
     /* The model's thread team (NULL: one thread) and, for grad_partials layers, member t's
      * (t >= 1) parameter-gradient partial at partial + (t - 1) * param_count. */

@@ -476,6 +476,7 @@ static void bind_described(dt_model *m, dt_layer *l, int i)
         t->offset = at;
         t->count = desc[k].count;
         describe_split(l, t, 0);
+        t->seq_partial = desc[k].seq_partial;
         if (desc[k].split_dim >= 0) { /* the layer's own split (DT_TP_HEADS) */
             t->split_dim = desc[k].split_dim;
             t->split_groups = desc[k].split_groups;

@@ -184,6 +184,8 @@ dt_status dt_tp_plan_layers(dt_layer *layers, const dt_layer_spec *specs, int n,
         l->tp_parts = 1;
         /* The layer as if whole: its errors are the unsplit model's, its sizes decide. */
         dt_layer whole = *l;
+        if (i > 0 && layers[i - 1].seq && l->spec.kind == DT_LAYER_BLOCK) /* a share of T */
+            whole.in.d[0] = layers[i - 1].seq_len;
         if (b.split) {
             whole.in.d[0] = b.whole;
             whole.in_numel = dt_shape_numel(&whole.in);
@@ -201,11 +203,30 @@ dt_status dt_tp_plan_layers(dt_layer *layers, const dt_layer_spec *specs, int n,
                                i, (long long)l->spec.heads, tp->size);
             l->tp_parts = tp->size;
             l->tp_index = tp->rank;
+            if (tp->sequence_parallel) {
+                /* A run of blocks passes each rank's share of the positions along. */
+                const int after = i > 0 && layers[i - 1].seq;
+                l->seq = 1;
+                l->seq_in_whole = !after;
+                l->seq_out_whole = i + 1 == n || specs[i + 1].kind != DT_LAYER_BLOCK;
+                l->seq_len = after ? layers[i - 1].seq_len : l->in.d[0];
+                if (l->seq_len < tp->size)
+                    return dt_fail(DT_ERR_INVALID,
+                                   "model: layer %d (block): %lld positions cannot be shared by "
+                                   "%d tensor-parallel ranks under sequence parallelism (tp "
+                                   "may not exceed model.block_size)",
+                                   i, (long long)l->seq_len, tp->size);
+            }
             TRY_RET(l->ops->plan(l));
             int64_t h0, h1;
             dt_tp_part(l->spec.heads, 1, tp->size, tp->rank, &h0, &h1);
-            l->tp = (dt_tp_layer_plan){
-                .role = DT_TP_HEADS, .begin = h0, .end = h1, .whole_dim = l->spec.heads};
+            l->tp = (dt_tp_layer_plan){.role = DT_TP_HEADS,
+                                       .sequence = l->seq,
+                                       .seq_in_whole = l->seq_in_whole,
+                                       .seq_out_whole = l->seq_out_whole,
+                                       .begin = h0,
+                                       .end = h1,
+                                       .whole_dim = l->spec.heads};
             l->tp_unit = 1;
         } else if (b.split) {
             TRY_RET(plan_on_block(l, &whole, &b));

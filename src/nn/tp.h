@@ -22,6 +22,10 @@ typedef struct dt_tp_group {
      * of uneven splits are padded to the largest: an all-gather of equal counts runs on the
      * comm layer's own engines, which allocate nothing, where MPI's all-gatherv may. */
     dt_status (*allgather)(void *ctx, const float *send, float *recv, size_t count);
+    /* buf (size x count floats, rank k's block at k x count): this rank's block becomes the
+     * sum of every rank's block of the same index, in place; the others are left undefined.
+     * Sequence parallelism's (block.c); NULL where the group never runs one. */
+    dt_status (*reduce_scatter_sum)(void *ctx, float *buf, size_t count);
 } dt_tp_group;
 
 /* Gives a model with dt_model_tp_size(m) > 1 its group (copied). Before this, its forward

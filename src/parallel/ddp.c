@@ -393,6 +393,7 @@ static dt_status ddp_update(dt_strategy *s, dt_optim *o, double lr)
     dt_status st = DT_OK;
     float *p = dt_model_params(s->model), *g = dt_model_grads(s->model);
     DT_TRY(dt_strategy_sum_tied(s));
+    DT_TRY(dt_strategy_sum_positions(s));
     if (!s->opt.zero) {
         const double t = dt_now();
         /* The replicas hold equal reduced gradients: each counts its own copy, once. */
@@ -563,8 +564,8 @@ const dt_strategy_def dt_ddp_def = {
     .name = "ddp",
     .help = "synchronous data parallelism: gradients all-reduced in buckets (a world of one: "
             "single)",
-    .uses = DT_SO_USES_AXES | DT_SO_USES_BUCKETS | DT_SO_USES_STEPS | DT_SO_USES_COMPRESSION |
-            DT_SO_USES_CLIP,
+    .uses = DT_SO_USES_AXES | DT_SO_BIT(DT_SO_SEQUENCE_PARALLEL) | DT_SO_USES_BUCKETS |
+            DT_SO_USES_STEPS | DT_SO_USES_COMPRESSION | DT_SO_USES_CLIP,
     .text = 1,
     .check = dt_ddp_check,
     .create = dt_ddp_create,

@@ -34,6 +34,8 @@ static const char *const why_not[DT_SO_COUNT] = {
     [DT_SO_LR_SCALING] = "fedavg's clients each train at the schedule's rate",
     [DT_SO_ERROR_FEEDBACK] = "fedavg's clients keep no state between rounds",
     [DT_SO_COMPRESS_WARMUP] = "fedavg compresses every round's client updates",
+    [DT_SO_SEQUENCE_PARALLEL] = "it shares the positions of a GPT's blocks, which only ddp "
+                                "trains",
     [DT_SO_CLIP_NORM] = "the global norm is summed where ddp's gradients are reduced; ps's "
                         "servers, fedavg's clients and local SGD's replicas do not clip yet",
 };
@@ -252,6 +254,11 @@ static dt_status refuse_without_axis(const dt_strategy_options *o, int tp, int p
         return dt_fail(DT_ERR_INVALID,
                        "%s has no effect without tensor parallelism: it applies to --tp 2 or "
                        "more",
+                       g);
+    if ((g = o->given[DT_SO_SEQUENCE_PARALLEL]) != NULL && tp <= 1)
+        return dt_fail(DT_ERR_INVALID,
+                       "%s has no effect without tensor parallelism: it shares each block's "
+                       "positions among the --tp ranks (--tp 2 or more)",
                        g);
     if ((g = o->given[DT_SO_PP_SCHEDULE]) != NULL && pp <= 1)
         return dt_fail(DT_ERR_INVALID,

@@ -38,6 +38,8 @@ static dt_status single_update(dt_strategy *s, dt_optim *o, double lr)
     const double t0 = dt_now();
     dt_status st = dt_strategy_sum_tied(s);
     if (st == DT_OK)
+        st = dt_strategy_sum_positions(s);
+    if (st == DT_OK)
         st = dt_strategy_clip(s, dt_model_grads(s->model), 0, dt_model_param_count(s->model), NULL);
     if (st != DT_OK)
         return st;

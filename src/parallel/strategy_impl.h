@@ -120,6 +120,11 @@ dt_status dt_strategy_clip(dt_strategy *s, float *g, size_t at, size_t n, dt_com
  * (tie.c). Before the update, on the stage's whole gradient buffer. Collective over the
  * group; nothing on a stage outside one. */
 dt_status dt_strategy_sum_tied(dt_strategy *s);
+/* Sequence parallelism (tp_group.c): the gradients of the tensors each tp rank used on its
+ * share of the positions only (dt_param_info.seq_partial) summed over the tp group, once per
+ * step, before the update and its clipping. Collective over the tp group; nothing without
+ * such tensors. */
+dt_status dt_strategy_sum_positions(dt_strategy *s);
 /* Makes the embedding group at attach time (a split of the pp group: collective over it,
  * and it allocates, so not in a step). */
 dt_status dt_strategy_tie_group(dt_strategy *s);

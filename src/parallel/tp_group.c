@@ -13,6 +13,10 @@ struct dt_tp_comm {
     double seconds;
     int64_t calls;
     size_t bytes; /* floats sent by this rank, times 4 */
+    /* Sequence parallelism: the all-gathers and reduce-scatters among calls, and the
+     * once-a-step sums of the gradients of the tensors used on a share of the positions. */
+    int64_t gathers, scatters, grad_sums;
+    size_t grad_bytes;
 };
 
 static dt_status tp_allreduce(void *ctx, float *buf, size_t count)
@@ -33,8 +37,46 @@ static dt_status tp_allgather(void *ctx, const float *send, float *recv, size_t 
     dt_status st = dt_comm_allgather(t->comm, send, recv, count, DT_COMM_FLOAT32);
     t->seconds += dt_now() - t0;
     t->calls++;
+    t->gathers++;
     t->bytes += count * sizeof(float);
     return st;
+}
+
+/* In place: the rank's own block stays where it is, and the comm layer's in-place
+ * reduce-scatter works in the caller's buffer (no scratch to reserve). */
+static dt_status tp_reduce_scatter(void *ctx, float *buf, size_t count)
+{
+    dt_tp_comm *t = ctx;
+    const double t0 = dt_now();
+    float *own = buf + (size_t)dt_comm_rank(t->comm) * count;
+    dt_status st = dt_comm_reduce_scatter(t->comm, buf, own, count, DT_COMM_FLOAT32, DT_COMM_SUM);
+    t->seconds += dt_now() - t0;
+    t->calls++;
+    t->scatters++;
+    t->bytes += count * (size_t)dt_comm_size(t->comm) * sizeof(float);
+    return st;
+}
+
+dt_status dt_strategy_sum_positions(dt_strategy *s)
+{
+    dt_tp_comm *t = s->tp;
+    if (t == NULL)
+        return DT_OK;
+    float *g = dt_model_grads(s->model);
+    const double t0 = dt_now();
+    for (int i = 0; i < dt_model_tensor_count(s->model); i++) {
+        const dt_param_info *p = dt_model_tensor(s->model, i);
+        if (!p->seq_partial)
+            continue;
+        dt_status st = dt_comm_allreduce(t->comm, g + p->offset, g + p->offset, p->count,
+                                         DT_COMM_FLOAT32, DT_COMM_SUM);
+        if (st != DT_OK)
+            return st;
+        t->grad_sums++;
+        t->grad_bytes += p->count * sizeof(float);
+    }
+    t->seconds += dt_now() - t0;
+    return DT_OK;
 }
 
 dt_status dt_tp_comm_attach(dt_strategy *s, dt_model *m)
@@ -45,12 +87,16 @@ dt_status dt_tp_comm_attach(dt_strategy *s, dt_model *m)
     dt_comm *comm = dt_grid_comm(s->grid, DT_GRID_TP);
     DT_TRY(dt_alloc(sizeof *t, "tensor-parallel group", (void **)&t));
     t->comm = comm;
-    const dt_tp_group g = {.ctx = t, .allreduce_sum = tp_allreduce, .allgather = tp_allgather};
+    const dt_tp_group g = {.ctx = t,
+                           .allreduce_sum = tp_allreduce,
+                           .allgather = tp_allgather,
+                           .reduce_scatter_sum = tp_reduce_scatter};
     dt_model_set_tp_group(m, &g);
     /* No dt_comm_reserve: its scratch holds partial sums of a non-in-place ring
      * reduce-scatter and of a deterministic reduce (docs/comm.md), and the group only runs
-     * in-place all-reduces and all-gathers, which work in the caller's buffers and the
-     * handle's slots (test_alloc_step checks that a tp step allocates nothing). */
+     * in-place all-reduces, all-gathers and reduce-scatters, which work in the caller's
+     * buffers and the handle's slots (test_alloc_step checks that a tp step allocates
+     * nothing). */
     s->tp = t;
     return DT_OK;
 fail:
@@ -84,6 +130,30 @@ void dt_tp_comm_describe(const dt_tp_comm *t, int64_t steps, dt_figures *out)
                                     .line = line,
                                     .unit = "s",
                                     .value = t->seconds / n});
+    if (t->scatters == 0 && t->grad_sums == 0)
+        return;
+    /* Sequence parallelism: how many of the collectives are all-gathers and reduce-scatters,
+     * and the LayerNorms' gradient sums once per step (counted apart from `calls`). */
+    dt_figures_add(out, (dt_figure){.name = "tp_gathers",
+                                    .what = "of them all-gathers per step",
+                                    .line = line,
+                                    .unit = "",
+                                    .value = (double)t->gathers / n});
+    dt_figures_add(out, (dt_figure){.name = "tp_scatters",
+                                    .what = "of them reduce-scatters per step",
+                                    .line = line,
+                                    .unit = "",
+                                    .value = (double)t->scatters / n});
+    dt_figures_add(out, (dt_figure){.name = "tp_grad_sums",
+                                    .what = "sequence-parallel gradient sums per step",
+                                    .line = line,
+                                    .unit = "",
+                                    .value = (double)t->grad_sums / n});
+    dt_figures_add(out, (dt_figure){.name = "tp_grad_sum_bytes",
+                                    .what = "passed to them per step",
+                                    .line = line,
+                                    .unit = "B",
+                                    .value = (double)t->grad_bytes / n});
 }
 
 void dt_tp_comm_free(dt_tp_comm *t)

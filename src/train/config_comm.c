@@ -62,6 +62,7 @@ void dt_config_strategy_options(const dt_config *cfg, dt_strategy_options *out)
         [DT_SO_PARTITION] = "fedavg.partition",
         [DT_SO_FEDPROX_MU] = "fedavg.fedprox_mu",
         [DT_SO_CLIP_NORM] = "optim.clip_norm",
+        [DT_SO_SEQUENCE_PARALLEL] = "parallel.sequence_parallel",
     };
     for (int o = 0; o < DT_SO_COUNT; o++) {
         DT_ASSERT(key_of[o] != NULL); /* a new option without its key */

@@ -140,6 +140,12 @@ dt_status dt_cfg_check_inert(const dt_config *c)
      * strategy's. */
     DT_TRY(judge(c, "parallel.pp_split", c->parallel.pp > 1,
                  "without a pipeline: it applies to --pp 2 or more"));
+    /* Without tensor parallelism the strategy's check says so (dt_strategy_check). */
+    int blocks = 0;
+    for (int i = 0; i < c->nlayers; i++)
+        blocks += c->layers[i].kind == DT_LAYER_BLOCK;
+    DT_TRY(judge(c, "parallel.sequence_parallel", blocks > 0,
+                 "on a model without block layers: it shares the positions of a GPT's blocks"));
 fail:
     return st;
 }

@@ -359,6 +359,10 @@ static const key_def keys[] = {
         "tensor-parallel ranks (Megatron-LM's column- and row-parallel layers); 0: 1"),
     NUM("parallel.tp_min_weights", KEY_INT64, parallel.tp_min_weights, LO, 0, 0,
         "under tp, a linear or conv2d layer with fewer weights stays whole on every rank"),
+    NUM("parallel.sequence_parallel", KEY_BOOL, parallel.sequence_parallel, 0, 0, 0,
+        "under tp, a GPT's blocks keep each rank's share of the positions in their LayerNorms, "
+        "dropouts and residual adds, with an all-gather and a reduce-scatter where tp has an "
+        "all-reduce (Megatron-LM's sequence parallelism)"),
     NUM("parallel.pp", KEY_INT, parallel.pp, LO | HI, 0, 1 << 20, "pipeline stages; 0: 1"),
     ENUMK("parallel.pp_schedule", parallel.pp_schedule, pp_schedule_name, 0,
           "pipeline schedule: 1f1b (at most pp micro-batches of activations on a stage) | "

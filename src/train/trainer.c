@@ -143,8 +143,10 @@ static dt_status place_stages(dt_trainer *t)
         memcpy(splits + 1, cfg->parallel.pp_split, sizeof(int) * (size_t)cfg->parallel.n_pp_split);
         given = splits;
     }
-    const dt_tp_layout tp = {
-        .size = si->tp_size, .rank = si->tp_rank, .min_weights = cfg->parallel.tp_min_weights};
+    const dt_tp_layout tp = {.size = si->tp_size,
+                             .rank = si->tp_rank,
+                             .min_weights = cfg->parallel.tp_min_weights,
+                             .sequence_parallel = cfg->parallel.sequence_parallel};
     dt_status st = dt_model_stage_plan(cfg->layers, cfg->nlayers, &t->train.sample_shape, &tp,
                                        si->pp_size, cfg->parallel.pp_placement, given, t->stage_of);
     if (st != DT_OK)
@@ -185,8 +187,10 @@ static dt_status build_model(dt_trainer *t)
     /* The loss's row: a sample's output, or (text) one position's scores. */
     t->out_width = shapes[cfg->nlayers].d[t->text ? 1 : 0];
     const dt_strategy_info *si = dt_strategy_get_info(t->strategy);
-    const dt_tp_layout tp = {
-        .size = si->tp_size, .rank = si->tp_rank, .min_weights = cfg->parallel.tp_min_weights};
+    const dt_tp_layout tp = {.size = si->tp_size,
+                             .rank = si->tp_rank,
+                             .min_weights = cfg->parallel.tp_min_weights,
+                             .sequence_parallel = cfg->parallel.sequence_parallel};
     int runs[2 * DT_CONFIG_MAX_LAYERS];
     const int nruns = stage_runs(t, runs);
     /* Every micro-batch in flight keeps its rows; one call runs one micro-batch. */

@@ -1,15 +1,16 @@
 /* test_dp_alloc.c — a data-parallel training run allocates nothing in our code, with the
  * ring all-reduce, with MPI's own, with tensor parallelism at tp 2, with a pipeline of 2
- * stages (GPipe and 1F1B, 4 micro-batches), with each gradient compression, and under the
+ * stages (GPipe and 1F1B, 4 micro-batches), with each gradient compression, under the
  * ps (staleness 0 and 2, top-k and PowerSGD pushes), fedavg (plain, top-k and fp16 updates)
- * and localsgd strategies. Counts malloc and friends in the whole process (alloc_count.c) from the
- * call of dt_trainer_run to its return, the first step included (a buffer grown lazily in the
- * first step would escape a count from the second), Open MPI's own calls apart: it allocates a
- * temporary inside MPI_Iallreduce on every call (docs/NOTES.md), 7 to 18 times a rank in the
- * first step of these runs (measured here), and buffers a message that arrives before its
- * receive is posted, as the ranks' timing dictates; those are printed, not checked. CTest runs it
- * under every OpenBLAS kernel set the CPU executes (tests/dp/dp.cmake): OpenBLAS's AVX-512 kernels
- * malloc inside some products that the others compute without (src/tensor/gemm.h). */
+ * and localsgd strategies, and a GPT on text at tp 2 with and without sequence parallelism. Counts
+ * malloc and friends in the whole process (alloc_count.c) from the call of dt_trainer_run to its
+ * return, the first step included (a buffer grown lazily in the first step would escape a count
+ * from the second), Open MPI's own calls apart: it allocates a temporary inside MPI_Iallreduce on
+ * every call (docs/NOTES.md), 7 to 18 times a rank in the first step of these runs (measured here),
+ * and buffers a message that arrives before its receive is posted, as the ranks' timing dictates;
+ * those are printed, not checked. CTest runs it under every OpenBLAS kernel set the CPU executes
+ * (tests/dp/dp.cmake): OpenBLAS's AVX-512 kernels malloc inside some products that the others
+ * compute without (src/tensor/gemm.h). */
 #include "dt_test.h"
 #include "dt_test_mpi.h"
 
@@ -183,6 +184,42 @@ static void test_pp_step_allocates_nothing(void **state)
     }
 }
 
+/* A GPT on text at tp 2, by heads and with sequence parallelism: the blocks' all-reduces, or
+ * their all-gathers and reduce-scatters and the LayerNorms' gradient sums. */
+static void test_gpt_tp_step_allocates_nothing(void **state)
+{
+    (void)state;
+    static char files[600];
+    char path[512], words[4096];
+    /* rank 0's file, in rank 0's directory: the ranks' configs must agree */
+    snprintf(path, sizeof path, "%s/gpt_alloc_corpus.txt", dt_test_tmpdir());
+    if (rank == 0) {
+        for (size_t i = 0; i < sizeof words; i++)
+            words[i] = (char)('a' + (i * 7) % 26);
+        assert_int_equal(dt_test_write_file(path, words, sizeof words), 0);
+    }
+    DT_ASSERT_OK(dt_comm_bcast(world, path, sizeof path, DT_COMM_UINT8, 0));
+    snprintf(files, sizeof files, "data.text_files=%s", path);
+    static const char *const heads[] = {
+        "data.kind=text",
+        files,
+        "model.block_size=16",
+        "model.layers=embedding 256 16, position, dropout 0.1, h: 2 x block 2 p=0.1 attn_p=0.1, "
+        "layernorm, lm_head",
+        "train.batch=4",
+        "parallel.tp=2",
+        "optim.kind=adamw",
+        "optim.clip_norm=1",
+        NULL};
+    static const char *sequence[12];
+    int k = 0;
+    for (; heads[k] != NULL; k++)
+        sequence[k] = heads[k];
+    sequence[k] = "parallel.sequence_parallel=on";
+    static const char *const *const lists[] = {heads, sequence};
+    check_settings(lists, 2);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -193,6 +230,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_compressed_step_allocates_nothing),
         cmocka_unit_test(test_ps_and_fedavg_steps_allocate_nothing),
         cmocka_unit_test(test_localsgd_step_allocates_nothing),
+        cmocka_unit_test(test_gpt_tp_step_allocates_nothing),
     };
     return dt_test_mpi_main(&argc, &argv, tests, &world, &rank, &size);
 }

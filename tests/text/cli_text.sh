@@ -69,6 +69,10 @@ expect_ok zero "$MPIRUN" -np 2 $RUN --batch 2 --accumulation 2 --zero 1 \
 # tensor parallelism: the blocks split by heads over 2 ranks (2 heads: one each), and over 2 x 2
 # with data parallelism is in tests/tp; here the whole text path on 2 ranks of one tp group.
 expect_ok tp "$MPIRUN" -np 2 $RUN --batch 8 --tp 2 --save-weights "$tmp/tp.st"
+# sequence parallelism: the blocks' LayerNorms, dropouts and residual adds on 8 positions of
+# the 16 per rank (their gradients summed over the pair once per step).
+expect_ok tp_sp "$MPIRUN" -np 2 $RUN --batch 8 --tp 2 --sequence-parallel \
+    --save-weights "$tmp/tp_sp.st"
 # pipelines: 2 stages cut between the blocks, the embedding on stage 0 and the tied head on
 # stage 1 (its copy of the table summed with the embedding's every step), with 2 micro-batches
 # of 4 under 1F1B; and round robin, which puts the head (layer 6) with the embedding (layer 0).
@@ -76,7 +80,7 @@ expect_ok pp "$MPIRUN" -np 2 $RUN --batch 4 --pp 2 --micro-batches 2 --pp-schedu
     --save-weights "$tmp/pp.st" --checkpoint-dir "$tmp/ck_pp" --checkpoint-every 4
 expect_ok pp_rr "$MPIRUN" -np 2 $RUN --batch 4 --pp 2 --micro-batches 2 \
     --set parallel.pp_split=round_robin --save-weights "$tmp/pp_rr.st"
-for v in ddp zero tp pp pp_rr; do
+for v in ddp zero tp tp_sp pp pp_rr; do
     if "$PY" "$SRC/tests/cli/st_compare.py" "$tmp/one.st" "$tmp/$v.st" --atol 1e-5 \
         >"$tmp/cmp_$v.out" 2>&1; then
         echo "ok $v: np 2 weights within 1e-5 of one process"

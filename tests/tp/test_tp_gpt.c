@@ -25,7 +25,7 @@
 
 static dt_comm *world;
 static int rank, size;
-static long allreduces;
+static long allreduces, allgathers, scatters;
 
 static dt_status group_allreduce(void *ctx, float *buf, size_t count)
 {
@@ -35,7 +35,15 @@ static dt_status group_allreduce(void *ctx, float *buf, size_t count)
 
 static dt_status group_allgather(void *ctx, const float *send, float *recv, size_t count)
 {
+    allgathers++;
     return dt_comm_allgather(ctx, send, recv, count, DT_COMM_FLOAT32);
+}
+
+static dt_status group_reduce_scatter(void *ctx, float *buf, size_t count)
+{
+    scatters++;
+    return dt_comm_reduce_scatter(ctx, buf, buf + (size_t)rank * count, count, DT_COMM_FLOAT32,
+                                  DT_COMM_SUM);
 }
 
 static const char *const text[] = {"transformer.wte: embedding 256 24",
@@ -47,23 +55,31 @@ static const char *const text[] = {"transformer.wte: embedding 256 24",
                                    "lm_head"};
 enum { NL = 7, T = 9, B = 3, V = 256, BLOCKS = 2 };
 
-static void build(int recompute, dt_model **whole, dt_model **part)
+static void build_seq(int recompute, int seq, dt_model **whole, dt_model **part)
 {
     dt_layer_spec specs[NL];
     for (int i = 0; i < NL; i++)
         DT_ASSERT_OK(dt_layer_spec_parse(text[i], &specs[i]));
     const dt_shape in = {.ndim = 1, .d = {T}};
-    const dt_tp_layout tp = {.size = size, .rank = rank, .min_weights = 0};
+    const dt_tp_layout tp = {
+        .size = size, .rank = rank, .min_weights = 0, .sequence_parallel = seq};
     dt_model_options o = dt_model_options_default(B);
     o.recompute = recompute;
     DT_ASSERT_OK(dt_model_create_with(specs, NL, &in, &o, whole));
     o.tp = &tp;
     DT_ASSERT_OK(dt_model_create_with(specs, NL, &in, &o, part));
-    const dt_tp_group g = {
-        .ctx = world, .allreduce_sum = group_allreduce, .allgather = group_allgather};
+    const dt_tp_group g = {.ctx = world,
+                           .allreduce_sum = group_allreduce,
+                           .allgather = group_allgather,
+                           .reduce_scatter_sum = group_reduce_scatter};
     dt_model_set_tp_group(*part, &g);
     dt_model_init_params(*whole, 42);
     dt_model_init_params(*part, 42);
+}
+
+static void build(int recompute, dt_model **whole, dt_model **part)
+{
+    build_seq(recompute, 0, whole, part);
 }
 
 static void test_gather_and_init(void **state)
@@ -110,30 +126,67 @@ static void train_step(dt_model *m, const int64_t *positions)
     DT_ASSERT_OK(dt_model_backward(m, B, NULL));
 }
 
-static void check_training(int recompute)
+/* Under sequence parallelism: the sum over the group of the gradients each rank computed on
+ * its positions only, as the strategy does once per step (tp_group.c); their number. */
+static int sum_positions(dt_model *m)
+{
+    int n = 0;
+    float *g = dt_model_grads(m);
+    for (int i = 0; i < dt_model_tensor_count(m); i++) {
+        const dt_param_info *p = dt_model_tensor(m, i);
+        if (!p->seq_partial)
+            continue;
+        DT_ASSERT_OK(dt_comm_allreduce(world, g + p->offset, g + p->offset, p->count,
+                                       DT_COMM_FLOAT32, DT_COMM_SUM));
+        n++;
+    }
+    return n;
+}
+
+static void expect_count(const char *what, const char *kind, long got, long want)
+{
+    if (got != want)
+        fail_msg("%s: %ld %s, expected %ld", what, got, kind, want);
+}
+
+static void check_training(int recompute, int seq)
 {
     dt_model *whole = NULL, *part = NULL;
-    build(recompute, &whole, &part);
+    build_seq(recompute, seq, &whole, &part);
     const int64_t positions[B] = {4, 9, 2};
     train_step(whole, positions);
-    allreduces = 0;
+    allreduces = allgathers = scatters = 0;
     train_step(part, positions);
     char what[160];
-    snprintf(what, sizeof what, "gpt recompute %d: all-reduces of one step (rank %d of %d)",
-             recompute, rank, size);
-    /* 2 forward and 2 backward per block; recompute block runs each forward again */
-    const long want = BLOCKS * (recompute == DT_RECOMPUTE_BLOCK ? 6 : 4);
-    if (allreduces != want)
-        fail_msg("%s: %ld, expected %ld", what, allreduces, want);
-    snprintf(what, sizeof what, "gpt recompute %d: output (rank %d of %d)", recompute, rank, size);
+    snprintf(what, sizeof what, "gpt recompute %d seq %d: one step (rank %d of %d)", recompute, seq,
+             rank, size);
+    const int again = recompute == DT_RECOMPUTE_BLOCK; /* each block's forward runs twice */
+    if (!seq) {
+        /* 2 forward and 2 backward per block */
+        expect_count(what, "all-reduces", allreduces, BLOCKS * (again ? 6 : 4));
+        expect_count(what, "all-gathers", allgathers, 0);
+    } else {
+        /* Per block: forward 2 all-gathers and 2 reduce-scatters, backward 4 and 2; one more
+         * all-gather where the run of blocks ends (the output, whole) and begins (the input's
+         * gradient, whole); the forward again under recompute, its last gather included. */
+        expect_count(what, "all-reduces", allreduces, 0);
+        expect_count(what, "all-gathers", allgathers, BLOCKS * (again ? 8 : 6) + 2 + again);
+        expect_count(what, "reduce-scatters", scatters, BLOCKS * (again ? 6 : 4));
+        /* ln_1's and ln_2's gain and bias in each block */
+        const int n = sum_positions(part);
+        if (n != 4 * BLOCKS)
+            fail_msg("%s: %d tensors marked seq_partial, expected %d", what, n, 4 * BLOCKS);
+    }
+    snprintf(what, sizeof what, "gpt recompute %d seq %d: output (rank %d of %d)", recompute, seq,
+             rank, size);
     DT_ASSERT_CLOSE_FF(what, dt_model_output(part), dt_model_output(whole), (size_t)(B * T * V),
                        1e-5, 1e-4);
     const size_t n = dt_model_whole_param_count(part);
     float *g = calloc(n, sizeof(float));
     assert_non_null(g);
     DT_ASSERT_OK(dt_model_gather_buffer(part, dt_model_grads(part), g));
-    snprintf(what, sizeof what, "gpt recompute %d: gathered gradients (rank %d of %d)", recompute,
-             rank, size);
+    snprintf(what, sizeof what, "gpt recompute %d seq %d: gathered gradients (rank %d of %d)",
+             recompute, seq, rank, size);
     DT_ASSERT_CLOSE_FF(what, g, dt_model_grads(whole), n, 1e-5, 1e-4);
     free(g);
     dt_model_free(whole);
@@ -143,8 +196,31 @@ static void check_training(int recompute)
 static void test_training(void **state)
 {
     (void)state;
-    check_training(DT_RECOMPUTE_NONE);
-    check_training(DT_RECOMPUTE_BLOCK);
+    check_training(DT_RECOMPUTE_NONE, 0);
+    check_training(DT_RECOMPUTE_BLOCK, 0);
+}
+
+/* Sequence parallelism: T = 9 positions, 5 + 4 at tp 2 (uneven) and 3 each at tp 3. */
+static void test_sequence_parallel(void **state)
+{
+    (void)state;
+    check_training(DT_RECOMPUTE_NONE, 1);
+    check_training(DT_RECOMPUTE_BLOCK, 1);
+    /* The blocks' kept input and output: each rank's share of the positions inside the run
+     * of blocks, whole at its ends. */
+    dt_model *whole = NULL, *part = NULL;
+    build_seq(DT_RECOMPUTE_NONE, 1, &whole, &part);
+    int64_t lo, hi;
+    dt_tp_part(T, 1, size, rank, &lo, &hi);
+    const dt_tp_layer_plan *p0 = dt_model_tp_layer(part, 3), *p1 = dt_model_tp_layer(part, 4);
+    assert_true(p0->sequence && p0->seq_in_whole && !p0->seq_out_whole);
+    assert_true(p1->sequence && !p1->seq_in_whole && p1->seq_out_whole);
+    const dt_shape *between = dt_model_shape(part, 4);
+    if (between->d[0] != hi - lo)
+        fail_msg("rank %d of %d: %lld positions between the blocks, expected %lld", rank, size,
+                 (long long)between->d[0], (long long)(hi - lo));
+    dt_model_free(whole);
+    dt_model_free(part);
 }
 
 /* More ranks than heads: refused, naming the layer. */
@@ -167,6 +243,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gather_and_init),
         cmocka_unit_test(test_training),
+        cmocka_unit_test(test_sequence_parallel),
         cmocka_unit_test(test_too_many_ranks),
     };
     return dt_test_mpi_main(&argc, &argv, tests, &world, &rank, &size);
