@@ -123,6 +123,13 @@ typedef struct dt_tp_layer_plan {
     size_t whole_params; /* parameters of the whole layer */
 } dt_tp_layer_plan;
 
+/* Rank k's range [*lo, *hi) of a split dimension of `whole` elements cut in units of `unit`
+ * (whole is a multiple of unit): units are dealt as the planner deals rows, the first
+ * (whole / unit) mod size ranks taking one extra. The one rule every rank uses to know every
+ * other rank's part: a flattened channel block's features are whole channels, a block's
+ * heads and, under sequence parallelism, its positions. */
+DT_API void dt_tp_part(int64_t whole, int64_t unit, int size, int k, int64_t *lo, int64_t *hi);
+
 /* "whole", "column", "row", "shard". */
 DT_API const char *dt_tp_role_name(dt_tp_role role);
 

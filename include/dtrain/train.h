@@ -331,6 +331,11 @@ DT_API void dt_trainer_layout(const dt_trainer *t, dt_train_layout *out);
 DT_API dt_status dt_data_load(const dt_config *cfg, dt_dataset *storage, dt_dataset *test_storage,
                               dt_dataset *train, dt_dataset *test);
 
+/* The per-sample input shape of cfg's training data, for a plan of the model without a run:
+ * a text run's (model.block_size) from the config alone; otherwise the data are loaded (and
+ * freed), their errors returned as dt_data_load's. */
+DT_API dt_status dt_data_sample_shape(const dt_config *cfg, dt_shape *out);
+
 /* ---- weights in and out (safetensors, PyTorch layouts and names) ------------------- */
 
 /* Writes every parameter tensor under its PyTorch name (dt_param_info.name) in PyTorch's

@@ -35,6 +35,8 @@ static const dt_cli_option plan_opts[] = {
     {"--micro-batches", "M", DT_OPT_CONFIG_KEY, "parallel.micro_batches", "micro-batches per step"},
     {"--batch", "N", DT_OPT_CONFIG_KEY, "train.batch", "samples per micro-batch on each rank"},
     {"--zero", "0|1", DT_OPT_CONFIG_KEY, "parallel.zero", "ZeRO stage"},
+    {"--sequence-parallel", NULL, DT_OPT_CONFIG_ON, "parallel.sequence_parallel",
+     "with --tp: a GPT's blocks share their positions (all-gathers and reduce-scatters)"},
     {"--strategy", "S", DT_OPT_CONFIG_KEY, "parallel.strategy",
      "one of the strategies listed below (each predicts its own messages; fedavg's are not "
      "modelled)"},
@@ -161,9 +163,17 @@ static double predict(const dt_config *cfg, const dt_shape *shapes, const dt_tp_
             tp_bytes += out, tp_s += dt_link_allgather(l, out, y->tp);
         if (plan[i].role == DT_TP_COLUMN && seen_params)
             tp_bytes += in, tp_s += dt_link_allreduce(l, in, y->tp);
-        if (plan[i].role == DT_TP_HEADS) /* a block by heads: 2 forward, 2 backward */
+        if (plan[i].role == DT_TP_HEADS && !plan[i].sequence) /* 2 forward, 2 backward */
             tp_bytes += 2 * (out + in),
                 tp_s += 2 * (dt_link_allreduce(l, out, y->tp) + dt_link_allreduce(l, in, y->tp));
+        if (plan[i].role == DT_TP_HEADS && plan[i].sequence) {
+            /* sequence parallelism (model.h): 6 all-gathers and 4 reduce-scatters of the
+             * whole (T, E), one more all-gather at each end of a run of blocks; a ring
+             * reduce-scatter costs what a ring all-gather of the same whole does */
+            const int ag = 6 + plan[i].seq_out_whole + (plan[i].seq_in_whole && seen_params > 0);
+            tp_bytes += (ag + 4) * out;
+            tp_s += (ag + 4) * dt_link_allgather(l, out, y->tp);
+        }
         seen_params += (double)plan[i].whole_params;
     }
     if (y->tp > 1) {
@@ -287,16 +297,18 @@ int dt_cmd_plan(int argc, char **argv)
     }
     if ((rc = make_layout(&cfg, &vals, &y)) != DT_EXIT_OK)
         return rc;
-    dt_dataset storage, test_storage, train, test;
+    dt_shape sample;
     dt_tp_layer_plan plan[DT_CONFIG_MAX_LAYERS];
     dt_shape shapes[DT_CONFIG_MAX_LAYERS + 1];
     int stage_of[DT_CONFIG_MAX_LAYERS] = {0};
-    const dt_tp_layout tpl = {.size = y.tp, .rank = 0, .min_weights = cfg.parallel.tp_min_weights};
-    cfg.train.eval = 0; /* the shapes need the training set's sample shape only */
-    if (dt_data_load(&cfg, &storage, &test_storage, &train, &test) != DT_OK ||
-        dt_model_plan_shapes(cfg.layers, cfg.nlayers, &train.sample_shape, shapes) != DT_OK ||
-        dt_model_tp_plan(cfg.layers, cfg.nlayers, &train.sample_shape, &tpl, plan) != DT_OK ||
-        (y.pp > 1 && dt_model_stage_plan(cfg.layers, cfg.nlayers, &train.sample_shape, &tpl, y.pp,
+    const dt_tp_layout tpl = {.size = y.tp,
+                              .rank = 0,
+                              .min_weights = cfg.parallel.tp_min_weights,
+                              .sequence_parallel = cfg.parallel.sequence_parallel};
+    if (dt_data_sample_shape(&cfg, &sample) != DT_OK ||
+        dt_model_plan_shapes(cfg.layers, cfg.nlayers, &sample, shapes) != DT_OK ||
+        dt_model_tp_plan(cfg.layers, cfg.nlayers, &sample, &tpl, plan) != DT_OK ||
+        (y.pp > 1 && dt_model_stage_plan(cfg.layers, cfg.nlayers, &sample, &tpl, y.pp,
                                          cfg.parallel.pp_placement, NULL, stage_of) != DT_OK)) {
         fprintf(stderr, "dtrain plan: %s\n", dt_last_error());
         return DT_EXIT_FAIL;
@@ -304,11 +316,8 @@ int dt_cmd_plan(int argc, char **argv)
     double grad = 0; /* the whole stage 0's gradient bytes on tp rank 0: where B is read */
     for (int i = 0; i < cfg.nlayers; i++)
         grad += stage_of[i] == 0 ? (double)plan[i].params * sizeof(float) : 0.0;
-    if ((rc = link_of(&vals, grad, &l)) != DT_EXIT_OK) {
-        dt_dataset_free(&storage);
-        dt_dataset_free(&test_storage);
+    if ((rc = link_of(&vals, grad, &l)) != DT_EXIT_OK)
         return rc;
-    }
     char at[160] = "";
     if (l.npts > 0)
         snprintf(at, sizeof at,
@@ -331,7 +340,5 @@ int dt_cmd_plan(int argc, char **argv)
     printf("  %-52s %15s %12.3f ms\n", "total", "", t * 1e3);
     printf("dtrain plan: computation is not predicted: with parallel.overlap on, backward hides "
            "part of the gradient all-reduce; a pipeline adds its bubble\n");
-    dt_dataset_free(&storage);
-    dt_dataset_free(&test_storage);
     return DT_EXIT_OK;
 }

@@ -27,7 +27,7 @@ static void print_layers(const dt_config *cfg, const dt_shape *shapes,
 {
     if (stage_of != NULL)
         printf("%-5s ", "stage");
-    printf("%-3s %-12s %-16s %-7s %-6s", "#", "layer", "output (whole)", "role", "gather");
+    printf("%-3s %-20s %-16s %-7s %-6s", "#", "layer", "output (whole)", "role", "gather");
     for (int r = 0; r < tp; r++)
         printf("  rank %-2d part    params", r);
     printf("\n");
@@ -40,13 +40,19 @@ static void print_layers(const dt_config *cfg, const dt_shape *shapes,
         const dt_tp_layer_plan *p0 = &plans[0][i];
         if (stage_of != NULL)
             printf("%-5d ", stage_of[i]);
-        printf("%-3d %-12.12s %-16s %-7s %-6s", i, name, out, dt_tp_role_name(p0->role),
+        printf("%-3d %-20.20s %-16s %-7s %-6s", i, name, out, dt_tp_role_name(p0->role),
                p0->gather ? "yes" : "");
         for (int r = 0; r < tp; r++) {
             const dt_tp_layer_plan *p = &plans[r][i];
             char part[32] = "-";
             if (p->role != DT_TP_WHOLE)
                 snprintf(part, sizeof part, "%lld:%lld", (long long)p->begin, (long long)p->end);
+            if (p->sequence) { /* heads, then the positions of its residual stream */
+                int64_t t0, t1;
+                dt_tp_part(shapes[i + 1].d[0], 1, tp, r, &t0, &t1);
+                snprintf(part, sizeof part, "%lld:%lld t%lld:%lld", (long long)p->begin,
+                         (long long)p->end, (long long)t0, (long long)t1);
+            }
             printf("  %-13s %9zu", part, p->params);
         }
         printf("\n");
@@ -74,8 +80,8 @@ static void print_totals(const dt_config *cfg, const dt_shape *shapes,
      * sum of each column layer's input gradient (not the first parameter layer's: training
      * skips the model input's gradient); a block split by heads, two of each (Megatron's 4 per
      * transformer layer). Bytes each rank contributes, per sample. */
-    int64_t fwd_sum = 0, fwd_gather = 0, bwd_sum = 0;
-    int n_fs = 0, n_fg = 0, n_bs = 0, seen_params = 0;
+    int64_t fwd_sum = 0, fwd_gather = 0, bwd_sum = 0, fwd_rs = 0, bwd_gather = 0, bwd_rs = 0;
+    int n_fs = 0, n_fg = 0, n_bs = 0, n_frs = 0, n_bg = 0, n_brs = 0, seen_params = 0;
     for (int i = 0; i < cfg->nlayers; i++) {
         const dt_tp_layer_plan *p = &plans[0][i];
         if (p->role == DT_TP_ROW) {
@@ -90,12 +96,24 @@ static void print_totals(const dt_config *cfg, const dt_shape *shapes,
             bwd_sum += dt_shape_numel(&shapes[i]);
             n_bs++;
         }
-        if (p->role == DT_TP_HEADS) { /* a block by heads: after each output projection,
-                                       * and each column projection's input gradient */
-            fwd_sum += 2 * dt_shape_numel(&shapes[i + 1]);
+        const int64_t te = dt_shape_numel(&shapes[i + 1]); /* a block's (T, E), whole */
+        if (p->role == DT_TP_HEADS && !p->sequence) {      /* a block by heads: after each output
+                                                            * projection, and each column
+                                                            * projection's input gradient */
+            fwd_sum += 2 * te;
             n_fs += 2;
-            bwd_sum += 2 * dt_shape_numel(&shapes[i]);
+            bwd_sum += 2 * te;
             n_bs += 2;
+        }
+        if (p->role == DT_TP_HEADS && p->sequence) {
+            /* sequence parallelism (model.h, dt_tp_layout): forward 2 all-gathers and 2
+             * reduce-scatters, and the output gathered where the run of blocks ends;
+             * backward 4 and 2, and the input's gradient gathered where it begins */
+            const int out = p->seq_out_whole, in = p->seq_in_whole && seen_params;
+            fwd_gather += (2 + out) * te, n_fg += 2 + out;
+            fwd_rs += 2 * te, n_frs += 2;
+            bwd_gather += (4 + in) * te, n_bg += 4 + in;
+            bwd_rs += 2 * te, n_brs += 2;
         }
         seen_params |= p->whole_params > 0;
     }
@@ -105,6 +123,12 @@ static void print_totals(const dt_config *cfg, const dt_shape *shapes,
            (long long)cfg->train.batch, n_fs, n_fs == 1 ? "" : "s", (double)fwd_sum * b, n_fg,
            n_fg == 1 ? "" : "s", (double)fwd_gather * b, n_bs, n_bs == 1 ? "" : "s",
            (double)bwd_sum * b);
+    if (n_frs > 0)
+        printf("sequence parallelism, per micro-batch: forward %d reduce-scatter%s (%.3f MB "
+               "whole), backward %d all-gather%s (%.3f MB whole) and %d reduce-scatter%s (%.3f MB "
+               "whole); the LayerNorms' gradients summed over the tp ranks once per step\n",
+               n_frs, n_frs == 1 ? "" : "s", (double)fwd_rs * b, n_bg, n_bg == 1 ? "" : "s",
+               (double)bwd_gather * b, n_brs, n_brs == 1 ? "" : "s", (double)bwd_rs * b);
 }
 
 /* Stage s's layers into buf: "a..b" for one run, else the list. */
@@ -217,14 +241,17 @@ static dt_status plan_stages(const dt_config *cfg, const dt_shape *input, int tp
         memcpy(first + 1, cfg->parallel.pp_split, sizeof(int) * (size_t)cfg->parallel.n_pp_split);
         given = first;
     }
-    const dt_tp_layout lay = {.size = tp, .rank = 0, .min_weights = cfg->parallel.tp_min_weights};
+    const dt_tp_layout lay = {.size = tp,
+                              .rank = 0,
+                              .min_weights = cfg->parallel.tp_min_weights,
+                              .sequence_parallel = cfg->parallel.sequence_parallel};
     return dt_model_stage_plan(cfg->layers, cfg->nlayers, input, &lay, pp,
                                cfg->parallel.pp_placement, given, stage_of);
 }
 
 int dt_cli_explain_layout(const dt_config *cfg)
 {
-    dt_dataset storage, test_storage, train, test;
+    dt_shape sample;
     dt_tp_layer_plan *plans[1024] = {0};
     dt_shape *shapes = NULL;
     int rc = DT_EXIT_FAIL;
@@ -233,7 +260,7 @@ int dt_cli_explain_layout(const dt_config *cfg)
         fprintf(stderr, "dtrain: --explain-layout: at most 1024 tensor-parallel ranks\n");
         return DT_EXIT_USAGE;
     }
-    if (dt_data_load(cfg, &storage, &test_storage, &train, &test) != DT_OK) {
+    if (dt_data_sample_shape(cfg, &sample) != DT_OK) {
         fprintf(stderr, "dtrain: %s\n", dt_last_error());
         return DT_EXIT_FAIL;
     }
@@ -241,16 +268,17 @@ int dt_cli_explain_layout(const dt_config *cfg)
     if (dt_alloc(sizeof *shapes * (n + 1), "layout", (void **)&shapes) != DT_OK)
         goto fail;
     for (int r = 0; r < tp; r++) {
-        const dt_tp_layout lay = {
-            .size = tp, .rank = r, .min_weights = cfg->parallel.tp_min_weights};
+        const dt_tp_layout lay = {.size = tp,
+                                  .rank = r,
+                                  .min_weights = cfg->parallel.tp_min_weights,
+                                  .sequence_parallel = cfg->parallel.sequence_parallel};
         if (dt_alloc(sizeof **plans * n, "layout", (void **)&plans[r]) != DT_OK ||
-            dt_model_tp_plan(cfg->layers, cfg->nlayers, &train.sample_shape, &lay, plans[r]) !=
-                DT_OK)
+            dt_model_tp_plan(cfg->layers, cfg->nlayers, &sample, &lay, plans[r]) != DT_OK)
             goto fail;
     }
     /* Whole shapes: the plan of one rank, unsplit. */
     dt_model *m = NULL;
-    if (dt_model_create(cfg->layers, cfg->nlayers, &train.sample_shape, 1, &m) != DT_OK)
+    if (dt_model_create(cfg->layers, cfg->nlayers, &sample, 1, &m) != DT_OK)
         goto fail;
     for (size_t i = 0; i <= n; i++)
         shapes[i] = *dt_model_shape(m, (int)i);
@@ -279,7 +307,5 @@ fail:
     for (int r = 0; r < tp; r++)
         dt_free(plans[r]);
     dt_free(shapes);
-    dt_dataset_free(&storage);
-    dt_dataset_free(&test_storage);
     return rc;
 }

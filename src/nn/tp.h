@@ -60,11 +60,7 @@ const float *dt_tp_block_of_grad(dt_tp_run *r, const dt_layer *l, const float *d
 /* After a column-parallel layer's backward: the sum of the partial input gradients. */
 dt_status dt_tp_after_backward(dt_tp_run *r, const dt_layer *l, float *dx, int64_t batch);
 
-/* Rank k's range [*lo, *hi) of a split dimension of `whole` elements cut in units of
- * `unit` (whole is a multiple of unit): units are dealt as the planner deals rows, the first
- * (whole / unit) mod size ranks taking one extra. The one rule every rank uses to know every
- * other rank's part: a flattened channel block's features are whole channels. */
-void dt_tp_part(int64_t whole, int64_t unit, int size, int k, int64_t *lo, int64_t *hi);
+/* dt_tp_part (model.h) is the one rule every rank uses to know every other rank's part. */
 
 /* dt_model_gather_params's work on one tensor (model_tp.c) of layer l. */
 dt_status dt_tp_gather_tensor(dt_tp_run *r, const dt_layer *l, const dt_param_info *t,

@@ -149,3 +149,21 @@ fail:
     dt_text_free(corpus);
     return st;
 }
+
+dt_status dt_data_sample_shape(const dt_config *cfg, dt_shape *out)
+{
+    if (cfg->data.kind == DT_DATA_TEXT) { /* a window of block_size byte ids */
+        *out = (dt_shape){.ndim = 1, .d = {cfg->block_size}};
+        return DT_OK;
+    }
+    dt_config c = *cfg;
+    c.train.eval = 0; /* the training set's shape only */
+    dt_dataset storage, test_storage, train, test;
+    const dt_status st = dt_data_load(&c, &storage, &test_storage, &train, &test);
+    if (st != DT_OK)
+        return st;
+    *out = train.sample_shape;
+    dt_dataset_free(&storage);
+    dt_dataset_free(&test_storage);
+    return DT_OK;
+}

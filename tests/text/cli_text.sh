@@ -213,5 +213,25 @@ expect_status windows_idx 2 'windows-out.*data\.kind text' "$DTRAIN" train \
 [ -e "$tmp/w_idx.txt" ] && { echo "FAIL windows_idx: a refused --windows-out wrote its file"; fail=1; }
 expect_status ps 2 'parallel\.strategy ps does not train on data\.kind text' $RUN \
     --strategy ps
+expect_status sp_no_tp 2 'sequence-parallel has no effect without tensor parallelism' $RUN \
+    --sequence-parallel
+expect_status sp_no_block 2 'sequence-parallel has no effect on a model without block layers' \
+    "$DTRAIN" train "$SRC/examples/linreg.ini" --epochs 1 --sequence-parallel
+
+# --explain-layout counts a step's tensor-parallel collectives (batch 8, the 2 blocks): by
+# heads 2 all-reduces forward and 2 backward per block; with sequence parallelism 2
+# all-gathers and 2 reduce-scatters forward per block and one gather of the last block's
+# output, 4 and 2 backward and one gather of the first block's input gradient.
+expect_ok explain_tp $RUN --batch 8 --tp 2 --explain-layout
+grep -q "forward 4 all-reduces (.*) and 0 all-gathers (.*), backward 4 all-reduces" \
+    "$tmp/explain_tp.out" || { echo "FAIL explain_tp: the all-reduces of 2 blocks by heads:"; \
+    grep collectives "$tmp/explain_tp.out"; fail=1; }
+expect_ok explain_sp $RUN --batch 8 --tp 2 --sequence-parallel --explain-layout
+grep -q "forward 0 all-reduces (.*) and 5 all-gathers" "$tmp/explain_sp.out" &&
+    grep -q "forward 4 reduce-scatters (.*), backward 9 all-gathers (.*) and 4 reduce-scatters" \
+        "$tmp/explain_sp.out" &&
+    grep -q "0:1 t0:8 .* 1:2 t8:16" "$tmp/explain_sp.out" ||
+    { echo "FAIL explain_sp: the collectives or parts under sequence parallelism:"; \
+    sed 's/^/  /' "$tmp/explain_sp.out"; fail=1; }
 
 exit $fail
