@@ -357,8 +357,10 @@ DT_API dt_status dt_data_load(const dt_config *cfg, dt_dataset *storage, dt_data
 /* ---- weights in and out (safetensors, PyTorch layouts and names) ------------------- */
 
 /* Writes every parameter tensor under its PyTorch name (dt_param_info.name) in PyTorch's
- * layout, with __metadata__ describing the input scaling ("input_mean", "input_std") and
- * "format": "pt". Atomic (temporary file + rename). */
+ * layout, with __metadata__ "format": "pt" and the model's input: the input scaling
+ * ("input_mean", "input_std", "input_scaling"), or, for a model whose first layer is an
+ * embedding (a text model: its input is token ids, which nothing scales), "input":
+ * "token_ids" and input_mean and input_std unused. Atomic (temporary file + rename). */
 DT_API dt_status dt_weights_save(const dt_model *m, const char *path, double input_mean,
                                  double input_std);
 /* dt_weights_save from `whole`, the whole model's flat buffer (dt_model_gather_params or
