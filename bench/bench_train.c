@@ -10,7 +10,10 @@
  *   first_step_s  launch to the end of the first training step;
  *   peak_rss_mb   the process's peak resident memory (getrusage ru_maxrss).
  * planned_mb (dtrain only) is what the model plans: activations and workspaces, parameters,
- * gradients and the optimizer's state; the rest of the peak is mostly the data sets (uint8).
+ * gradients and the optimizer's state (dt_trainer_planned_bytes); the rest of the peak is
+ * mostly the data sets (uint8). minimum_mb, for a GPT in one process, is the design's least
+ * for the same batch and threads (dt_gpt_memory_minimum; docs/ARCHITECTURE.md, "A GPT's
+ * memory"). Both in MiB, as peak_rss_mb.
  * "Launch" is BENCH_T0 (CLOCK_MONOTONIC seconds, set by bench/run.py just before it starts
  * the process) or, without it, the process start time from /proc (1/CLK_TCK resolution).
  * Also prints the model's FLOPs per training step (bench/model_gemms.h). One JSON line.
@@ -309,13 +312,14 @@ int main(int argc, char **argv)
     /* FLOPs of the whole global step, all ranks together */
     const int64_t global_batch = dt_trainer_global_batch(t);
     const double flops = bench_model_step_flops(dt_trainer_model(t), global_batch);
-    /* activations and workspaces, parameters, gradients and the optimizer's state */
-    const dt_optim_kind ok = cfg.optim.kind;
-    const double state = ok == DT_OPTIM_SGD ? (cfg.optim.momentum > 0 ? 1.0 : 0.0) : 2.0;
-    const double planned_mb =
-        ((double)dt_model_activation_bytes(dt_trainer_model(t)) +
-         (2.0 + state) * sizeof(float) * (double)dt_model_param_count(dt_trainer_model(t))) /
-        (1024.0 * 1024.0);
+    /* activations and workspaces, parameters, gradients and the optimizer's state; for a
+     * GPT in one process also the design's minimum for the same batch and threads */
+    const double planned_mb = dt_trainer_planned_bytes(t) / (1024.0 * 1024.0);
+    dt_gpt_memory least;
+    double minimum_mb = -1.0;
+    if (w.size == 1 && dt_gpt_memory_minimum(&cfg, batch, (int)threads, &least) == DT_OK)
+        minimum_mb = least.total_bytes / (1024.0 * 1024.0);
+    dt_error_clear(); /* not a GPT: no minimum */
     tm.n = 0;
     double setup = monotonic_now() - tm.launch;
     const double load = dt_trainer_data_load_s(t); /* inside [launch, now] */
@@ -351,6 +355,8 @@ int main(int argc, char **argv)
                argv[1], batch, threads, w.size, (long long)global_batch, n,
                (double)global_batch / median, median * 1e3, d[0] * 1e3, setup, load,
                tm.first_step_at, peak_rss_mb(), planned_mb, flops, flops / median * 1e-9);
+        if (minimum_mb > 0)
+            printf(", \"minimum_mb\": %.1f", minimum_mb);
         if (cfg.data.kind == DT_DATA_TEXT)
             printf(", \"block_size\": %lld, \"tokens_per_s\": %.1f", (long long)cfg.block_size,
                    (double)global_batch * (double)cfg.block_size / median);

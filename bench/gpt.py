@@ -22,8 +22,9 @@ windows (dtrain train --windows-out), dtrain's first step's loss and each PyTorc
 within 1e-4 (printed, and the run stops if not).
 
 For every cell: tokens/s medians with their spread (min-max over --reps >= 3 runs, the order
-rotated every repetition), peak RSS, dtrain's planned memory beside its peak, and the GEMM
-share: the GFLOP/s dtrain's step reaches on the model's products (bench/model_gemms.h) over
+rotated every repetition), peak RSS, dtrain's planned memory beside its peak and the
+design's minimum for the same batch and threads (bench_train's minimum_mb; docs/
+ARCHITECTURE.md, "A GPT's memory"; target: planned within 10% of it), and the GEMM share: the GFLOP/s dtrain's step reaches on the model's products (bench/model_gemms.h) over
 what OpenBLAS sgemm reaches on the same products alone (sgemm_peak). The machine's
 2-process/1-process parallel ratio is measured before and after (bench/benchlib.py). JSON
 lines go to bench/out/gpt-<time>.jsonl as they arrive.
@@ -312,6 +313,7 @@ def summarize(a, variants, results, failed, sgemm, envs):
                      "attention": runs[0].get("attention")}
                 if v.peer.key == "dtrain":
                     c["planned_mb"] = bl.median([r["planned_mb"] for r in runs])
+                    c["minimum_mb"] = bl.median([r["minimum_mb"] for r in runs])
                     c["gflops"] = bl.median([r["gflops"] for r in runs])
                     if sg:
                         c["gemm_share"] = c["gflops"] / sg["gflops"]
@@ -357,10 +359,13 @@ def report(a, info, peers, variants, summary, checks, r0, r1, path, took_s):
             c = s["cols"][v.key]
             row.append("n/a" if "missing" in c else "%.0f" % c["peak_rss_mb"])
         d = s["cols"]["dtrain"]
-        row.append("-" if "missing" in d else "%.0f" % d["planned_mb"])
+        row += (["-", "-", "-"] if "missing" in d else
+                ["%.0f" % d["planned_mb"], "%.0f" % d["minimum_mb"],
+                 "%.3f" % (d["planned_mb"] / d["minimum_mb"])])
         rows.append(row)
-    out.append(bl.table("Peak resident memory, MB (dtrain planned: parameters, gradients, "
-                        "AdamW state, activations, workspaces)", head + ["dtrain planned"], rows))
+    out.append(bl.table("Peak resident memory, MiB (dtrain planned: parameters, gradients, "
+                        "AdamW state, activations, workspaces; the design's minimum of the same)",
+                        head + ["dtrain planned", "design minimum", "planned/minimum"], rows))
     rows = []
     for s in summary:
         d = s["cols"]["dtrain"]
@@ -410,8 +415,11 @@ def report(a, info, peers, variants, summary, checks, r0, r1, path, took_s):
         if "gemm_share" in d:
             out.append("  %s: GEMM share %.2f (target 0.8): %s" %
                        (name, d["gemm_share"], "met" if d["gemm_share"] >= 0.8 else "NOT met"))
-        out.append("  %s: dtrain planned %.0f MB of its %.0f MB peak" %
+        out.append("  %s: dtrain planned %.0f MiB of its %.0f MiB peak" %
                    (name, d["planned_mb"], d["peak_rss_mb"]))
+        r = d["planned_mb"] / d["minimum_mb"]
+        out.append("  %s: planned memory %.3fx the design's minimum %.0f MiB (target <= 1.10): %s"
+                   % (name, r, d["minimum_mb"], "met" if r <= 1.10 else "NOT met"))
     out.append("")
     out.append("took %.1f min" % (took_s / 60))
     out.append("JSON lines: %s" % os.path.relpath(path, bl.ROOT))

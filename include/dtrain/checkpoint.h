@@ -56,8 +56,11 @@ typedef struct dt_ckpt_manifest {
     int64_t skipped;      /* steps skipped by the non-finite guard so far */
     int64_t global_batch; /* samples per optimizer step */
     uint64_t seed;        /* train.seed: the sample order and dropout masks follow from it */
-    double input_mean;    /* the data's scaling, for dtrain export */
+    double input_mean;    /* the data's scaling, for dtrain export (unless token_ids) */
     double input_std;
+    int token_ids;        /* 1: the model's input is token ids (its first layer an embedding,
+                           * a text model), which no scaling applies to: the manifest says
+                           * "input": "token_ids" in place of input_mean and input_std */
     char optimizer[16];   /* "sgd", "adam", "adamw" */
     int dp, tp, pp, zero; /* the layout it was written under */
     int nfiles;

@@ -301,6 +301,29 @@ DT_API int64_t dt_trainer_global_batch(const dt_trainer *t);
  * in one process (bench/bench_train.c). */
 DT_API double dt_trainer_data_load_s(const dt_trainer *t);
 
+/* What this rank's model and optimizer planned, in bytes: parameters, gradients, the
+ * optimizer's state and the model's activations and workspaces (dt_model_activation_bytes).
+ * The data sets and the strategy's own buffers are not in it. */
+DT_API double dt_trainer_planned_bytes(const dt_trainer *t);
+
+/* The least memory a GPT (dt_gpt_form_of) of cfg's layers needs to train in one process
+ * with `batch` windows per call on `threads` threads, by the design's formula
+ * (docs/ARCHITECTURE.md, "A GPT's memory"), from the config alone: P = V E + T E +
+ * blocks x (12 E^2 + 13 E) + 2 E parameters, T = model.block_size. Bytes. */
+typedef struct dt_gpt_memory {
+    int64_t params;       /* P */
+    double weights_bytes; /* parameters and their gradients: 8P */
+    double optim_bytes;   /* Adam's and AdamW's two moments 8P, SGD's momentum 4P, else 0 */
+    double kept_bytes;    /* what forward keeps for backward, batch samples */
+    double grad_bytes;    /* the one activation gradient no finished buffer can take */
+    double work_bytes;    /* one block's backward rows, the attention's tiles per thread */
+    double total_bytes;
+} dt_gpt_memory;
+/* DT_ERR_INVALID, with dt_gpt_form_of's reason, when the layers are not a GPT, or naming
+ * model.block_size when it is unset. */
+DT_API dt_status dt_gpt_memory_minimum(const dt_config *cfg, int64_t batch, int threads,
+                                       dt_gpt_memory *out);
+
 /* data.kind text: the corpus's windows the run trains and validates on (text.h), NULL for
  * the other data kinds. Valid until dt_trainer_free. */
 DT_API const dt_text_windows *dt_trainer_text_windows(const dt_trainer *t);
@@ -339,8 +362,10 @@ DT_API dt_status dt_data_sample_shape(const dt_config *cfg, dt_shape *out);
 /* ---- weights in and out (safetensors, PyTorch layouts and names) ------------------- */
 
 /* Writes every parameter tensor under its PyTorch name (dt_param_info.name) in PyTorch's
- * layout, with __metadata__ describing the input scaling ("input_mean", "input_std") and
- * "format": "pt". Atomic (temporary file + rename). */
+ * layout, with __metadata__ "format": "pt" and the model's input: the input scaling
+ * ("input_mean", "input_std", "input_scaling"), or, for a model whose first layer is an
+ * embedding (a text model: its input is token ids, which nothing scales), "input":
+ * "token_ids" and input_mean and input_std unused. Atomic (temporary file + rename). */
 DT_API dt_status dt_weights_save(const dt_model *m, const char *path, double input_mean,
                                  double input_std);
 /* dt_weights_save from `whole`, the whole model's flat buffer (dt_model_gather_params or

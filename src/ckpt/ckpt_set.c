@@ -706,7 +706,10 @@ dt_status dt_ckpt_export(const char *dir, const char *out)
             ts[n++] = *t;
     }
     /* A weight file's metadata, the same as dt_weights_write's (st_meta.h). */
-    DT_TRY(dt_st_write_weights(out, ts, n, s->manifest.input_mean, s->manifest.input_std));
+    const dt_st_input in = {.token_ids = s->manifest.token_ids,
+                            .mean = s->manifest.input_mean,
+                            .std = s->manifest.input_std};
+    DT_TRY(dt_st_write_weights(out, ts, n, &in));
 fail:
     dt_free(ts);
     dt_ckpt_close(s);

@@ -63,8 +63,12 @@ static cJSON *manifest_json(const dt_ckpt_manifest *m)
     ok = ok && cJSON_AddNumberToObject(o, "skipped", (double)m->skipped) != NULL;
     ok = ok && cJSON_AddNumberToObject(o, "global_batch", (double)m->global_batch) != NULL;
     ok = ok && cJSON_AddStringToObject(o, "seed", seed) != NULL;
-    ok = ok && cJSON_AddNumberToObject(o, "input_mean", m->input_mean) != NULL;
-    ok = ok && cJSON_AddNumberToObject(o, "input_std", m->input_std) != NULL;
+    if (m->token_ids) { /* a text model's ids: no scaling to record */
+        ok = ok && cJSON_AddStringToObject(o, "input", "token_ids") != NULL;
+    } else {
+        ok = ok && cJSON_AddNumberToObject(o, "input_mean", m->input_mean) != NULL;
+        ok = ok && cJSON_AddNumberToObject(o, "input_std", m->input_std) != NULL;
+    }
     ok = ok && cJSON_AddStringToObject(o, "optimizer", m->optimizer) != NULL;
     ok = ok && cJSON_AddNumberToObject(layout, "dp", m->dp) != NULL;
     ok = ok && cJSON_AddNumberToObject(layout, "tp", m->tp) != NULL;
@@ -268,8 +272,18 @@ static dt_status parse_fields(const reader *r, dt_ckpt_manifest *m)
     m->seed = strtoull(seed, &end, 10);
     if (seed[0] < '0' || seed[0] > '9' || *end != '\0')
         return bad(r, "seed", "is not a decimal number");
-    RETURN_IF_FAILED(get_double(r, "input_mean", &m->input_mean));
-    RETURN_IF_FAILED(get_double(r, "input_std", &m->input_std));
+    /* The model's input: token ids ("input", since text models), or images' scaling (every
+     * set before them, and every image model's). */
+    if (cJSON_GetObjectItemCaseSensitive(r->obj, "input") != NULL) {
+        char input[32];
+        RETURN_IF_FAILED(get_string(r, "input", input, sizeof input));
+        if (strcmp(input, "token_ids") != 0)
+            return bad(r, "input", "is not \"token_ids\"");
+        m->token_ids = 1;
+    } else {
+        RETURN_IF_FAILED(get_double(r, "input_mean", &m->input_mean));
+        RETURN_IF_FAILED(get_double(r, "input_std", &m->input_std));
+    }
     RETURN_IF_FAILED(get_string(r, "optimizer", m->optimizer, sizeof m->optimizer));
     RETURN_IF_FAILED(parse_layout(r, m));
     return parse_files(r, m);

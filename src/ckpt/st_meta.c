@@ -6,11 +6,15 @@
 #include "ckpt/st_meta.h"
 
 dt_status dt_st_write_weights(const char *path, const dt_st_tensor *tensors, int n,
-                              double input_mean, double input_std)
+                              const dt_st_input *input)
 {
+    if (input->token_ids) { /* ids index the embedding's table: nothing scales them */
+        const char *meta[] = {DT_ST_META_BASE, "input", "token_ids"};
+        return dt_st_write(path, tensors, n, meta, (int)(sizeof meta / sizeof meta[0]) / 2);
+    }
     char mean[32], std[32];
-    snprintf(mean, sizeof mean, "%.17g", input_mean);
-    snprintf(std, sizeof std, "%.17g", input_std);
+    snprintf(mean, sizeof mean, "%.17g", input->mean);
+    snprintf(std, sizeof std, "%.17g", input->std);
     const char *meta[] = {DT_ST_META_BASE,
                           "input_mean",
                           mean,

@@ -15,10 +15,18 @@
 #define DT_ST_META_BASE "format", "pt", "producer", "dtrain"
 #define DT_ST_META_BASE_PAIRS 2
 
+/* What a weight file says of the model's input. */
+typedef struct dt_st_input {
+    int token_ids;    /* 1: token ids (a model whose first layer is an embedding: a text
+                       * model's bytes), which no scaling applies to */
+    double mean, std; /* otherwise: uint8 pixels became (x/255 - mean)/std */
+} dt_st_input;
+
 /* Writes tensors[0..n) to path (dt_st_write: atomic, deterministic) as a dtrain weight file:
- * the base pairs, then the data's scaling (input_mean, input_std, printed with %.17g so
- * that they read back exactly, and the formula they stand in). */
+ * the base pairs, then the input: "input" "token_ids", or the data's scaling (input_mean,
+ * input_std, printed with %.17g so that they read back exactly, and the formula they stand
+ * in, input_scaling). */
 dt_status dt_st_write_weights(const char *path, const dt_st_tensor *tensors, int n,
-                              double input_mean, double input_std);
+                              const dt_st_input *input);
 
 #endif

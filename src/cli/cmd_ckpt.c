@@ -93,8 +93,12 @@ int dt_cmd_inspect(int argc, char **argv)
            "%llu, optimizer %s\n",
            (long long)m.step, (long long)m.epoch + 1, (long long)m.epoch_step, (long long)m.skipped,
            (long long)m.global_batch, (unsigned long long)m.seed, m.optimizer);
-    printf("written under dp %d x tp %d x pp %d%s; input scaling (x/255 - %g) / %g\n", m.dp, m.tp,
-           m.pp, m.zero ? " with ZeRO-1" : "", m.input_mean, m.input_std);
+    printf("written under dp %d x tp %d x pp %d%s; ", m.dp, m.tp, m.pp,
+           m.zero ? " with ZeRO-1" : "");
+    if (m.token_ids)
+        printf("input token ids (no scaling)\n");
+    else
+        printf("input scaling (x/255 - %g) / %g\n", m.input_mean, m.input_std);
     for (int i = 0; i < m.nfiles; i++)
         printf("file %-26s %12llu bytes  crc32 %08x  ok\n", m.files[i].name,
                (unsigned long long)m.files[i].bytes, (unsigned)m.files[i].crc32);

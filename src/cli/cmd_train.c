@@ -14,6 +14,7 @@
 #include "cli/train_figures.h"
 #include "cli/train_hooks.h"
 #include "cli/tensorboard.h"
+#include "cli/train_memory.h"
 #include "cli/train_report.h"
 #include "cli/train_resume.h"
 #include "dtrain/train.h"
@@ -635,6 +636,7 @@ static dt_status print_header(const dt_config *cfg, const dt_cli_world *world, d
                lay.pp > 1 ? "'s stage" : "", (double)(mem.kept_bytes + mem.state_bytes) / 1e6,
                (double)mem.input_bytes / 1e6, (double)mem.state_bytes / 1e6,
                (double)mem.working_bytes / 1e6);
+    dt_cli_print_gpt_memory(cfg, t);
     if (cfg->parallel.compress.kind != DT_COMPRESS_NONE && lay.dp == 1 &&
         strcmp(lay.role, "clients") != 0) /* fedavg compresses each client's update */
         printf("dtrain: warning: --compress compresses what data-parallel ranks exchange; with "

@@ -266,6 +266,8 @@ static dt_status write_manifest(dt_trainer *t, const char *dir, const int64_t *a
                             .seed = t->cfg.train.seed,
                             .input_mean = t->cfg.data.mean,
                             .input_std = t->cfg.data.std,
+                            /* as dt_weights_write judges a model (weights.c) */
+                            .token_ids = t->cfg.layers[0].kind == DT_LAYER_EMBEDDING,
                             .dp = si->replicas,
                             .tp = si->tp_size,
                             .pp = si->pp_size,

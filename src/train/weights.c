@@ -37,7 +37,11 @@ dt_status dt_weights_write(const dt_model *m, const float *whole, const char *pa
         ts[i].data = whole + p->whole_offset;
         ts[i].nbytes = p->whole_count * sizeof(float);
     }
-    DT_TRY(dt_st_write_weights(path, ts, n, input_mean, input_std));
+    /* A model that starts with an embedding takes token ids: the scaling does not apply. */
+    const dt_st_input in = {.token_ids = dt_model_layer_spec(m, 0)->kind == DT_LAYER_EMBEDDING,
+                            .mean = input_mean,
+                            .std = input_std};
+    DT_TRY(dt_st_write_weights(path, ts, n, &in));
 fail:
     dt_free(ts);
     if (st != DT_OK)

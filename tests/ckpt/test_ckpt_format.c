@@ -1,8 +1,8 @@
 /* test_ckpt_format.c — checkpoint sets on disk (checkpoint.h): the manifest's round trip
  * and its own checksum, sets that are truncated, bit-flipped, half-written or without a
  * manifest (each detected, and skipped by dt_ckpt_find with a warning naming it), keeping
- * the last K, and a full disk (a file-size limit) that fails a write and leaves the
- * earlier file intact. */
+ * the last K, the model's input (an image model's scaling, a text model's token ids), and a
+ * full disk (a file-size limit) that fails a write and leaves the earlier file intact. */
 #include "dt_test.h"
 
 #include <signal.h>
@@ -144,6 +144,64 @@ static void expect_found(int64_t want, int nwarn, const char *needle)
     }
 }
 
+/* `needle` in the manifest's text: 1, else 0. */
+static int has(const char *text, size_t n, const char *needle)
+{
+    char *z = malloc(n + 1);
+    assert_non_null(z);
+    memcpy(z, text, n);
+    z[n] = '\0';
+    const int found = strstr(z, needle) != NULL;
+    free(z);
+    return found;
+}
+
+/* The model's input: an image model's manifest carries its scaling as always (every set
+ * written before text models reads so, as token_ids 0); a text model's says "input":
+ * "token_ids" in place of a scaling that does not apply, and reads back so; any other
+ * "input" is refused, naming the field. */
+static void test_manifest_input(void **state)
+{
+    (void)state;
+    dt_ckpt_manifest m = sample_manifest(7), back;
+    char *text = NULL;
+    size_t n = 0;
+    DT_ASSERT_OK(dt_ckpt_manifest_format(&m, &text, &n));
+    if (!has(text, n, "\"input_mean\":0.28604060411453247,\"input_std\":0.35302424430847168,") ||
+        has(text, n, "\"input\"")) {
+        fprintf(stderr, "an image model's manifest changed: %.*s\n", (int)n, text);
+        fail();
+    }
+    DT_ASSERT_OK(dt_ckpt_manifest_parse(text, n, "test", &back));
+    assert_int_equal(back.token_ids, 0);
+    free(text);
+
+    m.token_ids = 1;
+    DT_ASSERT_OK(dt_ckpt_manifest_format(&m, &text, &n));
+    if (!has(text, n, "\"input\":\"token_ids\"") || has(text, n, "input_mean") ||
+        has(text, n, "input_std")) {
+        fprintf(stderr,
+                "a text model's manifest: expected \"input\":\"token_ids\" and no "
+                "scaling, got %.*s\n",
+                (int)n, text);
+        fail();
+    }
+    DT_ASSERT_OK(dt_ckpt_manifest_parse(text, n, "test", &back));
+    assert_int_equal(back.token_ids, 1);
+
+    /* "input": "grayscale" under a valid checksum: refused by name. */
+    char *bad = strstr(text, "token_ids");
+    assert_non_null(bad);
+    memcpy(bad, "grayscale", 9);
+    const size_t head = 31; /* {"crc32":"xxxxxxxx","manifest": (docs/checkpoint-format.md) */
+    char crc[9];
+    snprintf(crc, sizeof crc, "%08x", (unsigned)dt_crc32(0, text + head, n - head - 2));
+    memcpy(text + 10, crc, 8);
+    DT_ASSERT_STATUS(dt_ckpt_manifest_parse(text, n, "test", &back), DT_ERR_FORMAT);
+    DT_ASSERT_ERROR_HAS("manifest field input is not \"token_ids\"");
+    free(text);
+}
+
 static void test_broken_sets_skipped(void **state)
 {
     (void)state;
@@ -231,9 +289,8 @@ int main(void)
 {
     snprintf(root, sizeof root, "%s/ckpt", dt_test_tmpdir());
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_manifest_round_trip),
-        cmocka_unit_test(test_broken_sets_skipped),
-        cmocka_unit_test(test_prune_keeps_newest),
+        cmocka_unit_test(test_manifest_round_trip),      cmocka_unit_test(test_manifest_input),
+        cmocka_unit_test(test_broken_sets_skipped),      cmocka_unit_test(test_prune_keeps_newest),
         cmocka_unit_test(test_full_disk_keeps_previous),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);

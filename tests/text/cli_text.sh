@@ -9,7 +9,9 @@
 # loss; --windows-out writes the windows each run trains (one process, ddp on 2 ranks, a
 # resumed run from its checkpoint's step) as text.h's formula gives them, computed here by
 # tests/data/gen_text_windows.py's Philox, and is refused for other data; and the errors
-# of a text run reach the user naming the key.
+# of a text run reach the user naming the key. A text model's weights files and checkpoint
+# say its input is token ids (no image scaling), and an older set still reads; the start-up
+# line gives the planned memory beside the design's minimum.
 set -u
 DTRAIN=${DTRAIN:?ctest sets DTRAIN}
 MPIRUN=${MPIRUN:?ctest sets MPIRUN}
@@ -126,6 +128,60 @@ if cmp "$tmp/full.st" "$tmp/resumed.st"; then
     echo "ok resume: bit-exact"
 else
     echo "FAIL resume: the resumed run's weights differ from the uninterrupted run's"; fail=1
+fi
+
+# A text model's weights files: its input is token ids, which no scaling applies to, so
+# --save-weights and an export of its checkpoint (the same bytes at the same step) say
+# "input": "token_ids" and carry no image scaling, and dtrain inspect says so. A set whose
+# manifest has the image scaling in its place (every set before text models had a field of
+# their own) still verifies and exports, with that scaling, as before.
+expect_ok export "$DTRAIN" export "$tmp/ck/step-000000008" "$tmp/export.st"
+expect_same export_bytes "$tmp/full.st" "$tmp/export.st"
+if "$PY" - "$tmp/one.st" "$tmp/export.st" <<'PYEOF'; then
+import json, sys
+bad = 0
+for path in sys.argv[1:]:
+    with open(path, "rb") as fh:
+        meta = json.loads(fh.read(int.from_bytes(fh.read(8), "little")))["__metadata__"]
+    want = {"format": "pt", "producer": "dtrain", "input": "token_ids"}
+    if meta != want:
+        print(f"FAIL {path}: metadata {meta}, expected {want}")
+        bad = 1
+sys.exit(bad)
+PYEOF
+    echo "ok text weights metadata: input token_ids, no image scaling"
+else
+    fail=1
+fi
+expect_status inspect_text 0 'input token ids \(no scaling\)' "$DTRAIN" inspect \
+    "$tmp/ck/step-000000004"
+cp -r "$tmp/ck/step-000000004" "$tmp/old_set"
+"$PY" - "$tmp/old_set/manifest.json" <<'PYEOF' || fail=1
+import sys, zlib
+path = sys.argv[1]
+text = open(path).read()
+head = '{"crc32":"'
+body = text[31:-2].replace('"input":"token_ids"', '"input_mean":0.5,"input_std":0.25')
+open(path, "w").write(head + "%08x" % zlib.crc32(body.encode()) + '","manifest":' + body + "}\n")
+PYEOF
+expect_status inspect_old 0 'input scaling \(x/255 - 0\.5\) / 0\.25' "$DTRAIN" inspect \
+    "$tmp/old_set"
+expect_ok export_old "$DTRAIN" export "$tmp/old_set" "$tmp/export_old.st"
+"$PY" - "$tmp/export_old.st" <<'PYEOF' || fail=1
+import json, sys
+with open(sys.argv[1], "rb") as fh:
+    meta = json.loads(fh.read(int.from_bytes(fh.read(8), "little")))["__metadata__"]
+if meta.get("input_mean") != "0.5" or meta.get("input_std") != "0.25" or "input" in meta:
+    sys.exit(f"FAIL export of an older set: metadata {meta}, expected its scaling 0.5, 0.25")
+print("ok export of an older set: its scaling, as before")
+PYEOF
+# The start-up line of a GPT in one process: planned memory beside the design's minimum.
+if grep -Eq "^dtrain: memory planned [0-9.]+ MB, the design's minimum [0-9.]+ MB \([0-9.]+x\)" \
+    "$tmp/one.out"; then
+    echo "ok memory line: $(grep -o "memory planned.*x)" "$tmp/one.out")"
+else
+    echo "FAIL memory line: no 'memory planned ... design's minimum' line in:"
+    sed 's/^/  /' "$tmp/one.out"; fail=1
 fi
 
 # --windows-out: (file, global batch, first step) -> every line "s o(s, 0) .. o(s, G - 1)"

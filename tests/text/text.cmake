@@ -5,3 +5,7 @@ dt_add_test(NAME test_text_train SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_text_tra
             TIMEOUT 30)
 dt_add_cli_test(NAME cli_text COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_text.sh ${DT_PYTHON3} MPI
                 TIMEOUT 180)
+# A GPT's planned memory within 10% of the design's minimum (docs/ARCHITECTURE.md, "A GPT's
+# memory"), the minimum from the config alone.
+dt_add_test(NAME test_gpt_memory SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gpt_memory.c LABELS unit
+            TIMEOUT 30)

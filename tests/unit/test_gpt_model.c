@@ -7,7 +7,8 @@
  *     T = 64, 128, 256, 512 for issue 37's small model, each step's increase twice the last;
  *   - lm_head without an embedding before it is refused with a message naming the layer; a
  *     pipeline stage holding the head but not the embedding holds an equal copy of the
- *     table, marked as tied (and the embedding's stage its original). */
+ *     table, marked as tied (and the embedding's stage its original);
+ *   - its weights file says its input is token ids and carries no image scaling. */
 #include "dt_test.h"
 
 #include <stdio.h>
@@ -16,6 +17,8 @@
 
 #include "dtrain/config.h"
 #include "dtrain/model.h"
+#include "dtrain/safetensors.h"
+#include "dtrain/train.h"
 
 static int parse_all(const char *const *text, int n, dt_layer_spec *specs)
 {
@@ -222,13 +225,52 @@ static void test_refusals(void **state)
     expect_refused(heads, 2, "layer 1 (block): 3 heads do not divide the width E = 8", 0, 0);
 }
 
+/* A GPT's weights file (--save-weights, dt_weights_save): its input is token ids, which no
+ * scaling applies to, so the metadata says "input": "token_ids" and carries no image
+ * scaling, whatever scaling the caller passed; the file loads back bit for bit. */
+static void test_weights_metadata(void **state)
+{
+    (void)state;
+    dt_layer_spec specs[NL];
+    parse_all(gpt_text, NL, specs);
+    const dt_shape in = {.ndim = 1, .d = {T}};
+    dt_model *m = NULL, *back = NULL;
+    DT_ASSERT_OK(dt_model_create(specs, NL, &in, 1, &m));
+    DT_ASSERT_OK(dt_model_create(specs, NL, &in, 1, &back));
+    dt_model_init_params(m, 4);
+    char path[512];
+    snprintf(path, sizeof path, "%s/gpt.safetensors", dt_test_tmpdir());
+    DT_ASSERT_OK(dt_weights_save(m, path, 0.25, 0.5));
+    dt_st_file *f = NULL;
+    DT_ASSERT_OK(dt_st_open(path, &f));
+    static const char *const none[] = {"input_mean", "input_std", "input_scaling"};
+    const char *input = dt_st_metadata(f, "input");
+    if (input == NULL || strcmp(input, "token_ids") != 0) {
+        fprintf(stderr, "MISMATCH %s: metadata input is %s, expected token_ids\n", path,
+                input ? input : "missing");
+        fail();
+    }
+    for (int k = 0; k < 3; k++)
+        if (dt_st_metadata(f, none[k]) != NULL) {
+            fprintf(stderr, "MISMATCH %s: a text model's file carries %s = %s\n", path, none[k],
+                    dt_st_metadata(f, none[k]));
+            fail();
+        }
+    assert_string_equal(dt_st_metadata(f, "format"), "pt");
+    dt_st_close(f);
+    DT_ASSERT_OK(dt_weights_load(back, path));
+    assert_true(dt_check_equal_bits("the GPT's weights reloaded", dt_model_params(back),
+                                    dt_model_params(m), dt_model_param_count(m)));
+    dt_model_free(m);
+    dt_model_free(back);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_recompute_bits),
-        cmocka_unit_test(test_memory_linear_in_t),
-        cmocka_unit_test(test_recompute_block_memory),
-        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_recompute_bits),         cmocka_unit_test(test_memory_linear_in_t),
+        cmocka_unit_test(test_recompute_block_memory), cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_weights_metadata),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -116,6 +116,15 @@ static void test_convnet_weights_round_trip(void **state)
         assert_true(ok);
     }
     assert_string_equal(dt_st_metadata(f, "format"), "pt");
+    /* An image model's file: its input scaling, as ever, and no other input key. */
+    if (dt_st_metadata(f, "input") != NULL) {
+        print_error("%s: an image model's file has metadata input = %s, expected none\n", path,
+                    dt_st_metadata(f, "input"));
+        fail();
+    }
+    assert_string_equal(dt_st_metadata(f, "input_mean"), "0.5");
+    assert_string_equal(dt_st_metadata(f, "input_std"), "0.5");
+    assert_string_equal(dt_st_metadata(f, "input_scaling"), "(x/255 - input_mean)/input_std");
     dt_st_close(f);
 
     /* Loaded into a fresh model (parameters zero), every parameter comes back. */

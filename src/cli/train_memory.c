@@ -1,0 +1,33 @@
+/* train_memory.c — a GPT's planned memory beside the design's minimum at the start of
+ * `dtrain train` (train_memory.h; docs/ARCHITECTURE.md, "A GPT's memory"). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/train_memory.h"
+
+void dt_cli_print_gpt_memory(const dt_config *cfg, dt_trainer *t)
+{
+    dt_train_layout lay;
+    dt_trainer_layout(t, &lay);
+    const int whole = strcmp(lay.strategy, "single") == 0 || strcmp(lay.strategy, "ddp") == 0;
+    if (!whole || lay.tp > 1 || lay.pp > 1 || cfg->parallel.zero != 0 ||
+        cfg->train.recompute != DT_RECOMPUTE_NONE)
+        return;
+    /* The rows of one call: the global batch over the replicas and micro-batches. */
+    const int64_t parts = (int64_t)lay.dp * dt_config_micro_batches(cfg);
+    const int64_t batch = (dt_trainer_global_batch(t) + parts - 1) / parts;
+    const int threads = cfg->train.threads > 0 ? cfg->train.threads : 1;
+    dt_gpt_memory min;
+    if (dt_gpt_memory_minimum(cfg, batch, threads, &min) != DT_OK) {
+        dt_error_clear(); /* not a GPT: nothing to say */
+        return;
+    }
+    const double planned = dt_trainer_planned_bytes(t),
+                 act = (double)dt_model_activation_bytes(dt_trainer_model(t));
+    printf("dtrain: memory planned %.2f MB, the design's minimum %.2f MB (%.3fx): parameters "
+           "and gradients %.2f MB, %s state %.2f MB, activations and workspaces %.2f MB "
+           "planned and %.2f MB at least (docs/ARCHITECTURE.md, \"A GPT's memory\")\n",
+           planned / 1e6, min.total_bytes / 1e6, planned / min.total_bytes, min.weights_bytes / 1e6,
+           dt_optim_kind_name(cfg->optim.kind), min.optim_bytes / 1e6, act / 1e6,
+           (min.kept_bytes + min.grad_bytes + min.work_bytes) / 1e6);
+}
