@@ -257,6 +257,7 @@ static dt_status block_plan(dt_layer *l)
 
 typedef struct gemm_job {
     int64_t R, K, N; /* rows; W (K, N) */
+    int64_t k0, k1;  /* dw: rows [k0, k1) of dW (all of them: 0 and K) */
     const float *a, *w, *bias, *dy;
     float *c, *dw, *db;
 } gemm_job;
@@ -285,17 +286,20 @@ static void xw_part(void *ctx, int t, int nt)
                         j->N);
 }
 
-/* dw (K, N) += a (R, K)^T @ dy (R, N), db (N) += column sums of dy */
+/* dw (K, N) += a (R, K)^T @ dy (R, N) on rows [k0, k1), db (N) += column sums of dy (when
+ * db is given) */
 static void dw_part(void *ctx, int t, int nt)
 {
     const gemm_job *j = ctx;
     int64_t lo, hi;
-    dt_pool_share(j->K, t, nt, &lo, &hi);
+    dt_pool_share(j->k1 - j->k0, t, nt, &lo, &hi);
+    lo += j->k0;
+    hi += j->k0;
     if (hi > lo)
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)(hi - lo), (int)j->N, (int)j->R,
                     1.0f, j->a + lo, (int)j->K, j->dy, (int)j->N, 1.0f, j->dw + lo * j->N,
                     (int)j->N);
-    if (t == 0)
+    if (t == 0 && j->db != NULL)
         dt_sum_rows_add(j->dy, j->R, j->N, j->db);
 }
 
@@ -329,11 +333,49 @@ static void dw(const dt_layer *l, int64_t R, int64_t K, int64_t N, const float *
     gemm_job j = {.R = R,
                   .K = K,
                   .N = N,
+                  .k1 = K,
                   .a = a,
                   .dy = dy,
                   .dw = tensor_at(l, wk, 1),
                   .db = tensor_at(l, wk + 1, 1)};
     dt_pool_run(team(l, R * K * N), dw_part, &j);
+}
+
+/* Pieces of a weight gradient's product while an input gradient's sum is in flight. */
+#define DW_PIECES 4
+
+/* dw() with the group's collective in flight: the product in DW_PIECES pieces of rows of
+ * dW, the group's progress (and the backward hooks', for data parallelism's buckets) made
+ * between them. Its bits are those of the pieces' split between the team, not dw()'s. */
+static dt_status dw_overlapped(const dt_layer *l, int64_t R, int64_t K, int64_t N, const float *a,
+                               const float *dy, int wk, const dt_backward_hooks *hooks)
+{
+    const dt_tp_run *run = l->tp_run;
+    if (!split(l) || run == NULL || run->group.progress == NULL) {
+        dw(l, R, K, N, a, dy, wk);
+        return DT_OK;
+    }
+    dt_status st = DT_OK;
+    for (int p = 0; p < DW_PIECES; p++) {
+        int64_t lo, hi;
+        dt_pool_share(K, p, DW_PIECES, &lo, &hi);
+        gemm_job j = {.R = R,
+                      .K = K,
+                      .N = N,
+                      .k0 = lo,
+                      .k1 = hi,
+                      .a = a,
+                      .dy = dy,
+                      .dw = tensor_at(l, wk, 1),
+                      .db = p == 0 ? tensor_at(l, wk + 1, 1) : NULL};
+        dt_pool_run(team(l, R * (hi - lo) * N), dw_part, &j);
+        /* a failure is the wait's to report: the collective is still in flight */
+        const dt_status ps = run->group.progress(run->group.ctx);
+        const dt_status hs = dt_hooks_progress(hooks);
+        if (st == DT_OK)
+            st = ps != DT_OK ? ps : hs;
+    }
+    return st;
 }
 
 static void dx(const dt_layer *l, int64_t R, int64_t K, int64_t N, const float *dy, int wk,
@@ -607,16 +649,12 @@ static dt_status seq_gather(const dt_layer *l, int64_t batch, float *whole)
     return DT_OK;
 }
 
-/* out (this rank's positions of each sample, rows of `out`) = the sum over the group of
- * every rank's whole (batch, T, E) partial `whole`, each rank receiving its positions
- * only: a reduce-scatter of the shares laid out rank by rank (padded) in sp_all. */
-static dt_status seq_scatter(const dt_layer *l, int64_t batch, const float *whole, rowsv out)
+/* Every rank's share of the positions of the whole (batch, T, E) `whole`, laid out rank by
+ * rank (padded to Tp, the padding zero) in sp_all: what a reduce-scatter sends. Returns the
+ * floats of one rank's block. */
+static int64_t seq_pack(const dt_layer *l, int64_t batch, const float *whole)
 {
-    dt_status st = need_group(l);
-    if (st != DT_OK)
-        return st;
     const dims d = dims_of(l);
-    const dt_tp_run *run = l->tp_run;
     const int64_t E = d.E, part = batch * d.Tp * E;
     float *all = sp_all(l, batch);
     for (int k = 0; k < d.parts; k++) {
@@ -628,11 +666,33 @@ static dt_status seq_scatter(const dt_layer *l, int64_t batch, const float *whol
             memset(to + (hi - lo) * E, 0, sizeof(float) * (size_t)((d.Tp - (hi - lo)) * E));
         }
     }
-    if ((st = run->group.reduce_scatter_sum(run->group.ctx, all, (size_t)part)) != DT_OK)
-        return st;
-    const float *mine = all + d.rank * part;
+    return part;
+}
+
+/* This rank's reduced block of sp_all into its rows `out`. */
+static void seq_unpack(const dt_layer *l, int64_t batch, rowsv out)
+{
+    const dims d = dims_of(l);
+    const int64_t part = batch * d.Tp * d.E;
+    const float *mine = sp_all(l, batch) + d.rank * part;
     for (int64_t r = 0; r < batch; r++)
-        memcpy(rw(out, r), mine + r * d.Tp * E, sizeof(float) * (size_t)(d.Tl * E));
+        memcpy(rw(out, r), mine + r * d.Tp * d.E, sizeof(float) * (size_t)(d.Tl * d.E));
+}
+
+/* out (this rank's positions of each sample, rows of `out`) = the sum over the group of
+ * every rank's whole (batch, T, E) partial `whole`, each rank receiving its positions
+ * only: a reduce-scatter of the shares laid out rank by rank in sp_all. */
+static dt_status seq_scatter(const dt_layer *l, int64_t batch, const float *whole, rowsv out)
+{
+    dt_status st = need_group(l);
+    if (st != DT_OK)
+        return st;
+    const dt_tp_run *run = l->tp_run;
+    const int64_t part = seq_pack(l, batch, whole);
+    if ((st = run->group.reduce_scatter_sum(run->group.ctx, sp_all(l, batch), (size_t)part)) !=
+        DT_OK)
+        return st;
+    seq_unpack(l, batch, out);
     return DT_OK;
 }
 
@@ -796,20 +856,46 @@ static void ln_backward(const dt_layer *l, int64_t batch, int two, rowsv dyn, ro
     }
 }
 
-/* After a column-parallel product's input gradient (R, E), partial on each rank: summed
- * over the group (in place), or under sequence parallelism reduce-scattered into this
- * rank's rows `own`. Returns the rows that hold the sum. */
-static dt_status input_grad_sum(const dt_layer *l, int64_t batch, float *partial, rowsv own,
-                                rowsv *sum)
+/* After a column-parallel product's input gradient (R, E), partial on each rank: its sum
+ * over the group (in place), or under sequence parallelism its reduce-scatter into this
+ * rank's rows, started without blocking where the group can (*req), so that the weight
+ * gradient's product runs while it travels (dw_overlapped), and finished by
+ * finish_input_grad. */
+static dt_status start_input_grad(const dt_layer *l, int64_t batch, float *partial, void **req)
+{
+    const dims d = dims_of(l);
+    *req = NULL;
+    if (!split(l))
+        return DT_OK;
+    dt_status st = need_group(l);
+    const dt_tp_run *run = l->tp_run;
+    if (st != DT_OK || run->group.start_sum == NULL)
+        return st; /* the blocking form, in finish_input_grad */
+    if (!l->seq)
+        return run->group.start_sum(run->group.ctx, partial, (size_t)(batch * d.T * d.E), 0, req);
+    const int64_t part = seq_pack(l, batch, partial);
+    return run->group.start_sum(run->group.ctx, sp_all(l, batch), (size_t)part, 1, req);
+}
+
+/* The sum started by start_input_grad, complete: *sum says which rows hold it (partial's, or
+ * under sequence parallelism `own`, this rank's positions). */
+static dt_status finish_input_grad(const dt_layer *l, int64_t batch, float *partial, rowsv own,
+                                   void **req, rowsv *sum)
 {
     const dims d = dims_of(l);
     *sum = rv(partial, d.T * d.E);
     if (!split(l))
         return DT_OK;
-    if (!l->seq)
-        return sum_over_group(l, partial, batch * d.T);
-    *sum = own;
-    return seq_scatter(l, batch, partial, own);
+    if (l->seq)
+        *sum = own;
+    const dt_tp_run *run = l->tp_run;
+    if (*req == NULL) /* no non-blocking forms: the blocking ones now */
+        return l->seq ? seq_scatter(l, batch, partial, own)
+                      : sum_over_group(l, partial, batch * d.T);
+    const dt_status st = run->group.wait(run->group.ctx, req);
+    if (st == DT_OK && l->seq)
+        seq_unpack(l, batch, own);
+    return st;
 }
 
 static void block_forward(dt_layer *l, const float *x, float *out, int64_t batch,
@@ -842,9 +928,9 @@ static dt_status block_backward(dt_layer *l, const float *x, const float *y, con
      * sequence-parallel block. */
     const rowsv dys = l->seq && l->seq_out_whole ? rv(dy + d.t0 * E, d.T * E) : rv(dy, TlE);
     /* Under sequence parallelism, this rank's rows of d x1 and of the block's input
-     * gradient (w2's and w4's room, read as (batch, Tl, E)), and its padded share. */
+     * gradient (w2's and w1's room, read as (batch, Tl, E)), and its padded share. */
     const rowsv own = rv(sp_own(l, batch), d.Tp * E);
-    const rowsv dx1 = rv(w2, l->seq ? TlE : d.T * E), dxl = rv(w4, l->seq ? TlE : d.T * E);
+    const rowsv dx1 = rv(w2, l->seq ? TlE : d.T * E), dxl = rv(w1, l->seq ? TlE : d.T * E);
     rowsv g;
     /* The MLP branch: dy through the second dropout (gathered over the positions under
      * sequence parallelism), c_proj, the GELU and c_fc. The GELU's output, which c_proj's
@@ -863,12 +949,17 @@ static dt_status block_backward(dt_layer *l, const float *x, const float *y, con
     hidden(l, batch, DO_TIMES, h, w4);
     if ((st = dt_hooks_progress(hooks)) != DT_OK)
         return st;
+    /* c_fc: its input gradient first, whose sum over the group (each rank's hidden units give
+     * part of d ln_2's output) travels while the weight gradient's product runs */
+    void *req = NULL;
+    dt_status pst;
     if ((st = layernorm_whole(l, batch, DO_LN2, x1, w2)) != DT_OK)
         return st;
-    dw(l, R, E, d.F, w2, w4, T_FCW);
     dx(l, R, E, d.F, w4, T_FCW, w1);
-    /* split: each rank's hidden units give part of d ln_2's output */
-    if ((st = input_grad_sum(l, batch, w1, own, &g)) != DT_OK)
+    if ((st = start_input_grad(l, batch, w1, &req)) != DT_OK)
+        return st;
+    pst = dw_overlapped(l, R, E, d.F, w2, w4, T_FCW, hooks);
+    if ((st = finish_input_grad(l, batch, w1, own, &req, &g)) != DT_OK || (st = pst) != DT_OK)
         return st;
     ln_backward(l, batch, 1, g, x1, dx1);
     rows(l, batch, DO_ADD, dys, dx1); /* d x1: the residual's and the branch's */
@@ -887,12 +978,15 @@ static dt_status block_backward(dt_layer *l, const float *x, const float *y, con
     attention(l, batch, w4, w3);
     if ((st = dt_hooks_progress(hooks)) != DT_OK)
         return st;
+    /* c_attn likewise (each rank's heads give part of d ln_1's output), its input gradient
+     * into w4, which the attention's backward has consumed */
     if ((st = layernorm_whole(l, batch, DO_LN1, xs, w1)) != DT_OK)
         return st;
-    dw(l, R, E, 3 * d.A, w1, w3, T_QKVW);
-    dx(l, R, E, 3 * d.A, w3, T_QKVW, w1);
-    /* split: each rank's heads give part of d ln_1's output */
-    if ((st = input_grad_sum(l, batch, w1, own, &g)) != DT_OK)
+    dx(l, R, E, 3 * d.A, w3, T_QKVW, w4);
+    if ((st = start_input_grad(l, batch, w4, &req)) != DT_OK)
+        return st;
+    pst = dw_overlapped(l, R, E, 3 * d.A, w1, w3, T_QKVW, hooks);
+    if ((st = finish_input_grad(l, batch, w4, own, &req, &g)) != DT_OK || (st = pst) != DT_OK)
         return st;
     ln_backward(l, batch, 0, g, xs, dxl);
     if (dxo == NULL)
@@ -903,7 +997,7 @@ static dt_status block_backward(dt_layer *l, const float *x, const float *y, con
         return rows_gather(l, batch, dxl, dxo);
     }
     for (int64_t e = 0; e < batch * TlE; e++)
-        dxo[e] = w2[e] + w4[e];
+        dxo[e] = w2[e] + w1[e];
     return DT_OK;
 }
 

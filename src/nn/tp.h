@@ -26,6 +26,15 @@ typedef struct dt_tp_group {
      * sum of every rank's block of the same index, in place; the others are left undefined.
      * Sequence parallelism's (block.c); NULL where the group never runs one. */
     dt_status (*reduce_scatter_sum)(void *ctx, float *buf, size_t count);
+    /* Non-blocking forms, for a block's backward to overlap an input gradient's sum with its
+     * weight gradient's product (Megatron-LM's overlap): start_sum starts allreduce_sum
+     * (scatter 0) or reduce_scatter_sum (scatter 1) of buf into *req; progress advances
+     * whatever is in flight (Open MPI progresses a non-blocking collective only inside MPI
+     * calls: docs/NOTES.md); wait completes *req and sets it NULL. NULL: the blocking forms
+     * are used. */
+    dt_status (*start_sum)(void *ctx, float *buf, size_t count, int scatter, void **req);
+    dt_status (*progress)(void *ctx);
+    dt_status (*wait)(void *ctx, void **req);
 } dt_tp_group;
 
 /* Gives a model with dt_model_tp_size(m) > 1 its group (copied). Before this, its forward

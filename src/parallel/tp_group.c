@@ -57,6 +57,45 @@ static dt_status tp_reduce_scatter(void *ctx, float *buf, size_t count)
     return st;
 }
 
+static dt_status tp_start(void *ctx, float *buf, size_t count, int scatter, void **req)
+{
+    dt_tp_comm *t = ctx;
+    const double t0 = dt_now();
+    dt_comm_req *r = NULL;
+    dt_status st;
+    if (scatter) {
+        float *own = buf + (size_t)dt_comm_rank(t->comm) * count;
+        st = dt_comm_ireduce_scatter(t->comm, buf, own, count, DT_COMM_FLOAT32, DT_COMM_SUM, &r);
+        t->scatters++;
+        t->bytes += count * (size_t)dt_comm_size(t->comm) * sizeof(float);
+    } else {
+        st = dt_comm_iallreduce(t->comm, buf, buf, count, DT_COMM_FLOAT32, DT_COMM_SUM, &r);
+        t->bytes += count * sizeof(float);
+    }
+    t->calls++;
+    t->seconds += dt_now() - t0;
+    *req = r;
+    return st;
+}
+
+static dt_status tp_progress(void *ctx)
+{
+    dt_tp_comm *t = ctx;
+    return dt_comm_progress(t->comm);
+}
+
+/* Only the wait counts as time in the collective: the rest was hidden behind the product. */
+static dt_status tp_wait(void *ctx, void **req)
+{
+    dt_tp_comm *t = ctx;
+    const double t0 = dt_now();
+    dt_comm_req *r = *req;
+    const dt_status st = dt_comm_wait(&r);
+    *req = r;
+    t->seconds += dt_now() - t0;
+    return st;
+}
+
 dt_status dt_strategy_sum_positions(dt_strategy *s)
 {
     dt_tp_comm *t = s->tp;
@@ -90,7 +129,10 @@ dt_status dt_tp_comm_attach(dt_strategy *s, dt_model *m)
     const dt_tp_group g = {.ctx = t,
                            .allreduce_sum = tp_allreduce,
                            .allgather = tp_allgather,
-                           .reduce_scatter_sum = tp_reduce_scatter};
+                           .reduce_scatter_sum = tp_reduce_scatter,
+                           .start_sum = tp_start,
+                           .progress = tp_progress,
+                           .wait = tp_wait};
     dt_model_set_tp_group(m, &g);
     /* No dt_comm_reserve: its scratch holds partial sums of a non-in-place ring
      * reduce-scatter and of a deterministic reduce (docs/comm.md), and the group only runs

@@ -46,6 +46,41 @@ static dt_status group_reduce_scatter(void *ctx, float *buf, size_t count)
                                   DT_COMM_SUM);
 }
 
+/* The non-blocking forms (the input gradients' sums, overlapped with the weight gradients'
+ * products), counted with the blocking ones; progress calls counted too. */
+static long progressed;
+
+static dt_status group_start(void *ctx, float *buf, size_t count, int scatter, void **req)
+{
+    dt_comm_req *r = NULL;
+    dt_status st;
+    if (scatter) {
+        scatters++;
+        st = dt_comm_ireduce_scatter(ctx, buf, buf + (size_t)rank * count, count, DT_COMM_FLOAT32,
+                                     DT_COMM_SUM, &r);
+    } else {
+        allreduces++;
+        st = dt_comm_iallreduce(ctx, buf, buf, count, DT_COMM_FLOAT32, DT_COMM_SUM, &r);
+    }
+    *req = r;
+    return st;
+}
+
+static dt_status group_progress(void *ctx)
+{
+    progressed++;
+    return dt_comm_progress(ctx);
+}
+
+static dt_status group_wait(void *ctx, void **req)
+{
+    (void)ctx;
+    dt_comm_req *r = *req;
+    const dt_status st = dt_comm_wait(&r);
+    *req = r;
+    return st;
+}
+
 static const char *const text[] = {"transformer.wte: embedding 256 24",
                                    "transformer.wpe: position",
                                    "dropout 0.1",
@@ -55,7 +90,8 @@ static const char *const text[] = {"transformer.wte: embedding 256 24",
                                    "lm_head"};
 enum { NL = 7, T = 9, B = 3, V = 256, BLOCKS = 2 };
 
-static void build_seq(int recompute, int seq, dt_model **whole, dt_model **part)
+/* seq: sequence parallelism; overlap: the group has the non-blocking forms */
+static void build_seq(int recompute, int seq, int overlap, dt_model **whole, dt_model **part)
 {
     dt_layer_spec specs[NL];
     for (int i = 0; i < NL; i++)
@@ -71,7 +107,10 @@ static void build_seq(int recompute, int seq, dt_model **whole, dt_model **part)
     const dt_tp_group g = {.ctx = world,
                            .allreduce_sum = group_allreduce,
                            .allgather = group_allgather,
-                           .reduce_scatter_sum = group_reduce_scatter};
+                           .reduce_scatter_sum = group_reduce_scatter,
+                           .start_sum = overlap ? group_start : NULL,
+                           .progress = overlap ? group_progress : NULL,
+                           .wait = overlap ? group_wait : NULL};
     dt_model_set_tp_group(*part, &g);
     dt_model_init_params(*whole, 42);
     dt_model_init_params(*part, 42);
@@ -79,7 +118,7 @@ static void build_seq(int recompute, int seq, dt_model **whole, dt_model **part)
 
 static void build(int recompute, dt_model **whole, dt_model **part)
 {
-    build_seq(recompute, 0, whole, part);
+    build_seq(recompute, 0, 1, whole, part);
 }
 
 static void test_gather_and_init(void **state)
@@ -149,17 +188,20 @@ static void expect_count(const char *what, const char *kind, long got, long want
         fail_msg("%s: %ld %s, expected %ld", what, got, kind, want);
 }
 
-static void check_training(int recompute, int seq)
+static void check_training(int recompute, int seq, int overlap)
 {
     dt_model *whole = NULL, *part = NULL;
-    build_seq(recompute, seq, &whole, &part);
+    build_seq(recompute, seq, overlap, &whole, &part);
     const int64_t positions[B] = {4, 9, 2};
     train_step(whole, positions);
-    allreduces = allgathers = scatters = 0;
+    allreduces = allgathers = scatters = progressed = 0;
     train_step(part, positions);
     char what[160];
-    snprintf(what, sizeof what, "gpt recompute %d seq %d: one step (rank %d of %d)", recompute, seq,
-             rank, size);
+    snprintf(what, sizeof what, "gpt recompute %d seq %d overlap %d: one step (rank %d of %d)",
+             recompute, seq, overlap, rank, size);
+    /* the two input gradients' sums of each block travel while 4 pieces of the weight
+     * gradients' products run, a progress call after each */
+    expect_count(what, "progress calls", progressed, overlap ? BLOCKS * 2 * 4 : 0);
     const int again = recompute == DT_RECOMPUTE_BLOCK; /* each block's forward runs twice */
     if (!seq) {
         /* 2 forward and 2 backward per block */
@@ -177,16 +219,17 @@ static void check_training(int recompute, int seq)
         if (n != 4 * BLOCKS)
             fail_msg("%s: %d tensors marked seq_partial, expected %d", what, n, 4 * BLOCKS);
     }
-    snprintf(what, sizeof what, "gpt recompute %d seq %d: output (rank %d of %d)", recompute, seq,
-             rank, size);
+    snprintf(what, sizeof what, "gpt recompute %d seq %d overlap %d: output (rank %d of %d)",
+             recompute, seq, overlap, rank, size);
     DT_ASSERT_CLOSE_FF(what, dt_model_output(part), dt_model_output(whole), (size_t)(B * T * V),
                        1e-5, 1e-4);
     const size_t n = dt_model_whole_param_count(part);
     float *g = calloc(n, sizeof(float));
     assert_non_null(g);
     DT_ASSERT_OK(dt_model_gather_buffer(part, dt_model_grads(part), g));
-    snprintf(what, sizeof what, "gpt recompute %d seq %d: gathered gradients (rank %d of %d)",
-             recompute, seq, rank, size);
+    snprintf(what, sizeof what,
+             "gpt recompute %d seq %d overlap %d: gathered gradients (rank %d of %d)", recompute,
+             seq, overlap, rank, size);
     DT_ASSERT_CLOSE_FF(what, g, dt_model_grads(whole), n, 1e-5, 1e-4);
     free(g);
     dt_model_free(whole);
@@ -196,20 +239,22 @@ static void check_training(int recompute, int seq)
 static void test_training(void **state)
 {
     (void)state;
-    check_training(DT_RECOMPUTE_NONE, 0);
-    check_training(DT_RECOMPUTE_BLOCK, 0);
+    check_training(DT_RECOMPUTE_NONE, 0, 1);
+    check_training(DT_RECOMPUTE_BLOCK, 0, 1);
+    check_training(DT_RECOMPUTE_NONE, 0, 0); /* the blocking forms */
 }
 
 /* Sequence parallelism: T = 9 positions, 5 + 4 at tp 2 (uneven) and 3 each at tp 3. */
 static void test_sequence_parallel(void **state)
 {
     (void)state;
-    check_training(DT_RECOMPUTE_NONE, 1);
-    check_training(DT_RECOMPUTE_BLOCK, 1);
+    check_training(DT_RECOMPUTE_NONE, 1, 1);
+    check_training(DT_RECOMPUTE_BLOCK, 1, 1);
+    check_training(DT_RECOMPUTE_NONE, 1, 0);
     /* The blocks' kept input and output: each rank's share of the positions inside the run
      * of blocks, whole at its ends. */
     dt_model *whole = NULL, *part = NULL;
-    build_seq(DT_RECOMPUTE_NONE, 1, &whole, &part);
+    build_seq(DT_RECOMPUTE_NONE, 1, 1, &whole, &part);
     int64_t lo, hi;
     dt_tp_part(T, 1, size, rank, &lo, &hi);
     const dt_tp_layer_plan *p0 = dt_model_tp_layer(part, 3), *p1 = dt_model_tp_layer(part, 4);
