@@ -393,6 +393,13 @@ class Driver:
         got = self.train("ckpt-resumed", "sgd", tp2pp2, ["--resume", setdir])
         if got is None or ref is None:
             return
+        # The set's run ended its one "epoch" of 10 steps: the resumed run trains 11..20.
+        trained = [r["step"] for r in read_metrics(os.path.join(got["dir"], "m.jsonl"))
+                   if r.get("event") == "step"]
+        if trained != list(range(half + 1, STEPS + 1)):
+            self.fail(f"ckpt: the run resumed from the set of step {half} trained steps "
+                      f"{trained}, expected {half + 1}..{STEPS}", got["cmd"])
+            return
         worst = self.weights_close(f"ckpt: dp 2 + ZeRO-1's set of step {half} resumed at tp 2 x "
                                    f"pp 2, weights after step {STEPS}", ref, got)
         if worst is not None:
