@@ -72,6 +72,12 @@ LAYOUTS = [
     # ---- the long tier
     L("dp2tp2pp2", 8, ["--dp", "2", "--tp", "2", "--pp", "2"], dp=2, mb=2,
       checks=("clip", "recompute"), tier="long"),
+    L("dp2tp2pp2_gpipe", 8, ["--dp", "2", "--tp", "2", "--pp", "2", "--pp-schedule", "gpipe"],
+      dp=2, mb=3, tier="long"),
+    L("tp3pp3", 9, ["--tp", "3", "--pp", "3"], mb=4, tier="long"),
+    L("dp2tp2_zero1", 4, ["--dp", "2", "--tp", "2", "--zero", "1"], dp=2, checks=("clip",),
+      tier="long"),
+    L("dp2pp2_zero1", 4, ["--dp", "2", "--pp", "2", "--zero", "1"], dp=2, mb=3, tier="long"),
     L("tp3pp2", 6, ["--tp", "3", "--pp", "2", "--pp-schedule", "gpipe"], mb=3, tier="long"),
     L("tp2pp3", 6, ["--tp", "2", "--pp", "3"], mb=4, checks=("recompute",), tier="long"),
     L("dp2pp3", 6, ["--dp", "2", "--pp", "3", "--pp-schedule", "gpipe"], dp=2, mb=2,
@@ -177,9 +183,11 @@ class Driver:
         with open(os.path.join(d, "out.txt"), "w") as f:
             f.write(out)
         if p.returncode != 0:
-            # The ranks' own errors ("dtrain: rank R: ..."), else the output's end.
+            # The ranks' own errors ("dtrain: rank R: ...", a failed assertion), else the
+            # output's end.
             lines = out.strip().splitlines()
-            why = [ln for ln in lines if ln.startswith("dtrain: rank ")] or lines[-12:]
+            why = [ln for ln in lines if ln.startswith(("dtrain: rank ", "dtrain: assertion"))]
+            why = why or lines[-12:]
             self.fail(f"{tag}: exit status {p.returncode}:\n  " + "\n  ".join(why), line)
             return None
         return {"cmd": line, "dir": d, "out": out}
