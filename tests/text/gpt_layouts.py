@@ -263,6 +263,23 @@ class Driver:
             return
         print(f"ok replicas {lay.name}: {lines[0][len('dtrain: replicas: '):]}")
 
+    def check_refused(self):
+        """--check-replicas under a strategy whose copies differ by design: a usage error
+        naming the option and the strategy, before any training."""
+        # A regression (localsgd refuses text before it judges the option).
+        cfg = os.path.join(self.tmp, "linreg.ini")
+        with open(cfg, "w") as f:
+            f.write("[data]\nkind = synthetic\n[model]\nlayers = linear 4\n[loss]\nkind = mse\n")
+        cmd = [self.args.dtrain, "train", cfg, "--no-progress", "--strategy", "localsgd",
+               "--check-replicas"]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        want = "--check-replicas has no effect under --strategy localsgd"
+        if p.returncode != 2 or want not in p.stderr:
+            self.fail(f"refusal: exit status {p.returncode} (expected 2), stderr {p.stderr!r} "
+                      f"(expected {want!r})", " ".join(cmd))
+            return
+        print(f"ok refusal: {p.stderr.strip()}")
+
     def check_adamw(self, lay, ref):
         got = self.train(f"adamw-{lay.name}", "adamw", lay)
         if got is None or ref is None:
@@ -454,6 +471,8 @@ def main():
                 d.check_recompute(lay, got)
             if "export" in checks and "export" in lay.checks and got:
                 d.check_export(lay, ref_export, got)
+        if "sgd" in checks and args.tier == "test":
+            d.check_refused()
         if "ckpt" in checks and args.tier == "test":
             d.check_ckpt(ref["sgd"])
     finally:
