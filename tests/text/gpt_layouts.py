@@ -21,8 +21,9 @@ corpus of words written here, at the same global batch of 12 windows in every la
 - export: `dtrain export SET DIR --format hf` of the layout's checkpoint gives the tensors
   of one process's export (names, shapes, values within 1e-5, the same config.json), and
   the very bytes of the layout's own --save-weights.
-Once per tier: ckpt: a set written when a 10-step run at dp 2 with ZeRO-1 ends, resumed
-at tp 2 x pp 2 (4 ranks) to step 20, ends within 1e-5 of one process's 20 steps.
+Once, in the test tier: ckpt: a set written when a 10-step run at dp 2 with ZeRO-1 ends,
+resumed at tp 2 x pp 2 (4 ranks), trains steps 11..20 and ends within 1e-5 of one process's
+20 steps; and --check-replicas under localsgd is refused as a usage error.
 
 A layout is one entry of LAYOUTS. Standard library only. Prints a line per check; exits 1
 on any failure, naming the layout, the tensor or step, expected and actual values and the
