@@ -26,6 +26,24 @@ DT_API int dt_strategy_count(void);
 DT_API const char *dt_strategy_name(int i);
 /* Its one line of help; NULL out of range. */
 DT_API const char *dt_strategy_help(int i);
+/* 1 when strategy i keeps every copy of a parameter the same bits after each step (its
+ * data-parallel replicas, a tensor-parallel group's whole tensors, a GPT's tied table on
+ * two pipeline stages), so that dt_trainer_check_replicas applies; 0 (local SGD, ps,
+ * fedavg: copies that differ by design) or out of range. */
+DT_API int dt_strategy_equal_copies(int i);
+
+/* What dt_trainer_check_replicas compared, the same on every rank. Each count is 0 where
+ * the layout keeps no such copies. */
+typedef struct dt_replica_check {
+    int dp;           /* data-parallel replicas of every tensor (1: none) */
+    int64_t tensors;  /* parameter tensors over the pipeline's stages (a tied copy included) */
+    int tp;           /* tensor-parallel ranks (1: none) */
+    int64_t tp_whole; /* of `tensors`, those each tp rank holds whole (LayerNorms, biases
+                         added after the sum, embeddings), compared over the tp group */
+    uint64_t tied;    /* the stages (bit s: stage s, up to 63) whose copies of a tied table
+                         were compared: the embedding's and the head's; 0 when one stage
+                         holds both */
+} dt_replica_check;
 
 /* The order in which a pipeline stage runs its micro-batches' forwards (F) and backwards
  * (B). GPipe: every F, then every B, so a stage holds all M micro-batches' activations.

@@ -275,6 +275,15 @@ DT_API void dt_trainer_fed_partition(const dt_trainer *t, const int64_t **client
  * backward is 1 - exposed per step / this. 0 in one process. Collective over the data-parallel
  * group. */
 DT_API dt_status dt_trainer_time_comm_alone(dt_trainer *t, int reps, double *seconds);
+/* `dtrain train --check-replicas`: every copy of each parameter compared bit for bit with
+ * the other copies the layout keeps of it (*out says which: data-parallel replicas, a
+ * tensor-parallel group's whole tensors, a tied table on two pipeline stages), by
+ * fingerprints, without moving the parameters. DT_ERR_MISMATCH naming the tensor, the kind
+ * of copy and two world ranks whose copies differ, the same on every rank;
+ * DT_ERR_UNSUPPORTED under a strategy whose copies differ by design
+ * (dt_strategy_equal_copies). Collective over the world; allocates (call it between
+ * runs, not from a step's callback). */
+DT_API dt_status dt_trainer_check_replicas(dt_trainer *t, dt_replica_check *out);
 
 /* This rank's model: the whole model, or its pipeline stage (layers [stage_first,
  * stage_last) of dt_train_layout), or its tensor-parallel part of either. */

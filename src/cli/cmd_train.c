@@ -140,6 +140,10 @@ static const dt_cli_option train_opts[] = {
     {"--on-nonfinite", "skip|stop", DT_OPT_CONFIG_KEY, "train.on_nonfinite",
      "a NaN or Inf in a step's loss or gradients on any rank: every rank skips the step "
      "(default), or the run stops naming rank, layer and step"},
+    {"--check-replicas", NULL, DT_OPT_FLAG, "check-replicas",
+     "after training, compare every copy of each parameter bit for bit (data-parallel "
+     "replicas, a tensor-parallel group's whole tensors, a tied table on two pipeline stages) "
+     "and say so; a copy that differs fails the run naming the tensor and the ranks"},
     {"--progress", NULL, DT_OPT_FLAG, "progress",
      "draw a progress bar even when not on a terminal"},
     {"--no-progress", NULL, DT_OPT_FLAG, "no-progress", "plain log lines even on a terminal"},
@@ -670,6 +674,38 @@ static dt_status write_windows(const dt_trainer *t, const dt_config *cfg, const 
     return DT_OK;
 }
 
+/* --check-replicas: the verdict, and on rank 0 a line saying which copies were compared. */
+static dt_status check_replicas(dt_trainer *t, int rank)
+{
+    dt_replica_check rc;
+    const dt_status st = dt_trainer_check_replicas(t, &rc);
+    if (st != DT_OK || rank != 0)
+        return st;
+    char what[512] = "";
+    size_t used = 0;
+    if (rc.dp > 1)
+        used += (size_t)snprintf(what + used, sizeof what - used,
+                                 "each of the %lld tensors on its %d data-parallel replicas",
+                                 (long long)rc.tensors, rc.dp);
+    if (rc.tp > 1 && used < sizeof what)
+        used += (size_t)snprintf(what + used, sizeof what - used,
+                                 "%s%lld whole tensors on each of the %d tensor-parallel ranks",
+                                 used > 0 ? "; " : "", (long long)rc.tp_whole, rc.tp);
+    char stages[256] = "";
+    for (int s = 0, n = 0, k = 0; s < 64 && k < (int)sizeof stages; s++)
+        if (rc.tied >> s & 1)
+            k += snprintf(stages + k, sizeof stages - (size_t)k, "%s%d", n++ > 0 ? " and " : "", s);
+    if (stages[0] != '\0' && used < sizeof what)
+        used += (size_t)snprintf(what + used, sizeof what - used, "%sthe tied table on stages %s",
+                                 used > 0 ? "; " : "", stages);
+    if (used == 0)
+        printf("dtrain: replicas: no parameter has a second copy in this layout: nothing to "
+               "compare\n");
+    else
+        printf("dtrain: replicas: every copy bitwise equal: %s\n", what);
+    return DT_OK;
+}
+
 /* The command line's own options that would change nothing (dt_config_check judges the
  * config's keys): refused as a usage error, before any rank starts MPI. */
 static int check_cli_options(const dt_cli_values *vals, const dt_config *cfg)
@@ -682,6 +718,13 @@ static int check_cli_options(const dt_cli_values *vals, const dt_config *cfg)
     if (dt_cli_string(vals, "trace-events") != NULL && dt_cli_string(vals, "trace") == NULL) {
         fprintf(stderr, "dtrain: --trace-events has no effect without --trace: it sizes the "
                         "trace's buffers\n");
+        return DT_EXIT_USAGE;
+    }
+    if (dt_cli_flag(vals, "check-replicas") && !dt_strategy_equal_copies(cfg->parallel.strategy)) {
+        fprintf(stderr,
+                "dtrain: --check-replicas has no effect under --strategy %s: its copies of a "
+                "parameter differ by design (it applies to ddp's layouts)\n",
+                dt_strategy_name(cfg->parallel.strategy));
         return DT_EXIT_USAGE;
     }
     if (dt_cli_flag(vals, "progress") && dt_cli_flag(vals, "no-progress")) {
@@ -778,7 +821,8 @@ int dt_cmd_train(int argc, char **argv)
     if (dt_trainer_run(t, &cb) != DT_OK ||
         dt_cli_report_phases(t, world.rank, metrics, tb) != DT_OK ||
         (trace != NULL && write_trace(t, trace, world.rank) != DT_OK) ||
-        dt_cli_report_figures(t, &world, &cfg, metrics, tb) != DT_OK)
+        dt_cli_report_figures(t, &world, &cfg, metrics, tb) != DT_OK ||
+        (dt_cli_flag(&vals, "check-replicas") && check_replicas(t, world.rank) != DT_OK))
         goto fail;
     if (world.rank == 0 && dt_trainer_skipped_steps(t) > 0)
         printf("dtrain: %lld step%s skipped for a NaN or Inf (train.on_nonfinite skip)\n",

@@ -567,6 +567,7 @@ const dt_strategy_def dt_ddp_def = {
     .uses = DT_SO_USES_AXES | DT_SO_BIT(DT_SO_SEQUENCE_PARALLEL) | DT_SO_USES_BUCKETS |
             DT_SO_USES_STEPS | DT_SO_USES_COMPRESSION | DT_SO_USES_CLIP,
     .text = 1,
+    .equal_copies = 1,
     .check = dt_ddp_check,
     .create = dt_ddp_create,
     .predict = ddp_predict,

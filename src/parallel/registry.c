@@ -78,6 +78,11 @@ const char *dt_strategy_help(int i)
     return i >= 0 && i < NROWS ? rows[i]->help : NULL;
 }
 
+int dt_strategy_equal_copies(int i)
+{
+    return i >= 0 && i < NROWS && rows[i]->equal_copies;
+}
+
 /* ---- the settings the rows add, numbered across the rows ------------------------------ */
 
 int dt_strategy_setting_count(void)

@@ -64,6 +64,11 @@ typedef struct dt_strategy_def {
     /* 1: it trains on data.kind text's windows (drawn per optimizer step and window index:
      * text.h); 0: refused for text runs. */
     int text;
+    /* 1: after every step each copy of a parameter is the same bits as the others (its
+     * data-parallel replicas, a tensor-parallel group's whole tensors, the tied table's
+     * copies), which dt_strategy_check_replicas verifies; 0: copies differ by design
+     * (local SGD between averages, ps's workers, fedavg's clients). */
+    int equal_copies;
     const dt_strategy_setting *settings; /* its own settings, nsettings of them */
     int nsettings;
     /* Optional: how many of the world's ranks it sets apart from computing (ps's servers:

@@ -190,6 +190,14 @@ dt_status dt_strategy_evaluate(dt_strategy *s, int64_t n_test, const dt_step_io 
 void dt_strategy_describe(const dt_strategy *s, dt_figures *out);
 dt_status dt_strategy_time_comm_alone(dt_strategy *s, int reps, double *seconds);
 
+/* Compares every copy of each parameter bit for bit with the other copies the grid keeps
+ * of it (replica_check.c): over the data-parallel group every tensor, over the
+ * tensor-parallel group the whole ones, over the embedding group the tied table. Fills
+ * *out; DT_ERR_MISMATCH, with the same message on every rank, naming the tensor, the kind
+ * of copy and two world ranks that differ. For strategies with dt_strategy_equal_copies
+ * (the caller checks). Collective over the world; allocates, so not in a step. */
+dt_status dt_strategy_check_replicas(dt_strategy *s, dt_replica_check *out);
+
 /* whole[0..n) = the whole model's parameters gathered from the pipeline's stages (each
  * holding its own tensors in place and zeros elsewhere); nothing without a pipeline.
  * Collective over the pipeline. */

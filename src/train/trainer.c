@@ -470,6 +470,16 @@ dt_status dt_trainer_time_comm_alone(dt_trainer *t, int reps, double *seconds)
     return dt_strategy_time_comm_alone(t->strategy, reps, seconds);
 }
 
+dt_status dt_trainer_check_replicas(dt_trainer *t, dt_replica_check *out)
+{
+    if (!dt_strategy_equal_copies(t->cfg.parallel.strategy))
+        return dt_fail(DT_ERR_UNSUPPORTED,
+                       "the replica check applies to strategies whose copies of a parameter stay "
+                       "equal (ddp); parallel.strategy %s's differ by design",
+                       dt_strategy_name(t->cfg.parallel.strategy));
+    return dt_strategy_check_replicas(t->strategy, out);
+}
+
 const dt_dataset *dt_trainer_train_set(const dt_trainer *t)
 {
     return &t->train;

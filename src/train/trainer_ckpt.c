@@ -491,6 +491,13 @@ static dt_status load_set(dt_trainer *t, const dt_ckpt_set *set)
     dt_optim_set_steps(t->optim, m->step);
     t->start_epoch = m->epoch;
     t->start_step = m->epoch_step;
+    if (t->text) {
+        /* A text run is one "epoch" of max_steps steps, so the set's run ended its epoch
+         * at its own max_steps (epoch 1, step 0): a longer run resumed from it would start
+         * past its only epoch and train nothing. Its position is the steps it attempted. */
+        t->start_epoch = 0;
+        t->start_step = m->step + m->skipped;
+    }
     t->skipped = m->skipped;
     t->attempted = m->step + m->skipped;
     t->last_ckpt_step = m->step;

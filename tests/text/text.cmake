@@ -9,3 +9,16 @@ dt_add_cli_test(NAME cli_text COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_text.sh $
 # memory"), the minimum from the config alone.
 dt_add_test(NAME test_gpt_memory SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gpt_memory.c LABELS unit
             TIMEOUT 30)
+# The GPT across layouts against one process, from the files a user gets (issue 38's tests,
+# tests/text/gpt_layouts.py): tp 2 and 3 (heads 2 + 1, one each), pp 2 under GPipe and
+# 1F1B and pp 3 with the tied table on two stages (M not a multiple of P), round robin, dp 2
+# x tp 2: 20 SGD steps within 1e-5 with every copy checked bitwise equal
+# (--check-replicas), AdamW losses within 1e-4, clipping on every step, recompute per block
+# bit-exact, hf export, and a dp 2 + ZeRO-1 set resumed at tp 2 x pp 2. The long tier: dp 2
+# x tp 2 x pp 2 on 8 ranks and further combinations.
+dt_add_cli_test(NAME cli_gpt_layouts MPI TIMEOUT 300
+                COMMAND ${DT_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/gpt_layouts.py --dtrain
+                        $<TARGET_FILE:dtrain> --mpirun ${MPIEXEC_BIN} --tier test)
+dt_add_cli_test(NAME cli_gpt_layouts_long MPI TIMEOUT 900 LABELS long
+                COMMAND ${DT_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/gpt_layouts.py --dtrain
+                        $<TARGET_FILE:dtrain> --mpirun ${MPIEXEC_BIN} --tier long)
