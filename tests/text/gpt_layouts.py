@@ -68,8 +68,9 @@ LAYOUTS = [
     # round robin: the head (layer 6) lands with the embedding (layer 0), no copy
     L("pp2_rr", 2, ["--pp", "2", "--pp-split", "round_robin"], mb=3),
     L("dp2tp2", 4, ["--dp", "2", "--tp", "2"], dp=2, checks=("clip",)),
-    # ---- sequence parallelism (--sequence-parallel): its "tp2sp" entries go here, e.g.
-    # L("tp2sp", 2, ["--tp", "2", "--sequence-parallel"], checks=("clip", "recompute")),
+    # sequence parallelism: each block's LayerNorms, dropouts and residual adds on half the
+    # positions, their gradients summed over the pair once per step
+    L("tp2sp", 2, ["--tp", "2", "--sequence-parallel"], checks=("clip", "recompute")),
     # ---- the long tier
     L("dp2tp2pp2", 8, ["--dp", "2", "--tp", "2", "--pp", "2"], dp=2, mb=2,
       checks=("clip", "recompute"), tier="long"),
@@ -90,6 +91,9 @@ LAYOUTS = [
     # round robin over 4 stages: the head (layer 6) on stage 2, the embedding on stage 0
     L("pp4_rr", 4, ["--pp", "4", "--pp-split", "round_robin"], mb=3, checks=("clip",),
       tier="long"),
+    L("tp3sp", 3, ["--tp", "3", "--sequence-parallel"], checks=("recompute",), tier="long"),
+    L("dp2tp2pp2sp", 8, ["--dp", "2", "--tp", "2", "--pp", "2", "--sequence-parallel"], dp=2,
+      mb=3, checks=("clip",), tier="long"),
     L("dp2pp2_rr", 4, ["--dp", "2", "--pp", "2", "--pp-split", "round_robin"], dp=2, mb=3,
       tier="long"),
 ]
