@@ -1,7 +1,6 @@
 /* train_memory.c — a GPT's planned memory beside the design's minimum at the start of
  * `dtrain train` (train_memory.h; docs/ARCHITECTURE.md, "A GPT's memory"). */
 #include <stdio.h>
-#include <string.h>
 
 #include "cli/train_memory.h"
 
@@ -9,8 +8,9 @@ void dt_cli_print_gpt_memory(const dt_config *cfg, dt_trainer *t)
 {
     dt_train_layout lay;
     dt_trainer_layout(t, &lay);
-    const int whole = strcmp(lay.strategy, "single") == 0 || strcmp(lay.strategy, "ddp") == 0;
-    if (!whole || lay.tp > 1 || lay.pp > 1 || cfg->parallel.zero != 0 ||
+    /* Each rank holds the whole model and its whole optimizer state: no tp, pp or ZeRO (a
+     * GPT trains on text, which only data-parallel strategies with whole replicas take). */
+    if (lay.tp > 1 || lay.pp > 1 || cfg->parallel.zero != 0 ||
         cfg->train.recompute != DT_RECOMPUTE_NONE)
         return;
     /* The rows of one call: the global batch over the replicas and micro-batches. */
