@@ -152,9 +152,10 @@ for ini in "$SRC"/examples/*.ini; do
         echo "FAIL $name: exit status $code:"; sed 's/^/  /' "$tmp/$name.out"; fail=1
         continue
     fi
-    # The header, the epoch line (and train.eval_every's evaluation lines) and the phase
-    # table, nothing else.
-    extra=$(grep -Ev -e '^dtrain: .*\.ini, 1 rank, ' -e '^epoch 1: train loss ' \
+    # The header, a GPT's memory line, the epoch line (and train.eval_every's evaluation
+    # lines) and the phase table, nothing else.
+    extra=$(grep -Ev -e '^dtrain: .*\.ini, 1 rank, ' -e '^dtrain: memory planned ' \
+        -e '^epoch 1: train loss ' \
         -e '^step [0-9]+: train loss ' \
         -e '^dtrain: time per step by phase ' -e '^  ' "$tmp/$name.out")
     if [ -n "$extra" ]; then
