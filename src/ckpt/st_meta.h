@@ -3,8 +3,8 @@
  *
  * The metadata holds nothing of time or place, so that the same tensors give the same bytes
  * (docs/checkpoint-format.md). A weight file (`--save-weights`, dt_weights_write) and an
- * export of a checkpoint (`dtrain export`, dt_ckpt_export) carry the same keys: both go
- * through dt_st_write_weights. */
+ * export of a checkpoint (`dtrain export`, dt_ckpt_export) carry the same keys: both take
+ * them from dt_st_weights_meta_fill. */
 #ifndef DT_CKPT_ST_META_H
 #define DT_CKPT_ST_META_H
 
@@ -15,9 +15,19 @@
 #define DT_ST_META_BASE "format", "pt", "producer", "dtrain"
 #define DT_ST_META_BASE_PAIRS 2
 
-/* Writes tensors[0..n) to path (dt_st_write: atomic, deterministic) as a dtrain weight file:
- * the base pairs, then the data's scaling (input_mean, input_std, printed with %.17g so
- * that they read back exactly, and the formula they stand in). */
+/* A weight file's metadata: the base pairs, then the data's scaling (input_mean, input_std,
+ * printed with %.17g so that they read back exactly, and the formula they stand in).
+ * pairs[0 .. 2 DT_ST_META_WEIGHTS_PAIRS) point into the record's own text. */
+#define DT_ST_META_WEIGHTS_PAIRS (DT_ST_META_BASE_PAIRS + 3)
+typedef struct dt_st_weights_meta {
+    char mean[32], std[32];
+    const char *pairs[2 * DT_ST_META_WEIGHTS_PAIRS];
+} dt_st_weights_meta;
+void dt_st_weights_meta_fill(dt_st_weights_meta *m, double input_mean, double input_std);
+
+/* Writes tensors[0..n) to path (dt_st_write: atomic, deterministic) as a dtrain weight file
+ * (dt_st_weights_meta). A writer that streams the tensors (the trainer's save under a
+ * pipeline: dt_st_stream) gives dt_st_stream_begin the same pairs, hence the same bytes. */
 dt_status dt_st_write_weights(const char *path, const dt_st_tensor *tensors, int n,
                               double input_mean, double input_std);
 
