@@ -315,7 +315,9 @@ static dt_status load_from(dt_model *m, const source *src)
 dt_status dt_weights_load(dt_model *m, const char *path)
 {
     dt_st_file *f = NULL;
-    dt_status st = dt_st_open_stream(path, &f);
+    dt_status st = check_loadable(m, path); /* before the file is opened */
+    if (st == DT_OK)
+        st = dt_st_open_stream(path, &f);
     if (st == DT_OK) {
         const source src = {.path = path, .file = f};
         st = load_from(m, &src);
