@@ -15,7 +15,7 @@
 #include "dtrain/train.h"
 #include "train/weights_internal.h"
 
-/* The bytes a check reads at once: a tensor is never held whole to be checked. */
+/* The floats a check reads at once: a tensor is never held whole to be checked. */
 #define CHUNK_FLOATS ((size_t)4096)
 
 dt_status dt_weights_save(const dt_model *m, const char *path, double input_mean, double input_std)
