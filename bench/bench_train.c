@@ -122,15 +122,12 @@ static double peak_rss_mb(void)
 static int save_init(const char *path, const char *out, dt_config *cfg)
 {
     dt_trainer *t = NULL;
-    const float *whole = NULL;
-    const dt_model *m = NULL;
     /* One step asked, none run: only the trainer's initialisation is wanted. */
     if (dt_config_set(cfg, "train.eval=off", "bench") != DT_OK ||
         (cfg->data.kind == DT_DATA_TEXT &&
          dt_config_set(cfg, "train.max_steps=1", "bench") != DT_OK) ||
-        dt_trainer_create(cfg, NULL, &t) != DT_OK || dt_trainer_whole_params(t, &whole) != DT_OK ||
-        dt_trainer_whole_model(t, &m) != DT_OK ||
-        dt_weights_write(m, whole, out, cfg->data.mean, cfg->data.std) != DT_OK) {
+        dt_trainer_create(cfg, NULL, &t) != DT_OK ||
+        dt_trainer_save_weights(t, out, cfg->data.mean, cfg->data.std) != DT_OK) {
         fprintf(stderr, "bench_train: %s: %s\n", path, dt_last_error());
         dt_trainer_free(t);
         return 1;

@@ -193,6 +193,16 @@ DT_API dt_model_options dt_model_options_default(int64_t max_batch);
 DT_API dt_status dt_model_create_with(const dt_layer_spec *specs, int nlayers,
                                       const dt_shape *input, const dt_model_options *opts,
                                       dt_model **out);
+/* The whole model described without its buffers: its layers, shapes and tensor table
+ * (names, shapes, counts, offsets and whole offsets: the dt_param_info dt_model_create's
+ * model gives) and its parameter counts, planned from the specs alone in memory of the
+ * order of its layers and tensors, whatever the parameters' size. What a reader or writer of
+ * the whole model's files asks (a pipeline's stages hold only their own layers).
+ * dt_model_params and dt_model_grads are NULL: a description is asked about, never run
+ * (forward and backward: DT_ERR_INVALID), initialised or loaded. Errors as dt_model_create;
+ * free with dt_model_free. */
+DT_API dt_status dt_model_describe(const dt_layer_spec *specs, int nlayers, const dt_shape *input,
+                                   dt_model **out);
 
 /* Where the planned bytes go. "Kept" memory is what a forward leaves for its backward:
  * kept_bytes + state_bytes, for every row of max_batch (every micro-batch in flight). */

@@ -61,6 +61,17 @@ DT_API dt_status dt_st_open_buffer(const char *path, void *buf, size_t size, dt_
  * its N-byte header), `size` is the whole file's size, checked as dt_st_open_buffer checks
  * it; every tensor's data is NULL, its bytes at dt_st_data_offset in the file. */
 DT_API dt_status dt_st_open_header(const char *path, void *buf, size_t size, dt_st_file **out);
+/* The header alone read from the file at `path` (checked as dt_st_open checks the file,
+ * errors in its words), the file kept open: each tensor's bytes are read when asked
+ * (dt_st_read), so that a reader holds no more of the file than it asks for (a pipeline
+ * stage its own tensors, a chunk at a time). Tensors' data is NULL. */
+DT_API dt_status dt_st_open_stream(const char *path, dt_st_file **out);
+/* Bytes [offset, offset + nbytes) of tensor t (dt_st_get's or dt_st_find's) of f into
+ * dst: copied from memory (dt_st_open, dt_st_open_buffer) or read from the file
+ * (dt_st_open_stream). DT_ERR_INVALID for a range past the tensor's end or a header opened
+ * without its file (dt_st_open_header), DT_ERR_IO for a failed read. */
+DT_API dt_status dt_st_read(const dt_st_file *f, const dt_st_tensor *t, size_t offset,
+                            size_t nbytes, void *dst);
 /* Where tensor t (dt_st_get's or dt_st_find's) of f begins in the file. */
 DT_API uint64_t dt_st_data_offset(const dt_st_file *f, const dt_st_tensor *t);
 DT_API void dt_st_close(dt_st_file *f);

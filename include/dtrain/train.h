@@ -288,17 +288,34 @@ DT_API dt_status dt_trainer_check_replicas(dt_trainer *t, dt_replica_check *out)
 /* This rank's model: the whole model, or its pipeline stage (layers [stage_first,
  * stage_last) of dt_train_layout), or its tensor-parallel part of either. */
 DT_API dt_model *dt_trainer_model(dt_trainer *t);
-/* A model whose tensors are the whole model's, for dt_weights_write with
- * dt_trainer_whole_params: this rank's model unless pipeline stages split it, else a whole
- * model planned for one sample (made at the first call, freed with the trainer). */
+/* A model whose tensors are the whole model's (names, whole shapes, offsets: what a weight
+ * file holds): this rank's model unless pipeline stages split it, else the whole model's
+ * description (dt_model_describe: no buffers, made at the first call, freed with the
+ * trainer). */
 DT_API dt_status dt_trainer_whole_model(dt_trainer *t, const dt_model **out);
 /* The whole model's flat buffer (the whole model's parameter count, laid out as
  * dt_trainer_whole_model's tensors say): the model's own in one piece, else gathered over
- * the tensor-parallel group and the pipeline's stages into a buffer the trainer keeps
- * (allocated at the first call). Collective: every rank calls it. The groups' errors. */
+ * the tensor-parallel group and the pipeline's stages into a buffer every rank keeps
+ * (allocated at the first call): for a caller that wants the whole model on every rank (a
+ * comparison of layouts); dt_trainer_save_weights needs none. Collective: every rank calls
+ * it. The groups' errors. */
 DT_API dt_status dt_trainer_whole_params(dt_trainer *t, const float **out);
+/* Writes the whole model's weights to `path` (read on the main rank, world rank 0) as
+ * dt_weights_write writes them from dt_trainer_whole_params, byte for byte, whatever the
+ * layout, without any rank holding the whole model: tensor by tensor, each gathered over the
+ * tensor-parallel group of the stage that holds it (the embedding's stage for a tied table)
+ * and sent to the main rank, which writes it as it comes (docs/ARCHITECTURE.md,
+ * "checkpoints"). Collective: every rank calls it and every rank returns the main rank's
+ * outcome (a file that cannot be written: DT_ERR_IO, "weights: PATH: ..."), so that a failed
+ * save can be retried elsewhere by all. */
+DT_API dt_status dt_trainer_save_weights(dt_trainer *t, const char *path, double input_mean,
+                                         double input_std);
 /* dt_weights_load of a whole model's file into this rank's stage and part: the same file
- * whatever the layout. Checks the whole file before changing any parameter. */
+ * whatever the layout. Every rank reads the file's header, checks it against the whole model
+ * (dt_trainer_whole_model), and reads only its own tensors (its part of each). Collective:
+ * the ranks agree on the check before any copies, so that a file refused on one rank (a NaN
+ * in its stage's tensor) changes no parameter and fails on every rank, naming the rank that
+ * refused it. */
 DT_API dt_status dt_trainer_load_weights(dt_trainer *t, const char *path);
 DT_API const dt_dataset *dt_trainer_train_set(const dt_trainer *t);
 DT_API const dt_dataset *dt_trainer_test_set(const dt_trainer *t);
@@ -378,7 +395,9 @@ DT_API dt_status dt_data_sample_shape(const dt_config *cfg, dt_shape *out);
 DT_API dt_status dt_weights_save(const dt_model *m, const char *path, double input_mean,
                                  double input_std);
 /* dt_weights_save from `whole`, the whole model's flat buffer (dt_model_gather_params or
- * dt_trainer_whole_params): the file of an unsplit model whatever the layout. */
+ * dt_trainer_whole_params), m's tensors (a description will do): the file of an unsplit
+ * model whatever the layout. A trainer writes the same bytes without the whole buffer
+ * (dt_trainer_save_weights). */
 DT_API dt_status dt_weights_write(const dt_model *m, const float *whole, const char *path,
                                   double input_mean, double input_std);
 /* Loads every parameter tensor: each model tensor must be present with dtype F32 and the
@@ -386,7 +405,9 @@ DT_API dt_status dt_weights_write(const dt_model *m, const float *whole, const c
  * copy of its embedding's table (Hugging Face's lm_head.weight beside transformer.wte.weight),
  * which must equal it byte for byte (else an error naming both). Messages name the
  * tensor. A tensor-parallel rank takes its part of each whole tensor (local, no
- * communication): a file written under any layout loads under any other. */
+ * communication): a file written under any layout loads under any other. Reads the file's
+ * header, then each tensor a run of elements at a time (dt_st_open_stream): the file is never
+ * held whole. */
 DT_API dt_status dt_weights_load(dt_model *m, const char *path);
 /* The same from a checkpoint set's parameters (checkpoint.h; the optimizer's, compression's
  * and the replicas' state beside them are left out): what `dtrain generate CKPT` and

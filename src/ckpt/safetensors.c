@@ -10,7 +10,8 @@
  * a header of at most 100 MB that begins with '{', no duplicate keys, and a byte buffer
  * that the tensors tile exactly — no overlaps, no holes ("this prevents the creation of
  * polyglot files"), nothing after the last tensor. It reads the whole file into one
- * buffer; tensors point into it.
+ * buffer, tensors pointing into it, or (dt_st_open_stream) its header alone, each tensor's
+ * bytes read from the file when asked.
  *
  * The writer is deterministic: tensors in the caller's order with contiguous data, each
  * entry exactly {"dtype":"F32","shape":[..],"data_offsets":[b,e]}, "__metadata__" first
@@ -19,10 +20,14 @@
  * library's one atomic writer (core/file.h), the tensors' bytes written where they lie. */
 #include "dtrain/safetensors.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -111,6 +116,7 @@ struct dt_st_file {
     unsigned char *buf;  /* the whole file, or its length and header only (header_only) */
     size_t size;         /* the file's */
     int header_only;     /* dt_st_open_header: tensors' data NULL, read with their offsets */
+    int fd;              /* dt_st_open_stream: the file, open for dt_st_read; else -1 */
     uint64_t data_start; /* the data region's offset in the file: 8 + the header's length */
     cJSON *root;         /* tensor names and metadata strings point into it */
     st_entry *entries;   /* sorted by data offset */
@@ -469,6 +475,7 @@ static dt_status st_open(const char *path, void *buf, size_t size, int header_on
         free(buf);
         return dt_fail(DT_ERR_NOMEM, "safetensors: %s: cannot allocate the file record", path);
     }
+    f->fd = -1;
     f->buf = buf;
     f->size = size;
     f->header_only = header_only;
@@ -503,6 +510,8 @@ void dt_st_close(dt_st_file *f)
 {
     if (f == NULL)
         return;
+    if (f->fd >= 0)
+        close(f->fd);
     cJSON_Delete(f->root);
     free(f->entries);
     free(f->tensors);
@@ -510,6 +519,91 @@ void dt_st_close(dt_st_file *f)
     dt_free(f->buf);
     free(f->path);
     free(f);
+}
+
+/* ---- reading a tensor at a time ---------------------------------------------------- */
+
+/* n bytes at `at` of fd (the file at path) into dst: all of them or DT_ERR_IO. */
+static dt_status st_read_at(int fd, const char *path, void *dst, size_t n, uint64_t at)
+{
+    char *p = dst;
+    while (n > 0) {
+        const ssize_t r = pread(fd, p, n, (off_t)at);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return dt_fail(DT_ERR_IO, "safetensors: %s: cannot read %zu bytes at %llu: %s", path, n,
+                           (unsigned long long)at, r < 0 ? strerror(errno) : "end of file");
+        p += r;
+        n -= (size_t)r;
+        at += (uint64_t)r;
+    }
+    return DT_OK;
+}
+
+dt_status dt_st_open_stream(const char *path, dt_st_file **out)
+{
+    DT_ASSERT(path != NULL && out != NULL);
+    dt_status st = DT_OK;
+    unsigned char *head = NULL, len8[8] = {0};
+    struct stat sb;
+    *out = NULL;
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return dt_fail(DT_ERR_IO, "safetensors: %s: cannot open: %s", path, strerror(errno));
+    if (fstat(fd, &sb) != 0) {
+        st = dt_fail(DT_ERR_IO, "safetensors: %s: cannot stat: %s", path, strerror(errno));
+        goto fail;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        st = dt_fail(DT_ERR_IO, "safetensors: %s: not a regular file", path);
+        goto fail;
+    }
+    /* The length and the header it gives, where that fits the file: the parser refuses
+     * the rest in the words dt_st_open uses, from the file's size. */
+    const uint64_t n = (uint64_t)sb.st_size;
+    uint64_t hlen = 0;
+    if (n >= 8) {
+        DT_TRY(st_read_at(fd, path, len8, 8, 0));
+        for (int i = 7; i >= 0; i--)
+            hlen = (hlen << 8) | len8[i];
+    }
+    const size_t keep = n < 8 ? (size_t)n : hlen <= n - 8 && hlen <= ST_MAX_HEADER ? 8 + hlen : 8;
+    head = malloc(keep > 0 ? keep : 1);
+    if (head == NULL) {
+        st = dt_fail(DT_ERR_NOMEM, "safetensors: %s: cannot allocate its header", path);
+        goto fail;
+    }
+    DT_TRY(st_read_at(fd, path, head, keep, 0));
+    st = dt_st_open_header(path, head, (size_t)n, out);
+    head = NULL; /* the record's, or freed with the failure */
+    if (st != DT_OK)
+        goto fail;
+    (*out)->fd = fd;
+    return DT_OK;
+fail:
+    free(head);
+    close(fd);
+    return st;
+}
+
+dt_status dt_st_read(const dt_st_file *f, const dt_st_tensor *t, size_t offset, size_t nbytes,
+                     void *dst)
+{
+    DT_ASSERT(f != NULL && t >= f->tensors && t < f->tensors + f->count);
+    if (offset > t->nbytes || nbytes > t->nbytes - offset)
+        return dt_fail(DT_ERR_INVALID,
+                       "safetensors: %s: bytes [%zu, %zu) of tensor '%s', which has %zu", f->path,
+                       offset, offset + nbytes, t->name, t->nbytes);
+    if (t->data != NULL) {
+        memcpy(dst, (const unsigned char *)t->data + offset, nbytes);
+        return DT_OK;
+    }
+    if (f->fd < 0)
+        return dt_fail(DT_ERR_INVALID,
+                       "safetensors: %s: a header read without its file has no data to read",
+                       f->path);
+    return st_read_at(f->fd, f->path, dst, nbytes, dt_st_data_offset(f, t) + offset);
 }
 
 int dt_st_count(const dt_st_file *f)

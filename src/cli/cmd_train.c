@@ -459,16 +459,22 @@ static void test_stall(int rank)
 /* The path checked at start-up could not be written at the end after all (a full disk, a
  * directory removed meanwhile): the trained weights go to a file of their own in the
  * working directory, or else in TMPDIR, and the message says where. Keeps the original
- * error as the one the caller reports. */
-static void save_fallback(const dt_model *m, const float *whole, const dt_config *cfg)
+ * error as the one the caller reports. Collective, as the save: every rank tries each path
+ * with rank 0 (whose process id names the file, and whose outcome every rank hears). */
+static void save_fallback(dt_trainer *t, const dt_cli_world *world, const dt_config *cfg)
 {
     char why[1024], path[4096];
     snprintf(why, sizeof why, "%s", dt_last_error());
+    int64_t pid = (int64_t)getpid();
+    if (world->comm != NULL && dt_comm_bcast(world->comm, &pid, 1, DT_COMM_INT64, 0) != DT_OK) {
+        dt_fail(DT_ERR_IO, "%s; no fallback file was tried (%s)", why, dt_last_error());
+        return;
+    }
     const char *tmpdir = getenv("TMPDIR");
     const char *dirs[2] = {".", tmpdir != NULL && tmpdir[0] ? tmpdir : "/tmp"};
     for (int i = 0; i < 2; i++) {
-        snprintf(path, sizeof path, "%s/dtrain-weights-%ld.safetensors", dirs[i], (long)getpid());
-        if (dt_weights_write(m, whole, path, cfg->data.mean, cfg->data.std) == DT_OK) {
+        snprintf(path, sizeof path, "%s/dtrain-weights-%lld.safetensors", dirs[i], (long long)pid);
+        if (dt_trainer_save_weights(t, path, cfg->data.mean, cfg->data.std) == DT_OK) {
             dt_fail(DT_ERR_IO, "%s; the trained weights are in %s instead", why, path);
             return;
         }
@@ -827,19 +833,16 @@ int dt_cmd_train(int argc, char **argv)
     if (world.rank == 0 && dt_trainer_skipped_steps(t) > 0)
         printf("dtrain: %lld step%s skipped for a NaN or Inf (train.on_nonfinite skip)\n",
                (long long)dt_trainer_skipped_steps(t), dt_trainer_skipped_steps(t) == 1 ? "" : "s");
-    /* Whole tensors whatever the layout: every rank takes part in gathering its tensor-
-     * parallel group's parts; rank 0 writes. */
-    const float *whole = NULL;
-    const dt_model *m = NULL;
-    if (save != NULL &&
-        (dt_trainer_whole_params(t, &whole) != DT_OK || dt_trainer_whole_model(t, &m) != DT_OK))
-        goto fail;
-    if (world.rank == 0 && save != NULL) {
-        if (dt_weights_write(m, whole, save, cfg.data.mean, cfg.data.std) != DT_OK) {
-            save_fallback(m, whole, &cfg);
+    /* Whole tensors whatever the layout, one at a time: every rank takes part in passing
+     * its stage's tensors (gathered over its tensor-parallel group) to rank 0, which
+     * writes them. */
+    if (save != NULL) {
+        if (dt_trainer_save_weights(t, save, cfg.data.mean, cfg.data.std) != DT_OK) {
+            save_fallback(t, &world, &cfg);
             goto fail;
         }
-        printf("dtrain: weights written to %s\n", save);
+        if (world.rank == 0)
+            printf("dtrain: weights written to %s\n", save);
     }
     if (metrics != NULL)
         fclose(metrics);

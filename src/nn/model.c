@@ -351,11 +351,10 @@ fail:
 }
 
 /* Allocates every buffer the plan sized, once: parameters, gradients, activations, extra
- * gradient buffers, layer state, the workspace and the tensor table. */
+ * gradient buffers, layer state and the workspace. */
 static dt_status model_alloc_arenas(dt_model *m, const model_plan *mp)
 {
     dt_status st = DT_OK;
-    m->nparams = mp->nparams;
     DT_TRY(dt_alloc(mp->nparams * sizeof(float), "parameters", (void **)&m->params));
     DT_TRY(dt_alloc_large(mp->nparams * sizeof(float), "gradients", (void **)&m->grads));
     DT_TRY(dt_alloc(mp->act_total * sizeof(float), "activations", (void **)&m->act_arena));
@@ -366,8 +365,6 @@ static dt_status model_alloc_arenas(dt_model *m, const model_plan *mp)
     DT_TRY(dt_alloc(mp->ws_bytes, "workspace", (void **)&m->ws));
     m->rows_ws_bytes = (mp->rows_ws * (size_t)m->call_rows + 63u) & ~(size_t)63u;
     DT_TRY(dt_alloc(m->rows_ws_bytes, "row workspace", (void **)&m->rows_ws));
-    DT_TRY(dt_alloc(sizeof(dt_param_info) * (size_t)(mp->ntensors > 0 ? mp->ntensors : 1),
-                    "tensor table", (void **)&m->tensors));
     DT_TRY(
         dt_alloc(mp->tp_blocks * sizeof(float), "tensor-parallel blocks", (void **)&m->tp_arena));
     DT_TRY(dt_alloc(mp->tp_scratch * sizeof(float), "tensor-parallel scratch",
@@ -457,15 +454,13 @@ static void place_whole(dt_model *m)
     m->whole_params = at;
 }
 
-/* A layer that describes its own tensors (dt_layer_ops.tensors): w and dw at the start of
- * its parameters, each tensor listed in its order. Such a layer is whole on every rank of
- * a tensor-parallel group (model_tp.c refuses a split). */
-static void bind_described(dt_model *m, dt_layer *l, int i)
+/* A layer that describes its own tensors (dt_layer_ops.tensors): each tensor listed in its
+ * order from the start of its parameters. Such a layer is whole on every rank of a
+ * tensor-parallel group unless it splits itself (model_tp.c refuses any other split). */
+static void list_described(dt_model *m, const dt_layer *l, int i)
 {
     dt_layer_tensor desc[DT_LAYER_MAX_TENSORS];
     const int n = l->ops->tensors(l, desc);
-    l->w = m->params + l->param_offset;
-    l->dw = m->grads + l->param_offset;
     size_t at = l->param_offset;
     for (int k = 0; k < n; k++) {
         dt_param_info *t = &m->tensors[m->ntensors++];
@@ -515,8 +510,44 @@ static dt_status bind_ties(dt_model *m)
     return DT_OK;
 }
 
-/* Gives each layer its views (workspace, state, weight and bias with their gradients)
- * and lists its tensors in m->tensors, weight before bias, in layer order. */
+/* Lists every layer's tensors in m->tensors, weight before bias, in layer order: names,
+ * shapes, offsets, splits and ties, from the plan alone, so that a description
+ * (dt_model_describe) has the same table as the model dt_model_create builds. */
+static void model_list_tensors(dt_model *m)
+{
+    for (int i = 0; i < m->nlayers; i++) {
+        const dt_layer *l = &m->layers[i];
+        if (l->ops->tensors != NULL) {
+            list_described(m, l, i);
+            continue;
+        }
+        if (l->weight_count > 0) {
+            dt_param_info *t = &m->tensors[m->ntensors++];
+            tensor_name(l, "weight", t->name, sizeof t->name);
+            if (l->tie_role == DT_TIE_COPY) /* the table it copies, by its own name */
+                snprintf(t->name, sizeof t->name, "%s", l->tie_name);
+            t->layer = i;
+            t->ndim = l->ops->weight_shape(l, t->shape);
+            t->offset = l->param_offset;
+            t->count = l->weight_count;
+            describe_split(l, t, 0);
+            t->tie = l->tie_role;
+        }
+        if (l->bias_count > 0) {
+            dt_param_info *t = &m->tensors[m->ntensors++];
+            tensor_name(l, "bias", t->name, sizeof t->name);
+            t->layer = i;
+            t->ndim = 1;
+            t->shape[0] = (int64_t)l->bias_count;
+            t->offset = l->param_offset + l->weight_count;
+            t->count = l->bias_count;
+            describe_split(l, t, 1);
+        }
+    }
+}
+
+/* Gives each layer its views: workspace, state, and its parameters (weight and bias, or
+ * the start of its own list of tensors) with their gradients. */
 static void model_bind_layers(dt_model *m)
 {
     size_t work_state;
@@ -532,35 +563,13 @@ static void model_bind_layers(dt_model *m)
         l->ws_stride = m->ws_bytes / sizeof(float);
         l->rows_ws = l->rows_ws_bytes > 0 ? m->rows_ws : NULL;
         l->tp_run = &m->tp;
-        if (l->ops->tensors != NULL) {
-            bind_described(m, l, i);
-            continue;
-        }
-        if (l->weight_count > 0) {
-            dt_param_info *t = &m->tensors[m->ntensors++];
+        if (l->ops->tensors != NULL || l->weight_count > 0) {
             l->w = m->params + l->param_offset;
             l->dw = m->grads + l->param_offset;
-            tensor_name(l, "weight", t->name, sizeof t->name);
-            if (l->tie_role == DT_TIE_COPY) /* the table it copies, by its own name */
-                snprintf(t->name, sizeof t->name, "%s", l->tie_name);
-            t->layer = i;
-            t->ndim = l->ops->weight_shape(l, t->shape);
-            t->offset = l->param_offset;
-            t->count = l->weight_count;
-            describe_split(l, t, 0);
-            t->tie = l->tie_role;
         }
-        if (l->bias_count > 0) {
-            dt_param_info *t = &m->tensors[m->ntensors++];
+        if (l->ops->tensors == NULL && l->bias_count > 0) {
             l->b = m->params + l->param_offset + l->weight_count;
             l->db = m->grads + l->param_offset + l->weight_count;
-            tensor_name(l, "bias", t->name, sizeof t->name);
-            t->layer = i;
-            t->ndim = 1;
-            t->shape[0] = (int64_t)l->bias_count;
-            t->offset = l->param_offset + l->weight_count;
-            t->count = l->bias_count;
-            describe_split(l, t, 1);
         }
     }
 }
@@ -717,8 +726,10 @@ fail:
     return st;
 }
 
-dt_status dt_model_create_with(const dt_layer_spec *specs, int nlayers, const dt_shape *input,
-                               const dt_model_options *o, dt_model **out)
+/* dt_model_create_with, or with `describe` only the plan and the tensor table
+ * (dt_model_describe): the layers planned, their tensors listed, no buffer allocated. */
+static dt_status model_create(const dt_layer_spec *specs, int nlayers, const dt_shape *input,
+                              const dt_model_options *o, int describe, dt_model **out)
 {
     DT_ASSERT(out != NULL && input != NULL && o != NULL && (specs != NULL || nlayers == 0));
     dt_status st = DT_OK;
@@ -731,6 +742,7 @@ dt_status dt_model_create_with(const dt_layer_spec *specs, int nlayers, const dt
     DT_TRY(check_shape(input, "input shape"));
     DT_TRY(dt_alloc(sizeof *m, "model", (void **)&m));
     DT_TRY(dt_model_take_runs(m, o, nlayers));
+    m->described = describe;
     m->rows_apart = o->rows_apart != 0;
     m->max_batch = o->max_batch;
     m->call_rows = call_rows;
@@ -746,13 +758,19 @@ dt_status dt_model_create_with(const dt_layer_spec *specs, int nlayers, const dt
 
     /* Plan everything, allocate once, then hand out views. */
     DT_TRY(model_plan_layers(m, specs, nlayers, input, tp, &mp));
-    DT_TRY(plan_segments(m, o->recompute)); /* from the shapes */
-    mp.state_total = place_state(m, NULL, &mp.work_state);
-    DT_TRY(model_plan_activations(m, &mp));
-    DT_TRY(model_plan_grads(m, &mp));
-    DT_TRY(model_alloc_arenas(m, &mp));
-    model_place_buffers(m, &mp);
-    model_bind_layers(m);
+    DT_TRY(dt_alloc(sizeof(dt_param_info) * (size_t)(mp.ntensors > 0 ? mp.ntensors : 1),
+                    "tensor table", (void **)&m->tensors));
+    m->nparams = mp.nparams;
+    model_list_tensors(m);
+    if (!describe) {
+        DT_TRY(plan_segments(m, o->recompute)); /* from the shapes */
+        mp.state_total = place_state(m, NULL, &mp.work_state);
+        DT_TRY(model_plan_activations(m, &mp));
+        DT_TRY(model_plan_grads(m, &mp));
+        DT_TRY(model_alloc_arenas(m, &mp));
+        model_place_buffers(m, &mp);
+        model_bind_layers(m);
+    }
     DT_TRY(bind_ties(m));
     place_whole(m);
     DT_TRY(model_check_names(m));
@@ -767,6 +785,19 @@ fail:
     dt_free(mp.gplan.store);
     dt_model_free(m);
     return st;
+}
+
+dt_status dt_model_create_with(const dt_layer_spec *specs, int nlayers, const dt_shape *input,
+                               const dt_model_options *o, dt_model **out)
+{
+    return model_create(specs, nlayers, input, o, 0, out);
+}
+
+dt_status dt_model_describe(const dt_layer_spec *specs, int nlayers, const dt_shape *input,
+                            dt_model **out)
+{
+    const dt_model_options o = dt_model_options_default(1);
+    return model_create(specs, nlayers, input, &o, 1, out);
 }
 
 void dt_model_free(dt_model *m)
@@ -892,6 +923,9 @@ dt_status dt_model_gather_params(dt_model *m, float *whole)
 
 dt_status dt_model_gather_buffer(dt_model *m, const float *local, float *whole)
 {
+    if (local == NULL && m->nparams > 0)
+        return dt_fail(DT_ERR_INVALID, "model: a description (dt_model_describe) has no "
+                                       "parameters to gather");
     for (int i = 0; i < m->ntensors; i++) {
         const dt_param_info *t = &m->tensors[i];
         dt_status st = dt_model_gather_tensor(m, i, local + t->offset, whole + t->whole_offset);
@@ -1007,6 +1041,7 @@ static void init_normal(const dt_param_info *t, float *v, uint64_t seed, uint32_
 
 void dt_model_init_params(dt_model *m, uint64_t seed)
 {
+    DT_ASSERT(!m->described); /* a description has no parameters to fill */
     for (int i = 0; i < m->ntensors; i++) {
         const dt_param_info *t = &m->tensors[i];
         const dt_layer *l = &m->layers[t->layer];

@@ -47,6 +47,7 @@ struct dt_model {
     size_t activation_bytes;
     dt_model_memory memory; /* the plan's parts (dt_model_memory_info) */
     int input_grad;         /* compute dL/d(model input) in backward */
+    int described;          /* dt_model_describe: the plan and the tensor table, no buffer */
     dt_pool *pool;          /* dt_model_set_threads; NULL: one thread */
     float *partials;        /* members 1..n-1's parameter-gradient partials */
     size_t team_bytes;      /* of activation_bytes: the extra members' workspaces and partials */

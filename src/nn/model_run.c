@@ -9,6 +9,9 @@
 static dt_status check_rows(const dt_model *m, int first, int last, int64_t row0, int64_t batch)
 {
     DT_ASSERT(first >= 0 && first <= last && last <= m->nlayers);
+    if (m->described)
+        return dt_fail(DT_ERR_INVALID, "model: a description (dt_model_describe) has no "
+                                       "buffers: it cannot run");
     if (row0 < 0 || batch < 0 || row0 + batch > m->max_batch)
         return dt_fail(DT_ERR_INVALID, "model: rows %lld..%lld outside the planned %lld",
                        (long long)row0, (long long)(row0 + batch), (long long)m->max_batch);
@@ -217,5 +220,6 @@ dt_status dt_model_backward(dt_model *m, int64_t batch, const dt_backward_hooks 
 
 void dt_model_zero_grads(dt_model *m)
 {
+    DT_ASSERT(!m->described); /* a description has no gradients */
     memset(m->grads, 0, m->nparams * sizeof(float));
 }

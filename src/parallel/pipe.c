@@ -27,8 +27,9 @@
 #include "parallel/pipe_plan.h"
 
 /* Tags name the virtual stage a message goes to: activations into v's input, gradients
- * into v's output, evaluation's activations. */
-enum { TAG_ACT = 1024, TAG_GRAD = 2048, TAG_EVAL = 3072 };
+ * into v's output, evaluation's activations; below them, a whole tensor for stage 0
+ * (dt_pipe_to_first), which no step's message can match. */
+enum { TAG_TO_FIRST = 1, TAG_ACT = 1024, TAG_GRAD = 2048, TAG_EVAL = 3072 };
 
 /* Receives posted ahead of their op (pipe_plan.h, which plans with it). */
 #define PIPE_WINDOW DT_PIPE_WINDOW
@@ -496,6 +497,15 @@ dt_status dt_pipe_combine(dt_pipe *p, float *whole, size_t n)
      * target with IEEE floats does). */
     _Static_assert(sizeof(float) == sizeof(int32_t), "float and int32 differ in size");
     return dt_comm_allreduce(p->comm, whole, whole, n, DT_COMM_INT32, DT_COMM_SUM);
+}
+
+dt_status dt_pipe_to_first(dt_pipe *p, int stage, const float *send, float *recv, size_t n)
+{
+    if (stage == 0 || (p->stage != 0 && p->stage != stage))
+        return DT_OK;
+    if (p->stage == 0)
+        return dt_comm_recv(p->comm, recv, n, DT_COMM_FLOAT32, stage, TAG_TO_FIRST);
+    return dt_comm_send(p->comm, send, n, DT_COMM_FLOAT32, 0, TAG_TO_FIRST);
 }
 
 void dt_pipe_describe(const dt_pipe *p, int64_t steps, dt_figures *out)

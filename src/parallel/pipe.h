@@ -51,6 +51,10 @@ void dt_pipe_set_obs(dt_pipe *p, dt_obs *obs);
  * stage holds every stage's. Exact: the bit patterns are summed as integers, each element
  * nonzero on one stage at most. Collective over the pipeline. */
 dt_status dt_pipe_combine(dt_pipe *p, float *whole, size_t n);
+/* n floats from stage `stage` (send, read there) to stage 0 (recv, written there): one
+ * message between the two, under a tag of its own, outside any step; nothing on the other
+ * stages, nor for stage 0. A weight file's tensor on its way to the rank that writes it. */
+dt_status dt_pipe_to_first(dt_pipe *p, int stage, const float *send, float *recv, size_t n);
 
 /* The stage's figures over `steps` optimizer steps (dt_strategy_describe). */
 void dt_pipe_describe(const dt_pipe *p, int64_t steps, dt_figures *out);

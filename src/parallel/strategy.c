@@ -258,6 +258,15 @@ dt_status dt_strategy_combine_stages(dt_strategy *s, float *whole, size_t n)
     return s->pipe != NULL ? dt_pipe_combine(s->pipe, whole, n) : DT_OK;
 }
 
+dt_status dt_strategy_stage_to_main(dt_strategy *s, int stage, const float *send, float *recv,
+                                    size_t n)
+{
+    /* The pipeline group of dp 0 and tp 0 is the one that holds the main rank. */
+    if (s->pipe == NULL || s->info.replica != 0 || s->info.tp_rank != 0)
+        return DT_OK;
+    return dt_pipe_to_first(s->pipe, stage, send, recv, n);
+}
+
 dt_comm *dt_strategy_world(const dt_strategy *s)
 {
     return s->world;

@@ -202,6 +202,13 @@ dt_status dt_strategy_check_replicas(dt_strategy *s, dt_replica_check *out);
  * holding its own tensors in place and zeros elsewhere); nothing without a pipeline.
  * Collective over the pipeline. */
 dt_status dt_strategy_combine_stages(dt_strategy *s, float *whole, size_t n);
+/* n floats of the first rank (dp 0, tp 0) of pipeline stage `stage` (send, read there)
+ * into recv on the main rank (stage 0's first): one message between the two, nothing on any
+ * other rank, nor for stage 0, nor without a pipeline. How a weight file's tensors reach the
+ * one rank that writes it, one at a time (dt_trainer_save_weights): every rank calls it for
+ * every tensor in the same order. */
+dt_status dt_strategy_stage_to_main(dt_strategy *s, int stage, const float *send, float *recv,
+                                    size_t n);
 
 /* The run's cut (dt_run_plan): plan holds the trainer's default and comes back with the
  * strategy's; once, after the data are loaded and the model attached, before start. May

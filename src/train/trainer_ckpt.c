@@ -70,6 +70,13 @@ static dt_status agree_status(dt_comm *world, dt_status mine)
     return st;
 }
 
+dt_status dt_trainer_agree(dt_trainer *t, dt_status mine)
+{
+    dt_comm *world = dt_strategy_world(t->strategy);
+    /* Alone, the failure is this rank's, its message whole. */
+    return dt_comm_size(world) == 1 ? mine : agree_status(world, mine);
+}
+
 /* ---- writing ---- */
 
 /* mkdir -p of root, then its step directory, emptied of a stale manifest (a set of this
@@ -448,9 +455,9 @@ static dt_status check_manifest(dt_trainer *t, const dt_ckpt_set *set)
     return DT_OK;
 }
 
-/* Exactly the whole model's tensors, per_tensor of them each (the parameter and its
- * optimizer state: dt_strategy_import_state), outside the optional ones (compression's,
- * a replica's own): nothing missing, nothing extra. */
+/* Exactly the whole model's tensors (its description under a pipeline), per_tensor of them
+ * each (the parameter and its optimizer state: dt_strategy_import_state), outside the
+ * optional ones (compression's, a replica's own): nothing missing, nothing extra. */
 static dt_status check_count(dt_trainer *t, const dt_ckpt_set *set, int per_tensor)
 {
     dt_status st = DT_OK;

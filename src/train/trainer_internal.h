@@ -1,5 +1,6 @@
 /* trainer_internal.h — the trainer's state, shared by its files (trainer.c: the loop;
- * trainer_ckpt.c: checkpoints). Never installed. */
+ * trainer_ckpt.c: checkpoints; trainer_weights.c: the whole model and weight files). Never
+ * installed. */
 #ifndef DT_TRAIN_TRAINER_INTERNAL_H
 #define DT_TRAIN_TRAINER_INTERNAL_H
 
@@ -14,9 +15,9 @@ struct dt_trainer {
     dt_model *model;
     dt_optim *optim;
     dt_comm *self;         /* the world of one, when the caller gave no communicator */
-    float *whole;          /* dt_trainer_whole_params under tensor or pipeline parallelism */
-    float *stage_whole;    /* pipeline + tensor parallelism: the stage's tensors whole */
-    dt_model *whole_model; /* pipeline: the whole model's tensors, for weight files */
+    float *whole;          /* dt_trainer_whole_params under a pipeline (trainer_weights.c) */
+    float *stage_whole;    /* dt_trainer_whole_params under tp: the stage's tensors whole */
+    dt_model *whole_model; /* pipeline: the whole model's description (dt_model_describe) */
     dt_strategy *strategy;
     int replicas;         /* data-parallel replicas (the strategy's) */
     int64_t global_batch; /* G: samples per optimizer step, all ranks and micro-steps */
@@ -76,5 +77,9 @@ dt_status dt_text_data_load(const dt_config *cfg, dt_text *corpus, dt_text_windo
 dt_status dt_trainer_sync_clock(dt_trainer *t);
 
 dt_status dt_trainer_checkpoint_due(dt_trainer *t, const dt_train_callbacks *cb, int force);
+
+/* Every rank's status to every rank (trainer_ckpt.c): the first failure, with its rank and
+ * message, on all; `mine` as it is in a world of one. Collective over the world. */
+dt_status dt_trainer_agree(dt_trainer *t, dt_status mine);
 
 #endif

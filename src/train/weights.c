@@ -1,6 +1,10 @@
 /* weights.c — model parameters to and from safetensors files, under the names and in the
  * layouts that torch.nn.Sequential (or the seeds' named modules) use in a state_dict, so
- * that a PyTorch user loads dtrain's weights with one load_state_dict call. */
+ * that a PyTorch user loads dtrain's weights with one load_state_dict call.
+ *
+ * A load reads the file's header, then each tensor the model holds a run of elements at a
+ * time (dt_st_open_stream, dt_st_read): never the file whole, so that a pipeline stage or a
+ * tensor-parallel part reads no more than its own tensors (weights_internal.h). */
 #include <stdio.h>
 #include <math.h>
 #include <string.h>
@@ -9,15 +13,32 @@
 #include "dtrain/checkpoint.h"
 #include "dtrain/safetensors.h"
 #include "dtrain/train.h"
+#include "train/weights_internal.h"
+
+/* The floats a check reads at once: a tensor is never held whole to be checked. */
+#define CHUNK_FLOATS ((size_t)4096)
 
 dt_status dt_weights_save(const dt_model *m, const char *path, double input_mean, double input_std)
 {
+    if (dt_model_params((dt_model *)m) == NULL)
+        return dt_fail(DT_ERR_INVALID,
+                       "weights: %s: the model is a description (dt_model_describe): it has no "
+                       "parameters to save",
+                       path);
     if (dt_model_tp_size(m) > 1)
         return dt_fail(DT_ERR_INVALID,
                        "weights: %s: the model is one rank's part of a tensor-parallel "
                        "split: gather it (dt_model_gather_params) and use dt_weights_write",
                        path);
     return dt_weights_write(m, dt_model_params((dt_model *)m), path, input_mean, input_std);
+}
+
+dt_st_input dt_weights_input(const dt_model *m, double input_mean, double input_std)
+{
+    /* A model that starts with an embedding takes token ids: the scaling does not apply. */
+    return (dt_st_input){.token_ids = dt_model_layer_spec(m, 0)->kind == DT_LAYER_EMBEDDING,
+                         .mean = input_mean,
+                         .std = input_std};
 }
 
 dt_status dt_weights_write(const dt_model *m, const float *whole, const char *path,
@@ -37,10 +58,7 @@ dt_status dt_weights_write(const dt_model *m, const float *whole, const char *pa
         ts[i].data = whole + p->whole_offset;
         ts[i].nbytes = p->whole_count * sizeof(float);
     }
-    /* A model that starts with an embedding takes token ids: the scaling does not apply. */
-    const dt_st_input in = {.token_ids = dt_model_layer_spec(m, 0)->kind == DT_LAYER_EMBEDDING,
-                            .mean = input_mean,
-                            .std = input_std};
+    const dt_st_input in = dt_weights_input(m, input_mean, input_std);
     DT_TRY(dt_st_write_weights(path, ts, n, &in));
 fail:
     dt_free(ts);
@@ -68,7 +86,8 @@ static void shape_text(const int64_t *shape, int ndim, char *buf, size_t nbytes)
         snprintf(buf + o, nbytes - o, ")");
 }
 
-/* Where a load reads tensors: a safetensors file or a checkpoint set's parts. */
+/* Where a load reads tensors: a safetensors file (its header, the data read when asked, or
+ * all of it in memory) or a checkpoint set's parts. */
 typedef struct source {
     const char *path; /* for messages */
     const dt_st_file *file;
@@ -88,6 +107,14 @@ static const dt_st_tensor *source_get(const source *s, int i)
 static const dt_st_tensor *source_find(const source *s, const char *name)
 {
     return s->file != NULL ? dt_st_find(s->file, name) : dt_ckpt_set_find(s->set, name);
+}
+
+/* Bytes [offset, offset + nbytes) of t (source_find's) into dst. */
+static dt_status source_read(const source *s, const dt_st_tensor *t, size_t offset, size_t nbytes,
+                             void *dst)
+{
+    return s->file != NULL ? dt_st_read(s->file, t, offset, nbytes, dst)
+                           : dt_ckpt_set_read(s->set, t->name, offset, nbytes, dst);
 }
 
 /* A checkpoint's tensors that are not the model's: the optimizer's, compression's and the
@@ -127,9 +154,29 @@ static int tied_head(const dt_model *m, char *head, size_t nbytes, const dt_para
     return 0;
 }
 
+/* Whether tensors a and b of the source hold the same bytes, read a chunk of each at a time
+ * into buf (2 x CHUNK_FLOATS floats). */
+static dt_status same_bytes(const source *s, const dt_st_tensor *a, const dt_st_tensor *b,
+                            float *buf, int *same)
+{
+    *same = a->nbytes == b->nbytes;
+    for (size_t at = 0; *same && at < a->nbytes; at += CHUNK_FLOATS * sizeof(float)) {
+        const size_t k = a->nbytes - at < CHUNK_FLOATS * sizeof(float)
+                             ? a->nbytes - at
+                             : CHUNK_FLOATS * sizeof(float);
+        dt_status st = source_read(s, a, at, k, buf);
+        if (st == DT_OK)
+            st = source_read(s, b, at, k, buf + CHUNK_FLOATS);
+        if (st != DT_OK)
+            return st;
+        *same = memcmp(buf, buf + CHUNK_FLOATS, k) == 0;
+    }
+    return DT_OK;
+}
+
 /* A tensor of the source that the model has no place for: an error, unless it is the tied
  * head's copy of the embedding's table and equals it byte for byte. */
-static dt_status extra_tensor(const dt_model *m, const source *s, const dt_st_tensor *t)
+static dt_status extra_tensor(const dt_model *m, const source *s, const dt_st_tensor *t, float *buf)
 {
     char head[2 * DT_NAME_MAX + 8];
     const dt_param_info *table = NULL;
@@ -137,9 +184,14 @@ static dt_status extra_tensor(const dt_model *m, const source *s, const dt_st_te
         return dt_fail(DT_ERR_MISMATCH, "weights: %s: tensor '%s' has no place in the model",
                        s->path, t->name);
     const dt_st_tensor *w = source_find(s, table->name);
-    if (w == NULL || w->dtype != t->dtype || w->nbytes != t->nbytes || w->ndim != t->ndim ||
-        memcmp(w->shape, t->shape, sizeof(int64_t) * (size_t)t->ndim) != 0 ||
-        memcmp(w->data, t->data, t->nbytes) != 0)
+    int same = w != NULL && w->dtype == t->dtype && w->nbytes == t->nbytes && w->ndim == t->ndim &&
+               memcmp(w->shape, t->shape, sizeof(int64_t) * (size_t)t->ndim) == 0;
+    if (same) {
+        dt_status st = same_bytes(s, w, t, buf, &same);
+        if (st != DT_OK)
+            return st;
+    }
+    if (!same)
         return dt_fail(DT_ERR_MISMATCH,
                        "weights: %s: tensor '%s' differs from '%s': the head is tied to the "
                        "token embedding, so the two must be equal",
@@ -147,13 +199,14 @@ static dt_status extra_tensor(const dt_model *m, const source *s, const dt_st_te
     return DT_OK;
 }
 
-static dt_status load_from(dt_model *m, const source *src)
+/* Every tensor of `whole` (the whole model, or its description) is in the source with dtype
+ * F32 and its whole shape, and the source holds nothing else but state and a tied head's
+ * equal copy: from the source's table alone, but for that copy. */
+static dt_status check_table(const dt_model *whole, const source *src, float *buf)
 {
     const char *path = src->path;
-    float *params = dt_model_params(m);
-    /* Check everything before writing anything: a bad file leaves the model as it was. */
-    for (int i = 0; i < dt_model_tensor_count(m); i++) {
-        const dt_param_info *p = dt_model_tensor(m, i);
+    for (int i = 0; i < dt_model_tensor_count(whole); i++) {
+        const dt_param_info *p = dt_model_tensor(whole, i);
         const dt_st_tensor *t = source_find(src, p->name);
         char a[96], b[96];
         if (t == NULL)
@@ -169,44 +222,111 @@ static dt_status load_from(dt_model *m, const source *src)
                            "expects %s",
                            path, p->name, b, a);
         }
-        /* NaN or Inf would train on as "loss nan": refuse the file, naming the tensor. The
-         * data need not be 4-byte aligned in the file, hence the copy. */
-        const unsigned char *raw = t->data;
-        for (size_t k = 0; k < p->whole_count; k++) {
-            float v;
-            memcpy(&v, raw + k * sizeof v, sizeof v);
-            if (!isfinite(v))
-                return dt_fail(DT_ERR_NONFINITE, "weights: %s: tensor '%s' holds %s at element %zu",
-                               path, p->name, isnan(v) ? "NaN" : "Inf", k);
-        }
     }
     for (int i = 0; i < source_count(src); i++) {
         const dt_st_tensor *t = source_get(src, i);
-        if (dt_model_find_tensor(m, t->name) == NULL && !is_state(src, t->name)) {
-            dt_status st = extra_tensor(m, src, t);
+        if (dt_model_find_tensor(whole, t->name) == NULL && !is_state(src, t->name)) {
+            dt_status st = extra_tensor(whole, src, t, buf);
             if (st != DT_OK)
                 return st;
         }
     }
+    return DT_OK;
+}
+
+/* NaN or Inf would train on as "loss nan": each tensor m holds (the whole tensor of a
+ * tensor-parallel part) read a chunk at a time into buf and refused, naming it, when it holds
+ * one. The file's data need not be 4-byte aligned, hence the copy. */
+static dt_status check_finite(const dt_model *m, const source *src, float *buf)
+{
     for (int i = 0; i < dt_model_tensor_count(m); i++) {
         const dt_param_info *p = dt_model_tensor(m, i);
         const dt_st_tensor *t = source_find(src, p->name);
-        /* The whole tensor, or this rank's part of a tensor-parallel split. */
-        const unsigned char *raw = t->data;
-        float *dst = params + p->offset;
-        if (p->split_dim < 0)
-            memcpy(dst, raw, p->count * sizeof(float));
-        else
-            for (size_t k = 0; k < p->count; k++)
-                memcpy(dst + k, raw + dt_param_whole_index(p, k) * sizeof(float), sizeof(float));
+        for (size_t at = 0; at < p->whole_count; at += CHUNK_FLOATS) {
+            const size_t k =
+                p->whole_count - at < CHUNK_FLOATS ? p->whole_count - at : CHUNK_FLOATS;
+            dt_status st = source_read(src, t, at * sizeof(float), k * sizeof(float), buf);
+            if (st != DT_OK)
+                return st;
+            for (size_t e = 0; e < k; e++)
+                if (!isfinite(buf[e]))
+                    return dt_fail(DT_ERR_NONFINITE,
+                                   "weights: %s: tensor '%s' holds %s at element %zu", src->path,
+                                   p->name, isnan(buf[e]) ? "NaN" : "Inf", at + e);
+        }
     }
     return DT_OK;
+}
+
+/* m's tensors (checked) from the source into its parameters: the whole tensor, or this
+ * rank's part of a tensor-parallel split, read in runs of the whole tensor's consecutive
+ * elements (all of it, a block of rows, or a row's columns) straight into place. */
+static dt_status copy_tensors(dt_model *m, const source *src)
+{
+    float *params = dt_model_params(m);
+    for (int i = 0; i < dt_model_tensor_count(m); i++) {
+        const dt_param_info *p = dt_model_tensor(m, i);
+        const dt_st_tensor *t = source_find(src, p->name);
+        if (p->split_dim < 0) { /* whole here: one read */
+            dt_status st = source_read(src, t, 0, p->count * sizeof(float), params + p->offset);
+            if (st != DT_OK)
+                return st;
+            continue;
+        }
+        for (size_t k = 0; k < p->count;) {
+            const size_t first = dt_param_whole_index(p, k);
+            size_t n = 1;
+            while (k + n < p->count && dt_param_whole_index(p, k + n) == first + n)
+                n++;
+            dt_status st = source_read(src, t, first * sizeof(float), n * sizeof(float),
+                                       params + p->offset + k);
+            if (st != DT_OK)
+                return st;
+            k += n;
+        }
+    }
+    return DT_OK;
+}
+
+static dt_status check_loadable(const dt_model *m, const char *path)
+{
+    if (dt_model_params((dt_model *)m) == NULL)
+        return dt_fail(DT_ERR_INVALID,
+                       "weights: %s: the model is a description (dt_model_describe): it has no "
+                       "parameters to load",
+                       path);
+    return DT_OK;
+}
+
+/* m's tensors checked against the whole model's (whole), then m's own checked finite: a
+ * buffer of two chunks, nothing else held. */
+static dt_status check_source(const dt_model *m, const dt_model *whole, const source *src)
+{
+    float *buf = NULL;
+    dt_status st = check_loadable(m, src->path);
+    if (st == DT_OK)
+        st = dt_alloc(2 * CHUNK_FLOATS * sizeof(float), "weights chunk", (void **)&buf);
+    if (st == DT_OK)
+        st = check_table(whole, src, buf);
+    if (st == DT_OK)
+        st = check_finite(m, src, buf);
+    dt_free(buf);
+    return st;
+}
+
+/* Check everything before writing anything: a bad file leaves the model as it was. */
+static dt_status load_from(dt_model *m, const source *src)
+{
+    dt_status st = check_source(m, m, src);
+    return st == DT_OK ? copy_tensors(m, src) : st;
 }
 
 dt_status dt_weights_load(dt_model *m, const char *path)
 {
     dt_st_file *f = NULL;
-    dt_status st = dt_st_open(path, &f);
+    dt_status st = check_loadable(m, path); /* before the file is opened */
+    if (st == DT_OK)
+        st = dt_st_open_stream(path, &f);
     if (st == DT_OK) {
         const source src = {.path = path, .file = f};
         st = load_from(m, &src);
@@ -219,4 +339,16 @@ dt_status dt_weights_load_set(dt_model *m, const dt_ckpt_set *s)
 {
     const source src = {.path = dt_ckpt_set_dir(s), .set = s};
     return load_from(m, &src);
+}
+
+dt_status dt_weights_check_part(const dt_model *m, const dt_model *whole, const dt_st_file *f)
+{
+    const source src = {.path = dt_st_path(f), .file = f};
+    return check_source(m, whole, &src);
+}
+
+dt_status dt_weights_copy_part(dt_model *m, const dt_st_file *f)
+{
+    const source src = {.path = dt_st_path(f), .file = f};
+    return copy_tensors(m, &src);
 }

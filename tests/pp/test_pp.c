@@ -438,6 +438,47 @@ static void test_weights_and_evaluation(void **state)
         unlink(path);
 }
 
+/* A weight file whose last tensor, the last stage's, holds a NaN: every rank refuses it
+ * with the same status and the tensor's name, and no rank's parameters change, the first
+ * stage's neither though its own tensors are clean (the ranks agree on the check before any
+ * rank copies: otherwise the first stage would load the file and train on while the last
+ * one stopped). */
+static void test_weights_refused(void **state)
+{
+    (void)state;
+    const layout *l = &layouts[0];
+    dt_config gc = on_grid(mlp_config(), l, 8, 4, "1f1b");
+    char path[256] = "";
+    tmp_path(path, sizeof path);
+    dt_trainer *g = NULL;
+    DT_ASSERT_OK(dt_trainer_create(&gc, world, &g));
+    DT_ASSERT_OK(dt_trainer_save_weights(g, path, 0.0, 1.0));
+    if (rank == 0) { /* the file's last float: the last layer's last bias element */
+        FILE *f = fopen(path, "r+b");
+        assert_non_null(f);
+        const float nan = NAN;
+        assert_int_equal(fseek(f, -(long)sizeof nan, SEEK_END), 0);
+        assert_int_equal(fwrite(&nan, sizeof nan, 1, f), 1);
+        assert_int_equal(fclose(f), 0);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    dt_model *m = dt_trainer_model(g);
+    const size_t n = dt_model_param_count(m);
+    float *before = malloc(n * sizeof(float));
+    assert_non_null(before);
+    memcpy(before, dt_model_params(m), n * sizeof(float));
+    DT_ASSERT_STATUS(dt_trainer_load_weights(g, path), DT_ERR_NONFINITE);
+    DT_ASSERT_ERROR_HAS("tensor '6.bias' holds NaN");
+    if (memcmp(before, dt_model_params(m), n * sizeof(float)) != 0)
+        fail_msg("rank %d (stage %d): a refused file changed the parameters", rank,
+                 rank / (l->dp * l->tp));
+    free(before);
+    dt_trainer_free(g);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0)
+        unlink(path);
+}
+
 static void test_slots_and_messages(void **state)
 {
     (void)state;
@@ -536,11 +577,17 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_mlp_schedules),         cmocka_unit_test(test_mlp_clip),
-        cmocka_unit_test(test_mlp_uneven_last_batch), cmocka_unit_test(test_recompute),
-        cmocka_unit_test(test_round_robin),           cmocka_unit_test(test_convnet_first_gradient),
-        cmocka_unit_test(test_convnet_loss_curve),    cmocka_unit_test(test_weights_and_evaluation),
-        cmocka_unit_test(test_slots_and_messages),    cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_mlp_schedules),
+        cmocka_unit_test(test_mlp_clip),
+        cmocka_unit_test(test_mlp_uneven_last_batch),
+        cmocka_unit_test(test_recompute),
+        cmocka_unit_test(test_round_robin),
+        cmocka_unit_test(test_convnet_first_gradient),
+        cmocka_unit_test(test_convnet_loss_curve),
+        cmocka_unit_test(test_weights_and_evaluation),
+        cmocka_unit_test(test_weights_refused),
+        cmocka_unit_test(test_slots_and_messages),
+        cmocka_unit_test(test_refusals),
     };
     int failed = dt_test_mpi_run_cases(argv[0], tests);
     dt_comm_free(world);

@@ -3,7 +3,10 @@
  * same forward output with dropout on, the same parameter gradients and input gradient when
  * the stages run one after another with their boundary activations and gradients copied
  * across, as a pipeline will send them; and micro-batches in rows of one model
- * (dt_model_forward_rows) equal each run alone. */
+ * (dt_model_forward_rows) equal each run alone. The whole model's description
+ * (dt_model_describe), which a pipeline's weight files and checkpoints ask instead of the
+ * whole model, has the whole model's shapes and tensor table, field for field, and no
+ * buffers. */
 #include "dt_test.h"
 
 #include <stdio.h>
@@ -229,13 +232,96 @@ static void test_micro_batches_in_rows(void **state)
                &small);
 }
 
+/* Every field of tensor table entries a (a description's) and b (the model's) equal; fails
+ * naming the model, the tensor and the field. */
+static void same_entry(const char *what, const dt_param_info *a, const dt_param_info *b)
+{
+#define SAME(field)                                                                                \
+    do {                                                                                           \
+        if (memcmp(&a->field, &b->field, sizeof a->field) != 0)                                    \
+            fail_msg("%s: the description's tensor '%s' differs from the model's '%s' in " #field, \
+                     what, a->name, b->name);                                                      \
+    } while (0)
+    SAME(name);
+    SAME(layer);
+    SAME(ndim);
+    SAME(shape);
+    SAME(offset);
+    SAME(count);
+    SAME(split_dim);
+    SAME(whole_shape);
+    SAME(split_begin);
+    SAME(split_end);
+    SAME(split_groups);
+    SAME(split_unit);
+    SAME(tie);
+    SAME(whole_count);
+    SAME(whole_offset);
+#undef SAME
+}
+
+static void check_description(const char *what, const char *layers, const dt_shape *in)
+{
+    dt_config c = dt_config_default();
+    char kv[512];
+    snprintf(kv, sizeof kv, "model.layers=%s", layers);
+    DT_ASSERT_OK(dt_config_set(&c, kv, "test"));
+    dt_model *m = NULL, *d = NULL;
+    DT_ASSERT_OK(dt_model_create(c.layers, c.nlayers, in, BATCH, &m));
+    DT_ASSERT_OK(dt_model_describe(c.layers, c.nlayers, in, &d));
+    if (dt_model_layer_count(d) != dt_model_layer_count(m))
+        fail_msg("%s: the description has %d layers, the model %d", what, dt_model_layer_count(d),
+                 dt_model_layer_count(m));
+    for (int i = 0; i <= dt_model_layer_count(m); i++)
+        if (memcmp(dt_model_shape(d, i), dt_model_shape(m, i), sizeof(dt_shape)) != 0)
+            fail_msg("%s: the description's boundary %d differs from the model's", what, i);
+    if (dt_model_param_count(d) != dt_model_param_count(m) ||
+        dt_model_whole_param_count(d) != dt_model_whole_param_count(m))
+        fail_msg("%s: the description counts %zu parameters (%zu whole), the model %zu (%zu)", what,
+                 dt_model_param_count(d), dt_model_whole_param_count(d), dt_model_param_count(m),
+                 dt_model_whole_param_count(m));
+    if (dt_model_tensor_count(d) != dt_model_tensor_count(m))
+        fail_msg("%s: the description has %d tensors, the model %d", what, dt_model_tensor_count(d),
+                 dt_model_tensor_count(m));
+    for (int t = 0; t < dt_model_tensor_count(m); t++)
+        same_entry(what, dt_model_tensor(d, t), dt_model_tensor(m, t));
+    /* No buffers, and nothing runs on them. */
+    assert_null(dt_model_params(d));
+    assert_null(dt_model_grads(d));
+    assert_int_equal(dt_model_activation_bytes(d), 0);
+    DT_ASSERT_STATUS(dt_model_forward(d, 1, NULL), DT_ERR_INVALID);
+    DT_ASSERT_ERROR_HAS("dt_model_describe");
+    DT_ASSERT_STATUS(dt_model_backward(d, 1, NULL), DT_ERR_INVALID);
+    DT_ASSERT_STATUS(dt_weights_load(d, "never-read.safetensors"), DT_ERR_INVALID);
+    DT_ASSERT_ERROR_HAS("description");
+    dt_model_free(d);
+    dt_model_free(m);
+}
+
+static void test_whole_description(void **state)
+{
+    (void)state;
+    const dt_shape image = {.ndim = 3, .d = {1, 28, 28}}, small = {.ndim = 3, .d = {1, 12, 12}},
+                   text = {.ndim = 1, .d = {16}};
+    check_description("mlp", "flatten, linear 32, relu, dropout 0.3, linear 10, log_softmax",
+                      &image);
+    check_description("convnet",
+                      "conv2d 4 3, relu, conv2d 6 3, relu, maxpool2d 2, dropout 0.25, flatten, "
+                      "linear 16, relu, dropout 0.5, linear 10, log_softmax",
+                      &small);
+    /* Blocks that list their own tensors, and a head tied to the embedding's table. */
+    check_description("gpt",
+                      "transformer.wte: embedding 256 16, transformer.wpe: position, "
+                      "transformer.h: 2 x block 2, transformer.ln_f: layernorm, lm_head",
+                      &text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_mlp_stages),
-        cmocka_unit_test(test_convnet_stages),
-        cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_micro_batches_in_rows),
+        cmocka_unit_test(test_mlp_stages),        cmocka_unit_test(test_convnet_stages),
+        cmocka_unit_test(test_refusals),          cmocka_unit_test(test_micro_batches_in_rows),
+        cmocka_unit_test(test_whole_description),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

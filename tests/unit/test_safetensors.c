@@ -1,5 +1,7 @@
 /* test_safetensors.c — write -> read round trips, deterministic bytes, atomic replace,
- * and every rejection of a malformed file with a message naming the file and tensor. */
+ * and every rejection of a malformed file with a message naming the file and tensor; the
+ * header-only reader (dt_st_open_stream) refuses the same files in the same words and reads
+ * any range of a tensor as the whole-file reader holds it. */
 #include "dt_test.h"
 
 #include <dirent.h>
@@ -145,6 +147,50 @@ static void test_round_trip(void **state)
     dt_st_close(f);
 }
 
+/* dt_st_open_stream holds the header alone; dt_st_read gives every range of every tensor
+ * the bytes dt_st_open holds, and refuses a range past a tensor's end and a header read
+ * without its file. */
+static void test_stream_reads(void **state)
+{
+    (void)state;
+    dt_st_tensor t[6];
+    const int n = make_tensors(t);
+    const char *path = tmp_path("stream.safetensors");
+    DT_ASSERT_OK(dt_st_write(path, t, n, meta, 2));
+    dt_st_file *whole = NULL, *f = NULL;
+    DT_ASSERT_OK(dt_st_open(path, &whole));
+    DT_ASSERT_OK(dt_st_open_stream(path, &f));
+    assert_int_equal(dt_st_count(f), n);
+    assert_string_equal(dt_st_metadata(f, "note"), meta[3]);
+    unsigned char got[64], want[64];
+    for (int i = 0; i < n; i++) {
+        const dt_st_tensor *g = dt_st_find(f, t[i].name), *w = dt_st_find(whole, t[i].name);
+        assert_null(g->data);
+        assert_true(g->nbytes <= sizeof got);
+        for (size_t a = 0; a <= g->nbytes; a++)
+            for (size_t b = a; b <= g->nbytes; b++) {
+                memset(got, 0xa5, sizeof got);
+                DT_ASSERT_OK(dt_st_read(f, g, a, b - a, got));
+                DT_ASSERT_OK(dt_st_read(whole, w, a, b - a, want));
+                if (memcmp(got, want, b - a) != 0)
+                    fail_msg("tensor '%s': bytes [%zu, %zu) read from the file differ from "
+                             "those dt_st_open holds",
+                             g->name, a, b);
+            }
+        DT_ASSERT_STATUS(dt_st_read(f, g, g->nbytes, 1, got), DT_ERR_INVALID);
+        DT_ASSERT_ERROR_HAS(t[i].name);
+    }
+    dt_st_close(f);
+    dt_st_close(whole);
+    /* The header alone, without its file: nothing to read the data from. */
+    size_t size = 0;
+    unsigned char *raw = slurp(path, &size);
+    DT_ASSERT_OK(dt_st_open_header(path, raw, size, &f));
+    DT_ASSERT_STATUS(dt_st_read(f, dt_st_get(f, 0), 0, 1, got), DT_ERR_INVALID);
+    DT_ASSERT_ERROR_HAS("without its file");
+    dt_st_close(f);
+}
+
 static void test_deterministic_bytes(void **state)
 {
     (void)state;
@@ -230,16 +276,22 @@ static void test_atomic_replace(void **state)
     closedir(d);
 }
 
-/* Expects dt_st_open to refuse `path` with `status` and a message holding `needle`. */
+/* Expects dt_st_open, and dt_st_open_stream, to refuse `path` with `status` and a message
+ * holding `needle`. */
 static void expect_reject(const char *path, dt_status status, const char *needle)
 {
-    dt_st_file *f = (dt_st_file *)&f; /* must come back NULL */
-    dt_error_clear();
-    DT_ASSERT_STATUS(dt_st_open(path, &f), status);
-    print_message("rejected as expected: %s\n", dt_last_error());
-    assert_null(f);
-    DT_ASSERT_ERROR_HAS(needle);
-    DT_ASSERT_ERROR_HAS(path);
+    for (int stream = 0; stream < 2; stream++) {
+        dt_st_file *f = (dt_st_file *)&f; /* must come back NULL */
+        dt_error_clear();
+        if (stream)
+            DT_ASSERT_STATUS(dt_st_open_stream(path, &f), status);
+        else
+            DT_ASSERT_STATUS(dt_st_open(path, &f), status);
+        print_message("rejected as expected%s: %s\n", stream ? " (stream)" : "", dt_last_error());
+        assert_null(f);
+        DT_ASSERT_ERROR_HAS(needle);
+        DT_ASSERT_ERROR_HAS(path);
+    }
 }
 
 static void test_reject_lengths_and_json(void **state)
@@ -425,6 +477,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_stream_reads),
         cmocka_unit_test(test_deterministic_bytes),
         cmocka_unit_test(test_atomic_replace),
         cmocka_unit_test(test_reject_lengths_and_json),
