@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "ckpt/st_meta.h"
+#include "core/file.h"
 #include "dtrain/checkpoint.h"
 
 #define CRC_KEY "crc32."
@@ -248,19 +249,7 @@ fail:
 /* n bytes at `at` of fd (named path) into dst: all of them or DT_ERR_IO. */
 static dt_status read_at(int fd, const char *path, void *dst, size_t n, uint64_t at)
 {
-    char *p = dst;
-    while (n > 0) {
-        const ssize_t r = pread(fd, p, n, (off_t)at);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return dt_fail(DT_ERR_IO, "checkpoint: %s: cannot read %zu bytes at %llu: %s", path, n,
-                           (unsigned long long)at, r < 0 ? strerror(errno) : "end of file");
-        p += r;
-        n -= (size_t)r;
-        at += (uint64_t)r;
-    }
-    return DT_OK;
+    return dt_file_read_at(fd, path, "checkpoint", dst, n, at);
 }
 
 /* The CRC-32 of bytes [at, at + n) of fd, read a chunk at a time into buf. */

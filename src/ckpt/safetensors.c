@@ -526,19 +526,7 @@ void dt_st_close(dt_st_file *f)
 /* n bytes at `at` of fd (the file at path) into dst: all of them or DT_ERR_IO. */
 static dt_status st_read_at(int fd, const char *path, void *dst, size_t n, uint64_t at)
 {
-    char *p = dst;
-    while (n > 0) {
-        const ssize_t r = pread(fd, p, n, (off_t)at);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return dt_fail(DT_ERR_IO, "safetensors: %s: cannot read %zu bytes at %llu: %s", path, n,
-                           (unsigned long long)at, r < 0 ? strerror(errno) : "end of file");
-        p += r;
-        n -= (size_t)r;
-        at += (uint64_t)r;
-    }
-    return DT_OK;
+    return dt_file_read_at(fd, path, "safetensors", dst, n, at);
 }
 
 dt_status dt_st_open_stream(const char *path, dt_st_file **out)

@@ -231,3 +231,21 @@ dt_status dt_write_file_atomic(const char *path, const char *what, const void *d
     const dt_file_piece whole = {data, n};
     return dt_write_file_pieces(path, what, &whole, 1);
 }
+
+dt_status dt_file_read_at(int fd, const char *path, const char *what, void *dst, size_t n,
+                          uint64_t at)
+{
+    char *p = dst;
+    while (n > 0) {
+        const ssize_t r = pread(fd, p, n, (off_t)at);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return dt_fail(DT_ERR_IO, "%s: %s: cannot read %zu bytes at %llu: %s", what, path, n,
+                           (unsigned long long)at, r < 0 ? strerror(errno) : "end of file");
+        p += r;
+        n -= (size_t)r;
+        at += (uint64_t)r;
+    }
+    return DT_OK;
+}

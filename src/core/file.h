@@ -5,6 +5,7 @@
 #define DT_CORE_FILE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "dtrain/core.h"
 
@@ -35,5 +36,10 @@ dt_status dt_file_out_write(dt_file_out *f, const void *data, size_t n);
 dt_status dt_file_out_pwrite(dt_file_out *f, const void *data, size_t n, size_t at);
 dt_status dt_file_out_commit(dt_file_out *f);
 void dt_file_out_abort(dt_file_out *f);
+
+/* n bytes at offset `at` of fd (the file at `path`) into dst: all of them, or DT_ERR_IO
+ * "<what>: <path>: cannot read ..." (a short file says "end of file"). */
+dt_status dt_file_read_at(int fd, const char *path, const char *what, void *dst, size_t n,
+                          uint64_t at);
 
 #endif
