@@ -506,11 +506,12 @@ dt_status dt_ddp_create(const dt_strategy_options *opt, dt_comm *world, dt_grid 
 /* ddp (a world of one: single) on the dp x tp x pp grid. */
 dt_status dt_ddp_check(const dt_strategy_options *o, int world, int tp, int pp)
 {
-    /* ZeRO-1 reduce-scatters the whole gradient after backward: no bucket, no overlap. */
+    /* ZeRO-1 reduce-scatters the whole gradient after backward: no bucket, no overlap of
+     * it (under tp, parallel.overlap still governs the blocks' input-gradient sums). */
     static const dt_strategy_opt bucketed[] = {DT_SO_OVERLAP, DT_SO_BUCKET_CAP_MB,
                                                DT_SO_FIRST_BUCKET_MB};
     for (size_t i = 0; o->zero && i < sizeof bucketed / sizeof bucketed[0]; i++)
-        if (o->given[bucketed[i]] != NULL)
+        if (o->given[bucketed[i]] != NULL && !(bucketed[i] == DT_SO_OVERLAP && tp > 1))
             return dt_fail(DT_ERR_INVALID,
                            "%s has no effect with --zero 1: ZeRO-1 reduce-scatters the whole "
                            "gradient after backward, without buckets",

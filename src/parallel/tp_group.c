@@ -130,9 +130,10 @@ dt_status dt_tp_comm_attach(dt_strategy *s, dt_model *m)
                            .allreduce_sum = tp_allreduce,
                            .allgather = tp_allgather,
                            .reduce_scatter_sum = tp_reduce_scatter,
-                           .start_sum = tp_start,
-                           .progress = tp_progress,
-                           .wait = tp_wait};
+                           /* parallel.overlap off: the blocking forms, for comparison */
+                           .start_sum = s->opt.overlap ? tp_start : NULL,
+                           .progress = s->opt.overlap ? tp_progress : NULL,
+                           .wait = s->opt.overlap ? tp_wait : NULL};
     dt_model_set_tp_group(m, &g);
     /* No dt_comm_reserve: its scratch holds partial sums of a non-in-place ring
      * reduce-scatter and of a deterministic reduce (docs/comm.md), and the group only runs

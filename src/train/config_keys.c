@@ -391,7 +391,8 @@ static const key_def keys[] = {
     NUM("parallel.zero", KEY_INT, parallel.zero, LO | HI, 0, 1,
         "ZeRO stage: 0 (off) or 1 (optimizer state sharded over the dp group)"),
     NUM("parallel.overlap", KEY_BOOL, parallel.overlap, 0, 0, 0,
-        "start each bucket's all-reduce during backward"),
+        "start each bucket's all-reduce during backward; under tp, also each block's "
+        "input-gradient sums while its weight gradients are computed"),
     NUM("parallel.servers", KEY_INT, parallel.servers, LO | HI, 1, 1 << 20,
         "ps: parameter-server ranks (the last ones), each holding a contiguous shard of the "
         "parameters and its optimizer state; the other ranks are workers"),
