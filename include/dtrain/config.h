@@ -72,6 +72,10 @@ typedef struct dt_config {
     } data;
     dt_layer_spec layers[DT_CONFIG_MAX_LAYERS];
     int nlayers;
+    /* 1: the layers were given without names and form a GPT (dt_gpt_form_of), so they carry
+     * GPT2LMHeadModel's module names (transformer.wte, ..., lm_head), which its tensors'
+     * names are made of; re-derived whenever model.layers changes. */
+    int layers_named_as_gpt;
     int64_t block_size; /* model.block_size: positions per sample and the text window (data.kind
                            text, where it is required); 0: unset */
     dt_loss_kind loss;

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "dtrain/generate.h"
 #include "parallel/registry.h"
 #include "train/config_internal.h"
 
@@ -628,6 +629,31 @@ static dt_status add_layer(void *ctx, const char *item)
     return DT_OK;
 }
 
+/* A GPT given without layer names takes GPT2LMHeadModel's module names, so that every file
+ * written for it names its tensors as save_pretrained does (docs/USER_GUIDE.md, "Loading a
+ * GPT into GPT2LMHeadModel"); names the user gave are kept, and a list that stops being a GPT
+ * (a later line of model.layers) loses the names given here. */
+static void name_as_gpt(dt_config *cfg)
+{
+    for (int i = 0; i < cfg->nlayers; i++)
+        if (cfg->layers[i].name[0] != '\0')
+            return;
+    dt_gpt_form f;
+    if (cfg->nlayers == 0 || dt_gpt_form_of(cfg->layers, cfg->nlayers, &f) != DT_OK) {
+        dt_error_clear(); /* not a GPT: the layers keep their indices */
+        return;
+    }
+    snprintf(cfg->layers[f.wte].name, DT_NAME_MAX, "transformer.wte");
+    snprintf(cfg->layers[f.wpe].name, DT_NAME_MAX, "transformer.wpe");
+    if (f.drop >= 0)
+        snprintf(cfg->layers[f.drop].name, DT_NAME_MAX, "transformer.drop");
+    for (int b = 0; b < f.nblocks; b++)
+        snprintf(cfg->layers[f.first_block + b].name, DT_NAME_MAX, "transformer.h.%d", b);
+    snprintf(cfg->layers[f.ln_f].name, DT_NAME_MAX, "transformer.ln_f");
+    snprintf(cfg->layers[f.head].name, DT_NAME_MAX, "lm_head");
+    cfg->layers_named_as_gpt = 1;
+}
+
 static dt_status add_split(void *ctx, const char *item)
 {
     dt_config *cfg = ctx;
@@ -759,10 +785,18 @@ static dt_status apply_value(dt_config *cfg, const key_def *k, const char *text,
         if (!continued)
             cfg->data.n_csv_targets = 0;
         return for_each_item(text, "column", add_target, cfg);
-    case KEY_LAYERS:
+    case KEY_LAYERS: {
         if (!continued)
             cfg->nlayers = 0;
-        return for_each_item(text, "layer", add_layer, cfg);
+        if (cfg->layers_named_as_gpt) /* the names name_as_gpt gave: the list is changing */
+            for (int i = 0; i < cfg->nlayers; i++)
+                cfg->layers[i].name[0] = '\0';
+        cfg->layers_named_as_gpt = 0;
+        const dt_status st = for_each_item(text, "layer", add_layer, cfg);
+        if (st == DT_OK)
+            name_as_gpt(cfg);
+        return st;
+    }
     case KEY_SPLIT:
         return apply_split(cfg, text, continued);
     case KEY_RECOMPUTE:

@@ -547,6 +547,54 @@ static void test_gpt_layer_list(void **state)
     assert_non_null(strstr(dt_last_error(), "more than 64 layers"));
 }
 
+/* A GPT given without names takes GPT2LMHeadModel's module names (its files then load there);
+ * names the user gave stay; a list that is no GPT keeps its indices, and a later line of
+ * model.layers that makes the list no GPT takes the names away again. */
+static void test_gpt_named_as_hf(void **state)
+{
+    (void)state;
+    dt_config c = dt_config_default();
+    DT_ASSERT_OK(dt_config_set(&c,
+                               "model.layers=embedding 256 32, position, dropout 0.1, "
+                               "2 x block 4, layernorm, lm_head",
+                               "--set"));
+    static const char *const hf[] = {"transformer.wte", "transformer.wpe", "transformer.drop",
+                                     "transformer.h.0", "transformer.h.1", "transformer.ln_f",
+                                     "lm_head"};
+    assert_int_equal(c.nlayers, 7);
+    for (int i = 0; i < 7; i++)
+        if (strcmp(c.layers[i].name, hf[i]) != 0)
+            fail_msg("layer %d of an unnamed GPT: named '%s', expected '%s'", i, c.layers[i].name,
+                     hf[i]);
+    /* one name given: the user's names, the rest indices */
+    DT_ASSERT_OK(dt_config_set(&c,
+                               "model.layers=embedding 256 32, position, h: 2 x block 4, "
+                               "layernorm, lm_head",
+                               "--set"));
+    assert_string_equal(c.layers[0].name, "");
+    assert_string_equal(c.layers[2].name, "h.0");
+    /* not a GPT */
+    DT_ASSERT_OK(dt_config_set(&c, "model.layers=embedding 256 32, position, block 4", "--set"));
+    for (int i = 0; i < c.nlayers; i++)
+        assert_string_equal(c.layers[i].name, "");
+    /* a file whose continuation line makes the GPT no GPT */
+    const char *path = write_ini("gpt_names.ini", "[model]\n"
+                                                  "layers = embedding 256 32, position,\n"
+                                                  "    block 4, layernorm, lm_head\n");
+    dt_config g = dt_config_default();
+    DT_ASSERT_OK(dt_config_load(path, &g));
+    assert_string_equal(g.layers[2].name, "transformer.h.0");
+    path = write_ini("gpt_names2.ini", "[model]\n"
+                                       "layers = embedding 256 32, position, block 4,\n"
+                                       "    layernorm, lm_head, relu\n");
+    g = dt_config_default();
+    DT_ASSERT_OK(dt_config_load(path, &g));
+    for (int i = 0; i < g.nlayers; i++)
+        if (g.layers[i].name[0] != '\0')
+            fail_msg("layer %d of a list that is no GPT: named '%s', expected none", i,
+                     g.layers[i].name);
+}
+
 static void test_kind_names(void **state)
 {
     (void)state;
@@ -936,6 +984,7 @@ int main(void)
         cmocka_unit_test(test_given),
         cmocka_unit_test(test_check),
         cmocka_unit_test(test_examples),
+        cmocka_unit_test(test_gpt_named_as_hf),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
