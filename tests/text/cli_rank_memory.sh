@@ -87,15 +87,17 @@ check() {
                 printf "FAIL %s: rank %d: AdamW state %.2f MB, expected %.4f (8 bytes x %d)\n",
                        name, r, state, 8 * want / 1e6, want; bad = 1
             }
-            if (params + grads + state + act < total - 0.025 || params + grads + state + act > total + 0.025) {
-                printf "FAIL %s: rank %d: parts %.2f + %.2f + %.2f + %.2f MB against the total %.2f\n",
-                       name, r, params, grads, state, act, total; bad = 1
+            sum = params + grads + state + act
+            if (sum < total - 0.025 || sum > total + 0.025) {
+                printf "FAIL %s: rank %d: parts %.2f + %.2f + %.2f + %.2f MB against the " \
+                       "total %.2f\n", name, r, params, grads, state, act, total; bad = 1
             }
         }
         END {
             if (n != np) { printf "FAIL %s: %d memory lines, expected %d (one per rank)\n",
                                   name, n, np; bad = 1 }
-            if (!bad) printf "ok %s: %d line(s), %d of %d parameters per rank\n", name, n, want, whole
+            if (!bad) printf "ok %s: %d line(s), %d of %d parameters per rank\n", name, n,
+                             want, whole
             exit bad
         }' "$tmp/$name.mem" || { sed 's/^/  /' "$tmp/$name.mem"; fail=1; }
 }
