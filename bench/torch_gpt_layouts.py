@@ -367,8 +367,10 @@ def worker(rank, a, port):
             opt.zero_grad(set_to_none=True)
             loss = model(x, y)
             loss.backward()
+            # A replicated parameter used on each rank's positions (the LayerNorms under
+            # sequence parallelism) has a Partial gradient: summed here, clipping or not.
+            split, whole = grads_by_kind(params)
             if spec.clip > 0:
-                split, whole = grads_by_kind(params)
                 clip_(split, spec.clip, group=None if not split else mesh.get_group(),
                       once=whole)
             opt.step()
