@@ -48,7 +48,9 @@ dt_status dt_cli_print_rank_memory(const dt_config *cfg, const dt_cli_world *w, 
     const double params = (double)dt_model_param_count(m) * sizeof(float),
                  act = (double)dt_model_activation_bytes(m);
     char where[96] = "";
-    if (w->size > 1)
+    if (w->size > 1 && lay.dp_rank < 0) /* a rank outside the data-parallel grid: ps's servers */
+        snprintf(where, sizeof where, " (%s)", lay.role);
+    else if (w->size > 1)
         snprintf(where, sizeof where, " (dp %d, tp %d, pp %d)", lay.dp_rank, lay.tp_rank,
                  lay.pp_rank);
     /* The blocks' per-position part only where the model has blocks (a GPT): what sequence
