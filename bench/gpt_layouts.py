@@ -134,7 +134,9 @@ def args_parse():
     ap.add_argument("--warmup", type=int, default=None, help="steps before them (1)")
     ap.add_argument("--trace-steps", type=int, default=3,
                     help="steps after the first in each communication run")
-    ap.add_argument("--no-peer", action="store_true", help="dtrain's rows only")
+    ap.add_argument("--peers", default="torch_pypi",
+                    help="the PyTorch peers: torch_pypi (the newest, bench/.venv) and/or "
+                         "torch_debian (1.13: one process, dp and recompute only); '' for none")
     ap.add_argument("--spin", type=float, default=2.0)
     ap.add_argument("--quick", action="store_true",
                     help="tiny models, a few steps, one repetition: checks the scripts, "
@@ -237,6 +239,32 @@ def measure_link(build, work):
     return path
 
 
+def layout_peers(wanted):
+    """The PyTorch peers named in --peers (benchlib.torch_peers' keys), each with `cannot`:
+    {torch_gpt_layouts.py layout: why this version cannot run it} (a module it lacks), and
+    `short`: "PyTorch 2.15" or "PyTorch 1.13"."""
+    out = []
+    for p in bl.torch_peers():
+        if p.key not in wanted:
+            continue
+        version = p.label.split(" (")[0].replace("PyTorch ", "").split("+")[0]
+        p.short = "PyTorch " + ".".join(version.split(".")[:2])
+        p.cannot = {}
+        for module, lays, what in (("torch.distributed.tensor.parallel", ("tp", "tp_sp"),
+                                    "no DTensor tensor parallelism"),
+                                   ("torch.distributed.pipelining", ("pp_gpipe", "pp_1f1b"),
+                                    "no torch.distributed.pipelining")):
+            if p.missing is not None:
+                break
+            r = subprocess.run([p.python, "-c", "import " + module], capture_output=True,
+                               text=True, timeout=300)
+            if r.returncode != 0:
+                for lay in lays:
+                    p.cannot[lay] = "%s in %s" % (what, p.short.split()[1])
+        out.append(p)
+    return out
+
+
 # ---- one measurement ------------------------------------------------------------------------
 
 def rank_batch(sz, lay, a):
@@ -324,21 +352,13 @@ def main():
     os.makedirs(work, exist_ok=True)
     info = dict(machine_info(), openblas_coretype=bl.init_blas(build))
     rec.write(info)
-    peers = [p for p in bl.torch_peers() if p.key == "torch_pypi"]
-    peer = peers[0]
-    if peer.missing is None and not a.no_peer:
-        probe = ("import torch.distributed.tensor.parallel, torch.distributed.pipelining")
-        r = subprocess.run([peer.python, "-c", probe], capture_output=True, text=True)
-        if r.returncode != 0:
-            peer.missing = "no DTensor or pipelining: " + (r.stderr.strip().splitlines()
-                                                           or ["?"])[-1]
-    if a.no_peer:
-        peer.missing = "--no-peer"
-    bl.log("peer: %s%s" % (peer.label, " (%s)" % peer.missing if peer.missing else ""))
-    rec.write({"event": "peer", "label": peer.label, "missing": peer.missing,
-               "debian": "Debian's PyTorch 1.13 (/usr/bin/python3) has neither DTensor "
-                         "(torch.distributed.tensor) nor torch.distributed.pipelining: "
-                         "not run"})
+    peers = layout_peers([p for p in a.peers.split(",") if p])
+    for p in peers:
+        bl.log("peer: %s%s%s" % (p.label, " (%s)" % p.missing if p.missing else "",
+                                 "".join("; %s: %s" % kv for kv in sorted(p.cannot.items()))))
+        rec.write({"event": "peer", "key": p.key, "label": p.label, "missing": p.missing,
+                   "cannot": p.cannot})
+    peers = [p for p in peers if p.missing is None]
     lays = [lay for lay in layouts(a.micro_batches) if lay.key in a.layouts]
 
     # Set-up per size: config, weights, dtrain's reference losses and windows, the cut.
@@ -357,24 +377,27 @@ def main():
                    "global_batch": sz.batch, "steps": sz.steps, "warmup": sz.warmup,
                    "reference_losses": ref, "split_block": k})
 
-    # PyTorch's thread setting at 2 threads in one process: the faster of thread_envs(2).
+    # Each PyTorch's thread setting at 2 threads in one process: the faster of thread_envs(2),
+    # one run each.
     envs = {}
     for key, sz in a.size.items():
-        options = thread_envs(2)
-        envs[key] = next(iter(options.items()))
-        if peer.missing or not any(lay.key == "1p2t" for lay in lays):
-            continue
-        cfg, init, win, _, k = setup[key]
-        best = None
-        for name, env in options.items():
-            lay = Layout("1p2t", "", 1, 2, [], [], "single")
-            r, _ = run_one("torch", peer_cmd(peer.python, sz, lay, cfg, init, win, a, k), env,
-                           rec, {"size": key, "layout": "1p2t", "probe": name})
-            if r is not None and (best is None or r["tokens_per_s"] > best[2]):
-                best = (name, env, r["tokens_per_s"])
-        if best:
-            envs[key] = best[:2]
-        bl.log("%s, 1 process at 2 threads: PyTorch's thread setting %s" % (key, envs[key][0]))
+        for p in peers:
+            options = thread_envs(2)
+            envs[(p.key, key)] = next(iter(options.items()))
+            if not any(lay.key == "1p2t" for lay in lays):
+                continue
+            cfg, init, win, _, k = setup[key]
+            best = None
+            for name, env in options.items():
+                lay = Layout("1p2t", "", 1, 2, [], [], "single")
+                r, _ = run_one(p.key, peer_cmd(p.python, sz, lay, cfg, init, win, a, k), env,
+                               rec, {"size": key, "layout": "1p2t", "probe": name})
+                if r is not None and (best is None or r["tokens_per_s"] > best[2]):
+                    best = (name, env, r["tokens_per_s"])
+            if best:
+                envs[(p.key, key)] = best[:2]
+            bl.log("%s, %s, 1 process at 2 threads: thread setting %s" %
+                   (p.label, key, envs[(p.key, key)][0]))
 
     bl.log("parallel ratio (before)...")
     ratio_before = bl.parallel_ratio(sgemm_peak, a.spin)
@@ -386,25 +409,28 @@ def main():
             cfg, init, win, _, k = setup[key]
             runs = []
             for lay in lays:
-                runs.append(("dtrain", lay))
+                runs.append((None, lay))
                 # tp2_blocking's peer is the tp row's PyTorch run: measured once, there.
-                if lay.peer and lay.key != "tp2_blocking" and not peer.missing:
-                    runs.append(("torch", lay))
+                for p in peers:
+                    if lay.peer and lay.key != "tp2_blocking" and lay.peer not in p.cannot:
+                        runs.append((p, lay))
             shift = (rep * len(runs)) // a.reps
-            for kind, lay in runs[shift:] + runs[:shift]:
+            for p, lay in runs[shift:] + runs[:shift]:
+                kind = p.key if p else "dtrain"
                 if (kind, key, lay.key) in failed:
                     continue
-                bl.log("rep %d/%d  %s  %-28s %s" % (rep + 1, a.reps, key, lay.label, kind))
+                bl.log("rep %d/%d  %s  %-28s %s" % (rep + 1, a.reps, key, lay.label,
+                                                    p.label if p else "dtrain"))
                 extra = {"size": key, "layout": lay.key, "rep": rep,
                          "global_batch": sz.batch, "block_size": sz.block}
-                if kind == "dtrain":
+                if p is None:
                     env = bl.thread_env(lay.threads)
                     r, why = run_one(kind, dtrain_cmd(build, sz, lay, cfg, a), env, rec, extra)
                 else:
-                    env_name, env = (envs[key] if lay.threads == 2 else
+                    env_name, env = (envs[(p.key, key)] if lay.threads == 2 else
                                      ("all 1", bl.thread_env(1)))
                     extra["thread_setting"] = env_name
-                    r, why = run_one(kind, peer_cmd(peer.python, sz, lay, cfg, init, win, a, k),
+                    r, why = run_one(kind, peer_cmd(p.python, sz, lay, cfg, init, win, a, k),
                                      env, rec, extra)
                 if r is None:
                     failed[(kind, key, lay.key)] = why
@@ -437,7 +463,7 @@ def main():
                 rec.write({"event": "failed", "impl": "trace", "size": key, "layout": lay.key,
                            "error": why})
 
-    out, summary = report(a, info, peer, lays, setup, results, failed, comms,
+    out, summary = report(a, info, peers, lays, setup, results, failed, comms,
                           (ratio_before, ratio_after))
     for s in summary:
         rec.write(dict(s, event="summary", reps=a.reps))
@@ -475,19 +501,32 @@ def per_rank(runs, field, scale=1.0, spec=".1f"):
     return " / ".join(format(v / scale, spec) for v in vals)
 
 
-def report(a, info, peer, lays, setup, results, failed, comms, ratios):
+def peer_runs(results, p, key, lay):
+    """A peer's runs of a row (tp2_blocking's are its tp row's)."""
+    return results.get((p.key, key, "tp2" if lay.key == "tp2_blocking" else lay.key))
+
+
+def report(a, info, peers, lays, setup, results, failed, comms, ratios):
     """The tables, checks and targets as lines, and the per-cell summaries (medians) for the
     JSON lines."""
     flag = min(ratios) < bl.PARALLEL_RATIO_MIN
+    names = [p.key for p in peers]
     out = ["dtrain GPT across layouts: tokens/s, median (min-max) of %d run(s) per cell%s" %
            (a.reps, " (--quick: NOT a measurement)" if a.quick else ""),
            "machine: %s, %s CPUs, kernel %s; commit %s%s" % (
                info["cpu"], info["cpus"], info["kernel"], info["commit"], bl.coretype_note()),
-           "peer: %s%s, eager, AdamW fused=True; Debian's PyTorch 1.13 has neither DTensor nor "
-           "pipelining: not run" % (peer.label, " (%s)" % peer.missing if peer.missing else ""),
+           "peers: " + ("; ".join("%s, eager%s" % (
+               p.label, "".join(", %s: %s" % kv for kv in sorted(p.cannot.items())))
+               for p in peers) or "none (--peers)") + "; AdamW fused=True where the version "
+           "has it, else foreach=True",
            "every dropout 0 (both sides); AdamW with clipping at a constant rate; 2 ranks of one "
            "thread each, pinned to cores 0 and 1 on both sides; pipelines: M %d micro-batches"
-           % a.micro_batches, ""]
+           % a.micro_batches]
+    if "torch_debian" not in names:
+        out.append("Debian's PyTorch 1.13 (/usr/bin/python3): not run (--peers torch_pypi,"
+                   "torch_debian adds its one-process, dp and recompute rows; it has no DTensor "
+                   "tensor parallelism and no torch.distributed.pipelining)")
+    out.append("")
     summary = []
     for key, sz in a.size.items():
         cfg, init, win, ref, k = setup[key]
@@ -495,34 +534,61 @@ def report(a, info, peer, lays, setup, results, failed, comms, ratios):
                    "%d + 1" % (sz.label, sz.batch, sz.block, sz.steps, sz.warmup))
         out.append("pipeline cut (dtrain's balanced split, PyTorch the same): %d of the blocks "
                    "on stage 0" % k)
-        rows, mem_rows, pipe_rows, targets, checks = [], [], [], [], []
-        base = results.get(("dtrain", key, "1p1t"))
+        rows, mem_rows, pipe_rows, checks = [], [], [], []
+        total = 1 + sz.warmup + sz.steps
         for lay in lays:
             d = results.get(("dtrain", key, lay.key))
-            pkey = ("torch", key, "tp2" if lay.key == "tp2_blocking" else lay.key)
-            t = results.get(pkey)
-            dcell = (spread(stats(d, "tokens_per_s")) if d else
-                     "FAILED: " + short(failed.get(("dtrain", key, lay.key), "not run")))
-            if not lay.peer:
-                tcell = "no counterpart"
-            elif peer.missing:
-                tcell = "n/a (%s)" % peer.missing
-            elif t:
-                tcell = spread(stats(t, "tokens_per_s"))
+            row = [lay.label, "%d x %d" % (lay.ranks, lay.threads),
+                   spread(stats(d, "tokens_per_s")) if d else
+                   "FAILED: " + short(failed.get(("dtrain", key, lay.key), "not run"))]
+            s = {"size": key, "layout": lay.key, "dtrain": None}
+            fastest = None  # (median step ms, peer)
+            notes, peer_mem = [], []
+            for p in peers:
+                t = peer_runs(results, p, key, lay)
+                pk = (p.key, key, "tp2" if lay.key == "tp2_blocking" else lay.key)
+                if not lay.peer:
+                    row.append("no counterpart")
+                elif lay.peer in p.cannot:
+                    row.append("n/a: " + p.cannot[lay.peer])
+                elif t:
+                    row.append(spread(stats(t, "tokens_per_s")))
+                    step = bl.median([r["step_ms_median"] for r in t])
+                    if fastest is None or step < fastest[0]:
+                        fastest = (step, p)
+                    if lay.threads == 2:
+                        notes.append("%s threads: %s" % (p.short, t[0].get("thread_setting")))
+                else:
+                    row.append("FAILED: " + short(failed.get(pk, "not run")))
+                if not t or lay.key == "tp2_blocking":
+                    continue
+                s[p.key] = {"tokens_per_s": {f: v for f, v in stats(t, "tokens_per_s").items()
+                                             if f != "n"},
+                            "step_ms": bl.median([r["step_ms_median"] for r in t]),
+                            "ranks": t[0]["ranks"], "optimizer": t[0].get("optimizer")}
+                peer_mem.append([lay.label, "%s (%s)" % (p.short, t[0].get("optimizer")),
+                                 per_rank(t, "param_bytes", 1e6),
+                                 per_rank(t, "optim_state_bytes", 1e6), "-", "-", "-", "-",
+                                 per_rank(t, "peak_rss_mb", 1.0, ".0f")])
+                losses = t[0]["losses"]
+                n = min(len(losses), len(ref))
+                first = abs(losses[0] - ref[0])
+                worst = max(abs(losses[i] - ref[i]) for i in range(n))
+                ok = first <= LOSS_TOL and worst <= CURVE_TOL
+                checks.append("  %s %s: first loss %.6f against dtrain's %.6f (|diff| %.1e), "
+                              "largest |diff| over %d steps %.1e%s" % (
+                                  p.short, lay.label, losses[0], ref[0], first, n, worst,
+                                  "" if ok else "  <-- NOT the same computation"))
+            if d and fastest:
+                ratio = bl.median([r["step_ms_median"] for r in d]) / fastest[0]
+                row.append("%.2f (%s)" % (ratio, fastest[1].short))
+                s["vs_fastest_peer"] = {"peer": fastest[1].key, "step_ratio": ratio}
             else:
-                tcell = "FAILED: " + short(failed.get(pkey, "not run"))
-            ratio = "-"
-            if d and t:
-                ratio = "%.2f" % (bl.median([r["step_ms_median"] for r in d]) /
-                                  bl.median([r["step_ms_median"] for r in t]))
-            note = ""
-            if lay.key == "tp2_blocking":
-                note = "PyTorch: its tp 2 row"
-            elif lay.key == "1p2t" and t:
-                note = "PyTorch threads: " + t[0].get("thread_setting", "?")
-            rows.append([lay.label, "%d x %d" % (lay.ranks, lay.threads), dcell, tcell, ratio,
-                         note])
-            s = {"size": key, "layout": lay.key, "dtrain": None, "torch": None}
+                row.append("-")
+            if lay.key == "tp2_blocking" and peers:
+                notes.append("PyTorch: its tp 2 row")
+            row.append("; ".join(notes))
+            rows.append(row)
             if d:
                 s["dtrain"] = {"tokens_per_s": {f: v for f, v in stats(d, "tokens_per_s").items()
                                                 if f != "n"},
@@ -539,35 +605,20 @@ def report(a, info, peer, lays, setup, results, failed, comms, ratios):
                                  per_rank(d, "seq_bytes", 1e6, ".2f"),
                                  per_rank(d, "planned_bytes", 1e6),
                                  per_rank(d, "peak_rss_mb", 1.0, ".0f")])
+            mem_rows += peer_mem
+            if d:
                 # bench_tp trains the same windows from the same seeded weights: its last
                 # loss is one process's at the same step.
                 last = d[0].get("last_loss")
-                total = 1 + sz.warmup + sz.steps
                 if last is not None and len(ref) >= total:
                     diff = abs(last - ref[total - 1])
                     checks.append("  dtrain %s: loss at step %d %.6f, one process's %.6f "
                                   "(|diff| %.1e)%s" % (lay.label, total, last, ref[total - 1],
                                                        diff, "" if diff <= CURVE_TOL else
                                                        "  <-- differs"))
-            if t and lay.key != "tp2_blocking":
-                s["torch"] = {"tokens_per_s": {f: v for f, v in stats(t, "tokens_per_s").items()
-                                               if f != "n"},
-                              "step_ms": bl.median([r["step_ms_median"] for r in t]),
-                              "ranks": t[0]["ranks"]}
-                mem_rows.append([lay.label, "PyTorch", per_rank(t, "param_bytes", 1e6),
-                                 per_rank(t, "optim_state_bytes", 1e6), "-", "-", "-", "-",
-                                 per_rank(t, "peak_rss_mb", 1.0, ".0f")])
-                losses = t[0]["losses"]
-                n = min(len(losses), len(ref))
-                first = abs(losses[0] - ref[0])
-                worst = max(abs(losses[i] - ref[i]) for i in range(n))
-                ok = first <= LOSS_TOL and worst <= CURVE_TOL
-                checks.append("  PyTorch %s: first loss %.6f against dtrain's %.6f (|diff| "
-                              "%.1e), largest |diff| over %d steps %.1e%s" % (
-                                  lay.label, losses[0], ref[0], first, n, worst,
-                                  "" if ok else "  <-- NOT the same computation"))
             if lay.pp:
-                for who, runs in (("dtrain", d), ("PyTorch", t)):
+                for who, runs in [("dtrain", d)] + [(p.short, peer_runs(results, p, key, lay))
+                                                    for p in peers]:
                     if not runs:
                         continue
                     rk = runs[0]["ranks"]
@@ -581,11 +632,12 @@ def report(a, info, peer, lays, setup, results, failed, comms, ratios):
                                                  for c, p in zip(comp, step))])
             summary.append(s)
         out.append(bl.table("Throughput, tokens/s (global batch x block / median step)",
-                            ["layout", "ranks x thr", "dtrain", "PyTorch", "dtrain/PyTorch "
-                             "step", "note"], rows))
+                            ["layout", "ranks x thr", "dtrain"] + [p.short for p in peers] +
+                            ["dtrain / fastest PyTorch, step", "note"], rows))
         out.append(bl.table(
             "Memory per rank, MB (rank 0 / rank 1): dtrain's planned accounting "
-            "(dt_model_memory_info, dt_trainer_planned_bytes), both sides' peak RSS",
+            "(dt_model_memory_info, dt_trainer_planned_bytes), PyTorch's tensors held, both "
+            "sides' peak RSS",
             ["layout", "who", "params", "optim state", "act+ws", "kept", "per-position",
              "planned", "peak RSS"], mem_rows))
         if pipe_rows:
@@ -635,7 +687,7 @@ def report(a, info, peer, lays, setup, results, failed, comms, ratios):
                        + "; ".join(mem_ok))
         out.append("like for like (same weights, windows, dropout 0):")
         out += checks
-        out += targets_of(a, key, lays, results, flag)
+        out += targets_of(a, key, lays, peers, results, flag)
         out.append("")
     notes = []
     for (kind, key, lay), why in sorted(failed.items()):
@@ -652,7 +704,7 @@ def report(a, info, peer, lays, setup, results, failed, comms, ratios):
     return out, summary
 
 
-def targets_of(a, key, lays, results, flag):
+def targets_of(a, key, lays, peers, results, flag):
     """The targets' verdicts for one size, from the medians; with the machine flagged (its
     parallel ratio below 1.8) a timing verdict of 2 ranks or 2 threads does not count."""
     def d(k):
@@ -662,12 +714,13 @@ def targets_of(a, key, lays, results, flag):
         return bl.median([r[f] for r in runs])
     out = ["targets%s:" % (" -- --quick: meaningless" if a.quick else "")]
     for lay in lays:
-        pk = "tp2" if lay.key == "tp2_blocking" else lay.key
-        t = results.get(("torch", key, pk))
+        t = [(med(r, "step_ms_median"), p) for p in peers
+             for r in [peer_runs(results, p, key, lay)] if r]
         if lay.peer and d(lay.key) and t:
-            r = med(d(lay.key), "step_ms_median") / med(t, "step_ms_median")
-            out.append("  %s: step time %.2fx PyTorch's (target <= 1): %s%s" % (
-                lay.label, r, "met" if r <= 1.0 else "NOT met",
+            step, p = min(t, key=lambda x: x[0])
+            r = med(d(lay.key), "step_ms_median") / step
+            out.append("  %s: step time %.2fx %s's, its fastest here (target <= 1): %s%s" % (
+                lay.label, r, p.short, "met" if r <= 1.0 else "NOT met",
                 " (flagged machine: does not count)" if flag and lay.ranks * lay.threads > 1
                 else ""))
     one, tp2 = d("1p1t"), d("tp2")

@@ -7,9 +7,11 @@ GELU's tanh form, scaled_dot_product_attention, the head tied to the token embed
 from the same dtrain config, started from dtrain's initial weights (--init: `bench_train
 CONFIG --save-init FILE`) and trained on dtrain's windows (--windows: `dtrain train
 --windows-out FILE`, a line of the global batch's offsets per step), with the config's AdamW
-(fused=True, decay on the tensors of two or more dimensions, betas, eps) after clipping the
-global gradient norm at optim.clip_norm, at a constant optim.lr, dropout as the config has
-it (the driver gives 0). --layout picks how the steps run:
+(fused=True; foreach=True in 1.13, which has no fused AdamW; decay on the tensors of two or
+more dimensions, betas, eps) after clipping the global gradient norm at optim.clip_norm, at
+a constant optim.lr, dropout as the config has it (the driver gives 0). Debian's 1.13 runs
+single, recompute and dp (it has neither DTensor nor pipelining). --layout picks how the
+steps run:
 
   single      one process (--threads N), torch_gpt.py's loop;
   recompute   one process, each block under torch.utils.checkpoint (use_reentrant=False):
@@ -55,6 +57,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_gpt as tg  # noqa: E402  (first: it takes the launch time)
 
 import argparse  # noqa: E402
+import inspect  # noqa: E402
 import json  # noqa: E402
 import socket  # noqa: E402
 import time  # noqa: E402
@@ -89,10 +92,15 @@ def optim_state_bytes(opt):
                for st in opt.state.values())
 
 
+def adamw_kind():
+    """fused where this torch's AdamW has it (2.x), else foreach (1.13: its fastest on CPU)."""
+    return "fused" if "fused" in inspect.signature(torch.optim.AdamW).parameters else "foreach"
+
+
 def adamw(params, spec):
-    """The config's AdamW, fused, decay on the tensors of two or more dimensions; the fused
-    kernel takes one kind of tensor per list, so DTensors and plain tensors go in groups of
-    their own (same settings)."""
+    """The config's AdamW (adamw_kind), decay on the tensors of two or more dimensions; the
+    fused kernel takes one kind of tensor per list, so DTensors and plain tensors go in
+    groups of their own (same settings)."""
     groups = []
     for decay in (True, False):
         for dt in (True, False):
@@ -100,7 +108,7 @@ def adamw(params, spec):
             if ps:
                 groups.append({"params": ps, "weight_decay": spec.wd if decay else 0.0})
     return torch.optim.AdamW(groups, lr=spec.lr, betas=(spec.beta1, spec.beta2), eps=spec.eps,
-                             fused=True)
+                             **{adamw_kind(): True})
 
 
 def clip_(grads, max_norm, group=None, once=(), also=()):
@@ -340,6 +348,10 @@ def worker(rank, a, port):
         run = model
         if a.layout == "dp":
             from torch.nn.parallel import DistributedDataParallel as DDP
+            # The causal masks (1.13's attention) are constants, and bool, which 1.13's gloo
+            # cannot broadcast: left out of DDP's start-up sync.
+            DDP._set_params_and_buffers_to_ignore_for_model(
+                model, [n for n, b in model.named_buffers() if b.dtype == torch.bool])
             run = DDP(model, gradient_as_bucket_view=True, static_graph=True)
         opt = adamw(params, spec)
         half = a.batch // world
@@ -456,7 +468,7 @@ def worker(rank, a, port):
             "threads": a.threads, "global_batch": a.batch, "block_size": spec.block,
             "micro_batches": a.micro_batches if a.layout.startswith("pp") else 1,
             "split_block": a.split_block if a.layout.startswith("pp") else None,
-            "optimizer": "AdamW fused", "steps": len(window), "step_ms_median": med * 1e3,
+            "optimizer": "AdamW " + adamw_kind(), "steps": len(window), "step_ms_median": med * 1e3,
             "step_ms_min": mine["step_ms_min"], "tokens_per_s": a.batch * spec.block / med,
             "losses": losses, "first_loss": losses[0],
             "tie": ("the head's copy of wte and wte itself: gradients all-reduced (summed) "
