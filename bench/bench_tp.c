@@ -17,9 +17,14 @@
  *               workspace bytes the model planned on this rank (dt_model_activation_bytes);
  *               of them the activations kept from forward to backward, the input left out
  *               (dt_model_memory_info: kept + saved state - input), and the working memory
- *               a recompute refills (train.recompute).
+ *               a recompute refills (train.recompute); the optimizer's state on this rank
+ *               (ZeRO-1: its slice), everything the rank planned (dt_trainer_planned_bytes:
+ *               parameters, gradients, optimizer state, activations and workspaces), a
+ *               GPT's per-position activations (dt_model_memory.seq_bytes: what sequence
+ *               parallelism divides) and the process's peak resident memory (getrusage).
  * Evaluation is off, the schedule a constant learning rate (the PyTorch peers' Adam 1e-3
- * takes no schedule), and the step count never ends an epoch early.
+ * takes no schedule), and the step count never ends an epoch early (a GPT's text is counted
+ * in steps alone: bench/gpt_layouts.py).
  *
  * Rank 0 gathers every rank's figures and prints one JSON line: the run's settings, rank 0's
  * step time at top level, and a "ranks" array. Settings come from the config (without one,
@@ -30,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include <mpi.h>
@@ -74,6 +80,10 @@ enum {
     F_KEPT_BYTES,
     F_WORKING_BYTES,
     F_SEGMENTS,
+    F_OPTIM_BYTES,
+    F_PLANNED_BYTES,
+    F_SEQ_BYTES,
+    F_PEAK_RSS_MB,
     N_FIELDS
 };
 
@@ -182,7 +192,9 @@ static int configure(int argc, char **argv, dt_config *cfg, bench_args *a)
     snprintf(set, sizeof set, "train.max_steps=%ld", a->steps + a->warmup + 1);
     bad = bad || dt_config_set(cfg, set, "bench") != DT_OK ||
           dt_config_set(cfg, "train.eval=off", "bench") != DT_OK ||
-          dt_config_set(cfg, "train.epochs=1000", "bench") != DT_OK ||
+          /* text runs are counted in steps alone (train.epochs is refused there) */
+          (cfg->data.kind != DT_DATA_TEXT &&
+           dt_config_set(cfg, "train.epochs=1000", "bench") != DT_OK) ||
           dt_config_set(cfg, "schedule.kind=constant", "bench") != DT_OK ||
           dt_config_check(cfg) != DT_OK;
     if (bad) {
@@ -225,6 +237,12 @@ static int rank_figures(run_state *rs, long warmup, double mine[N_FIELDS])
     mine[F_KEPT_BYTES] = (double)(mem.kept_bytes - mem.input_bytes + mem.state_bytes);
     mine[F_WORKING_BYTES] = (double)mem.working_bytes;
     mine[F_SEGMENTS] = mem.segments;
+    mine[F_OPTIM_BYTES] = (double)end.optim_state_bytes;
+    mine[F_PLANNED_BYTES] = dt_trainer_planned_bytes(rs->t);
+    mine[F_SEQ_BYTES] = (double)mem.seq_bytes;
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    mine[F_PEAK_RSS_MB] = (double)ru.ru_maxrss / 1024.0; /* KiB on Linux */
     return n;
 }
 
@@ -257,12 +275,14 @@ static void print_json(const run_state *rs, const dt_config *cfg, const bench_ar
                "\"pp_compute_ms_per_step\": %.4f, \"pp_wait_ms_per_step\": %.4f, "
                "\"pp_messages_per_step\": %.2f, \"pp_mb_per_step\": %.4f, "
                "\"param_bytes\": %.0f, \"activation_bytes\": %.0f, \"kept_bytes\": %.0f, "
-               "\"working_bytes\": %.0f, \"segments\": %.0f}",
+               "\"working_bytes\": %.0f, \"segments\": %.0f, \"optim_state_bytes\": %.0f, "
+               "\"planned_bytes\": %.0f, \"seq_bytes\": %.0f, \"peak_rss_mb\": %.1f}",
                r ? ", " : "", r, f[F_DP_RANK], f[F_TP_RANK], f[F_PP_RANK], f[F_STAGE_FIRST],
                f[F_STAGE_LAST], f[F_STEP_MS], f[F_STEP_MS_MIN], f[F_TP_MS], f[F_TP_CALLS],
                f[F_TP_MB], f[F_PP_STEP_MS], f[F_PP_COMPUTE_MS], f[F_PP_WAIT_MS], f[F_PP_MESSAGES],
                f[F_PP_MB], f[F_PARAM_BYTES], f[F_ACT_BYTES], f[F_KEPT_BYTES], f[F_WORKING_BYTES],
-               f[F_SEGMENTS]);
+               f[F_SEGMENTS], f[F_OPTIM_BYTES], f[F_PLANNED_BYTES], f[F_SEQ_BYTES],
+               f[F_PEAK_RSS_MB]);
     }
     printf("]}\n");
     fflush(stdout);

@@ -281,7 +281,7 @@ def failure_reason(error):
         head = ln.split(":", 1)[0]
         if ":" in ln and " " not in head and head.endswith(("Error", "Exception")):
             return ln
-    dtrain = [ln for ln in lines if ln.startswith("dtrain")]
+    dtrain = [ln for ln in lines if ln.startswith(("dtrain", "bench_tp", "bench_train"))]
     for ln in dtrain:
         if "warning" not in ln:
             return ln
@@ -323,3 +323,44 @@ def build_tools(build_dir, script):
         if not os.access(exe, os.X_OK):
             sys.exit("%s: %s missing: build first" % (script, exe))
     return build, sgemm_peak
+
+
+# --- What a `dtrain train --trace FILE` run communicated, and what `dtrain plan` predicts for
+# it (bench/gpt_layouts.py; bench/plan_netns.sh reads the same fields). ---
+
+def trace_comm(path, first_step=2):
+    """Per rank, the communication of the trace's steps from `first_step` on (step 1 and the
+    set-up before it left out): {rank: {group: {"bytes": per step, "ms": per step,
+    "calls": per step}}}, the groups as the trace names them ("tp", "pp", "dp", "embedding
+    group", ...; "world" is the trainer's own small exchanges). A collective's or receive's
+    time includes waiting for the other ranks to arrive."""
+    with open(path) as f:
+        events = json.load(f)["traceEvents"]
+    steps = {}
+    for e in events:
+        if e.get("cat") == "step" and e["args"]["step"] >= first_step:
+            steps.setdefault(e["pid"], set()).add(e["args"]["step"])
+    out = {}
+    for e in events:
+        if e.get("cat") != "comm" or e["args"].get("step", 0) < first_step:
+            continue
+        n = len(steps.get(e["pid"], ())) or 1
+        g = out.setdefault(e["pid"], {}).setdefault(e["args"]["group"],
+                                                    {"bytes": 0.0, "ms": 0.0, "calls": 0.0})
+        g["bytes"] += e["args"]["bytes"] / n
+        g["ms"] += e["dur"] / 1e3 / n
+        g["calls"] += 1.0 / n
+    return out
+
+
+def plan_rows(text):
+    """`dtrain plan`'s rows: ([(what, MB, ms)], total ms), from its printed table."""
+    rows, total = [], None
+    for line in text.splitlines():
+        words = line.split()
+        if len(words) >= 3 and words[0] == "total" and words[-1] == "ms":
+            total = float(words[-2])
+        elif line.startswith("  ") and line.rstrip().endswith(" ms") and " MB " in line:
+            what, rest = line[:55].strip(), line[55:].split()
+            rows.append((what, float(rest[0]), float(rest[2])))
+    return rows, total

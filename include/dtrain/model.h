@@ -216,6 +216,10 @@ typedef struct dt_model_memory {
     size_t grad_bytes;    /* activation gradients' own buffers (the others reuse
                            * activations' buffers that backward has finished reading) */
     size_t other_bytes;   /* workspaces, tensor-parallel blocks, the thread team's partials */
+    size_t seq_bytes;     /* of kept_bytes + state_bytes: the transformer blocks' per-position
+                           * activations (each block's kept input, its x1, LayerNorm statistics
+                           * and residual dropout masks), the part sequence parallelism divides
+                           * by tp (the first block's input arrives whole); 0 without blocks */
     int segments;         /* recompute segments; 0 without recompute */
     int segment_layers;   /* K; 0 without recompute */
 } dt_model_memory;

@@ -802,7 +802,8 @@ int dt_cmd_train(int argc, char **argv)
                    .global_batch = dt_trainer_global_batch(t),
                    .bar = dt_cli_flag(&vals, "progress") ||
                           (tty && !dt_cli_flag(&vals, "no-progress"))};
-    if (world.rank == 0 && print_header(&cfg, &world, t, threads) != DT_OK)
+    if ((world.rank == 0 && print_header(&cfg, &world, t, threads) != DT_OK) ||
+        dt_cli_print_rank_memory(&cfg, &world, t) != DT_OK)
         goto fail;
     dt_trainer_layout(t, &ctx.lay);
     if (world.rank == 0 && ctx.lay.length_key != NULL) {

@@ -1,5 +1,6 @@
-/* train_memory.c — a GPT's planned memory beside the design's minimum at the start of
- * `dtrain train` (train_memory.h; docs/ARCHITECTURE.md, "A GPT's memory"). */
+/* train_memory.c — the memory lines at the start of `dtrain train` (train_memory.h): each
+ * rank's planned bytes, and a GPT's planned memory beside the design's minimum
+ * (docs/ARCHITECTURE.md, "A GPT's memory"). */
 #include <stdio.h>
 
 #include "cli/train_memory.h"
@@ -30,4 +31,42 @@ void dt_cli_print_gpt_memory(const dt_config *cfg, dt_trainer *t)
            planned / 1e6, min.total_bytes / 1e6, planned / min.total_bytes, min.weights_bytes / 1e6,
            dt_optim_kind_name(cfg->optim.kind), min.optim_bytes / 1e6, act / 1e6,
            (min.kept_bytes + min.grad_bytes + min.work_bytes) / 1e6);
+}
+
+dt_status dt_cli_print_rank_memory(const dt_config *cfg, const dt_cli_world *w, dt_trainer *t)
+{
+    dt_train_layout lay;
+    dt_trainer_layout(t, &lay);
+    const dt_model *m = dt_trainer_model(t), *whole = NULL;
+    const dt_status st = dt_trainer_whole_model(t, &whole); /* a pipeline's: its description */
+    if (st != DT_OK)
+        return st;
+    dt_train_comm_stats cs;
+    dt_trainer_comm_stats(t, &cs);
+    dt_model_memory mem;
+    dt_model_memory_info(m, &mem);
+    const double params = (double)dt_model_param_count(m) * sizeof(float),
+                 act = (double)dt_model_activation_bytes(m);
+    char where[96] = "";
+    if (w->size > 1 && lay.dp_rank < 0) /* a rank outside the data-parallel grid: ps's servers */
+        snprintf(where, sizeof where, " (%s)", lay.role);
+    else if (w->size > 1)
+        snprintf(where, sizeof where, " (dp %d, tp %d, pp %d)", lay.dp_rank, lay.tp_rank,
+                 lay.pp_rank);
+    /* The blocks' per-position part only where the model has blocks (a GPT): what sequence
+     * parallelism divides. */
+    char seq[96] = "";
+    if (mem.seq_bytes > 0)
+        snprintf(seq, sizeof seq, ", of them the blocks' per-position %.2f MB",
+                 (double)mem.seq_bytes / 1e6);
+    char line[DT_CLI_LINE_MAX];
+    snprintf(line, sizeof line,
+             "dtrain: memory planned on rank %d%s: %.2f MB: parameters %.2f MB (%zu of the "
+             "model's %zu), gradients %.2f MB, %s state %.2f MB, activations and workspaces "
+             "%.2f MB (kept for backward %.2f MB%s)",
+             w->rank, where, dt_trainer_planned_bytes(t) / 1e6, params / 1e6,
+             dt_model_param_count(m), dt_model_whole_param_count(whole), params / 1e6,
+             dt_optim_kind_name(cfg->optim.kind), (double)cs.optim_state_bytes / 1e6, act / 1e6,
+             (double)(mem.kept_bytes + mem.state_bytes) / 1e6, seq);
+    return dt_cli_print_ranks(w, line);
 }

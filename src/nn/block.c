@@ -242,6 +242,8 @@ static dt_status block_plan(dt_layer *l)
     l->state_bytes = 0;
     for (int f = 0; f < NFIELDS; f++)
         l->state_bytes += field_bytes(l, f);
+    l->seq_state_bytes = field_bytes(l, F_X1) + field_bytes(l, F_STATS) + field_bytes(l, F_MASK1) +
+                         field_bytes(l, F_MASK2);
     /* per member: the attention's workspace, then its LayerNorm gradient partials (2E) */
     l->ws_bytes = sizeof(float) * (size_t)(dt_attn_ws_count(d.T, d.D) + 2 * d.E);
     /* 9 TE floats per sample; under sequence parallelism, after them, one rank's padded share

@@ -104,6 +104,10 @@ struct dt_layer {
     float *w, *b, *dw, *db;
     /* Saved forward state (dropout mask, pooling argmax), state_bytes per sample. */
     size_t state_bytes;
+    /* Of state_bytes, per sample: the positions' own part (a block's x1, LayerNorm
+     * statistics and residual dropout masks), which sequence parallelism divides by tp
+     * (dt_model_memory.seq_bytes); 0 for other layers. */
+    size_t seq_state_bytes;
     void *state;
     int state_working; /* recomputed layer: state for one call's rows, from row 0 */
     int64_t state_cap; /* rows the state holds: max_batch, or call_rows when working */

@@ -350,6 +350,24 @@ fail:
     return st;
 }
 
+/* dt_model_memory.seq_bytes: per block, its input where the plan keeps it (a block's
+ * backward reads its input) and the per-position part of its saved state where it is kept
+ * (not recomputed), for the planned batch. */
+static size_t seq_bytes(const dt_model *m, const model_plan *mp)
+{
+    size_t bytes = 0;
+    for (int i = 0; i < m->nlayers; i++) {
+        const dt_layer *l = &m->layers[i];
+        if (l->spec.kind != DT_LAYER_BLOCK)
+            continue;
+        if (m->kept[i])
+            bytes += mp->need[i] * (size_t)m->max_batch * sizeof(float);
+        if (!l->state_working)
+            bytes += l->seq_state_bytes * (size_t)m->max_batch;
+    }
+    return bytes;
+}
+
 /* Allocates every buffer the plan sized, once: parameters, gradients, activations, extra
  * gradient buffers, layer state and the workspace. */
 static dt_status model_alloc_arenas(dt_model *m, const model_plan *mp)
@@ -381,6 +399,7 @@ static dt_status model_alloc_arenas(dt_model *m, const model_plan *mp)
         .input_bytes = mp->cap[0] * (size_t)m->max_batch * sizeof(float),
         .state_bytes = mp->state_total - mp->work_state,
         .grad_bytes = mp->extra_total * sizeof(float),
+        .seq_bytes = seq_bytes(m, mp),
         .segments = m->recompute ? m->nseg : 0,
         .segment_layers = m->recompute ? m->segment_layers : 0};
 fail:

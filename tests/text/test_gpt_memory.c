@@ -7,7 +7,12 @@
  *   - other shapes and optimizers (heads that differ per block, SGD with and without
  *     momentum): the formula's parameter count is the model's, and the plan never needs less
  *     than the minimum (a formula that counted something the design does not keep would);
- *   - a model that is not a GPT, and a GPT without model.block_size, are refused by name.
+ *   - a model that is not a GPT, and a GPT without model.block_size, are refused by name;
+ *   - the blocks' per-position activations (dt_model_memory.seq_bytes, what sequence
+ *     parallelism divides by tp) equal their count from the block's fields: whole positions
+ *     in one process and at tp 2, each rank's share of them under sequence parallelism (9
+ *     positions: 5 + 4) with the first block's input whole, inputs only under recompute per
+ *     block.
  * The minimum comes from the config alone (src/train/gpt_memory.c), not from the planner. */
 #include "dt_test.h"
 
@@ -16,6 +21,7 @@
 #include <string.h>
 
 #include "dtrain/config.h"
+#include "dtrain/model.h"
 #include "dtrain/train.h"
 
 /* A corpus of words (deterministic), long enough for windows of 64 on both sides of the
@@ -157,11 +163,82 @@ static void test_refusals(void **state)
     DT_ASSERT_OK(dt_gpt_memory_minimum(&c, 4, 1, &min));
 }
 
+/* A block's dropout mask over n positions of E: bits, rounded to 8 bytes (block.c). */
+static size_t mask_bytes(int64_t n, int64_t e)
+{
+    return ((size_t)(n * e + 7) / 8 + 7u) & ~(size_t)7u;
+}
+
+/* 2 blocks of 3 heads, E 24, T 9, dropout on (so the masks count), batch 3: seq_bytes is,
+ * per sample, the first block's input (T E floats, whole: it comes from the embeddings),
+ * the second's (its share Tl E under sequence parallelism), and per block x1 (Tl E), the
+ * two LayerNorms' mean and 1/std (4 Tl) and the two residual masks; the saved state only
+ * where kept (not under recompute per block). */
+static void test_seq_bytes(void **state)
+{
+    (void)state;
+    enum { NL = 7, T = 9, E = 24, B = 3 };
+    static const char *const text[NL] = {
+        "embedding 256 24",         "position",  "dropout 0.1", "block 3 p=0.1 attn_p=0.2",
+        "block 3 p=0.1 attn_p=0.2", "layernorm", "lm_head"};
+    dt_layer_spec specs[NL];
+    for (int i = 0; i < NL; i++)
+        DT_ASSERT_OK(dt_layer_spec_parse(text[i], &specs[i]));
+    const dt_shape in = {.ndim = 1, .d = {T}};
+    /* tp size, rank, sequence parallelism, recompute */
+    static const int lay[][4] = {{1, 0, 0, DT_RECOMPUTE_NONE},  {2, 0, 0, DT_RECOMPUTE_NONE},
+                                 {2, 0, 1, DT_RECOMPUTE_NONE},  {2, 1, 1, DT_RECOMPUTE_NONE},
+                                 {1, 0, 0, DT_RECOMPUTE_BLOCK}, {2, 1, 1, DT_RECOMPUTE_BLOCK}};
+    int bad = 0;
+    for (size_t k = 0; k < sizeof lay / sizeof lay[0]; k++) {
+        const int size = lay[k][0], rank = lay[k][1], seq = lay[k][2];
+        const int recompute = lay[k][3];
+        const dt_tp_layout tp = {
+            .size = size, .rank = rank, .min_weights = 0, .sequence_parallel = seq};
+        dt_model_options o = dt_model_options_default(B);
+        o.tp = size > 1 ? &tp : NULL;
+        o.recompute = recompute;
+        dt_model *m = NULL;
+        DT_ASSERT_OK(dt_model_create_with(specs, NL, &in, &o, &m));
+        int64_t lo = 0, hi = T;
+        if (seq)
+            dt_tp_part(T, 1, size, rank, &lo, &hi);
+        const int64_t tl = hi - lo;
+        const size_t f = sizeof(float);
+        size_t want = (size_t)(T * E) * f + (size_t)(tl * E) * f; /* the two inputs */
+        if (recompute == DT_RECOMPUTE_NONE)
+            want += 2 * ((size_t)(tl * E) * f + (size_t)(4 * tl) * f + 2 * mask_bytes(tl, E));
+        want *= B;
+        dt_model_memory mem;
+        dt_model_memory_info(m, &mem);
+        printf("tp %d rank %d, sequence parallel %d, recompute %s: blocks' per-position "
+               "activations %zu bytes (expected %zu), kept and saved %zu\n",
+               size, rank, seq, recompute == DT_RECOMPUTE_NONE ? "none" : "block", mem.seq_bytes,
+               want, mem.kept_bytes + mem.state_bytes);
+        if (mem.seq_bytes != want) {
+            fprintf(stderr,
+                    "MISMATCH tp %d rank %d, sequence parallel %d, recompute %d: seq_bytes %zu, "
+                    "expected %zu\n",
+                    size, rank, seq, recompute, mem.seq_bytes, want);
+            bad = 1;
+        }
+        if (mem.seq_bytes > mem.kept_bytes + mem.state_bytes) {
+            fprintf(stderr, "MISMATCH: seq_bytes %zu is more than kept and saved %zu\n",
+                    mem.seq_bytes, mem.kept_bytes + mem.state_bytes);
+            bad = 1;
+        }
+        dt_model_free(m);
+    }
+    if (bad)
+        fail();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_planned_against_minimum),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_seq_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

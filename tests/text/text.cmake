@@ -22,3 +22,8 @@ dt_add_cli_test(NAME cli_gpt_layouts MPI TIMEOUT 300
 dt_add_cli_test(NAME cli_gpt_layouts_long MPI TIMEOUT 900 LABELS long
                 COMMAND ${DT_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/gpt_layouts.py --dtrain
                         $<TARGET_FILE:dtrain> --mpirun ${MPIEXEC_BIN} --tier long)
+# `dtrain train`'s per-rank memory lines (src/cli/train_memory.c): one process holds the whole
+# model; at tp 2 each rank holds half of every split tensor and the AdamW state follows;
+# sequence parallelism keeps fewer per-position activations.
+dt_add_cli_test(NAME cli_rank_memory COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_rank_memory.sh MPI
+                TIMEOUT 60)

@@ -1,0 +1,123 @@
+#!/bin/sh
+# cli_rank_memory.sh — `dtrain train`'s per-rank memory lines ("dtrain: memory planned on rank
+# R ...", src/cli/train_memory.c) on a tiny GPT (2 blocks of 4 heads, E 24, block 16, AdamW):
+# one line for one process, holding the whole model; at tp 2 a line for each rank, each
+# holding the replicated tensors whole and half of every split one (the blocks' c_attn,
+# attention c_proj, c_fc and MLP c_proj: 12 E^2 + 7 E per block, counted here from the
+# shapes, not read from dtrain), with AdamW's state (two floats per parameter) following the
+# split; the parts add up to the line's total; and under --sequence-parallel the blocks'
+# per-position activations are below tp 2's without it.
+set -u
+DTRAIN=${DTRAIN:?ctest sets DTRAIN}
+MPIRUN=${MPIRUN:?ctest sets MPIRUN}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/dtrain-rankmem-XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
+fail=0
+
+awk 'BEGIN { srand(7); split("the cat sat on a mat dog ran far and then slept home", w, " ");
+             for (i = 0; i < 3000; i++) printf "%s ", w[int(rand() * 13) + 1]; print "" }' \
+    >"$tmp/corpus.txt"
+E=24 L=2 T=16 V=256
+cat >"$tmp/gpt.ini" <<INI
+[data]
+kind = text
+text_files = $tmp/corpus.txt
+[model]
+block_size = $T
+layers = embedding $V $E, position, dropout 0.0, $L x block 4 p=0.0 attn_p=0.0, layernorm,
+    lm_head
+[loss]
+kind = cross_entropy
+[optim]
+kind = adamw
+[train]
+batch = 4
+max_steps = 1
+eval = off
+INI
+# The whole model: embeddings, L blocks of 12 E^2 + 13 E, the final LayerNorm (the head is
+# tied); of each block, 12 E^2 + 7 E split over the tensor-parallel ranks.
+whole=$((V * E + T * E + L * (12 * E * E + 13 * E) + 2 * E))
+split=$((L * (12 * E * E + 7 * E)))
+
+run() { # NAME RANKS [options]: the run's memory lines into $tmp/NAME.mem
+    name=$1 np=$2
+    shift 2
+    if [ "$np" = 1 ]; then
+        "$DTRAIN" train "$tmp/gpt.ini" --threads 1 --no-progress "$@" >"$tmp/$name.out" 2>&1
+    else
+        "$MPIRUN" --oversubscribe -np "$np" "$DTRAIN" train "$tmp/gpt.ini" --threads 1 \
+            --no-progress "$@" >"$tmp/$name.out" 2>&1
+    fi
+    code=$?
+    grep '^dtrain: memory planned on rank ' "$tmp/$name.out" >"$tmp/$name.mem"
+    if [ $code -ne 0 ]; then
+        echo "FAIL $name: exit status $code:"; sed 's/^/  /' "$tmp/$name.out"; fail=1
+    fi
+}
+
+# check NAME RANKS EXPECTED_PARAMS: one line per rank, in rank order, each with EXPECTED_PARAMS
+# parameters of the model's $whole, AdamW state of 8 bytes per parameter, parts that add up
+# to the total (each printed to 0.01 MB).
+check() {
+    name=$1 np=$2 want=$3
+    awk -v np="$np" -v want="$want" -v whole="$whole" -v name="$name" '
+        # the first number after "KEY " (the line names each part once)
+        function mb(key,   s) {
+            if (!match($0, key " [0-9.]+")) return -1
+            s = substr($0, RSTART + length(key) + 1, RLENGTH - length(key) - 1); return s + 0
+        }
+        {
+            n++
+            r = $0; sub(/^dtrain: memory planned on rank /, "", r); r += 0
+            if (r != n - 1) { printf "FAIL %s: line %d is rank %d\n", name, n, r; bad = 1 }
+            total = $0; sub(/^[^:]*: [^:]*: /, "", total); total += 0
+            c[1] = c[2] = -1
+            if (match($0, /\([0-9]+ of the model.s [0-9]+\)/)) {
+                split(substr($0, RSTART + 1, RLENGTH - 2), c, " "); c[2] = c[5]
+            }
+            if (c[1] != want || c[2] != whole) {
+                printf "FAIL %s: rank %d holds %s of %s parameters, expected %d of %d\n",
+                       name, r, c[1], c[2], want, whole; bad = 1
+            }
+            state = mb("adamw state"); params = mb("parameters"); grads = mb("gradients")
+            act = mb("activations and workspaces")
+            if (state < 8 * want / 1e6 - 0.006 || state > 8 * want / 1e6 + 0.006) {
+                printf "FAIL %s: rank %d: AdamW state %.2f MB, expected %.4f (8 bytes x %d)\n",
+                       name, r, state, 8 * want / 1e6, want; bad = 1
+            }
+            sum = params + grads + state + act
+            if (sum < total - 0.025 || sum > total + 0.025) {
+                printf "FAIL %s: rank %d: parts %.2f + %.2f + %.2f + %.2f MB against the " \
+                       "total %.2f\n", name, r, params, grads, state, act, total; bad = 1
+            }
+        }
+        END {
+            if (n != np) { printf "FAIL %s: %d memory lines, expected %d (one per rank)\n",
+                                  name, n, np; bad = 1 }
+            if (!bad) printf "ok %s: %d line(s), %d of %d parameters per rank\n", name, n,
+                             want, whole
+            exit bad
+        }' "$tmp/$name.mem" || { sed 's/^/  /' "$tmp/$name.mem"; fail=1; }
+}
+
+run one 1
+check one 1 "$whole"
+run tp2 2 --tp 2
+check tp2 2 $((whole - split / 2))
+run tp2sp 2 --tp 2 --sequence-parallel
+check tp2sp 2 $((whole - split / 2))
+
+# The blocks' per-position activations: smaller under sequence parallelism (each rank keeps
+# its share of the positions; dt_model_memory.seq_bytes, tests/text/test_gpt_memory.c counts
+# them exactly).
+pos() { sed -n '1s/.*per-position \([0-9.]*\) MB.*/\1/p' "$tmp/$1.mem"; }
+a=$(pos tp2) b=$(pos tp2sp)
+if [ -n "$a" ] && [ -n "$b" ] && awk -v a="$a" -v b="$b" 'BEGIN { exit !(b < a) }'; then
+    echo "ok per-position: tp 2 $a MB, with sequence parallelism $b MB"
+else
+    echo "FAIL per-position: tp 2 '$a' MB, with sequence parallelism '$b' MB: expected less"
+    fail=1
+fi
+exit $fail
