@@ -55,11 +55,11 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_gpt as tg  # noqa: E402  (first: it takes the launch time)
+from torch_tp import free_port, local  # noqa: E402  (a port for gloo; a DTensor's shard)
 
 import argparse  # noqa: E402
 import inspect  # noqa: E402
 import json  # noqa: E402
-import socket  # noqa: E402
 import time  # noqa: E402
 
 import torch  # noqa: E402
@@ -70,17 +70,6 @@ import torch.nn.functional as F  # noqa: E402
 
 LAYOUTS = ("single", "recompute", "dp", "tp", "tp_sp", "pp_gpipe", "pp_1f1b")
 TWO = ("dp", "tp", "tp_sp", "pp_gpipe", "pp_1f1b")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def local(t):
-    """A DTensor's local shard, a plain tensor itself."""
-    return t.to_local() if hasattr(t, "to_local") else t
 
 
 def tensor_bytes(tensors):
