@@ -195,6 +195,17 @@ static double predict(const dt_config *cfg, const dt_shape *shapes, const dt_tp_
         row(what, pp_bytes * y->micro, pp_s * y->micro);
         total += pp_s * y->micro;
     }
+    /* A GPT's tied table on two stages: its two gradients summed between them once a step
+     * (the embedding group, src/parallel/tie.c). */
+    dt_gpt_form f;
+    if (y->pp > 1 && dt_gpt_form_of(cfg->layers, cfg->nlayers, &f) == DT_OK &&
+        stage_of[f.wte] != stage_of[f.head]) {
+        const double table = (double)f.vocab * (double)f.embd * sizeof(float);
+        const double s = dt_link_allreduce(l, table, 2);
+        row("the tied table's gradient (embedding group)", table, s);
+        total += s;
+    }
+    dt_error_clear(); /* not a GPT: no tied table */
     return total;
 }
 

@@ -274,6 +274,13 @@ expect_status sp_no_tp 2 'sequence-parallel has no effect without tensor paralle
 expect_status sp_no_block 2 'sequence-parallel has no effect on a model without block layers' \
     "$DTRAIN" train "$SRC/examples/linreg.ini" --epochs 1 --sequence-parallel
 
+# dtrain plan of the tiny GPT on 2 stages: the tied table's gradient summed between them once
+# a step (256 x 16 floats: 0.016 MB), beside the activations.
+expect_ok plan_pp "$DTRAIN" plan "$tmp/text.ini" --pp 2 --batch 8 --bandwidth 5 --latency 2
+grep -q "the tied table's gradient (embedding group) *0.016 MB" "$tmp/plan_pp.out" ||
+    { echo "FAIL plan_pp: no row for the tied table's gradient sum:"; \
+    sed 's/^/  /' "$tmp/plan_pp.out"; fail=1; }
+
 # --explain-layout counts a step's tensor-parallel collectives (batch 8, the 2 blocks): by
 # heads 2 all-reduces forward and 2 backward per block; with sequence parallelism 2
 # all-gathers and 2 reduce-scatters forward per block and one gather of the last block's
