@@ -2,6 +2,7 @@
  * rank's planned bytes, and a GPT's planned memory beside the design's minimum
  * (docs/ARCHITECTURE.md, "A GPT's memory"). */
 #include <stdio.h>
+#include <string.h>
 
 #include "cli/train_memory.h"
 
@@ -41,8 +42,14 @@ dt_status dt_cli_print_rank_memory(const dt_config *cfg, const dt_cli_world *w, 
     const dt_status st = dt_trainer_whole_model(t, &whole); /* a pipeline's: its description */
     if (st != DT_OK)
         return st;
-    dt_train_comm_stats cs;
-    dt_trainer_comm_stats(t, &cs);
+    /* The optimizer state this rank holds: the trainer's figure (ZeRO-1's shard, a ps
+     * server's shard, or the whole). */
+    dt_figure fig[DT_FIGURES_MAX];
+    double optim_bytes = 0;
+    const int nfig = dt_trainer_describe(t, fig, DT_FIGURES_MAX);
+    for (int i = 0; i < nfig && i < DT_FIGURES_MAX; i++)
+        if (fig[i].name != NULL && strcmp(fig[i].name, "optim_state_bytes") == 0)
+            optim_bytes = fig[i].value;
     dt_model_memory mem;
     dt_model_memory_info(m, &mem);
     const double params = (double)dt_model_param_count(m) * sizeof(float),
@@ -59,14 +66,17 @@ dt_status dt_cli_print_rank_memory(const dt_config *cfg, const dt_cli_world *w, 
     if (mem.seq_bytes > 0)
         snprintf(seq, sizeof seq, ", of them the blocks' per-position %.2f MB",
                  (double)mem.seq_bytes / 1e6);
+    /* "on rank N" only where there are ranks to tell apart */
+    char who[128] = "";
+    if (w->size > 1)
+        snprintf(who, sizeof who, " on rank %d%s", w->rank, where);
     char line[DT_CLI_LINE_MAX];
     snprintf(line, sizeof line,
-             "dtrain: memory planned on rank %d%s: %.2f MB: parameters %.2f MB (%zu of the "
+             "dtrain: memory planned%s: %.2f MB: parameters %.2f MB (%zu of the "
              "model's %zu), gradients %.2f MB, %s state %.2f MB, activations and workspaces "
              "%.2f MB (kept for backward %.2f MB%s)",
-             w->rank, where, dt_trainer_planned_bytes(t) / 1e6, params / 1e6,
-             dt_model_param_count(m), dt_model_whole_param_count(whole), params / 1e6,
-             dt_optim_kind_name(cfg->optim.kind), (double)cs.optim_state_bytes / 1e6, act / 1e6,
-             (double)(mem.kept_bytes + mem.state_bytes) / 1e6, seq);
+             who, dt_trainer_planned_bytes(t) / 1e6, params / 1e6, dt_model_param_count(m),
+             dt_model_whole_param_count(whole), params / 1e6, dt_optim_kind_name(cfg->optim.kind),
+             optim_bytes / 1e6, act / 1e6, (double)(mem.kept_bytes + mem.state_bytes) / 1e6, seq);
     return dt_cli_print_ranks(w, line);
 }

@@ -154,7 +154,7 @@ for ini in "$SRC"/examples/*.ini; do
     fi
     # The header, a GPT's memory line, the epoch line (and train.eval_every's evaluation
     # lines) and the phase table, nothing else.
-    extra=$(grep -Ev -e '^dtrain: .*\.ini, 1 rank, ' -e '^dtrain: memory planned ' \
+    extra=$(grep -Ev -e '^dtrain: .*\.ini, 1 rank, ' -e '^dtrain: memory planned[ :]' \
         -e '^epoch 1: train loss ' \
         -e '^step [0-9]+: train loss ' \
         -e '^dtrain: time per step by phase ' -e '^  ' "$tmp/$name.out")

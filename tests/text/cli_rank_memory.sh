@@ -51,7 +51,8 @@ run() { # NAME RANKS [options]: the run's memory lines into $tmp/NAME.mem
             --no-progress "$@" >"$tmp/$name.out" 2>&1
     fi
     code=$?
-    grep '^dtrain: memory planned on rank ' "$tmp/$name.out" >"$tmp/$name.mem"
+    # one process: "memory planned: ..."; ranks: "memory planned on rank N (...): ..."
+    grep -E '^dtrain: memory planned( on rank |: )' "$tmp/$name.out" >"$tmp/$name.mem"
     if [ $code -ne 0 ]; then
         echo "FAIL $name: exit status $code:"; sed 's/^/  /' "$tmp/$name.out"; fail=1
     fi
