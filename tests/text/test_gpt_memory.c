@@ -138,16 +138,6 @@ static void test_planned_against_minimum(void **state)
         fail();
 }
 
-/* Expects `st` to be `want` with a message containing `needle`. */
-static void expect_error(dt_status st, dt_status want, const char *needle)
-{
-    if (st != want || strstr(dt_last_error(), needle) == NULL)
-        print_error("status %s, message \"%s\"; expected %s with \"%s\"\n", dt_status_str(st),
-                    dt_last_error(), dt_status_str(want), needle);
-    assert_int_equal(st, want);
-    assert_non_null(strstr(dt_last_error(), needle));
-}
-
 /* Not a GPT, or a GPT without its window: refused, saying why. */
 static void test_refusals(void **state)
 {
@@ -155,11 +145,14 @@ static void test_refusals(void **state)
     dt_config c = dt_config_default();
     dt_test_set(&c, "model.layers=linear 32, relu, linear 10");
     dt_gpt_memory min;
-    expect_error(dt_gpt_memory_minimum(&c, 4, 1, &min), DT_ERR_INVALID, "not a GPT");
+    DT_ASSERT_STATUS(dt_gpt_memory_minimum(&c, 4, 1, &min), DT_ERR_INVALID);
+    DT_ASSERT_ERROR_HAS("not a GPT");
     dt_test_set(&c, "model.layers=embedding 256 16, position, block 2, layernorm, lm_head");
-    expect_error(dt_gpt_memory_minimum(&c, 4, 1, &min), DT_ERR_INVALID, "model.block_size");
+    DT_ASSERT_STATUS(dt_gpt_memory_minimum(&c, 4, 1, &min), DT_ERR_INVALID);
+    DT_ASSERT_ERROR_HAS("model.block_size");
     dt_test_set_int(&c, "model.block_size", 8);
-    expect_error(dt_gpt_memory_minimum(&c, 0, 1, &min), DT_ERR_INVALID, "batch");
+    DT_ASSERT_STATUS(dt_gpt_memory_minimum(&c, 0, 1, &min), DT_ERR_INVALID);
+    DT_ASSERT_ERROR_HAS("batch");
     DT_ASSERT_OK(dt_gpt_memory_minimum(&c, 4, 1, &min));
 }
 
