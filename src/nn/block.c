@@ -900,6 +900,46 @@ static dt_status finish_input_grad(const dt_layer *l, int64_t batch, float *part
     return st;
 }
 
+/* A residual branch's gradient, whole (batch, T, E): dy's rows through the branch's dropout
+ * (`what`), gathered over the positions under sequence parallelism (through `own`). */
+static dt_status branch_grad(const dt_layer *l, int64_t batch, int what, rowsv dy, rowsv own,
+                             float *whole)
+{
+    const dims d = dims_of(l);
+    if (!l->seq) {
+        rows(l, batch, what, dy, rv(whole, d.T * d.E));
+        return DT_OK;
+    }
+    rows(l, batch, what, dy, own);
+    return seq_gather(l, batch, whole);
+}
+
+/* A column-parallel projection's backward with the LayerNorm before it (c_fc after ln_2,
+ * c_attn after ln_1: `what`): the LayerNorm's output recomputed whole into ln from this
+ * rank's rows xin; the input gradient of dyc (R, N) first, into dxp, whose sum over the group
+ * (each rank's columns give part of it) travels while the weight gradient's product runs;
+ * then the LayerNorm's backward into dxn. */
+static dt_status column_backward(const dt_layer *l, int64_t batch, int what, rowsv xin, float *ln,
+                                 int64_t N, const float *dyc, int wk, float *dxp, rowsv own,
+                                 rowsv dxn, const dt_backward_hooks *hooks)
+{
+    const dims d = dims_of(l);
+    const int64_t R = batch * d.T, E = d.E;
+    void *req = NULL;
+    rowsv g;
+    dt_status st = layernorm_whole(l, batch, what, xin, ln);
+    if (st != DT_OK)
+        return st;
+    dx(l, R, E, N, dyc, wk, dxp);
+    if ((st = start_input_grad(l, batch, dxp, &req)) != DT_OK)
+        return st;
+    const dt_status pst = dw_overlapped(l, R, E, N, ln, dyc, wk, hooks);
+    if ((st = finish_input_grad(l, batch, dxp, own, &req, &g)) != DT_OK || (st = pst) != DT_OK)
+        return st;
+    ln_backward(l, batch, what == DO_LN2, g, xin, dxn);
+    return DT_OK;
+}
+
 static void block_forward(dt_layer *l, const float *x, float *out, int64_t batch,
                           const dt_forward_ctx *ctx)
 {
@@ -933,64 +973,38 @@ static dt_status block_backward(dt_layer *l, const float *x, const float *y, con
      * gradient (w2's and w1's room, read as (batch, Tl, E)), and its padded share. */
     const rowsv own = rv(sp_own(l, batch), d.Tp * E);
     const rowsv dx1 = rv(w2, l->seq ? TlE : d.T * E), dxl = rv(w1, l->seq ? TlE : d.T * E);
-    rowsv g;
     /* The MLP branch: dy through the second dropout (gathered over the positions under
      * sequence parallelism), c_proj, the GELU and c_fc. The GELU's output, which c_proj's
      * weight gradient needs, and its derivative come from one pass over the saved h, the
      * derivative written over h (read by nothing after this backward). */
-    if (!l->seq) {
-        rows(l, batch, DO_UNDROP2, dys, rv(w1, d.T * E));
-    } else {
-        rows(l, batch, DO_UNDROP2, dys, own);
-        if ((st = seq_gather(l, batch, w1)) != DT_OK)
-            return st;
-    }
+    if ((st = branch_grad(l, batch, DO_UNDROP2, dys, own, w1)) != DT_OK)
+        return st;
     hidden(l, batch, DO_GELU_BOTH, h, w4);
     dw(l, R, d.F, E, w4, w1, T_MOW);
     dx(l, R, d.F, E, w1, T_MOW, w4);
     hidden(l, batch, DO_TIMES, h, w4);
     if ((st = dt_hooks_progress(hooks)) != DT_OK)
         return st;
-    /* c_fc: its input gradient first, whose sum over the group (each rank's hidden units give
-     * part of d ln_2's output) travels while the weight gradient's product runs */
-    void *req = NULL;
-    dt_status pst;
-    if ((st = layernorm_whole(l, batch, DO_LN2, x1, w2)) != DT_OK)
+    /* c_fc and ln_2 (each rank's hidden units give part of d ln_2's output) */
+    if ((st = column_backward(l, batch, DO_LN2, x1, w2, d.F, w4, T_FCW, w1, own, dx1, hooks)) !=
+        DT_OK)
         return st;
-    dx(l, R, E, d.F, w4, T_FCW, w1);
-    if ((st = start_input_grad(l, batch, w1, &req)) != DT_OK)
-        return st;
-    pst = dw_overlapped(l, R, E, d.F, w2, w4, T_FCW, hooks);
-    if ((st = finish_input_grad(l, batch, w1, own, &req, &g)) != DT_OK || (st = pst) != DT_OK)
-        return st;
-    ln_backward(l, batch, 1, g, x1, dx1);
     rows(l, batch, DO_ADD, dys, dx1); /* d x1: the residual's and the branch's */
     if ((st = dt_hooks_progress(hooks)) != DT_OK)
         return st;
     /* The attention branch. */
-    if (!l->seq) {
-        rows(l, batch, DO_UNDROP1, dx1, rv(w1, d.T * E));
-    } else {
-        rows(l, batch, DO_UNDROP1, dx1, own);
-        if ((st = seq_gather(l, batch, w1)) != DT_OK)
-            return st;
-    }
+    if ((st = branch_grad(l, batch, DO_UNDROP1, dx1, own, w1)) != DT_OK)
+        return st;
     dw(l, R, d.A, E, ya, w1, T_AOW);
     dx(l, R, d.A, E, w1, T_AOW, w4);
     attention(l, batch, w4, w3);
     if ((st = dt_hooks_progress(hooks)) != DT_OK)
         return st;
-    /* c_attn likewise (each rank's heads give part of d ln_1's output), its input gradient
+    /* c_attn and ln_1 (each rank's heads give part of d ln_1's output), its input gradient
      * into w4, which the attention's backward has consumed */
-    if ((st = layernorm_whole(l, batch, DO_LN1, xs, w1)) != DT_OK)
+    if ((st = column_backward(l, batch, DO_LN1, xs, w1, 3 * d.A, w3, T_QKVW, w4, own, dxl,
+                              hooks)) != DT_OK)
         return st;
-    dx(l, R, E, 3 * d.A, w3, T_QKVW, w4);
-    if ((st = start_input_grad(l, batch, w4, &req)) != DT_OK)
-        return st;
-    pst = dw_overlapped(l, R, E, 3 * d.A, w1, w3, T_QKVW, hooks);
-    if ((st = finish_input_grad(l, batch, w4, own, &req, &g)) != DT_OK || (st = pst) != DT_OK)
-        return st;
-    ln_backward(l, batch, 0, g, xs, dxl);
     if (dxo == NULL)
         return DT_OK;
     /* the input's: the residual's and the branch's */
