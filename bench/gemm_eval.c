@@ -73,13 +73,13 @@ typedef struct {
 enum { OPENBLAS, DNNL_SGEMM, DNNL_PRIM, XSMM, NWAYS };
 static const char *way_name[NWAYS] = {"OpenBLAS", "dnnl_sgemm", "dnnl prim", "libxsmm"};
 
-#define CK(x)                                                                                     \
-    do {                                                                                          \
-        dnnl_status_t s_ = (x);                                                                   \
-        if (s_ != dnnl_success) {                                                                 \
-            fprintf(stderr, "gemm_eval: %s failed: %d\n", #x, (int)s_);                           \
-            exit(1);                                                                              \
-        }                                                                                         \
+#define CK(x)                                                                                      \
+    do {                                                                                           \
+        dnnl_status_t s_ = (x);                                                                    \
+        if (s_ != dnnl_success) {                                                                  \
+            fprintf(stderr, "gemm_eval: %s failed: %d\n", #x, (int)s_);                            \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 static dnnl_engine_t eng;
 static dnnl_stream_t str;
@@ -125,8 +125,8 @@ static void run(int way, const G *g, Prim *q, float *A, float *B, float *C)
     float beta = g->acc ? 1.f : 0.f;
     if (way == OPENBLAS)
         cblas_sgemm(CblasRowMajor, g->ta ? CblasTrans : CblasNoTrans,
-                    g->tb ? CblasTrans : CblasNoTrans, g->m, g->n, g->k, 1.f, A, lda, B, ldb,
-                    beta, C, g->n);
+                    g->tb ? CblasTrans : CblasNoTrans, g->m, g->n, g->k, 1.f, A, lda, B, ldb, beta,
+                    C, g->n);
     else if (way == DNNL_SGEMM)
         dnnl_sgemm(g->ta ? 'T' : 'N', g->tb ? 'T' : 'N', g->m, g->n, g->k, 1.f, A, lda, B, ldb,
                    beta, C, g->n);
