@@ -105,7 +105,12 @@ typedef struct dt_tp_layout {
      * forward 2 all-gathers and 2 reduce-scatters; backward 4 all-gathers (two of them
      * re-gather the LayerNorms' recomputed outputs) and 2 reduce-scatters; one more
      * all-gather at each end of a run. The LayerNorms' gradients are then partial sums
-     * (dt_param_info.seq_partial). */
+     * (dt_param_info.seq_partial). A model that works per position throughout, from token
+     * ids (embedding, position, dropout, blocks, LayerNorm and the tied head: a GPT), runs
+     * on shares from end to end: the embeddings read the share's ids and positions, the
+     * final LayerNorm and the head work on the share, the logits are the share's
+     * (dt_model_output_share), and no all-gather is needed at either end; the embedding
+     * tables' and the final LayerNorm's gradients are partial sums as well. */
     int sequence_parallel;
 } dt_tp_layout;
 
@@ -113,8 +118,10 @@ typedef struct dt_tp_layout {
 typedef struct dt_tp_layer_plan {
     dt_tp_role role;
     int gather; /* the output block is all-gathered into the whole after forward */
-    /* DT_TP_HEADS under sequence parallelism: 1, and whether the block takes its input whole
-     * (the first of a run of blocks) and gathers its output whole (the last). */
+    /* Under sequence parallelism, a block split by heads (DT_TP_HEADS) or a layer of a model
+     * that runs on shares throughout (DT_TP_WHOLE): 1, and whether the layer takes its input
+     * whole (the first block of a run, or the embedding, which reads the whole window's ids)
+     * and gathers its output whole (the last block of a run). */
     int sequence, seq_in_whole, seq_out_whole;
     int64_t begin, end;  /* COLUMN: output rows/channels held; ROW: input features held;
                           * SHARD: dim-0 range of the output held; WHOLE: 0 and the dim */
@@ -345,6 +352,13 @@ DT_API void dt_model_init_params(dt_model *m, uint64_t seed);
 DT_API float *dt_model_activation(dt_model *m, int i);
 DT_API float *dt_model_input(dt_model *m);
 DT_API const float *dt_model_output(const dt_model *m);
+/* 1 when the output holds this rank's share of each sample's positions, not all of them:
+ * sequence parallelism over a model that works per position throughout (a GPT: see
+ * dt_tp_layout), whose logits are each rank's positions first .. first + count - 1 of the
+ * window. The loss is then taken on the share against those positions' targets, and the
+ * loss sums of the tensor-parallel group's ranks add up to the whole (the strategy's step
+ * and evaluation sum them). 0, with first and count 0, otherwise. */
+DT_API int dt_model_output_share(const dt_model *m, int64_t *first, int64_t *count);
 /* Gradient of the loss with respect to the input of layer i (i = nlayers: the output).
  * Before dt_model_backward_range(m, a, b, ...) the caller writes dL/d(output of layer
  * b-1) into dt_model_activation_grad(m, b); afterwards dt_model_activation_grad(m, a)

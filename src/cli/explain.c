@@ -50,8 +50,11 @@ static void print_layers(const dt_config *cfg, const dt_shape *shapes,
             if (p->sequence) { /* heads, then the positions of its residual stream */
                 int64_t t0, t1;
                 dt_tp_part(shapes[i + 1].d[0], 1, tp, r, &t0, &t1);
-                snprintf(part, sizeof part, "%lld:%lld t%lld:%lld", (long long)p->begin,
-                         (long long)p->end, (long long)t0, (long long)t1);
+                if (p->role == DT_TP_WHOLE) /* a GPT on shares throughout: positions only */
+                    snprintf(part, sizeof part, "t%lld:%lld", (long long)t0, (long long)t1);
+                else
+                    snprintf(part, sizeof part, "%lld:%lld t%lld:%lld", (long long)p->begin,
+                             (long long)p->end, (long long)t0, (long long)t1);
             }
             printf("  %-13s %9zu", part, p->params);
         }
@@ -82,6 +85,7 @@ static void print_totals(const dt_config *cfg, const dt_shape *shapes,
      * transformer layer). Bytes each rank contributes, per sample. */
     int64_t fwd_sum = 0, fwd_gather = 0, bwd_sum = 0, fwd_rs = 0, bwd_gather = 0, bwd_rs = 0;
     int n_fs = 0, n_fg = 0, n_bs = 0, n_frs = 0, n_bg = 0, n_brs = 0, seen_params = 0;
+    int shares_all = 0; /* the whole model on shares (model.h, dt_tp_layout) */
     for (int i = 0; i < cfg->nlayers; i++) {
         const dt_tp_layer_plan *p = &plans[0][i];
         if (p->role == DT_TP_ROW) {
@@ -116,6 +120,7 @@ static void print_totals(const dt_config *cfg, const dt_shape *shapes,
             bwd_rs += 2 * te, n_brs += 2;
         }
         seen_params |= p->whole_params > 0;
+        shares_all |= p->role == DT_TP_WHOLE && p->sequence;
     }
     const double b = (double)cfg->train.batch * sizeof(float) / 1e6;
     printf("tensor-parallel collectives per micro-batch of %lld: forward %d all-reduce%s "
@@ -126,9 +131,13 @@ static void print_totals(const dt_config *cfg, const dt_shape *shapes,
     if (n_frs > 0)
         printf("sequence parallelism, per micro-batch: forward %d reduce-scatter%s (%.3f MB "
                "whole), backward %d all-gather%s (%.3f MB whole) and %d reduce-scatter%s (%.3f MB "
-               "whole); the LayerNorms' gradients summed over the tp ranks once per step\n",
+               "whole); the %s gradients summed over the tp ranks once per step\n",
                n_frs, n_frs == 1 ? "" : "s", (double)fwd_rs * b, n_bg, n_bg == 1 ? "" : "s",
-               (double)bwd_gather * b, n_brs, n_brs == 1 ? "" : "s", (double)bwd_rs * b);
+               (double)bwd_gather * b, n_brs, n_brs == 1 ? "" : "s", (double)bwd_rs * b,
+               shares_all ? "embeddings' and LayerNorms'" : "LayerNorms'");
+    if (shares_all)
+        printf("sequence parallelism over the whole model: the embeddings, the final LayerNorm, "
+               "the head and the loss work on each rank's positions; the loss sums the ranks'\n");
 }
 
 /* Stage s's layers into buf: "a..b" for one run, else the list. */

@@ -7,7 +7,9 @@
  * on a clamped id, and backward adds nothing for it. Loaders check their ids first (text's
  * bytes are always below 256). The ids have no gradient: a wanted dx is written as zeros.
  * Backward adds the rows in sample then position order on one thread, so a token repeated
- * in a batch sums in the same order at any thread count. */
+ * in a batch sums in the same order at any thread count. Under sequence parallelism over a
+ * GPT (dt_layer.seq_t0, seq_n) the layer reads each window's ids at t0 .. t0 + n and writes
+ * those n rows: the output is the rank's share of the positions. */
 #include <math.h>
 
 #include "core/pool.h"
@@ -68,11 +70,11 @@ static void forward_part(void *ctx, int t, int nt)
 {
     const emb_job *j = ctx;
     const dt_layer *l = j->l;
-    const int64_t T = l->in.d[0], E = l->spec.out_features, V = l->spec.vocab;
+    const int64_t T = l->in.d[0], n = l->out.d[0], E = l->spec.out_features, V = l->spec.vocab;
     int64_t lo, hi;
-    dt_pool_share(j->batch * T, t, nt, &lo, &hi);
+    dt_pool_share(j->batch * n, t, nt, &lo, &hi);
     for (int64_t i = lo; i < hi; i++) {
-        const int64_t id = row_of(j->x[i], V);
+        const int64_t id = row_of(j->x[i / n * T + l->seq_t0 + i % n], V);
         float *y = j->y + i * E;
         if (id < 0) {
             for (int64_t e = 0; e < E; e++)
@@ -98,9 +100,9 @@ static dt_status embedding_backward(dt_layer *l, const float *x, const float *y,
 {
     (void)y;
     (void)hooks;
-    const int64_t T = l->in.d[0], E = l->spec.out_features, V = l->spec.vocab;
-    for (int64_t i = 0; i < batch * T; i++) {
-        const int64_t id = row_of(x[i], V);
+    const int64_t T = l->in.d[0], n = l->out.d[0], E = l->spec.out_features, V = l->spec.vocab;
+    for (int64_t i = 0; i < batch * n; i++) {
+        const int64_t id = row_of(x[i / n * T + l->seq_t0 + i % n], V);
         if (id < 0)
             continue;
         float *dw = l->dw + id * E;

@@ -148,6 +148,13 @@ struct dt_layer {
      * of a run), seq_out_whole: so does the output (the last, which gathers it). */
     int seq, seq_in_whole, seq_out_whole;
     int64_t seq_len;
+    /* Under sequence parallelism on a model that works per position throughout (a GPT:
+     * model_tp.c), every layer runs on the rank's share of each sample's positions: the
+     * first of them and their number (dt_tp_part of seq_len). The embedding reads its ids
+     * at t0 .. t0 + n of the whole window, the position embedding adds rows t0 .. t0 + n
+     * of its whole table; 0 and the whole elsewhere. */
+    int64_t seq_t0, seq_n;
+    int seq_model; /* 1 on every layer of such a model (dt_model_output_share) */
     dt_status fwd_status;
     /* The model's thread team (NULL: one thread) and, for grad_partials layers, member t's
      * (t >= 1) parameter-gradient partial at partial + (t - 1) * param_count. */

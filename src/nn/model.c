@@ -551,6 +551,7 @@ static void model_list_tensors(dt_model *m)
             t->count = l->weight_count;
             describe_split(l, t, 0);
             t->tie = l->tie_role;
+            t->seq_partial = l->seq; /* used on this rank's positions only */
         }
         if (l->bias_count > 0) {
             dt_param_info *t = &m->tensors[m->ntensors++];
@@ -561,6 +562,7 @@ static void model_list_tensors(dt_model *m)
             t->offset = l->param_offset + l->weight_count;
             t->count = l->bias_count;
             describe_split(l, t, 1);
+            t->seq_partial = l->seq;
         }
     }
 }
@@ -1111,6 +1113,25 @@ float *dt_model_input(dt_model *m)
 const float *dt_model_output(const dt_model *m)
 {
     return m->act[m->nlayers];
+}
+
+int dt_model_output_share(const dt_model *m, int64_t *first, int64_t *count)
+{
+    *first = 0;
+    *count = 0;
+    for (int i = m->nlayers - 1; i >= 0; i--) {
+        if (m->join[i])
+            continue;
+        const dt_layer *l = &m->layers[i];
+        /* only a model on shares throughout: a pipeline stage of blocks may end in a share,
+         * but such a model's loss is taken on the whole */
+        if (!l->seq_model)
+            return 0;
+        *first = l->seq_t0;
+        *count = l->seq_n;
+        return 1;
+    }
+    return 0;
 }
 
 float *dt_model_activation_grad(dt_model *m, int i)

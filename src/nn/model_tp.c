@@ -116,6 +116,57 @@ static dt_status plan_on_block(dt_layer *l, const dt_layer *whole, block *b)
     return DT_OK;
 }
 
+/* 1 when every layer of the model works on each position alone, starting from token ids
+ * (a GPT: embedding, position, dropout, blocks, LayerNorm, the tied head): under sequence
+ * parallelism the whole model then runs on each rank's share of the positions, from the
+ * embedding's output to the logits, and the loss is taken on the share (Megatron's SP
+ * region reaching the embeddings and the head; dt_model_output_share). Otherwise only runs
+ * of blocks hold shares, taking their input whole and gathering their output. */
+static int per_position_model(const dt_layer_spec *specs, int n)
+{
+    int blocks = 0;
+    if (n < 1 || specs[0].kind != DT_LAYER_EMBEDDING)
+        return 0;
+    for (int i = 0; i < n; i++) {
+        const dt_layer_kind k = specs[i].kind;
+        if (k != DT_LAYER_EMBEDDING && k != DT_LAYER_POSITION && k != DT_LAYER_DROPOUT &&
+            k != DT_LAYER_LAYERNORM && k != DT_LAYER_BLOCK && k != DT_LAYER_LM_HEAD)
+            return 0;
+        blocks += k == DT_LAYER_BLOCK;
+    }
+    return blocks > 0;
+}
+
+/* A layer of a per-position model under sequence parallelism, other than a block: planned
+ * on the rank's share of the T positions (the embedding from the whole window's ids). */
+static dt_status plan_positions(dt_layer *l, int64_t T, const dt_tp_layout *tp)
+{
+    l->seq = 1;
+    l->seq_len = T;
+    if (T < tp->size)
+        return dt_fail(DT_ERR_INVALID,
+                       "model: layer %d: %lld positions cannot be shared by %d tensor-parallel "
+                       "ranks under sequence parallelism (tp may not exceed model.block_size)",
+                       l->index, (long long)T, tp->size);
+    int64_t lo, hi;
+    part(T, tp->size, tp->rank, &lo, &hi);
+    l->seq_t0 = lo;
+    l->seq_n = hi - lo;
+    TRY_RET(l->ops->plan(l));
+    if (l->spec.kind == DT_LAYER_EMBEDDING)
+        l->out.d[0] = l->seq_n;
+    l->tp = (dt_tp_layer_plan){.role = DT_TP_WHOLE,
+                               .sequence = 1,
+                               .seq_in_whole = l->spec.kind == DT_LAYER_EMBEDDING,
+                               .begin = 0,
+                               .end = l->out.d[0],
+                               .whole_dim = l->out.d[0]};
+    l->tp_unit = 1;
+    /* dropout's keys: element e of the share is element t0 E + e of the whole sample */
+    l->elem_offset = lo * row_numel(&l->out);
+    return DT_OK;
+}
+
 /* What a layer takes from the rest of the model: lm_head the embedding it is tied to (the
  * one embedding layer before it), a block the number of blocks (its initial values). */
 static dt_status resolve_model_refs(dt_layer *l, const dt_layer_spec *specs, int n)
@@ -158,6 +209,9 @@ dt_status dt_tp_plan_layers(dt_layer *layers, const dt_layer_spec *specs, int n,
     if (tp->size < 1 || tp->rank < 0 || tp->rank >= tp->size)
         return dt_fail(DT_ERR_INVALID, "model: tensor-parallel rank %d of %d", tp->rank, tp->size);
     block b = {0};
+    /* Sequence parallelism over the whole model (per_position_model): T, else 0. */
+    const int64_t seq_T =
+        tp->size > 1 && tp->sequence_parallel && per_position_model(specs, n) ? shapes[0].d[0] : 0;
     for (int i = 0; i < n; i++) {
         dt_layer *l = &layers[i];
         memset(l, 0, sizeof *l);
@@ -184,8 +238,10 @@ dt_status dt_tp_plan_layers(dt_layer *layers, const dt_layer_spec *specs, int n,
         l->tp_parts = 1;
         /* The layer as if whole: its errors are the unsplit model's, its sizes decide. */
         dt_layer whole = *l;
-        if (i > 0 && layers[i - 1].seq && l->spec.kind == DT_LAYER_BLOCK) /* a share of T */
+        if (i > 0 && layers[i - 1].seq) { /* a share of T */
             whole.in.d[0] = layers[i - 1].seq_len;
+            whole.in_numel = dt_shape_numel(&whole.in);
+        }
         if (b.split) {
             whole.in.d[0] = b.whole;
             whole.in_numel = dt_shape_numel(&whole.in);
@@ -208,7 +264,7 @@ dt_status dt_tp_plan_layers(dt_layer *layers, const dt_layer_spec *specs, int n,
                 const int after = i > 0 && layers[i - 1].seq;
                 l->seq = 1;
                 l->seq_in_whole = !after;
-                l->seq_out_whole = i + 1 == n || specs[i + 1].kind != DT_LAYER_BLOCK;
+                l->seq_out_whole = !seq_T && (i + 1 == n || specs[i + 1].kind != DT_LAYER_BLOCK);
                 l->seq_len = after ? layers[i - 1].seq_len : l->in.d[0];
                 if (l->seq_len < tp->size)
                     return dt_fail(DT_ERR_INVALID,
@@ -217,6 +273,10 @@ dt_status dt_tp_plan_layers(dt_layer *layers, const dt_layer_spec *specs, int n,
                                    "may not exceed model.block_size)",
                                    i, (long long)l->seq_len, tp->size);
             }
+            int64_t p0, p1;
+            part(l->seq_len, tp->size, tp->rank, &p0, &p1);
+            l->seq_t0 = l->seq ? p0 : 0;
+            l->seq_n = l->seq ? p1 - p0 : l->in.d[0];
             TRY_RET(l->ops->plan(l));
             int64_t h0, h1;
             dt_tp_part(l->spec.heads, 1, tp->size, tp->rank, &h0, &h1);
@@ -228,6 +288,8 @@ dt_status dt_tp_plan_layers(dt_layer *layers, const dt_layer_spec *specs, int n,
                                        .end = h1,
                                        .whole_dim = l->spec.heads};
             l->tp_unit = 1;
+        } else if (seq_T) {
+            TRY_RET(plan_positions(l, seq_T, tp));
         } else if (b.split) {
             TRY_RET(plan_on_block(l, &whole, &b));
         } else if (splittable) {
@@ -238,6 +300,7 @@ dt_status dt_tp_plan_layers(dt_layer *layers, const dt_layer_spec *specs, int n,
                 .role = DT_TP_WHOLE, .begin = 0, .end = l->out.d[0], .whole_dim = l->out.d[0]};
             l->tp_unit = 1;
         }
+        l->seq_model = seq_T > 0;
         l->out_numel = dt_shape_numel(&l->out);
         set_params(l, &whole);
         shapes[i + 1] = l->out;

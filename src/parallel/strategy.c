@@ -175,11 +175,20 @@ static dt_status share_step(dt_strategy *s, double *loss_sum)
             fold_bad(&s->bad, x + 4 * r + 1);
     }
     if (s->info.tp_size > 1) {
-        const double mine[3] = {s->bad.ranks, s->bad.rank, s->bad.where};
-        DT_TRY(dt_comm_allgather(dt_grid_comm(s->grid, DT_GRID_TP), mine, x, 3, DT_COMM_FLOAT64));
+        /* A loss taken on each rank's share of the positions (dt_model_output_share) is
+         * the sum of the group's, added in rank order (the same bits on every rank). */
+        int64_t first, count;
+        const int share = dt_model_output_share(s->model, &first, &count);
+        const double mine[4] = {s->bad.ranks, s->bad.rank, s->bad.where, *loss_sum};
+        DT_TRY(dt_comm_allgather(dt_grid_comm(s->grid, DT_GRID_TP), mine, x, 4, DT_COMM_FLOAT64));
         s->bad = (dt_nonfinite){0, -1, 0};
-        for (int r = 0; r < s->info.tp_size; r++)
-            fold_bad(&s->bad, x + 3 * r);
+        double sum = 0.0;
+        for (int r = 0; r < s->info.tp_size; r++) {
+            fold_bad(&s->bad, x + 4 * r);
+            sum += x[4 * r + 3];
+        }
+        if (share)
+            *loss_sum = sum;
     }
 fail:
     return st;
@@ -225,6 +234,15 @@ dt_status dt_strategy_evaluate(dt_strategy *s, int64_t n_test, const dt_step_io 
     if (st == DT_OK && s->pipe != NULL) {
         double sums[2] = {*loss_sum, *correct};
         st = dt_pipe_share(s->pipe, sums, 2);
+        *loss_sum = sums[0];
+        *correct = sums[1];
+    }
+    int64_t first, count;
+    if (st == DT_OK && s->info.tp_size > 1 && dt_model_output_share(s->model, &first, &count)) {
+        /* each rank scored its share of the positions (the rank-order sum of dt_comm) */
+        double sums[2] = {*loss_sum, *correct};
+        st = dt_comm_allreduce(dt_grid_comm(s->grid, DT_GRID_TP), sums, sums, 2, DT_COMM_FLOAT64,
+                               DT_COMM_SUM);
         *loss_sum = sums[0];
         *correct = sums[1];
     }

@@ -624,20 +624,53 @@ static dt_status io_load_samples(void *ctx, const int64_t *samples, int64_t coun
     return DT_OK;
 }
 
+/* The loss of samples [row0, row0 + count) of the model's output, divided by divisor (its
+ * gradient into grad unless NULL, its correct predictions into *right unless NULL). Text:
+ * a row per position. When the output holds a share of each window's positions
+ * (dt_model_output_share: sequence parallelism), each sample's rows are its positions
+ * first .. first + n - 1, against those positions' targets; the group's ranks' sums add up
+ * to the whole (the strategy adds them). */
+static dt_status rows_loss(dt_trainer *t, int64_t row0, int64_t count, double divisor,
+                           double *loss_sum, float *grad, int64_t *right)
+{
+    const int64_t w = t->out_width, T = t->tokens;
+    const float *out = dt_model_output(t->model);
+    int64_t first, n;
+    if (!dt_model_output_share(t->model, &first, &n))
+        return dt_loss_compute(t->cfg.loss, out + row0 * T * w, count * T, w, t->labels + row0 * T,
+                               t->text ? NULL : t->targets + row0 * w, divisor, loss_sum,
+                               grad != NULL ? grad + row0 * T * w : NULL, right);
+    *loss_sum = 0.0;
+    if (right != NULL)
+        *right = 0;
+    for (int64_t r = row0; r < row0 + count; r++) {
+        double part = 0.0;
+        int64_t ok = 0;
+        const dt_status st =
+            dt_loss_compute(t->cfg.loss, out + r * n * w, n, w, t->labels + r * T + first, NULL,
+                            divisor, &part, grad != NULL ? grad + r * n * w : NULL, &ok);
+        if (st != DT_OK)
+            return st;
+        *loss_sum += part;
+        if (right != NULL)
+            *right += ok;
+    }
+    return DT_OK;
+}
+
 static dt_status io_loss(void *ctx, int64_t row0, int64_t count, double divisor, double *loss_sum)
 {
     dt_trainer *t = ctx;
     const int nl = dt_model_layer_count(t->model);
-    const int64_t w = t->out_width;
-    /* Text: a row per position, the mean over every token of the global step (the
-     * divisor counts samples; each holds `tokens` targets). */
-    const int64_t T = t->tokens, rows = count * T;
-    float *grad = dt_model_activation_grad(t->model, nl) + row0 * T * w;
-    dt_status st = dt_loss_compute(t->cfg.loss, dt_model_output(t->model) + row0 * T * w, rows, w,
-                                   t->labels + row0 * T, t->text ? NULL : t->targets + row0 * w,
-                                   divisor * (double)T, loss_sum, grad, NULL);
-    if (st == DT_OK && t->inject_step == t->attempted && count > 0)
-        grad[0] = NAN; /* dt_trainer_inject_nonfinite */
+    /* Text: the mean over every token of the global step (the divisor counts samples; each
+     * holds `tokens` targets). */
+    float *grad = dt_model_activation_grad(t->model, nl);
+    dt_status st = rows_loss(t, row0, count, divisor * (double)t->tokens, loss_sum, grad, NULL);
+    if (st == DT_OK && t->inject_step == t->attempted && count > 0) {
+        int64_t first, n;
+        const int64_t rows = dt_model_output_share(t->model, &first, &n) ? n : t->tokens;
+        grad[row0 * rows * t->out_width] = NAN; /* dt_trainer_inject_nonfinite */
+    }
     return st;
 }
 
@@ -662,10 +695,7 @@ static dt_status io_score(void *ctx, int64_t row0, int64_t count, double *loss_s
 {
     dt_trainer *t = ctx;
     int64_t right = 0;
-    const int64_t w = t->out_width, T = t->tokens;
-    dt_status st = dt_loss_compute(t->cfg.loss, dt_model_output(t->model) + row0 * T * w, count * T,
-                                   w, t->labels + row0 * T, t->text ? NULL : t->targets + row0 * w,
-                                   1.0, loss_sum, NULL, &right);
+    dt_status st = rows_loss(t, row0, count, 1.0, loss_sum, NULL, &right);
     *correct = (double)right;
     return st;
 }

@@ -292,17 +292,21 @@ grep -q "the tied table's gradient (embedding group) *0.016 MB" "$tmp/plan_pp.ou
 
 # --explain-layout counts a step's tensor-parallel collectives (batch 8, the 2 blocks): by
 # heads 2 all-reduces forward and 2 backward per block; with sequence parallelism 2
-# all-gathers and 2 reduce-scatters forward per block and one gather of the last block's
-# output, 4 and 2 backward and one gather of the first block's input gradient.
+# all-gathers and 2 reduce-scatters forward per block, 4 and 2 backward, and nothing at
+# either end: a GPT runs on each rank's positions from its embeddings to its logits (the
+# parts of the embedding and the head are positions only).
 expect_ok explain_tp $RUN --batch 8 --tp 2 --explain-layout
 grep -q "forward 4 all-reduces (.*) and 0 all-gathers (.*), backward 4 all-reduces" \
     "$tmp/explain_tp.out" || { echo "FAIL explain_tp: the all-reduces of 2 blocks by heads:"; \
     grep collectives "$tmp/explain_tp.out"; fail=1; }
 expect_ok explain_sp $RUN --batch 8 --tp 2 --sequence-parallel --explain-layout
-grep -q "forward 0 all-reduces (.*) and 5 all-gathers" "$tmp/explain_sp.out" &&
-    grep -q "forward 4 reduce-scatters (.*), backward 9 all-gathers (.*) and 4 reduce-scatters" \
+grep -q "forward 0 all-reduces (.*) and 4 all-gathers" "$tmp/explain_sp.out" &&
+    grep -q "forward 4 reduce-scatters (.*), backward 8 all-gathers (.*) and 4 reduce-scatters" \
         "$tmp/explain_sp.out" &&
-    grep -q "0:1 t0:8 .* 1:2 t8:16" "$tmp/explain_sp.out" ||
+    grep -q "0:1 t0:8 .* 1:2 t8:16" "$tmp/explain_sp.out" &&
+    grep -q "^0 .* embe.* t0:8 .* t8:16 " "$tmp/explain_sp.out" &&
+    grep -q "lm_head .* t0:8 .* t8:16 " "$tmp/explain_sp.out" &&
+    grep -q "the head and the loss work on each rank's positions" "$tmp/explain_sp.out" ||
     { echo "FAIL explain_sp: the collectives or parts under sequence parallelism:"; \
     sed 's/^/  /' "$tmp/explain_sp.out"; fail=1; }
 

@@ -163,8 +163,9 @@ static size_t mask_bytes(int64_t n, int64_t e)
 }
 
 /* 2 blocks of 3 heads, E 24, T 9, dropout on (so the masks count), batch 3: seq_bytes is,
- * per sample, the first block's input (T E floats, whole: it comes from the embeddings),
- * the second's (its share Tl E under sequence parallelism), and per block x1 (Tl E), the
+ * per sample, the two blocks' inputs (Tl E floats each: under sequence parallelism the
+ * embeddings work on the rank's share too, so the first block's input is a share as the
+ * second's is; T E without it), and per block x1 (Tl E), the
  * two LayerNorms' mean and 1/std (4 Tl) and the two residual masks; the saved state only
  * where kept (not under recompute per block). */
 static void test_seq_bytes(void **state)
@@ -198,7 +199,7 @@ static void test_seq_bytes(void **state)
             dt_tp_part(T, 1, size, rank, &lo, &hi);
         const int64_t tl = hi - lo;
         const size_t f = sizeof(float);
-        size_t want = (size_t)(T * E) * f + (size_t)(tl * E) * f; /* the two inputs */
+        size_t want = 2 * (size_t)(tl * E) * f; /* the two inputs */
         if (recompute == DT_RECOMPUTE_NONE)
             want += 2 * ((size_t)(tl * E) * f + (size_t)(4 * tl) * f + 2 * mask_bytes(tl, E));
         want *= B;

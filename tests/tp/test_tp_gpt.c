@@ -11,7 +11,10 @@
  *   keyed by its index in the whole model): the output and the gathered parameter
  *   gradients equal one process's within float rounding (the all-reduces change the order
  *   of sums), with recompute none and block.
- * - The collectives: 2 all-reduces forward and 2 backward per block, counted in the group. */
+ * - The collectives: 2 all-reduces forward and 2 backward per block, counted in the group.
+ * - Sequence parallelism: the GPT on shares from its embeddings to its logits (each rank's
+ *   logits against the whole's rows), and a model of blocks alone on a float input, whose
+ *   run of blocks takes its input whole and gathers its output. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,22 +91,38 @@ static const char *const text[] = {"transformer.wte: embedding 256 24",
                                    "transformer.h.1: block 3 p=0.1 attn_p=0.2",
                                    "transformer.ln_f: layernorm",
                                    "lm_head"};
-enum { NL = 7, T = 9, B = 3, V = 256, BLOCKS = 2 };
+enum { NL = 7, T = 9, B = 3, V = 256, E = 24, BLOCKS = 2 };
+/* The same blocks on a (T, E) float input, without the embeddings and the head: under
+ * sequence parallelism only the run of blocks holds shares, taking its input whole and
+ * gathering its output (a model that is not per position throughout: model_tp.c). */
+static const char *const blocks_text[] = {"transformer.h.0: block 3 p=0.1 attn_p=0.2",
+                                          "transformer.h.1: block 3 p=0.1 attn_p=0.2",
+                                          "transformer.ln_f: layernorm"};
+enum { NLB = 3 };
+typedef enum { GPT, BLOCKS_ONLY } model_kind;
+
+static int layer_count(model_kind k)
+{
+    return k == GPT ? NL : NLB;
+}
 
 /* seq: sequence parallelism; overlap: the group has the non-blocking forms */
-static void build_seq(int recompute, int seq, int overlap, dt_model **whole, dt_model **part)
+static void build_model(model_kind kind, int recompute, int seq, int overlap, dt_model **whole,
+                        dt_model **part)
 {
+    const int nl = layer_count(kind);
     dt_layer_spec specs[NL];
-    for (int i = 0; i < NL; i++)
-        DT_ASSERT_OK(dt_layer_spec_parse(text[i], &specs[i]));
-    const dt_shape in = {.ndim = 1, .d = {T}};
+    for (int i = 0; i < nl; i++)
+        DT_ASSERT_OK(dt_layer_spec_parse(kind == GPT ? text[i] : blocks_text[i], &specs[i]));
+    const dt_shape in =
+        kind == GPT ? (dt_shape){.ndim = 1, .d = {T}} : (dt_shape){.ndim = 2, .d = {T, E}};
     const dt_tp_layout tp = {
         .size = size, .rank = rank, .min_weights = 0, .sequence_parallel = seq};
     dt_model_options o = dt_model_options_default(B);
     o.recompute = recompute;
-    DT_ASSERT_OK(dt_model_create_with(specs, NL, &in, &o, whole));
+    DT_ASSERT_OK(dt_model_create_with(specs, nl, &in, &o, whole));
     o.tp = &tp;
-    DT_ASSERT_OK(dt_model_create_with(specs, NL, &in, &o, part));
+    DT_ASSERT_OK(dt_model_create_with(specs, nl, &in, &o, part));
     const dt_tp_group g = {.ctx = world,
                            .allreduce_sum = group_allreduce,
                            .allgather = group_allgather,
@@ -114,6 +133,11 @@ static void build_seq(int recompute, int seq, int overlap, dt_model **whole, dt_
     dt_model_set_tp_group(*part, &g);
     dt_model_init_params(*whole, 42);
     dt_model_init_params(*part, 42);
+}
+
+static void build_seq(int recompute, int seq, int overlap, dt_model **whole, dt_model **part)
+{
+    build_model(GPT, recompute, seq, overlap, whole, part);
 }
 
 static void build(int recompute, dt_model **whole, dt_model **part)
@@ -151,17 +175,36 @@ static void test_gather_and_init(void **state)
     dt_model_free(part);
 }
 
-static void train_step(dt_model *m, const int64_t *positions)
+/* The positions of each sample the model's output holds: a share under sequence
+ * parallelism over the whole GPT (dt_model_output_share), else all T. */
+static void output_rows(const dt_model *m, int64_t *first, int64_t *n)
+{
+    if (!dt_model_output_share(m, first, n)) {
+        *first = 0;
+        *n = T;
+    }
+}
+
+/* One forward and backward on fixed inputs; the output's gradient is a function of each
+ * element's index in the whole output, so a share gets the whole's values on its rows. */
+static void train_step(dt_model *m, model_kind kind, const int64_t *positions)
 {
     float *x = dt_model_input(m);
-    for (int i = 0; i < B * T; i++)
-        x[i] = (float)((i * 53 + 7) % V);
+    for (int i = 0; i < B * T * (kind == GPT ? 1 : E); i++)
+        x[i] = kind == GPT ? (float)((i * 53 + 7) % V) : 0.05f * (float)((i * 37) % 23 - 11);
     const dt_forward_ctx ctx = {.train = 1, .seed = 3, .epoch = 6, .positions = positions};
     dt_model_zero_grads(m);
     DT_ASSERT_OK(dt_model_forward(m, B, &ctx));
-    float *dy = dt_model_activation_grad(m, NL);
-    for (int i = 0; i < B * T * V; i++)
-        dy[i] = 1e-2f * (float)((i % 17) - 8);
+    const int nl = layer_count(kind), w = kind == GPT ? V : E;
+    int64_t first, n;
+    output_rows(m, &first, &n);
+    float *dy = dt_model_activation_grad(m, nl);
+    for (int s = 0; s < B; s++)
+        for (int64_t t = 0; t < n; t++)
+            for (int v = 0; v < w; v++) {
+                const int64_t whole = ((s * T + first + t) * w + v);
+                dy[(s * n + t) * w + v] = 1e-2f * (float)((whole % 17) - 8);
+            }
     DT_ASSERT_OK(dt_model_backward(m, B, NULL));
 }
 
@@ -188,16 +231,17 @@ static void expect_count(const char *what, const char *kind, long got, long want
         fail_msg("%s: %ld %s, expected %ld", what, got, kind, want);
 }
 
-static void check_training(int recompute, int seq, int overlap)
+static void check_model(model_kind kind, int recompute, int seq, int overlap)
 {
     dt_model *whole = NULL, *part = NULL;
-    build_seq(recompute, seq, overlap, &whole, &part);
+    build_model(kind, recompute, seq, overlap, &whole, &part);
     const int64_t positions[B] = {4, 9, 2};
-    train_step(whole, positions);
+    train_step(whole, kind, positions);
     allreduces = allgathers = scatters = progressed = 0;
-    train_step(part, positions);
+    train_step(part, kind, positions);
     char what[160];
-    snprintf(what, sizeof what, "gpt recompute %d seq %d overlap %d: one step (rank %d of %d)",
+    const char *name = kind == GPT ? "gpt" : "blocks";
+    snprintf(what, sizeof what, "%s recompute %d seq %d overlap %d: one step (rank %d of %d)", name,
              recompute, seq, overlap, rank, size);
     /* the two input gradients' sums of each block travel while 4 pieces of the weight
      * gradients' products run, a progress call after each */
@@ -208,32 +252,46 @@ static void check_training(int recompute, int seq, int overlap)
         expect_count(what, "all-reduces", allreduces, BLOCKS * (again ? 6 : 4));
         expect_count(what, "all-gathers", allgathers, 0);
     } else {
-        /* Per block: forward 2 all-gathers and 2 reduce-scatters, backward 4 and 2; one more
-         * all-gather where the run of blocks ends (the output, whole) and begins (the input's
-         * gradient, whole); the forward again under recompute, its last gather included. */
+        /* Per block: forward 2 all-gathers and 2 reduce-scatters, backward 4 and 2 (the
+         * forward again under recompute). The GPT runs on shares from its embeddings to its
+         * logits; the blocks alone gather once more where their run ends (the output,
+         * whole) and begins (the input's gradient, whole; its last gather again under
+         * recompute). */
+        const int ends = kind == GPT ? 0 : 2 + again;
         expect_count(what, "all-reduces", allreduces, 0);
-        expect_count(what, "all-gathers", allgathers, BLOCKS * (again ? 8 : 6) + 2 + again);
+        expect_count(what, "all-gathers", allgathers, BLOCKS * (again ? 8 : 6) + ends);
         expect_count(what, "reduce-scatters", scatters, BLOCKS * (again ? 6 : 4));
-        /* ln_1's and ln_2's gain and bias in each block */
-        const int n = sum_positions(part);
-        if (n != 4 * BLOCKS)
-            fail_msg("%s: %d tensors marked seq_partial, expected %d", what, n, 4 * BLOCKS);
+        /* ln_1's and ln_2's gain and bias in each block; the GPT's wte, wpe and ln_f's two
+         * too (after the blocks alone, ln_f works on the gathered whole) */
+        const int n = sum_positions(part), want = 4 * BLOCKS + (kind == GPT ? 4 : 0);
+        if (n != want)
+            fail_msg("%s: %d tensors marked seq_partial, expected %d", what, n, want);
     }
-    snprintf(what, sizeof what, "gpt recompute %d seq %d overlap %d: output (rank %d of %d)",
+    snprintf(what, sizeof what, "%s recompute %d seq %d overlap %d: output (rank %d of %d)", name,
              recompute, seq, overlap, rank, size);
-    DT_ASSERT_CLOSE_FF(what, dt_model_output(part), dt_model_output(whole), (size_t)(B * T * V),
-                       1e-5, 1e-4);
+    int64_t first, rows;
+    output_rows(part, &first, &rows);
+    const int w = kind == GPT ? V : E;
+    for (int s = 0; s < B; s++)
+        DT_ASSERT_CLOSE_FF(what, dt_model_output(part) + s * rows * w,
+                           dt_model_output(whole) + (s * T + first) * w, (size_t)(rows * w), 1e-5,
+                           1e-4);
     const size_t n = dt_model_whole_param_count(part);
     float *g = calloc(n, sizeof(float));
     assert_non_null(g);
     DT_ASSERT_OK(dt_model_gather_buffer(part, dt_model_grads(part), g));
     snprintf(what, sizeof what,
-             "gpt recompute %d seq %d overlap %d: gathered gradients (rank %d of %d)", recompute,
-             seq, overlap, rank, size);
+             "%s recompute %d seq %d overlap %d: gathered gradients (rank %d of %d)", name,
+             recompute, seq, overlap, rank, size);
     DT_ASSERT_CLOSE_FF(what, g, dt_model_grads(whole), n, 1e-5, 1e-4);
     free(g);
     dt_model_free(whole);
     dt_model_free(part);
+}
+
+static void check_training(int recompute, int seq, int overlap)
+{
+    check_model(GPT, recompute, seq, overlap);
 }
 
 static void test_training(void **state)
@@ -251,19 +309,41 @@ static void test_sequence_parallel(void **state)
     check_training(DT_RECOMPUTE_NONE, 1, 1);
     check_training(DT_RECOMPUTE_BLOCK, 1, 1);
     check_training(DT_RECOMPUTE_NONE, 1, 0);
-    /* The blocks' kept input and output: each rank's share of the positions inside the run
-     * of blocks, whole at its ends. */
-    dt_model *whole = NULL, *part = NULL;
-    build_seq(DT_RECOMPUTE_NONE, 1, 1, &whole, &part);
+    check_model(BLOCKS_ONLY, DT_RECOMPUTE_NONE, 1, 1);
+    check_model(BLOCKS_ONLY, DT_RECOMPUTE_BLOCK, 1, 1);
     int64_t lo, hi;
     dt_tp_part(T, 1, size, rank, &lo, &hi);
-    const dt_tp_layer_plan *p0 = dt_model_tp_layer(part, 3), *p1 = dt_model_tp_layer(part, 4);
+    /* The GPT: every layer on the rank's share, from the embedding (which reads the whole
+     * window's ids) to the logits. */
+    dt_model *whole = NULL, *part = NULL;
+    build_seq(DT_RECOMPUTE_NONE, 1, 1, &whole, &part);
+    for (int i = 0; i < NL; i++) {
+        const dt_tp_layer_plan *p = dt_model_tp_layer(part, i);
+        const dt_shape *out = dt_model_shape(part, i + 1);
+        if (!p->sequence || p->seq_out_whole || p->seq_in_whole != (i == 0) || out->d[0] != hi - lo)
+            fail_msg("rank %d of %d: layer %d: sequence %d, input whole %d, output whole %d, "
+                     "%lld positions out; expected 1, %d, 0, %lld",
+                     rank, size, i, p->sequence, p->seq_in_whole, p->seq_out_whole,
+                     (long long)out->d[0], i == 0, (long long)(hi - lo));
+    }
+    int64_t first, n;
+    assert_true(dt_model_output_share(part, &first, &n));
+    if (first != lo || n != hi - lo)
+        fail_msg("rank %d of %d: output share %lld+%lld, expected %lld+%lld", rank, size,
+                 (long long)first, (long long)n, (long long)lo, (long long)(hi - lo));
+    assert_false(dt_model_output_share(whole, &first, &n));
+    dt_model_free(whole);
+    dt_model_free(part);
+    /* The blocks alone: shares inside the run, whole at its ends. */
+    build_model(BLOCKS_ONLY, DT_RECOMPUTE_NONE, 1, 1, &whole, &part);
+    const dt_tp_layer_plan *p0 = dt_model_tp_layer(part, 0), *p1 = dt_model_tp_layer(part, 1);
     assert_true(p0->sequence && p0->seq_in_whole && !p0->seq_out_whole);
     assert_true(p1->sequence && !p1->seq_in_whole && p1->seq_out_whole);
-    const dt_shape *between = dt_model_shape(part, 4);
+    const dt_shape *between = dt_model_shape(part, 1);
     if (between->d[0] != hi - lo)
         fail_msg("rank %d of %d: %lld positions between the blocks, expected %lld", rank, size,
                  (long long)between->d[0], (long long)(hi - lo));
+    assert_false(dt_model_output_share(part, &first, &n));
     dt_model_free(whole);
     dt_model_free(part);
 }
