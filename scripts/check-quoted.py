@@ -112,7 +112,9 @@ Token = collections.namedtuple("Token", "m unit skip threshold")
 
 
 def figures(text):
-    """The quoted figures of one line: [(as written, value, digits after the point)]."""
+    """The quoted figures of a text (a block's lines joined, so that a threshold word or a
+    join may end one line and its number start the next): [(as written, value, digits
+    after the point, offset in the text)]."""
     plain = re.sub(r"`[^`]*`", lambda m: " " * len(m.group(0)), text)
     toks = []
     for m in TOKEN.finditer(plain):
@@ -149,7 +151,7 @@ def figures(text):
             if unit:
                 shown += unit if unit[0] in "×%" else " " + unit.strip()
             out.append((shown, float(t.m.group("whole").replace(",", "") + "." + (dec or "0")),
-                        len(dec) if dec else 0))
+                        len(dec) if dec else 0, t.m.start()))
     return out
 
 
@@ -185,15 +187,24 @@ def unmarked(path):
     error, so that a figure added to the README without a marker cannot pass."""
     lines = open(path, encoding="utf-8").read().splitlines()
     covered = {ln for _, _, block, _ in marked_blocks(path) for ln, _ in block}
-    out, fence = [], False
+    runs, fence = [], False  # runs of consecutive lines outside blocks, code and tables
     for i, line in enumerate(lines, 1):
         if line.startswith("```"):
             fence = not fence
-        if fence or line.startswith("|") or i in covered or MARKER.match(line):
-            continue
-        for shown, _, _ in figures(line):
+        if fence or not line.strip() or line.startswith(("|", "```")) or i in covered or \
+                MARKER.match(line):
+            runs.append([])
+        elif runs and runs[-1]:
+            runs[-1].append((i, line))
+        else:
+            runs.append([(i, line)])
+    out = []
+    for run in (r for r in runs if r):
+        text = "\n".join(t for _, t in run)
+        for shown, _, _, at in figures(text):
             out.append('%s:%d: "%s" is quoted without a marker: put <!-- quotes: "Section" --> '
-                       'on the line before its paragraph' % (rel(path), i, shown))
+                       'on the line before its paragraph' % (rel(path), run[0][0] +
+                                                            text.count("\n", 0, at), shown))
     return out
 
 
@@ -232,15 +243,16 @@ def main(argv):
             found = 0
             if show:
                 print("%s: quotes %s" % (where, label))
-            for ln, text in block:
-                for shown, value, dec in figures(text):
-                    found += 1
-                    hit = matches(value, dec, nums)
-                    if show:
-                        print("  %s:%d  %-10s %s" % (rel(path), ln, shown,
-                                                     "= %g" % hit[0] if hit else "NOT FOUND"))
-                    if not hit:
-                        errors.append('%s:%d: "%s" not in %s' % (rel(path), ln, shown, label))
+            text = "\n".join(t for _, t in block)
+            for shown, value, dec, at in figures(text):
+                ln = line + 1 + text.count("\n", 0, at)
+                found += 1
+                hit = matches(value, dec, nums)
+                if show:
+                    print("  %s:%d  %-10s %s" % (rel(path), ln, shown,
+                                                 "= %g" % hit[0] if hit else "NOT FOUND"))
+                if not hit:
+                    errors.append('%s:%d: "%s" not in %s' % (rel(path), ln, shown, label))
             nfigs += found
             if not found:
                 errors.append("%s: the block after this marker quotes no figure (a stale "
