@@ -32,7 +32,7 @@ WHAT COUNTS AS A FIGURE, in a marked block, outside `code`:
      efficiency", "−0.39 points").
 Not figures: integers without a unit (years, counts, "2 threads", "batch 64", "5 runs");
 numbers inside words or code (fc1, H200, `--batch 64`, commit hashes); dotted versions
-(4.1.4); PyTorch's versions (the numbers after "PyTorch": "PyTorch 1.13 and 2.15"; a number
+(4.1.4); PyTorch's versions (the decimals after "PyTorch": "PyTorch 1.13 and 2.15"; a decimal
 used as a name: "1.13's"); thresholds: a number, or a chain of them, right after "at least",
 "at most", "within", "target", "≥", "≤", "below" or "above" (then perhaps ":", "of" or
 "the"), a target rather than a measurement.
@@ -120,9 +120,9 @@ def figures(text):
     for m in TOKEN.finditer(plain):
         before = plain[:m.start()]
         u = UNIT.match(plain, m.end())
-        toks.append(Token(m, u.group(0) if u else None,
-                          bool(VERSION_AFTER.search(before)) or
-                          plain[m.end():m.end() + 2] == "'s",
+        version = m.group("dec") is not None and "," not in m.group("whole") and (
+            bool(VERSION_AFTER.search(before)) or plain[m.end():m.end() + 2] == "'s")
+        toks.append(Token(m, u.group(0) if u else None, version,
                           bool(THRESHOLD.search(before))))
     # Chains of joined numbers share the unit written after the last; a version ends a
     # chain; a chain that starts after a threshold word is a target as a whole.
