@@ -417,7 +417,7 @@ def summarise(bench, path, recs, quick):
         return lines + ["no summary records: the run stopped before its end"]
     try:
         lines += fn(recs)
-    except (KeyError, IndexError, TypeError, ZeroDivisionError) as e:
+    except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError) as e:
         lines.append("cannot read its records (%s: %s): a driver's JSON changed without "
                      "bench/summarise.py" % (type(e).__name__, e))
     return lines
