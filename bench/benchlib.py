@@ -213,6 +213,7 @@ class Variant:
             "+" + layout if layout else "")
         version = peer.label.split(" (")[0].replace("PyTorch ", "").split("+")[0]
         self.version = version
+        self.short = ".".join(version.split(".")[:2])  # "1.13" of "1.13.0a0"
         self.label = "dtrain" if peer.key == "dtrain" else "torch %s %s%s%s" % (
             version, "compile " if compiled else "", layout + " " if layout else "", optim)
 

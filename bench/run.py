@@ -379,15 +379,10 @@ def startup(s, key):
     return "%s / %.3f / %.3f" % (bl.fmt(v["load_s"], ".3f"), v["setup_s"], v["first_step_s"])
 
 
-def short(version):
-    """"1.13" of "1.13.0a0", "2.15" of "2.15.0"."""
-    return ".".join(version.split(".")[:2])
-
-
 def report(a, info, peers, caps, variants, gone, summary, ratio_before, ratio_after, path,
            took_s):
     tpeers = [p for p in peers[1:] if p.missing is None]
-    name = {p.key: "torch " + short(bl.Variant(p, "x").version) for p in tpeers}
+    name = {p.key: "torch " + bl.Variant(p, "x").short for p in tpeers}
     out = ["dtrain training benchmark: batch %d, median of %d run(s) per cell%s" %
            (a.batch, a.reps, " (--quick: NOT a measurement)" if a.quick else ""),
            "machine: %s, %s CPUs, kernel %s; commit %s" % (info["cpu"], info["cpus"],
@@ -422,13 +417,13 @@ def report(a, info, peers, caps, variants, gone, summary, ratio_before, ratio_af
         rows.append(row)
     out.append(bl.table("Throughput, samples/s, every column (median step; PyTorch at the "
                         "thread setting its probe chose; - : not for this model)",
-                        ["model", "thr"] + [v.label for v in cols], rows))
+                        ["model", "thr"] + [v.label.replace("torch " + v.version, v.short)
+                                            for v in cols], rows))
 
     # The headline: dtrain against each PyTorch's fastest column, named.
     head, rows = ["model", "thr", "dtrain"], []
     for p in tpeers:
-        head += [name[p.key] + " fastest", "which (threads)", "dtrain/" + short(
-            bl.Variant(p, "x").version)]
+        head += [name[p.key] + " fastest", "which (threads)", "dtrain/" + name[p.key][6:]]
     for s in summary:
         d = s.get("dtrain")
         row = [s["model"], str(s["threads"]),
