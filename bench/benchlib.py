@@ -20,6 +20,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -288,23 +289,26 @@ def fastest(cols, field):
 def mpirun_bindings(ranks, launcher=("mpirun", "--oversubscribe")):
     """The CPUs mpirun binds each of `ranks` ranks to, as it binds dtrain's (the same
     launcher and flags): [sorted CPU list per rank]. Open MPI binds each rank to a core
-    while there are cores enough and leaves an oversubscribed job unbound (every CPU)."""
-    code = ("import os; print(os.environ.get('OMPI_COMM_WORLD_RANK', '0'), "
-            "','.join(map(str, sorted(os.sched_getaffinity(0)))))")
-    cmd = list(launcher[:1]) + ["-np", str(ranks)] + list(launcher[1:]) + [
-        DEBIAN_PYTHON, "-c", code]
-    r = subprocess.run(cmd, env=thread_env(1), capture_output=True, text=True, timeout=120)
-    if r.returncode != 0:
-        raise RuntimeError("%s: exit %d\n%s" % (" ".join(cmd), r.returncode, r.stderr[-2000:]))
-    out = {}
-    for ln in r.stdout.split("\n"):
-        words = ln.split()
-        if len(words) == 2 and words[0].isdigit():
-            out[int(words[0])] = [int(c) for c in words[1].split(",")]
-    if sorted(out) != list(range(ranks)):
-        raise RuntimeError("%s: ranks %s reported, not 0..%d" % (" ".join(cmd), sorted(out),
-                                                                 ranks - 1))
-    return [out[r] for r in range(ranks)]
+    while there are cores enough and leaves an oversubscribed job unbound (every CPU). Each
+    rank writes its own file (the ranks' stdout lines can interleave)."""
+    with tempfile.TemporaryDirectory(prefix="dtrain-bind-") as d:
+        code = ("import os; open(os.path.join(%r, os.environ.get('OMPI_COMM_WORLD_RANK', '0')), "
+                "'w').write(','.join(map(str, sorted(os.sched_getaffinity(0)))))" % d)
+        cmd = list(launcher[:1]) + ["-np", str(ranks)] + list(launcher[1:]) + [
+            DEBIAN_PYTHON, "-c", code]
+        r = subprocess.run(cmd, env=thread_env(1), capture_output=True, text=True, timeout=120)
+        if r.returncode != 0:
+            raise RuntimeError("%s: exit %d\n%s" % (" ".join(cmd), r.returncode,
+                                                     r.stderr[-2000:]))
+        got = sorted(os.listdir(d), key=lambda n: int(n) if n.isdigit() else -1)
+        if got != [str(i) for i in range(ranks)]:
+            raise RuntimeError("%s: ranks %s reported, not 0..%d" % (" ".join(cmd), got,
+                                                                     ranks - 1))
+        out = []
+        for i in range(ranks):
+            with open(os.path.join(d, str(i))) as f:
+                out.append([int(c) for c in f.read().split(",")])
+    return out
 
 
 def bindings_text(binds):
