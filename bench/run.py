@@ -483,6 +483,24 @@ def report(a, info, peers, caps, variants, gone, summary, ratio_before, ratio_af
                                                     c["runs"], a.reps))
     if notes:
         out += ["columns that did not run (n/a), or ran fewer times:"] + notes + [""]
+    # torch.compile and channels_last against the same PyTorch's fastest plain eager column:
+    # where they are slower, the reader should see it said, not just a smaller number.
+    modes = []
+    for s in summary:
+        for p in tpeers:
+            plain = {k: c for k, c in s["cols"].items() if k.split("/")[0] == p.key
+                     and "+" not in k and "missing" not in c}
+            base = bl.fastest(plain, "samples_per_s")
+            for k, c in s["cols"].items():
+                if k.split("/")[0] != p.key or "+" not in k or "missing" in c or not base:
+                    continue
+                r = c["samples_per_s"] / plain[base]["samples_per_s"]
+                modes.append("  %s, %d thread(s), %s: %.2fx %s's %s (%s)" % (
+                    s["model"], s["threads"], c["label"], r, name[p.key],
+                    plain[base]["mode"], "faster" if r > 1 else "slower"))
+    if modes:
+        out += ["torch.compile and channels_last against the same PyTorch's fastest eager "
+                "column:"] + modes + [""]
     probe_lines = []
     for s in summary:
         for p in tpeers:
