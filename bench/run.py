@@ -240,7 +240,7 @@ def main():
                 if obj["gemm"] == "model":
                     sgemm[(model, threads)] = obj
     gemm = {}  # (model, peer key) -> torch_gemm.py's model line, 1 thread
-    for model in a.models:
+    for model in (a.models if 1 in a.threads else []):  # read beside the 1-thread cells
         for p in torch_ok:
             bl.log("torch_gemm.py %s, %s, 1 thread..." % (model, p.label))
             gemm[(model, p.key)] = gemm_attribution(a, build, model, p, rec)
