@@ -157,9 +157,9 @@ show = torch.__config__.show()
 info = re.search(r"BLAS_INFO=(\w+)", show)
 info = info.group(1) if info else "?"
 torch.mm(torch.ones(64, 64), torch.ones(64, 64))  # the BLAS is mapped once it has been called
-mapped = sorted({ln.split()[-1] for ln in open("/proc/self/maps")
-                 if re.search(r"lib(open)?blas|libmkl|libblis", ln.split()[-1] if ln.split() else "")
-                 and "numpy" not in ln})
+paths = {ln.split()[-1] for ln in open("/proc/self/maps") if len(ln.split()) >= 6}
+mapped = sorted(m for m in paths
+                if re.search(r"lib(open)?blas|libmkl|libblis", m) and "numpy" not in m)
 if info == "mkl":
     v = re.search(r"Math Kernel Library Version ([0-9.]+)", show)
     blas = "MKL %s (linked into libtorch; BLAS_INFO=mkl)" % (v.group(1) if v else "?")
