@@ -1,7 +1,12 @@
-"""Shared pieces of the benchmark drivers bench/run.py and bench/ddp.py (standard library
-only: they run under Debian's /usr/bin/python3 and never import torch themselves).
+"""Shared pieces of the benchmark drivers bench/run.py, bench/ddp.py, bench/gpt.py and the
+others (standard library only: they run under Debian's /usr/bin/python3 and never import
+torch themselves).
 
 - the peers: dtrain, Debian's PyTorch 1.13 and the newest PyTorch from PyPI (bench/.venv);
+- each PyTorch at its best (issue 39): what it has (torch_caps: its BLAS, a fused CPU Adam,
+  torch.compile), its columns (Variant, torch_variants: every Adam, torch.compile,
+  channels_last), the thread settings tried before a run (thread_settings), and mpirun's
+  bindings, which PyTorch's DDP ranks are given too (mpirun_bindings);
 - launching one measurement with BENCH_T0 (CLOCK_MONOTONIC seconds just before the
   process starts: both bench_train.c and torch_train.py count their start-up from it)
   and the thread count in every threading library's environment variable;
@@ -15,6 +20,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -138,6 +144,185 @@ def parallel_ratio(sgemm_peak, seconds=2.0):
             raise RuntimeError("%s: exit %d" % (" ".join(cmd), p.returncode))
         both += json.loads(out.strip().splitlines()[-1])["spin_calls_per_s"]
     return both / one
+
+
+# --- PyTorch at its best (issue 39): what each PyTorch has, its variants (the columns), its
+# thread settings. bench/run.py, bench/ddp.py and bench/gpt.py share them. ---
+
+# Run in the peer's own Python: its version, which BLAS its matrix products call, whether its
+# Adam has a fused CPU kernel (PyTorch 1.13's fused Adam is CUDA only) and torch.compile.
+_TORCH_PROBE = r"""
+import json, re, sys, torch
+show = torch.__config__.show()
+info = re.search(r"BLAS_INFO=(\w+)", show)
+info = info.group(1) if info else "?"
+torch.mm(torch.ones(64, 64), torch.ones(64, 64))  # the BLAS is mapped once it has been called
+paths = {ln.split()[-1] for ln in open("/proc/self/maps") if len(ln.split()) >= 6}
+mapped = sorted(m for m in paths
+                if re.search(r"lib(open)?blas|libmkl|libblis", m) and "numpy" not in m)
+if info == "mkl":
+    v = re.search(r"Math Kernel Library Version ([0-9.]+)", show)
+    blas = "MKL %s (linked into libtorch; BLAS_INFO=mkl)" % (v.group(1) if v else "?")
+else:
+    ob = [m for m in mapped if "libopenblas" in m]
+    if ob:
+        v = re.search(r"openblas\w*-r([0-9.]+)\.so", ob[0])
+        blas = "OpenBLAS %s (%s; BLAS_INFO=%s)" % (v.group(1) if v else "?",
+                                                   ob[0].rsplit("/", 1)[-1], info)
+    else:
+        blas = "%s (BLAS_INFO=%s)" % (", ".join(mapped) or "?", info)
+p = torch.zeros(4, requires_grad=True)
+p.grad = torch.ones(4)
+fused = None
+try:
+    torch.optim.Adam([p], lr=1e-3, fused=True).step()
+except Exception as e:  # 1.13: "FusedAdam requires all the params to be CUDA, floating point"
+    fused = "%s: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else "")
+print(json.dumps({"version": torch.__version__, "blas": blas, "blas_info": info,
+                  "fused_adam": fused, "compile": hasattr(torch, "compile")}))
+"""
+
+
+def torch_caps(peer):
+    """What `peer`'s PyTorch has: {"version", "blas" (a short line: "MKL 2024.2 (...)",
+    "OpenBLAS 0.3.21 (...)"), "fused_adam" (None where Adam(fused=True) steps on the CPU,
+    else why not), "compile" (has torch.compile)}; {"error": ...} where the probe fails."""
+    try:
+        r = subprocess.run([peer.python, "-c", _TORCH_PROBE], capture_output=True, text=True,
+                           timeout=300, env=thread_env(1))
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return {"error": str(e)}
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
+    if r.returncode != 0 or not lines:
+        return {"error": (r.stderr or r.stdout).strip().splitlines()[-1:] or ["?"]}
+    return json.loads(lines[-1])
+
+
+ADAM_NAMES = {"fused": "fused Adam", "foreach": "foreach Adam",
+              "default": "default Adam (the single-tensor loop on CPU)"}
+
+
+class Variant:
+    """One column: a peer with an optimizer (fused, foreach, default), a mode (eager or
+    torch.compile'd) and, for the ConvNet, a memory format (channels_last or PyTorch's
+    default). dtrain is one column with none of these."""
+
+    def __init__(self, peer, optim, compiled=False, layout=None):
+        self.peer, self.optim, self.compiled, self.layout = peer, optim, compiled, layout
+        self.key = peer.key if peer.key == "dtrain" else "%s/%s%s%s" % (
+            peer.key, optim, "+compile" if compiled else "",
+            "+" + layout if layout else "")
+        version = peer.label.split(" (")[0].replace("PyTorch ", "").split("+")[0]
+        self.version = version
+        self.short = ".".join(version.split(".")[:2])  # "1.13" of "1.13.0a0"
+        self.label = "dtrain" if peer.key == "dtrain" else "torch %s %s%s%s" % (
+            version, "compile " if compiled else "", layout + " " if layout else "", optim)
+
+    def mode(self, adam="Adam"):
+        """How a claim names it: "eager, fused Adam", "torch.compile, foreach AdamW"."""
+        if self.peer.key == "dtrain":
+            return "dtrain"
+        return "%s%s, %s %s" % ("torch.compile" if self.compiled else "eager",
+                                " channels_last" if self.layout else "",
+                                self.optim, adam)
+
+
+def torch_variants(peer, caps, optims, compiled=True, layouts=()):
+    """The columns of one PyTorch peer: ([Variant], {label: why a column is left out}).
+
+    One eager column per optimizer in `optims`, in order. Where this PyTorch's Adam has no
+    fused CPU kernel (caps["fused_adam"] says why), the fused column is left out, with the
+    reason, and foreach takes its place if `optims` lacks it. Then, with `compiled`, the
+    model under torch.compile (mode default) and, per layout in `layouts`, the eager model
+    in that memory format, each with the peer's first optimizer that runs (fused, else
+    foreach, else default); a PyTorch without torch.compile gets the reason instead."""
+    version = Variant(peer, "x").version
+    out, notes = [], {}
+    optims = list(optims)
+    if caps.get("fused_adam") and "fused" in optims:
+        notes["torch %s fused" % version] = ("no fused Adam on the CPU (%s)" %
+                                             caps["fused_adam"])
+        optims = [o for o in optims if o != "fused"]
+        if "foreach" not in optims:
+            optims.insert(0, "foreach")
+    for o in optims:
+        out.append(Variant(peer, o))
+    best = next((o for o in ("fused", "foreach", "default") if o in optims), optims[0])
+    if compiled:
+        if caps.get("compile"):
+            out.append(Variant(peer, best, True))
+        else:
+            notes["torch %s compile" % version] = "torch %s has no torch.compile" % version
+    for lay in layouts:
+        out.append(Variant(peer, best, layout=lay))
+    return out, notes
+
+
+def thread_settings(threads):
+    """A PyTorch's thread settings to try at `threads` (> 1): [(name, torch threads,
+    environment)]: OpenMP (torch.set_num_threads, OMP_NUM_THREADS) and the BLAS
+    (OPENBLAS_NUM_THREADS, MKL_NUM_THREADS) both at `threads`, the BLAS at 1, OpenMP at 1.
+    Debian's PyTorch 1.13 calls OpenBLAS, which runs its own threads beside torch's OpenMP
+    ones: with both at 2 on 2 cores it was its slowest (docs/BENCHMARKS.md, "Threads")."""
+    every = thread_env(threads)
+    if threads == 1:
+        return [("OpenMP 1, BLAS 1", 1, every)]
+    n = str(threads)
+    return [("OpenMP %s, BLAS %s" % (n, n), threads, every),
+            ("OpenMP %s, BLAS 1" % n, threads,
+             dict(every, OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")),
+            ("OpenMP 1, BLAS %s" % n, 1, dict(every, OMP_NUM_THREADS="1"))]
+
+
+def fastest(cols, field):
+    """The key of the fastest of `cols` ({key: summary with cols[key][field] a number or a
+    {"median": ...}}), or None where none ran."""
+    best = None
+    for k, c in cols.items():
+        v = c.get(field) if c else None
+        v = v["median"] if isinstance(v, dict) else v
+        if v is not None and (best is None or v > best[0]):
+            best = (v, k)
+    return best[1] if best else None
+
+
+def mpirun_bindings(ranks, launcher=("mpirun", "--oversubscribe")):
+    """The CPUs mpirun binds each of `ranks` ranks to, as it binds dtrain's (the same
+    launcher and flags): [sorted CPU list per rank]. Open MPI binds each rank to a core
+    while there are cores enough and leaves an oversubscribed job unbound (every CPU). Each
+    rank writes its own file (the ranks' stdout lines can interleave)."""
+    with tempfile.TemporaryDirectory(prefix="dtrain-bind-") as d:
+        code = ("import os; open(os.path.join(%r, os.environ.get('OMPI_COMM_WORLD_RANK', '0')), "
+                "'w').write(','.join(map(str, sorted(os.sched_getaffinity(0)))))" % d)
+        cmd = list(launcher[:1]) + ["-np", str(ranks)] + list(launcher[1:]) + [
+            DEBIAN_PYTHON, "-c", code]
+        r = subprocess.run(cmd, env=thread_env(1), capture_output=True, text=True, timeout=120)
+        if r.returncode != 0:
+            raise RuntimeError("%s: exit %d\n%s" % (" ".join(cmd), r.returncode,
+                                                     r.stderr[-2000:]))
+        got = sorted(os.listdir(d), key=lambda n: int(n) if n.isdigit() else -1)
+        if got != [str(i) for i in range(ranks)]:
+            raise RuntimeError("%s: ranks %s reported, not 0..%d" % (" ".join(cmd), got,
+                                                                     ranks - 1))
+        out = []
+        for i in range(ranks):
+            with open(os.path.join(d, str(i))) as f:
+                out.append([int(c) for c in f.read().split(",")])
+    return out
+
+
+def bindings_text(binds):
+    """"rank 0 on CPU 0, rank 1 on CPU 1", or "unbound" where every rank has every CPU."""
+    every = sorted(set(c for b in binds for c in b))
+    if all(b == every for b in binds) and len(every) == (os.cpu_count() or len(every)):
+        return "unbound"
+    return ", ".join("rank %d on CPU %s" % (r, ",".join(map(str, b)))
+                     for r, b in enumerate(binds))
+
+
+def runs_note(n, reps):
+    """" (2 runs)" beside a median of fewer runs than the repetitions asked (a run failed)."""
+    return "" if n >= reps else " (%d run%s)" % (n, "" if n == 1 else "s")
 
 
 def dtrain_blas(results):

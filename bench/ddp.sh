@@ -1,9 +1,13 @@
 #!/bin/sh
 # ddp.sh BUILD_DIR [ddp.py options] — the data-parallel benchmark: dtrain under
-# `mpirun -np 2` (one thread per rank) against one process, beside PyTorch DDP (gloo, two
-# processes) for Debian's 1.13 and the newest PyTorch (bench/.venv, which bench/run.sh
-# installs), with the machine's 2-process/1-process parallel ratio. Prints the table; JSON
-# lines go to bench/out/. Run on a quiet machine.
+# `mpirun -np N` (one thread per rank; N = 2 unless --ranks) against one process, beside
+# PyTorch DDP (gloo, N processes pinned to the CPUs mpirun binds dtrain's ranks to;
+# gradient_as_bucket_view, static_graph; fused Adam, else foreach, and the default) for
+# Debian's 1.13 and the newest PyTorch (bench/.venv, which bench/run.sh installs), then one
+# all-reduce of each model's gradient through gloo against MPI (dtrain bench-comm), with the
+# machine's 2-process/1-process parallel ratio. Prints the tables; JSON lines go to
+# bench/out/. docs/BENCHMARKS.md "Data parallelism" says how to read them. Run on a quiet
+# machine.
 set -eu
 
 if [ $# -lt 1 ]; then

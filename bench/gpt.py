@@ -40,6 +40,7 @@ import sys
 import time
 
 import benchlib as bl
+from benchlib import Variant  # one column: a peer, its AdamW, eager or compiled
 from run import machine_info
 
 SIZES = {"small": ("examples/gpt.ini", 16), "nano": ("bench/gpt_nano.ini", 8)}
@@ -78,18 +79,6 @@ def args_parse():
         if s not in SIZES:
             ap.error("unknown size %s (%s)" % (s, ", ".join(SIZES)))
     return a
-
-
-class Variant:
-    """One column: a peer with an optimizer and a mode (eager or compiled)."""
-
-    def __init__(self, peer, optim, compiled=False):
-        self.peer, self.optim, self.compiled = peer, optim, compiled
-        self.key = peer.key if peer.key == "dtrain" else "%s/%s%s" % (
-            peer.key, optim, "+compile" if compiled else "")
-        version = peer.label.split(" (")[0].replace("PyTorch ", "").split("+")[0]
-        self.label = "dtrain" if peer.key == "dtrain" else "torch %s %s%s" % (
-            version, "compile " if compiled else "", optim)
 
 
 def thread_envs(threads):

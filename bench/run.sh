@@ -1,6 +1,9 @@
 #!/bin/sh
 # run.sh BUILD_DIR [run.py options] — the training benchmark (`make bench`):
-# dtrain against Debian's PyTorch 1.13 and the newest PyTorch from PyPI, in one run.
+# dtrain against Debian's PyTorch 1.13 and the newest PyTorch from PyPI, in one run, each
+# PyTorch in several columns (every Adam it has on the CPU, torch.compile, channels_last for
+# the ConvNet; the headline against its fastest) at the thread setting a short probe finds
+# fastest, and each PyTorch's torch.mm beside OpenBLAS's sgemm on the models' products.
 # Prints the tables; JSON lines go to bench/out/. docs/BENCHMARKS.md says how to read them.
 #
 # The newest PyTorch is installed once into bench/.venv (ignored by git). PyPI's default

@@ -202,11 +202,11 @@ int main(int argc, char **argv)
         total_flops += flops;
         total_s += s * (double)g[i].calls;
         printf("{\"config\": \"%s\", \"batch\": %ld, \"threads\": %ld, \"gemm\": \"%s\", "
-               "\"trans_a\": %d, \"trans_b\": %d, \"m\": %lld, \"n\": %lld, \"k\": %lld, "
-               "\"calls\": %lld, \"us_per_call\": %.3f, \"gflops\": %.3f}\n",
-               argv[1], batch, threads, g[i].name, g[i].trans_a, g[i].trans_b, (long long)g[i].m,
-               (long long)g[i].n, (long long)g[i].k, (long long)g[i].calls, s * 1e6,
-               flops / (double)g[i].calls / s * 1e-9);
+               "\"trans_a\": %d, \"trans_b\": %d, \"accumulate\": %d, \"m\": %lld, \"n\": %lld, "
+               "\"k\": %lld, \"calls\": %lld, \"us_per_call\": %.3f, \"gflops\": %.3f}\n",
+               argv[1], batch, threads, g[i].name, g[i].trans_a, g[i].trans_b, g[i].accumulate,
+               (long long)g[i].m, (long long)g[i].n, (long long)g[i].k, (long long)g[i].calls,
+               s * 1e6, flops / (double)g[i].calls / s * 1e-9);
     }
     printf("{\"config\": \"%s\", \"batch\": %ld, \"threads\": %ld, \"gemm\": \"model\", "
            "\"flop_per_step\": %.0f, \"sgemm_s_per_step\": %.6f, \"gflops\": %.3f, "

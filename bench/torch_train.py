@@ -13,6 +13,14 @@ Measured exactly as bench/bench_train.c measures dtrain (docs/BENCHMARKS.md):
 the process) or, without it, the process start time from /proc (1/CLK_TCK resolution).
 Prints one JSON object. Same batch, threads, data and optimizer as `dtrain train`:
 Fashion-MNIST in memory as uint8, converted batch by batch, Adam 1e-3.
+
+PyTorch at its best (issue 39), each a column of bench/run.py: --optim picks the Adam
+(fused: one kernel over every tensor, 2.x on the CPU; foreach: the multi-tensor form;
+default: what torch.optim.Adam() gives on the CPU, the single-tensor loop), --compile runs
+the model under torch.compile (mode default; its compilation falls in the first step, not in
+the steady state), --channels-last keeps the ConvNet's weights and inputs channels_last.
+--threads is torch.set_num_threads; the BLAS's own threads come from the environment
+(bench/benchlib.py thread_settings).
 """
 import os
 import time
@@ -35,6 +43,7 @@ LAUNCH = launch_time()
 
 import argparse  # noqa: E402
 import gzip  # noqa: E402
+import inspect  # noqa: E402
 import json  # noqa: E402
 import resource  # noqa: E402
 import sys  # noqa: E402
@@ -97,6 +106,17 @@ def batch_of(x, y, idx):
     return (x[idx].float() / 255.0 - 0.5) / 0.5, y[idx]
 
 
+def make_adam(params, kind, lr=1e-3):
+    """torch.optim.Adam as `kind` says: "fused" (fused=True), "foreach" (foreach=True) or
+    "default" (no flag: on the CPU, PyTorch's single-tensor loop). Raises SystemExit naming
+    the version where this PyTorch's Adam lacks the flag."""
+    if kind == "default":
+        return torch.optim.Adam(params, lr=lr)
+    if kind not in inspect.signature(torch.optim.Adam).parameters:
+        raise SystemExit("torch %s's Adam has no %s=" % (torch.__version__, kind))
+    return torch.optim.Adam(params, lr=lr, **{kind: True})
+
+
 def peak_rss_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
 
@@ -109,14 +129,26 @@ def main():
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    ap.add_argument("--optim", choices=["fused", "foreach", "default"], default="default",
+                    help="which Adam (default: torch.optim.Adam's own choice)")
+    ap.add_argument("--compile", action="store_true", help="torch.compile the model")
+    ap.add_argument("--channels-last", action="store_true",
+                    help="the ConvNet's weights and inputs in channels_last")
     a = ap.parse_args()
+    if a.compile and not hasattr(torch, "compile"):
+        raise SystemExit("torch %s has no torch.compile" % torch.__version__)
+    if a.channels_last and a.model != "convnet":
+        raise SystemExit("--channels-last: the ConvNet's only (the MLP has no image layers)")
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
     t = time.monotonic()
     x, y = load(a.data)
     load_s = time.monotonic() - t
     model, loss_fn = build(a.model)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    fmt = torch.channels_last if a.channels_last else torch.contiguous_format
+    model = model.to(memory_format=fmt)
+    opt = make_adam(model.parameters(), a.optim)
+    fwd = torch.compile(model) if a.compile else model
     n = x.shape[0]
     perm = torch.randperm(n)
     setup_s = time.monotonic() - LAUNCH
@@ -127,8 +159,9 @@ def main():
     for s in range(1 + a.warmup + a.steps):
         start = (s * a.batch) % (n - a.batch)
         xb, yb = batch_of(x, y, perm[start:start + a.batch])
-        opt.zero_grad()
-        loss = loss_fn(model(xb), yb)
+        xb = xb.contiguous(memory_format=fmt)
+        opt.zero_grad(set_to_none=True)  # 2.x's default; 1.13's zeroed every gradient
+        loss = loss_fn(fwd(xb), yb)
         loss.backward()
         opt.step()
         now = time.monotonic()
@@ -141,7 +174,11 @@ def main():
     median = steady[len(steady) // 2]
     print(json.dumps({
         "impl": "pytorch " + torch.__version__, "model": a.model, "batch": a.batch,
-        "threads": a.threads, "steps": len(steady), "samples_per_s": a.batch / median,
+        "threads": a.threads, "torch_threads": torch.get_num_threads(),
+        "optimizer": a.optim, "compile": a.compile, "channels_last": a.channels_last,
+        "env": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                                               "OPENBLAS_NUM_THREADS") if k in os.environ},
+        "steps": len(steady), "samples_per_s": a.batch / median,
         "step_ms_median": median * 1e3, "step_ms_min": steady[0] * 1e3,
         "setup_s": setup_s, "first_step_s": first_step_s, "load_s": load_s,
         "peak_rss_mb": peak_rss_mb(),
