@@ -104,7 +104,8 @@ def args_parse():
     ap.add_argument("--steps", type=int, default=40, help="measured steps per run")
     ap.add_argument("--warmup", type=int, default=5, help="steps before them")
     ap.add_argument("--torch-adam", choices=["default", "fused"], default="fused",
-                    help="PyTorch's Adam: as it comes (foreach on CPU) or fused=True")
+                    help="PyTorch's Adam: as it comes (on CPU its single-tensor loop) or "
+                         "fused=True (default)")
     ap.add_argument("--spin", type=float, default=2.0,
                     help="seconds of each parallel-ratio measurement")
     ap.add_argument("--quick", action="store_true",
@@ -417,7 +418,7 @@ def report(a, cpu, peers, results, sums, errors, ratios):
                bl.dtrain_blas(r for rs in results.values() for r in rs),
                bl.coretype_note()),
            "PyTorch (torch.distributed.pipelining, gloo, 2 processes, Adam %s): %s" % (
-               "fused=True" if a.torch_adam == "fused" else "as it comes (foreach)",
+               "fused=True" if a.torch_adam == "fused" else "as it comes (single-tensor loop)",
                ", ".join(p.label + (" (%s)" % p.missing if p.missing else "") for p in peers)),
            "deep MLP: the library's default config with (bench_tp --set, as dtrain train --set):"]
     out += ["    %s" % s for s in DEEP_SETTINGS]

@@ -9,9 +9,9 @@ The layout is dtrain's planner's (`dtrain train ... --tp 2 --explain-layout`): l
 784 -> 4096 column-parallel, 4096 -> 4096 row-parallel (one all-reduce of its partial outputs
 per step, in forward), 4096 -> 10 whole. PyTorch's side (bench/torch_tp.py) is the same with
 torch.distributed.tensor.parallel: ColwiseParallel then RowwiseParallel, fc3 replicated, gloo.
-The newest PyTorch runs twice per layout: with torch.optim.Adam as it comes (on CPU the
-multi-tensor "foreach" implementation, about half of its step at this size) and with
-fused=True (one pass over the parameters), so that the comparison does not rest on PyTorch's
+The newest PyTorch runs twice per layout: with torch.optim.Adam as it comes (on CPU its
+single-tensor loop: torch's foreach form is the default on GPUs only; about half of its step
+at this size) and with fused=True (one pass over the parameters), so that the comparison does not rest on PyTorch's
 slower default. Debian's 1.13 runs tp = 1 only: it has no torch.distributed.tensor.
 
 For every (implementation, layout), the median over --reps runs of:
