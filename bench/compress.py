@@ -372,13 +372,15 @@ def main():
                                "mode": mode, "rep": rep, "seed": seed, "error": str(e)})
                     continue
                 r = dict(r, event="train", peer=peer.key, rep=rep, seed=seed)
+                rec.write(r)  # as it arrives: an interrupted run keeps it
                 done.append(r)
                 results.setdefault((model, peer.key, mode), []).append(r)
         ratios.append(parallel_ratio("after seed %d" % seed))
         flagged = min(ratios[-2:]) < a.ratio_min
+        rec.write({"event": "round", "seed": seed, "ratio_before": ratios[-2],
+                   "ratio_after": ratios[-1], "flagged": flagged})
         for r in done:
             r["flagged"] = flagged
-            rec.write(r)
         done = []
     flagged_seeds = [rep + 1 for rep in range(a.seeds)
                      if min(ratios[rep:rep + 2]) < a.ratio_min]
