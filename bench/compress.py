@@ -305,9 +305,10 @@ def compression_target(name, model, mode, c, none):
     ok = reached(c.good_accs, none.good_accs, ACC_POINTS_MAX)
     if ok is None or c.good_ratio is None:
         return what + ": not judged (every run flagged or failed)"
-    return what + " (median %s against none's %s; 1/%.1f of the bytes; %d+%d unflagged runs): %s" % (
-        spread(c.good_accs), spread(none.good_accs), 1 / c.good_ratio, len(c.good),
-        len(none.good), mark(ok and c.good_ratio <= BYTES_RATIO_MAX))
+    return what + (" (median %s against none's %s; 1/%.1f of the bytes; %d+%d unflagged "
+                   "runs): %s" % (spread(c.good_accs), spread(none.good_accs), 1 / c.good_ratio,
+                                  len(c.good), len(none.good),
+                                  mark(ok and c.good_ratio <= BYTES_RATIO_MAX)))
 
 
 def peer_target(model, mode, d, t, label):

@@ -183,10 +183,11 @@ def decomposition(sums, variants):
     for n, (_, i) in enumerate(sorted(have, key=lambda x: x[0])):
         t1, t2 = sums[(i.key, "tp1")], sums[(i.key, "tp2")]
         r1, r2 = d1["step_ms"] / t1["step_ms"], d2["step_ms"] / t2["step_ms"]
-        out.append("decomposition against %s (eager, %s Adam%s): dtrain/PyTorch step time at tp=1 %.2f "
-                   "(the one-process gap), at tp=2 %.2f; tp=2's over tp=1's %.2f (dtrain's "
-                   "tp=1 -> tp=2 speed-up %.2fx, PyTorch's %.2fx): %.2f = %.2f x %.2f"
-                   % (i.peer.label, i.adam, ", its fastest at tp=2" if n == 0 and len(have) > 1 else "",
+        first = ", its fastest at tp=2" if n == 0 and len(have) > 1 else ""
+        out.append("decomposition against %s (eager, %s Adam%s): dtrain/PyTorch step time at "
+                   "tp=1 %.2f (the one-process gap), at tp=2 %.2f; tp=2's over tp=1's %.2f "
+                   "(dtrain's tp=1 -> tp=2 speed-up %.2fx, PyTorch's %.2fx): %.2f = %.2f x %.2f"
+                   % (i.peer.label, i.adam, first,
                       r1, r2, r2 / r1, d1["step_ms"] / d2["step_ms"],
                       t1["step_ms"] / t2["step_ms"], r2, r1, r2 / r1))
     if not have:
