@@ -55,6 +55,59 @@ def torch_version(python):
     return r.stdout.strip() if r.returncode == 0 else None
 
 
+def fused_adam_ok(python):
+    """Whether the torch that `python` imports steps torch.optim.Adam(fused=True) on CPU
+    (PyTorch 2.4 and later; Debian's 1.13 has no CPU fused Adam): a peer runs its fused
+    variant only where it can."""
+    probe = ("import torch; p = torch.zeros(4, requires_grad=True); p.sum().backward(); "
+             "torch.optim.Adam([p], lr=1e-3, fused=True).step()")
+    try:
+        r = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=300)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return r.returncode == 0
+
+
+class AdamVariant:
+    """A PyTorch peer (Peer) run with one Adam: "default" (torch.optim.Adam as it comes: on
+    CPU its single-tensor loop) or "fused" (fused=True, PyTorch's fastest CPU Adam); its
+    own key and label ("..., fused Adam"), and the peer's python and missing."""
+
+    def __init__(self, peer, adam):
+        self.peer, self.adam = peer, adam
+        self.key = peer.key + ("_fused" if adam == "fused" else "")
+        self.label = peer.label + (", fused Adam" if adam == "fused" else "")
+        self.python, self.missing = peer.python, peer.missing
+
+
+def adam_variants(peers, wanted):
+    """Each peer with each Adam in `wanted` (["default", "fused"] or one of them); fused
+    only where the peer's torch steps it (fused_adam_ok), else a note says so and the peer
+    runs its default Adam (so that every installed peer has a row); a peer that is not
+    installed gets one row that says so. Returns (variants, notes)."""
+    out, notes = [], []
+    for p in peers:
+        if p.missing:
+            out.append(AdamVariant(p, wanted[0]))
+            continue
+        mine = [v for v in wanted if v != "fused" or fused_adam_ok(p.python)]
+        if len(mine) < len(wanted):
+            notes.append("%s: no fused Adam on CPU: default Adam only" % p.label)
+            if not mine:
+                mine = ["default"]
+        out += [AdamVariant(p, v) for v in mine]
+    return out, notes
+
+
+def adam_list(ap, text):
+    """--torch-adam's value ("default", "fused" or "default,fused") as a list, or the
+    parser's error."""
+    out = text.split(",")
+    if not out or any(v not in ("default", "fused") for v in out) or len(set(out)) < len(out):
+        ap.error("--torch-adam takes default, fused or default,fused, not %r" % text)
+    return out
+
+
 def torch_peers():
     """Debian's PyTorch and the newest from PyPI, each marked "not installed" if absent."""
     peers = []

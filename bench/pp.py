@@ -6,12 +6,16 @@ torch.distributed.pipelining, in one run, one thread per rank:
    cross-entropy on the scores, Adam 1e-3) cut into 2 stages at layer 17 (stage 0: the
    first 8 linear layers, stage 1: the other 8 and the head; dtrain's balanced split
    picks the same cut), micro-batches of 32 samples, M = 1, 2, 4, 8, GPipe and 1F1B.
-   Per stage, bubble = 1 - compute / pipeline step over the measured steps: dtrain's from
-   dt_trainer_comm_stats (pp_compute_s over pp_step_s: the step's zeroed gradients, inputs,
-   forwards, backwards, loss and messages, the optimizer left out), PyTorch's from
-   bench/torch_pp.py (PipelineStage.forward_one_chunk / backward_one_chunk and the loss
-   over zero_grad + batch + schedule.step()). Beside it the theory for balanced stages and
-   free messages, (P - 1) / (M + P - 1).
+   Per stage: compute, the mean time per step in its forwards, backwards and loss, and
+   the idle share (the bubble), 1 - compute / pipeline step over the measured steps:
+   dtrain's from dt_trainer_comm_stats (pp_compute_s over pp_step_s: the step's zeroed
+   gradients, inputs, forwards, backwards, loss and messages, the optimizer left out),
+   PyTorch's from bench/torch_pp.py (PipelineStage.forward_one_chunk / backward_one_chunk
+   and the loss over zero_grad + batch + schedule.step()). Beside it the theory for
+   balanced stages and free messages, (P - 1) / (M + P - 1), and beside dtrain's
+   samples/s over PyTorch's, PyTorch's per-stage compute over dtrain's: where both idle
+   the same share, as at M = 1, the two ratios are the same figure. The summary quotes
+   the full range (min-max) of both ratios over every cell that has the two sides.
 2. Memory. dtrain's activation and workspace bytes planned on each stage
    (dt_model_activation_bytes): GPipe keeps M micro-batches, 1F1B min(P - stage, M); the
    target is 1F1B <= P/M of GPipe's + 10% on every stage. PyTorch plans none.
@@ -100,7 +104,8 @@ def args_parse():
     ap.add_argument("--steps", type=int, default=40, help="measured steps per run")
     ap.add_argument("--warmup", type=int, default=5, help="steps before them")
     ap.add_argument("--torch-adam", choices=["default", "fused"], default="fused",
-                    help="PyTorch's Adam: as it comes (foreach on CPU) or fused=True")
+                    help="PyTorch's Adam: as it comes (on CPU its single-tensor loop) or "
+                         "fused=True (default)")
     ap.add_argument("--spin", type=float, default=2.0,
                     help="seconds of each parallel-ratio measurement")
     ap.add_argument("--quick", action="store_true",
@@ -166,10 +171,11 @@ def torch_run(a, peer, sched, m, placement="split"):
 
 
 def stages_of(run):
-    """Per pipeline stage, in order: (first layer, last layer + 1, bubble, activation
-    bytes, waited: the share of the step spent waiting for messages, None for PyTorch).
-    A stage held by several ranks (dp, tp) takes their summed times and the largest rank's
-    bytes."""
+    """Per pipeline stage, in order: (first layer, last layer + 1, idle share, activation
+    bytes, waited: the share of the step spent waiting for messages (None for PyTorch),
+    compute ms: the mean time per step one of the stage's ranks spent in its forwards,
+    backwards and loss). A stage held by several ranks (dp, tp) takes their summed times
+    for the shares, the mean of its ranks' compute and the largest rank's bytes."""
     by = {}
     for rk in run["ranks"]:
         by.setdefault(rk["pp_rank"], []).append(rk)
@@ -184,19 +190,23 @@ def stages_of(run):
                 if all("pp_wait_ms_per_step" in rk for rk in rks) else None)
         out.append((rks[0]["stage_first"], rks[0]["stage_last"],
                     1.0 - compute / step if step > 0 else None, act,
-                    wait / step if step > 0 and wait is not None else None))
+                    wait / step if step > 0 and wait is not None else None,
+                    compute / len(rks)))
     return out
 
 
 def summarize(runs):
     """Medians over the rounds of one cell; the stages' layers and bytes are the same in
-    every round."""
+    every round. compute_ms: the mean over the stages of their compute per step (the
+    per-stage compute the samples/s ratio is read against)."""
     per_round = [stages_of(r) for r in runs]
     stages = [(first, last, bl.median([rnd[s][2] for rnd in per_round]), act,
-               bl.median([rnd[s][4] for rnd in per_round]))
-              for s, (first, last, _, act, _) in enumerate(per_round[0])]
+               bl.median([rnd[s][4] for rnd in per_round]),
+               bl.median([rnd[s][5] for rnd in per_round]))
+              for s, (first, last, _, act, _, _) in enumerate(per_round[0])]
     return {"samples_per_s": bl.median([r["samples_per_s"] for r in runs]),
             "step_ms": bl.median([r["step_ms_median"] for r in runs]),
+            "compute_ms": sum(st[5] for st in stages) / len(stages),
             "stages": stages, "last_loss": runs[0].get("last_loss"), "runs": len(runs)}
 
 
@@ -208,26 +218,33 @@ def joined(values, spec):
     return " / ".join(bl.fmt(v, spec) for v in values)
 
 
-def row(model, layout, sched, m, b, impl, s, p, act_vs="-", vs_peer="-", vs_single="-",
-        contiguous=True):
+def row(model, layout, sched, m, b, impl, s, p, act_vs="-", vs_peer="-", compute_vs="-",
+        vs_single="-", contiguous=True):
     """A table row from a summary (s) of a run with p stages (round robin: no theory)."""
-    bubbles = [st[2] for st in s["stages"]] if p > 1 else []
+    idles = [st[2] for st in s["stages"]] if p > 1 else []
     acts = [st[3] for st in s["stages"]]
     layers = " | ".join("%d-%d" % (st[0], st[1] - 1) for st in s["stages"])
-    mean = sum(bubbles) / len(bubbles) if bubbles and None not in bubbles else None
+    mean = sum(idles) / len(idles) if idles and None not in idles else None
     waits = [st[4] for st in s["stages"]] if p > 1 else []
     waited = sum(waits) / len(waits) if waits and None not in waits else None
     return [model, layout, sched, "%d x %d" % (m, b), impl, "%.0f" % s["samples_per_s"],
+            joined([st[5] for st in s["stages"]], ".1f") if p > 1 else "-",
             "%.3f" % theory(p, m) if p > 1 and contiguous else "-",
-            joined(bubbles, ".3f") or "-",
+            joined(idles, ".3f") or "-",
             bl.fmt(mean, ".3f"), bl.fmt(waited, ".3f"),
             joined(acts, ".0f") if None not in acts else "n/a",
-            act_vs, layers, vs_peer, vs_single, str(s["runs"])]
+            act_vs, layers, vs_peer, compute_vs, vs_single, str(s["runs"])]
+
+
+HEADER = ["model", "layout", "schedule", "M x b", "implementation", "samples/s",
+          "compute ms by stage", "idle theory", "idle by stage", "mean", "waited",
+          "act B by stage", "1F1B/GPipe act", "stage layers", "dtrain/PyTorch",
+          "PyTorch/dtrain compute", "vs 1 process", "runs"]
 
 
 def empty_row(model, layout, sched, mb, impl, why):
     """A row without figures: `why` in the samples/s column; mb: its "M x b"."""
-    return [model, layout, sched, mb, impl, why] + [""] * 10
+    return [model, layout, sched, mb, impl, why] + [""] * (len(HEADER) - 6)
 
 
 def unsupported(sched, m):
@@ -292,10 +309,21 @@ def measure(a, build, rec, runnable):
     return results, errors
 
 
+def versus(d, theirs):
+    """dtrain's samples/s over the peer's and the peer's per-stage compute over dtrain's
+    (the two agree where both pipelines idle the same share of their steps), as cell
+    texts, and the figures themselves (None where the peer has no cell)."""
+    if not theirs:
+        return "-", "-", None
+    fig = (d["samples_per_s"] / theirs["samples_per_s"], theirs["compute_ms"] / d["compute_ms"])
+    return "%.2f" % fig[0], "%.2f" % fig[1], fig
+
+
 def deep_rows(sums, peers, errors):
-    """The deep MLP's rows, per (schedule, M) dtrain then the runnable peers, and the
-    memory target's verdicts (1F1B over GPipe per stage, at each M)."""
-    rows, targets = [], []
+    """The deep MLP's rows, per (schedule, M) dtrain then the runnable peers; the memory
+    target's verdicts (1F1B over GPipe per stage, at each M); and every cell's (label,
+    dtrain/PyTorch samples/s, PyTorch/dtrain per-stage compute) against the newest peer."""
+    rows, targets, cells = [], [], []
     newest = peers[0]
     for sched in SCHEDULES:
         for m in MICRO_BATCHES:
@@ -309,9 +337,11 @@ def deep_rows(sums, peers, errors):
                 act_vs = joined(ratios, ".3f")
                 targets.append("M=%d %s (<= %.3f) %s" % (
                     m, act_vs, bound, "met" if max(ratios) <= bound else "NOT met"))
-            vs_peer = "%.2f" % (d["samples_per_s"] / theirs["samples_per_s"]) if theirs else "-"
+            vs_peer, compute_vs, fig = versus(d, theirs)
+            if fig:
+                cells.append(("%s M=%d" % (sched, m), m) + fig)
             rows.append(row("deep MLP", "pp2", sched, m, MICRO_BATCH, "dtrain", d, DEEP_STAGES,
-                            act_vs=act_vs, vs_peer=vs_peer))
+                            act_vs=act_vs, vs_peer=vs_peer, compute_vs=compute_vs))
             for p in peers:
                 s = sums.get(("deep", sched, m, p.key))
                 if s is not None:
@@ -326,9 +356,12 @@ def deep_rows(sums, peers, errors):
         for m in RR_MICRO:
             d = sums[("deep-rr", sched, m, "dtrain")]
             theirs = sums.get(("deep-rr", sched, m, newest.key))
-            vs_peer = "%.2f" % (d["samples_per_s"] / theirs["samples_per_s"]) if theirs else "-"
+            vs_peer, compute_vs, fig = versus(d, theirs)
+            if fig:
+                cells.append(("round-robin %s M=%d" % (sched, m), m) + fig)
             rows.append(row("deep MLP", "pp2 round-robin", sched, m, MICRO_BATCH, "dtrain", d,
-                            DEEP_STAGES, vs_peer=vs_peer, contiguous=False))
+                            DEEP_STAGES, vs_peer=vs_peer, compute_vs=compute_vs,
+                            contiguous=False))
             for p in peers:
                 s = sums.get(("deep-rr", sched, m, p.key))
                 if s is not None:
@@ -340,7 +373,28 @@ def deep_rows(sums, peers, errors):
     # A peer that cannot run at all says why once, not in every cell.
     rows += [empty_row("deep MLP", "pp2", "any", "any", p.label, p.missing)
              for p in peers if p.missing]
-    return rows, targets
+    return rows, targets, cells
+
+
+def ratio_summary(cells, peer, adam):
+    """The lines that quote the ratio cells: the full range over every cell (never a chosen
+    part of them), the cells at each end, and the one-micro-batch cells, where a stage
+    computes while the other waits and the step is the stages' compute in turn."""
+    if not cells:
+        return ["dtrain/PyTorch: no cell with both implementations"]
+
+    def span(i):
+        lo = min(cells, key=lambda c: c[i])
+        hi = max(cells, key=lambda c: c[i])
+        return "%.2f-%.2fx (lowest %s, highest %s)" % (lo[i], hi[i], lo[0], hi[0])
+    out = ["dtrain/PyTorch samples/s over all %d cells with both (against %s, eager, %s "
+           "Adam): %s" % (len(cells), peer.label, adam, span(2)),
+           "PyTorch/dtrain per-stage compute ms over the same cells: %s" % span(3)]
+    ones = [c for c in cells if c[1] == 1]
+    if ones:
+        out.append("at M=1: " + "; ".join("%s samples/s %.2fx, per-stage compute %.2fx"
+                                          % (c[0], c[2], c[3]) for c in ones))
+    return out
 
 
 def convnet_rows(sums):
@@ -354,7 +408,7 @@ def convnet_rows(sums):
 
 def report(a, cpu, peers, results, sums, errors, ratios):
     """The printed report: settings, the table, the notes, the targets and checks."""
-    rows, mem_targets = deep_rows(sums, peers, errors)
+    rows, mem_targets, cells = deep_rows(sums, peers, errors)
     rows += convnet_rows(sums)
     out = ["dtrain pipeline-parallel benchmark: 1 thread per rank, median of %d round(s) of "
            "%d steps after %d%s" % (a.reps, a.steps, a.warmup,
@@ -364,7 +418,7 @@ def report(a, cpu, peers, results, sums, errors, ratios):
                bl.dtrain_blas(r for rs in results.values() for r in rs),
                bl.coretype_note()),
            "PyTorch (torch.distributed.pipelining, gloo, 2 processes, Adam %s): %s" % (
-               "fused=True" if a.torch_adam == "fused" else "as it comes (foreach)",
+               "fused=True" if a.torch_adam == "fused" else "as it comes (single-tensor loop)",
                ", ".join(p.label + (" (%s)" % p.missing if p.missing else "") for p in peers)),
            "deep MLP: the library's default config with (bench_tp --set, as dtrain train --set):"]
     out += ["    %s" % s for s in DEEP_SETTINGS]
@@ -374,36 +428,40 @@ def report(a, cpu, peers, results, sums, errors, ratios):
                "layout (M x b: micro-batches x samples per replica)" % CONVNET_GLOBAL)
     out.append("")
     out.append(bl.table(
-        "Samples/s (rank 0, median step), bubble = 1 - compute / pipeline step per stage, "
-        "activation bytes per stage",
-        ["model", "layout", "schedule", "M x b", "implementation", "samples/s",
-         "bubble theory", "bubble by stage", "mean", "waited", "act B by stage",
-         "1F1B/GPipe act",
-         "stage layers", "dtrain/PyTorch", "vs 1 process", "runs"], rows))
-    out.append("waited: dtrain's mean share of the step spent waiting for a message (the "
-               "schedule's idle time; the rest of the bubble is the step's gradient zeroing, "
-               "input loading and message posting).")
-    out.append("bubble by stage: stage 0 / stage 1 / ...; mean: over the stages; theory: "
-               "(P-1)/(M+P-1), for stages of equal compute and free messages (the ConvNet's "
-               "stages are not equal: its lighter stages wait more). A stage held by several "
-               "ranks (dp, tp) sums their times. dtrain's pipeline step includes zeroing its "
-               "gradients and loading its inputs; PyTorch's compute is "
-               "PipelineStage.forward_one_chunk + backward_one_chunk + the loss, over "
-               "zero_grad + batch + schedule.step().")
+        "Samples/s (rank 0, median step); per stage: compute ms per step and idle share = "
+        "1 - compute / pipeline step (the bubble); activation bytes", HEADER, rows))
+    out.append("compute ms by stage: stage 0 / stage 1 / ...: the mean time per step a stage "
+               "spends in its forwards, backwards and loss (dtrain: dt_trainer_comm_stats' "
+               "pp_compute_s; PyTorch: PipelineStage.forward_one_chunk + backward_one_chunk "
+               "+ the loss, timed in bench/torch_pp.py). idle by stage: 1 - compute / pipeline "
+               "step, the pipeline step being the step without the optimizer (dtrain's "
+               "includes zeroing its gradients and loading its inputs; PyTorch's is zero_grad "
+               "+ batch + schedule.step()); mean: over the stages; theory: (P-1)/(M+P-1), for "
+               "stages of equal compute and free messages (the ConvNet's stages are not equal: "
+               "its lighter stages wait more). A stage held by several ranks (dp, tp) sums "
+               "their times for the shares and takes their mean compute.")
+    out.append("waited: dtrain's mean share of the pipeline step spent waiting for a message "
+               "(the schedule's idle time; the rest of the idle share is the step's gradient "
+               "zeroing, input loading and message posting).")
+    out.append("dtrain/PyTorch: samples/s over %s's at the same schedule and M (above 1: "
+               "dtrain faster); PyTorch/dtrain compute: its mean per-stage compute over "
+               "dtrain's. Where both sides idle the same share, the two ratios are equal: the "
+               "lead is then per-stage compute (the layers' arithmetic and the framework "
+               "around it), not the schedule." % peers[0].label)
     out.append("round-robin: layer l on stage l mod 2 (RR_SETTINGS: parallel.pp_split="
                "round_robin), every layer boundary a message; PyTorch runs each layer as a "
                "stage of its own on rank l mod 2 (ScheduleLoopedBFS for gpipe, "
                "ScheduleInterleaved1F1B for 1f1b); no closed-form theory.")
     out.append("stage layers: each stage's first-last layer of the model's layer list "
-               "(index 0 is the first layer; round-robin: every other one in between). dtrain/PyTorch: samples/s over %s's at the same "
-               "schedule and M (above 1: dtrain faster). vs 1 process: over the ConvNet's "
-               "one-process row." % peers[0].label)
+               "(index 0 is the first layer; round-robin: every other one in between). "
+               "vs 1 process: over the ConvNet's one-process row.")
     if any(lay.oversubscribed for lay in LAYOUTS):
         out.append("*: OVERSUBSCRIBED, %d ranks on %d cores: the ranks time-share the cores "
                    "(a stage's compute stretches, a message waits for its receiver to be "
-                   "scheduled), so these rows' samples/s and bubbles measure the "
+                   "scheduled), so these rows' samples/s and idle shares measure the "
                    "oversubscription, not the layout."
                    % (max(lay.ranks for lay in LAYOUTS), os.cpu_count() or 1))
+    out += ratio_summary(cells, peers[0], "fused" if a.torch_adam == "fused" else "default")
     out.append("target: 1F1B activation bytes <= P/M of GPipe's + 10%% on every stage "
                "(stage 0 / stage 1): %s" % "; ".join(mem_targets))
     # GPipe and 1F1B run the same micro-batches through the same layers: only the order

@@ -18,10 +18,16 @@ Figures, each the median over --reps rounds (the implementations alternate withi
               saved_tensors_hooks, each storage once);
   planned MB  dtrain's whole activation plan (dt_model_activation_bytes: kept, working,
               gradients and workspace); PyTorch's caching allocator plans nothing.
+PyTorch runs eager, with torch.optim.Adam as it comes (on CPU its single-tensor loop) and,
+where the installed torch has it (2.4 and later: not Debian's 1.13), with fused=True, its
+fastest CPU Adam (--torch-adam picks the variants); each variant is a row of its own. Under
+the table, dtrain's step time is set against the faster PyTorch variant of each model and
+recompute setting, which the line names ("eager, fused Adam").
 The targets (docs/BENCHMARKS.md): on the deep model, sqrt keeps >= 3x fewer bytes at <= 1.4x
 the step time. Every measurement goes to bench/out/recompute-<time>.jsonl.
 
 Usage (bench/recompute.sh calls it): /usr/bin/python3 bench/recompute.py --build BUILD_DIR
+[--quick] [--torch-adam default,fused]
 """
 import argparse
 import math
@@ -46,10 +52,14 @@ def args_parse():
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--torch-adam", default="default,fused",
+                    help="PyTorch's Adam variants: default, fused or both (fused only where "
+                         "the torch has it)")
     ap.add_argument("--quick", action="store_true", help="a few steps: checks the scripts")
     a = ap.parse_args()
     if a.quick:
         a.steps, a.warmup, a.reps = 3, 1, 1
+    a.torch_adam = bl.adam_list(ap, a.torch_adam)
     return a
 
 
@@ -71,11 +81,11 @@ def dtrain_run(a, model, recompute):
             "planned_mb": rank["activation_bytes"] / 1e6, "raw": r}
 
 
-def torch_run(a, peer, model, recompute):
+def torch_run(a, var, model, recompute):
     nseg = segments(model) if recompute == "sqrt" else 1
-    cmd = [peer.python, os.path.join(bl.HERE, "torch_recompute.py"), "--model", model,
+    cmd = [var.python, os.path.join(bl.HERE, "torch_recompute.py"), "--model", model,
            "--batch", str(a.batch), "--segments", str(nseg), "--steps", str(a.steps),
-           "--warmup", str(a.warmup)]
+           "--warmup", str(a.warmup), "--adam", var.adam]
     r = bl.launch(cmd, bl.thread_env(1), 1800)
     return {"step_ms": r["step_ms_median"], "kept_mb": r["kept_bytes"] / 1e6,
             "planned_mb": None, "raw": r}
@@ -84,7 +94,7 @@ def torch_run(a, peer, model, recompute):
 def main():
     a = args_parse()
     bl.init_blas(a.build)
-    peers = [p for p in bl.torch_peers()]
+    peers, notes = bl.adam_variants(bl.torch_peers(), a.torch_adam)
     rec = bl.Recorder("recompute")
     cells = {}  # (impl, model, recompute) -> list of results
     failures = []
@@ -109,7 +119,7 @@ def main():
     rec.close()
     labels = [("dtrain", "dtrain")] + [(p.key, p.label + (" (%s)" % p.missing
                                                            if p.missing else "")) for p in peers]
-    rows = []
+    rows, figs = [], {}
     for model in MODELS:
         for key, label in labels:
             fig = {}
@@ -117,6 +127,7 @@ def main():
                 runs = cells.get((key, model, recompute), [])
                 fig[recompute] = {f: bl.median([r[f] for r in runs])
                                   for f in ("step_ms", "kept_mb", "planned_mb")}
+            figs[(key, model)] = fig
             n, s = fig["none"], fig["sqrt"]
             kept_ratio = (n["kept_mb"] / s["kept_mb"]
                           if n["kept_mb"] and s["kept_mb"] else None)
@@ -130,11 +141,36 @@ def main():
           (a.batch, a.reps, cpu_model()))
     print(bl.table("", ["model", "impl", "none ms", "sqrt ms", "time x", "none kept MB",
                         "sqrt kept MB", "kept /", "none planned MB", "sqrt planned MB"], rows))
+    for line in headline(figs, peers):
+        print(line)
+    for note in notes:
+        print(note)
     print("segments: deep %d, convnet %d; JSON lines: %s" % (segments("deep"),
                                                              segments("convnet"), rec.path))
     for f in failures:
         print("PyTorch failed: " + f[-600:])
     return 1 if failures else 0
+
+
+def headline(figs, peers):
+    """dtrain's step time over the fastest PyTorch row's, per model and recompute setting,
+    naming that row (its version and Adam, eager)."""
+    out = []
+    for model in MODELS:
+        for recompute in ("none", "sqrt"):
+            d = figs[("dtrain", model)][recompute]["step_ms"]
+            theirs = [(figs[(p.key, model)][recompute]["step_ms"], p) for p in peers
+                      if figs.get((p.key, model)) and
+                      figs[(p.key, model)][recompute]["step_ms"] is not None]
+            if d is None or not theirs:
+                out.append("dtrain %s recompute %s against PyTorch: not measured"
+                           % (model, recompute))
+                continue
+            t, p = min(theirs, key=lambda x: x[0])
+            out.append("dtrain %s recompute %s: %.1f ms, %.2fx the step time of the fastest "
+                       "PyTorch, %s (eager, %s Adam): %.1f ms"
+                       % (model, recompute, d, d / t, p.peer.label, p.adam, t))
+    return out
 
 
 if __name__ == "__main__":

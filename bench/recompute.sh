@@ -2,7 +2,8 @@
 # recompute.sh BUILD_DIR [--quick] [recompute.py options] — activation recompute: dtrain's
 # --recompute sqrt against none on the deep MLP and the ConvNet (step time, the activation
 # bytes a forward keeps for its backward, the whole plan), beside PyTorch's
-# checkpoint_sequential (Debian's 1.13 and the newest from bench/.venv) in the same run.
+# checkpoint_sequential (Debian's 1.13 and the newest from bench/.venv, the newest with its
+# default and its fused Adam) in the same run.
 # Prints the table; JSON lines go to bench/out/. Run on a quiet machine; --quick only checks
 # the scripts.
 set -eu

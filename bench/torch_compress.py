@@ -19,7 +19,9 @@ dtrain converts them): N processes from torch.multiprocessing, one thread each; 
 takes its own --batch samples of each global batch of N x batch consecutive samples of one
 permutation per epoch (the same on every rank, seeded by the epoch); the last, partial global
 batch is split evenly over the ranks, as dtrain's parallel.last_batch = uneven; ceil(60000 /
-(N x batch)) steps per epoch. Adam at --lr; --schedule cosine decays it from lr to 0 over
+(N x batch)) steps per epoch. Adam at --lr (--adam: torch.optim.Adam as it comes, on CPU its
+single-tensor loop, or fused=True, PyTorch's fastest CPU Adam, from 2.4; the optimizer steps
+after DDP's hook has returned the averaged gradients, so the hooks are the same under either); --schedule cosine decays it from lr to 0 over
 the run's steps exactly as dtrain's schedule (lr x 0.5 (1 + cos(pi k / T)) before optimizer
 step k of T), constant keeps it. --max-steps stops early (T is then max-steps, as in dtrain).
 Dropout masks come from a per-rank seed.
@@ -182,7 +184,8 @@ def worker(rank, a, port):
     params = [(n, tuple(p.shape)) for n, p in module.named_parameters() if p.requires_grad]
     model = torch.nn.parallel.DistributedDataParallel(module)
     state = make_hook(model, a.hook)
-    opt = torch.optim.Adam(model.parameters(), lr=a.lr)
+    opt = torch.optim.Adam(model.parameters(), lr=a.lr,
+                           **({"fused": True} if a.adam == "fused" else {}))
     n = x.shape[0]
     g = world * a.batch
     per_epoch = (n + g - 1) // g
@@ -219,6 +222,7 @@ def worker(rank, a, port):
             "impl": "pytorch " + torch.__version__, "model": a.model, "world_size": world,
             "hook": a.hook, "batch_per_rank": a.batch, "threads": a.threads,
             "epochs": a.epochs, "steps": step, "lr": a.lr, "schedule": a.schedule,
+            "adam": a.adam, "seed": a.seed,
             "test_accuracy": acc, "train_s": train_s,
             "parameters": sum(math.prod(s) for _, s in params),
             "wire_bytes_per_step": per, "wire_bytes_total": whole,
@@ -241,6 +245,8 @@ def main():
     ap.add_argument("--lr", type=float, default=0.001)
     ap.add_argument("--schedule", choices=["cosine", "constant"], default="cosine")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--adam", choices=["default", "fused"], default="default",
+                    help="torch.optim.Adam as it comes, or with fused=True")
     ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     ap.add_argument("--quick", action="store_true",
                     help="--max-steps 5 unless set: checks the script, measures nothing")

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The recompute benchmark's PyTorch side (bench/recompute.py): the deep MLP or the seeds'
 ConvNet as one nn.Sequential whose layer list is dtrain's model.layers, trained with Adam
-1e-3 on Fashion-MNIST, with and without activation recompute
+1e-3 (--adam: torch.optim.Adam as it comes, on CPU its single-tensor loop, or fused=True,
+PyTorch's fastest CPU Adam, from 2.4) on Fashion-MNIST, with and without activation recompute
 (torch.utils.checkpoint.checkpoint_sequential, non-reentrant, over --segments segments:
 PyTorch runs the last segment without checkpointing, as its documentation says).
 
@@ -78,6 +79,8 @@ def main():
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--segments", type=int, default=1, help="1: no recompute")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--adam", choices=["default", "fused"], default="default",
+                    help="torch.optim.Adam as it comes, or with fused=True")
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
@@ -89,7 +92,8 @@ def main():
         model, loss_fn = deep_mlp(a.depth, a.width), nn.CrossEntropyLoss()
     else:
         model, loss_fn = convnet(), nn.NLLLoss()
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3,
+                           **({"fused": True} if a.adam == "fused" else {}))
     n = x.shape[0]
     perm = torch.randperm(n)
     xb, yb = batch_of(x, y, perm[:a.batch])
@@ -110,7 +114,7 @@ def main():
     median = steady[len(steady) // 2]
     print(json.dumps({
         "impl": "pytorch " + torch.__version__, "model": a.model, "batch": a.batch,
-        "segments": a.segments, "threads": a.threads, "steps": len(steady),
+        "segments": a.segments, "threads": a.threads, "adam": a.adam, "steps": len(steady),
         "step_ms_median": median * 1e3, "samples_per_s": a.batch / median,
         "kept_bytes": kept,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,

@@ -9,9 +9,9 @@ The layout is dtrain's planner's (`dtrain train ... --tp 2 --explain-layout`): l
 784 -> 4096 column-parallel, 4096 -> 4096 row-parallel (one all-reduce of its partial outputs
 per step, in forward), 4096 -> 10 whole. PyTorch's side (bench/torch_tp.py) is the same with
 torch.distributed.tensor.parallel: ColwiseParallel then RowwiseParallel, fc3 replicated, gloo.
-The newest PyTorch runs twice per layout: with torch.optim.Adam as it comes (on CPU the
-multi-tensor "foreach" implementation, about half of its step at this size) and with
-fused=True (one pass over the parameters), so that the comparison does not rest on PyTorch's
+The newest PyTorch runs twice per layout: with torch.optim.Adam as it comes (on CPU its
+single-tensor loop: torch's foreach form is the default on GPUs only; about half of its step
+at this size) and with fused=True (one pass over the parameters), so that the comparison does not rest on PyTorch's
 slower default. Debian's 1.13 runs tp = 1 only: it has no torch.distributed.tensor.
 
 For every (implementation, layout), the median over --reps runs of:
@@ -25,7 +25,9 @@ For every (implementation, layout), the median over --reps runs of:
   param bytes     per rank (the largest), and over the same implementation's tp = 1;
   act bytes       dtrain only: activations and workspaces the model planned on the rank.
 The dtrain rows carry dtrain's step time over the newest PyTorch's at the same layout, with
-its default Adam and with the fused one. Below the table: the loss of the last measured step
+its default Adam and with the fused one. A decomposition line per PyTorch variant (the one
+fastest at tp = 2 first, which the claim leads with) splits the tp = 2 ratio into the
+one-process gap (the ratio at tp = 1) and the ratio of the two (tp = 2's over tp = 1's). Below the table: the loss of the last measured step
 of each run (the same samples in the same order at every tp: tp = 1 and tp = 2 must agree to
 rounding), the targets, and the parallel ratio.
 Implementations alternate within each round (the order rotates every round) so that a
@@ -169,6 +171,30 @@ def summarize(runs):
     }
 
 
+def decomposition(sums, variants):
+    """dtrain's tp=2 step time over each PyTorch variant's, split into the one-process gap
+    (the same ratio at tp=1) and what tensor parallelism adds (tp=2's ratio over tp=1's,
+    which is PyTorch's tp=1 -> tp=2 speed-up over dtrain's, inverted); the variant fastest
+    at tp=2 first: the claim leads with it."""
+    d1, d2 = sums.get(("dtrain", "tp1")), sums.get(("dtrain", "tp2"))
+    have = [(sums[(i.key, "tp2")]["step_ms"], i) for i in variants
+            if d1 and d2 and (i.key, "tp1") in sums and (i.key, "tp2") in sums]
+    out = []
+    for n, (_, i) in enumerate(sorted(have, key=lambda x: x[0])):
+        t1, t2 = sums[(i.key, "tp1")], sums[(i.key, "tp2")]
+        r1, r2 = d1["step_ms"] / t1["step_ms"], d2["step_ms"] / t2["step_ms"]
+        first = ", its fastest at tp=2" if n == 0 and len(have) > 1 else ""
+        out.append("decomposition against %s (eager, %s Adam%s): dtrain/PyTorch step time at "
+                   "tp=1 %.2f (the one-process gap), at tp=2 %.2f; tp=2's over tp=1's %.2f "
+                   "(dtrain's tp=1 -> tp=2 speed-up %.2fx, PyTorch's %.2fx): %.2f = %.2f x %.2f"
+                   % (i.peer.label, i.adam, first,
+                      r1, r2, r2 / r1, d1["step_ms"] / d2["step_ms"],
+                      t1["step_ms"] / t2["step_ms"], r2, r1, r2 / r1))
+    if not have:
+        out.append("decomposition: needs dtrain and PyTorch at tp=1 and tp=2")
+    return out
+
+
 def main():
     started = time.monotonic()
     a = args_parse()
@@ -288,6 +314,7 @@ def main():
             out.append("target: dtrain tp=2 step time %.1f ms, %s %.1f ms: %s"
                        % (d2["step_ms"], i.label, t2["step_ms"],
                           "met" if d2["step_ms"] <= t2["step_ms"] else "NOT met"))
+    out += decomposition(sums, impls[2:])
     # The same samples in the same order at tp = 1 and tp = 2: the loss of the last step
     # must agree to float rounding, or the layout computes something else.
     losses = []
