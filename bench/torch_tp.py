@@ -126,8 +126,9 @@ def worker(rank, a, port):
         model = parallelize_module(model, mesh, {"fc1": ColwiseParallel(),
                                                  "fc2": RowwiseParallel()})
     loss_fn = nn.CrossEntropyLoss()
-    # PyTorch's default Adam on CPU is the multi-tensor ("foreach") one, a pass over the
-    # parameters per operation; --adam fused is the single-pass kernel (fused=True). The
+    # PyTorch's default Adam on CPU is its single-tensor loop (it picks the multi-tensor
+    # "foreach" form by default only for CUDA tensors); --adam fused is the single-pass
+    # kernel (fused=True). The
     # fused kernel refuses a list mixing DTensors and plain tensors (fc3 is plain), so the
     # split and the whole parameters go in separate groups: same settings, one call each.
     params = list(model.parameters())
