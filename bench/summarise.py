@@ -63,11 +63,15 @@ def span(values, spec=".2f", unit="×", pre=""):
 def ratio_line(recs):
     """The machine's parallel ratio before / after, flagged as the drivers flag it; None
     where the driver does not measure it."""
-    r = {p["when"]: p["ratio"] for p in events(recs, "parallel_ratio")}
-    if not r:
+    got = [(p.get("when"), p.get("ratio")) for p in events(recs, "parallel_ratio")
+           if p.get("ratio") is not None]
+    if not got:
         return None
-    vals = [r.get("before"), r.get("after")]
-    flag = min(v for v in vals if v is not None) < bl.PARALLEL_RATIO_MIN
+    # "before" and "after", or a driver's own points (compress: before seed 1, after each):
+    # the first and the last, flagged when any is low
+    r = dict(got)
+    vals = [r.get("before", got[0][1]), r.get("after", got[-1][1])]
+    flag = min(v for _, v in got) < bl.PARALLEL_RATIO_MIN
     return "parallel ratio %s / %s%s" % (bl.fmt(vals[0], ".2f"), bl.fmt(vals[1], ".2f"),
                                          " (below %.1f: its 2-thread and 2-rank figures are "
                                          "flagged)" % bl.PARALLEL_RATIO_MIN if flag else "")
@@ -107,13 +111,15 @@ def train(recs):
 
 
 def ddp(recs):
-    """ddp.py: global samples/s, scaling efficiency and the share of communication hidden."""
+    """ddp.py: global samples/s, scaling efficiency and the share of communication hidden per
+    implementation and Adam (its table); dtrain over each PyTorch's fastest column at each
+    world size, 1 process included (its second table)."""
     sums = events(recs, "summary")
     ranks = sorted({s["ranks"] for s in sums})
     rows = {}
     for s in sums:
-        row = rows.setdefault((s["model"], s["peer"]), [s["model"], s["label"],
-                                                        bl.fmt(s["samples_per_s_1"], ".0f")])
+        key = (s["model"], s.get("variant", s["peer"]))
+        row = rows.setdefault(key, [s["model"], s["label"], bl.fmt(s["samples_per_s_1"], ".0f")])
         row += [bl.fmt(s["samples_per_s_n"], ".0f"), bl.fmt(s["efficiency"], ".3f"),
                 "-" if s.get("comm_hidden") is None else "%.0f%%" % (100 * s["comm_hidden"])]
     head = ["model", "implementation", "1 process"]
@@ -121,21 +127,21 @@ def ddp(recs):
         head += ["%d ranks" % n, "eff %d" % n, "hidden %d" % n]
     out = [bl.table("global samples/s (median of %d), efficiency thr(N) / (N thr(1)), "
                     "communication hidden" % sums[0]["reps"], head, list(rows.values()))]
-    by = {(s["model"], s["peer"], s["ranks"]): s for s in sums}
     for model in dict.fromkeys(s["model"] for s in sums):
-        for (m, peer, n), s in by.items():
-            d = by.get((model, "dtrain", n))
-            if m != model or peer == "dtrain" or not d:
-                continue
-            one = (d["samples_per_s_1"] / s["samples_per_s_1"]
-                   if d["samples_per_s_1"] and s["samples_per_s_1"] else None)
-            many = (d["samples_per_s_n"] / s["samples_per_s_n"]
-                    if d["samples_per_s_n"] and s["samples_per_s_n"] else None)
-            out.append("%s, %d ranks: dtrain %s %s's samples/s (1 process: %s); efficiency "
-                       "%s against %s" % (model, n, bl.fmt(many, ".2f") + "×", s["label"],
-                                          bl.fmt(one, ".2f") + "×",
-                                          bl.fmt(d["efficiency"], ".3f"),
-                                          bl.fmt(s["efficiency"], ".3f")))
+        mine = [s for s in sums if s["model"] == model]
+        for n in [1] + ranks:
+            field = "samples_per_s_1" if n == 1 else "samples_per_s_n"
+            at = [s for s in mine if n == 1 or s["ranks"] == n]
+            d = next((s for s in at if s["peer"] == "dtrain"), None)
+            for peer in dict.fromkeys(s["peer"] for s in at if s["peer"] != "dtrain"):
+                cand = [s for s in at if s["peer"] == peer and s.get(field)]
+                if not d or not d.get(field) or not cand:
+                    continue
+                best = max(cand, key=lambda s: s[field])
+                out.append("%s, %d %s: dtrain %.2f× its fastest PyTorch column, %s (%s: "
+                           "%.0f samples/s)" % (
+                    model, n, "process" if n == 1 else "ranks", d[field] / best[field],
+                    best["label"], best.get("mode"), best[field]))
     return out
 
 
@@ -228,13 +234,18 @@ def compress(recs):
                  bl.fmt(s["delta_points"], "+.2f"),
                  bl.fmt(s["wire_bytes_per_step"] and s["wire_bytes_per_step"] / 1e6, ".4f"),
                  bl.fmt(s["bytes_ratio_to_none"] and 1 / s["bytes_ratio_to_none"], ".1f"),
-                 bl.fmt(s["train_s"], ".3g"), str(s["reps"])]
+                 bl.fmt(s["train_s"], ".3g"), str(s.get("runs", s.get("reps"))),
+                 str(s.get("flagged", "-"))]
                 for s in sums if s["model"] == model]
-        out.append(bl.table("%s: test accuracy %% (median), points against no compression, MB "
-                            "one rank sends per step, none's bytes over these (the run's), "
-                            "train s" % model,
+        for r, s in zip(rows, [s for s in sums if s["model"] == model]):
+            if s.get("test_accuracy_min") is not None:  # median (min-max) over the seeds
+                r[2] += " (%.2f-%.2f)" % (100 * s["test_accuracy_min"],
+                                          100 * s["test_accuracy_max"])
+        out.append(bl.table("%s: test accuracy %% (median (min-max) over the seeds), points "
+                            "against no compression, MB one rank sends per step, none's bytes "
+                            "over these (the run's), train s" % model,
                             ["implementation", "mode", "acc %", "delta", "MB/step",
-                             "1/x bytes", "train s", "runs"], rows))
+                             "1/x bytes", "train s", "runs", "flagged"], rows))
     return out
 
 
