@@ -13,7 +13,7 @@
  * Weight decay groups (dt_optim_set_decay): wd applies only to the elements inside the
  * decayed ranges and is 0 elsewhere, as PyTorch's param groups with weight_decay 0 do, for
  * every kind (SGD's and Adam's L2 term, AdamW's decoupled decay). Gradient clipping
- * (dt_grad_sumsq, dt_clip_coef, dt_clip_scale) is torch.nn.utils.clip_grad_norm_'s rule;
+ * (dt_grad_sumsq, dt_clip_coef, dt_clip_apply) is torch.nn.utils.clip_grad_norm_'s rule;
  * the strategies apply it, because only they know which ranks hold which gradients. */
 #ifndef DTRAIN_OPTIM_H
 #define DTRAIN_OPTIM_H
@@ -115,9 +115,14 @@ DT_API size_t dt_optim_decayed_count(const dt_optim *o);
  * elements each rank owns, across ranks, and takes the root. */
 /* The sum of g[0..n)^2, in double. */
 DT_API double dt_grad_sumsq(const float *g, size_t n);
+/* The factor the gradients are scaled by: max_norm / (sqrt(sumsq) + 1e-6) when that is
+ * below 1, else 1 (also when the total is not finite). */
+DT_API double dt_clip_coef(double sumsq, double max_norm);
 /* Returns total = sqrt(sumsq), the sum over every parameter (whatever part of them g is),
- * and scales g[0..n) by max_norm / (total + 1e-6) when that is below 1 (each product
- * rounded once to float). A total that is not finite is returned with g untouched. */
+ * and scales g[0..n) by dt_clip_coef's factor when it is below 1 (each product computed in
+ * double and rounded once to float). A total that is not finite is returned with g
+ * untouched. (The strategies pass the factor to the update instead, which reads the
+ * gradients scaled with these bits: one pass over them fewer.) */
 DT_API double dt_clip_apply(float *g, size_t n, double sumsq, double max_norm);
 
 /* Optimizer steps taken so far (Adam's t; SGD's "buffer started" is t > 0). */

@@ -426,7 +426,8 @@ enum {
     DO_TIMES,
     DO_UNDROP1,
     DO_UNDROP2,
-    DO_ADD
+    DO_ADD,
+    DO_MASK2
 };
 
 static float drop_scale(const dt_layer *l)
@@ -434,9 +435,10 @@ static float drop_scale(const dt_layer *l)
     return (float)(1.0 / (1.0 - l->spec.p));
 }
 
-/* Sample r's branch o (Tl E) becomes x + drop(o), the mask's bits saved (branch 1 or 2).
- * Each element draws the number of its index in the whole (T, E) sample, so a rank holding
- * positions [t0, t0 + Tl) draws what one process draws there. */
+/* Sample r's branch o (Tl E) becomes x + drop(o), the mask's bits saved (branch 1 or 2);
+ * with x and o NULL, the bits alone. Each element draws the number of its index in the
+ * whole (T, E) sample, so a rank holding positions [t0, t0 + Tl) draws what one process
+ * draws there. */
 static void resid_add(const dt_layer *l, int64_t r, int branch, const float *x, float *o)
 {
     const dims d = dims_of(l);
@@ -444,8 +446,9 @@ static void resid_add(const dt_layer *l, int64_t r, int branch, const float *x, 
     blk_key k;
     memcpy(&k, field(l, F_KEYS, r), sizeof k);
     if (!k.active || l->spec.p == 0.0) {
-        for (int64_t e = 0; e < n; e++)
-            o[e] = x[e] + o[e];
+        if (o != NULL)
+            for (int64_t e = 0; e < n; e++)
+                o[e] = x[e] + o[e];
         return;
     }
     uint8_t *bits = field(l, branch == 1 ? F_MASK1 : F_MASK2, r);
@@ -460,7 +463,8 @@ static void resid_add(const dt_layer *l, int64_t r, int branch, const float *x, 
         for (int q = (int)(g % 4); q < 4 && e < n; q++, e++) {
             const int keep = dt_u01f(w[q]) >= p;
             bits[e / 8] |= (uint8_t)(keep << (e % 8));
-            o[e] = x[e] + o[e] * (keep ? scale : 0.0f);
+            if (o != NULL)
+                o[e] = x[e] + o[e] * (keep ? scale : 0.0f);
         }
     }
 }
@@ -520,6 +524,9 @@ static void rows_part(void *ctx, int t, int nt)
         case DO_ADD: /* b += a, the residual stream's rows */
             for (int64_t e = 0; e < n; e++)
                 b[e] += a[e];
+            break;
+        case DO_MASK2: /* the second branch's dropout bits alone */
+            resid_add(l, r, 2, NULL, NULL);
             break;
         default:
             DT_ASSERT(0);
@@ -763,9 +770,15 @@ static rowsv in_rows(const dt_layer *l, const float *x)
     return rv(x, d.Tl * d.E);
 }
 
-/* The forward into the saved state and `out`. */
+/* The forward into the saved state and `out`. for_backward (the recompute of
+ * DT_RECOMPUTE_BLOCK): stop once the state backward reads is complete, after c_fc's
+ * product into h: the GELU's output, c_proj's product (a third of the block's forward
+ * products, and under tp its sum over the group) and the residual add make only the
+ * block's output, which backward does not read; of them only the second dropout's mask is
+ * kept, and it is drawn alone. (PyTorch's non-reentrant checkpoint stops its recompute
+ * the same way, once the last saved tensor is made.) */
 static dt_status forward_inside(dt_layer *l, const float *x, float *out, int64_t batch,
-                                const dt_forward_ctx *ctx)
+                                const dt_forward_ctx *ctx, int for_backward)
 {
     const dims d = dims_of(l);
     const int64_t R = batch * d.T, E = d.E, TlE = d.Tl * E;
@@ -798,6 +811,11 @@ static dt_status forward_inside(dt_layer *l, const float *x, float *out, int64_t
     if ((st = layernorm_whole(l, batch, DO_LN2, x1, w1)) != DT_OK)
         return st;
     xw(l, R, E, d.F, w1, T_FCW, h);
+    if (for_backward) {
+        if (active)
+            rows(l, batch, DO_MASK2, xs, o);
+        return DT_OK;
+    }
     hidden(l, batch, DO_GELU, h, w4);
     if ((st = project_out(l, batch, d.F, w4, T_MOW, w1, o)) != DT_OK)
         return st;
@@ -943,7 +961,7 @@ static dt_status column_backward(const dt_layer *l, int64_t batch, int what, row
 static void block_forward(dt_layer *l, const float *x, float *out, int64_t batch,
                           const dt_forward_ctx *ctx)
 {
-    l->fwd_status = forward_inside(l, x, out, batch, ctx); /* the model reports it */
+    l->fwd_status = forward_inside(l, x, out, batch, ctx, 0); /* the model reports it */
 }
 
 static dt_status block_backward(dt_layer *l, const float *x, const float *y, const float *dy,
@@ -957,10 +975,10 @@ static dt_status block_backward(dt_layer *l, const float *x, const float *y, con
     if (l->inner_recompute) {
         /* DT_RECOMPUTE_BLOCK: the state is working memory that the other blocks' forwards
          * have since used: the forward again, from the kept input and the rows' context (the
-         * same masks from the same keys), its output into w4, past the forward's own
-         * workspace (w1 and the 4E after it), which backward then reuses. */
+         * same masks from the same keys), as far as the state backward reads goes
+         * (forward_inside's for_backward). */
         DT_ASSERT(l->recompute_ctx != NULL);
-        if ((st = forward_inside(l, x, w4, batch, l->recompute_ctx)) != DT_OK ||
+        if ((st = forward_inside(l, x, w4, batch, l->recompute_ctx, 1)) != DT_OK ||
             (st = dt_hooks_progress(hooks)) != DT_OK)
             return st;
     }

@@ -5,6 +5,7 @@
 
 #include "dtrain/optim.h"
 #include "optim/optim_team.h"
+#include "tensor/vmath.h"
 
 struct dt_optim {
     dt_optim_config cfg;
@@ -75,13 +76,21 @@ void dt_optim_free(dt_optim *o)
     dt_free(o);
 }
 
+/* The update rules read each gradient as (float)(g * gs): gs is the clipping factor
+ * (dt_clip_coef, 1 without clipping), rounded once to float as dt_clip_apply's scaled
+ * gradient is, so scaling here gives the bits of scaling the buffer first and saves a pass
+ * over it (with gs 1 the product is g itself). Compiled for the CPU that runs them
+ * (DT_VEC_CLONES): IEEE division and square root round the same in every vector width, so
+ * the bits do not depend on the clone. */
+DT_VEC_CLONES
 static void sgd_step(const dt_optim_config *c, double weight_decay, float *restrict p,
-                     const float *restrict g, float *restrict buf, size_t n, float lr, int first)
+                     const float *restrict g, float *restrict buf, size_t n, float lr, int first,
+                     double gs)
 {
     const float wd = (float)weight_decay, mu = (float)c->momentum;
     const float damp = (float)(1.0 - c->dampening);
     for (size_t i = 0; i < n; i++) {
-        float d = g[i];
+        float d = (float)((double)g[i] * gs);
         if (wd != 0.0f)
             d = d + wd * p[i];
         if (buf != NULL) {
@@ -93,9 +102,10 @@ static void sgd_step(const dt_optim_config *c, double weight_decay, float *restr
     }
 }
 
+DT_VEC_CLONES
 static void adam_step(const dt_optim_config *c, double weight_decay, float *restrict p,
                       const float *restrict g, float *restrict m, float *restrict v, size_t n,
-                      double lr, int64_t t, int decoupled)
+                      double lr, int64_t t, int decoupled, double gs)
 {
     /* Corrections in double: in float, 1 - 0.999 is off by 1.3e-5 relative (docs/NOTES.md). */
     const double bc1 = 1.0 - pow(c->beta1, (double)t);
@@ -107,7 +117,7 @@ static void adam_step(const dt_optim_config *c, double weight_decay, float *rest
     const float wd = (float)weight_decay;
     const float decay = (float)(1.0 - lr * weight_decay);
     for (size_t i = 0; i < n; i++) {
-        float gi = g[i];
+        float gi = (float)((double)g[i] * gs);
         if (decoupled)
             p[i] = p[i] * decay;
         else if (wd != 0.0f)
@@ -120,9 +130,10 @@ static void adam_step(const dt_optim_config *c, double weight_decay, float *rest
     }
 }
 
-/* The update of [lo, hi) with weight decay wd (the config's, or 0 outside the groups). */
+/* The update of [lo, hi) with weight decay wd (the config's, or 0 outside the groups) and
+ * the gradients scaled by gs. */
 static void update_range(dt_optim *o, float *params, const float *grads, size_t lo, size_t hi,
-                         double lr, double wd)
+                         double lr, double wd, double gs)
 {
     if (lo >= hi)
         return;
@@ -132,26 +143,26 @@ static void update_range(dt_optim *o, float *params, const float *grads, size_t 
     const size_t n = hi - lo;
     switch (o->cfg.kind) {
     case DT_OPTIM_SGD:
-        sgd_step(&o->cfg, wd, p, g, m, n, (float)lr, t == 1);
+        sgd_step(&o->cfg, wd, p, g, m, n, (float)lr, t == 1, gs);
         break;
     case DT_OPTIM_ADAM:
-        adam_step(&o->cfg, wd, p, g, m, o->buf[1] + lo, n, lr, t, 0);
+        adam_step(&o->cfg, wd, p, g, m, o->buf[1] + lo, n, lr, t, 0, gs);
         break;
     case DT_OPTIM_ADAMW:
-        adam_step(&o->cfg, wd, p, g, m, o->buf[1] + lo, n, lr, t, 1);
+        adam_step(&o->cfg, wd, p, g, m, o->buf[1] + lo, n, lr, t, 1, gs);
         break;
     default:
         DT_ASSERT(0 && "unknown optimizer kind");
     }
 }
 
-void dt_optim_step_part(dt_optim *o, float *params, const float *grads, size_t lo, size_t hi,
-                        double lr)
+static void step_part(dt_optim *o, float *params, const float *grads, size_t lo, size_t hi,
+                      double lr, double gs)
 {
     DT_ASSERT(o != NULL && lo <= hi && hi <= o->count);
     const double wd = o->cfg.weight_decay;
     if (!o->grouped || wd == 0.0) {
-        update_range(o, params, grads, lo, hi, lr, wd);
+        update_range(o, params, grads, lo, hi, lr, wd, gs);
         return;
     }
     /* Alternate runs without and with decay: the gap before each decayed range, the
@@ -163,11 +174,17 @@ void dt_optim_step_part(dt_optim *o, float *params, const float *grads, size_t l
         if (b <= at)
             continue;
         const size_t start = a > at ? (a < hi ? a : hi) : at, end = b < hi ? b : hi;
-        update_range(o, params, grads, at, start, lr, 0.0);
-        update_range(o, params, grads, start, end, lr, wd);
+        update_range(o, params, grads, at, start, lr, 0.0, gs);
+        update_range(o, params, grads, start, end, lr, wd, gs);
         at = end;
     }
-    update_range(o, params, grads, at, hi, lr, 0.0);
+    update_range(o, params, grads, at, hi, lr, 0.0, gs);
+}
+
+void dt_optim_step_part(dt_optim *o, float *params, const float *grads, size_t lo, size_t hi,
+                        double lr)
+{
+    step_part(o, params, grads, lo, hi, lr, 1.0);
 }
 
 dt_status dt_optim_set_decay(dt_optim *o, size_t base, const dt_range *ranges, int n)
@@ -210,28 +227,40 @@ size_t dt_optim_decayed_count(const dt_optim *o)
     return n;
 }
 
+DT_VEC_CLONES
 double dt_grad_sumsq(const float *g, size_t n)
 {
-    /* Four partial sums: the additions vectorise, and double holds any float's square. */
-    double s[4] = {0, 0, 0, 0};
+    /* Sixteen partial sums: two AVX-512 registers of doubles (eight SSE2 ones on plain
+     * x86-64), enough independent additions to keep up with memory; double holds any
+     * float's square. The order is fixed, so the bits do not depend on the CPU. */
+    enum { W = 16 };
+    double s[W] = {0};
     size_t i = 0;
-    for (; i + 4 <= n; i += 4)
-        for (int k = 0; k < 4; k++)
+    for (; i + W <= n; i += W)
+        for (int k = 0; k < W; k++)
             s[k] += (double)g[i + k] * (double)g[i + k];
     for (; i < n; i++)
         s[0] += (double)g[i] * (double)g[i];
-    return (s[0] + s[1]) + (s[2] + s[3]);
+    for (int w = W / 2; w > 0; w /= 2)
+        for (int k = 0; k < w; k++)
+            s[k] += s[k + w];
+    return s[0];
+}
+
+double dt_clip_coef(double sumsq, double max_norm)
+{
+    const double total = sqrt(sumsq);
+    const double coef = max_norm / (total + 1e-6);
+    return isfinite(total) && coef < 1.0 ? coef : 1.0;
 }
 
 double dt_clip_apply(float *g, size_t n, double sumsq, double max_norm)
 {
-    const double total = sqrt(sumsq);
-    const double coef = max_norm / (total + 1e-6);
-    if (!isfinite(total) || !(coef < 1.0))
-        return total;
-    for (size_t i = 0; i < n; i++)
-        g[i] = (float)((double)g[i] * coef);
-    return total;
+    const double coef = dt_clip_coef(sumsq, max_norm);
+    if (coef < 1.0)
+        for (size_t i = 0; i < n; i++)
+            g[i] = (float)((double)g[i] * coef);
+    return sqrt(sumsq);
 }
 
 void dt_optim_count_step(dt_optim *o)
@@ -283,7 +312,7 @@ typedef struct optim_job {
     float *params;
     const float *grads;
     size_t count;
-    double lr;
+    double lr, gs;
 } optim_job;
 
 static void step_member(void *ctx, int t, int n)
@@ -293,16 +322,17 @@ static void step_member(void *ctx, int t, int n)
     dt_pool_share((int64_t)((j->count + 15) / 16), t, n, &lo, &hi);
     size_t a = (size_t)lo * 16, b = (size_t)hi * 16 < j->count ? (size_t)hi * 16 : j->count;
     if (a < b)
-        dt_optim_step_part(j->o, j->params, j->grads, a, b, j->lr);
+        step_part(j->o, j->params, j->grads, a, b, j->lr, j->gs);
 }
 
 void dt_optim_step_team(dt_optim *o, float *params, const float *grads, size_t count, double lr,
-                        dt_pool *team)
+                        double grad_scale, dt_pool *team)
 {
     DT_ASSERT(o != NULL && count == o->count);
     /* Adam's update is 3 divisions or roots per element: worth a team from a few 10,000s
      * (the MLP's 101,770 parameters took a quarter of its step on one thread). */
-    optim_job j = {.o = o, .params = params, .grads = grads, .count = count, .lr = lr};
+    optim_job j = {
+        .o = o, .params = params, .grads = grads, .count = count, .lr = lr, .gs = grad_scale};
     dt_pool_run(count >= DT_OPTIM_PAR_MIN ? team : NULL, step_member, &j);
     dt_optim_count_step(o);
 }

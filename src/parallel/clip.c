@@ -8,8 +8,10 @@
  *   - ZeRO-1's shards are disjoint slices of the flat buffer: the sum runs over the dp
  *     group too; without ZeRO the data-parallel replicas hold equal reduced gradients and
  *     each counts its own copy, so nothing is summed over dp;
- * then torch.nn.utils.clip_grad_norm_'s factor (optim.h). Every rank of the grid gets the
- * same sum, so every rank takes the same verdict on a norm that is not finite. */
+ * then torch.nn.utils.clip_grad_norm_'s factor (optim.h), which the update applies as it
+ * reads each gradient (dt_optim_step_team's grad_scale): the bits of scaling the buffer
+ * first, without a pass over it. Every rank of the grid gets the same sum, so every rank
+ * takes the same verdict on a norm that is not finite. */
 #include <math.h>
 
 #include "parallel/strategy_impl.h"
@@ -32,8 +34,9 @@ static double owned_sumsq(const dt_strategy *s, const float *g, size_t at, size_
     return sq;
 }
 
-dt_status dt_strategy_clip(dt_strategy *s, float *g, size_t at, size_t n, dt_comm *shards)
+dt_status dt_strategy_clip(dt_strategy *s, const float *g, size_t at, size_t n, dt_comm *shards)
 {
+    s->grad_scale = 1.0;
     if (!(s->opt.clip_norm > 0))
         return DT_OK;
     double sq = owned_sumsq(s, g, at, n);
@@ -46,7 +49,7 @@ dt_status dt_strategy_clip(dt_strategy *s, float *g, size_t at, size_t n, dt_com
             if (st != DT_OK)
                 return st;
         }
-    s->grad_norm = dt_clip_apply(g, n, sq, s->opt.clip_norm);
+    s->grad_norm = sqrt(sq);
     if (!isfinite(s->grad_norm)) {
         /* Finite gradients whose reduced sum overflowed float (the scans before the
          * reduction saw none), or a sum of squares past double's range. */
@@ -56,6 +59,7 @@ dt_status dt_strategy_clip(dt_strategy *s, float *g, size_t at, size_t n, dt_com
                        "finite",
                        s->grad_norm);
     }
+    s->grad_scale = dt_clip_coef(sq, s->opt.clip_norm);
     return DT_OK;
 }
 

@@ -402,7 +402,8 @@ static dt_status ddp_update(dt_strategy *s, dt_optim *o, double lr)
             dt_gcomp_forget_nonfinite(dp->cur);
         if (st != DT_OK)
             return st;
-        dt_optim_step_team(o, p, g, dt_model_param_count(s->model), lr, dt_model_team(s->model));
+        dt_optim_step_team(o, p, g, dt_model_param_count(s->model), lr, s->grad_scale,
+                           dt_model_team(s->model));
         dt_obs_phase(s->obs, DT_PHASE_OPTIM, t, dt_now(), -1);
         return DT_OK;
     }
@@ -417,7 +418,7 @@ static dt_status ddp_update(dt_strategy *s, dt_optim *o, double lr)
     dt_obs_phase(s->obs, DT_PHASE_COMM, t0, to, -1);
     /* Each rank holds the reduced gradient of its own slice: the norm sums the slices. */
     DT_TRY(dt_strategy_clip(s, dp->shard_grad, dp->shard_offset, dp->shard_count, dp->comm));
-    dt_optim_step_team(o, p + dp->shard_offset, dp->shard_grad, dp->shard_count, lr,
+    dt_optim_step_team(o, p + dp->shard_offset, dp->shard_grad, dp->shard_count, lr, s->grad_scale,
                        dt_model_team(s->model));
     const double t1 = dt_now();
     dt_obs_phase(s->obs, DT_PHASE_OPTIM, to, t1, -1);

@@ -185,7 +185,7 @@ static dt_status ls_update(dt_strategy *s, dt_optim *o, double lr)
     dt_localsgd *ls = (dt_localsgd *)s;
     const double t0 = dt_now();
     dt_optim_step_team(o, dt_model_params(s->model), dt_model_grads(s->model),
-                       dt_model_param_count(s->model), lr, dt_model_team(s->model));
+                       dt_model_param_count(s->model), lr, 1.0, dt_model_team(s->model));
     dt_obs_phase(s->obs, DT_PHASE_OPTIM, t0, dt_now(), -1);
     if (ls->warm)
         return DT_OK; /* every replica stepped on the same gradient: still the same bits */

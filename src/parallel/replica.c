@@ -8,6 +8,7 @@
 
 #include "parallel/pipe.h"
 #include "parallel/strategy_impl.h"
+#include "tensor/vmath.h"
 
 dt_status dt_strategy_start_replicas(dt_strategy *s, dt_comm *comm, int keep)
 {
@@ -51,13 +52,30 @@ fail:
     return st;
 }
 
+/* 0 when every g[0..n) is finite. Sixteen lanes, so that the additions vectorise (a
+ * single float sum may not be reordered, and would take one addition's latency per
+ * element), compiled for the CPU that runs it. */
+DT_VEC_CLONES
+static int any_nonfinite(const float *g, size_t n)
+{
+    enum { W = 16 };
+    float acc[W] = {0};
+    size_t i = 0;
+    for (; i + W <= n; i += W)
+        for (int k = 0; k < W; k++)
+            acc[k] += g[i + k] * 0.0f;
+    for (; i < n; i++)
+        acc[0] += g[i] * 0.0f;
+    float all = 0.0f;
+    for (int k = 0; k < W; k++)
+        all += acc[k];
+    return all != 0.0f;
+}
+
 int dt_strategy_scan_grads(const dt_strategy *s, size_t lo, size_t hi)
 {
     const float *g = dt_model_grads(s->model);
-    float acc = 0.0f;
-    for (size_t i = lo; i < hi; i++)
-        acc += g[i] * 0.0f;
-    if (acc == 0.0f)
+    if (hi <= lo || !any_nonfinite(g + lo, hi - lo))
         return 0;
     for (int k = 0; k < dt_model_tensor_count(s->model); k++) {
         const dt_param_info *t = dt_model_tensor(s->model, k);

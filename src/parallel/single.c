@@ -44,7 +44,7 @@ static dt_status single_update(dt_strategy *s, dt_optim *o, double lr)
     if (st != DT_OK)
         return st;
     dt_optim_step_team(o, dt_model_params(s->model), dt_model_grads(s->model),
-                       dt_model_param_count(s->model), lr, dt_model_team(s->model));
+                       dt_model_param_count(s->model), lr, s->grad_scale, dt_model_team(s->model));
     dt_obs_phase(s->obs, DT_PHASE_OPTIM, t0, dt_now(), -1);
     return DT_OK;
 }

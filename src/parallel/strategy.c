@@ -41,6 +41,7 @@ dt_status dt_strategy_create(const dt_strategy_options *opt, dt_comm *world, dt_
         i->slots = dt_pipe_slots((*out)->pipe);
     }
     (*out)->grad_norm = NAN;
+    (*out)->grad_scale = 1.0;
     i->world_size = dt_comm_size(world);
     i->world_rank = dt_comm_rank(world);
     i->main = i->world_rank == 0;
@@ -200,6 +201,7 @@ dt_status dt_strategy_step(dt_strategy *s, const dt_step_plan *plan, const dt_st
     s->bad_here = 0;
     s->bad = (dt_nonfinite){0, -1, 0};
     s->grad_norm = NAN;
+    s->grad_scale = 1.0;
     dt_status st = s->ops->step(s, plan, io, loss_sum);
     const double t0 = dt_now();
     if (st == DT_OK)

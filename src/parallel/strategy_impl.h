@@ -85,11 +85,12 @@ struct dt_strategy {
      * together; the strategy's step fills `bad` for its data-parallel group. */
     int bad_here;
     dt_nonfinite bad;
-    double *exchange; /* [4 x max(pp, tp)]: the step's summary crossing stages and tp ranks */
-    dt_obs *obs;      /* the rank's phase timers and trace events (dt_strategy_set_obs) */
-    dt_optim *optim;  /* borrowed (dt_strategy_bind_optim): a server that applies as
-                         gradients arrive steps it inside the step */
-    double grad_norm; /* the step's norm before clipping (clip.c), or NAN */
+    double *exchange;  /* [4 x max(pp, tp)]: the step's summary crossing stages and tp ranks */
+    dt_obs *obs;       /* the rank's phase timers and trace events (dt_strategy_set_obs) */
+    dt_optim *optim;   /* borrowed (dt_strategy_bind_optim): a server that applies as
+                          gradients arrive steps it inside the step */
+    double grad_norm;  /* the step's norm before clipping (clip.c), or NAN */
+    double grad_scale; /* clipping's factor for the update (clip.c), 1 without */
     /* The embedding group (tie.c): the pipeline stages that hold a tied table (the
      * embedding's and the head's copy), made at the first update; NULL elsewhere. */
     int tie_ready;
@@ -109,11 +110,12 @@ void dt_strategy_note_bad(dt_strategy *s, double loss_sum, size_t lo, size_t hi)
  * g[0..n), the model's flat elements [at, at + n) (all of them, or a ZeRO-1 shard), each
  * element of the whole model counted once over the grid: summed over the tp and pp groups,
  * and over `shards` (ZeRO-1's dp group; NULL: the dp replicas hold equal copies, counted
- * once), into s->grad_norm; g scaled by clip_grad_norm_'s factor. A norm that is not
- * finite is the step's non-finite verdict (DT_ERR_NONFINITE, the same on every rank, g
- * untouched): the caller skips the update. Nothing without clipping. Collective over the
- * tp and pp groups and `shards`. */
-dt_status dt_strategy_clip(dt_strategy *s, float *g, size_t at, size_t n, dt_comm *shards);
+ * once), into s->grad_norm; clip_grad_norm_'s factor into s->grad_scale (1 without
+ * clipping), which the caller passes to the update (dt_optim_step_team): g itself is not
+ * scaled. A norm that is not finite is the step's non-finite verdict (DT_ERR_NONFINITE,
+ * the same on every rank): the caller skips the update. Collective over the tp and pp
+ * groups and `shards`. */
+dt_status dt_strategy_clip(dt_strategy *s, const float *g, size_t at, size_t n, dt_comm *shards);
 
 /* The tied tables' gradients (dt_param_info.tie) summed over the embedding group, so that a
  * GPT's embedding on one pipeline stage and its head's copy on another take the same update

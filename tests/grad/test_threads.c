@@ -147,7 +147,7 @@ static void test_optimizer_team(void **state)
 {
     (void)state;
     enum { COUNT = 50001 };
-    static float p1[COUNT], pn[COUNT], g[COUNT];
+    static float p1[COUNT], pn[COUNT], g[COUNT], gc[COUNT];
     for (int members = 2; members <= 3; members++) {
         gu_fill(p1, COUNT, 31, GU_UNIFORM);
         memcpy(pn, p1, sizeof p1);
@@ -159,8 +159,17 @@ static void test_optimizer_team(void **state)
         DT_ASSERT_OK(dt_pool_create(members, &pool));
         for (int t = 0; t < 3; t++) {
             gu_fill(g, COUNT, 40 + (uint64_t)t, GU_UNIFORM);
-            dt_optim_step(one, p1, g, COUNT, 1e-2);
-            dt_optim_step_team(team, pn, g, COUNT, 1e-2, pool);
+            /* The second step clipped to half its norm: the team reads the gradients
+             * scaled by the factor, the reference scales the buffer first. */
+            const double sq = dt_grad_sumsq(g, COUNT), max_norm = t == 1 ? 0.5 * sqrt(sq) : 0;
+            const double gs = t == 1 ? dt_clip_coef(sq, max_norm) : 1.0;
+            if (t == 1)
+                assert_true(gs > 0.49 && gs < 0.51);
+            memcpy(gc, g, sizeof g);
+            if (t == 1)
+                dt_clip_apply(gc, COUNT, sq, max_norm);
+            dt_optim_step(one, p1, gc, COUNT, 1e-2);
+            dt_optim_step_team(team, pn, g, COUNT, 1e-2, gs, pool);
         }
         assert_int_equal(dt_optim_steps(team), 3);
         assert_true(dt_check_equal_bits("optimizer on a team", pn, p1, COUNT));

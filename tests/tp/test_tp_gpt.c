@@ -246,21 +246,23 @@ static void check_model(model_kind kind, int recompute, int seq, int overlap)
     /* the two input gradients' sums of each block travel while 4 pieces of the weight
      * gradients' products run, a progress call after each */
     expect_count(what, "progress calls", progressed, overlap ? BLOCKS * 2 * 4 : 0);
-    const int again = recompute == DT_RECOMPUTE_BLOCK; /* each block's forward runs twice */
+    /* Under recompute each block's forward runs again up to c_fc's product (block.c's
+     * for_backward): its first LayerNorm, the attention and its projection's sum, the
+     * second LayerNorm; not c_proj's product and sum, nor the output's gather. */
+    const int again = recompute == DT_RECOMPUTE_BLOCK;
     if (!seq) {
-        /* 2 forward and 2 backward per block */
-        expect_count(what, "all-reduces", allreduces, BLOCKS * (again ? 6 : 4));
+        /* 2 forward and 2 backward per block, and the attention's again */
+        expect_count(what, "all-reduces", allreduces, BLOCKS * (again ? 5 : 4));
         expect_count(what, "all-gathers", allgathers, 0);
     } else {
-        /* Per block: forward 2 all-gathers and 2 reduce-scatters, backward 4 and 2 (the
-         * forward again under recompute). The GPT runs on shares from its embeddings to its
-         * logits; the blocks alone gather once more where their run ends (the output,
-         * whole) and begins (the input's gradient, whole; its last gather again under
-         * recompute). */
-        const int ends = kind == GPT ? 0 : 2 + again;
+        /* Per block: forward 2 all-gathers and 2 reduce-scatters, backward 4 and 2, the
+         * recompute 2 and 1. The GPT runs on shares from its embeddings to its logits; the
+         * blocks alone gather once more where their run ends (the output, whole) and
+         * begins (the input's gradient, whole). */
+        const int ends = kind == GPT ? 0 : 2;
         expect_count(what, "all-reduces", allreduces, 0);
         expect_count(what, "all-gathers", allgathers, BLOCKS * (again ? 8 : 6) + ends);
-        expect_count(what, "reduce-scatters", scatters, BLOCKS * (again ? 6 : 4));
+        expect_count(what, "reduce-scatters", scatters, BLOCKS * (again ? 5 : 4));
         /* ln_1's and ln_2's gain and bias in each block; the GPT's wte, wpe and ln_f's two
          * too (after the blocks alone, ln_f works on the gathered whole) */
         const int n = sum_positions(part), want = 4 * BLOCKS + (kind == GPT ? 4 : 0);
