@@ -70,7 +70,7 @@ import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_train import batch_of, build, load  # noqa: E402
+from torch_train import batch_of, build, end_distributed, load  # noqa: E402
 
 # PyTorch refuses anything smaller with error feedback or warm start on: DDP rebuilds its
 # buckets after the first iteration, which would invalidate the per-bucket error and Q
@@ -228,8 +228,7 @@ def worker(rank, a, port):
             "wire_bytes_per_step": per, "wire_bytes_total": whole,
             "dense_bytes_per_step": dense, "wire_formula": formula,
         }, **details)), flush=True)
-    dist.barrier()
-    dist.destroy_process_group()
+    end_distributed()
 
 
 def main():

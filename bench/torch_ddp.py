@@ -38,7 +38,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_train import batch_of, build, load, make_adam  # noqa: E402
+from torch_train import batch_of, build, end_distributed, load, make_adam  # noqa: E402
 
 
 def free_port():
@@ -93,8 +93,7 @@ def worker(rank, a, port):
                                 world_size=world)
     if a.allreduce:
         allreduce(rank, a)
-        dist.destroy_process_group()
-        return
+        end_distributed()
     torch.manual_seed(1)
     x, y = load(a.data)
     model, loss_fn = build(a.model)
@@ -131,7 +130,7 @@ def worker(rank, a, port):
             "peak_rss_mb_rank0": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
         }), flush=True)
     if world > 1:
-        dist.destroy_process_group()
+        end_distributed()
 
 
 def main():

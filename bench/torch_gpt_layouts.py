@@ -56,6 +56,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_gpt as tg  # noqa: E402  (first: it takes the launch time)
 from torch_tp import free_port, local  # noqa: E402  (a port for gloo; a DTensor's shard)
+from torch_train import end_distributed  # noqa: E402
 
 import argparse  # noqa: E402
 import inspect  # noqa: E402
@@ -466,7 +467,7 @@ def worker(rank, a, port):
             "ranks": ranks,
         }), flush=True)
     if world > 1:
-        dist.destroy_process_group()
+        end_distributed()
 
 
 def main():

@@ -46,7 +46,7 @@ import torch.multiprocessing as mp  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torch_compress import evaluate, free_port, load_test, lr_factor  # noqa: E402
-from torch_train import batch_of, build, load  # noqa: E402
+from torch_train import batch_of, build, end_distributed, load  # noqa: E402
 
 
 def worker(rank, a, port):
@@ -122,8 +122,7 @@ def worker(rank, a, port):
             "samples": samples, "samples_per_s": samples / train_s if train_s > 0 else None,
             "parameters": params, "wire_bytes_per_step": per, "wire_bytes_total": whole,
         }), flush=True)
-    dist.barrier()
-    dist.destroy_process_group()
+    end_distributed()
 
 
 def main():

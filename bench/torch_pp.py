@@ -39,7 +39,7 @@ from torch.distributed.pipelining import (PipelineStage, Schedule1F1B, ScheduleG
                                           ScheduleInterleaved1F1B, ScheduleLoopedBFS)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_train import batch_of, deep_mlp, load  # noqa: E402
+from torch_train import batch_of, deep_mlp, end_distributed, load  # noqa: E402
 
 STAGES = 2
 SCHEDULES = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B}
@@ -162,7 +162,7 @@ def worker(rank, a, port):
             "samples_per_s": g / (mine["step_ms_median"] * 1e-3),
             "last_loss": ranks[-1]["last_loss"], "ranks": ranks,
         }), flush=True)
-    dist.destroy_process_group()
+    end_distributed()
 
 
 def main():

@@ -36,7 +36,7 @@ import torch.multiprocessing as mp
 import torch.nn as nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_train import batch_of, load  # noqa: E402
+from torch_train import batch_of, end_distributed, load  # noqa: E402
 
 
 class WideMLP(nn.Module):
@@ -193,7 +193,7 @@ def worker(rank, a, port):
             "ranks": ranks,
         }), flush=True)
     if world > 1:
-        dist.destroy_process_group()
+        end_distributed()
 
 
 def main():
