@@ -289,7 +289,7 @@ static void xw_part(void *ctx, int t, int nt)
 }
 
 /* dw (K, N) += a (R, K)^T @ dy (R, N) on rows [k0, k1), db (N) += column sums of dy (when
- * db is given) */
+ * db is given), each member its share of the columns */
 static void dw_part(void *ctx, int t, int nt)
 {
     const gemm_job *j = ctx;
@@ -301,8 +301,10 @@ static void dw_part(void *ctx, int t, int nt)
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)(hi - lo), (int)j->N, (int)j->R,
                     1.0f, j->a + lo, (int)j->K, j->dy, (int)j->N, 1.0f, j->dw + lo * j->N,
                     (int)j->N);
-    if (t == 0 && j->db != NULL)
-        dt_sum_rows_add(j->dy, j->R, j->N, j->db);
+    if (j->db != NULL) {
+        dt_pool_share(j->N, t, nt, &lo, &hi);
+        dt_sum_rows_add_cols(j->dy, j->R, j->N, lo, hi, j->db);
+    }
 }
 
 /* c (R, K) = dy (R, N) @ w (K, N)^T */

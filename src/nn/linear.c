@@ -110,8 +110,9 @@ static void backward_part(void *ctx, int t, int nt)
     if (hi > lo && j->phase != PHASE_DX)
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)(hi - lo), (int)in, (int)batch,
                     1.0f, j->dy + lo, (int)out, j->x, (int)in, 1.0f, l->dw + lo * in, (int)in);
-    if (t == 0 && l->db != NULL && j->phase != PHASE_DX)
-        dt_sum_rows_add(j->dy, batch, out, l->db);
+    /* the bias's columns [lo, hi): the same share, dy's columns just read */
+    if (l->db != NULL && j->phase != PHASE_DX)
+        dt_sum_rows_add_cols(j->dy, batch, out, lo, hi, l->db);
     /* dx rows [lo, hi) (B, in) = dy[lo:hi] (hi-lo, out) @ W (out, in) */
     dt_pool_share(batch, t, nt, &lo, &hi);
     if (j->dx != NULL && hi > lo && j->phase != PHASE_DW)

@@ -218,8 +218,22 @@ dt_status dt_model_backward(dt_model *m, int64_t batch, const dt_backward_hooks 
     return dt_model_backward_range(m, 0, m->nlayers, batch, hooks);
 }
 
+/* Member t's part of the gradient buffer, in 16-float lines (no two members share one). */
+static void zero_member(void *ctx, int t, int nt)
+{
+    const dt_model *m = ctx;
+    int64_t lo, hi;
+    dt_pool_share((int64_t)((m->nparams + 15) / 16), t, nt, &lo, &hi);
+    const size_t a = (size_t)lo * 16,
+                 b = (size_t)hi * 16 < m->nparams ? (size_t)hi * 16 : m->nparams;
+    if (a < b)
+        memset(m->grads + a, 0, (b - a) * sizeof(float));
+}
+
 void dt_model_zero_grads(dt_model *m)
 {
     DT_ASSERT(!m->described); /* a description has no gradients */
-    memset(m->grads, 0, m->nparams * sizeof(float));
+    /* On the team from a few MB: one thread's stores do not use all of memory's bandwidth
+     * (the wide GPT's 102 MB took 10 ms of a 2-thread step's 610 on one thread). */
+    dt_pool_run(m->nparams >= ((size_t)1 << 20) ? m->pool : NULL, zero_member, m);
 }

@@ -227,8 +227,10 @@ size_t dt_optim_decayed_count(const dt_optim *o)
     return n;
 }
 
+/* dt_grad_sumsq's loop, compiled for the CPU that runs it (a public function stays a plain
+ * symbol: a clone would export an ifunc). */
 DT_VEC_CLONES
-double dt_grad_sumsq(const float *g, size_t n)
+static double sumsq16(const float *g, size_t n)
 {
     /* Sixteen partial sums: two AVX-512 registers of doubles (eight SSE2 ones on plain
      * x86-64), enough independent additions to keep up with memory; double holds any
@@ -245,6 +247,11 @@ double dt_grad_sumsq(const float *g, size_t n)
         for (int k = 0; k < w; k++)
             s[k] += s[k + w];
     return s[0];
+}
+
+double dt_grad_sumsq(const float *g, size_t n)
+{
+    return sumsq16(g, n);
 }
 
 double dt_clip_coef(double sumsq, double max_norm)

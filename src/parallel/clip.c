@@ -14,23 +14,56 @@
  * takes the same verdict on a norm that is not finite. */
 #include <math.h>
 
+#include "core/pool.h"
+#include "nn/model_team.h"
 #include "parallel/strategy_impl.h"
 
+/* Below this many elements the sums stay on the calling thread (a team's start costs more). */
+#define DT_CLIP_PAR_MIN 65536
+
 /* Sum of squares of g, which holds the model's flat elements [at, at + n): each tensor's
- * share of that range, the replicated ones only on tp rank 0. */
-static double owned_sumsq(const dt_strategy *s, const float *g, size_t at, size_t n)
+ * share of that range, the replicated ones only on tp rank 0. The tensors' sums are taken
+ * by the model's team, each member those whose share begins in its part of the range (a
+ * contiguous part of the buffer, so the members get about equal bytes), into part[]; the
+ * calling thread then adds them in tensor order: the bits of one thread's loop over the
+ * tensors, for any number of threads. */
+typedef struct sumsq_job {
+    const dt_strategy *s;
+    const float *g;
+    size_t at, n;
+} sumsq_job;
+
+static void sumsq_member(void *ctx, int t, int nt)
 {
+    const sumsq_job *j = ctx;
+    const dt_strategy *s = j->s;
     const int tp_rank = dt_grid_rank(s->grid, DT_GRID_TP);
-    double sq = 0.0;
+    int64_t mlo, mhi;
+    dt_pool_share((int64_t)j->n, t, nt, &mlo, &mhi);
     for (int i = 0; i < dt_model_tensor_count(s->model); i++) {
         const dt_param_info *p = dt_model_tensor(s->model, i);
-        if ((p->split_dim < 0 && tp_rank != 0) || p->tie == DT_TIE_COPY)
-            continue; /* counted on tp rank 0; a tied copy by its original's stage */
-        const size_t lo = p->offset > at ? p->offset : at;
-        const size_t hi = p->offset + p->count < at + n ? p->offset + p->count : at + n;
-        if (hi > lo)
-            sq += dt_grad_sumsq(g + (lo - at), hi - lo);
+        const size_t lo = p->offset > j->at ? p->offset : j->at;
+        const size_t end = j->at + j->n;
+        const size_t hi = p->offset + p->count < end ? p->offset + p->count : end;
+        const int64_t first = (int64_t)(lo - j->at);
+        if (hi <= lo || first < mlo || first >= mhi)
+            continue; /* empty here, or another member's */
+        const int owned = !((p->split_dim < 0 && tp_rank != 0) || p->tie == DT_TIE_COPY);
+        /* counted on tp rank 0; a tied copy by its original's stage */
+        s->sumsq_part[i] = owned ? dt_grad_sumsq(j->g + (lo - j->at), hi - lo) : 0.0;
     }
+}
+
+static double owned_sumsq(const dt_strategy *s, const float *g, size_t at, size_t n)
+{
+    const int count = dt_model_tensor_count(s->model);
+    for (int i = 0; i < count; i++)
+        s->sumsq_part[i] = 0.0;
+    sumsq_job j = {.s = s, .g = g, .at = at, .n = n};
+    dt_pool_run(n >= DT_CLIP_PAR_MIN ? dt_model_team(s->model) : NULL, sumsq_member, &j);
+    double sq = 0.0;
+    for (int i = 0; i < count; i++)
+        sq += s->sumsq_part[i];
     return sq;
 }
 
@@ -39,6 +72,7 @@ dt_status dt_strategy_clip(dt_strategy *s, const float *g, size_t at, size_t n, 
     s->grad_scale = 1.0;
     if (!(s->opt.clip_norm > 0))
         return DT_OK;
+    DT_ASSERT(s->sumsq_part != NULL); /* dt_strategy_attach */
     double sq = owned_sumsq(s, g, at, n);
     dt_comm *over[3] = {
         dt_grid_size(s->grid, DT_GRID_TP) > 1 ? dt_grid_comm(s->grid, DT_GRID_TP) : NULL,

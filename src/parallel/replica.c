@@ -6,9 +6,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "nn/model_team.h"
 #include "parallel/pipe.h"
 #include "parallel/strategy_impl.h"
-#include "tensor/vmath.h"
+#include "tensor/scan.h"
 
 dt_status dt_strategy_start_replicas(dt_strategy *s, dt_comm *comm, int keep)
 {
@@ -52,30 +53,12 @@ fail:
     return st;
 }
 
-/* 0 when every g[0..n) is finite. Sixteen lanes, so that the additions vectorise (a
- * single float sum may not be reordered, and would take one addition's latency per
- * element), compiled for the CPU that runs it. */
-DT_VEC_CLONES
-static int any_nonfinite(const float *g, size_t n)
-{
-    enum { W = 16 };
-    float acc[W] = {0};
-    size_t i = 0;
-    for (; i + W <= n; i += W)
-        for (int k = 0; k < W; k++)
-            acc[k] += g[i + k] * 0.0f;
-    for (; i < n; i++)
-        acc[0] += g[i] * 0.0f;
-    float all = 0.0f;
-    for (int k = 0; k < W; k++)
-        all += acc[k];
-    return all != 0.0f;
-}
-
-int dt_strategy_scan_grads(const dt_strategy *s, size_t lo, size_t hi)
+/* dt_strategy_scan_grads with the first pass split between `team`'s members (NULL: the
+ * calling thread); the layer of a finding is looked up on the calling thread. */
+static int scan_on(const dt_strategy *s, size_t lo, size_t hi, dt_pool *team)
 {
     const float *g = dt_model_grads(s->model);
-    if (hi <= lo || !any_nonfinite(g + lo, hi - lo))
+    if (hi <= lo || !dt_any_nonfinite(g + lo, hi - lo, team))
         return 0;
     for (int k = 0; k < dt_model_tensor_count(s->model); k++) {
         const dt_param_info *t = dt_model_tensor(s->model, k);
@@ -86,14 +69,19 @@ int dt_strategy_scan_grads(const dt_strategy *s, size_t lo, size_t hi)
     return 0;
 }
 
+int dt_strategy_scan_grads(const dt_strategy *s, size_t lo, size_t hi)
+{
+    return scan_on(s, lo, hi, NULL);
+}
+
 void dt_strategy_note_bad(dt_strategy *s, double loss_sum, size_t lo, size_t hi)
 {
     if (s->bad_here != 0)
         return;
     if (!isfinite(loss_sum))
         s->bad_here = DT_NONFINITE_LOSS;
-    else
-        s->bad_here = dt_strategy_scan_grads(s, lo, hi);
+    else /* after backward: the model's team is free */
+        s->bad_here = scan_on(s, lo, hi, dt_model_team(s->model));
 }
 
 void dt_strategy_part(int64_t g, int64_t parts, int64_t part, int64_t *begin, int64_t *count)

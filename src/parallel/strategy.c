@@ -68,6 +68,7 @@ void dt_strategy_free(dt_strategy *s)
     dt_pipe_free(s->pipe);
     dt_comm_free(s->tie_comm);
     dt_free(s->exchange);
+    dt_free(s->sumsq_part);
     s->ops->free(s);
     dt_grid_free(grid);
 }
@@ -100,6 +101,12 @@ dt_status dt_strategy_attach(dt_strategy *s, dt_model *m, size_t *optim_count)
         dt_alloc(4 * sizeof(double) * (size_t)most, "step summary", (void **)&s->exchange);
     if (st != DT_OK)
         return st;
+    if (s->opt.clip_norm > 0) {
+        st = dt_alloc(sizeof(double) * (size_t)dt_model_tensor_count(m), "clipping sums",
+                      (void **)&s->sumsq_part);
+        if (st != DT_OK)
+            return st;
+    }
     st = s->ops->attach(s, m, optim_count);
     s->optim_count = *optim_count;
     if (st == DT_OK)

@@ -85,12 +85,13 @@ struct dt_strategy {
      * together; the strategy's step fills `bad` for its data-parallel group. */
     int bad_here;
     dt_nonfinite bad;
-    double *exchange;  /* [4 x max(pp, tp)]: the step's summary crossing stages and tp ranks */
-    dt_obs *obs;       /* the rank's phase timers and trace events (dt_strategy_set_obs) */
-    dt_optim *optim;   /* borrowed (dt_strategy_bind_optim): a server that applies as
-                          gradients arrive steps it inside the step */
-    double grad_norm;  /* the step's norm before clipping (clip.c), or NAN */
-    double grad_scale; /* clipping's factor for the update (clip.c), 1 without */
+    double *exchange;   /* [4 x max(pp, tp)]: the step's summary crossing stages and tp ranks */
+    dt_obs *obs;        /* the rank's phase timers and trace events (dt_strategy_set_obs) */
+    dt_optim *optim;    /* borrowed (dt_strategy_bind_optim): a server that applies as
+                           gradients arrive steps it inside the step */
+    double grad_norm;   /* the step's norm before clipping (clip.c), or NAN */
+    double grad_scale;  /* clipping's factor for the update (clip.c), 1 without */
+    double *sumsq_part; /* [tensors]: clip.c's per-tensor sums (with optim.clip_norm) */
     /* The embedding group (tie.c): the pipeline stages that hold a tied table (the
      * embedding's and the head's copy), made at the first update; NULL elsewhere. */
     int tie_ready;

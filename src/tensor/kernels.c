@@ -85,9 +85,15 @@ void dt_add_bias_channels(float *restrict y, const float *restrict b, int64_t C,
 
 void dt_sum_rows_add(const float *restrict dy, int64_t rows, int64_t n, float *restrict db)
 {
+    dt_sum_rows_add_cols(dy, rows, n, 0, n, db);
+}
+
+void dt_sum_rows_add_cols(const float *restrict dy, int64_t rows, int64_t ld, int64_t c0,
+                          int64_t c1, float *restrict db)
+{
     for (int64_t r = 0; r < rows; r++)
-        for (int64_t j = 0; j < n; j++)
-            db[j] += dy[r * n + j];
+        for (int64_t j = c0; j < c1; j++)
+            db[j] += dy[r * ld + j];
 }
 
 void dt_sum_channels_add(const float *restrict dy, int64_t C, int64_t P, float *restrict db)

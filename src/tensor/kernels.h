@@ -27,6 +27,11 @@ void dt_add_bias_channels(float *restrict y, const float *restrict b, int64_t C,
 
 /* db (n) += column sums of dy (rows, n). */
 void dt_sum_rows_add(const float *restrict dy, int64_t rows, int64_t n, float *restrict db);
+/* db[j] += sum over rows of dy[r * ld + j], for columns j in [c0, c1) only: a member's share
+ * of dt_sum_rows_add (ld = n), with the same bits (each column summed over the rows in
+ * order). */
+void dt_sum_rows_add_cols(const float *restrict dy, int64_t rows, int64_t ld, int64_t c0,
+                          int64_t c1, float *restrict db);
 
 /* db (C) += per-channel sums of dy (C, P). */
 void dt_sum_channels_add(const float *restrict dy, int64_t C, int64_t P, float *restrict db);

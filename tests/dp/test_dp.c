@@ -179,6 +179,11 @@ static void test_mlp_clip(void **state)
     dt_test_set(&w, "optim.decay=matrices");
     dt_test_set(&w, "optim.clip_norm=0.05");
     run_pair("mlp adamw matrices clip zero-1", w, 16, "parallel.zero=1", NULL);
+    /* The norm's per-tensor sums split between 2 threads (clip.c's team, from 65,536
+     * elements: this MLP's 101,770), against one thread. */
+    dt_config wide = w;
+    dt_test_set(&wide, "model.layers=flatten, linear 128, relu, linear 10");
+    run_pair("mlp adamw matrices clip 2 threads", wide, 16, "train.threads=2", NULL);
     /* Clipping took effect: one process with and without it. */
     float *a = NULL, *b = NULL;
     size_t na = 0, nb = 0;

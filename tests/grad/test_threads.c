@@ -7,6 +7,7 @@
  * (DT_PAR_MIN). */
 #include "dt_test.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include "dtrain/optim.h"
 #include "dtrain/train.h"
 #include "optim/optim_team.h"
+#include "tensor/scan.h"
 #include "grad_util.h"
 
 #define MAX_BATCH 8
@@ -179,6 +181,38 @@ static void test_optimizer_team(void **state)
     }
 }
 
+/* The non-finite scan split between members (scan.h): a NaN or an infinity anywhere, the
+ * first and last elements included, is found at 1, 2 and 3 members, and a finite buffer
+ * (with the largest float) is not flagged. */
+static void test_scan_team(void **state)
+{
+    (void)state;
+    enum { N = (1 << 20) + 37 };
+    float *g = calloc(N, sizeof *g);
+    assert_non_null(g);
+    gu_fill(g, N, 7, GU_UNIFORM);
+    g[N / 2] = FLT_MAX;
+    const size_t at[] = {0, N / 3, N / 2 + 1, N - 1};
+    const float bad[] = {NAN, INFINITY, -INFINITY};
+    for (int members = 1; members <= 3; members++) {
+        dt_pool *pool = NULL;
+        DT_ASSERT_OK(dt_pool_create(members, &pool));
+        if (dt_any_nonfinite(g, N, pool) != 0)
+            fail_msg("%d members: a finite buffer flagged", members);
+        for (size_t k = 0; k < sizeof at / sizeof at[0]; k++)
+            for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
+                const float keep = g[at[k]];
+                g[at[k]] = bad[b];
+                if (dt_any_nonfinite(g, N, pool) != 1)
+                    fail_msg("%d members: %g at [%zu] of %d not found", members, (double)bad[b],
+                             at[k], (int)N);
+                g[at[k]] = keep;
+            }
+        dt_pool_free(pool);
+    }
+    free(g);
+}
+
 static void test_refused(void **state)
 {
     (void)state;
@@ -206,6 +240,7 @@ int main(void)
         cmocka_unit_test(test_batch_below_team),
         cmocka_unit_test(test_accumulates),
         cmocka_unit_test(test_optimizer_team),
+        cmocka_unit_test(test_scan_team),
         cmocka_unit_test(test_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
