@@ -182,7 +182,19 @@ def worker(rank, a, port):
     x, y = load(a.data)
     module, loss_fn = build(a.model)
     params = [(n, tuple(p.shape)) for n, p in module.named_parameters() if p.requires_grad]
-    model = torch.nn.parallel.DistributedDataParallel(module)
+    ddp_options = {}
+    if a.hook.startswith("powersgd"):
+        # One bucket for PowerSGD: its hook issues each bucket's P and Q all-reduces from the
+        # callbacks of the bucket's earlier futures, which over gloo run on gloo's threads,
+        # so with two buckets in flight the ranks can enqueue their collectives in different
+        # orders, and gloo pairs collectives by order. Every ConvNet run (two buckets: DDP's
+        # first one is 1 MiB) ended in "op.preamble.length <= op.nbytes" (a size mismatch)
+        # or a SIGABRT at exit; the MLP (one bucket) never did. The computation is the same
+        # (PowerSGD compresses each matrix on its own); only the overlap of the buckets goes.
+        whole_mb = 4 * sum(math.prod(s) for _, s in params) / 2**20 + 1
+        dist._DEFAULT_FIRST_BUCKET_BYTES = int(whole_mb * 2**20)  # 1.13 reads it
+        ddp_options["bucket_cap_mb"] = whole_mb  # 2.15: the first bucket takes it too
+    model = torch.nn.parallel.DistributedDataParallel(module, **ddp_options)
     state = make_hook(model, a.hook)
     opt = torch.optim.Adam(model.parameters(), lr=a.lr,
                            **({"fused": True} if a.adam == "fused" else {}))
