@@ -47,10 +47,10 @@ static void sumsq_member(void *ctx, int t, int nt)
         const size_t hi = p->offset + p->count < end ? p->offset + p->count : end;
         const int64_t first = (int64_t)(lo - j->at);
         if (hi <= lo || first < mlo || first >= mhi)
-            continue; /* empty here, or another member's */
-        const int owned = !((p->split_dim < 0 && tp_rank != 0) || p->tie == DT_TIE_COPY);
-        /* counted on tp rank 0; a tied copy by its original's stage */
-        s->sumsq_part[i] = owned ? dt_grad_sumsq(j->g + (lo - j->at), hi - lo) : 0.0;
+            continue; /* empty here, or another member's: owned_sumsq's 0 stays */
+        if ((p->split_dim < 0 && tp_rank != 0) || p->tie == DT_TIE_COPY)
+            continue; /* counted on tp rank 0; a tied copy by its original's stage */
+        s->sumsq_part[i] = dt_grad_sumsq(j->g + (lo - j->at), hi - lo);
     }
 }
 
