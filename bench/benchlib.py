@@ -563,8 +563,8 @@ def build_tools(build_dir, script):
     return build, sgemm_peak
 
 
-# --- What a `dtrain train --trace FILE` run communicated, and what `dtrain plan` predicts for
-# it (bench/gpt_layouts.py; bench/plan_netns.sh reads the same fields). ---
+# --- What a `dtrain train --trace FILE` run communicated (bench/gpt_layouts.py, beside
+# `dtrain plan --json`'s rows). ---
 
 def trace_comm(path, first_step=2):
     """Per rank, the communication of the trace's steps from `first_step` on (step 1 and the
@@ -589,16 +589,3 @@ def trace_comm(path, first_step=2):
         g["ms"] += e["dur"] / 1e3 / n
         g["calls"] += 1.0 / n
     return out
-
-
-def plan_rows(text):
-    """`dtrain plan`'s rows: ([(what, MB, ms)], total ms), from its printed table."""
-    rows, total = [], None
-    for line in text.splitlines():
-        words = line.split()
-        if len(words) >= 3 and words[0] == "total" and words[-1] == "ms":
-            total = float(words[-2])
-        elif line.startswith("  ") and line.rstrip().endswith(" ms") and " MB " in line:
-            what, rest = line[:55].strip(), line[55:].split()
-            rows.append((what, float(rest[0]), float(rest[2])))
-    return rows, total

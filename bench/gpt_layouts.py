@@ -327,10 +327,24 @@ def comm_run(build, sz, lay, cfg, work, link, a, rec):
             skip = 0 if skip else 1
             continue
         plan_opts.append(o)
+    rows_json = os.path.join(work, "plan-%s-%s.jsonl" % (sz.key, lay.key))
     plan = bl.run_text([os.path.join(build, "dtrain"), "plan", cfg, "--ranks", str(lay.ranks),
-                        "--batch", str(batch), "--from", link] + plan_opts,
+                        "--batch", str(batch), "--from", link, "--json", rows_json] + plan_opts,
                        bl.thread_env(1), 300)[0]
-    rows, total = bl.plan_rows(plan)
+    # Per group, the largest stage's bytes (stages are predicted apart, as the trace's
+    # largest rank is read), in MB; the total ms is the busiest stage's.
+    per_group, total = {}, None
+    with open(rows_json) as f:
+        for line in f:
+            r = json.loads(line)
+            if "total_ms" in r:
+                total = r["total_ms"]
+                continue
+            k = (r["stage"], r["group"])
+            per_group[k] = per_group.get(k, 0.0) + r["bytes"] / 1e6
+    rows = []
+    for g in sorted({g for (_, g) in per_group}):
+        rows.append((g, max(v for (st, gg), v in per_group.items() if gg == g), None))
     r = {"event": "comm", "size": sz.key, "layout": lay.key, "memory_lines": mem,
          "trace": {str(k): v for k, v in comm.items()}, "plan_rows": rows,
          "plan_total_ms": total, "plan_text": plan}

@@ -419,6 +419,12 @@ DT_API dt_status dt_weights_load_set(dt_model *m, const dt_ckpt_set *s);
 DT_API void dt_config_comm_options(const dt_config *cfg, dt_comm_options *out);
 /* The [parallel] settings as the strategy's options (strategy.h). */
 DT_API void dt_config_strategy_options(const dt_config *cfg, dt_strategy_options *out);
+/* stage_of[i] = the pipeline stage of cfg's layer i on `pp` stages, as the trainer places
+ * them: at parallel.pp_split's points when given, else by parallel.pp_placement; tp as
+ * dt_model_stage_plan's (no stage ends inside a block under tensor parallelism). Its errors
+ * are dt_model_stage_plan's. */
+DT_API dt_status dt_config_stage_plan(const dt_config *cfg, const dt_shape *sample,
+                                      const dt_tp_layout *tp, int pp, int *stage_of);
 
 #ifdef __cplusplus
 }

@@ -10,9 +10,16 @@
  *       all-gather, the same)
  *   B(b) is the given bandwidth, or the measured one at b's size (plan_link.h).
  *   tensor parallelism, per micro-batch: all-reduces of X bytes over t ranks as above, and
- *       all-gathers of a whole activation X: (t-1)/t * X/B + (t-1) * α
- *   pipeline, per micro-batch and cut: the activation forward and its gradient back,
- *       2 * (X/B + α) per cut on the critical path.
+ *       all-gathers of a whole activation X: (t-1)/t * X/B + (t-1) * α (under sequence
+ *       parallelism X holds t shares of ceil(T/t) positions: the shares are padded)
+ *   sequence parallelism, once a step: an all-reduce over t ranks of each tensor used on a
+ *       rank's positions only (LayerNorms, embeddings, the head's copy of the table)
+ *   pipeline, per micro-batch and cut the stage lies on: the activation forward and its
+ *       gradient back, 2 * (X/B + α) (X a rank's share of the positions under sequence
+ *       parallelism)
+ *   a GPT's table and head on two stages: its gradient all-reduced between them, once a step.
+ * With a pipeline each stage is predicted apart (its layers, its gradients, its cuts) and
+ * the total is the busiest stage's: stages communicate at the same time.
  *
  * What it leaves out is said with the prediction: computation, and with it how much of the
  * gradient all-reduce backward hides (none with parallel.overlap off), and the pipeline's
@@ -32,6 +39,8 @@ static const dt_cli_option plan_opts[] = {
     {"--dp", "N", DT_OPT_CONFIG_KEY, "parallel.dp", "data-parallel ranks (0: all left)"},
     {"--tp", "N", DT_OPT_CONFIG_KEY, "parallel.tp", "tensor-parallel ranks"},
     {"--pp", "N", DT_OPT_CONFIG_KEY, "parallel.pp", "pipeline stages"},
+    {"--pp-split", "HOW", DT_OPT_CONFIG_KEY, "parallel.pp_split",
+     "balanced, round_robin, or the first layer of each later stage ('4,7')"},
     {"--micro-batches", "M", DT_OPT_CONFIG_KEY, "parallel.micro_batches", "micro-batches per step"},
     {"--batch", "N", DT_OPT_CONFIG_KEY, "train.batch", "samples per micro-batch on each rank"},
     {"--zero", "0|1", DT_OPT_CONFIG_KEY, "parallel.zero", "ZeRO stage"},
@@ -45,6 +54,9 @@ static const dt_cli_option plan_opts[] = {
      "none, fp16, bf16, topk:RATIO or powersgd:RANK"},
     {"--bandwidth", "GB/s", DT_OPT_STRING, "bandwidth", "the link's bandwidth B"},
     {"--latency", "US", DT_OPT_STRING, "latency", "the link's latency per message, microseconds"},
+    {"--json", "FILE", DT_OPT_STRING, "json",
+     "also write each row as a JSON object to FILE: its stage (-1 without a pipeline), the "
+     "group whose collectives carry it (as --trace names them), bytes and ms"},
     {"--from", "FILE", DT_OPT_STRING, "from",
      "take B and the latency from bench-comm --json output: each message's B from the auto "
      "all-reduce's time at its size, the latency from the smallest size's time"},
@@ -89,24 +101,52 @@ static void psgd_bytes(const dt_config *cfg, const dt_shape *shapes, double *p_b
     }
 }
 
-/* dt_strategy_predict's rows, printed. */
-static void print_row(void *ctx, const char *what, double bytes, double seconds)
+/* Where the rows go: stdout's table, and with --json one JSON object per row. A row belongs
+ * to a stage (-1 without a pipeline) and names the group whose collectives carry it, as the
+ * trace names them ("dp", "tp", "pp", "embedding group"; ps's "ps"). */
+typedef struct sink {
+    FILE *json;
+    int stage;
+    const char *group; /* the strategy's rows' group */
+} sink;
+
+static void emit(const sink *k, const char *group, const char *what, double bytes, double s)
 {
-    (void)ctx;
-    row(what, bytes, seconds);
+    if (k->stage >= 0)
+        printf("    %-50s %12.3f MB %12.3f ms\n", what, bytes / 1e6, s * 1e3);
+    else
+        row(what, bytes, s);
+    if (k->json != NULL)
+        fprintf(k->json,
+                "{\"stage\": %d, \"group\": \"%s\", \"what\": \"%s\", \"bytes\": %.0f, "
+                "\"ms\": %.6f}\n",
+                k->stage, group, what, bytes, s * 1e3);
+}
+
+/* dt_strategy_predict's rows, into the sink under the strategy's group. */
+static void strategy_row(void *ctx, const char *what, double bytes, double seconds)
+{
+    const sink *k = ctx;
+    emit(k, k->group, what, bytes, seconds);
+}
+
+/* A row of the refusal's probe (make_layout): one replica sends nothing. */
+static void ignore_row(void *ctx, const char *what, double bytes, double seconds)
+{
+    (void)ctx, (void)what, (void)bytes, (void)seconds;
 }
 
 /* ddp's buckets (src/parallel/ddp.c) on stage s: layers from the last, a bucket closed at the
  * first layer boundary where it holds its cap (the first bucket's is first_bucket_mb).
  * Returns their count; bucket[] their bytes. */
-static int plan_buckets(const dt_config *cfg, const dt_tp_layer_plan *plan, const int *stage_of,
-                        int s, double *bucket)
+static int plan_buckets(const dt_config *cfg, const double *params, const int *stage_of, int s,
+                        double *bucket)
 {
     const double first = cfg->parallel.first_bucket_mb * 1048576.0,
                  cap = cfg->parallel.bucket_cap_mb * 1048576.0;
     int nb = 0, open = 0;
     for (int i = cfg->nlayers - 1; i >= 0; i--) {
-        const double b = stage_of[i] == s ? (double)plan[i].params * sizeof(float) : 0.0;
+        const double b = stage_of[i] == s ? params[i] * sizeof(float) : 0.0;
         if (b == 0)
             continue;
         if (!open)
@@ -118,23 +158,33 @@ static int plan_buckets(const dt_config *cfg, const dt_tp_layer_plan *plan, cons
     return nb;
 }
 
-/* The step's communication, printed row by row; returns the predicted seconds. */
-static double predict(const dt_config *cfg, const dt_shape *shapes, const dt_tp_layer_plan *plan,
-                      const int *stage_of, const layout *y, const dt_link_model *l)
+/* The model's plan, where every stage's prediction reads it. */
+typedef struct model_plan {
+    const dt_config *cfg;
+    const dt_shape *shapes;              /* the whole model's activations, per sample */
+    const dt_tp_layer_plan *plan;        /* tp rank 0's part of every layer */
+    const int *stage_of;                 /* each layer's stage */
+    double params[DT_CONFIG_MAX_LAYERS]; /* each layer's parameters on its stage */
+    int tied;                            /* a GPT whose table and head are on two stages */
+    dt_gpt_form gpt;
+    int64_t share; /* SP on a whole GPT: tp rank 0's positions, else 0 */
+} model_plan;
+
+/* The messages of stage s (its tp rank 0: the largest part where a split is uneven) in one
+ * step, emitted row by row; returns their predicted seconds. The tp collectives and the
+ * pipeline's messages are per micro-batch; the gradients' once a step. */
+static double predict_stage(const model_plan *mp, int s, const layout *y, const dt_link_model *l,
+                            const sink *k)
 {
-    double total = 0, worst = 0, bucket[DT_CONFIG_MAX_LAYERS], b_of[DT_CONFIG_MAX_LAYERS];
-    int nb = 0;
-    for (int s = 0; s < y->pp; s++) { /* the stage with the most gradient bytes sets the pace */
-        const int n = plan_buckets(cfg, plan, stage_of, s, b_of);
-        double grad = 0;
-        for (int b = 0; b < n; b++)
-            grad += b_of[b];
-        if (grad > worst || s == 0) {
-            worst = grad, nb = n;
-            memcpy(bucket, b_of, sizeof(double) * (size_t)n);
-        }
-    }
+    const dt_config *cfg = mp->cfg;
+    const dt_shape *shapes = mp->shapes;
+    const dt_tp_layer_plan *plan = mp->plan;
+    double total = 0, bucket[DT_CONFIG_MAX_LAYERS];
     char what[128];
+    const int nb = plan_buckets(cfg, mp->params, mp->stage_of, s, bucket);
+    double grad = 0;
+    for (int b = 0; b < nb; b++)
+        grad += bucket[b];
     /* The strategy's own messages (its registry row's prediction), then the grid's axes. */
     dt_strategy_options so;
     dt_config_strategy_options(cfg, &so);
@@ -144,24 +194,33 @@ static double predict(const dt_config *cfg, const dt_shape *shapes, const dt_tp_
     const dt_predict_input step = {.world = y->world,
                                    .dp = y->dp,
                                    .apart = y->servers,
-                                   .grad_bytes = worst,
+                                   .grad_bytes = grad,
                                    .bucket = bucket,
                                    .nbuckets = nb,
                                    .psgd_p_bytes = pb,
                                    .psgd_q_bytes = qb,
                                    .link = l};
-    if (dt_strategy_predict(&so, &step, print_row, NULL, &t) == DT_OK) /* make_layout asked */
+    if (dt_strategy_predict(&so, &step, strategy_row, (void *)k, &t) ==
+        DT_OK) /* make_layout asked */
         total += t;
     const double mb = (double)y->batch * sizeof(float);
-    double tp_bytes = 0, tp_s = 0, seen_params = 0;
+    double tp_bytes = 0, tp_s = 0, seen_params = 0, sum_bytes = 0, sum_s = 0;
+    int sums = 0;
     for (int i = 0; y->tp > 1 && i < cfg->nlayers; i++) {
+        /* A layer after one with parameters passes its input's gradient back (on a later
+         * stage too: it goes to the stage before). */
+        const int mine = mp->stage_of[i] == s;
+        const double before = seen_params;
+        seen_params += (double)plan[i].whole_params;
+        if (!mine)
+            continue;
         const double out = (double)dt_shape_numel(&shapes[i + 1]) * mb,
                      in = (double)dt_shape_numel(&shapes[i]) * mb;
         if (plan[i].role == DT_TP_ROW)
             tp_bytes += out, tp_s += dt_link_allreduce(l, out, y->tp);
         if (plan[i].gather)
             tp_bytes += out, tp_s += dt_link_allgather(l, out, y->tp);
-        if (plan[i].role == DT_TP_COLUMN && seen_params)
+        if (plan[i].role == DT_TP_COLUMN && before > 0)
             tp_bytes += in, tp_s += dt_link_allreduce(l, in, y->tp);
         if (plan[i].role == DT_TP_HEADS && !plan[i].sequence) /* 2 forward, 2 backward */
             tp_bytes += 2 * (out + in),
@@ -169,44 +228,108 @@ static double predict(const dt_config *cfg, const dt_shape *shapes, const dt_tp_
         if (plan[i].role == DT_TP_HEADS && plan[i].sequence) {
             /* sequence parallelism (model.h): 6 all-gathers and 4 reduce-scatters of the
              * whole (T, E), one more all-gather at each end of a run of blocks; a ring
-             * reduce-scatter costs what a ring all-gather of the same whole does */
-            const int ag = 6 + plan[i].seq_out_whole + (plan[i].seq_in_whole && seen_params > 0);
-            tp_bytes += (ag + 4) * out;
-            tp_s += (ag + 4) * dt_link_allgather(l, out, y->tp);
+             * reduce-scatter costs what a ring all-gather of the same whole does. Each rank's
+             * share is padded to the largest, ceil(T / tp) positions (block.c). */
+            const int64_t T = shapes[i + 1].d[0];
+            int64_t lo, hi;
+            dt_tp_part(T, 1, y->tp, 0, &lo, &hi);
+            const double whole = out / (double)T * (double)((hi - lo) * y->tp);
+            const int ag = 6 + plan[i].seq_out_whole + (plan[i].seq_in_whole && before > 0);
+            tp_bytes += (ag + 4) * whole;
+            tp_s += (ag + 4) * dt_link_allgather(l, whole, y->tp);
         }
-        seen_params += (double)plan[i].whole_params;
+        if (!plan[i].sequence)
+            continue;
+        /* Sequence parallelism: the tensors a rank used on its positions only (its
+         * LayerNorms', a block's two; the embeddings' and the head's copy) have partial
+         * gradients, each summed over the group once a step (tp_group.c). */
+        const double E = (double)shapes[i].d[shapes[i].ndim - 1];
+        const double n = plan[i].role == DT_TP_HEADS ? 4 * E : mp->params[i];
+        const int tensors = plan[i].role == DT_TP_HEADS                 ? 4
+                            : cfg->layers[i].kind == DT_LAYER_LAYERNORM ? 2
+                                                                        : (n > 0 ? 1 : 0);
+        for (int j = 0; j < tensors; j++) {
+            const double b = n / tensors * sizeof(float);
+            sum_bytes += b, sum_s += dt_link_allreduce(l, b, y->tp);
+        }
+        sums += tensors;
     }
     if (y->tp > 1) {
         snprintf(what, sizeof what, "tp activations, %d micro-batch%s", y->micro,
                  y->micro == 1 ? "" : "es");
-        row(what, tp_bytes * y->micro, tp_s * y->micro);
+        emit(k, "tp", what, tp_bytes * y->micro, tp_s * y->micro);
         total += tp_s * y->micro;
     }
+    if (sums > 0) {
+        snprintf(what, sizeof what, "tp sums of %d position-shared gradients", sums);
+        emit(k, "tp", what, sum_bytes, sum_s);
+        total += sum_s;
+    }
+    /* The pipeline: each cut this stage lies on sends the activation one way and receives
+     * its gradient the other (or the reverse); under sequence parallelism a rank's share. */
     double pp_bytes = 0, pp_s = 0;
     for (int i = 1; y->pp > 1 && i < cfg->nlayers; i++)
-        if (stage_of[i] != stage_of[i - 1]) {
-            const double x = (double)dt_shape_numel(&shapes[i]) * mb;
+        if (mp->stage_of[i] != mp->stage_of[i - 1] &&
+            (mp->stage_of[i] == s || mp->stage_of[i - 1] == s)) {
+            double x = (double)dt_shape_numel(&shapes[i]) * mb;
+            if (mp->share > 0)
+                x = x / (double)shapes[i].d[0] * (double)mp->share;
             pp_bytes += 2 * x;
             pp_s += 2 * dt_link_message(l, x);
         }
     if (y->pp > 1) {
         snprintf(what, sizeof what, "pp activations and their gradients, %d micro-batch%s",
                  y->micro, y->micro == 1 ? "" : "es");
-        row(what, pp_bytes * y->micro, pp_s * y->micro);
+        emit(k, "pp", what, pp_bytes * y->micro, pp_s * y->micro);
         total += pp_s * y->micro;
     }
     /* A GPT's tied table on two stages: its two gradients summed between them once a step
      * (the embedding group, src/parallel/tie.c). */
-    dt_gpt_form f;
-    if (y->pp > 1 && dt_gpt_form_of(cfg->layers, cfg->nlayers, &f) == DT_OK &&
-        stage_of[f.wte] != stage_of[f.head]) {
-        const double table = (double)f.vocab * (double)f.embd * sizeof(float);
-        const double s = dt_link_allreduce(l, table, 2);
-        row("the tied table's gradient (embedding group)", table, s);
-        total += s;
+    if (mp->tied && (mp->stage_of[mp->gpt.wte] == s || mp->stage_of[mp->gpt.head] == s)) {
+        const double table = (double)mp->gpt.vocab * (double)mp->gpt.embd * sizeof(float);
+        const double ts = dt_link_allreduce(l, table, 2);
+        emit(k, "embedding group", "the tied table's gradient (embedding group)", table, ts);
+        total += ts;
+    }
+    return total;
+}
+
+/* The step's communication, stage by stage (one without a pipeline); returns the predicted
+ * seconds of the busiest stage, and its index in *busiest. */
+static double predict(const dt_config *cfg, const dt_shape *shapes, const dt_tp_layer_plan *plan,
+                      const int *stage_of, const layout *y, const dt_link_model *l, FILE *json,
+                      int *busiest)
+{
+    static model_plan mp; /* DT_CONFIG_MAX_LAYERS doubles: not on the stack */
+    memset(&mp, 0, sizeof mp);
+    mp.cfg = cfg, mp.shapes = shapes, mp.plan = plan, mp.stage_of = stage_of;
+    for (int i = 0; i < cfg->nlayers; i++)
+        mp.params[i] = (double)plan[i].params;
+    if (dt_gpt_form_of(cfg->layers, cfg->nlayers, &mp.gpt) == DT_OK) {
+        /* The head on a stage without the table holds a copy of it (model.c's ties). */
+        mp.tied = y->pp > 1 && stage_of[mp.gpt.wte] != stage_of[mp.gpt.head];
+        if (mp.tied)
+            mp.params[mp.gpt.head] = (double)mp.gpt.vocab * (double)mp.gpt.embd;
+        /* Sequence parallelism on the whole GPT: every boundary holds a rank's positions. */
+        if (plan[mp.gpt.wte].sequence) {
+            int64_t lo, hi;
+            dt_tp_part(shapes[0].d[0], 1, y->tp, 0, &lo, &hi);
+            mp.share = hi - lo;
+        }
     }
     dt_error_clear(); /* not a GPT: no tied table */
-    return total;
+    double worst = -1;
+    *busiest = 0;
+    for (int s = 0; s < y->pp; s++) {
+        const sink k = {
+            .json = json, .stage = y->pp > 1 ? s : -1, .group = y->servers > 0 ? "ps" : "dp"};
+        if (y->pp > 1)
+            printf("  stage %d:\n", s);
+        const double t = predict_stage(&mp, s, y, l, &k);
+        if (t > worst)
+            worst = t, *busiest = s;
+    }
+    return worst;
 }
 
 /* B and α from the options. */
@@ -244,7 +367,7 @@ static int make_layout(const dt_config *cfg, const dt_cli_values *v, layout *y)
      * one replica sends nothing, so this asks without a link. */
     const dt_predict_input none = {.world = 1, .dp = 1};
     double zero = 0;
-    if (dt_strategy_predict(&so, &none, print_row, NULL, &zero) != DT_OK) {
+    if (dt_strategy_predict(&so, &none, ignore_row, NULL, &zero) != DT_OK) {
         fprintf(stderr, "dtrain plan: %s\n", dt_last_error());
         return DT_EXIT_USAGE;
     }
@@ -319,8 +442,7 @@ int dt_cmd_plan(int argc, char **argv)
     if (dt_data_sample_shape(&cfg, &sample) != DT_OK ||
         dt_model_plan_shapes(cfg.layers, cfg.nlayers, &sample, shapes) != DT_OK ||
         dt_model_tp_plan(cfg.layers, cfg.nlayers, &sample, &tpl, plan) != DT_OK ||
-        (y.pp > 1 && dt_model_stage_plan(cfg.layers, cfg.nlayers, &sample, &tpl, y.pp,
-                                         cfg.parallel.pp_placement, NULL, stage_of) != DT_OK)) {
+        (y.pp > 1 && dt_config_stage_plan(&cfg, &sample, &tpl, y.pp, stage_of) != DT_OK)) {
         fprintf(stderr, "dtrain plan: %s\n", dt_last_error());
         return DT_EXIT_FAIL;
     }
@@ -347,9 +469,32 @@ int dt_cmd_plan(int argc, char **argv)
            lay, y.micro, y.micro == 1 ? "" : "es", (long long)y.batch, l.bw / 1e9, at,
            l.alpha * 1e6);
     printf("  %-52s %15s %15s\n", "communication per step", "operand bytes", "predicted");
-    const double t = predict(&cfg, shapes, plan, stage_of, &y, &l);
-    printf("  %-52s %15s %12.3f ms\n", "total", "", t * 1e3);
-    printf("dtrain plan: computation is not predicted: with parallel.overlap on, backward hides "
-           "part of the gradient all-reduce; a pipeline adds its bubble\n");
+    FILE *json = NULL;
+    const char *json_path = dt_cli_string(&vals, "json");
+    if (json_path != NULL && (json = fopen(json_path, "w")) == NULL) {
+        fprintf(stderr, "dtrain plan: --json %s: cannot write it\n", json_path);
+        return DT_EXIT_FAIL;
+    }
+    int busiest = 0;
+    const double t = predict(&cfg, shapes, plan, stage_of, &y, &l, json, &busiest);
+    if (y.pp > 1) {
+        char what[64];
+        snprintf(what, sizeof what, "total (stage %d, the busiest)", busiest);
+        printf("  %-52s %15s %12.3f ms\n", what, "", t * 1e3);
+    } else {
+        printf("  %-52s %15s %12.3f ms\n", "total", "", t * 1e3);
+    }
+    if (json != NULL) {
+        fprintf(json, "{\"total_ms\": %.6f, \"busiest_stage\": %d}\n", t * 1e3,
+                y.pp > 1 ? busiest : -1);
+        if (fclose(json) != 0) {
+            fprintf(stderr, "dtrain plan: --json %s: the write failed\n", json_path);
+            return DT_EXIT_FAIL;
+        }
+    }
+    printf(
+        "dtrain plan: computation is not predicted: with parallel.overlap on, backward hides "
+        "part of the gradient all-reduce; a pipeline adds its bubble. Nor are the step's "
+        "exchanges of a few scalars (losses, norms, verdicts: 32 bytes or less from each rank)\n");
     return DT_EXIT_OK;
 }

@@ -521,7 +521,8 @@ dt_status dt_ddp_check(const dt_strategy_options *o, int world, int tp, int pp)
 }
 
 /* One step's gradient exchange over the dp group (docs/USER_GUIDE.md, `dtrain plan`): each
- * bucket's ring all-reduce (ZeRO-1: reduce-scatter + all-gather, the same bytes), or under
+ * bucket's ring all-reduce (ZeRO-1: a reduce-scatter of the whole buffer and an all-gather of
+ * the parameters, each the buffer's bytes, together an all-reduce's time), or under
  * compression fp16/bf16's halves per bucket, topk's all-gather of (index, value) pairs, or
  * PowerSGD's two all-reduces (P and the tensors sent whole, then Q). */
 static dt_status ddp_predict(const dt_strategy_options *o, const dt_predict_input *in,
@@ -550,12 +551,20 @@ static dt_status ddp_predict(const dt_strategy_options *o, const dt_predict_inpu
             t += dt_link_allreduce(l, x, d);
         }
         snprintf(what, sizeof what, "dp %s all-reduce (%d bucket%s)", mode, nb, nb == 1 ? "" : "s");
+    } else if (o->zero) {
+        /* ZeRO-1 (ddp_step): one reduce-scatter of the whole gradient buffer after backward,
+         * one all-gather of the parameters after the update; each carries the buffer. */
+        const double half = dt_link_allgather(l, in->grad_bytes, d);
+        row(ctx, "dp reduce-scatter of the gradients (ZeRO-1)", in->grad_bytes, half);
+        row(ctx, "dp all-gather of the parameters (ZeRO-1)", in->grad_bytes, half);
+        *seconds = 2 * half;
+        return DT_OK;
     } else {
         for (int b = 0; b < nb; b++)
             t += dt_link_allreduce(l, in->bucket[b], d);
         bytes = in->grad_bytes;
-        snprintf(what, sizeof what, "dp %s of the gradients (%d bucket%s)",
-                 o->zero ? "reduce-scatter + all-gather" : "all-reduce", nb, nb == 1 ? "" : "s");
+        snprintf(what, sizeof what, "dp all-reduce of the gradients (%d bucket%s)", nb,
+                 nb == 1 ? "" : "s");
     }
     row(ctx, what, bytes, t);
     *seconds = t;

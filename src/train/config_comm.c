@@ -1,5 +1,7 @@
 /* config_comm.c — the [comm] and [parallel] sections of a config as options of the
- * communication layer and of the parallel strategy. */
+ * communication layer and of the parallel strategy, and as the pipeline's stages. */
+#include <string.h>
+
 #include "dtrain/train.h"
 #include "parallel/registry.h"
 
@@ -75,4 +77,18 @@ void dt_config_strategy_options(const dt_config *cfg, dt_strategy_options *out)
             dt_strategy_options_set(out, key, cfg->parallel.settings[j], dt_config_given(cfg, key));
         DT_ASSERT(st == DT_OK); /* the parser checked the range */
     }
+}
+
+dt_status dt_config_stage_plan(const dt_config *cfg, const dt_shape *sample, const dt_tp_layout *tp,
+                               int pp, int *stage_of)
+{
+    int first[DT_CONFIG_MAX_LAYERS];
+    const int *given = NULL;
+    if (cfg->parallel.n_pp_split > 0) { /* stage 0 begins at layer 0, stage s + 1 at split s */
+        first[0] = 0;
+        memcpy(first + 1, cfg->parallel.pp_split, sizeof(int) * (size_t)cfg->parallel.n_pp_split);
+        given = first;
+    }
+    return dt_model_stage_plan(cfg->layers, cfg->nlayers, sample, tp, pp,
+                               cfg->parallel.pp_placement, given, stage_of);
 }

@@ -133,22 +133,14 @@ static dt_status place_stages(dt_trainer *t)
 {
     const dt_config *cfg = &t->cfg;
     const dt_strategy_info *si = dt_strategy_get_info(t->strategy);
-    int splits[DT_CONFIG_MAX_LAYERS];
     memset(t->stage_of, 0, sizeof t->stage_of);
     if (si->pp_size == 1)
         return DT_OK;
-    const int *given = NULL;
-    if (cfg->parallel.n_pp_split > 0) {
-        splits[0] = 0;
-        memcpy(splits + 1, cfg->parallel.pp_split, sizeof(int) * (size_t)cfg->parallel.n_pp_split);
-        given = splits;
-    }
     const dt_tp_layout tp = {.size = si->tp_size,
                              .rank = si->tp_rank,
                              .min_weights = cfg->parallel.tp_min_weights,
                              .sequence_parallel = cfg->parallel.sequence_parallel};
-    dt_status st = dt_model_stage_plan(cfg->layers, cfg->nlayers, &t->train.sample_shape, &tp,
-                                       si->pp_size, cfg->parallel.pp_placement, given, t->stage_of);
+    dt_status st = dt_config_stage_plan(cfg, &t->train.sample_shape, &tp, si->pp_size, t->stage_of);
     if (st != DT_OK)
         return st;
     return dt_strategy_place_stages(t->strategy, t->stage_of, cfg->nlayers);

@@ -21,6 +21,15 @@ corpus of words written here, at the same global batch of 12 windows in every la
 - export: `dtrain export SET DIR --format hf` of the layout's checkpoint gives the tensors
   of one process's export (names, shapes, values within 1e-5, the same config.json), and
   the very bytes of the layout's own --save-weights.
+- plan: the sgd run's --trace against `dtrain plan --json` of the same layout, rank by
+  rank: the bytes each group's collectives carry per step (steps 2 to 19: the set-up before
+  step 1 and the evaluation, replica check and checkpoint after step 20 left out), group by
+  group (dp, tp, pp, the embedding group): on each stage (world rank = tp_rank + tp
+  (dp_rank + dp pp_rank)) the largest rank's equal to the plan's rows for the stage, which
+  are its tp rank 0's (the larger part of unevenly split heads), and no rank's above them. The step's exchanges of a few scalars
+  (losses, norms, verdicts: 32 bytes or less from each rank), which the plan says it leaves out, are not
+  counted: an all-gather of 32 bytes from each member (the trace counts its whole result)
+  or a collective of fewer bytes.
 Once, in the test tier: ckpt: a set written when a 10-step run at dp 2 with ZeRO-1 ends,
 resumed at tp 2 x pp 2 (4 ranks), trains steps 11..20 and ends within 1e-5 of one process's
 20 steps; and --check-replicas under localsgd is refused as a usage error.
@@ -71,6 +80,9 @@ LAYOUTS = [
     # sequence parallelism: each block's LayerNorms, dropouts and residual adds on half the
     # positions, their gradients summed over the pair once per step
     L("tp2sp", 2, ["--tp", "2", "--sequence-parallel"], checks=("clip", "recompute")),
+    # both at once on 4 ranks: each stage's own tp collectives, the stages' messages a rank's
+    # share of the positions, the head's copy of the table summed over its tp pair
+    L("tp2pp2sp", 4, ["--tp", "2", "--pp", "2", "--sequence-parallel"], mb=2),
     # ---- the long tier
     L("dp2tp2pp2", 8, ["--dp", "2", "--tp", "2", "--pp", "2"], dp=2, mb=2,
       checks=("clip", "recompute"), tier="long"),
@@ -98,7 +110,8 @@ LAYOUTS = [
       tier="long"),
 ]
 
-CHECKS = ("sgd", "adamw", "clip", "recompute", "export", "ckpt")
+CHECKS = ("sgd", "adamw", "clip", "recompute", "export", "ckpt", "plan")
+SCALAR_BYTES = 32  # a rank's part of the scalar exchanges the plan leaves out (it says so)
 
 
 def write_inputs(tmp):
@@ -237,7 +250,8 @@ class Driver:
 
     def check_sgd(self, lay, ref):
         got = self.train(f"sgd-{lay.name}", "sgd", lay, ["--check-replicas", "--checkpoint-dir",
-                                                         os.path.join(self.tmp, f"ck-{lay.name}")])
+                                                         os.path.join(self.tmp, f"ck-{lay.name}"),
+                                                         "--trace", self.trace_path(lay)])
         if got is None or ref is None:
             return got
         worst = self.weights_close(f"sgd {lay.name}: weights after {STEPS} steps", ref, got)
@@ -246,6 +260,72 @@ class Driver:
                   f"of one process after {STEPS} steps")
         self.check_replicas(lay, got)
         return got
+
+    def trace_path(self, lay):
+        return os.path.join(self.tmp, f"trace-{lay.name}.json")
+
+    def check_plan(self, lay, got):
+        """Each rank's traced bytes per step, group by group, against the plan's rows for its
+        stage (dtrain plan --json)."""
+        if got is None:
+            return
+        dp, tp, pp = (int(opt_value(lay, o, "1")) for o in ("--dp", "--tp", "--pp"))
+        rows = os.path.join(self.tmp, f"plan-{lay.name}.jsonl")
+        skip = {"--pp-schedule"}  # how the stages run, not what they send
+        opts = [o for i, o in enumerate(lay.opts)
+                if o not in skip and (i == 0 or lay.opts[i - 1] not in skip)]
+        cmd = [self.args.dtrain, "plan", self.cfgs["sgd"], "--ranks", str(lay.ranks), "--batch",
+               str(GLOBAL_BATCH // (lay.dp * lay.mb)), "--bandwidth", "1", "--latency", "10",
+               "--json", rows] + (["--micro-batches", str(lay.mb)] if lay.mb > 1 else []) + opts
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        if p.returncode != 0:
+            self.fail(f"plan {lay.name}: exit status {p.returncode}: {p.stdout}{p.stderr}",
+                      " ".join(cmd))
+            return
+        want = collections.defaultdict(float)  # (stage, group) -> bytes per step
+        for r in read_metrics(rows):
+            if "group" in r:
+                want[(r["stage"], r["group"])] += r["bytes"]
+        with open(self.trace_path(lay)) as f:
+            events = json.load(f)["traceEvents"]
+        first, last = 2, STEPS - 1
+        size = {"dp": dp, "tp": tp, "pp": pp}
+        got_b = collections.defaultdict(float)  # (rank, group) -> bytes over the steps
+        for e in events:
+            a = e.get("args", {})
+            if e.get("cat") != "comm" or not first <= a.get("step", 0) <= last:
+                continue
+            # A scalar exchange: an all-gather of SCALAR_BYTES from each member (its bytes
+            # the whole result), or a collective of fewer.
+            if a["bytes"] < SCALAR_BYTES or (e["name"] == "allgather" and
+                                             a["bytes"] == SCALAR_BYTES * size.get(a["group"], 2)):
+                continue
+            got_b[(e["pid"], a["group"])] += a["bytes"]
+        # The plan is a stage's tp rank 0's, the largest part where heads split unevenly: it
+        # is the largest rank's figure, and no rank's exceeds it.
+        bad, groups = [], set()
+        for stage in sorted({r // (tp * dp) for r in range(lay.ranks)}):
+            ranks = [r for r in range(lay.ranks) if r // (tp * dp) == stage]
+            key = stage if pp > 1 else -1
+            names = {g for (s, g) in want if s == key} | \
+                {g for (r, g) in got_b if r in ranks}
+            for g in sorted(names):
+                expect = want.get((key, g), 0.0)
+                traced = {r: got_b.get((r, g), 0.0) / (last - first + 1) for r in ranks}
+                top = max(traced, key=traced.get)
+                groups.add(g)
+                if abs(traced[top] - expect) > 0.5 or any(v > expect + 0.5
+                                                           for v in traced.values()):
+                    bad.append(f"stage {stage} group {g!r}: traced bytes per step by rank "
+                               + ", ".join(f"{r}: {v:.1f}" for r, v in traced.items())
+                               + f"; planned {expect:.0f} (the largest rank's)")
+        if bad:
+            self.fail(f"plan {lay.name}: " + "; ".join(bad[:6]) +
+                      (f" (and {len(bad) - 6} more)" if len(bad) > 6 else ""),
+                      " ".join(cmd), got["cmd"])
+            return
+        print(f"ok plan {lay.name}: every rank's bytes per step equal the plan's in "
+              f"{', '.join(sorted(groups)) or 'no group'}")
 
     def check_replicas(self, lay, got):
         """The run's --check-replicas line names every kind of copy the layout keeps."""
@@ -467,7 +547,8 @@ def main():
         if "export" in checks and any("export" in l.checks for l in layouts) and ref["sgd"]:
             ref_export = d.export("one", ref["sgd"])
         for lay in layouts:
-            got = d.check_sgd(lay, ref["sgd"]) if checks & {"sgd", "recompute", "export"} else None
+            got = d.check_sgd(lay, ref["sgd"]) if checks & {"sgd", "recompute", "export",
+                                                             "plan"} else None
             if "adamw" in checks:
                 d.check_adamw(lay, ref["adamw"])
             if "clip" in checks and "clip" in lay.checks:
@@ -476,6 +557,8 @@ def main():
                 d.check_recompute(lay, got)
             if "export" in checks and "export" in lay.checks and got:
                 d.check_export(lay, ref_export, got)
+            if "plan" in checks and got:
+                d.check_plan(lay, got)
         if "sgd" in checks and args.tier == "test":
             d.check_refused()
         if "ckpt" in checks and args.tier == "test":

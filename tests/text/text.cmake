@@ -14,8 +14,10 @@ dt_add_test(NAME test_gpt_memory SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gpt_memo
 # 1F1B and pp 3 with the tied table on two stages (M not a multiple of P), round robin, dp 2
 # x tp 2: 20 SGD steps within 1e-5 with every copy checked bitwise equal
 # (--check-replicas), AdamW losses within 1e-4, clipping on every step, recompute per block
-# bit-exact, hf export, and a dp 2 + ZeRO-1 set resumed at tp 2 x pp 2. The long tier: dp 2
-# x tp 2 x pp 2 on 8 ranks and further combinations.
+# bit-exact, hf export, a dp 2 + ZeRO-1 set resumed at tp 2 x pp 2, tp 2 x pp 2 with
+# sequence parallelism, and every layout's traced bytes per step, rank by rank and group by
+# group, equal to `dtrain plan --json`'s. The long tier: dp 2 x tp 2 x pp 2 on 8 ranks and
+# further combinations.
 dt_add_cli_test(NAME cli_gpt_layouts MPI TIMEOUT 300
                 COMMAND ${DT_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/gpt_layouts.py --dtrain
                         $<TARGET_FILE:dtrain> --mpirun ${MPIEXEC_BIN} --tier test)
