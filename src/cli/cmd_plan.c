@@ -167,7 +167,6 @@ typedef struct model_plan {
     double params[DT_CONFIG_MAX_LAYERS]; /* each layer's parameters on its stage */
     int tied;                            /* a GPT whose table and head are on two stages */
     dt_gpt_form gpt;
-    int64_t share; /* SP on a whole GPT: tp rank 0's positions, else 0 */
 } model_plan;
 
 /* The messages of stage s (its tp rank 0: the largest part where a split is uneven) in one
@@ -200,8 +199,8 @@ static double predict_stage(const model_plan *mp, int s, const layout *y, const 
                                    .psgd_p_bytes = pb,
                                    .psgd_q_bytes = qb,
                                    .link = l};
-    if (dt_strategy_predict(&so, &step, strategy_row, (void *)k, &t) ==
-        DT_OK) /* make_layout asked */
+    /* make_layout asked it already: a strategy without a prediction was refused there */
+    if (dt_strategy_predict(&so, &step, strategy_row, (void *)k, &t) == DT_OK)
         total += t;
     const double mb = (double)y->batch * sizeof(float);
     double tp_bytes = 0, tp_s = 0, seen_params = 0, sum_bytes = 0, sum_s = 0;
@@ -266,14 +265,18 @@ static double predict_stage(const model_plan *mp, int s, const layout *y, const 
         total += sum_s;
     }
     /* The pipeline: each cut this stage lies on sends the activation one way and receives
-     * its gradient the other (or the reverse); under sequence parallelism a rank's share. */
+     * its gradient the other (or the reverse); where the layer before the cut leaves its
+     * output on the ranks' shares of the positions (sequence parallelism), a rank's share. */
     double pp_bytes = 0, pp_s = 0;
     for (int i = 1; y->pp > 1 && i < cfg->nlayers; i++)
         if (mp->stage_of[i] != mp->stage_of[i - 1] &&
             (mp->stage_of[i] == s || mp->stage_of[i - 1] == s)) {
             double x = (double)dt_shape_numel(&shapes[i]) * mb;
-            if (mp->share > 0)
-                x = x / (double)shapes[i].d[0] * (double)mp->share;
+            if (plan[i - 1].sequence && !plan[i - 1].seq_out_whole) {
+                int64_t lo, hi;
+                dt_tp_part(shapes[i].d[0], 1, y->tp, 0, &lo, &hi);
+                x = x / (double)shapes[i].d[0] * (double)(hi - lo);
+            }
             pp_bytes += 2 * x;
             pp_s += 2 * dt_link_message(l, x);
         }
@@ -310,12 +313,6 @@ static double predict(const dt_config *cfg, const dt_shape *shapes, const dt_tp_
         mp.tied = y->pp > 1 && stage_of[mp.gpt.wte] != stage_of[mp.gpt.head];
         if (mp.tied)
             mp.params[mp.gpt.head] = (double)mp.gpt.vocab * (double)mp.gpt.embd;
-        /* Sequence parallelism on the whole GPT: every boundary holds a rank's positions. */
-        if (plan[mp.gpt.wte].sequence) {
-            int64_t lo, hi;
-            dt_tp_part(shapes[0].d[0], 1, y->tp, 0, &lo, &hi);
-            mp.share = hi - lo;
-        }
     }
     dt_error_clear(); /* not a GPT: no tied table */
     double worst = -1;
@@ -451,6 +448,12 @@ int dt_cmd_plan(int argc, char **argv)
         grad += stage_of[i] == 0 ? (double)plan[i].params * sizeof(float) : 0.0;
     if ((rc = link_of(&vals, grad, &l)) != DT_EXIT_OK)
         return rc;
+    FILE *json = NULL;
+    const char *json_path = dt_cli_string(&vals, "json");
+    if (json_path != NULL && (json = fopen(json_path, "w")) == NULL) {
+        fprintf(stderr, "dtrain plan: --json %s: cannot write it\n", json_path);
+        return DT_EXIT_FAIL;
+    }
     char at[160] = "";
     if (l.npts > 0)
         snprintf(at, sizeof at,
@@ -469,12 +472,6 @@ int dt_cmd_plan(int argc, char **argv)
            lay, y.micro, y.micro == 1 ? "" : "es", (long long)y.batch, l.bw / 1e9, at,
            l.alpha * 1e6);
     printf("  %-52s %15s %15s\n", "communication per step", "operand bytes", "predicted");
-    FILE *json = NULL;
-    const char *json_path = dt_cli_string(&vals, "json");
-    if (json_path != NULL && (json = fopen(json_path, "w")) == NULL) {
-        fprintf(stderr, "dtrain plan: --json %s: cannot write it\n", json_path);
-        return DT_EXIT_FAIL;
-    }
     int busiest = 0;
     const double t = predict(&cfg, shapes, plan, stage_of, &y, &l, json, &busiest);
     if (y.pp > 1) {

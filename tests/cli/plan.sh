@@ -69,6 +69,23 @@ expect_row buckets 'dp all-reduce of the gradients \(2 buckets\) +0\.407 MB +0\.
 expect_ok buckets_from "$DTRAIN" plan "$MLP" --ranks 2 --from "$tmp/link.jsonl" \
     --set parallel.first_bucket_mb=0.001
 expect_row buckets_from 'dp all-reduce of the gradients \(2 buckets\) +0\.407 MB +0\.587 ms'
+# ZeRO-1: a reduce-scatter of the gradients and an all-gather of the parameters, each the
+# buffer's 407,080 bytes and (n-1)/n S/B + (n-1) a = 0.30531 + 0.03 = 0.335 ms on 4 ranks:
+# together the all-reduce's 0.671 ms.
+expect_ok zero "$DTRAIN" plan "$MLP" --ranks 4 $LINK --zero 1
+expect_row zero 'dp reduce-scatter of the gradients \(ZeRO-1\) +0\.407 MB +0\.335 ms'
+expect_row zero 'dp all-gather of the parameters \(ZeRO-1\) +0\.407 MB +0\.335 ms'
+expect_row zero 'total +0\.671 ms'
+# --json: the same rows as JSON objects; a file it cannot write is refused before any row.
+expect_ok json "$DTRAIN" plan "$MLP" --ranks 4 $LINK --json "$tmp/rows.jsonl"
+if grep -q '^{"stage": -1, "group": "dp", "what": "dp all-reduce of the gradients (1 bucket)", "bytes": 407080, "ms": 0.671' "$tmp/rows.jsonl" &&
+    grep -q '^{"total_ms": 0.671' "$tmp/rows.jsonl"; then
+    echo "ok json: $(head -1 "$tmp/rows.jsonl")"
+else
+    echo "FAIL json: rows.jsonl holds:"; sed 's/^/  /' "$tmp/rows.jsonl"; fail=1
+fi
+expect_fail json_unwritable "dtrain plan: --json $tmp/no/such/dir/rows.jsonl: cannot write it" \
+    "$DTRAIN" plan "$MLP" --ranks 4 $LINK --json "$tmp/no/such/dir/rows.jsonl"
 row 2048 auto 150 0 >>"$tmp/link.jsonl"
 expect_fail from_mixed 'link.jsonl line 4: all-reduce rows of another rank count or --gap' \
     "$DTRAIN" plan "$MLP" --ranks 2 --from "$tmp/link.jsonl"
