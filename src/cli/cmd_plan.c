@@ -103,7 +103,7 @@ static void psgd_bytes(const dt_config *cfg, const dt_shape *shapes, double *p_b
 
 /* Where the rows go: stdout's table, and with --json one JSON object per row. A row belongs
  * to a stage (-1 without a pipeline) and names the group whose collectives carry it, as the
- * trace names them ("dp", "tp", "pp", "embedding group"; ps's "ps"). */
+ * trace names them (the grid's axes, dt_grid_axis_name; "embedding group"; ps's own). */
 typedef struct sink {
     FILE *json;
     int stage;
@@ -256,12 +256,12 @@ static double predict_stage(const model_plan *mp, int s, const layout *y, const 
     if (y->tp > 1) {
         snprintf(what, sizeof what, "tp activations, %d micro-batch%s", y->micro,
                  y->micro == 1 ? "" : "es");
-        emit(k, "tp", what, tp_bytes * y->micro, tp_s * y->micro);
+        emit(k, dt_grid_axis_name(DT_GRID_TP), what, tp_bytes * y->micro, tp_s * y->micro);
         total += tp_s * y->micro;
     }
     if (sums > 0) {
         snprintf(what, sizeof what, "tp sums of %d position-shared gradients", sums);
-        emit(k, "tp", what, sum_bytes, sum_s);
+        emit(k, dt_grid_axis_name(DT_GRID_TP), what, sum_bytes, sum_s);
         total += sum_s;
     }
     /* The pipeline: each cut this stage lies on sends the activation one way and receives
@@ -283,7 +283,7 @@ static double predict_stage(const model_plan *mp, int s, const layout *y, const 
     if (y->pp > 1) {
         snprintf(what, sizeof what, "pp activations and their gradients, %d micro-batch%s",
                  y->micro, y->micro == 1 ? "" : "es");
-        emit(k, "pp", what, pp_bytes * y->micro, pp_s * y->micro);
+        emit(k, dt_grid_axis_name(DT_GRID_PP), what, pp_bytes * y->micro, pp_s * y->micro);
         total += pp_s * y->micro;
     }
     /* A GPT's tied table on two stages: its two gradients summed between them once a step
@@ -315,11 +315,14 @@ static double predict(const dt_config *cfg, const dt_shape *shapes, const dt_tp_
             mp.params[mp.gpt.head] = (double)mp.gpt.vocab * (double)mp.gpt.embd;
     }
     dt_error_clear(); /* not a GPT: no tied table */
+    /* The strategy's rows travel in its group: the grid's dp axis, or ps's own ("ps"). */
+    dt_strategy_options so;
+    dt_config_strategy_options(cfg, &so);
+    const char *group = y->servers > 0 ? so.strategy : dt_grid_axis_name(DT_GRID_DP);
     double worst = -1;
     *busiest = 0;
     for (int s = 0; s < y->pp; s++) {
-        const sink k = {
-            .json = json, .stage = y->pp > 1 ? s : -1, .group = y->servers > 0 ? "ps" : "dp"};
+        const sink k = {.json = json, .stage = y->pp > 1 ? s : -1, .group = group};
         if (y->pp > 1)
             printf("  stage %d:\n", s);
         const double t = predict_stage(&mp, s, y, l, &k);
