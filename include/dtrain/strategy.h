@@ -95,6 +95,13 @@ typedef struct dt_compress_options {
 DT_API dt_status dt_compress_parse(const char *text, dt_compress_options *out);
 /* The same text back ("topk:0.01"). */
 DT_API void dt_compress_format(const dt_compress_options *o, char *buf, size_t nbytes);
+/* PowerSGD's bytes per step for the tensors of m (a model or dt_model_describe's
+ * description): *p_bytes its P factors and the tensors it sends whole, *q_bytes its Q
+ * factors, by the rule ddp's and ps's exchanges use (each tensor of 2 or more dimensions
+ * viewed as (shape[0], the rest) and factored at o->rank when that sends less). */
+typedef struct dt_model dt_model;
+DT_API void dt_compress_psgd_bytes(const dt_compress_options *o, const dt_model *m, double *p_bytes,
+                                   double *q_bytes);
 
 /* The options whose effect depends on the strategy or on a grid axis, by which a strategy
  * judges them (dt_strategy_check): one given explicitly that has no effect in the setup is

@@ -24,7 +24,6 @@
  * What it leaves out is said with the prediction: computation, and with it how much of the
  * gradient all-reduce backward hides (none with parallel.overlap off), and the pipeline's
  * bubble. */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,33 +71,6 @@ typedef struct layout {
 static void row(const char *what, double bytes, double s)
 {
     printf("  %-52s %12.3f MB %12.3f ms\n", what, bytes / 1e6, s * 1e3);
-}
-
-/* PowerSGD's factor bytes: every linear or conv2d weight viewed as (rows, cols) with
- * r = min(K, rows, cols), factored when (rows + cols) r < rows cols (docs/COMPRESSION.md);
- * *p_bytes the P factors and the tensors sent whole, *q_bytes the Q factors. */
-static void psgd_bytes(const dt_config *cfg, const dt_shape *shapes, double *p_bytes,
-                       double *q_bytes)
-{
-    *p_bytes = *q_bytes = 0;
-    for (int i = 0; i < cfg->nlayers; i++) {
-        const dt_layer_spec *sp = &cfg->layers[i];
-        double rows = 0, cols = 0;
-        if (sp->kind == DT_LAYER_LINEAR)
-            rows = (double)sp->out_features,
-            cols = (double)(shapes[i].ndim == 2 ? shapes[i].d[1] : dt_shape_numel(&shapes[i]));
-        else if (sp->kind == DT_LAYER_CONV2D)
-            rows = (double)sp->out_channels,
-            cols = (double)shapes[i].d[0] * (double)(sp->kernel * sp->kernel);
-        if (rows == 0)
-            continue;
-        const double r = fmin(cfg->parallel.compress.rank, fmin(rows, cols));
-        if ((rows + cols) * r < rows * cols)
-            *p_bytes += rows * r * sizeof(float), *q_bytes += cols * r * sizeof(float);
-        else
-            *p_bytes += rows * cols * sizeof(float);
-        *p_bytes += sp->bias ? rows * sizeof(float) : 0;
-    }
 }
 
 /* Where the rows go: stdout's table, and with --json one JSON object per row. A row belongs
@@ -167,6 +139,7 @@ typedef struct model_plan {
     double params[DT_CONFIG_MAX_LAYERS]; /* each layer's parameters on its stage */
     int tied;                            /* a GPT whose table and head are on two stages */
     dt_gpt_form gpt;
+    double psgd_p, psgd_q; /* PowerSGD's bytes (dt_compress_psgd_bytes), or 0 */
 } model_plan;
 
 /* The messages of stage s (its tp rank 0: the largest part where a split is uneven) in one
@@ -187,17 +160,15 @@ static double predict_stage(const model_plan *mp, int s, const layout *y, const 
     /* The strategy's own messages (its registry row's prediction), then the grid's axes. */
     dt_strategy_options so;
     dt_config_strategy_options(cfg, &so);
-    double pb = 0, qb = 0, t = 0;
-    if (cfg->parallel.compress.kind == DT_COMPRESS_POWERSGD)
-        psgd_bytes(cfg, shapes, &pb, &qb);
+    double t = 0;
     const dt_predict_input step = {.world = y->world,
                                    .dp = y->dp,
                                    .apart = y->servers,
                                    .grad_bytes = grad,
                                    .bucket = bucket,
                                    .nbuckets = nb,
-                                   .psgd_p_bytes = pb,
-                                   .psgd_q_bytes = qb,
+                                   .psgd_p_bytes = mp->psgd_p,
+                                   .psgd_q_bytes = mp->psgd_q,
                                    .link = l};
     /* make_layout asked it already: a strategy without a prediction was refused there */
     if (dt_strategy_predict(&so, &step, strategy_row, (void *)k, &t) == DT_OK)
@@ -300,12 +271,13 @@ static double predict_stage(const model_plan *mp, int s, const layout *y, const 
 /* The step's communication, stage by stage (one without a pipeline); returns the predicted
  * seconds of the busiest stage, and its index in *busiest. */
 static double predict(const dt_config *cfg, const dt_shape *shapes, const dt_tp_layer_plan *plan,
-                      const int *stage_of, const layout *y, const dt_link_model *l, FILE *json,
-                      int *busiest)
+                      const int *stage_of, const double psgd[2], const layout *y,
+                      const dt_link_model *l, FILE *json, int *busiest)
 {
     static model_plan mp; /* DT_CONFIG_MAX_LAYERS doubles: not on the stack */
     memset(&mp, 0, sizeof mp);
     mp.cfg = cfg, mp.shapes = shapes, mp.plan = plan, mp.stage_of = stage_of;
+    mp.psgd_p = psgd[0], mp.psgd_q = psgd[1];
     for (int i = 0; i < cfg->nlayers; i++)
         mp.params[i] = (double)plan[i].params;
     if (dt_gpt_form_of(cfg->layers, cfg->nlayers, &mp.gpt) == DT_OK) {
@@ -446,6 +418,18 @@ int dt_cmd_plan(int argc, char **argv)
         fprintf(stderr, "dtrain plan: %s\n", dt_last_error());
         return DT_EXIT_FAIL;
     }
+    /* PowerSGD sends factors of the model's tensors (compression is plain data
+     * parallelism's: the whole model's tensors, as its exchange plans them). */
+    double psgd[2] = {0, 0};
+    if (cfg.parallel.compress.kind == DT_COMPRESS_POWERSGD) {
+        dt_model *whole = NULL;
+        if (dt_model_describe(cfg.layers, cfg.nlayers, &sample, &whole) != DT_OK) {
+            fprintf(stderr, "dtrain plan: %s\n", dt_last_error());
+            return DT_EXIT_FAIL;
+        }
+        dt_compress_psgd_bytes(&cfg.parallel.compress, whole, &psgd[0], &psgd[1]);
+        dt_model_free(whole);
+    }
     double grad = 0; /* the whole stage 0's gradient bytes on tp rank 0: where B is read */
     for (int i = 0; i < cfg.nlayers; i++)
         grad += stage_of[i] == 0 ? (double)plan[i].params * sizeof(float) : 0.0;
@@ -476,7 +460,7 @@ int dt_cmd_plan(int argc, char **argv)
            l.alpha * 1e6);
     printf("  %-52s %15s %15s\n", "communication per step", "operand bytes", "predicted");
     int busiest = 0;
-    const double t = predict(&cfg, shapes, plan, stage_of, &y, &l, json, &busiest);
+    const double t = predict(&cfg, shapes, plan, stage_of, psgd, &y, &l, json, &busiest);
     if (y.pp > 1) {
         char what[64];
         snprintf(what, sizeof what, "total (stage %d, the busiest)", busiest);

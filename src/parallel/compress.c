@@ -25,6 +25,8 @@
 #include <string.h>
 
 #include "dtrain/core.h"
+#include "dtrain/model.h"
+#include "dtrain/strategy.h"
 #include "dtrain/rng.h"
 #include "tensor/gemm.h"
 
@@ -283,6 +285,23 @@ int dt_psgd_view(int ndim, int64_t shape0, size_t count, int r_asked, int64_t *r
     *cols = ndim >= 2 ? (int64_t)count / shape0 : 1;
     *r = dt_psgd_rank(*rows, *cols, r_asked);
     return ndim >= 2 && dt_psgd_worth(*rows, *cols, *r);
+}
+
+void dt_compress_psgd_bytes(const dt_compress_options *o, const dt_model *m, double *p_bytes,
+                            double *q_bytes)
+{
+    *p_bytes = *q_bytes = 0;
+    for (int i = 0; i < dt_model_tensor_count(m); i++) {
+        const dt_param_info *t = dt_model_tensor(m, i);
+        int64_t rows, cols;
+        int r;
+        if (dt_psgd_view(t->ndim, t->shape[0], t->count, o->rank, &rows, &cols, &r)) {
+            *p_bytes += (double)rows * r * sizeof(float);
+            *q_bytes += (double)cols * r * sizeof(float);
+        } else {
+            *p_bytes += (double)t->count * sizeof(float);
+        }
+    }
 }
 
 int dt_psgd_redraw_nonfinite(float *q, int64_t cols, int r, uint64_t seed, uint64_t stream)

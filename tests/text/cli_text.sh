@@ -290,6 +290,24 @@ grep -q "the tied table's gradient (embedding group) *0.016 MB" "$tmp/plan_pp.ou
     { echo "FAIL plan_pp: no row for the tied table's gradient sum:"; \
     sed 's/^/  /' "$tmp/plan_pp.out"; fail=1; }
 
+# dtrain plan's PowerSGD bytes for a GPT are what a run at 2 ranks reports sending: the
+# tensors' factors (the blocks' matrices, the tables), from the model's tensor table.
+expect_ok psgd_run "$MPIRUN" -np 2 $RUN --batch 4 --max-steps 3 --compress powersgd:2 \
+    --metrics "$tmp/psgd.jsonl"
+expect_ok psgd_plan "$DTRAIN" plan "$tmp/text.ini" --ranks 2 --batch 4 --compress powersgd:2 \
+    --bandwidth 5 --latency 2 --json "$tmp/psgd_plan.jsonl"
+if "$PY" - "$tmp/psgd.jsonl" "$tmp/psgd_plan.jsonl" <<'PYEOF'
+import json, sys
+comm = [json.loads(l) for l in open(sys.argv[1]) if '"event":"comm"' in l]
+rows = [json.loads(l) for l in open(sys.argv[2]) if '"group"' in l]
+sent, planned = comm[-1]["wire_bytes_per_step"], sum(r["bytes"] for r in rows)
+print("  run: %s bytes per step, plan: %s" % (sent, planned))
+sys.exit(0 if sent == planned and sent > 0 else 1)
+PYEOF
+then echo "ok psgd_bytes: dtrain plan's PowerSGD bytes are the run's"
+else echo "FAIL psgd_bytes: dtrain plan's PowerSGD bytes differ from the run's"; fail=1
+fi
+
 # --explain-layout counts a step's tensor-parallel collectives (batch 8, the 2 blocks): by
 # heads 2 all-reduces forward and 2 backward per block; with sequence parallelism 2
 # all-gathers and 2 reduce-scatters forward per block, 4 and 2 backward, and nothing at
