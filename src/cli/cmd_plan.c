@@ -68,9 +68,13 @@ typedef struct layout {
     int64_t batch;
 } layout;
 
-static void row(const char *what, double bytes, double s)
+/* Rank 0's positions of T shared among tp ranks: the largest share, what every rank's is
+ * padded to in an all-gather or reduce-scatter (block.c), and what a cut sends. */
+static int64_t first_share(int64_t T, int tp)
 {
-    printf("  %-52s %12.3f MB %12.3f ms\n", what, bytes / 1e6, s * 1e3);
+    int64_t lo, hi;
+    dt_tp_part(T, 1, tp, 0, &lo, &hi);
+    return hi - lo;
 }
 
 /* Where the rows go: stdout's table, and with --json one JSON object per row. A row belongs
@@ -84,10 +88,9 @@ typedef struct sink {
 
 static void emit(const sink *k, const char *group, const char *what, double bytes, double s)
 {
-    if (k->stage >= 0)
-        printf("    %-50s %12.3f MB %12.3f ms\n", what, bytes / 1e6, s * 1e3);
-    else
-        row(what, bytes, s);
+    /* a stage's rows indented under its heading, the numbers in the same columns */
+    const int in = k->stage >= 0 ? 4 : 2;
+    printf("%*s%-*s %12.3f MB %12.3f ms\n", in, "", 54 - in, what, bytes / 1e6, s * 1e3);
     if (k->json != NULL)
         fprintf(k->json,
                 "{\"stage\": %d, \"group\": \"%s\", \"what\": \"%s\", \"bytes\": %.0f, "
@@ -139,7 +142,8 @@ typedef struct model_plan {
     double params[DT_CONFIG_MAX_LAYERS]; /* each layer's parameters on its stage */
     int tied;                            /* a GPT whose table and head are on two stages */
     dt_gpt_form gpt;
-    double psgd_p, psgd_q; /* PowerSGD's bytes (dt_compress_psgd_bytes), or 0 */
+    double psgd_p, psgd_q;  /* PowerSGD's bytes (dt_compress_psgd_bytes), or 0 */
+    dt_strategy_options so; /* the strategy predicting its own rows */
 } model_plan;
 
 /* The messages of stage s (its tp rank 0: the largest part where a split is uneven) in one
@@ -158,8 +162,6 @@ static double predict_stage(const model_plan *mp, int s, const layout *y, const 
     for (int b = 0; b < nb; b++)
         grad += bucket[b];
     /* The strategy's own messages (its registry row's prediction), then the grid's axes. */
-    dt_strategy_options so;
-    dt_config_strategy_options(cfg, &so);
     double t = 0;
     const dt_predict_input step = {.world = y->world,
                                    .dp = y->dp,
@@ -171,7 +173,7 @@ static double predict_stage(const model_plan *mp, int s, const layout *y, const 
                                    .psgd_q_bytes = mp->psgd_q,
                                    .link = l};
     /* make_layout asked it already: a strategy without a prediction was refused there */
-    if (dt_strategy_predict(&so, &step, strategy_row, (void *)k, &t) == DT_OK)
+    if (dt_strategy_predict(&mp->so, &step, strategy_row, (void *)k, &t) == DT_OK)
         total += t;
     const double mb = (double)y->batch * sizeof(float);
     double tp_bytes = 0, tp_s = 0, seen_params = 0, sum_bytes = 0, sum_s = 0;
@@ -201,9 +203,7 @@ static double predict_stage(const model_plan *mp, int s, const layout *y, const 
              * reduce-scatter costs what a ring all-gather of the same whole does. Each rank's
              * share is padded to the largest, ceil(T / tp) positions (block.c). */
             const int64_t T = shapes[i + 1].d[0];
-            int64_t lo, hi;
-            dt_tp_part(T, 1, y->tp, 0, &lo, &hi);
-            const double whole = out / (double)T * (double)((hi - lo) * y->tp);
+            const double whole = out / (double)T * (double)(first_share(T, y->tp) * y->tp);
             const int ag = 6 + plan[i].seq_out_whole + (plan[i].seq_in_whole && before > 0);
             tp_bytes += (ag + 4) * whole;
             tp_s += (ag + 4) * dt_link_allgather(l, whole, y->tp);
@@ -243,11 +243,8 @@ static double predict_stage(const model_plan *mp, int s, const layout *y, const 
         if (mp->stage_of[i] != mp->stage_of[i - 1] &&
             (mp->stage_of[i] == s || mp->stage_of[i - 1] == s)) {
             double x = (double)dt_shape_numel(&shapes[i]) * mb;
-            if (plan[i - 1].sequence && !plan[i - 1].seq_out_whole) {
-                int64_t lo, hi;
-                dt_tp_part(shapes[i].d[0], 1, y->tp, 0, &lo, &hi);
-                x = x / (double)shapes[i].d[0] * (double)(hi - lo);
-            }
+            if (plan[i - 1].sequence && !plan[i - 1].seq_out_whole)
+                x = x / (double)shapes[i].d[0] * (double)first_share(shapes[i].d[0], y->tp);
             pp_bytes += 2 * x;
             pp_s += 2 * dt_link_message(l, x);
         }
@@ -288,9 +285,8 @@ static double predict(const dt_config *cfg, const dt_shape *shapes, const dt_tp_
     }
     dt_error_clear(); /* not a GPT: no tied table */
     /* The strategy's rows travel in its group: the grid's dp axis, or ps's own ("ps"). */
-    dt_strategy_options so;
-    dt_config_strategy_options(cfg, &so);
-    const char *group = y->servers > 0 ? so.strategy : dt_grid_axis_name(DT_GRID_DP);
+    dt_config_strategy_options(cfg, &mp.so);
+    const char *group = y->servers > 0 ? mp.so.strategy : dt_grid_axis_name(DT_GRID_DP);
     double worst = -1;
     *busiest = 0;
     for (int s = 0; s < y->pp; s++) {
