@@ -23,6 +23,12 @@ Layouts, each at the same global batch, on 2 ranks of one thread each (or one pr
   recompute    one process, 1 thread, --recompute block (PyTorch: torch.utils.checkpoint per
                block).
 
+--layouts also takes any dp x tp x pp grid, one thread per rank, for more ranks than 2 (a
+many-core machine): dp4, tp8, tp4sp, pp4 (1F1B) or pp4_gpipe, dp2tp2pp2; PyTorch's
+counterpart runs where the grid has one axis (DDP, DTensor tp where tp divides the heads,
+pipelining cut where dtrain's balanced split cuts), its hybrids have none here. --batch sets
+the global batch (it must divide by dp, and then by M under a pipeline).
+
 Per cell (bench_tp for dtrain, bench/torch_gpt_layouts.py for PyTorch): tokens/s from the
 median step (the interval between the ends of consecutive steps, windows drawn inside,
 median after warm-up, rank 0's), median and min-max over --reps >= 3 repetitions, the order
@@ -62,6 +68,7 @@ import benchlib as bl
 from gpt import dropout_free, thread_envs
 from run import machine_info
 
+MPIRUN = ("mpirun", "--oversubscribe")
 LOSS_TOL = 1e-4  # the first step's loss, both sides (dropout 0, same weights and windows)
 CURVE_TOL = 1e-3  # every later step's: AdamW's updates differ in rounding on each side
 
@@ -90,11 +97,13 @@ QUICK = {
 
 class Layout:
     """One row: dtrain's settings (bench_tp --set and dtrain train options) and its PyTorch
-    counterpart (a torch_gpt_layouts.py --layout, or None)."""
+    counterpart (a torch_gpt_layouts.py --layout, or None); dp, tp and pp its grid."""
 
-    def __init__(self, key, label, ranks, threads, sets, opts, peer, pp=False):
+    def __init__(self, key, label, ranks, threads, sets, opts, peer, pp=False, dp=1, tp=1,
+                 stages=1):
         self.key, self.label, self.ranks, self.threads = key, label, ranks, threads
         self.sets, self.opts, self.peer, self.pp = sets, opts, peer, pp
+        self.dp, self.tp, self.stages = dp, tp, stages
 
 
 def layouts(m):
@@ -103,21 +112,65 @@ def layouts(m):
     return [
         Layout("1p1t", "1 process, 1 thread", 1, 1, [], [], "single"),
         Layout("1p2t", "1 process, 2 threads", 1, 2, [], [], "single"),
-        Layout("dp2", "dp 2", 2, 1, ["parallel.dp=2"], ["--dp", "2"], "dp"),
-        Layout("tp2", "tp 2", 2, 1, ["parallel.tp=2"], ["--tp", "2"], "tp"),
+        Layout("dp2", "dp 2", 2, 1, ["parallel.dp=2"], ["--dp", "2"], "dp", dp=2),
+        Layout("tp2", "tp 2", 2, 1, ["parallel.tp=2"], ["--tp", "2"], "tp", tp=2),
         Layout("tp2sp", "tp 2 --sequence-parallel", 2, 1,
                ["parallel.tp=2", "parallel.sequence_parallel=on"],
-               ["--tp", "2", "--sequence-parallel"], "tp_sp"),
+               ["--tp", "2", "--sequence-parallel"], "tp_sp", tp=2),
         Layout("tp2_blocking", "tp 2, parallel.overlap=off", 2, 1,
                ["parallel.tp=2", "parallel.overlap=off"],
-               ["--tp", "2", "--set", "parallel.overlap=off"], "tp"),
+               ["--tp", "2", "--set", "parallel.overlap=off"], "tp", tp=2),
         Layout("pp2_gpipe", "pp 2 GPipe, M %d" % m, 2, 1, pp + ["parallel.pp_schedule=gpipe"],
-               ppo + ["--pp-schedule", "gpipe"], "pp_gpipe", pp=True),
+               ppo + ["--pp-schedule", "gpipe"], "pp_gpipe", pp=True, stages=2),
         Layout("pp2_1f1b", "pp 2 1F1B, M %d" % m, 2, 1, pp + ["parallel.pp_schedule=1f1b"],
-               ppo + ["--pp-schedule", "1f1b"], "pp_1f1b", pp=True),
+               ppo + ["--pp-schedule", "1f1b"], "pp_1f1b", pp=True, stages=2),
         Layout("recompute", "1 process, --recompute block", 1, 1, ["train.recompute=block"],
                ["--recompute", "block"], "recompute"),
     ]
+
+
+GRID = re.compile(r"^(?:dp(\d+))?(?:tp(\d+))?(?:pp(\d+))?(sp)?(?:_(gpipe|1f1b))?$")
+
+
+def grid_layout(key, m):
+    """A layout of any dp x tp x pp grid, one thread per rank, from a key such as dp4,
+    tp8sp, pp4_gpipe or dp2tp2pp2 (a pipeline's schedule 1F1B unless _gpipe; sp: sequence
+    parallelism, with tp); None if the key is not one. PyTorch's counterpart exists where
+    the grid has one axis (DDP, DTensor tp, pipelining); its hybrids have none here."""
+    g = GRID.match(key)
+    if not g or not any(g.group(i) for i in (1, 2, 3)):
+        return None
+    dp, tp, pp = (int(g.group(i) or 1) for i in (1, 2, 3))
+    sp, sched = bool(g.group(4)), g.group(5) or "1f1b"
+    if min(dp, tp, pp) < 1 or (sp and tp < 2) or (g.group(5) and pp < 2):
+        return None
+    sets, opts, words = [], [], []
+    for axis, n in (("dp", dp), ("tp", tp), ("pp", pp)):
+        if n > 1:
+            sets.append("parallel.%s=%d" % (axis, n))
+            opts += ["--" + axis, str(n)]
+            words.append("%s %d" % (axis, n))
+    if sp:
+        sets.append("parallel.sequence_parallel=on")
+        opts.append("--sequence-parallel")
+        words.append("--sequence-parallel")
+    if pp > 1:
+        sets += ["parallel.micro_batches=%d" % m, "parallel.pp_schedule=" + sched]
+        opts += ["--micro-batches", str(m), "--pp-schedule", sched]
+        words.append("%s, M %d" % ("GPipe" if sched == "gpipe" else "1F1B", m))
+    axes = sum(n > 1 for n in (dp, tp, pp))
+    peer = None
+    if axes == 1:
+        peer = "dp" if dp > 1 else ("tp_sp" if sp else "tp") if tp > 1 else "pp_" + sched
+    return Layout(key, " x ".join(w for w in words if not w.startswith(("--", "GPipe", "1F1B")))
+                  + "".join(" " + w for w in words if w.startswith(("--", "GPipe", "1F1B"))),
+                  dp * tp * pp, 1, sets, opts, peer, pp=pp > 1, dp=dp, tp=tp, stages=pp)
+
+
+def pick_layouts(keys, m):
+    """The layouts named (the fixed rows' keys, or grid_layout's), in the order given."""
+    fixed = {lay.key: lay for lay in layouts(m)}
+    return [fixed.get(k) or grid_layout(k, m) for k in keys]
 
 
 def args_parse():
@@ -129,6 +182,8 @@ def args_parse():
                     help="nano,wide (--quick: nano's stand-in alone unless given)")
     ap.add_argument("--layouts", default=None, help="a subset of the layouts' keys")
     ap.add_argument("--micro-batches", type=int, default=4, help="pipelines' M")
+    ap.add_argument("--batch", type=int, default=None,
+                    help="every size's global batch (nano 8, wide 16): more ranks need more")
     ap.add_argument("--nano-steps", type=int, default=None, help="measured steps (5)")
     ap.add_argument("--wide-steps", type=int, default=None, help="measured steps (5)")
     ap.add_argument("--warmup", type=int, default=None, help="steps before them (1)")
@@ -160,15 +215,20 @@ def args_parse():
             sz.steps = steps
         if a.warmup is not None:
             sz.warmup = a.warmup
-    for sz in a.size.values():
-        if sz.batch % 2 or sz.batch % a.micro_batches:
-            ap.error("%s: global batch %d must divide by 2 and by --micro-batches %d" %
-                     (sz.key, sz.batch, a.micro_batches))
+    if a.batch is not None:
+        for sz in a.size.values():
+            sz.batch = a.batch
     keys = [lay.key for lay in layouts(a.micro_batches)]
     a.layouts = keys if a.layouts is None else [k.strip() for k in a.layouts.split(",")]
-    for k in a.layouts:
-        if k not in keys:
-            ap.error("unknown layout %s (%s)" % (k, ", ".join(keys)))
+    for k, lay in zip(a.layouts, pick_layouts(a.layouts, a.micro_batches)):
+        if lay is None:
+            ap.error("unknown layout %s (%s, or a grid such as dp4, tp4sp, pp4_gpipe, "
+                     "dp2tp2pp2)" % (k, ", ".join(keys)))
+        for sz in a.size.values():
+            if sz.batch % lay.dp or (lay.pp and sz.batch // lay.dp % a.micro_batches):
+                ap.error("%s: global batch %d must divide by dp %d%s (--batch)" % (
+                    k, sz.batch, lay.dp, " and then by --micro-batches %d" % a.micro_batches
+                    if lay.pp else ""))
     return a
 
 
@@ -193,13 +253,19 @@ def make_config(sz, work):
     return path
 
 
+def mpirun(ranks):
+    """dtrain's launcher for `ranks` ranks: Open MPI binds each rank to a core while there are
+    cores enough (PyTorch's ranks get the same CPUs: benchlib.mpirun_bindings)."""
+    return [MPIRUN[0], "-np", str(ranks)] + list(MPIRUN[1:])
+
+
 def dtrain_train(build, cfg, ranks, opts, timeout=900):
     """`dtrain train` for a few steps with evaluation off and a constant rate (as bench_tp);
     stdout."""
     cmd = [os.path.join(build, "dtrain"), "train", cfg, "--threads", "1", "--no-progress",
            "--set", "train.eval=off", "--set", "schedule.kind=constant"] + opts
     if ranks > 1:
-        cmd = ["mpirun", "-np", str(ranks), "--oversubscribe"] + cmd
+        cmd = mpirun(ranks) + cmd
     return bl.run_text(cmd, bl.thread_env(1), timeout)[0]
 
 
@@ -217,15 +283,17 @@ def reference(build, sz, cfg, init, work):
     return win, losses[:total]
 
 
-def split_block(build, cfg):
-    """Blocks on stage 0 of dtrain's balanced 2-stage split (--explain-layout's table)."""
-    out = bl.run_text([os.path.join(build, "dtrain"), "train", cfg, "--pp", "2",
+def split_blocks(build, cfg, stages):
+    """Blocks on each stage but the last of dtrain's balanced split into `stages`
+    (--explain-layout's table), for PyTorch's pipeline to cut where dtrain does."""
+    out = bl.run_text([os.path.join(build, "dtrain"), "train", cfg, "--pp", str(stages),
                        "--explain-layout"], bl.thread_env(1), 300)[0]
-    k = sum(1 for ln in out.splitlines()
-            if re.match(r"^0\s+\d+\s+\S+ bloc", ln) or re.match(r"^0\s+\d+\s+block", ln))
-    if k < 1:
-        raise RuntimeError("dtrain --explain-layout: no block on stage 0:\n" + out)
-    return k
+    ks = [sum(1 for ln in out.splitlines() if re.match(r"^%d\s+\d+\s+\S+ bloc" % st, ln))
+          for st in range(stages - 1)]
+    if min(ks) < 1:
+        raise RuntimeError("dtrain --explain-layout: a stage of %d without blocks:\n%s" %
+                           (stages, out))
+    return ks
 
 
 def measure_link(build, work):
@@ -268,8 +336,8 @@ def layout_peers(wanted):
 # ---- one measurement ------------------------------------------------------------------------
 
 def rank_batch(sz, lay, a):
-    """Windows per call on a rank: the global batch over dp, or over the micro-batches."""
-    return sz.batch // (2 if lay.key == "dp2" else a.micro_batches if lay.pp else 1)
+    """Windows per call on a rank: the global batch over dp, and over the micro-batches."""
+    return sz.batch // lay.dp // (a.micro_batches if lay.pp else 1)
 
 
 def dtrain_cmd(build, sz, lay, cfg, a):
@@ -278,14 +346,31 @@ def dtrain_cmd(build, sz, lay, cfg, a):
     for s in lay.sets + ["train.batch=%d" % batch]:
         cmd += ["--set", s]
     cmd += ["--threads", str(lay.threads), "--steps", str(sz.steps), "--warmup", str(sz.warmup)]
-    return ["mpirun", "-np", str(lay.ranks), "--oversubscribe"] + cmd if lay.ranks > 1 else cmd
+    return mpirun(lay.ranks) + cmd if lay.ranks > 1 else cmd
 
 
-def peer_cmd(python, sz, lay, cfg, init, win, a, k):
-    return [python, os.path.join(bl.HERE, "torch_gpt_layouts.py"), "--config", cfg, "--layout",
-            lay.peer, "--batch", str(sz.batch), "--micro-batches", str(a.micro_batches),
-            "--split-block", str(k), "--threads", str(lay.threads), "--steps", str(sz.steps),
-            "--warmup", str(sz.warmup), "--init", init, "--windows", win]
+def peer_cmd(python, sz, lay, cfg, init, win, a, splits, binds):
+    """PyTorch's run of the layout: its ranks on the CPUs mpirun gives dtrain's (binds), a
+    pipeline cut where dtrain's is (splits: {stages: blocks per stage but the last})."""
+    cmd = [python, os.path.join(bl.HERE, "torch_gpt_layouts.py"), "--config", cfg, "--layout",
+           lay.peer, "--batch", str(sz.batch), "--micro-batches", str(a.micro_batches),
+           "--threads", str(lay.threads), "--steps", str(sz.steps), "--warmup", str(sz.warmup),
+           "--init", init, "--windows", win]
+    if lay.ranks > 1:
+        cmd += ["--world", str(lay.ranks),
+                "--cpus", ";".join(",".join(map(str, b)) for b in binds[lay.ranks])]
+    if lay.pp:
+        cmd += ["--splits", ",".join(map(str, splits[lay.stages]))]
+    return cmd
+
+
+def uneven_heads(lay, sz):
+    """Why PyTorch's DTensor cannot take the layout's tp (it shards evenly, so a rank would
+    hold parts of heads where tp does not divide the heads; dtrain splits them unevenly), or
+    None."""
+    if lay.peer in ("tp", "tp_sp") and sz.heads % lay.tp:
+        return "%d heads over tp %d: DTensor shards evenly" % (sz.heads, lay.tp)
+    return None
 
 
 def run_one(kind, cmd, env, rec, extra):
@@ -373,7 +458,13 @@ def main():
         rec.write({"event": "peer", "key": p.key, "label": p.label, "missing": p.missing,
                    "cannot": p.cannot})
     peers = [p for p in peers if p.missing is None]
-    lays = [lay for lay in layouts(a.micro_batches) if lay.key in a.layouts]
+    lays = pick_layouts(a.layouts, a.micro_batches)
+    # The CPUs mpirun binds dtrain's ranks to at each world size, PyTorch's pinned alike.
+    binds = {}
+    for n in sorted({lay.ranks for lay in lays if lay.ranks > 1}):
+        binds[n] = bl.mpirun_bindings(n, MPIRUN)
+        rec.write({"event": "binding", "world_size": n, "cpus": binds[n],
+                   "text": bl.bindings_text(binds[n])})
 
     # Set-up per size: config, weights, dtrain's reference losses and windows, the cut.
     setup = {}
@@ -385,11 +476,14 @@ def main():
         bl.launch([os.path.join(build, "bench_train"), cfg, "--save-init", init],
                   bl.thread_env(1), 600)
         win, ref = reference(build, sz, cfg, init, work)
-        k = split_block(build, cfg)
+        k = {st: split_blocks(build, cfg, st) for st in sorted({lay.stages for lay in lays
+                                                                if lay.pp})}
+        with open(cfg) as f:
+            sz.heads = int(re.search(r"\d+ x block (\d+)", f.read()).group(1))
         setup[key] = (cfg, init, win, ref, k)
         rec.write({"event": "setup", "size": key, "config": os.path.relpath(cfg, bl.ROOT),
                    "global_batch": sz.batch, "steps": sz.steps, "warmup": sz.warmup,
-                   "reference_losses": ref, "split_block": k})
+                   "reference_losses": ref, "splits": {str(st): v for st, v in k.items()}})
 
     # Each PyTorch's thread setting at 2 threads in one process: the faster of thread_envs(2),
     # one run each.
@@ -404,7 +498,8 @@ def main():
             best = None
             for name, env in options.items():
                 lay = Layout("1p2t", "", 1, 2, [], [], "single")
-                r, _ = run_one(p.key, peer_cmd(p.python, sz, lay, cfg, init, win, a, k), env,
+                r, _ = run_one(p.key, peer_cmd(p.python, sz, lay, cfg, init, win, a, k, binds),
+                               env,
                                rec, {"size": key, "layout": "1p2t", "probe": name})
                 if r is not None and (best is None or r["tokens_per_s"] > best[2]):
                     best = (name, env, r["tokens_per_s"])
@@ -426,7 +521,8 @@ def main():
                 runs.append((None, lay))
                 # tp2_blocking's peer is the tp row's PyTorch run: measured once, there.
                 for p in peers:
-                    if lay.peer and lay.key != "tp2_blocking" and lay.peer not in p.cannot:
+                    if lay.peer and lay.key != "tp2_blocking" and lay.peer not in p.cannot \
+                            and not uneven_heads(lay, sz):
                         runs.append((p, lay))
             shift = (rep * len(runs)) // a.reps
             for p, lay in runs[shift:] + runs[:shift]:
@@ -444,7 +540,8 @@ def main():
                     env_name, env = (envs[(p.key, key)] if lay.threads == 2 else
                                      ("all 1", bl.thread_env(1)))
                     extra["thread_setting"] = env_name
-                    r, why = run_one(kind, peer_cmd(p.python, sz, lay, cfg, init, win, a, k),
+                    r, why = run_one(kind, peer_cmd(p.python, sz, lay, cfg, init, win, a, k,
+                                                    binds),
                                      env, rec, extra)
                 if r is None:
                     failed[(kind, key, lay.key)] = why
@@ -478,7 +575,7 @@ def main():
                            "error": why})
 
     out, summary = report(a, info, peers, lays, setup, results, failed, comms,
-                          (ratio_before, ratio_after))
+                          (ratio_before, ratio_after), binds)
     for s in summary:
         rec.write(dict(s, event="summary", reps=a.reps))
     out += ["", "took %.1f min" % ((time.monotonic() - started) / 60),
@@ -520,7 +617,7 @@ def peer_runs(results, p, key, lay):
     return results.get((p.key, key, "tp2" if lay.key == "tp2_blocking" else lay.key))
 
 
-def report(a, info, peers, lays, setup, results, failed, comms, ratios):
+def report(a, info, peers, lays, setup, results, failed, comms, ratios, binds):
     """The tables, checks and targets as lines, and the per-cell summaries (medians) for the
     JSON lines."""
     flag = min(ratios) < bl.PARALLEL_RATIO_MIN
@@ -533,9 +630,11 @@ def report(a, info, peers, lays, setup, results, failed, comms, ratios):
                p.label, "".join(", %s: %s" % kv for kv in sorted(p.cannot.items())))
                for p in peers) or "none (--peers)") + "; AdamW fused=True where the version "
            "has it, else foreach=True",
-           "every dropout 0 (both sides); AdamW with clipping at a constant rate; 2 ranks of one "
-           "thread each, pinned to cores 0 and 1 on both sides; pipelines: M %d micro-batches"
-           % a.micro_batches]
+           "every dropout 0 (both sides); AdamW with clipping at a constant rate; one thread per "
+           "rank, PyTorch's ranks on the CPUs mpirun binds dtrain's to (%s); pipelines: M %d "
+           "micro-batches" % ("; ".join("%d ranks: %s" % (n, bl.bindings_text(b))
+                                        for n, b in sorted(binds.items())) or "no ranks",
+                              a.micro_batches)]
     if "torch_debian" not in names:
         out.append("Debian's PyTorch 1.13 (/usr/bin/python3): not run (--peers torch_pypi,"
                    "torch_debian adds its one-process, dp and recompute rows; it has no DTensor "
@@ -546,8 +645,10 @@ def report(a, info, peers, lays, setup, results, failed, comms, ratios):
         cfg, init, win, ref, k = setup[key]
         out.append("== %s: global batch %d windows of %d bytes, the median of %d steps after "
                    "%d + 1" % (sz.label, sz.batch, sz.block, sz.steps, sz.warmup))
-        out.append("pipeline cut (dtrain's balanced split, PyTorch the same): %d of the blocks "
-                   "on stage 0" % k)
+        for st, ks in sorted(k.items()):
+            out.append("pipeline of %d stages cut (dtrain's balanced split, PyTorch the same): "
+                       "%s of the blocks on the stages before the last" %
+                       (st, ", ".join(map(str, ks))))
         rows, mem_rows, pipe_rows, checks = [], [], [], []
         total = 1 + sz.warmup + sz.steps
         for lay in lays:
@@ -563,6 +664,8 @@ def report(a, info, peers, lays, setup, results, failed, comms, ratios):
                 pk = (p.key, key, "tp2" if lay.key == "tp2_blocking" else lay.key)
                 if not lay.peer:
                     row.append("no counterpart")
+                elif uneven_heads(lay, sz):
+                    row.append("n/a: " + uneven_heads(lay, sz))
                 elif lay.peer in p.cannot:
                     row.append("n/a: " + p.cannot[lay.peer])
                 elif t:
@@ -649,14 +752,14 @@ def report(a, info, peers, lays, setup, results, failed, comms, ratios):
                             ["layout", "ranks x thr", "dtrain"] + [p.short for p in peers] +
                             ["dtrain / fastest PyTorch, step", "note"], rows))
         out.append(bl.table(
-            "Memory per rank, MB (rank 0 / rank 1): dtrain's planned accounting "
+            "Memory per rank, MB (rank 0 / rank 1 / ...): dtrain's planned accounting "
             "(dt_model_memory_info, dt_trainer_planned_bytes), PyTorch's tensors held, both "
             "sides' peak RSS",
             ["layout", "who", "params", "optim state", "act+ws", "kept", "per-position",
              "planned", "peak RSS"], mem_rows))
         if pipe_rows:
             out.append(bl.table("Pipelines: each stage's compute and pipeline step, ms per step "
-                                "(stage 0 / stage 1), and its idle share",
+                                "(stage 0 / stage 1 / ...), and its idle share",
                                 ["layout", "who", "compute", "pipeline step", "idle"],
                                 pipe_rows))
         crow = []

@@ -16,9 +16,11 @@ steps run:
   single      one process (--threads N), torch_gpt.py's loop;
   recompute   one process, each block under torch.utils.checkpoint (use_reentrant=False):
               only its input kept, its inside re-run in backward;
-  dp          2 processes, DistributedDataParallel (gloo; gradient_as_bucket_view and
-              static_graph), each rank the half of the global batch dtrain's rank takes;
-  tp, tp_sp   2 processes, torch.distributed.tensor.parallel on a DeviceMesh of both (gloo):
+  dp          --world processes (2 unless given), DistributedDataParallel (gloo;
+              gradient_as_bucket_view and static_graph), each rank the part of the global
+              batch dtrain's rank takes;
+  tp, tp_sp   --world processes, torch.distributed.tensor.parallel on a DeviceMesh of all (gloo;
+              the head count a multiple of the world: whole heads per rank):
               per block q, k and v ColwiseParallel (c_attn's three column groups as three
               nn.Linear, so that a rank holds whole heads, as dtrain splits by heads), the
               attention's c_proj RowwiseParallel, c_fc ColwiseParallel, the MLP's c_proj
@@ -29,26 +31,29 @@ steps run:
               between the blocks each rank's half of the positions (taken from the whole
               embeddings' output, gathered whole again before ln_f), as torchtitan lays out
               a Llama block;
-  pp_gpipe,   2 processes, torch.distributed.pipelining: stage 0 the embeddings and the first
-  pp_1f1b     --split-block blocks, stage 1 the rest, ln_f and the head (the cut dtrain's
-              balanced split makes), ScheduleGPipe or Schedule1F1B over --micro-batches.
-              Its pipelining does not tie weights across stages: stage 1 holds a copy of
-              the token embedding for the head, and this peer keeps the two copies tied BY
-              HAND as dtrain does (Megatron's embedding group): after each step's backward
-              the two stages all-reduce (sum) the embedding's gradient and the copy's, so
-              both copies take the same update; the clipping norm counts the tensor once.
+  pp_gpipe,   --world processes (2 unless given), torch.distributed.pipelining: stage 0 the
+  pp_1f1b     embeddings and its --splits blocks, each later stage its number of blocks, the
+              last the rest, ln_f and the head (the cuts dtrain's balanced split makes;
+              --split-block K is --splits K on 2 stages), ScheduleGPipe or Schedule1F1B over
+              --micro-batches. Its pipelining does not tie weights across stages: the last
+              stage holds a copy of the token embedding for the head, and this peer keeps the
+              two copies tied BY HAND as dtrain does (Megatron's embedding group): after each
+              step's backward the first and last stages all-reduce (sum) the embedding's
+              gradient and the copy's, so both copies take the same update; the clipping norm
+              counts the tensor once.
 
 Timed as bench/bench_tp.c times dtrain: the interval between the ends of consecutive steps
 (drawing the step's windows included), median over --steps after --warmup of them, rank 0's.
-Ranks are pinned to cores 0 and 1 (os.sched_setaffinity), as mpirun binds dtrain's. Per
+Rank r is pinned to --cpus' r-th set (os.sched_setaffinity): the CPUs mpirun binds dtrain's
+rank r to, which the driver asks mpirun for (benchlib.mpirun_bindings). Per
 rank: parameter and optimizer-state bytes held (a DTensor's local shard), peak RSS
 (getrusage), and under a pipeline the stage's compute (forward_one_chunk, backward_one_chunk
 and the loss: bench/torch_pp.py's TimedStage) against its pipeline step. Every step's loss
 over the whole global batch is printed, for the like-for-like check against dtrain's.
 
 Usage: torch_gpt_layouts.py --config INI --layout L --batch GLOBAL --init FILE --windows FILE
-                            [--micro-batches M] [--split-block K] [--threads N]
-                            [--steps N --warmup N]
+                            [--world N] [--cpus C] [--micro-batches M] [--splits K,..]
+                            [--threads N] [--steps N --warmup N]
 """
 import os
 import sys
@@ -70,7 +75,7 @@ import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 LAYOUTS = ("single", "recompute", "dp", "tp", "tp_sp", "pp_gpipe", "pp_1f1b")
-TWO = ("dp", "tp", "tp_sp", "pp_gpipe", "pp_1f1b")
+MANY = ("dp", "tp", "tp_sp", "pp_gpipe", "pp_1f1b")  # the layouts of --world processes
 
 
 def tensor_bytes(tensors):
@@ -262,49 +267,40 @@ def grads_by_kind(params):
 
 # ---- pipelines ----------------------------------------------------------------------------
 
-class Stage0(nn.Module):
-    """The embeddings and the first blocks of a GPT (torch_gpt's modules)."""
+class Stage(nn.Module):
+    """Blocks lo..hi-1 of a GPT (torch_gpt's modules); the first stage also the embeddings,
+    the last ln_f and the head, whose table is a copy of the embedding's."""
 
-    def __init__(self, gpt, k):
+    def __init__(self, gpt, lo, hi, first, last):
         super().__init__()
         t = gpt.transformer
-        self.wte, self.wpe, self.drop = t.wte, t.wpe, t.drop
-        self.h = nn.ModuleList(t.h[:k])
-
-    def forward(self, idx):
-        x = self.drop(self.wte(idx) + self.wpe(torch.arange(idx.shape[1])))
-        for b in self.h:
-            x = b(x)
-        return x
-
-
-class Stage1(nn.Module):
-    """The last blocks, ln_f and the head, whose table is a copy of the embedding's."""
-
-    def __init__(self, gpt, k):
-        super().__init__()
-        t = gpt.transformer
-        self.h = nn.ModuleList(t.h[k:])
-        self.ln_f = t.ln_f
-        self.head = nn.Parameter(t.wte.weight.detach().clone())
+        self.first, self.last = first, last
+        if first:
+            self.wte, self.wpe, self.drop = t.wte, t.wpe, t.drop
+        self.h = nn.ModuleList(t.h[lo:hi])
+        if last:
+            self.ln_f = t.ln_f
+            self.head = nn.Parameter(t.wte.weight.detach().clone())
 
     def forward(self, x):
+        if self.first:
+            x = self.drop(self.wte(x) + self.wpe(torch.arange(x.shape[1])))
         for b in self.h:
             x = b(x)
-        return F.linear(self.ln_f(x), self.head)
+        return F.linear(self.ln_f(x), self.head) if self.last else x
 
 
 # ---- the run ------------------------------------------------------------------------------
 
-def world_of(layout):
-    return 2 if layout in TWO else 1
+def world_of(a):
+    return a.world if a.layout in MANY else 1
 
 
 def worker(rank, a, port):
-    world = world_of(a.layout)
+    world = world_of(a)
     if world > 1:
-        # mpirun binds dtrain's rank r to core r: the same here.
-        os.sched_setaffinity(0, {rank % (os.cpu_count() or 1)})
+        if a.cpus:  # the CPUs mpirun binds dtrain's rank r to
+            os.sched_setaffinity(0, a.cpus[rank])
         dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % port, rank=rank,
                                 world_size=world)
     torch.set_num_threads(a.threads)
@@ -382,10 +378,18 @@ def worker(rank, a, port):
         from torch_pp import TimedStage
         gpt = tg.GPT(spec)
         tg.load_init(gpt, a.init)
-        if not 0 < a.split_block < spec.layers:
-            raise SystemExit("torch_gpt_layouts.py: --split-block %d: 1 to %d" %
-                             (a.split_block, spec.layers - 1))
-        part = Stage0(gpt, a.split_block) if rank == 0 else Stage1(gpt, a.split_block)
+        cuts = [0]
+        for k in a.splits:
+            cuts.append(cuts[-1] + k)
+        if len(a.splits) != world - 1 or any(k < 1 for k in a.splits) or \
+                cuts[-1] >= spec.layers:
+            raise SystemExit("torch_gpt_layouts.py: --splits %s: %d counts of 1 or more blocks, "
+                             "under %d together" % (",".join(map(str, a.splits)), world - 1,
+                                                    spec.layers))
+        cuts.append(spec.layers)
+        part = Stage(gpt, cuts[rank], cuts[rank + 1], rank == 0, rank == world - 1)
+        # The embedding group: the two stages holding the table (every rank creates it).
+        tie = dist.new_group([0, world - 1]) if world > 2 else dist.group.WORLD
         stage = TimedStage(part, rank, world, torch.device("cpu"))
         stages.append(stage)
 
@@ -397,7 +401,7 @@ def worker(rank, a, port):
         kind = ScheduleGPipe if a.layout == "pp_gpipe" else Schedule1F1B
         sched = kind(stage, n_microbatches=a.micro_batches, loss_fn=loss_fn)
         params = list(part.parameters())
-        tied = part.wte.weight if rank == 0 else part.head
+        tied = part.wte.weight if rank == 0 else part.head if rank == world - 1 else None
         opt = adamw(params, spec)
         pp_losses = []
 
@@ -407,18 +411,21 @@ def worker(rank, a, port):
             opt.zero_grad(set_to_none=True)
             if rank == 0:
                 sched.step(x)
-            else:
+            elif rank == world - 1:
                 losses = []
                 sched.step(target=y, losses=losses)
                 pp_losses.append(sum(v.item() for v in losses) / len(losses))
+            else:
+                sched.step()
             # The tie, by hand: both copies' gradients summed, so both take one update.
-            dist.all_reduce(tied.grad)
+            if tied is not None:
+                dist.all_reduce(tied.grad, group=tie)
             if spec.clip > 0:
                 # The tied tensor counted once (stage 0's), its copy scaled alike.
                 mine = [p.grad for p in params if p.grad is not None
                         and (rank == 0 or p is not tied)]
                 clip_(mine, spec.clip, group=dist.group.WORLD,
-                      also=[tied.grad] if rank == 1 else [])
+                      also=[tied.grad] if rank == world - 1 else [])
             opt.step()
             pipe.append(time.monotonic() - t0)
             compute.append(stage.compute_s - c0)
@@ -457,7 +464,7 @@ def worker(rank, a, port):
             "impl": "pytorch " + torch.__version__, "layout": a.layout, "world_size": world,
             "threads": a.threads, "global_batch": a.batch, "block_size": spec.block,
             "micro_batches": a.micro_batches if a.layout.startswith("pp") else 1,
-            "split_block": a.split_block if a.layout.startswith("pp") else None,
+            "splits": a.splits if a.layout.startswith("pp") else None,
             "optimizer": "AdamW " + adamw_kind(), "steps": len(window), "step_ms_median": med * 1e3,
             "step_ms_min": mine["step_ms_min"], "tokens_per_s": a.batch * spec.block / med,
             "losses": losses, "first_loss": losses[0],
@@ -476,16 +483,29 @@ def main():
     ap.add_argument("--layout", choices=LAYOUTS, required=True)
     ap.add_argument("--batch", type=int, required=True, help="global batch (windows per step)")
     ap.add_argument("--micro-batches", type=int, default=4, help="pipelines: per step")
+    ap.add_argument("--world", type=int, default=2,
+                    help="processes of the dp, tp and pipeline layouts (2)")
+    ap.add_argument("--cpus", default="",
+                    help="each rank's CPUs, ';' between ranks ('0;1'): mpirun's binding of "
+                         "dtrain's ranks; empty: unpinned")
+    ap.add_argument("--splits", default="",
+                    help="pipelines: blocks on each stage but the last, comma-separated "
+                         "(dtrain's balanced cut)")
     ap.add_argument("--split-block", type=int, default=0,
-                    help="pipelines: blocks on stage 0 (dtrain's balanced cut)")
+                    help="pipelines of 2 stages: blocks on stage 0 (--splits K)")
     ap.add_argument("--threads", type=int, default=1, help="threads per process")
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--init", required=True, help="dtrain's initial weights (safetensors)")
     ap.add_argument("--windows", required=True, help="dtrain train --windows-out's file")
     a = ap.parse_args()
-    world = world_of(a.layout)
-    if a.batch % world or (a.layout.startswith("pp") and a.batch % a.micro_batches):
+    a.splits = [int(k) for k in a.splits.split(",") if k] or [a.split_block]
+    a.cpus = [[int(c) for c in r.split(",")] for r in a.cpus.split(";")] if a.cpus else []
+    world = world_of(a)
+    if a.cpus and len(a.cpus) != world:
+        ap.error("--cpus names %d ranks' CPUs, not %d" % (len(a.cpus), world))
+    if (a.layout == "dp" and a.batch % world) or \
+            (a.layout.startswith("pp") and a.batch % a.micro_batches):
         ap.error("--batch %d does not divide over %d ranks / %d micro-batches" %
                  (a.batch, world, a.micro_batches))
     if world == 1:
