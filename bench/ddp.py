@@ -55,6 +55,9 @@ def args_parse():
     ap.add_argument("--optims", default="fused,default",
                     help="PyTorch's Adam forms, one column each (fused becomes foreach where "
                          "a PyTorch has no fused CPU Adam)")
+    ap.add_argument("--allreduce-reps", type=int, default=None,
+                    help="repetitions of the gloo-against-MPI all-reduce probe (--reps unless "
+                         "given; 0 leaves it out: a machine lent for minutes)")
     ap.add_argument("--spin", type=float, default=2.0,
                     help="seconds of each parallel-ratio measurement")
     ap.add_argument("--quick", action="store_true",
@@ -156,7 +159,7 @@ def allreduce_probe(a, build, torch_ok, binds, params, rec):
     """What gloo over TCP costs against MPI's shared memory: one all-reduce of each model's
     gradient (its parameters, float32) at each world size, --reps times, interleaved."""
     got = {}  # (model, ranks, who) -> [us]
-    for rep in range(a.reps):
+    for rep in range(a.reps if a.allreduce_reps is None else a.allreduce_reps):
         for model in a.models:
             if model not in params:
                 continue
@@ -167,7 +170,8 @@ def allreduce_probe(a, build, torch_ok, binds, params, rec):
                 k = rep % len(who)
                 for w in who[k:] + who[:k]:
                     bl.log("rep %d/%d  all-reduce %d bytes (%s), %d ranks: %s" %
-                           (rep + 1, a.reps, nbytes, model, ranks, w))
+                           (rep + 1, a.reps if a.allreduce_reps is None else a.allreduce_reps,
+                            nbytes, model, ranks, w))
                     try:
                         if w == "mpi":
                             for alg, us in allreduce_mpi(a, build, nbytes, ranks, rec,
@@ -380,7 +384,8 @@ def allreduce_table(a, tpeers, params, got, results, fastest):
         "%d, the slowest rank; median of %d runs): MPI's shared memory (bench-comm bare-mpi; "
         "auto: what dtrain's training calls) against gloo over TCP, pinned as above; the "
         "difference as a share of that PyTorch's step at N ranks (its fastest column)" %
-        (a.allreduce_iters, a.allreduce_warmup, a.reps), head, rows)]
+        (a.allreduce_iters, a.allreduce_warmup,
+         a.reps if a.allreduce_reps is None else a.allreduce_reps), head, rows)]
 
 
 if __name__ == "__main__":
