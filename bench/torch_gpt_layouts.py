@@ -407,7 +407,9 @@ def worker(rank, a, port):
 
         def step(s):
             t0, c0 = time.monotonic(), stage.compute_s
-            x, y = windows(s)
+            # Contiguous copies of the windows (views of stride block + 1): PyTorch 2.11's
+            # pipelining refuses an input whose strides differ from its shape inference's.
+            x, y = (w.contiguous() for w in windows(s))
             opt.zero_grad(set_to_none=True)
             if rank == 0:
                 sched.step(x)
