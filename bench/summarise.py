@@ -110,11 +110,50 @@ def train(recs):
     return out
 
 
+def cell(vals, spec=".0f"):
+    """"median (min-max), n runs" of a partial run's cell."""
+    return "%s (%s-%s), %d run%s" % (format(bl.median(vals), spec), format(min(vals), spec),
+                                     format(max(vals), spec), len(vals),
+                                     "" if len(vals) == 1 else "s")
+
+
+def ddp_partial(recs):
+    """ddp.py's runs where it stopped before its summaries (a time limit): each cell's median,
+    range and number of runs from the train records, the efficiency from the medians."""
+    got = {}
+    for r in events(recs, "train"):
+        model = r.get("model") or next((m for m, cfg in bl.MODELS.items()
+                                        if cfg == r.get("config")), None)
+        got.setdefault((model, r.get("variant") or r["peer"], r["world_size"]),
+                       []).append(r["samples_per_s"])
+    worlds = sorted({w for (_, _, w) in got})
+    rows = []
+    for model, who in dict.fromkeys((m, v) for (m, v, _) in got):
+        one = got.get((model, who, 1))
+        row = [model, who]
+        for w in worlds:
+            vals = got.get((model, who, w))
+            row.append(cell(vals) if vals else "-")
+            if w > 1:
+                row.append("%.2f" % (bl.median(vals) / (w * bl.median(one)))
+                           if vals and one else "-")
+        rows.append(row)
+    head = ["model", "implementation"]
+    for w in worlds:
+        head += ["%d %s" % (w, "process" if w == 1 else "ranks")] + (["eff %d" % w] if w > 1
+                                                                     else [])
+    return [bl.table("global samples/s, median (min-max) and runs per cell, from the train "
+                     "records (the run stopped before its summaries); efficiency from the "
+                     "medians", head, rows)]
+
+
 def ddp(recs):
     """ddp.py: global samples/s, scaling efficiency and the share of communication hidden per
     implementation and Adam (its table); dtrain over each PyTorch's fastest column at each
     world size, 1 process included (its second table)."""
     sums = events(recs, "summary")
+    if not sums:
+        return ddp_partial(recs)
     ranks = sorted({s["ranks"] for s in sums})
     rows = {}
     for s in sums:
@@ -304,11 +343,50 @@ def gpt_bench(recs):
     return out
 
 
+def gpt_layouts_partial(recs):
+    """gpt_layouts.py's runs where it stopped before its summaries (a time limit): tokens/s
+    per layout from the train records, with the number of runs, and dtrain's median step over
+    the fastest PyTorch's."""
+    got = {}
+    for r in events(recs, "train"):
+        got.setdefault((r["size"], r["layout"], r["impl"]), []).append(r)
+    peers = [p["key"] for p in events(recs, "peer")]
+    failed = {(r.get("size"), r.get("layout"), r.get("impl")): r.get("error", "")
+              for r in events(recs, "failed")}
+    out = []
+    for size in dict.fromkeys(k[0] for k in got):
+        rows = []
+        for lay in dict.fromkeys(k[1] for k in got if k[0] == size):
+            d = got.get((size, lay, "dtrain"))
+            row = [lay, str(len(d[0]["ranks"])) if d else "-",
+                   cell([r["tokens_per_s"] for r in d]) if d else "-"]
+            steps = []
+            for p in peers:
+                t = got.get((size, lay, p))
+                if t:
+                    row.append(cell([r["tokens_per_s"] for r in t]))
+                    steps.append(bl.median([r["step_ms_median"] for r in t]))
+                else:
+                    why = failed.get((size, lay, p))
+                    row.append("FAILED: " + why[:50] if why else "no counterpart")
+            row.append("%.2f" % (bl.median([r["step_ms_median"] for r in d]) / min(steps))
+                       if d and steps else "-")
+            rows.append(row)
+        out.append(bl.table("%s: tokens/s, median (min-max) and runs per cell, from the train "
+                            "records (the run stopped before its summaries); dtrain's step "
+                            "over the fastest PyTorch's" % size,
+                            ["layout", "ranks", "dtrain"] + peers + ["dtrain/PyTorch step"],
+                            rows))
+    return out
+
+
 def gpt_layouts_bench(recs):
     """gpt_layouts.py: tokens/s per size and layout (gpt_layouts.spread), dtrain's step over
     the fastest PyTorch's on the same layout."""
     out = []
     sums = events(recs, "summary")
+    if not sums:
+        return gpt_layouts_partial(recs)
     peers = [p["key"] for p in events(recs, "peer")]
     for size in dict.fromkeys(s["size"] for s in sums):
         rows, ratios = [], []
@@ -418,13 +496,14 @@ def bench_of(path):
 def summarise(bench, path, recs, quick):
     name, title, fn, _ = bench
     machine = (events(recs, "machine") or [{}])[0]
-    head = "== %s: %s" % (title, os.path.relpath(path, bl.ROOT))
+    head = "== %s: %s" % (title, " + ".join(os.path.relpath(p, bl.ROOT) for p in path.split(" + ")))
     facts = [f for f in ("commit %s" % machine["commit"] if machine.get("commit") else None,
                          ratio_line(recs)) if f]
     lines = [head + (" (%s)" % "; ".join(facts) if facts else "")]
     if quick:
         lines.append("a --quick run: it checks the scripts, its figures are not a measurement")
-    if name != "ckpt" and not events(recs, "summary") and name not in ("tp", "pp"):
+    if name != "ckpt" and not events(recs, "summary") and \
+            name not in ("tp", "pp", "ddp", "gpt-layouts"):
         return lines + ["no summary records: the run stopped before its end"]
     try:
         lines += fn(recs)
@@ -438,10 +517,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=os.path.join(bl.HERE, "out"),
                     help="the benchmarks' output directory (default bench/out)")
+    ap.add_argument("--merge", action="store_true",
+                    help="read the files named (one benchmark's) as one run: the cells of "
+                         "runs that each stopped early, on one machine")
     ap.add_argument("files", nargs="*", help="summarise these files instead")
     a = ap.parse_args()
     blocks = []
     if a.files:
+        loaded = []
         for path in a.files:
             bench = bench_of(path)
             if not os.path.isfile(path):
@@ -449,7 +532,14 @@ def main():
             if bench is None:
                 sys.exit("summarise.py: %s: not a benchmark's output (NAME-TIME.jsonl of %s)"
                          % (path, ", ".join(b[0] for b in BENCHES)))
-            recs = records(path)
+            loaded.append((bench, path, records(path)))
+        if a.merge:
+            if len({b[0] for b, _, _ in loaded}) > 1:
+                sys.exit("summarise.py: --merge: files of one benchmark, not %s" %
+                         ", ".join(sorted({b[0] for b, _, _ in loaded})))
+            loaded = [(loaded[0][0], " + ".join(p for _, p, _ in loaded),
+                       [r for _, _, recs in loaded for r in recs])]
+        for bench, path, recs in loaded:
             blocks.append(summarise(bench, path, recs, bool(recs) and bench[3](recs)))
     else:
         names = sorted(os.listdir(a.out)) if os.path.isdir(a.out) else []
