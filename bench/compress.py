@@ -113,6 +113,10 @@ def args_parse():
                          "and %d for powersgd, as PyTorch's hook)" % POWERSGD_WARMUP)
     ap.add_argument("--ps", action="store_true",
                     help="also run every mode under --strategy ps (N workers + 1 server)")
+    ap.add_argument("--sides", default=None,
+                    help="which implementations run, comma-separated: dtrain (ddp), ps, torch "
+                         "(default dtrain,torch, and ps with --ps); e.g. --ps --sides ps "
+                         "reruns the ps rows alone (dtrain's ddp rows are deterministic)")
     ap.add_argument("--quick", action="store_true",
                     help="a few steps, one repetition: checks the scripts, measures nothing")
     a = ap.parse_args()
@@ -123,6 +127,12 @@ def args_parse():
     if a.seeds < 1:
         ap.error("--seeds: at least 1")
     a.torch_adam = bl.adam_list(ap, a.torch_adam)
+    a.sides = (a.sides.split(",") if a.sides is not None else
+               ["dtrain", "torch"] + (["ps"] if a.ps else []))
+    if not a.sides or any(x not in ("dtrain", "ps", "torch") for x in a.sides):
+        ap.error("--sides: dtrain, ps and/or torch, not %r" % ",".join(a.sides))
+    if "ps" in a.sides and not a.ps:
+        ap.error("--sides ps needs --ps")
     if a.ranks < 2:
         ap.error("--ranks: 2 or more (compression needs a data-parallel group)")
     if a.epochs < 1 or a.max_steps < 0:
@@ -337,11 +347,12 @@ def main():
     rec.write({"event": "machine", "openblas_coretype": bl.init_blas(build),
                "quick": a.quick, "ranks": a.ranks, "epochs": a.epochs, "modes": a.modes,
                "seeds": a.seeds})
-    peers = [bl.Peer("dtrain", "dtrain")]
-    if a.ps:
+    peers = [bl.Peer("dtrain", "dtrain")] if "dtrain" in a.sides else []
+    if "ps" in a.sides:
         peers.append(bl.Peer("dtrain_ps", "dtrain ps (%d workers + 1 server)" % a.ranks))
     torch_vars, notes = bl.adam_variants(bl.torch_peers(), a.torch_adam)
-    peers += torch_vars
+    if "torch" in a.sides:
+        peers += torch_vars
     for p in peers:
         bl.log("peer: %s%s" % (p.label, " (%s)" % p.missing if p.missing else ""))
     runs = [(p, mode) for p in peers if p.missing is None for mode in a.modes
