@@ -5,7 +5,9 @@
 # 1F1B, and recompute per block, beside PyTorch's own on the same layouts (DDP, DTensor
 # tensor and sequence parallelism, torch.distributed.pipelining, torch.utils.checkpoint;
 # the newest PyTorch, bench/.venv), one thread per rank on 2 cores; tokens/s, memory per
-# rank, communication per step against `dtrain plan`'s. Tables on stdout, JSON lines in
+# rank, communication per step against `dtrain plan`'s; `--layouts` also takes any
+# dp x tp x pp grid (dp4, tp6, pp4_gpipe, dp2tp2pp2) for a many-core machine, `--batch` the
+# global batch. Tables on stdout, JSON lines in
 # bench/out/. `--quick` checks the scripts end to end on tiny models (under 2 minutes) and
 # measures nothing. docs/BENCHMARKS.md "The GPT across layouts" says how to read it. The
 # newest PyTorch is installed into bench/.venv as bench/run.sh installs it
