@@ -142,8 +142,8 @@ def grid_layout(key, m):
         return None
     dp, tp, pp = (int(g.group(i) or 1) for i in (1, 2, 3))
     sp, sched = bool(g.group(4)), g.group(5) or "1f1b"
-    if min(dp, tp, pp) < 1 or (sp and tp < 2) or (g.group(5) and pp < 2):
-        return None
+    if min(dp, tp, pp) < 1 or dp * tp * pp < 2 or (sp and tp < 2) or (g.group(5) and pp < 2):
+        return None  # one process is 1p1t's row
     sets, opts, words = [], [], []
     for axis, n in (("dp", dp), ("tp", tp), ("pp", pp)):
         if n > 1:
@@ -254,8 +254,9 @@ def make_config(sz, work):
 
 
 def mpirun(ranks):
-    """dtrain's launcher for `ranks` ranks: Open MPI binds each rank to a core while there are
-    cores enough (PyTorch's ranks get the same CPUs: benchlib.mpirun_bindings)."""
+    """dtrain's launcher for `ranks` ranks, with Open MPI's default binding (a core per rank
+    up to 2 ranks, the socket above; none when oversubscribed): PyTorch's ranks get the same
+    CPUs (benchlib.mpirun_bindings)."""
     return [MPIRUN[0], "-np", str(ranks)] + list(MPIRUN[1:])
 
 
@@ -288,7 +289,8 @@ def split_blocks(build, cfg, stages):
     (--explain-layout's table), for PyTorch's pipeline to cut where dtrain does."""
     out = bl.run_text([os.path.join(build, "dtrain"), "train", cfg, "--pp", str(stages),
                        "--explain-layout"], bl.thread_env(1), 300)[0]
-    ks = [sum(1 for ln in out.splitlines() if re.match(r"^%d\s+\d+\s+\S+ bloc" % st, ln))
+    ks = [sum(1 for ln in out.splitlines()
+              if re.match(r"^%d\s+\d+\s+(\S+ bloc|block)" % st, ln))
           for st in range(stages - 1)]
     if min(ks) < 1:
         raise RuntimeError("dtrain --explain-layout: a stage of %d without blocks:\n%s" %

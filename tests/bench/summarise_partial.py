@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""summarise_partial.py — bench/summarise.py reads a benchmark run that stopped before its
+summaries (a lent machine's time limit cuts the run; docs/BENCHMARKS.md "The GPT at 4-16
+ranks"): ddp's and gpt_layouts' cells come from the train records, each with its median,
+range and number of runs, and --merge reads two such runs of one benchmark as one. Also the
+grid layouts bench/gpt_layouts.py builds from a key (dp4, tp4sp, dp2tp2pp2). Synthetic JSON
+lines, no benchmark is run; standard library only.
+
+Usage: summarise_partial.py SOURCE_DIR
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+SRC = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("DT_SOURCE_DIR", ".")
+BENCH = os.path.join(SRC, "bench")
+failures = []
+
+
+def check(what, cond, expected, actual):
+    if not cond:
+        failures.append("FAIL: %s: expected %s, got %s" % (what, expected, actual))
+
+
+def write(path, recs):
+    with open(path, "w") as f:
+        for r in recs:
+            f.write(json.dumps(r) + "\n")
+
+
+def summarise(*args):
+    r = subprocess.run([sys.executable, os.path.join(BENCH, "summarise.py")] + list(args),
+                       capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        failures.append("FAIL: summarise.py %s: exit %d\n%s" % (" ".join(args), r.returncode,
+                                                                 r.stderr))
+    return r.stdout
+
+
+def row_of(out, first, second=None):
+    """The table row whose first cells are `first` (and `second`), as its text."""
+    for line in out.splitlines():
+        cells = line.split()
+        if cells[:1] == [first] and (second is None or second in line):
+            return line
+    return None
+
+
+with tempfile.TemporaryDirectory(prefix="dtrain-summarise-") as d:
+    # ddp: dtrain's records name the config (bench_train's line), PyTorch's the model.
+    a = os.path.join(d, "ddp-20260101-000000.jsonl")
+    b = os.path.join(d, "ddp-20260101-000100.jsonl")
+    cfg = "examples/convnet.ini"
+    write(a, [{"event": "parallel_ratio", "when": "before", "ratio": 1.9}] +
+          [{"event": "train", "peer": "dtrain", "variant": "dtrain", "config": cfg,
+            "world_size": 1, "samples_per_s": v} for v in (100.0, 120.0, 110.0)] +
+          [{"event": "train", "peer": "dtrain", "variant": "dtrain", "config": cfg,
+            "world_size": 4, "samples_per_s": v} for v in (400.0, 420.0)] +
+          [{"event": "train", "peer": "torch_extra", "variant": "torch_extra/fused",
+            "model": "convnet", "world_size": 1, "samples_per_s": 80.0}])
+    write(b, [{"event": "train", "peer": "dtrain", "variant": "dtrain", "config": cfg,
+               "world_size": 4, "samples_per_s": 430.0}])
+    out = summarise(a)
+    row = row_of(out, "convnet", "dtrain")
+    check("ddp partial, dtrain's row", row is not None and "110 (100-120), 3 runs" in row
+          and "410 (400-420), 2 runs" in row and "0.93" in row,
+          "110 (100-120), 3 runs; 410 (400-420), 2 runs; efficiency 410 / (4 x 110) = 0.93",
+          row or out)
+    check("ddp partial, not refused", "no summary records" not in out, "the cells",
+          out.strip()[-200:])
+    row = row_of(out, "convnet", "torch_extra/fused")
+    check("ddp partial, a cell with no runs", row is not None and "80 (80-80), 1 run" in row
+          and " - " in row, "80 (80-80), 1 run and '-' at 4 ranks", row or out)
+    out = summarise("--merge", a, b)
+    row = row_of(out, "convnet", "dtrain")
+    check("ddp --merge", row is not None and "420 (400-430), 3 runs" in row and "0.95" in row,
+          "420 (400-430), 3 runs, efficiency 0.95", row or out)
+    c = os.path.join(d, "gpt-layouts-20260101-000000.jsonl")
+    write(c, [{"event": "merge-me-not"}])
+    r = subprocess.run([sys.executable, os.path.join(BENCH, "summarise.py"), "--merge", a, c],
+                       capture_output=True, text=True, timeout=60)
+    check("--merge of two benchmarks refused", r.returncode != 0 and "--merge" in r.stderr,
+          "a non-zero exit naming --merge", "exit %d: %s" % (r.returncode, r.stderr.strip()))
+
+    # gpt_layouts: dtrain's step 100 ms, PyTorch's 125 ms: 0.80; a failed peer is named.
+    def run(impl, layout, step, tokens, ranks=4):
+        return {"event": "train", "size": "nano", "layout": layout, "impl": impl,
+                "step_ms_median": step, "tokens_per_s": tokens, "ranks": [{}] * ranks}
+    write(c, [{"event": "peer", "key": "torch_extra", "label": "PyTorch 2.11"}] +
+          [run("dtrain", "dp4", s, t) for s, t in ((100.0, 1000.0), (90.0, 1100.0),
+                                                    (110.0, 900.0))] +
+          [run("torch_extra", "dp4", 125.0, 800.0)] * 3 +
+          [run("dtrain", "pp4", 200.0, 500.0)] +
+          [{"event": "failed", "size": "nano", "layout": "pp4", "impl": "torch_extra",
+            "error": "PipeliningShapeError: stride mismatch"}])
+    out = summarise(c)
+    row = row_of(out, "dp4")
+    check("gpt_layouts partial, dp4", row is not None and "1000 (900-1100), 3 runs" in row and
+          "800 (800-800), 3 runs" in row and row.rstrip().endswith("0.80"),
+          "1000 (900-1100), 3 runs beside 800 (800-800), 3 runs, step ratio 0.80", row or out)
+    row = row_of(out, "pp4")
+    check("gpt_layouts partial, a failed peer", row is not None and
+          "FAILED: PipeliningShapeError" in row and row.rstrip().endswith("-"),
+          "FAILED: PipeliningShapeError... and no ratio", row or out)
+
+# The grid layouts of bench/gpt_layouts.py (its module imports only the standard library).
+sys.path.insert(0, BENCH)
+import gpt_layouts  # noqa: E402
+
+for key, want in (("dp4", (4, "dp", 4, 1, 1)), ("tp4sp", (4, "tp_sp", 1, 4, 1)),
+                  ("pp4_gpipe", (4, "pp_gpipe", 1, 1, 4)), ("pp3", (3, "pp_1f1b", 1, 1, 3)),
+                  ("dp2tp2pp2", (8, None, 2, 2, 2)), ("dp4tp2pp2", (16, None, 4, 2, 2))):
+    lay = gpt_layouts.grid_layout(key, 4)
+    got = lay and (lay.ranks, lay.peer, lay.dp, lay.tp, lay.stages)
+    check("grid_layout(%s)" % key, got == want, want, got)
+lay = gpt_layouts.grid_layout("dp2tp2pp2", 4)
+check("dp2tp2pp2's settings", lay.sets == ["parallel.dp=2", "parallel.tp=2", "parallel.pp=2",
+                                           "parallel.micro_batches=4",
+                                           "parallel.pp_schedule=1f1b"],
+      "dp, tp, pp, M 4, 1F1B", lay.sets)
+for key in ("tp1", "sp", "dp2sp", "tp2_gpipe", "pp2tp2", "dpx"):
+    lay = gpt_layouts.grid_layout(key, 4)
+    check("grid_layout(%s) refused" % key, lay is None, None, lay and lay.label)
+
+if failures:
+    print("\n".join(failures))
+    sys.exit(1)
+print("ok: partial ddp and gpt_layouts runs summarised with their run counts, --merge, "
+      "the grid layouts")
