@@ -81,9 +81,10 @@ typedef enum dt_comm_redop {
 /* Algorithms. MPI: MPI's own non-blocking collectives. RING: ours (reduce-scatter then
  * all-gather over point-to-point messages, pipelined in chunks, persistent buffers). AUTO:
  * below options.direct_max_bytes our one-round exchange (small messages: MPI's non-blocking
- * all-reduce costs 2-3x its blocking one here), up to options.ring_min_bytes MPI's, the ring
- * from there. DEFAULT in a call means "the handle's options.algorithm"; the config's
- * comm.algorithm (config.h) takes the other values. */
+ * all-reduce costs 2-3x its blocking one here), then MPI's, the ring from
+ * options.ring_min_bytes x max(1, (N/2)^2) in a group of N ranks (docs/comm.md). DEFAULT
+ * in a call means "the handle's options.algorithm"; the config's comm.algorithm (config.h)
+ * takes the other values. */
 typedef enum dt_comm_algo {
     DT_COMM_ALGO_DEFAULT = -1,
     DT_COMM_ALGO_AUTO = 0,
@@ -120,13 +121,14 @@ typedef struct dt_comm_options {
     int check;               /* 1: verify operation/count/type/root agree before each */
     size_t direct_max_bytes; /* AUTO: our one-round exchange at or below this size
                                 (at most chunk_bytes: one message fits one slot) */
-    size_t ring_min_bytes;   /* AUTO: the ring at or above this size, MPI's below */
+    size_t ring_min_bytes;   /* AUTO: the ring at or above this size at 2 ranks (times
+                                (N/2)^2 in a group of N > 2), MPI's below */
     size_t chunk_bytes;      /* pipelining unit of the ring and the deterministic fold */
 } dt_comm_options;
 
 /* algorithm AUTO, deterministic off, timeout 300 s, check off, and the thresholds and
  * chunk measured on the project's machines (docs/comm.md): direct up to 16 KiB, the ring
- * from 1 MiB, 256 KiB chunks. */
+ * from 1 MiB at 2 ranks (4 MiB at 4, 16 MiB at 8), 256 KiB chunks. */
 DT_API dt_comm_options dt_comm_options_default(void);
 
 /* Deterministic order. With options.deterministic every element of every reduction

@@ -4,14 +4,32 @@
  *
  * Choice (options.algorithm, or the call's own) of the engine that runs a request: a group
  * of one copies locally (the `local` engine, here). AUTO takes our one-round exchange up to
- * direct_max_bytes (latency), MPI's below ring_min_bytes, and our ring from there
+ * direct_max_bytes (latency), MPI's below the ring's threshold, and our ring from there
  * (bandwidth: persistent buffers, where MPI's large all-reduce allocates and first-touches
- * a temporary buffer per call). With options.deterministic, every reduction takes an
- * order-defined algorithm (direct when small, det otherwise), whatever the choice, since
- * neither MPI's nor the plain ring's order is the rank order. */
+ * a temporary buffer per call). The threshold is ring_min_bytes at 2 ranks and grows with
+ * the square of the group above (ring_threshold). With options.deterministic, every
+ * reduction takes an order-defined algorithm (direct when small, det otherwise), whatever
+ * the choice, since neither MPI's nor the plain ring's order is the rank order. */
+#include <stdint.h>
 #include <string.h>
 
 #include "comm/comm_internal.h"
+
+/* The size from which AUTO takes the ring in a group of c->size ranks: ring_min_bytes at 2,
+ * times (N/2)^2 above. The ring takes 2(N-1) rounds of 1/N of the vector each, so its
+ * per-round latency weighs more as N grows. On a 16-core Xeon (docs/BENCHMARKS.md "Data
+ * parallelism and collectives at 2-16 ranks") MPI's all-reduce was faster at 1 MiB from 4
+ * ranks and at 4 MiB from 8 (1.7x at 16 ranks and 1 MiB), the ring from 4 MiB at 4 ranks,
+ * from 16 MiB at 8, and at 64 MiB at 16 (level with MPI's at 16 MiB): this rule's 4, 16
+ * and 64 MiB (docs/comm.md). */
+static size_t ring_threshold(const dt_comm *c)
+{
+    size_t t = c->opt.ring_min_bytes;
+    if (c->size <= 2)
+        return t;
+    double v = (double)t * ((double)c->size * (double)c->size / 4.0);
+    return v >= (double)SIZE_MAX ? SIZE_MAX : (size_t)v;
+}
 
 static dt_impl choose(const dt_comm *c, const dt_comm_req *q)
 {
@@ -22,7 +40,7 @@ static dt_impl choose(const dt_comm *c, const dt_comm_req *q)
         return DT_IMPL_MPI;
     dt_comm_algo algo = a->algo == DT_COMM_ALGO_DEFAULT ? c->opt.algorithm : a->algo;
     int small = q->nbytes <= c->opt.direct_max_bytes && q->total <= c->max_count;
-    int large = q->nbytes >= c->opt.ring_min_bytes;
+    int large = q->nbytes >= ring_threshold(c);
     int det = c->opt.deterministic;
     switch (a->coll) {
     case DT_COMM_ALLREDUCE:

@@ -695,13 +695,21 @@ static const char *last_algo(dt_comm *c, dt_comm_record *rec)
     return rec->algo;
 }
 
-/* AUTO takes ours below direct_max_bytes, MPI's below ring_min_bytes, the ring above; the
- * deterministic flag overrides every choice for reductions. The history says which ran. */
+/* AUTO takes ours below direct_max_bytes, MPI's below the ring's threshold (ring_min_bytes
+ * at 2 ranks, x (N/2)^2 in a group of N > 2), the ring from there; the deterministic flag
+ * overrides every choice for reductions. The history says which ran. */
 static void test_algorithm_choice(void **state)
 {
     (void)state;
     int n = dt_comm_size(world);
-    size_t big = 1u << 20; /* 4 MiB of floats: at the ring's threshold and above */
+    dt_comm_options d = dt_comm_options_default();
+    double grow = n > 2 ? (double)n * n / 4.0 : 1.0;
+    size_t at = (size_t)((double)d.ring_min_bytes * grow + 3.0) / sizeof(float);
+    /* floats at the threshold or just over, a multiple of the group (whole blocks) */
+    size_t big = (at + (size_t)n - 1) / (size_t)n * (size_t)n;
+    size_t below = big - (size_t)n; /* a block's float less: under it */
+    if (n == 1)
+        below = big - 1;
     float *x = ct_alloc(big * sizeof(float));
     struct {
         dt_comm_coll coll;
@@ -713,6 +721,8 @@ static void test_algorithm_choice(void **state)
         {DT_COMM_ALLREDUCE, DT_COMM_ALGO_AUTO, 0, 256, "direct"},
         {DT_COMM_ALLREDUCE, DT_COMM_ALGO_AUTO, 0, 65536, "mpi"},
         {DT_COMM_ALLREDUCE, DT_COMM_ALGO_AUTO, 0, big, "ring"},
+        {DT_COMM_ALLREDUCE, DT_COMM_ALGO_AUTO, 0, below, "mpi"},
+        {DT_COMM_REDUCE_SCATTER, DT_COMM_ALGO_AUTO, 0, below, "mpi"},
         {DT_COMM_ALLREDUCE, DT_COMM_ALGO_RING, 0, 7, "ring"},
         {DT_COMM_ALLREDUCE, DT_COMM_ALGO_MPI, 0, big, "mpi"},
         {DT_COMM_ALLREDUCE, DT_COMM_ALGO_MPI, 1, 7, "direct"},
