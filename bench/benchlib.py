@@ -339,6 +339,11 @@ def fastest(cols, field):
     return best[1] if best else None
 
 
+def mpirun_cmd(ranks, launcher=("mpirun", "--oversubscribe")):
+    """The launcher's command for `ranks` ranks: its program, -np, then its flags."""
+    return list(launcher[:1]) + ["-np", str(ranks)] + list(launcher[1:])
+
+
 def mpirun_bindings(ranks, launcher=("mpirun", "--oversubscribe")):
     """The CPUs mpirun binds each of `ranks` ranks to, as it binds dtrain's (the same
     launcher and flags): [sorted CPU list per rank]. Open MPI binds each rank to a core
@@ -347,8 +352,7 @@ def mpirun_bindings(ranks, launcher=("mpirun", "--oversubscribe")):
     with tempfile.TemporaryDirectory(prefix="dtrain-bind-") as d:
         code = ("import os; open(os.path.join(%r, os.environ.get('OMPI_COMM_WORLD_RANK', '0')), "
                 "'w').write(','.join(map(str, sorted(os.sched_getaffinity(0)))))" % d)
-        cmd = list(launcher[:1]) + ["-np", str(ranks)] + list(launcher[1:]) + [
-            DEBIAN_PYTHON, "-c", code]
+        cmd = mpirun_cmd(ranks, launcher) + [DEBIAN_PYTHON, "-c", code]
         r = subprocess.run(cmd, env=thread_env(1), capture_output=True, text=True, timeout=120)
         if r.returncode != 0:
             raise RuntimeError("%s: exit %d\n%s" % (" ".join(cmd), r.returncode,

@@ -70,6 +70,8 @@ def args_parse():
         a.allreduce_iters, a.allreduce_warmup = 5, 2
     elif a.reps < 3:
         ap.error("--reps must be at least 3 (medians); --quick checks the scripts")
+    if a.allreduce_reps is None:
+        a.allreduce_reps = a.reps
     a.models = a.models.split(",")
     try:
         a.ranks = [int(r) for r in a.ranks.split(",")]
@@ -102,7 +104,7 @@ def dtrain_run(a, build, model, ranks):
     cmd = [os.path.join(build, "bench_train"), bl.MODELS[model], "--batch", str(a.batch),
            "--threads", "1", "--steps", str(steps), "--warmup", str(warmup)]
     if ranks > 1:
-        cmd = [MPIRUN[0], "-np", str(ranks)] + list(MPIRUN[1:]) + cmd
+        cmd = bl.mpirun_cmd(ranks, MPIRUN) + cmd
     r = bl.launch(cmd, bl.thread_env(1), 600)
     if r.get("world_size") != ranks:
         raise RuntimeError("%s: ran on %s rank(s), not %d" % (" ".join(cmd),
@@ -129,7 +131,7 @@ def allreduce_mpi(a, build, nbytes, ranks, rec, extra):
     "auto": us} (MPI's own blocking call over its shared memory; dtrain's choice, what its
     training calls)."""
     path = os.path.join(bl.HERE, "out", "ddp-allreduce-%d.jsonl" % os.getpid())
-    cmd = [MPIRUN[0], "-np", str(ranks)] + list(MPIRUN[1:]) + [
+    cmd = bl.mpirun_cmd(ranks, MPIRUN) + [
         os.path.join(build, "dtrain"), "bench-comm", "--min-bytes", str(nbytes), "--max-bytes",
         str(nbytes), "--ops", "allreduce", "--algos", "bare-mpi,auto", "--iters",
         str(a.allreduce_iters), "--warmup", str(a.allreduce_warmup), "--json", path]
@@ -159,7 +161,7 @@ def allreduce_probe(a, build, torch_ok, binds, params, rec):
     """What gloo over TCP costs against MPI's shared memory: one all-reduce of each model's
     gradient (its parameters, float32) at each world size, --reps times, interleaved."""
     got = {}  # (model, ranks, who) -> [us]
-    for rep in range(a.reps if a.allreduce_reps is None else a.allreduce_reps):
+    for rep in range(a.allreduce_reps):
         for model in a.models:
             if model not in params:
                 continue
@@ -170,8 +172,7 @@ def allreduce_probe(a, build, torch_ok, binds, params, rec):
                 k = rep % len(who)
                 for w in who[k:] + who[:k]:
                     bl.log("rep %d/%d  all-reduce %d bytes (%s), %d ranks: %s" %
-                           (rep + 1, a.reps if a.allreduce_reps is None else a.allreduce_reps,
-                            nbytes, model, ranks, w))
+                           (rep + 1, a.allreduce_reps, nbytes, model, ranks, w))
                     try:
                         if w == "mpi":
                             for alg, us in allreduce_mpi(a, build, nbytes, ranks, rec,
@@ -384,8 +385,7 @@ def allreduce_table(a, tpeers, params, got, results, fastest):
         "%d, the slowest rank; median of %d runs): MPI's shared memory (bench-comm bare-mpi; "
         "auto: what dtrain's training calls) against gloo over TCP, pinned as above; the "
         "difference as a share of that PyTorch's step at N ranks (its fastest column)" %
-        (a.allreduce_iters, a.allreduce_warmup,
-         a.reps if a.allreduce_reps is None else a.allreduce_reps), head, rows)]
+        (a.allreduce_iters, a.allreduce_warmup, a.allreduce_reps), head, rows)]
 
 
 if __name__ == "__main__":

@@ -257,7 +257,7 @@ def mpirun(ranks):
     """dtrain's launcher for `ranks` ranks, with Open MPI's default binding (a core per rank
     up to 2 ranks, the socket above; none when oversubscribed): PyTorch's ranks get the same
     CPUs (benchlib.mpirun_bindings)."""
-    return [MPIRUN[0], "-np", str(ranks)] + list(MPIRUN[1:])
+    return bl.mpirun_cmd(ranks, MPIRUN)
 
 
 def dtrain_train(build, cfg, ranks, opts, timeout=900):

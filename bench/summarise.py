@@ -111,10 +111,10 @@ def train(recs):
 
 
 def cell(vals, spec=".0f"):
-    """"median (min-max), n runs" of a partial run's cell."""
-    return "%s (%s-%s), %d run%s" % (format(bl.median(vals), spec), format(min(vals), spec),
-                                     format(max(vals), spec), len(vals),
-                                     "" if len(vals) == 1 else "s")
+    """"median (min-max), n runs" of a partial run's cell (gpt_layouts.spread's format)."""
+    s = {"median": bl.median(vals), "min": min(vals), "max": max(vals)}
+    return "%s, %d run%s" % (gpt_layouts.spread(s, spec), len(vals),
+                             "" if len(vals) == 1 else "s")
 
 
 def ddp_partial(recs):

@@ -61,6 +61,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_gpt as tg  # noqa: E402  (first: it takes the launch time)
 from torch_tp import free_port, local  # noqa: E402  (a port for gloo; a DTensor's shard)
+from torch_ddp import parse_cpus  # noqa: E402  (--cpus, as torch_ddp.py takes it)
 from torch_train import end_distributed  # noqa: E402
 
 import argparse  # noqa: E402
@@ -502,10 +503,8 @@ def main():
     ap.add_argument("--windows", required=True, help="dtrain train --windows-out's file")
     a = ap.parse_args()
     a.splits = [int(k) for k in a.splits.split(",") if k] or [a.split_block]
-    a.cpus = [[int(c) for c in r.split(",")] for r in a.cpus.split(";")] if a.cpus else []
     world = world_of(a)
-    if a.cpus and len(a.cpus) != world:
-        ap.error("--cpus names %d ranks' CPUs, not %d" % (len(a.cpus), world))
+    a.cpus = parse_cpus(a.cpus, world) if a.cpus else []
     if (a.layout == "dp" and a.batch % world) or \
             (a.layout.startswith("pp") and a.batch % a.micro_batches):
         ap.error("--batch %d does not divide over %d ranks / %d micro-batches" %
