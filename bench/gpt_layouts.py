@@ -39,7 +39,9 @@ pipeline each stage's compute and idle share. Communication: for dp, tp and pp l
 extra `dtrain train --trace` run gives the bytes and milliseconds each rank put into its
 groups' collectives per step, beside `dtrain plan`'s prediction for the layout from a link
 measured here (`dtrain bench-comm` at 2 ranks); that run also prints dtrain's per-rank memory
-lines, checked against bench_tp's.
+lines, checked against bench_tp's. The traced runs come before the timed ones: they are
+short, and a run stopped by a time limit keeps them (bench/summarise.py prints the cells,
+memory and communication of such a run from its JSON lines).
 
 Like for like: both sides start from the same weights (`bench_train --save-init`) and train
 on the same windows (`dtrain train --windows-out`); every PyTorch run's loss at every step
@@ -434,7 +436,7 @@ def comm_run(build, sz, lay, cfg, work, link, a, rec):
         rows.append((g, max(v for (st, gg), v in per_group.items() if gg == g), None))
     r = {"event": "comm", "size": sz.key, "layout": lay.key, "memory_lines": mem,
          "trace": {str(k): v for k, v in comm.items()}, "plan_rows": rows,
-         "plan_total_ms": total, "plan_text": plan}
+         "plan_total_ms": total, "plan_text": plan, "trace_steps": a.trace_steps}
     rec.write(r)
     return r
 
@@ -510,11 +512,35 @@ def main():
             bl.log("%s, %s, 1 process at 2 threads: thread setting %s" %
                    (p.label, key, envs[(p.key, key)][0]))
 
+    # Communication: one traced run per multi-rank layout, beside the plan. First, as the
+    # runs are short and a run stopped by a time limit keeps them (bench/summarise.py reads
+    # them from the JSON lines).
+    results, failed = {}, {}
+    comms = {}
+    bl.log("link (bench-comm, 2 ranks)...")
+    try:
+        link = measure_link(build, work)
+    except RuntimeError as e:
+        link = None
+        rec.write({"event": "failed", "impl": "bench-comm", "error": bl.failure_reason(str(e))})
+    for key, sz in a.size.items():
+        for lay in lays:
+            if lay.ranks == 1 or link is None:
+                continue
+            bl.log("trace %s %s..." % (key, lay.label))
+            try:
+                comms[(key, lay.key)] = comm_run(build, sz, lay, setup[key][0], work, link, a,
+                                                 rec)
+            except RuntimeError as e:
+                why = bl.failure_reason(str(e))
+                failed[("trace", key, lay.key)] = why
+                rec.write({"event": "failed", "impl": "trace", "size": key, "layout": lay.key,
+                           "error": why})
+
     bl.log("parallel ratio (before)...")
     ratio_before = bl.parallel_ratio(sgemm_peak, a.spin)
     rec.write({"event": "parallel_ratio", "when": "before", "ratio": ratio_before})
 
-    results, failed = {}, {}
     for rep in range(a.reps):
         for key, sz in a.size.items():
             cfg, init, win, _, k = setup[key]
@@ -553,28 +579,6 @@ def main():
     bl.log("parallel ratio (after)...")
     ratio_after = bl.parallel_ratio(sgemm_peak, a.spin)
     rec.write({"event": "parallel_ratio", "when": "after", "ratio": ratio_after})
-
-    # Communication: one traced run per multi-rank layout, beside the plan.
-    comms = {}
-    bl.log("link (bench-comm, 2 ranks)...")
-    try:
-        link = measure_link(build, work)
-    except RuntimeError as e:
-        link = None
-        rec.write({"event": "failed", "impl": "bench-comm", "error": bl.failure_reason(str(e))})
-    for key, sz in a.size.items():
-        for lay in lays:
-            if lay.ranks == 1 or link is None:
-                continue
-            bl.log("trace %s %s..." % (key, lay.label))
-            try:
-                comms[(key, lay.key)] = comm_run(build, sz, lay, setup[key][0], work, link, a,
-                                                 rec)
-            except RuntimeError as e:
-                why = bl.failure_reason(str(e))
-                failed[("trace", key, lay.key)] = why
-                rec.write({"event": "failed", "impl": "trace", "size": key, "layout": lay.key,
-                           "error": why})
 
     out, summary = report(a, info, peers, lays, setup, results, failed, comms,
                           (ratio_before, ratio_after), binds)
@@ -617,6 +621,50 @@ def per_rank(runs, field, scale=1.0, spec=".1f"):
 def peer_runs(results, p, key, lay):
     """A peer's runs of a row (tp2_blocking's are its tp row's)."""
     return results.get((p.key, key, "tp2" if lay.key == "tp2_blocking" else lay.key))
+
+
+def comm_row(label, c):
+    """A layout's row of the communication table from its "comm" record (comm_run): the
+    traced MB per group on the largest rank, the plan's MB, the traced ms on the fastest and
+    slowest rank, the plan's ms."""
+    groups = sorted({g for r in c["trace"].values() for g in r if g != "world"})
+    per = {g: [c["trace"][rk].get(g, {}) for rk in sorted(c["trace"])] for g in groups}
+    tms = [sum(r.get(g, {}).get("ms", 0) for g in groups) for r in c["trace"].values()]
+    pbytes = sum(row[1] for row in c["plan_rows"])
+    return [label, ", ".join("%s %.2f" % (g, max(x.get("bytes", 0) for x in v) / 1e6)
+                             for g, v in per.items()),
+            "%.2f" % pbytes, "%.1f / %.1f" % (min(tms), max(tms)),
+            bl.fmt(c["plan_total_ms"], ".1f"),
+            "%.2f" % (min(tms) / c["plan_total_ms"]) if c["plan_total_ms"] else "-"]
+
+
+def comm_table(rows, trace_steps):
+    return bl.table("Communication per step: the trace's (dtrain train --trace, %d steps after "
+                    "the first) beside dtrain plan's, MB and ms" % trace_steps,
+                    ["layout", "traced MB by group (largest rank)", "planned MB",
+                     "traced ms (fastest / slowest rank)", "planned ms", "traced/planned"], rows)
+
+
+def dtrain_memory_row(label, runs):
+    """dtrain's row of the memory table: its planned accounting per rank and peak RSS."""
+    return [label, "dtrain", per_rank(runs, "param_bytes", 1e6),
+            per_rank(runs, "optim_state_bytes", 1e6), per_rank(runs, "activation_bytes", 1e6),
+            per_rank(runs, "kept_bytes", 1e6), per_rank(runs, "seq_bytes", 1e6, ".2f"),
+            per_rank(runs, "planned_bytes", 1e6), per_rank(runs, "peak_rss_mb", 1.0, ".0f")]
+
+
+def peer_memory_row(label, who, runs):
+    """A peer's row of the memory table: the tensors it holds and its peak RSS."""
+    return [label, "%s (%s)" % (who, runs[0].get("optimizer")),
+            per_rank(runs, "param_bytes", 1e6), per_rank(runs, "optim_state_bytes", 1e6),
+            "-", "-", "-", "-", per_rank(runs, "peak_rss_mb", 1.0, ".0f")]
+
+
+MEMORY_TITLE = ("Memory per rank, MB (rank 0 / rank 1 / ...): dtrain's planned accounting "
+                "(dt_model_memory_info, dt_trainer_planned_bytes), PyTorch's tensors held, "
+                "both sides' peak RSS")
+MEMORY_HEAD = ["layout", "who", "params", "optim state", "act+ws", "kept", "per-position",
+               "planned", "peak RSS"]
 
 
 def report(a, info, peers, lays, setup, results, failed, comms, ratios, binds):
@@ -685,10 +733,7 @@ def report(a, info, peers, lays, setup, results, failed, comms, ratios, binds):
                                              if f != "n"},
                             "step_ms": bl.median([r["step_ms_median"] for r in t]),
                             "ranks": t[0]["ranks"], "optimizer": t[0].get("optimizer")}
-                peer_mem.append([lay.label, "%s (%s)" % (p.short, t[0].get("optimizer")),
-                                 per_rank(t, "param_bytes", 1e6),
-                                 per_rank(t, "optim_state_bytes", 1e6), "-", "-", "-", "-",
-                                 per_rank(t, "peak_rss_mb", 1.0, ".0f")])
+                peer_mem.append(peer_memory_row(lay.label, p.short, t))
                 losses = t[0]["losses"]
                 n = min(len(losses), len(ref))
                 first = abs(losses[0] - ref[0])
@@ -716,14 +761,7 @@ def report(a, info, peers, lays, setup, results, failed, comms, ratios, binds):
                                "peak_rss_mb": [bl.median([r["ranks"][i]["peak_rss_mb"]
                                                           for r in d])
                                                for i in range(len(d[0]["ranks"]))]}
-                mem_rows.append([lay.label, "dtrain",
-                                 per_rank(d, "param_bytes", 1e6),
-                                 per_rank(d, "optim_state_bytes", 1e6),
-                                 per_rank(d, "activation_bytes", 1e6),
-                                 per_rank(d, "kept_bytes", 1e6),
-                                 per_rank(d, "seq_bytes", 1e6, ".2f"),
-                                 per_rank(d, "planned_bytes", 1e6),
-                                 per_rank(d, "peak_rss_mb", 1.0, ".0f")])
+                mem_rows.append(dtrain_memory_row(lay.label, d))
             mem_rows += peer_mem
             if d:
                 # bench_tp trains the same windows from the same seeded weights: its last
@@ -753,12 +791,7 @@ def report(a, info, peers, lays, setup, results, failed, comms, ratios, binds):
         out.append(bl.table("Throughput, tokens/s (global batch x block / median step)",
                             ["layout", "ranks x thr", "dtrain"] + [p.short for p in peers] +
                             ["dtrain / fastest PyTorch, step", "note"], rows))
-        out.append(bl.table(
-            "Memory per rank, MB (rank 0 / rank 1 / ...): dtrain's planned accounting "
-            "(dt_model_memory_info, dt_trainer_planned_bytes), PyTorch's tensors held, both "
-            "sides' peak RSS",
-            ["layout", "who", "params", "optim state", "act+ws", "kept", "per-position",
-             "planned", "peak RSS"], mem_rows))
+        out.append(bl.table(MEMORY_TITLE, MEMORY_HEAD, mem_rows))
         if pipe_rows:
             out.append(bl.table("Pipelines: each stage's compute and pipeline step, ms per step "
                                 "(stage 0 / stage 1 / ...), and its idle share",
@@ -773,23 +806,9 @@ def report(a, info, peers, lays, setup, results, failed, comms, ratios, binds):
                                                                          "not run")),
                                  "", "", "", ""])
                 continue
-            groups = sorted({g for r in c["trace"].values() for g in r if g != "world"})
-            per = {g: [c["trace"][rk].get(g, {}) for rk in sorted(c["trace"])] for g in groups}
-            tbytes = sum(max(x.get("bytes", 0) for x in v) for v in per.values())
-            tms = [sum(r.get(g, {}).get("ms", 0) for g in groups) for r in c["trace"].values()]
-            pbytes = sum(row[1] for row in c["plan_rows"])
-            crow.append([lay.label, ", ".join("%s %.2f" % (g, max(x.get("bytes", 0)
-                                                                     for x in v) / 1e6)
-                                              for g, v in per.items()),
-                         "%.2f" % pbytes, "%.1f / %.1f" % (min(tms), max(tms)),
-                         bl.fmt(c["plan_total_ms"], ".1f"),
-                         "%.2f" % (min(tms) / c["plan_total_ms"]) if c["plan_total_ms"] else "-"])
+            crow.append(comm_row(lay.label, c))
         if crow:
-            out.append(bl.table(
-                "Communication per step: the trace's (dtrain train --trace, %d steps after the "
-                "first) beside dtrain plan's, MB and ms" % a.trace_steps,
-                ["layout", "traced MB by group (largest rank)", "planned MB",
-                 "traced ms (fastest / slowest rank)", "planned ms", "traced/planned"], crow))
+            out.append(comm_table(crow, a.trace_steps))
         mem_ok = []
         for lay in lays:
             c = comms.get((key, lay.key))

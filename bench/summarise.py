@@ -350,7 +350,7 @@ def gpt_layouts_partial(recs):
     got = {}
     for r in events(recs, "train"):
         got.setdefault((r["size"], r["layout"], r["impl"]), []).append(r)
-    peers = [p["key"] for p in events(recs, "peer")]
+    peers = list(dict.fromkeys(p["key"] for p in events(recs, "peer")))
     failed = {(r.get("size"), r.get("layout"), r.get("impl")): r.get("error", "")
               for r in events(recs, "failed")}
     out = []
@@ -377,6 +377,23 @@ def gpt_layouts_partial(recs):
                             "over the fastest PyTorch's" % size,
                             ["layout", "ranks", "dtrain"] + peers + ["dtrain/PyTorch step"],
                             rows))
+        mem = []
+        for lay in dict.fromkeys(k[1] for k in got if k[0] == size):
+            if got.get((size, lay, "dtrain")):
+                mem.append(gpt_layouts.dtrain_memory_row(lay, got[(size, lay, "dtrain")]))
+            mem += [gpt_layouts.peer_memory_row(lay, p, got[(size, lay, p)])
+                    for p in peers if got.get((size, lay, p))]
+        if mem:
+            out.append(bl.table("%s: %s" % (size, gpt_layouts.MEMORY_TITLE),
+                                gpt_layouts.MEMORY_HEAD, mem))
+        comm = [gpt_layouts.comm_row(c["layout"], c) for c in events(recs, "comm")
+                if c["size"] == size]
+        comm += [[r["layout"], "FAILED: " + r.get("error", "")[:60], "", "", "", ""]
+                 for r in events(recs, "failed")
+                 if r.get("impl") == "trace" and r.get("size") == size]
+        if comm:
+            steps = min(c.get("trace_steps", 3) for c in events(recs, "comm"))
+            out.append(gpt_layouts.comm_table(comm, steps))
     return out
 
 
@@ -387,7 +404,7 @@ def gpt_layouts_bench(recs):
     sums = events(recs, "summary")
     if not sums:
         return gpt_layouts_partial(recs)
-    peers = [p["key"] for p in events(recs, "peer")]
+    peers = list(dict.fromkeys(p["key"] for p in events(recs, "peer")))
     for size in dict.fromkeys(s["size"] for s in sums):
         rows, ratios = [], []
         for s in sums:

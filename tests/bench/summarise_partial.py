@@ -94,8 +94,23 @@ with tempfile.TemporaryDirectory(prefix="dtrain-summarise-") as d:
           [run("torch_extra", "dp4", 125.0, 800.0)] * 3 +
           [run("dtrain", "pp4", 200.0, 500.0)] +
           [{"event": "failed", "size": "nano", "layout": "pp4", "impl": "torch_extra",
-            "error": "PipeliningShapeError: stride mismatch"}])
+            "error": "PipeliningShapeError: stride mismatch"}] +
+          # the traced run comes before the timed ones (so a cut run keeps it); --merge of two
+          # runs repeats the peer record
+          [{"event": "comm", "size": "nano", "layout": "dp4", "trace_steps": 3,
+            "trace": {"0": {"dp": {"bytes": 43.38e6, "ms": 20.0}},
+                      "1": {"dp": {"bytes": 43.38e6, "ms": 30.0}}},
+            "plan_rows": [["dp", 43.38, None]], "plan_total_ms": 10.0},
+           {"event": "peer", "key": "torch_extra", "label": "PyTorch 2.11"}])
     out = summarise(c)
+    head = next((ln for ln in out.splitlines() if ln.startswith("layout")), "")
+    check("gpt_layouts partial, one column per peer", head.count("torch_extra") == 1,
+          "one torch_extra column", head or out)
+    rows = [ln for ln in out.splitlines() if ln.startswith("dp4 ")]
+    check("gpt_layouts partial, the trace beside the plan",
+          any("dp 43.38" in ln and "20.0 / 30.0" in ln and ln.rstrip().endswith("2.00")
+              for ln in rows),
+          "a dp4 row: dp 43.38 traced, 43.38 planned, 20.0 / 30.0 ms, 2.00", "\n".join(rows))
     row = row_of(out, "dp4")
     check("gpt_layouts partial, dp4", row is not None and "1000 (900-1100), 3 runs" in row and
           "800 (800-800), 3 runs" in row and row.rstrip().endswith("0.80"),
