@@ -602,10 +602,17 @@ static dt_status print_header(const dt_config *cfg, const dt_cli_world *world, d
     if (w != NULL) {
         snprintf(steps, sizeof steps, "%lld steps of %lld windows", (long long)cfg->train.max_steps,
                  (long long)dt_trainer_global_batch(t));
-        snprintf(samples, sizeof samples,
-                 "text of %lld training and %lld validation bytes (%lld windows of %lld)",
-                 (long long)w->n_train, (long long)w->n_val, (long long)te->n,
-                 (long long)w->block_size);
+        if (cfg->train.eval)
+            snprintf(samples, sizeof samples,
+                     "text of %lld training and %lld validation bytes (%lld validation windows "
+                     "of %lld)",
+                     (long long)w->n_train, (long long)w->n_val, (long long)te->n,
+                     (long long)w->block_size);
+        else /* no validation windows are cut: nothing evaluates them */
+            snprintf(samples, sizeof samples,
+                     "text of %lld training and %lld validation bytes (not evaluated: train.eval "
+                     "off)",
+                     (long long)w->n_train, (long long)w->n_val);
     } else {
         snprintf(samples, sizeof samples, "%lld training and %lld test samples", (long long)tr->n,
                  (long long)te->n);
