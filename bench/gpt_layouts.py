@@ -41,7 +41,9 @@ groups' collectives per step, beside `dtrain plan`'s prediction for the layout f
 measured here (`dtrain bench-comm` at 2 ranks); that run also prints dtrain's per-rank memory
 lines, checked against bench_tp's. The traced runs come before the timed ones: they are
 short, and a run stopped by a time limit keeps them (bench/summarise.py prints the cells,
-memory and communication of such a run from its JSON lines).
+memory and communication of such a run from its JSON lines). `--trace-only` runs only them:
+the bytes per step do not depend on the machine, so a 2-core machine checks them against the
+plan at 16 ranks.
 
 Like for like: both sides start from the same weights (`bench_train --save-init`) and train
 on the same windows (`dtrain train --windows-out`); every PyTorch run's loss at every step
@@ -195,6 +197,10 @@ def args_parse():
                     help="the PyTorch peers: torch_pypi (the newest, bench/.venv) and/or "
                          "torch_debian (1.13: one process, dp and recompute only); '' for none")
     ap.add_argument("--spin", type=float, default=2.0)
+    ap.add_argument("--trace-only", action="store_true",
+                    help="the traced runs beside the plan only, no timed runs and no peers: the "
+                         "bytes per step do not depend on the machine, so an oversubscribed one "
+                         "checks them at any world size (its milliseconds mean nothing)")
     ap.add_argument("--quick", action="store_true",
                     help="tiny models, a few steps, one repetition: checks the scripts, "
                          "measures nothing")
@@ -202,7 +208,7 @@ def args_parse():
     sizes = QUICK if a.quick else SIZES
     if a.quick:
         a.reps, a.spin, a.trace_steps = 1, 0.2, 2
-    elif a.reps < 3:
+    elif a.reps < 3 and not a.trace_only:
         ap.error("--reps must be at least 3 (medians and spread); --quick checks the scripts")
     if a.sizes is None:
         a.sizes = "nano" if a.quick else "nano,wide"
@@ -455,7 +461,7 @@ def main():
     os.makedirs(work, exist_ok=True)
     info = dict(machine_info(), openblas_coretype=bl.init_blas(build))
     rec.write(info)
-    peers = layout_peers([p for p in a.peers.split(",") if p])
+    peers = layout_peers([p for p in a.peers.split(",") if p and not a.trace_only])
     for p in peers:
         bl.log("peer: %s%s%s" % (p.label, " (%s)" % p.missing if p.missing else "",
                                  "".join("; %s: %s" % kv for kv in sorted(p.cannot.items()))))
@@ -536,6 +542,23 @@ def main():
                 failed[("trace", key, lay.key)] = why
                 rec.write({"event": "failed", "impl": "trace", "size": key, "layout": lay.key,
                            "error": why})
+
+    if a.trace_only:
+        out = []
+        for key, sz in a.size.items():
+            rows = [comm_row(lay.label, comms[(key, lay.key)]) if (key, lay.key) in comms else
+                    [lay.label, "FAILED: " + short(failed.get(("trace", key, lay.key),
+                                                              "no link")), "", "", "", ""]
+                    for lay in lays if lay.ranks > 1]
+            out += ["== %s, global batch %d (--trace-only: the bytes are the measurement; the "
+                    "milliseconds are this machine's, %d CPUs)" % (sz.label, sz.batch,
+                                                                    os.cpu_count()),
+                    comm_table(rows, a.trace_steps)]
+        out += ["took %.1f min" % ((time.monotonic() - started) / 60),
+                "JSON lines: %s" % os.path.relpath(rec.path, bl.ROOT)]
+        rec.close()
+        print("\n".join(out))
+        return 0 if not failed else 1
 
     bl.log("parallel ratio (before)...")
     ratio_before = bl.parallel_ratio(sgemm_peak, a.spin)

@@ -354,7 +354,8 @@ def gpt_layouts_partial(recs):
     failed = {(r.get("size"), r.get("layout"), r.get("impl")): r.get("error", "")
               for r in events(recs, "failed")}
     out = []
-    for size in dict.fromkeys(k[0] for k in got):
+    # a --trace-only run has comm records and no train records
+    for size in dict.fromkeys([k[0] for k in got] + [c["size"] for c in events(recs, "comm")]):
         rows = []
         for lay in dict.fromkeys(k[1] for k in got if k[0] == size):
             d = got.get((size, lay, "dtrain"))
@@ -372,11 +373,12 @@ def gpt_layouts_partial(recs):
             row.append("%.2f" % (bl.median([r["step_ms_median"] for r in d]) / min(steps))
                        if d and steps else "-")
             rows.append(row)
-        out.append(bl.table("%s: tokens/s, median (min-max) and runs per cell, from the train "
-                            "records (the run stopped before its summaries); dtrain's step "
-                            "over the fastest PyTorch's" % size,
-                            ["layout", "ranks", "dtrain"] + peers + ["dtrain/PyTorch step"],
-                            rows))
+        if rows:
+            out.append(bl.table("%s: tokens/s, median (min-max) and runs per cell, from the "
+                                "train records (the run stopped before its summaries); "
+                                "dtrain's step over the fastest PyTorch's" % size,
+                                ["layout", "ranks", "dtrain"] + peers + ["dtrain/PyTorch step"],
+                                rows))
         mem = []
         for lay in dict.fromkeys(k[1] for k in got if k[0] == size):
             if got.get((size, lay, "dtrain")):
