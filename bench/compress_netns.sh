@@ -11,11 +11,7 @@ set -u
 build=${1:?usage: bench/compress_netns.sh BUILD_DIR [RATES]}
 rates=${2:-10gbit 1gbit 200mbit}
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(dirname "$here")
-DTRAIN=$build/dtrain
-MPIRUN=${MPIRUN:-mpirun}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
-. "$root/tests/net/hosts.sh"
+. "$here/netns_env.sh"
 trap 'hosts_down' EXIT
 echo "compress_netns: $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores, $("$DTRAIN" --version)"
 for RATE in $rates; do

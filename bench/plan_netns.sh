@@ -11,11 +11,7 @@
 set -u
 build=${1:?usage: bench/plan_netns.sh BUILD_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(dirname "$here")
-DTRAIN=$build/dtrain
-MPIRUN=${MPIRUN:-mpirun}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
-. "$root/tests/net/hosts.sh"
+. "$here/netns_env.sh"
 trap 'hosts_down' EXIT
 # compute_ms CFG STEPS: one process's computation per step (the phase table's rows but comm).
 compute_ms() {

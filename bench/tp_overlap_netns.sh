@@ -17,11 +17,7 @@ rates=${2:-10gbit 3gbit 1gbit}
 reps=${3:-3}
 steps=${STEPS:-8}
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(dirname "$here")
-DTRAIN=$build/dtrain
-MPIRUN=${MPIRUN:-mpirun}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
-. "$root/tests/net/hosts.sh"
+. "$here/netns_env.sh"
 trap 'hosts_down; rm -rf "$work"' EXIT
 work=$(mktemp -d "${TMPDIR:-/tmp}/dtrain-tpnet-XXXXXX") || exit 1
 # gpt_nano.ini evaluates every 250 steps: a run of a few steps turns evaluation off, and

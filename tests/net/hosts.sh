@@ -1,4 +1,4 @@
-# hosts.sh — sourced by tests/net/netns.sh and bench/*_netns.sh: two "hosts" made of
+# hosts.sh — sourced by tests/net/netns.sh and bench/netns_env.sh: two "hosts" made of
 # network namespaces joined by a veth pair shaped to a rate, each with its own hostname, and
 # `across`, which runs a command under mpirun on both over TCP from a hostfile, with a launch
 # agent that enters the namespace in place of ssh. Needs root, ip, tc and unshare.
