@@ -427,6 +427,22 @@ def gpt_layouts_bench(recs):
     return out
 
 
+def tp_overlap(recs):
+    """tp_overlap_netns.sh: per link rate, the tp 2 GPT's ms per step with the overlap on and
+    off (median (min-max) of the runs), the backward's median, on over off."""
+    rows = []
+    for s in events(recs, "summary"):
+        on, off = s["on"], s["off"]
+        rows.append([s["rate"], gpt_layouts.spread(on, ".1f"), gpt_layouts.spread(off, ".1f"),
+                     "%.1f / %.1f" % (on["backward_ms"], off["backward_ms"]),
+                     "%.3f" % s["on_over_off"]])
+    runs = {s["on"]["n"] for s in events(recs, "summary")}
+    return [bl.table("the tp 2 GPT over a shaped link, ms per step, median (min-max) of %s "
+                     "run(s)" % "/".join(map(str, sorted(runs))),
+                     ["link", "overlap on", "overlap off", "backward on / off, ms",
+                      "on / off step"], rows)]
+
+
 def gpt_converge(recs):
     """gpt_converge.py: the validation loss on both sides every evaluation, the final gap."""
     s = events(recs, "summary")[-1]
@@ -499,6 +515,8 @@ BENCHES = [
      lambda recs: any(s.get("steps", 2000) < 100 for s in events(recs, "summary"))),
     ("gpt-layouts", "The GPT across layouts (bench/gpt_layouts.sh)", gpt_layouts_bench,
      needs_reps(3)),
+    ("tp-overlap-netns", "The tp overlap over a shaped link (bench/tp_overlap_netns.sh)",
+     tp_overlap, lambda recs: any(m.get("reps", 3) < 3 for m in events(recs, "machine"))),
 ]
 
 

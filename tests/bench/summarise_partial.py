@@ -2,8 +2,9 @@
 """summarise_partial.py — bench/summarise.py reads a benchmark run that stopped before its
 summaries (a lent machine's time limit cuts the run; docs/BENCHMARKS.md "The GPT at 4-16
 ranks"): ddp's and gpt_layouts' cells come from the train records, each with its median,
-range and number of runs, and --merge reads two such runs of one benchmark as one. Also the
-grid layouts bench/gpt_layouts.py builds from a key (dp4, tp4sp, dp2tp2pp2). Synthetic JSON
+range and number of runs, and --merge reads two such runs of one benchmark as one. Also
+bench/tp_overlap_netns.sh's summaries (each column in its place) and the grid layouts
+bench/gpt_layouts.py builds from a key (dp4, tp4sp, dp2tp2pp2). Synthetic JSON
 lines, no benchmark is run; standard library only.
 
 Usage: summarise_partial.py SOURCE_DIR
@@ -120,6 +121,19 @@ with tempfile.TemporaryDirectory(prefix="dtrain-summarise-") as d:
           "FAILED: PipeliningShapeError" in row and row.rstrip().endswith("-"),
           "FAILED: PipeliningShapeError... and no ratio", row or out)
 
+    # tp_overlap_netns.sh's JSON lines: one summary per link rate, its table from summarise.
+    o = os.path.join(d, "tp-overlap-netns-20260101-000000.jsonl")
+    cell = lambda m: {"median": m, "min": m - 5, "max": m + 5, "n": 3, "backward_ms": m / 2}
+    write(o, [{"event": "machine", "commit": "abc", "reps": 3},
+              {"event": "summary", "rate": "10gbit", "on": cell(1020.0), "off": cell(1000.0),
+               "on_over_off": 1.02}])
+    row = row_of(summarise(o), "10gbit")
+    check("tp_overlap_netns summary", row is not None and
+          " 1020.0 (1015.0-1025.0)  1000.0 (995.0-1005.0) " in row and
+          "510.0 / 500.0" in row and row.rstrip().endswith("1.020"),
+          "10gbit, on 1020.0 (1015.0-1025.0) then off 1000.0 (995.0-1005.0), backward "
+          "510.0 / 500.0, 1.020", row)
+
 # The grid layouts of bench/gpt_layouts.py (its module imports only the standard library).
 sys.path.insert(0, BENCH)
 import gpt_layouts  # noqa: E402
@@ -143,4 +157,4 @@ if failures:
     print("\n".join(failures))
     sys.exit(1)
 print("ok: partial ddp and gpt_layouts runs summarised with their run counts, --merge, "
-      "the grid layouts")
+      "tp_overlap_netns's summaries, the grid layouts")
