@@ -547,8 +547,7 @@ def main():
         out = []
         for key, sz in a.size.items():
             rows = [comm_row(lay.label, comms[(key, lay.key)]) if (key, lay.key) in comms else
-                    [lay.label, "FAILED: " + short(failed.get(("trace", key, lay.key),
-                                                              "no link")), "", "", "", ""]
+                    comm_failed_row(lay.label, failed.get(("trace", key, lay.key), "no link"))
                     for lay in lays if lay.ranks > 1]
             out += ["== %s, global batch %d (--trace-only: the bytes are the measurement; the "
                     "milliseconds are this machine's, %d CPUs)" % (sz.label, sz.batch,
@@ -659,6 +658,11 @@ def comm_row(label, c):
             "%.2f" % pbytes, "%.1f / %.1f" % (min(tms), max(tms)),
             bl.fmt(c["plan_total_ms"], ".1f"),
             "%.2f" % (min(tms) / c["plan_total_ms"]) if c["plan_total_ms"] else "-"]
+
+
+def comm_failed_row(label, why):
+    """A layout's row of the communication table when its traced run failed."""
+    return [label, "FAILED: " + short(why), "", "", "", ""]
 
 
 def comm_table(rows, trace_steps):
@@ -825,9 +829,8 @@ def report(a, info, peers, lays, setup, results, failed, comms, ratios, binds):
             c = comms.get((key, lay.key))
             if c is None:
                 if lay.ranks > 1:
-                    crow.append([lay.label, "FAILED: " + short(failed.get(("trace", key, lay.key),
-                                                                         "not run")),
-                                 "", "", "", ""])
+                    crow.append(comm_failed_row(lay.label,
+                                                failed.get(("trace", key, lay.key), "not run")))
                 continue
             crow.append(comm_row(lay.label, c))
         if crow:

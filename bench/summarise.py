@@ -356,7 +356,7 @@ def gpt_layouts_partial(recs):
     out = []
     # a --trace-only run has comm records and no train records
     for size in dict.fromkeys([k[0] for k in got] + [c["size"] for c in events(recs, "comm")]):
-        rows = []
+        rows, mem = [], []
         for lay in dict.fromkeys(k[1] for k in got if k[0] == size):
             d = got.get((size, lay, "dtrain"))
             row = [lay, str(len(d[0]["ranks"])) if d else "-",
@@ -373,24 +373,22 @@ def gpt_layouts_partial(recs):
             row.append("%.2f" % (bl.median([r["step_ms_median"] for r in d]) / min(steps))
                        if d and steps else "-")
             rows.append(row)
+            if d:
+                mem.append(gpt_layouts.dtrain_memory_row(lay, d))
+            mem += [gpt_layouts.peer_memory_row(lay, p, got[(size, lay, p)])
+                    for p in peers if got.get((size, lay, p))]
         if rows:
             out.append(bl.table("%s: tokens/s, median (min-max) and runs per cell, from the "
                                 "train records (the run stopped before its summaries); "
                                 "dtrain's step over the fastest PyTorch's" % size,
                                 ["layout", "ranks", "dtrain"] + peers + ["dtrain/PyTorch step"],
                                 rows))
-        mem = []
-        for lay in dict.fromkeys(k[1] for k in got if k[0] == size):
-            if got.get((size, lay, "dtrain")):
-                mem.append(gpt_layouts.dtrain_memory_row(lay, got[(size, lay, "dtrain")]))
-            mem += [gpt_layouts.peer_memory_row(lay, p, got[(size, lay, p)])
-                    for p in peers if got.get((size, lay, p))]
         if mem:
             out.append(bl.table("%s: %s" % (size, gpt_layouts.MEMORY_TITLE),
                                 gpt_layouts.MEMORY_HEAD, mem))
         comm = [gpt_layouts.comm_row(c["layout"], c) for c in events(recs, "comm")
                 if c["size"] == size]
-        comm += [[r["layout"], "FAILED: " + r.get("error", "")[:60], "", "", "", ""]
+        comm += [gpt_layouts.comm_failed_row(r["layout"], r.get("error", ""))
                  for r in events(recs, "failed")
                  if r.get("impl") == "trace" and r.get("size") == size]
         if comm:

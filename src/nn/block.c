@@ -259,7 +259,6 @@ static dt_status block_plan(dt_layer *l)
 
 typedef struct gemm_job {
     int64_t R, K, N; /* rows; W (K, N) */
-    int64_t k0, k1;  /* dw: rows [k0, k1) of dW (all of them: 0 and K) */
     const float *a, *w, *bias, *dy;
     float *c, *dw, *db;
 } gemm_job;
@@ -288,15 +287,13 @@ static void xw_part(void *ctx, int t, int nt)
                         j->N);
 }
 
-/* dw (K, N) += a (R, K)^T @ dy (R, N) on rows [k0, k1), db (N) += column sums of dy (when
+/* dw (K, N) += a (R, K)^T @ dy (R, N), db (N) += column sums of dy (when
  * db is given), each member its share of the columns */
 static void dw_part(void *ctx, int t, int nt)
 {
     const gemm_job *j = ctx;
     int64_t lo, hi;
-    dt_pool_share(j->k1 - j->k0, t, nt, &lo, &hi);
-    lo += j->k0;
-    hi += j->k0;
+    dt_pool_share(j->K, t, nt, &lo, &hi);
     if (hi > lo)
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)(hi - lo), (int)j->N, (int)j->R,
                     1.0f, j->a + lo, (int)j->K, j->dy, (int)j->N, 1.0f, j->dw + lo * j->N,
@@ -337,7 +334,6 @@ static void dw(const dt_layer *l, int64_t R, int64_t K, int64_t N, const float *
     gemm_job j = {.R = R,
                   .K = K,
                   .N = N,
-                  .k1 = K,
                   .a = a,
                   .dy = dy,
                   .dw = tensor_at(l, wk, 1),
@@ -370,8 +366,6 @@ static dt_status dw_overlapped(const dt_layer *l, int64_t R, int64_t K, int64_t 
         gemm_job j = {.R = hi - lo,
                       .K = K,
                       .N = N,
-                      .k0 = 0,
-                      .k1 = K,
                       .a = a + lo * K,
                       .dy = dy + lo * N,
                       .dw = tensor_at(l, wk, 1),
