@@ -182,12 +182,8 @@ def launch(cmd, env, timeout):
     return dict(json.loads(lines[-1]), wall_s=time.monotonic() - t0)
 
 
-def parallel_ratio(sgemm_peak, seconds=2.0):
-    """Throughput of the same single-threaded CPU-bound loop (sgemm_peak --spin) run in two
-    processes at once, unbound, over one process alone: 2.0 is two full cores."""
-    env = thread_env(1)
-    cmd = [sgemm_peak, "--spin", str(seconds)]
-    one = launch(cmd, env, 60)["spin_calls_per_s"]
+def _spin_pair(cmd, env):
+    """Two processes of cmd at once; their spin_calls_per_s summed."""
     procs = [subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
              for _ in range(2)]
     both = 0.0
@@ -196,7 +192,21 @@ def parallel_ratio(sgemm_peak, seconds=2.0):
         if p.returncode != 0:
             raise RuntimeError("%s: exit %d" % (" ".join(cmd), p.returncode))
         both += json.loads(out.strip().splitlines()[-1])["spin_calls_per_s"]
-    return both / one
+    return both
+
+
+def parallel_ratio(sgemm_peak, seconds=2.0, warm=1.0):
+    """Throughput of the same single-threaded CPU-bound loop (sgemm_peak --spin) run in two
+    processes at once, unbound, over one process alone: 2.0 is two full cores. Both cores
+    spin for `warm` seconds first, unmeasured: on a lent machine just started the first
+    reading was 1.61, and every reading after a 3-second spin 1.8 or more (docs/BENCHMARKS.md,
+    "The GPT at 4-16 ranks")."""
+    env = thread_env(1)
+    if warm > 0:
+        _spin_pair([sgemm_peak, "--spin", str(warm)], env)
+    cmd = [sgemm_peak, "--spin", str(seconds)]
+    one = launch(cmd, env, 60)["spin_calls_per_s"]
+    return _spin_pair(cmd, env) / one
 
 
 # --- PyTorch at its best (issue 39): what each PyTorch has, its variants (the columns), its
