@@ -37,4 +37,30 @@ static inline void dt_pool_share(int64_t count, int t, int n, int64_t *lo, int64
     *hi = *lo + base + (t < extra);
 }
 
+/* Member t's block of a product C (m, n) = A (m, k) B (k, n) that the team splits as a grid
+ * of pm x pn blocks of C (pm pn = members): rows [*rlo, *rhi), columns [*clo, *chi), each
+ * as dt_pool_share. Each member's sgemm packs its rows of A and its columns of B, so the
+ * team packs k (pn m + pm n) floats: dt_pool_grid_pick chooses the grid that packs least.
+ * Rows alone (pm = members) make every member pack the whole of B; for a weight gradient
+ * dW (K, N) = a^T dy that is the whole of dy, and at 16 members such a split took 1.6-1.9x
+ * the work of one product on the GPT's weights where the grid takes 1.2-1.3x
+ * (bench/gemm_split.c, docs/NOTES.md). */
+static inline void dt_pool_grid_pick(int64_t m, int64_t n, int members, int *pm, int *pn)
+{
+    *pm = members;
+    *pn = 1;
+    for (int d = 1; d <= members; d++) /* d row blocks, members / d column blocks */
+        if (members % d == 0 && (members / d) * m + d * n < *pn * m + *pm * n) {
+            *pm = d;
+            *pn = members / d;
+        }
+}
+
+static inline void dt_pool_grid_share(int64_t m, int64_t n, int pm, int pn, int t, int64_t *rlo,
+                                      int64_t *rhi, int64_t *clo, int64_t *chi)
+{
+    dt_pool_share(m, t / pn, pm, rlo, rhi);
+    dt_pool_share(n, t % pn, pn, clo, chi);
+}
+
 #endif

@@ -287,17 +287,20 @@ static void xw_part(void *ctx, int t, int nt)
                         j->N);
 }
 
-/* dw (K, N) += a (R, K)^T @ dy (R, N), db (N) += column sums of dy (when
- * db is given), each member its share of the columns */
+/* dw (K, N) += a (R, K)^T @ dy (R, N), each member its block of dW on the grid that packs
+ * least (dt_pool_grid_pick); db (N) += column sums of dy (when db is given), each member its
+ * share of the columns */
 static void dw_part(void *ctx, int t, int nt)
 {
     const gemm_job *j = ctx;
-    int64_t lo, hi;
-    dt_pool_share(j->K, t, nt, &lo, &hi);
-    if (hi > lo)
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)(hi - lo), (int)j->N, (int)j->R,
-                    1.0f, j->a + lo, (int)j->K, j->dy, (int)j->N, 1.0f, j->dw + lo * j->N,
-                    (int)j->N);
+    int pk, pn;
+    int64_t lo, hi, clo, chi;
+    dt_pool_grid_pick(j->K, j->N, nt, &pk, &pn);
+    dt_pool_grid_share(j->K, j->N, pk, pn, t, &lo, &hi, &clo, &chi);
+    if (hi > lo && chi > clo)
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)(hi - lo), (int)(chi - clo),
+                    (int)j->R, 1.0f, j->a + lo, (int)j->K, j->dy + clo, (int)j->N, 1.0f,
+                    j->dw + lo * j->N + clo, (int)j->N);
     if (j->db != NULL) {
         dt_pool_share(j->N, t, nt, &lo, &hi);
         dt_sum_rows_add_cols(j->dy, j->R, j->N, lo, hi, j->db);

@@ -104,13 +104,18 @@ static void backward_part(void *ctx, int t, int nt)
     const linear_job *j = ctx;
     const dt_layer *l = j->l;
     const int64_t in = feat_in(l), out = feat_out(l), batch = j->batch;
-    int64_t lo, hi;
-    /* dW rows [lo, hi) (out, in) += dy[:, lo:hi]^T (hi-lo, B) @ x (B, in) */
+    int64_t lo, hi, clo, chi;
+    /* dW block [lo, hi) x [clo, chi) of (out, in) += dy[:, lo:hi]^T (hi-lo, B) @ x[:, clo:chi],
+     * on the grid that packs least (dt_pool_grid_pick) */
+    int pm, pn;
+    dt_pool_grid_pick(out, in, nt, &pm, &pn);
+    dt_pool_grid_share(out, in, pm, pn, t, &lo, &hi, &clo, &chi);
+    if (hi > lo && chi > clo && j->phase != PHASE_DX)
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)(hi - lo), (int)(chi - clo),
+                    (int)batch, 1.0f, j->dy + lo, (int)out, j->x + clo, (int)in, 1.0f,
+                    l->dw + lo * in + clo, (int)in);
+    /* the bias's columns: each member its share of out, dy's columns just read */
     dt_pool_share(out, t, nt, &lo, &hi);
-    if (hi > lo && j->phase != PHASE_DX)
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)(hi - lo), (int)in, (int)batch,
-                    1.0f, j->dy + lo, (int)out, j->x, (int)in, 1.0f, l->dw + lo * in, (int)in);
-    /* the bias's columns [lo, hi): the same share, dy's columns just read */
     if (l->db != NULL && j->phase != PHASE_DX)
         dt_sum_rows_add_cols(j->dy, batch, out, lo, hi, l->db);
     /* dx rows [lo, hi) (B, in) = dy[lo:hi] (hi-lo, out) @ W (out, in) */

@@ -458,6 +458,51 @@ static void test_threads_bits(void **state)
     threads_case("causal_attention 3 p=0.2 on (64, 36), 2 threads", &at, 0, 84);
 }
 
+/* The block on a team: its products split between the members (rows of the batch for the
+ * forward and input-gradient products; the weight gradients on the grid that packs least,
+ * dt_pool_grid_pick), so within rounding of one thread, not bit for bit (docs/NOTES.md). E
+ * 128 on 64 positions, 2 samples: every product wakes the team, and at 4 threads the weight
+ * gradients take all three grids (c_attn's (128, 384) in column blocks, the attention's
+ * c_proj (128, 128) in 2 x 2, the MLP's c_proj (512, 128) in row blocks). */
+static void test_block_team(void **state)
+{
+    (void)state;
+    static const int64_t positions[] = {4, 9};
+    ref_case c = {.spec = dt_layer_spec_default(DT_LAYER_BLOCK),
+                  .in = shape2(64, 128),
+                  .batch = 2,
+                  .positions = positions};
+    c.spec.heads = 4;
+    c.spec.p = 0.1;
+    c.drop = (dt_attn_dropout){.seed = 43, .ctr = {2, 0, 0, 0}};
+    dt_model *m = NULL;
+    DT_ASSERT_OK(dt_model_create(&c.spec, 1, &c.in, c.batch, &m));
+    const size_t nx = (size_t)(c.batch * dt_shape_numel(&c.in)), ny = nx;
+    const size_t np = dt_model_param_count(m);
+    dt_model_free(m);
+    float *x = falloc(nx), *p = falloc(np), *g = falloc(ny);
+    gu_fill(x, nx, 95, GU_UNIFORM);
+    gu_fill(p, np, 96, GU_UNIFORM);
+    for (size_t i = 0; i < np; i++)
+        p[i] *= 0.2f; /* activations of a trained model's size, not saturated */
+    gu_fill(g, ny, 97, GU_UNIFORM);
+    float *y1 = falloc(ny), *dx1 = falloc(nx), *dp1 = falloc(np);
+    float *yt = falloc(ny), *dxt = falloc(nx), *dpt = falloc(np);
+    run_model(&c, x, p, g, 1, y1, dx1, dp1);
+    for (int threads = 2; threads <= 4; threads++) {
+        run_model(&c, x, p, g, threads, yt, dxt, dpt);
+        char name[96];
+        snprintf(name, sizeof name, "block on (64, 128): %d threads against 1, y", threads);
+        DT_ASSERT_CLOSE_FF(name, yt, y1, ny, 1e-6, 1e-5);
+        snprintf(name, sizeof name, "block on (64, 128): %d threads against 1, dx", threads);
+        DT_ASSERT_CLOSE_FF(name, dxt, dx1, nx, 1e-6, 1e-5);
+        snprintf(name, sizeof name, "block on (64, 128): %d threads against 1, parameter gradients",
+                 threads);
+        DT_ASSERT_CLOSE_FF(name, dpt, dp1, np, 1e-6, 1e-5);
+    }
+    free(x), free(p), free(g), free(y1), free(dx1), free(dp1), free(yt), free(dxt), free(dpt);
+}
+
 /* Under AddressSanitizer (make test's second tier) the float64 reference's finite
  * differences run about 20 times slower: the longest T shrinks there to stay inside the
  * test's timeout; the plain build runs T = 37. */
@@ -655,6 +700,7 @@ int main(void)
         cmocka_unit_test(test_block),
         cmocka_unit_test(test_plan_errors),
         cmocka_unit_test(test_threads_bits),
+        cmocka_unit_test(test_block_team),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
 /* test_core.c — status strings, error messages, allocation, the counter RNG, the text
- * buffer and the atomic writer. */
+ * buffer, the atomic writer and the team's grid over a product. */
 #include "dt_test.h"
 
 #include <dirent.h>
@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/file.h"
+#include "core/pool.h"
 #include "core/strbuf.h"
 #include "dtrain/rng.h"
 #include "dtrain/train.h"
@@ -217,16 +218,66 @@ static void test_write_pieces(void **state)
     rmdir(dir);
 }
 
+/* The grid a team splits a product's output into (dt_pool_grid_pick/_share): the members'
+ * blocks tile the matrix, each element owned once, and the grid is the one that packs least,
+ * k (pn m + pm n), over every factorisation of the team. */
+static void test_pool_grid(void **state)
+{
+    (void)state;
+    static const int64_t sizes[][2] = {{384, 1152}, {1152, 384}, {384, 384}, {1536, 384}, {10, 256},
+                                       {256, 10},   {3, 5},      {1, 1},     {0, 7},      {24, 24}};
+    static unsigned char owned[1536 * 1152];
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+        for (int nt = 1; nt <= 17; nt++) {
+            const int64_t m = sizes[s][0], n = sizes[s][1];
+            int pm, pn;
+            dt_pool_grid_pick(m, n, nt, &pm, &pn);
+            if (pm * pn != nt)
+                print_error("grid %lld x %lld at %d members: %d x %d blocks\n", (long long)m,
+                            (long long)n, nt, pm, pn);
+            assert_int_equal(pm * pn, nt);
+            for (int d = 1; d <= nt; d++) /* no factorisation packs less */
+                if (nt % d == 0 && (nt / d) * m + d * n < pn * m + pm * n) {
+                    print_error("grid %lld x %lld at %d: %d x %d packs %lld, %d x %d %lld\n",
+                                (long long)m, (long long)n, nt, pm, pn,
+                                (long long)(pn * m + pm * n), d, nt / d,
+                                (long long)((nt / d) * m + d * n));
+                    fail();
+                }
+            memset(owned, 0, (size_t)(m * n));
+            for (int t = 0; t < nt; t++) {
+                int64_t rlo, rhi, clo, chi;
+                dt_pool_grid_share(m, n, pm, pn, t, &rlo, &rhi, &clo, &chi);
+                for (int64_t r = rlo; r < rhi; r++)
+                    for (int64_t c = clo; c < chi; c++)
+                        owned[r * n + c]++;
+            }
+            for (int64_t i = 0; i < m * n; i++)
+                if (owned[i] != 1) {
+                    print_error("grid %lld x %lld at %d members (%d x %d): element %lld owned "
+                                "%d times, expected once\n",
+                                (long long)m, (long long)n, nt, pm, pn, (long long)i, owned[i]);
+                    fail();
+                }
+        }
+    /* The choices the GPT's weight gradients get (docs/NOTES.md): c_attn's dW (E, 3E) in
+     * column blocks at 2 members, E x E in 4 x 4 at 16. */
+    int pm, pn;
+    dt_pool_grid_pick(384, 1152, 2, &pm, &pn);
+    assert_true(pm == 1 && pn == 2);
+    dt_pool_grid_pick(384, 384, 16, &pm, &pn);
+    assert_true(pm == 4 && pn == 4);
+    dt_pool_grid_pick(1536, 384, 2, &pm, &pn);
+    assert_true(pm == 2 && pn == 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_status_and_message),
-        cmocka_unit_test(test_alloc),
-        cmocka_unit_test(test_alloc_large),
-        cmocka_unit_test(test_permutation),
-        cmocka_unit_test(test_u01),
-        cmocka_unit_test(test_blas_core),
-        cmocka_unit_test(test_strbuf),
+        cmocka_unit_test(test_pool_grid),    cmocka_unit_test(test_status_and_message),
+        cmocka_unit_test(test_alloc),        cmocka_unit_test(test_alloc_large),
+        cmocka_unit_test(test_permutation),  cmocka_unit_test(test_u01),
+        cmocka_unit_test(test_blas_core),    cmocka_unit_test(test_strbuf),
         cmocka_unit_test(test_write_pieces),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
