@@ -24,7 +24,7 @@
  * matrix (tfm_kernels.h). Backward works in a row workspace of 9 TE floats per sample.
  *
  * Threads: the products are split between the model's team as linear.c splits them (rows
- * of the output, or of the weight's gradient), the attention by (sample, head), the
+ * of the output; the weight's gradient in blocks of a grid), the attention by (sample, head), the
  * element-wise parts by sample; the LayerNorms' gain and bias gradients sum on one thread,
  * samples in order. Dropout keys follow dropout.c's scheme, (seed, epoch, the sample's
  * position, layer, element), with the branch in bits 16-23 of the layer word. */

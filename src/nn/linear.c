@@ -1,8 +1,9 @@
 /* linear.c — torch.nn.Linear: y (B, out) = x (B, in) @ W^T (out, in) + b (out).
  * On a per-position input (T, in) it acts on the last dimension of every position, as
  * nn.Linear does: the batch's B T positions are the rows of one product, (T, in) -> (T, out).
- * With a thread team, the products are split: y and dx by rows of the batch, dW by rows
- * (output features), each member calling sgemm on its part; member 0 also sums db. The one
+ * With a thread team, the products are split: y and dx by rows of the batch, dW in blocks on
+ * the grid that packs least (dt_pool_grid_pick), each member calling sgemm on its part and
+ * summing its share of db's columns. The one
  * product without a transposed operand, dx = dy W, goes through dt_sgemm_nn: OpenBLAS alone
  * would malloc on every call for some widths (tensor/gemm.h). */
 #include <cblas.h>
