@@ -139,6 +139,57 @@ static void test_fd_maxpool2d(void **state)
     fd_check("maxpool k3 s2", gu_pool(3, 2), gu_shape3(2, 7, 5), 2, GU_DISTINCT, 32);
     fd_check("maxpool k2 s1 (overlapping)", gu_pool(2, 1), gu_shape3(1, 5, 5), 2, GU_DISTINCT, 33);
     fd_check("maxpool k2 odd 5x7", gu_pool(2, 0), gu_shape3(2, 5, 7), 1, GU_DISTINCT, 34);
+    fd_check("maxpool k2 s3 (gaps)", gu_pool(2, 3), gu_shape3(2, 7, 8), 2, GU_DISTINCT, 35);
+}
+
+/* Ties and NaN in x, with backward writing dx over x (a ReLU before the pooling, as in the
+ * seeds' ConvNet, puts the pooling's x in a buffer the plan may give its dx): the output is
+ * the window's first maximum, or its last NaN, and backward routes the whole output gradient
+ * to that element, for the 2x2 windows that find it again in x and for the 3x3 ones with
+ * stride 3 (one per kind of window, gaps included: 7x7 leaves the last row and column). */
+static void test_maxpool_ties_nan(void **state)
+{
+    (void)state;
+    for (int kind = 0; kind < 2; kind++) {
+        const int64_t k = kind == 0 ? 2 : 3, H = kind == 0 ? 4 : 7;
+        dt_layer_spec specs[2] = {gu_kind(DT_LAYER_RELU), gu_pool(k, k)};
+        const dt_shape in = gu_shape3(1, H, H);
+        dt_model *m = NULL;
+        DT_ASSERT_OK(dt_model_create(specs, 2, &in, 1, &m));
+        float *x = dt_model_input(m);
+        for (int64_t i = 0; i < H * H; i++)
+            x[i] = -1.0f; /* ReLU: 0 everywhere, every window a tie at 0 */
+        /* window (0, 0): a tie at 2 at (0, 1) and (1, 0): the first, (0, 1), wins; window
+         * (0, 1): NaN at (0, k) and at (1, k): the last, (1, k), wins over the 5 at (0, k+1) */
+        x[1] = 2.0f;
+        x[H] = 2.0f;
+        x[k] = NAN;
+        x[H + k] = NAN;
+        x[k + 1] = 5.0f;
+        const dt_forward_ctx ctx = {.train = 1};
+        DT_ASSERT_OK(dt_model_forward(m, 1, &ctx));
+        const float *y = dt_model_output(m);
+        const int64_t OH = H / k;
+        assert_true(y[0] == 2.0f);
+        assert_true(isnan(y[1]));
+        assert_true(y[OH] == 0.0f);
+        float *g = dt_model_activation_grad(m, 2);
+        for (int64_t o = 0; o < OH * OH; o++)
+            g[o] = (float)(o + 1);
+        dt_model_set_input_grad(m, 1);
+        dt_model_zero_grads(m);
+        DT_ASSERT_OK(dt_model_backward(m, 1, NULL));
+        /* The ReLU's dx: its mask passes the pooling's dx where x > 0 (and for NaN). */
+        const float *dx = dt_model_activation_grad(m, 0);
+        float want[49] = {0};
+        want[1] = 1.0f;     /* window 0's first maximum */
+        want[H + k] = 2.0f; /* window 1's last NaN */
+        char name[64];
+        snprintf(name, sizeof name, "maxpool k%lld s%lld over ReLU: dx", (long long)k,
+                 (long long)k);
+        assert_true(dt_check_equal_bits(name, dx, want, (size_t)(H * H)));
+        dt_model_free(m);
+    }
 }
 
 static void test_fd_elementwise(void **state)
@@ -590,12 +641,12 @@ static void test_invalid_specs(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fd_linear),        cmocka_unit_test(test_fd_conv2d),
-        cmocka_unit_test(test_fd_maxpool2d),     cmocka_unit_test(test_fd_elementwise),
-        cmocka_unit_test(test_kernel_linear),    cmocka_unit_test(test_kernel_conv2d),
-        cmocka_unit_test(test_kernel_maxpool2d), cmocka_unit_test(test_kernel_elementwise),
-        cmocka_unit_test(test_kernel_pairs),     cmocka_unit_test(test_ranges_and_hooks),
-        cmocka_unit_test(test_invalid_specs),
+        cmocka_unit_test(test_fd_linear),          cmocka_unit_test(test_fd_conv2d),
+        cmocka_unit_test(test_fd_maxpool2d),       cmocka_unit_test(test_maxpool_ties_nan),
+        cmocka_unit_test(test_fd_elementwise),     cmocka_unit_test(test_kernel_linear),
+        cmocka_unit_test(test_kernel_conv2d),      cmocka_unit_test(test_kernel_maxpool2d),
+        cmocka_unit_test(test_kernel_elementwise), cmocka_unit_test(test_kernel_pairs),
+        cmocka_unit_test(test_ranges_and_hooks),   cmocka_unit_test(test_invalid_specs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
