@@ -3,10 +3,10 @@
  * team of nt runs its own single-threaded sgemm on its share, as src/nn/block.c does: xw and
  * dx split the R rows of the batch (so every member packs the whole weight); the weight
  * gradient dw once by its K rows, as block.c did (every member packs the whole of dy), and
- * once on the grid of blocks that packs least, as it does now (dt_pool_grid_pick). Here the members' products run
- * one after another on one core, the weight and the activations flushed from the caches
- * before the first (they come from memory once, as in a training step), so the sum of their
- * times over the whole product's time at nt = 1 is the work the split adds, apart from what
+ * once on the grid of blocks that packs least, as it does now (dt_pool_grid_pick). Here the
+ * members' products run one after another on one core, the weight and the activations flushed from
+ * the caches before the first (they come from memory once, as in a training step), so the sum of
+ * their times over the whole product's time at nt = 1 is the work the split adds, apart from what
  * running the members at once on shared caches and memory adds or saves. The nano GPT's
  * shapes (bench/gpt_nano.ini at batch 16: R = 4096 rows; E 384, F 1536), best of REPS.
  * Not built by CMake:

@@ -101,7 +101,7 @@ static void forward_part(void *ctx, int t, int nt)
     float *y = job->out;
     const int64_t C = l->in.d[0], H = l->in.d[1], W = l->in.d[2];
     const int64_t OH = l->out.d[1], OW = l->out.d[2], k = l->spec.kernel, s = l->spec.stride;
-    const int small = small_window(l);
+    const int small = small_window(l), saves = !rereads_x(l);
     int64_t lo, hi;
     dt_pool_share(job->batch, t, nt, &lo, &hi);
     for (int64_t n = lo; n < hi; n++) {
@@ -126,7 +126,7 @@ static void forward_part(void *ctx, int t, int nt)
                     const float *w = xc + oh * s * W + ow * s;
                     const int64_t best = window_best(w, k, W);
                     yc[oh * OW + ow] = w[best / k * W + best % k];
-                    if (rereads_x(l))
+                    if (!saves)
                         continue;
                     if (small)
                         ((uint8_t *)l->state)[at + oh * OW + ow] = (uint8_t)best;
