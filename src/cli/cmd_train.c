@@ -124,7 +124,8 @@ static const dt_cli_option train_opts[] = {
      "milliseconds before each step, exponentially distributed, from the seed, the rank and the "
      "step (stragglers that move from rank to rank, for demonstrations)"},
     {"--checkpoint-dir", "DIR", DT_OPT_CONFIG_KEY, "checkpoint.dir",
-     "write checkpoints into DIR/step-N (docs/checkpoint-format.md): every --checkpoint-every "
+     "write checkpoints into DIR/step-N (DIR made and checked before the first step; "
+     "docs/checkpoint-format.md): every --checkpoint-every "
      "steps and when training ends"},
     {"--checkpoint-every", "N", DT_OPT_CONFIG_KEY, "checkpoint.every",
      "optimizer steps between checkpoints (0: only when training ends; with --checkpoint-dir)"},

@@ -136,6 +136,13 @@ dt_status dt_cfg_check_inert(const dt_config *c)
     DT_TRY(judge_checkpoint(c));
     DT_TRY(judge(c, "train.eval_every", c->train.eval,
                  "with train.eval off: it sets when evaluation happens"));
+    /* data.val_fraction 0 leaves a text run nothing to evaluate on: its evaluations would
+     * print NaN. 0 (after each epoch) and off say as much, and stay allowed. */
+    const int no_val = c->data.kind == DT_DATA_TEXT && c->data.val_fraction == 0.0;
+    DT_TRY(judge(c, "train.eval_every", !no_val || c->train.eval_every == 0,
+                 "with data.val_fraction 0: data.kind text then keeps no validation bytes"));
+    DT_TRY(judge(c, "train.eval", !no_val || !c->train.eval,
+                 "with data.val_fraction 0: data.kind text then keeps no validation bytes"));
     /* The split is the config's (the trainer places the stages); the schedule the
      * strategy's. */
     DT_TRY(judge(c, "parallel.pp_split", c->parallel.pp > 1,

@@ -926,6 +926,7 @@ dt_status dt_trainer_run(dt_trainer *t, const dt_train_callbacks *cb)
      * and start from the same parameters. */
     DT_TRY(dt_trainer_sync_clock(t));
     DT_TRY(dt_strategy_start(t->strategy));
+    DT_TRY(dt_trainer_checkpoint_ready(t));
     if (c->train.epochs == 0 && c->train.max_steps == 0) {
         /* Nothing to train: evaluate the parameters as they are (loaded weights, say). */
         dt_epoch_info e = {.epoch = 0,

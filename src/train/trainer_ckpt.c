@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "ckpt/st_meta.h"
 #include "dtrain/checkpoint.h"
@@ -79,9 +80,8 @@ dt_status dt_trainer_agree(dt_trainer *t, dt_status mine)
 
 /* ---- writing ---- */
 
-/* mkdir -p of root, then its step directory, emptied of a stale manifest (a set of this
- * step from an earlier try must read as incomplete while it is rewritten). */
-static dt_status make_dirs(const char *root, const char *dir)
+/* mkdir -p of root. */
+static dt_status make_root(const char *root)
 {
     char path[4096];
     if (snprintf(path, sizeof path, "%s", root) >= (int)sizeof path)
@@ -96,6 +96,17 @@ static dt_status make_dirs(const char *root, const char *dir)
     }
     if (mkdir(root, 0777) != 0 && errno != EEXIST)
         return dt_fail(DT_ERR_IO, "checkpoint: cannot create %s: %s", root, strerror(errno));
+    return DT_OK;
+}
+
+/* make_root, then root's step directory dir, emptied of a stale manifest (a set of this
+ * step from an earlier try must read as incomplete while it is rewritten). */
+static dt_status make_dirs(const char *root, const char *dir)
+{
+    char path[4096];
+    dt_status st = make_root(root);
+    if (st != DT_OK)
+        return st;
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
         return dt_fail(DT_ERR_IO, "checkpoint: cannot create %s: %s", dir, strerror(errno));
     if (snprintf(path, sizeof path, "%s/%s", dir, DT_CKPT_MANIFEST) >= (int)sizeof path)
@@ -104,6 +115,29 @@ static dt_status make_dirs(const char *root, const char *dir)
         return dt_fail(DT_ERR_IO, "checkpoint: cannot remove the stale %s: %s", path,
                        strerror(errno));
     return DT_OK;
+}
+
+dt_status dt_trainer_checkpoint_ready(dt_trainer *t)
+{
+    const dt_config *c = &t->cfg;
+    const char *root = c->checkpoint.dir;
+    if (root[0] == '\0' || c->checkpoint.on_error_continue)
+        return DT_OK;
+    /* Rank 0 makes the directories (dt_trainer_save_checkpoint), on storage every writer
+     * shares. */
+    dt_status mine = DT_OK;
+    if (dt_strategy_get_info(t->strategy)->main) {
+        mine = make_root(root);
+        if (mine == DT_OK && access(root, W_OK | X_OK) != 0)
+            mine =
+                dt_fail(DT_ERR_IO, "checkpoint: cannot write into %s: %s", root, strerror(errno));
+        if (mine != DT_OK) {
+            char why[512];
+            snprintf(why, sizeof why, "%s", dt_last_error());
+            mine = dt_fail(mine, "%s (--checkpoint-dir, checked before the first step)", why);
+        }
+    }
+    return dt_trainer_agree(t, mine);
 }
 
 static dt_status check_finite(const char *name, const float *x, size_t n, size_t first)

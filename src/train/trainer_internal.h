@@ -69,13 +69,19 @@ struct dt_trainer {
 dt_status dt_text_data_load(const dt_config *cfg, dt_text *corpus, dt_text_windows *win,
                             dt_dataset *train, dt_dataset *test);
 
+/* The ranks' common instant (a barrier, then each rank's clock): trace.c's zero. */
+dt_status dt_trainer_sync_clock(dt_trainer *t);
+
+/* With checkpoint.dir set and checkpoint.on_error stop: rank 0 makes the directory and
+ * checks that it can write into it, so that a wrong path stops the run before its first
+ * step rather than losing the training at its first checkpoint; every rank returns the
+ * outcome. */
+dt_status dt_trainer_checkpoint_ready(dt_trainer *t);
+
 /* Writes a checkpoint of the current state (at next_epoch, next_step) when checkpoint.dir
  * is set and the step is due (checkpoint.every), or with `force` unless the newest
  * checkpoint holds this step already; reports it through cb. Collective. The status is the
  * failure when checkpoint.on_error is stop. */
-/* The ranks' common instant (a barrier, then each rank's clock): trace.c's zero. */
-dt_status dt_trainer_sync_clock(dt_trainer *t);
-
 dt_status dt_trainer_checkpoint_due(dt_trainer *t, const dt_train_callbacks *cb, int force);
 
 /* Every rank's status to every rank (trainer_ckpt.c): the first failure, with its rank and

@@ -13,6 +13,8 @@
 #     progress file, and one holding only an incomplete set start from the beginning saying
 #     what they found;
 #   - --tp 2 --pp 2 on 2 ranks says that tp x pp = 4 ranks exceed the job's 2.
+#   - a --checkpoint-dir that cannot be made stops the run before its first step, naming it
+#     (on 2 ranks too), where it used to fail at the end of training.
 set -u
 DTRAIN=${DTRAIN:?ctest sets DTRAIN}
 MPIRUN=${MPIRUN:?ctest sets MPIRUN}
@@ -97,6 +99,13 @@ refuse mean_synthetic 2 "^dtrain: config: data\.mean \(--set\) $NE with data\.ki
     T "$LIN" $RUN --set data.mean=0.1
 refuse dir_synthetic 2 "^dtrain: config: --data $NE with data\.kind synthetic: " \
     T "$LIN" $RUN --data /tmp
+# A text run without validation bytes has nothing to evaluate on (examples/gpt.ini sets
+# train.eval_every at line 51); 0 (after each epoch) stays allowed.
+GPT="$SRC/examples/gpt.ini"
+refuse eval_every_noval 2 "^dtrain: config: train\.eval_every \(.*/gpt\.ini:[0-9]*\) $NE with data\.val_fraction 0: " \
+    T "$GPT" $RUN --set data.val_fraction=0
+refuse eval_noval 2 "^dtrain: config: train\.eval \(--set\) $NE with data\.val_fraction 0: " \
+    T "$GPT" $RUN --set data.val_fraction=0 --eval-every 0 --set train.eval=on
 
 # A config file's key is named with its file and line.
 cat >"$tmp/ps.ini" <<'EOF'
@@ -142,6 +151,21 @@ else
 fi
 refuse tp_pp_exceed 1 "parallel\.tp x parallel\.pp: tp 2 x pp 2 = 4 ranks exceed the job's 2\$" \
     "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" $RUN --tp 2 --pp 2
+
+# ---- a checkpoint directory that cannot be made, before any training -----------------------
+: >"$tmp/afile"
+refuse ckpt_dir_bad 1 "^dtrain: checkpoint: cannot create $tmp/afile/ck: Not a directory \(--checkpoint-dir, checked before the first step\)\$" \
+    T "$LIN" --max-steps 3 --no-progress --log-every 1 --checkpoint-dir "$tmp/afile/ck"
+refuse ckpt_dir_bad_ranks 1 "^dtrain: rank 0: checkpoint: cannot create $tmp/afile/ck: Not a directory" \
+    "$MPIRUN" -np 2 "$DTRAIN" train "$LIN" --max-steps 3 --no-progress --log-every 1 --checkpoint-dir "$tmp/afile/ck"
+for n in ckpt_dir_bad ckpt_dir_bad_ranks; do
+    if grep -q '^epoch 1 step 1/' "$tmp/$n.out"; then
+        echo "FAIL ${n}_first: a step ran before the checkpoint directory was refused:"
+        sed 's/^/  /' "$tmp/$n.out"; fail=1
+    else
+        echo "ok ${n}_first: refused before step 1"
+    fi
+done
 
 # ---- the shipped examples print nothing new ------------------------------------------------
 for ini in "$SRC"/examples/*.ini; do
