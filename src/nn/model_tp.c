@@ -233,7 +233,8 @@ dt_status dt_tp_plan_layers(dt_layer *layers, const dt_layer_spec *specs, int n,
         if (tp->size > 1 && l->spec.kind == DT_LAYER_LINEAR && l->in.ndim == 2)
             return dt_fail(DT_ERR_INVALID,
                            "model: layer %d (linear) acts on every position of a (T, E) input: "
-                           "tp of a per-position linear is issue 38's (use tp 1)",
+                           "--tp splits a GPT's block layers, not a per-position linear "
+                           "(use block layers, or tp 1)",
                            i);
         l->tp_parts = 1;
         /* The layer as if whole: its errors are the unsplit model's, its sizes decide. */
