@@ -533,6 +533,11 @@ static dt_status list_steps(const char *root, int64_t **steps, int *n)
     *steps = NULL;
     *n = 0;
     DIR *d = opendir(root);
+    if (d == NULL && errno == ENOTDIR)
+        return dt_fail(DT_ERR_IO,
+                       "checkpoint: %s is a file: a checkpoint is a directory (a set step-N, or "
+                       "a directory of them: docs/checkpoint-format.md)",
+                       root);
     if (d == NULL)
         return errno == ENOENT
                    ? DT_OK

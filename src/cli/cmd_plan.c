@@ -359,9 +359,18 @@ static int make_layout(const dt_config *cfg, const dt_cli_values *v, layout *y)
     y->dp = cfg->parallel.dp > 0 ? cfg->parallel.dp : y->world / (y->tp * y->pp);
     y->micro = dt_config_micro_batches(cfg);
     y->batch = cfg->train.batch;
-    if (y->world < 1 || y->dp < 1 || y->dp * y->tp * y->pp != y->world) {
-        fprintf(stderr, "dtrain plan: dp %d x tp %d x pp %d does not fill %d ranks\n", y->dp, y->tp,
-                y->pp, y->world);
+    if (y->world < 1) {
+        fprintf(stderr, "dtrain plan: --ranks: '%s' is not a number of ranks >= 1\n", ranks);
+        return DT_EXIT_USAGE;
+    }
+    if (y->tp * y->pp > y->world) {
+        fprintf(stderr, "dtrain plan: tp %d x pp %d = %d ranks exceed --ranks %d\n", y->tp, y->pp,
+                y->tp * y->pp, y->world);
+        return DT_EXIT_USAGE;
+    }
+    if (y->dp < 1 || y->dp * y->tp * y->pp != y->world) {
+        fprintf(stderr, "dtrain plan: dp %d x tp %d x pp %d = %d does not fill --ranks %d\n", y->dp,
+                y->tp, y->pp, y->dp * y->tp * y->pp, y->world);
         return DT_EXIT_USAGE;
     }
     return DT_EXIT_OK;

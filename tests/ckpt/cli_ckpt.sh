@@ -9,7 +9,8 @@
 #   - a file-size limit fails the next checkpoint with a message and a non-zero exit, the
 #     previous one stays valid; --checkpoint-on-error continue trains on;
 #   - inspect verifies, export writes the same bytes twice, and the bytes --save-weights wrote
-#     for the same step; it loads with --init-weights, eval gives the run's test loss.
+#     for the same step; it loads with --init-weights, eval gives the run's test loss, and
+#     eval of a weights file says that a checkpoint is a directory.
 set -u
 DTRAIN=${DTRAIN:?ctest sets DTRAIN}
 MPIRUN=${MPIRUN:?ctest sets MPIRUN}
@@ -123,6 +124,9 @@ same_file export-deterministic "$tmp/e1.st" "$tmp/e2.st"
 # (one metadata builder, src/ckpt/st_meta.c). resumed2 saved step 12's weights; c2 holds step 12.
 same_file export-equals-save-weights "$tmp/resumed2.st" "$tmp/e1.st"
 "$DTRAIN" eval "$tmp/c2" >"$tmp/eval.out" 2>&1 || bad "eval: exit $?"
+# A weights file where a checkpoint is expected is named as a file, not "cannot list".
+if "$DTRAIN" eval "$tmp/e1.st" >"$tmp/eval-file.out" 2>&1; then bad "eval of a file: exit 0"
+else has eval-of-a-file "$tmp/eval-file.out" "checkpoint: .*/e1\.st is a file: a checkpoint is a directory"; fi
 run init-export ok 0 --epochs 0 --max-steps 0 --init-weights "$tmp/e1.st" \
     --metrics "$tmp/init-export.json"
 close eval-equals-weights \

@@ -47,6 +47,13 @@ expect_row localsgd "localsgd: each step's loss and non-finite finding +0\.000 M
 # Strategies the plan does not model are refused, saying what it leaves out.
 expect_fail fedavg 'dtrain plan: --strategy fedavg: its rounds all-gather' \
     "$DTRAIN" plan "$MLP" --ranks 2 $LINK --strategy fedavg
+# A layout that does not fit --ranks says which way it misses.
+expect_fail layout_exceeds 'dtrain plan: tp 1 x pp 4 = 4 ranks exceed --ranks 2$' \
+    "$DTRAIN" plan "$MLP" --ranks 2 $LINK --pp 4
+expect_fail layout_short 'dtrain plan: dp 2 x tp 1 x pp 1 = 2 does not fill --ranks 3$' \
+    "$DTRAIN" plan "$MLP" --ranks 3 $LINK --dp 2
+expect_fail ranks_zero "dtrain plan: --ranks: '0' is not a number of ranks >= 1" \
+    "$DTRAIN" plan "$MLP" --ranks 0 $LINK
 
 # A measured link (--from): bench-comm rows of the auto all-reduce on 2 ranks, 100 us at 1 KiB
 # and 1,100 us at 1 MiB. alpha = 100 / 2(n-1) = 50 us; each message's time is the curve's,
