@@ -47,6 +47,10 @@ install(FILES examples/convnet.ini examples/mlp.ini examples/linreg.ini
 # ---- find_package(dtrain) ---------------------------------------------------------------
 install(EXPORT dtrainTargets NAMESPACE dtrain:: DESTINATION ${DT_INSTALL_CMAKEDIR})
 install(EXPORT dtrainStaticTargets NAMESPACE dtrain:: DESTINATION ${DT_INSTALL_CMAKEDIR})
+# The MPI compiler wrapper the library was built with (as FindMPI named it: not resolved,
+# since Open MPI's wrappers are links to one program that acts on the name it is called
+# by): dtrainConfig.cmake gives it to FindMPI unless the consumer chose one.
+set(DT_MPI_C_COMPILER "${MPI_C_COMPILER}")
 configure_package_config_file(cmake/dtrainConfig.cmake.in
                               ${PROJECT_BINARY_DIR}/dtrainConfig.cmake
                               INSTALL_DESTINATION ${DT_INSTALL_CMAKEDIR})

@@ -82,6 +82,12 @@ int dt_cli_world_open(dt_cli_world *w, int *argc, char ***argv, const dt_config 
  * this one, so that a mistake never becomes a hang. Returns `code` otherwise. */
 int dt_cli_world_fail(dt_cli_world *w, int code);
 void dt_cli_world_close(dt_cli_world *w);
+/* A failure found before MPI started (a bad option or config): returns `code`, after ending
+ * the job when other ranks could wait in MPI_Init for this one. Open MPI's mpirun ends a job
+ * whose process exits before MPI_Init; MPICH's mpiexec (Hydra) and srun do not, so under them
+ * a rank whose command line differs from the others' (MPMD, or a config file that another
+ * host reads differently) initialises MPI and aborts the job with `code`. */
+int dt_cli_refuse_before_mpi(int code, int *argc, char ***argv);
 /* Every rank's line (up to DT_CLI_LINE_MAX - 1 characters; newlines may split it) printed
  * by rank 0 in rank order, each on its own line; an empty line prints nothing. Collective
  * over the world. */

@@ -10,6 +10,11 @@
  * that does not start a process within --probe-timeout is named in the cause and left out of
  * the restart's hostfile (DIR/.hostfile), and the ranks drop to the slots left.
  *
+ * The launcher is Open MPI's mpirun or MPICH's mpiexec (Hydra, which Intel MPI and MVAPICH
+ * share): `LAUNCHER --version` says which, and its own options carry the progress file's
+ * name to rank 0 (Open MPI's -x VAR, Hydra's -genvlist VAR) and write the restart's hostfile
+ * (NAME slots=N, NAME:N).
+ *
  * launch is a supervisor only: it never initialises MPI. What it knows of the job comes
  * from outside it: mpirun's exit status, the lines on mpirun's stderr that name a rank, the
  * step that rank 0 writes to DTRAIN_PROGRESS_FILE, the checkpoint directory (read with the
@@ -510,6 +515,7 @@ typedef struct launch_state {
     char hostfile[PATH_LEN]; /* the runs' hostfile: --hostfile, then DIR/.hostfile; or "" */
     dt_launch_host *hosts;   /* --hostfile's hosts, each alive until a probe finds it silent */
     int nhosts;
+    int hydra; /* the launcher is MPICH's Hydra (else Open MPI's options) */
 } launch_state;
 
 /* Splits `words` in place on spaces into args; returns the count. */
@@ -524,8 +530,9 @@ static size_t split_words(char *words, char **args)
 
 /* mpirun's words, then -n N -x DTRAIN_PROGRESS_FILE [--hostfile F] EXE train ARGS...
  * --resume DIR [--global-batch G]. -x carries the progress file's name to rank 0 on
- * another host (Open MPI passes only the variables it is told to). `words` (split in
- * place) and `num` hold strings the result points into. Returns NULL when out of memory. */
+ * another host (Open MPI passes only the variables it is told to; Hydra's -genvlist says
+ * the same). `words` (split in place) and `num` hold strings the result points into.
+ * Returns NULL when out of memory. */
 static char **build_args(const launch_state *st, char *words, char num[2][32])
 {
     const launch_opts *o = st->o;
@@ -538,7 +545,7 @@ static char **build_args(const launch_state *st, char *words, char num[2][32])
     snprintf(num[0], 32, "%d", st->ranks);
     args[n++] = "-n";
     args[n++] = num[0];
-    args[n++] = "-x";
+    args[n++] = st->hydra ? "-genvlist" : "-x";
     args[n++] = PROGRESS_ENV;
     if (st->hostfile[0] != '\0') {
         args[n++] = "--hostfile";
@@ -726,7 +733,7 @@ static int probe_hosts(launch_state *st, run_result *r)
         return alive;
     char written[PATH_LEN];
     snprintf(written, sizeof written, "%s/.hostfile", st->o->dir);
-    if (dt_launch_hosts_write(written, st->hosts, st->nhosts) != 0) {
+    if (dt_launch_hosts_write(written, st->hosts, st->nhosts, st->hydra) != 0) {
         fprintf(stderr, "dtrain launch: cannot write %s: %s\n", written, strerror(errno));
         return -1;
     }
@@ -783,10 +790,73 @@ static void report(const launch_state *st, const char *outcome)
     fflush(stdout);
 }
 
+/* Whether `LAUNCHER --version` (the launcher's words) says Hydra, MPICH's mpiexec: its
+ * output names "HYDRA"; Open MPI's says "Open MPI" or "OpenRTE". A launcher that does not
+ * answer within 10 s, or cannot be run, counts as Open MPI's (the run then says what is
+ * wrong with it). */
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int launcher_is_hydra(const char *mpirun)
+{
+    char *words = strdup(mpirun);
+    char **args = words != NULL ? calloc(strlen(words) / 2 + 3, sizeof *args) : NULL;
+    int out[2] = {-1, -1}, hydra = 0;
+    if (args == NULL || pipe(out) != 0) {
+        free(args);
+        free(words);
+        return 0;
+    }
+    size_t n = split_words(words, args);
+    args[n++] = "--version";
+    args[n] = NULL;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR);
+        dup2(out[1], STDOUT_FILENO);
+        if (null >= 0) {
+            dup2(null, STDIN_FILENO);
+            dup2(null, STDERR_FILENO);
+        }
+        setpgid(0, 0);
+        execvp(args[0], args);
+        _exit(127);
+    }
+    close(out[1]);
+    if (pid > 0) {
+        char buf[4096];
+        size_t got = 0;
+        struct pollfd p = {.fd = out[0], .events = POLLIN};
+        const double end = now_s() + 10.0;
+        while (got < sizeof buf - 1 && now_s() < end && poll(&p, 1, 100) >= 0) {
+            if (!(p.revents & (POLLIN | POLLHUP)))
+                continue;
+            ssize_t r = read(out[0], buf + got, sizeof buf - 1 - got);
+            if (r <= 0)
+                break;
+            got += (size_t)r;
+        }
+        buf[got] = '\0';
+        hydra = strstr(buf, "HYDRA") != NULL;
+        kill(-pid, SIGKILL); /* done, or stuck past the deadline */
+        waitpid(pid, NULL, 0);
+    }
+    close(out[0]);
+    free(args);
+    free(words);
+    return hydra;
+}
+
 /* The paths and the environment the runs share. */
 static int prepare(const launch_opts *o, launch_state *st)
 {
-    *st = (launch_state){.o = o, .ranks = o->ranks, .start_step = -1};
+    *st = (launch_state){
+        .o = o, .ranks = o->ranks, .start_step = -1, .hydra = launcher_is_hydra(o->mpirun)};
     ssize_t n = readlink("/proc/self/exe", st->exe, sizeof st->exe - 1);
     if (n <= 0) {
         fprintf(stderr, "dtrain launch: cannot find this executable: /proc/self/exe: %s\n",

@@ -758,13 +758,13 @@ int dt_cmd_train(int argc, char **argv)
         return DT_EXIT_OK;
     }
     if (rc != DT_EXIT_OK)
-        return rc;
+        return dt_cli_refuse_before_mpi(rc, &argc, &argv);
     if (dt_config_check(&cfg) != DT_OK) {
         fprintf(stderr, "dtrain: %s\n", dt_last_error());
-        return DT_EXIT_USAGE;
+        return dt_cli_refuse_before_mpi(DT_EXIT_USAGE, &argc, &argv);
     }
     if ((rc = check_cli_options(&vals, &cfg)) != DT_EXIT_OK)
-        return rc;
+        return dt_cli_refuse_before_mpi(rc, &argc, &argv);
     if (dt_cli_flag(&vals, "explain-layout"))
         return dt_cli_explain_layout(&cfg);
     dt_cli_world world;

@@ -12,6 +12,17 @@
 #include <time.h>
 #include <unistd.h>
 
+/* A slot count, 1 to 1000000, the whole of `text`; 0 or -1. */
+static int parse_slots(const char *text, int *slots)
+{
+    char *end = NULL;
+    long s = strtol(text, &end, 10);
+    if (end == text || *end != '\0' || s < 1 || s > 1000000)
+        return -1;
+    *slots = (int)s;
+    return 0;
+}
+
 /* One line of a hostfile into *h; returns 1 for a host, 0 for a blank or comment line, -1
  * for a bad slots count. */
 static int parse_line(char *line, dt_launch_host *h)
@@ -20,20 +31,21 @@ static int parse_line(char *line, dt_launch_host *h)
     char *save = NULL, *word = strtok_r(line, " \t", &save);
     if (word == NULL)
         return 0;
-    if (strlen(word) >= sizeof h->name)
-        return -1;
-    snprintf(h->name, sizeof h->name, "%s", word);
     h->slots = 0;
     h->alive = 1;
-    while ((word = strtok_r(NULL, " \t", &save)) != NULL) {
-        if (strncmp(word, "slots=", 6) != 0)
-            continue;
-        char *end = NULL;
-        long s = strtol(word + 6, &end, 10);
-        if (end == word + 6 || *end != '\0' || s < 1 || s > 1000000)
+    /* Hydra's NAME:N; a name with more than one colon is an IPv6 address, whole */
+    char *colon = strchr(word, ':');
+    if (colon != NULL && colon == strrchr(word, ':')) {
+        *colon = '\0';
+        if (parse_slots(colon + 1, &h->slots) != 0)
             return -1;
-        h->slots = (int)s;
     }
+    if (strlen(word) >= sizeof h->name || word[0] == '\0')
+        return -1;
+    snprintf(h->name, sizeof h->name, "%s", word);
+    while ((word = strtok_r(NULL, " \t", &save)) != NULL)
+        if (strncmp(word, "slots=", 6) == 0 && parse_slots(word + 6, &h->slots) != 0)
+            return -1;
     return 1;
 }
 
@@ -55,8 +67,8 @@ int dt_launch_hosts_read(const char *path, dt_launch_host *hosts, int max, char 
             int got = parse_line(line, &hosts[n]);
             if (got < 0) {
                 snprintf(err, errlen,
-                         "--hostfile %s line %d: a host name of 255 characters at most and "
-                         "slots=N with N >= 1",
+                         "--hostfile %s line %d: a host name of 255 characters at most, and "
+                         "slots=N (Open MPI) or NAME:N (MPICH) with N >= 1",
                          path, lineno);
                 bad = 1;
             }
@@ -67,7 +79,7 @@ int dt_launch_hosts_read(const char *path, dt_launch_host *hosts, int max, char 
     return bad ? -1 : n;
 }
 
-int dt_launch_hosts_write(const char *path, const dt_launch_host *hosts, int n)
+int dt_launch_hosts_write(const char *path, const dt_launch_host *hosts, int n, int hydra)
 {
     FILE *f = fopen(path, "w");
     if (f == NULL)
@@ -76,7 +88,7 @@ int dt_launch_hosts_write(const char *path, const dt_launch_host *hosts, int n)
         if (!hosts[i].alive)
             continue;
         if (hosts[i].slots > 0)
-            fprintf(f, "%s slots=%d\n", hosts[i].name, hosts[i].slots);
+            fprintf(f, hydra ? "%s:%d\n" : "%s slots=%d\n", hosts[i].name, hosts[i].slots);
         else
             fprintf(f, "%s\n", hosts[i].name);
     }

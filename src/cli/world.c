@@ -95,6 +95,23 @@ int dt_cli_world_fail(dt_cli_world *w, int code)
     return code;
 }
 
+int dt_cli_refuse_before_mpi(int code, int *argc, char ***argv)
+{
+    if (code == DT_EXIT_OK || !dt_cli_launched() || getenv("OMPI_COMM_WORLD_SIZE") != NULL)
+        return code;
+    int provided = 0;
+    fflush(stdout);
+    fflush(stderr);
+    if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) == MPI_SUCCESS) {
+        int size = 1;
+        MPI_Comm_size(MPI_COMM_WORLD, &size);
+        if (size > 1)
+            MPI_Abort(MPI_COMM_WORLD, code);
+        MPI_Finalize();
+    }
+    return code;
+}
+
 void dt_cli_world_close(dt_cli_world *w)
 {
     if (w->comm != NULL) {

@@ -101,7 +101,8 @@ static dt_status comm_new(int rank, int size, const char *name, dt_cx_history *s
     c->rank = rank;
     c->size = size;
     c->data = c->ctrl = MPI_COMM_NULL;
-    c->u8_sum = MPI_OP_NULL;
+    for (int k = 0; k < DT_CX_HALF_OPS; k++)
+        c->u8_op[k] = MPI_OP_NULL;
     for (int t = 0; t < 2; t++)
         for (int k = 0; k < DT_CX_HALF_OPS; k++)
             c->half_op[t][k] = MPI_OP_NULL;
@@ -171,15 +172,22 @@ static dt_status mpi_fail(const char *what, const char *name, int err)
     return dt_cx_group_mpi_fail(name, what, err);
 }
 
-/* uint8 sum modulo 256, for MPI's reductions (its own saturates: validate.c). */
-static void u8_sum_fn(void *in, void *inout, int *len, MPI_Datatype *type)
-{
-    const uint8_t *a = in;
-    uint8_t *b = inout;
-    (void)type;
-    for (int i = 0; i < *len; i++)
-        b[i] = (uint8_t)(a[i] + b[i]);
-}
+/* uint8 sum modulo 256, max and min, for MPI's reductions (its own are wrong in two MPIs:
+ * validate.c). */
+#define U8_OP_FN(NAME, EXPR)                                                                       \
+    static void NAME(void *in, void *inout, int *len, MPI_Datatype *type)                          \
+    {                                                                                              \
+        const uint8_t *a = in;                                                                     \
+        uint8_t *b = inout;                                                                        \
+        (void)type;                                                                                \
+        for (int i = 0; i < *len; i++)                                                             \
+            b[i] = (uint8_t)(EXPR);                                                                \
+    }
+U8_OP_FN(u8_sum_fn, a[i] + b[i])
+U8_OP_FN(u8_max_fn, a[i] > b[i] ? a[i] : b[i])
+U8_OP_FN(u8_min_fn, a[i] < b[i] ? a[i] : b[i])
+/* indexed as dt_comm.u8_op: DT_CX_HALF_SUM, _MAX, _MIN */
+static MPI_User_function *const u8_fns[DT_CX_HALF_OPS] = {u8_sum_fn, u8_max_fn, u8_min_fn};
 
 /* The 16-bit float reductions for MPI, which has none (validate.c): our binary step
  * (reduce_ops.c), so that MPI's results follow comm.h's rounding rule. MPI asks for
@@ -202,13 +210,14 @@ static MPI_User_function *const half_fns[2][DT_CX_HALF_OPS] = {
     {bf16_sum_fn, bf16_max_fn, bf16_min_fn},
 };
 
-/* Our MPI operations (dt_comm.u8_sum, .half_op), all commutative. On failure the ones
+/* Our MPI operations (dt_comm.u8_op, .half_op), all commutative. On failure the ones
  * made so far stay in the handle for free_ops. */
 static dt_status create_ops(dt_comm *c, const char *name)
 {
     int err;
-    if ((err = MPI_Op_create(u8_sum_fn, 1, &c->u8_sum)) != MPI_SUCCESS)
-        return mpi_fail("MPI_Op_create", name, err);
+    for (int k = 0; k < DT_CX_HALF_OPS; k++)
+        if ((err = MPI_Op_create(u8_fns[k], 1, &c->u8_op[k])) != MPI_SUCCESS)
+            return mpi_fail("MPI_Op_create", name, err);
     for (int t = 0; t < 2; t++)
         for (int k = 0; k < DT_CX_HALF_OPS; k++)
             if ((err = MPI_Op_create(half_fns[t][k], 1, &c->half_op[t][k])) != MPI_SUCCESS)
@@ -219,8 +228,9 @@ static dt_status create_ops(dt_comm *c, const char *name)
 /* Cleanup of create_ops' operations, which cannot report: MPI's answers are ignored. */
 static void free_ops(dt_comm *c)
 {
-    if (c->u8_sum != MPI_OP_NULL)
-        MPI_Op_free(&c->u8_sum);
+    for (int k = 0; k < DT_CX_HALF_OPS; k++)
+        if (c->u8_op[k] != MPI_OP_NULL)
+            MPI_Op_free(&c->u8_op[k]);
     for (int t = 0; t < 2; t++)
         for (int k = 0; k < DT_CX_HALF_OPS; k++)
             if (c->half_op[t][k] != MPI_OP_NULL)

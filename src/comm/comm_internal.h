@@ -151,7 +151,10 @@ struct dt_comm {
     int rank, size;
     int is_mpi;
     MPI_Comm data, ctrl;
-    MPI_Op u8_sum; /* wrapping uint8 sum (see validate.c) */
+    /* uint8 sum (wrapping), max and min, indexed as half_op's second index: MPI's own are
+     * wrong in Open MPI 4.1 (the sum saturates) and MPICH 4.0 (max and min compare as
+     * signed): validate.c */
+    MPI_Op u8_op[DT_CX_HALF_OPS];
     /* float16 [0] and bfloat16 [1] sum, max and min: MPI has none (validate.c, comm.c) */
     MPI_Op half_op[2][DT_CX_HALF_OPS];
     char name[24];

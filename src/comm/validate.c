@@ -91,9 +91,22 @@ MPI_Datatype dt_cx_mpi_type(dt_comm_dtype dtype)
 MPI_Op dt_cx_mpi_op(const dt_comm *c, dt_comm_dtype dtype, dt_comm_redop op)
 {
     /* Open MPI 4.1's AVX operations saturate uint8 sums at 255 (measured: 200 + 200 gave
-     * 255 in 64-element calls and 144 in 1-element ones): our own wrapping sum instead. */
-    if (dtype == DT_COMM_UINT8 && (op == DT_COMM_SUM || op == DT_COMM_AVG))
-        return c->u8_sum;
+     * 255 in 64-element calls and 144 in 1-element ones), and MPICH 4.0's max and min
+     * compare unsigned types as signed (max(100, 200) gave 100; MPICH issue 6083, fixed
+     * after the 4.0.2 Debian 12 ships): our own uint8 operations for all three. */
+    if (dtype == DT_COMM_UINT8) {
+        switch (op) {
+        case DT_COMM_SUM:
+        case DT_COMM_AVG:
+            return c->u8_op[DT_CX_HALF_SUM];
+        case DT_COMM_MAX:
+            return c->u8_op[DT_CX_HALF_MAX];
+        case DT_COMM_MIN:
+            return c->u8_op[DT_CX_HALF_MIN];
+        default:
+            break;
+        }
+    }
     if (dtype == DT_COMM_FLOAT16 || dtype == DT_COMM_BFLOAT16) {
         int t = dtype == DT_COMM_BFLOAT16;
         switch (op) {

@@ -69,7 +69,7 @@ static long steps_allocations_with(const char *algorithm, int tp, const char *pp
     dt_alloc_count_enable(0);
     DT_ASSERT_OK(st);
     long n = dt_alloc_count();
-    printf("rank %d, %s%s%s%s%s%s: %ld allocations in steps 1..8 by our code, %ld inside Open "
+    printf("rank %d, %s%s%s%s%s%s: %ld allocations in steps 1..8 by our code, %ld inside "
            "MPI\n",
            rank, algorithm, tp ? ", tp 2" : "", pp ? ", pp 2 " : "", pp ? pp : "",
            extra != NULL ? ", " : "", extra != NULL ? extra[0] : "", n, dt_alloc_count_mpi());

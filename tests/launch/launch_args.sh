@@ -25,6 +25,9 @@
 #   hang     wait for SIGTERM, note it, exit 143
 # A probe (launch's "-n 1 --host H EXE --version" after a failure) is not a call: it is
 # logged in $state/probes and fails for a host in $FAKE_DEAD, hangs for one in $FAKE_HANG.
+# Nor is launch's "--version" (which launcher is it?): the fake answers as Open MPI's mpirun,
+# or with FAKE_HYDRA set as MPICH's mpiexec (Hydra), whose options launch then uses:
+# -genvlist VAR for -x VAR, a hostfile of NAME:N lines.
 set -eu
 DTRAIN=${DTRAIN:?ctest sets DTRAIN}
 PYTHON=${1:-python3}
@@ -56,6 +59,11 @@ export MKSET="$PYTHON $tmp/mkset.py"
 
 cat >"$tmp/fake.sh" <<'FAKE'
 state=${FAKE_STATE:?}
+if [ "${1-}" = "--version" ] && [ $# -eq 1 ]; then
+    echo "$*" >>"$state/versions"
+    if [ -n "${FAKE_HYDRA-}" ]; then echo "HYDRA build details:"; else echo "mpirun (Open MPI) 4.1.4"; fi
+    exit 0
+fi
 if [ "${3-}" = "--host" ] && [ "${6-}" = "--version" ]; then
     echo "$*" >>"$state/probes"
     case " ${FAKE_DEAD-} " in *" $4 "*) exit 1 ;; esac
@@ -250,6 +258,21 @@ same silent "the restart's arguments" \
     "-n 2 -x DTRAIN_PROGRESS_FILE --hostfile $D/.hostfile $exe train --checkpoint-dir $D --resume $D --global-batch 64" \
     "$(sed -n 2p "$tmp/silent/args")"
 same silent "the hosts left" "hostA slots=2" "$(cat "$D/.hostfile")"
+# The same under Hydra (MPICH's mpiexec): its hostfile's NAME:N read and written, the
+# progress file's variable passed with -genvlist; the launcher asked once what it is.
+printf 'hostA:2\nhostB:2 # rack 2\n' >"$tmp/hosts_hydra"
+D="$tmp/hydra/ck"
+FAKE_PLAN="ck5:64,p7,fail ok" FAKE_DEAD=hostB FAKE_HYDRA=1 \
+    launch hydra 0 -n 4 --min-ranks 2 --hostfile "$tmp/hosts_hydra" --mpirun "$fake" -- \
+    --checkpoint-dir "$D"
+same hydra "the first run's arguments" \
+    "-n 4 -genvlist DTRAIN_PROGRESS_FILE --hostfile $tmp/hosts_hydra $exe train --checkpoint-dir $D --resume $D" \
+    "$(sed -n 1p "$tmp/hydra/args")"
+same hydra "the restart's arguments" \
+    "-n 2 -genvlist DTRAIN_PROGRESS_FILE --hostfile $D/.hostfile $exe train --checkpoint-dir $D --resume $D --global-batch 64" \
+    "$(sed -n 2p "$tmp/hydra/args")"
+same hydra "the hosts left" "hostA:2" "$(cat "$D/.hostfile")"
+same hydra "questions of the launcher" "--version" "$(cat "$tmp/hydra/versions")"
 # A probe that hangs is a silent host too (--probe-timeout); none left: no restart.
 FAKE_PLAN="fail ok" FAKE_HANG=hostA FAKE_DEAD=hostB \
     launch none_left 1 -n 2 --probe-timeout 1 --hostfile "$tmp/hosts2" --mpirun "$fake" -- \

@@ -115,12 +115,14 @@ long dt_alloc_count_mpi(void)
     return mpi_allocations;
 }
 
-/* Whether the code that called the allocator lives in Open MPI (its libraries and plugins,
- * and the PMIx, libevent and hwloc libraries it runs on). */
+/* Whether the code that called the allocator lives in the MPI library: Open MPI (its
+ * libraries and plugins, and the PMIx, libevent and hwloc libraries it runs on) or MPICH
+ * (libmpich, and the UCX and libfabric transports under it). */
 static int from_mpi(void *caller)
 {
     static const char *const libs[] = {"openmpi", "libmpi",   "libopen-pal", "libopen-rte",
-                                       "libpmix", "libevent", "libhwloc"};
+                                       "libpmix", "libevent", "libhwloc",    "libmpich",
+                                       "libucp",  "libucs",   "libuct",      "libfabric"};
     Dl_info info;
     looking = 1;
     const int found = dladdr(caller, &info) != 0 && info.dli_fname != NULL;
