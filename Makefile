@@ -3,6 +3,7 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
 FUZZ_BUILD ?= build-fuzz
+MPICH_BUILD ?= build-mpich
 FUZZ_SECONDS ?= 60
 FUZZ_READERS ?= idx csv config safetensors manifest
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
@@ -17,7 +18,7 @@ endif
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 
-.PHONY: all deps build demo test test-long asan-build test-asan test-tsan fuzz fuzz-ci check-accuracy refs bench \
+.PHONY: all deps build demo test test-long asan-build test-asan test-tsan test-mpich fuzz fuzz-ci check-accuracy refs bench \
         package package-fresh \
         clean
 
@@ -75,6 +76,19 @@ test-tsan: deps
 	    $(CMAKE_ARGS)
 	cmake --build $(TSAN_BUILD) -j $(JOBS)
 	cd $(TSAN_BUILD) && ctest --output-on-failure -j $(JOBS) -L threads -LE 'long|alloc'
+
+# The same code on MPICH (Debian's 4.0.2; the MPI standard is the contract, docs/comm.md):
+# a build against it, and its MPI, command-line and install tests, the launcher MPICH's
+# mpiexec (Hydra) behind tests/support/hydra.sh (the tests pass Open MPI's --oversubscribe
+# and -x). Not the network-namespace hosts (they drive Open MPI's ssh agent) nor the long
+# tier. Installing MPICH leaves Open MPI the system's default mpicc and mpirun.
+test-mpich:
+	@scripts/install-deps.sh --with-mpich
+	cmake -S . -B $(MPICH_BUILD) -DCMAKE_BUILD_TYPE=Release -DMPI_C_COMPILER=/usr/bin/mpicc.mpich \
+	    -DMPIEXEC_BIN=$(CURDIR)/tests/support/hydra.sh $(CMAKE_ARGS)
+	cmake --build $(MPICH_BUILD) -j $(JOBS)
+	cd $(MPICH_BUILD) && ctest --output-on-failure -j $(JOBS) -L 'mpi|cli|install' -LE long \
+	    -E 'netns|hosts' $(CTEST_ARGS)
 
 # libFuzzer on each input reader for FUZZ_SECONDS, in a clang build of its own, from a
 # scratch copy of tests/fuzz/corpus; a crash fails it and names the reproducer.

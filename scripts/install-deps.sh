@@ -14,6 +14,9 @@ fi
 if [ "${1:-}" = "--with-fuzz" ]; then
   PKGS+=(clang libclang-rt-dev)         # only for `make fuzz` (libFuzzer, sanitizers)
 fi
+if [ "${1:-}" = "--with-mpich" ]; then
+  PKGS+=(mpich libmpich-dev)            # only for `make test-mpich` (Open MPI stays the default)
+fi
 
 missing=()
 for p in "${PKGS[@]}"; do
