@@ -790,10 +790,6 @@ static void report(const launch_state *st, const char *outcome)
     fflush(stdout);
 }
 
-/* Whether `LAUNCHER --version` (the launcher's words) says Hydra, MPICH's mpiexec: its
- * output names "HYDRA"; Open MPI's says "Open MPI" or "OpenRTE". A launcher that does not
- * answer within 10 s, or cannot be run, counts as Open MPI's (the run then says what is
- * wrong with it). */
 static double now_s(void)
 {
     struct timespec t;
@@ -801,15 +797,21 @@ static double now_s(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static int launcher_is_hydra(const char *mpirun)
+/* Which launcher the words run, by what `LAUNCHER --version` prints: "HYDRA" (MPICH's
+ * mpiexec), "Open MPI" or "OpenRTE" (Open MPI's mpirun), or neither (LAUNCHER_OTHER: the
+ * launcher cannot be run, does not answer within 10 s, or is another program; Open MPI's
+ * options are used, and prepare says so). */
+enum { LAUNCHER_OPENMPI, LAUNCHER_HYDRA, LAUNCHER_OTHER };
+
+static int launcher_kind(const char *mpirun)
 {
     char *words = strdup(mpirun);
     char **args = words != NULL ? calloc(strlen(words) / 2 + 3, sizeof *args) : NULL;
-    int out[2] = {-1, -1}, hydra = 0;
+    int out[2] = {-1, -1}, kind = LAUNCHER_OTHER;
     if (args == NULL || pipe(out) != 0) {
         free(args);
         free(words);
-        return 0;
+        return kind;
     }
     size_t n = split_words(words, args);
     args[n++] = "--version";
@@ -842,21 +844,30 @@ static int launcher_is_hydra(const char *mpirun)
             got += (size_t)r;
         }
         buf[got] = '\0';
-        hydra = strstr(buf, "HYDRA") != NULL;
+        kind = strstr(buf, "HYDRA") != NULL ? LAUNCHER_HYDRA
+               : strstr(buf, "Open MPI") != NULL || strstr(buf, "OpenRTE") != NULL
+                   ? LAUNCHER_OPENMPI
+                   : LAUNCHER_OTHER;
         kill(-pid, SIGKILL); /* done, or stuck past the deadline */
         waitpid(pid, NULL, 0);
     }
     close(out[0]);
     free(args);
     free(words);
-    return hydra;
+    return kind;
 }
 
 /* The paths and the environment the runs share. */
 static int prepare(const launch_opts *o, launch_state *st)
 {
+    const int kind = launcher_kind(o->mpirun);
     *st = (launch_state){
-        .o = o, .ranks = o->ranks, .start_step = -1, .hydra = launcher_is_hydra(o->mpirun)};
+        .o = o, .ranks = o->ranks, .start_step = -1, .hydra = kind == LAUNCHER_HYDRA};
+    if (kind == LAUNCHER_OTHER)
+        fprintf(stderr,
+                "dtrain launch: '%s --version' names neither Open MPI nor MPICH's Hydra: "
+                "passing Open MPI's options (-x, a hostfile of 'host slots=N')\n",
+                o->mpirun);
     ssize_t n = readlink("/proc/self/exe", st->exe, sizeof st->exe - 1);
     if (n <= 0) {
         fprintf(stderr, "dtrain launch: cannot find this executable: /proc/self/exe: %s\n",

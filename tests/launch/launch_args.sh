@@ -27,7 +27,7 @@
 # logged in $state/probes and fails for a host in $FAKE_DEAD, hangs for one in $FAKE_HANG.
 # Nor is launch's "--version" (which launcher is it?): the fake answers as Open MPI's mpirun,
 # or with FAKE_HYDRA set as MPICH's mpiexec (Hydra), whose options launch then uses:
-# -genvlist VAR for -x VAR, a hostfile of NAME:N lines.
+# -genvlist VAR for -x VAR, a hostfile of NAME:N lines; with FAKE_OTHER as neither.
 set -eu
 DTRAIN=${DTRAIN:?ctest sets DTRAIN}
 PYTHON=${1:-python3}
@@ -61,7 +61,9 @@ cat >"$tmp/fake.sh" <<'FAKE'
 state=${FAKE_STATE:?}
 if [ "${1-}" = "--version" ] && [ $# -eq 1 ]; then
     echo "$*" >>"$state/versions"
-    if [ -n "${FAKE_HYDRA-}" ]; then echo "HYDRA build details:"; else echo "mpirun (Open MPI) 4.1.4"; fi
+    if [ -n "${FAKE_HYDRA-}" ]; then echo "HYDRA build details:"
+    elif [ -n "${FAKE_OTHER-}" ]; then echo "slurm 23.02.6"
+    else echo "mpirun (Open MPI) 4.1.4"; fi
     exit 0
 fi
 if [ "${3-}" = "--host" ] && [ "${6-}" = "--version" ]; then
@@ -273,6 +275,12 @@ same hydra "the restart's arguments" \
     "$(sed -n 2p "$tmp/hydra/args")"
 same hydra "the hosts left" "hostA:2" "$(cat "$D/.hostfile")"
 same hydra "questions of the launcher" "--version" "$(cat "$tmp/hydra/versions")"
+# A launcher that is neither: said, and Open MPI's options used.
+D="$tmp/other/ck"
+FAKE_PLAN="ok" FAKE_OTHER=1 launch other 0 -n 2 --mpirun "$fake" -- --checkpoint-dir "$D"
+expect other "$tmp/other.err" "^dtrain launch: '$fake --version' names neither Open MPI nor MPICH's Hydra: passing Open MPI's options"
+same other "the run's arguments" "-n 2 -x DTRAIN_PROGRESS_FILE $exe train --checkpoint-dir $D --resume $D" \
+    "$(sed -n 1p "$tmp/other/args")"
 # A probe that hangs is a silent host too (--probe-timeout); none left: no restart.
 FAKE_PLAN="fail ok" FAKE_HANG=hostA FAKE_DEAD=hostB \
     launch none_left 1 -n 2 --probe-timeout 1 --hostfile "$tmp/hosts2" --mpirun "$fake" -- \
