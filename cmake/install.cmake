@@ -4,7 +4,7 @@
 # and builds tests/install/consumer/ against it both ways (pkg-config, find_package).
 #
 #   bin/dtrain                                the command-line tool (libdtrain linked in)
-#   lib/libdtrain.so.0.1.0, .so.0, .so        the shared library (SONAME libdtrain.so.0)
+#   lib/libdtrain.so.0.2.0, .so.1, .so        the shared library (SONAME libdtrain.so.1)
 #   lib/libdtrain.a                           the static library
 #   include/dtrain/*.h                        the public API (every header there)
 #   lib/pkgconfig/dtrain.pc                   `pkg-config --cflags --libs dtrain`
@@ -54,7 +54,8 @@ set(DT_MPI_C_COMPILER "${MPI_C_COMPILER}")
 configure_package_config_file(cmake/dtrainConfig.cmake.in
                               ${PROJECT_BINARY_DIR}/dtrainConfig.cmake
                               INSTALL_DESTINATION ${DT_INSTALL_CMAKEDIR})
-# 0.x: a new minor version may change the API (and the SONAME stays 0 until 1.0).
+# 0.x: a new minor version may change the API; the SONAME (CMakeLists.txt) moves when the
+# ABI breaks (1 since the strategy kind enum left the public headers).
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/dtrainConfigVersion.cmake
                                  COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/dtrainConfig.cmake
@@ -183,7 +184,7 @@ if(CMAKE_SOURCE_DIR STREQUAL PROJECT_SOURCE_DIR)
   # lib/<multiarch>, unless the build was configured with the prefix /usr).
   set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
   set(CPACK_STRIP_FILES ON)
-  # A shlibs file for libdtrain.so.0 and ldconfig triggers, as Debian's library packages.
+  # A shlibs file for libdtrain.so.1 and ldconfig triggers, as Debian's library packages.
   set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
   set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")
   # Runtime dependencies: dpkg-shlibdeps reads them off the binaries (with the versions

@@ -43,7 +43,7 @@ for p in libc6 libopenmpi3 openmpi-bin libopenblas0 zlib1g libinih1 libcjson1; d
     verdict "depends $p" "$p in Depends" "'$depends'" grep -qx "$p" "$tmp/depends"
 done
 dpkg-deb -c "$deb" | awk '{ print $6 }' | sed 's|^\./||' >"$tmp/files"
-for re in 'usr/bin/dtrain' 'usr/lib/([^/]+/)?libdtrain\.so\.0' 'usr/lib/([^/]+/)?libdtrain\.so' \
+for re in 'usr/bin/dtrain' 'usr/lib/([^/]+/)?libdtrain\.so\.1' 'usr/lib/([^/]+/)?libdtrain\.so' \
     'usr/lib/([^/]+/)?libdtrain\.a' 'usr/include/dtrain/dtrain\.h' 'usr/include/dtrain/comm_mpi\.h' \
     'usr/lib/([^/]+/)?pkgconfig/dtrain\.pc' 'usr/lib/([^/]+/)?cmake/dtrain/dtrainConfig\.cmake' \
     'usr/lib/([^/]+/)?cmake/dtrain/dtrainTargets\.cmake' 'usr/share/man/man1/dtrain\.1(\.gz)?'; do
