@@ -134,7 +134,7 @@ dt_status dt_trainer_checkpoint_ready(dt_trainer *t)
         if (mine != DT_OK) {
             char why[512];
             snprintf(why, sizeof why, "%s", dt_last_error());
-            mine = dt_fail(mine, "%s (--checkpoint-dir, checked before the first step)", why);
+            mine = dt_fail(mine, "%s (checkpoint.dir, checked before the first step)", why);
         }
     }
     return dt_trainer_agree(t, mine);

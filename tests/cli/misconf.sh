@@ -154,7 +154,7 @@ refuse tp_pp_exceed 1 "parallel\.tp x parallel\.pp: tp 2 x pp 2 = 4 ranks exceed
 
 # ---- a checkpoint directory that cannot be made, before any training -----------------------
 : >"$tmp/afile"
-refuse ckpt_dir_bad 1 "^dtrain: checkpoint: cannot create $tmp/afile/ck: Not a directory \(--checkpoint-dir, checked before the first step\)\$" \
+refuse ckpt_dir_bad 1 "^dtrain: checkpoint: cannot create $tmp/afile/ck: Not a directory \(checkpoint.dir, checked before the first step\)\$" \
     T "$LIN" --max-steps 3 --no-progress --log-every 1 --checkpoint-dir "$tmp/afile/ck"
 refuse ckpt_dir_bad_ranks 1 "^dtrain: rank 0: checkpoint: cannot create $tmp/afile/ck: Not a directory" \
     "$MPIRUN" -np 2 "$DTRAIN" train "$LIN" --max-steps 3 --no-progress --log-every 1 --checkpoint-dir "$tmp/afile/ck"
