@@ -34,6 +34,7 @@
 
 #include "cli.h"
 #include "dtrain/checkpoint.h"
+#include "dtrain/core.h"
 #include "launch_hosts.h"
 
 enum { PATH_LEN = 4096 };
@@ -790,13 +791,6 @@ static void report(const launch_state *st, const char *outcome)
     fflush(stdout);
 }
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 /* Which launcher the words run, by what `LAUNCHER --version` prints: "HYDRA" (MPICH's
  * mpiexec), "Open MPI" or "OpenRTE" (Open MPI's mpirun), or neither (LAUNCHER_OTHER: the
  * launcher cannot be run, does not answer within 10 s, or is another program; Open MPI's
@@ -834,8 +828,8 @@ static int launcher_kind(const char *mpirun)
         char buf[4096];
         size_t got = 0;
         struct pollfd p = {.fd = out[0], .events = POLLIN};
-        const double end = now_s() + 10.0;
-        while (got < sizeof buf - 1 && now_s() < end && poll(&p, 1, 100) >= 0) {
+        const double end = dt_now() + 10.0;
+        while (got < sizeof buf - 1 && dt_now() < end && poll(&p, 1, 100) >= 0) {
             if (!(p.revents & (POLLIN | POLLHUP)))
                 continue;
             ssize_t r = read(out[0], buf + got, sizeof buf - 1 - got);

@@ -101,11 +101,9 @@ static dt_status comm_new(int rank, int size, const char *name, dt_cx_history *s
     c->rank = rank;
     c->size = size;
     c->data = c->ctrl = MPI_COMM_NULL;
-    for (int k = 0; k < DT_CX_HALF_OPS; k++)
-        c->u8_op[k] = MPI_OP_NULL;
-    for (int t = 0; t < 2; t++)
-        for (int k = 0; k < DT_CX_HALF_OPS; k++)
-            c->half_op[t][k] = MPI_OP_NULL;
+    for (int t = 0; t < DT_CX_OWN_TYPES; t++)
+        for (int k = 0; k < DT_CX_OWN_OPS; k++)
+            c->own_op[t][k] = MPI_OP_NULL;
     snprintf(c->name, sizeof c->name, "%s", name ? name : "world");
     c->opt = opt ? *opt : dt_comm_options_default();
     c->max_count = INT_MAX;
@@ -172,55 +170,40 @@ static dt_status mpi_fail(const char *what, const char *name, int err)
     return dt_cx_group_mpi_fail(name, what, err);
 }
 
-/* uint8 sum modulo 256, max and min, for MPI's reductions (its own are wrong in two MPIs:
- * validate.c). */
-#define U8_OP_FN(NAME, EXPR)                                                                       \
-    static void NAME(void *in, void *inout, int *len, MPI_Datatype *type)                          \
-    {                                                                                              \
-        const uint8_t *a = in;                                                                     \
-        uint8_t *b = inout;                                                                        \
-        (void)type;                                                                                \
-        for (int i = 0; i < *len; i++)                                                             \
-            b[i] = (uint8_t)(EXPR);                                                                \
-    }
-U8_OP_FN(u8_sum_fn, a[i] + b[i])
-U8_OP_FN(u8_max_fn, a[i] > b[i] ? a[i] : b[i])
-U8_OP_FN(u8_min_fn, a[i] < b[i] ? a[i] : b[i])
-/* indexed as dt_comm.u8_op: DT_CX_HALF_SUM, _MAX, _MIN */
-static MPI_User_function *const u8_fns[DT_CX_HALF_OPS] = {u8_sum_fn, u8_max_fn, u8_min_fn};
-
-/* The 16-bit float reductions for MPI, which has none (validate.c): our binary step
- * (reduce_ops.c), so that MPI's results follow comm.h's rounding rule. MPI asks for
- * inout = in op inout, `in` the lower rank's operand when it keeps an order. */
-#define HALF_OP_FN(NAME, DTYPE, OP)                                                                \
+/* Our own reductions for MPI (comm_internal.h, validate.c): the binary step of our own
+ * engines (reduce_ops.c), so that MPI's results follow comm.h's rules (uint8 sums wrap,
+ * 16-bit floats round as comm.h says). MPI asks for inout = in op inout, `in` the lower
+ * rank's operand when it keeps an order. */
+#define OWN_OP_FN(NAME, DTYPE, OP)                                                                 \
     static void NAME(void *in, void *inout, int *len, MPI_Datatype *type)                          \
     {                                                                                              \
         (void)type;                                                                                \
         dt_cx_reduce2(inout, in, inout, (size_t)*len, DTYPE, OP);                                  \
     }
-HALF_OP_FN(f16_sum_fn, DT_COMM_FLOAT16, DT_COMM_SUM)
-HALF_OP_FN(f16_max_fn, DT_COMM_FLOAT16, DT_COMM_MAX)
-HALF_OP_FN(f16_min_fn, DT_COMM_FLOAT16, DT_COMM_MIN)
-HALF_OP_FN(bf16_sum_fn, DT_COMM_BFLOAT16, DT_COMM_SUM)
-HALF_OP_FN(bf16_max_fn, DT_COMM_BFLOAT16, DT_COMM_MAX)
-HALF_OP_FN(bf16_min_fn, DT_COMM_BFLOAT16, DT_COMM_MIN)
-/* indexed as dt_comm.half_op: [float16, bfloat16][DT_CX_HALF_SUM, _MAX, _MIN] */
-static MPI_User_function *const half_fns[2][DT_CX_HALF_OPS] = {
+OWN_OP_FN(u8_sum_fn, DT_COMM_UINT8, DT_COMM_SUM)
+OWN_OP_FN(u8_max_fn, DT_COMM_UINT8, DT_COMM_MAX)
+OWN_OP_FN(u8_min_fn, DT_COMM_UINT8, DT_COMM_MIN)
+OWN_OP_FN(f16_sum_fn, DT_COMM_FLOAT16, DT_COMM_SUM)
+OWN_OP_FN(f16_max_fn, DT_COMM_FLOAT16, DT_COMM_MAX)
+OWN_OP_FN(f16_min_fn, DT_COMM_FLOAT16, DT_COMM_MIN)
+OWN_OP_FN(bf16_sum_fn, DT_COMM_BFLOAT16, DT_COMM_SUM)
+OWN_OP_FN(bf16_max_fn, DT_COMM_BFLOAT16, DT_COMM_MAX)
+OWN_OP_FN(bf16_min_fn, DT_COMM_BFLOAT16, DT_COMM_MIN)
+/* indexed as dt_comm.own_op */
+static MPI_User_function *const own_fns[DT_CX_OWN_TYPES][DT_CX_OWN_OPS] = {
+    {u8_sum_fn, u8_max_fn, u8_min_fn},
     {f16_sum_fn, f16_max_fn, f16_min_fn},
     {bf16_sum_fn, bf16_max_fn, bf16_min_fn},
 };
 
-/* Our MPI operations (dt_comm.u8_op, .half_op), all commutative. On failure the ones
- * made so far stay in the handle for free_ops. */
+/* Our MPI operations (dt_comm.own_op), all commutative. On failure the ones made so far
+ * stay in the handle for free_ops. */
 static dt_status create_ops(dt_comm *c, const char *name)
 {
     int err;
-    for (int k = 0; k < DT_CX_HALF_OPS; k++)
-        if ((err = MPI_Op_create(u8_fns[k], 1, &c->u8_op[k])) != MPI_SUCCESS)
-            return mpi_fail("MPI_Op_create", name, err);
-    for (int t = 0; t < 2; t++)
-        for (int k = 0; k < DT_CX_HALF_OPS; k++)
-            if ((err = MPI_Op_create(half_fns[t][k], 1, &c->half_op[t][k])) != MPI_SUCCESS)
+    for (int t = 0; t < DT_CX_OWN_TYPES; t++)
+        for (int k = 0; k < DT_CX_OWN_OPS; k++)
+            if ((err = MPI_Op_create(own_fns[t][k], 1, &c->own_op[t][k])) != MPI_SUCCESS)
                 return mpi_fail("MPI_Op_create", name, err);
     return DT_OK;
 }
@@ -228,13 +211,10 @@ static dt_status create_ops(dt_comm *c, const char *name)
 /* Cleanup of create_ops' operations, which cannot report: MPI's answers are ignored. */
 static void free_ops(dt_comm *c)
 {
-    for (int k = 0; k < DT_CX_HALF_OPS; k++)
-        if (c->u8_op[k] != MPI_OP_NULL)
-            MPI_Op_free(&c->u8_op[k]);
-    for (int t = 0; t < 2; t++)
-        for (int k = 0; k < DT_CX_HALF_OPS; k++)
-            if (c->half_op[t][k] != MPI_OP_NULL)
-                MPI_Op_free(&c->half_op[t][k]);
+    for (int t = 0; t < DT_CX_OWN_TYPES; t++)
+        for (int k = 0; k < DT_CX_OWN_OPS; k++)
+            if (c->own_op[t][k] != MPI_OP_NULL)
+                MPI_Op_free(&c->own_op[t][k]);
 }
 
 /* Wraps a data communicator (already ours) into a handle with its own control duplicate.

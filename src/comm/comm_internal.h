@@ -48,9 +48,12 @@ enum { DT_PH_CHECK = 0, DT_PH_SLOTS, DT_PH_RUN, DT_PH_DONE };
 #define DT_SLOT_GROUPS 2    /* requests that may hold receive buffers at once */
 #define DT_REPORT_BYTES 8192
 
-/* Our MPI operations on the 16-bit float types, per type (dt_comm.half_op): MPI has no
- * such type, so these reduce the 2-byte patterns by comm.h's rounding rule; AVG sums. */
-enum { DT_CX_HALF_SUM = 0, DT_CX_HALF_MAX, DT_CX_HALF_MIN, DT_CX_HALF_OPS };
+/* Our own MPI operations (dt_comm.own_op), by type and operation: the 16-bit floats, which
+ * MPI has not (the 2-byte patterns reduced by comm.h's rounding rule), and uint8, whose MPI
+ * operations are wrong in Open MPI 4.1 (the sum saturates) and MPICH 4.0 (max and min
+ * compare as signed): validate.c. AVG sums. */
+enum { DT_CX_OWN_U8 = 0, DT_CX_OWN_F16, DT_CX_OWN_BF16, DT_CX_OWN_TYPES };
+enum { DT_CX_OWN_SUM = 0, DT_CX_OWN_MAX, DT_CX_OWN_MIN, DT_CX_OWN_OPS };
 
 /* Tags on the data communicator: user point to point below DT_COMM_TAG_MAX, then two per
  * collective sequence number (reduce-scatter phase, all-gather phase) for ours. */
@@ -151,12 +154,7 @@ struct dt_comm {
     int rank, size;
     int is_mpi;
     MPI_Comm data, ctrl;
-    /* uint8 sum (wrapping), max and min, indexed as half_op's second index: MPI's own are
-     * wrong in Open MPI 4.1 (the sum saturates) and MPICH 4.0 (max and min compare as
-     * signed): validate.c */
-    MPI_Op u8_op[DT_CX_HALF_OPS];
-    /* float16 [0] and bfloat16 [1] sum, max and min: MPI has none (validate.c, comm.c) */
-    MPI_Op half_op[2][DT_CX_HALF_OPS];
+    MPI_Op own_op[DT_CX_OWN_TYPES][DT_CX_OWN_OPS]; /* (comm.c, validate.c) */
     char name[24];
     int *world_ranks; /* group rank -> rank in the top-level handle's communicator */
     dt_comm_options opt;

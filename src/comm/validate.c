@@ -93,45 +93,23 @@ MPI_Op dt_cx_mpi_op(const dt_comm *c, dt_comm_dtype dtype, dt_comm_redop op)
     /* Open MPI 4.1's AVX operations saturate uint8 sums at 255 (measured: 200 + 200 gave
      * 255 in 64-element calls and 144 in 1-element ones), and MPICH 4.0's max and min
      * compare unsigned types as signed (max(100, 200) gave 100; MPICH issue 6083, fixed
-     * after the 4.0.2 Debian 12 ships): our own uint8 operations for all three. */
-    if (dtype == DT_COMM_UINT8) {
-        switch (op) {
-        case DT_COMM_SUM:
-        case DT_COMM_AVG:
-            return c->u8_op[DT_CX_HALF_SUM];
-        case DT_COMM_MAX:
-            return c->u8_op[DT_CX_HALF_MAX];
-        case DT_COMM_MIN:
-            return c->u8_op[DT_CX_HALF_MIN];
-        default:
-            break;
-        }
-    }
-    if (dtype == DT_COMM_FLOAT16 || dtype == DT_COMM_BFLOAT16) {
-        int t = dtype == DT_COMM_BFLOAT16;
-        switch (op) {
-        case DT_COMM_SUM:
-        case DT_COMM_AVG:
-            return c->half_op[t][DT_CX_HALF_SUM];
-        case DT_COMM_MAX:
-            return c->half_op[t][DT_CX_HALF_MAX];
-        case DT_COMM_MIN:
-            return c->half_op[t][DT_CX_HALF_MIN];
-        default:
-            return MPI_OP_NULL;
-        }
-    }
-    switch (op) {
-    case DT_COMM_SUM:
-    case DT_COMM_AVG:
-        return MPI_SUM; /* MPI has no average: sum, then divide once */
-    case DT_COMM_MAX:
-        return MPI_MAX;
-    case DT_COMM_MIN:
-        return MPI_MIN;
-    default:
+     * after the 4.0.2 Debian 12 ships); MPI has no 16-bit float type: our own operations
+     * for these three types. */
+    const int own = dtype == DT_COMM_UINT8      ? DT_CX_OWN_U8
+                    : dtype == DT_COMM_FLOAT16  ? DT_CX_OWN_F16
+                    : dtype == DT_COMM_BFLOAT16 ? DT_CX_OWN_BF16
+                                                : -1;
+    /* MPI has no average: sum, then divide once */
+    const int k = op == DT_COMM_SUM || op == DT_COMM_AVG ? DT_CX_OWN_SUM
+                  : op == DT_COMM_MAX                    ? DT_CX_OWN_MAX
+                  : op == DT_COMM_MIN                    ? DT_CX_OWN_MIN
+                                                         : -1;
+    if (k < 0)
         return MPI_OP_NULL;
-    }
+    if (own >= 0)
+        return c->own_op[own][k];
+    static const MPI_Op mpi_ops[DT_CX_OWN_OPS] = {MPI_SUM, MPI_MAX, MPI_MIN};
+    return mpi_ops[k];
 }
 
 void dt_cx_describe(const dt_comm_req *q, char *buf, size_t n)
