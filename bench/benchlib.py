@@ -17,6 +17,7 @@ torch themselves).
 """
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -121,6 +122,9 @@ def torch_peers():
     # joins the comparison as a third peer.
     extra = os.environ.get("BENCH_TORCH_PYTHON")
     if extra:
+        # A bare name (python3) is looked up on PATH, as a shell would: the peer is then
+        # called by its path, which torch_version can check exists.
+        extra = shutil.which(extra) or extra
         v = torch_version(extra)
         peers.append(Peer("torch_extra", "PyTorch %s (%s)" % (v or "?", extra), extra,
                           None if v else "not installed"))

@@ -572,8 +572,12 @@ def main():
             if len({b[0] for b, _, _ in loaded}) > 1:
                 sys.exit("summarise.py: --merge: files of one benchmark, not %s" %
                          ", ".join(sorted({b[0] for b, _, _ in loaded})))
-            loaded = [(loaded[0][0], " + ".join(p for _, p, _ in loaded),
-                       [r for _, _, recs in loaded for r in recs])]
+            merged = [r for _, _, recs in loaded for r in recs]
+            # A file cut before its summaries holds runs that the others' summaries do not
+            # count: read every file's runs from their records then, as one cut run.
+            if any(not events(recs, "summary") for _, _, recs in loaded):
+                merged = [r for r in merged if r.get("event") != "summary"]
+            loaded = [(loaded[0][0], " + ".join(p for _, p, _ in loaded), merged)]
         for bench, path, recs in loaded:
             blocks.append(summarise(bench, path, recs, bool(recs) and bench[3](recs)))
     else:
