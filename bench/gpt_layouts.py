@@ -632,12 +632,18 @@ def short(why, n=60):
 
 def per_rank(runs, field, scale=1.0, spec=".1f"):
     """"r0 / r1" of a field of the ranks (the first run's: deterministic accounting), or the
-    median over runs for a measured one (peak RSS)."""
+    median over runs for a measured one (peak RSS); one figure where every rank gives the
+    same, "min-max" over more than 4 ranks."""
     ranks = runs[0]["ranks"]
     vals = [bl.median([r["ranks"][i].get(field) for r in runs]) for i in range(len(ranks))]
     if any(v is None for v in vals):
         return "-"
-    return " / ".join(format(v / scale, spec) for v in vals)
+    text = [format(v / scale, spec) for v in vals]
+    if len(set(text)) == 1:  # every rank the same: one figure
+        return text[0]
+    if len(text) > 4:  # many ranks: their range
+        return "%s-%s" % (format(min(vals) / scale, spec), format(max(vals) / scale, spec))
+    return " / ".join(text)
 
 
 def peer_runs(results, p, key, lay):

@@ -386,15 +386,21 @@ def gpt_layouts_partial(recs):
         if mem:
             out.append(bl.table("%s: %s" % (size, gpt_layouts.MEMORY_TITLE),
                                 gpt_layouts.MEMORY_HEAD, mem))
-        comm = [gpt_layouts.comm_row(c["layout"], c) for c in events(recs, "comm")
-                if c["size"] == size]
-        comm += [gpt_layouts.comm_failed_row(r["layout"], r.get("error", ""))
-                 for r in events(recs, "failed")
-                 if r.get("impl") == "trace" and r.get("size") == size]
-        if comm:
-            steps = min(c.get("trace_steps", 3) for c in events(recs, "comm"))
-            out.append(gpt_layouts.comm_table(comm, steps))
+        out += gpt_layouts_comm(recs, size)
     return out
+
+
+def gpt_layouts_comm(recs, size):
+    """A size's communication table from the traced runs' comm records (none: no table)."""
+    comm = [gpt_layouts.comm_row(c["layout"], c) for c in events(recs, "comm")
+            if c["size"] == size]
+    comm += [gpt_layouts.comm_failed_row(r["layout"], r.get("error", ""))
+             for r in events(recs, "failed")
+             if r.get("impl") == "trace" and r.get("size") == size]
+    if not comm:
+        return []
+    steps = min(c.get("trace_steps", 3) for c in events(recs, "comm"))
+    return [gpt_layouts.comm_table(comm, steps)]
 
 
 def gpt_layouts_bench(recs):
@@ -422,6 +428,19 @@ def gpt_layouts_bench(recs):
                             ["dtrain/PyTorch step"], rows))
         out.append("%s: dtrain's step %s the fastest PyTorch's over the layouts" %
                    (size, span(ratios)))
+        # the memory per rank from the train records, as a cut run's, and the traces
+        mem = []
+        for lay in dict.fromkeys(s["layout"] for s in sums if s["size"] == size):
+            for who in ["dtrain"] + peers:
+                runs = [r for r in events(recs, "train") if r["size"] == size and
+                        r["layout"] == lay and r["impl"] == who]
+                if runs:
+                    mem.append(gpt_layouts.dtrain_memory_row(lay, runs) if who == "dtrain"
+                               else gpt_layouts.peer_memory_row(lay, who, runs))
+        if mem:
+            out.append(bl.table("%s: %s" % (size, gpt_layouts.MEMORY_TITLE),
+                                gpt_layouts.MEMORY_HEAD, mem))
+        out += gpt_layouts_comm(recs, size)
     return out
 
 

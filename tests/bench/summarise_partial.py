@@ -78,6 +78,19 @@ with tempfile.TemporaryDirectory(prefix="dtrain-summarise-") as d:
     row = row_of(out, "convnet", "dtrain")
     check("ddp --merge", row is not None and "420 (400-430), 3 runs" in row and "0.95" in row,
           "420 (400-430), 3 runs, efficiency 0.95", row or out)
+    # One complete file (summaries) beside a cut one: every file's runs count, read from the
+    # train records (the complete file's summaries know nothing of the other's runs).
+    e = os.path.join(d, "ddp-20260101-000200.jsonl")
+    write(e, [{"event": "train", "peer": "dtrain", "variant": "dtrain", "config": cfg,
+               "world_size": 4, "samples_per_s": 440.0},
+              {"event": "summary", "model": "convnet", "peer": "dtrain", "ranks": 4,
+               "samples_per_s_1": 999.0, "samples_per_s_n": 440.0, "efficiency": 0.11,
+               "reps": 1}])
+    out = summarise("--merge", a, e)
+    row = row_of(out, "convnet", "dtrain")
+    check("ddp --merge of a complete and a cut run", row is not None and
+          "420 (400-440), 3 runs" in row and "110 (100-120), 3 runs" in row,
+          "420 (400-440), 3 runs at 4 ranks beside 110 (100-120), 3 runs", row or out)
     c = os.path.join(d, "gpt-layouts-20260101-000000.jsonl")
     write(c, [{"event": "merge-me-not"}])
     r = subprocess.run([sys.executable, os.path.join(BENCH, "summarise.py"), "--merge", a, c],
@@ -121,6 +134,34 @@ with tempfile.TemporaryDirectory(prefix="dtrain-summarise-") as d:
           "FAILED: PipeliningShapeError" in row and row.rstrip().endswith("-"),
           "FAILED: PipeliningShapeError... and no ratio", row or out)
 
+    # A complete gpt_layouts run: beside its tokens/s, the memory per rank from the train
+    # records (one figure where the ranks agree, a range over more than 4 ranks) and the
+    # traces, which the run printed and the JSON lines keep.
+    g = os.path.join(d, "gpt-layouts-20260101-000100.jsonl")
+    rank = lambda rss: {"param_bytes": 7.7e6, "optim_state_bytes": 15.3e6,
+                        "activation_bytes": 73.9e6, "kept_bytes": 30.6e6, "seq_bytes": 16.81e6,
+                        "planned_bytes": 104.5e6, "peak_rss_mb": rss}
+    tp16 = {"event": "train", "size": "wide", "layout": "tp16", "impl": "dtrain",
+            "step_ms_median": 330.0, "tokens_per_s": 3100.0,
+            "ranks": [rank(152.0 + (i % 2) * 6) for i in range(16)]}
+    spread = {"median": 3100.0, "min": 3100.0, "max": 3100.0, "n": 1}
+    write(g, [{"event": "comm", "size": "wide", "layout": "tp16", "trace_steps": 2,
+               "trace": {"0": {"tp": {"bytes": 33.55e6, "ms": 97.0}},
+                         "1": {"tp": {"bytes": 33.55e6, "ms": 187.7}}},
+               "plan_rows": [["tp", 33.55, None]], "plan_total_ms": 25.2},
+              tp16,
+              {"event": "summary", "size": "wide", "layout": "tp16", "reps": 1,
+               "dtrain": {"tokens_per_s": spread}}])
+    out = summarise(g)
+    row = next((ln for ln in out.splitlines() if ln.startswith("tp16") and "dtrain" in ln
+                and "104.5" in ln), None)
+    check("gpt_layouts complete: the memory table", row is not None and " 7.7 " in row and
+          row.rstrip().endswith("152-158"),
+          "tp16 dtrain 7.7 ... 104.5 152-158 (one figure per field, RSS as a range)", row or out)
+    check("gpt_layouts complete: the trace table",
+          any(ln.startswith("tp16") and "97.0 / 187.7" in ln and "25.2" in ln
+              for ln in out.splitlines()), "tp16 ... 97.0 / 187.7 ... 25.2", out)
+
     # tp_overlap_netns.sh's JSON lines: one summary per link rate, its table from summarise.
     o = os.path.join(d, "tp-overlap-netns-20260101-000000.jsonl")
     cell = lambda m: {"median": m, "min": m - 5, "max": m + 5, "n": 3, "backward_ms": m / 2}
@@ -149,6 +190,17 @@ check("dp2tp2pp2's settings", lay.sets == ["parallel.dp=2", "parallel.tp=2", "pa
                                            "parallel.micro_batches=4",
                                            "parallel.pp_schedule=1f1b"],
       "dp, tp, pp, M 4, 1F1B", lay.sets)
+# BENCH_TORCH_PYTHON may name a program on PATH, as docs/BENCHMARKS.md's commands do
+# (BENCH_TORCH_PYTHON=python3): the peer is called by its path. `sh` stands in for it (it
+# imports no torch, so the peer is "not installed", but found).
+import benchlib  # noqa: E402
+os.environ["BENCH_TORCH_PYTHON"] = "sh"
+extra = [p for p in benchlib.torch_peers() if p.key == "torch_extra"]
+check("BENCH_TORCH_PYTHON=sh looked up on PATH",
+      len(extra) == 1 and os.path.isabs(extra[0].python) and os.path.exists(extra[0].python),
+      "one torch_extra peer called by an existing absolute path",
+      extra and extra[0].python)
+
 for key in ("tp1", "sp", "dp2sp", "tp2_gpipe", "pp2tp2", "dpx"):
     lay = gpt_layouts.grid_layout(key, 4)
     check("grid_layout(%s) refused" % key, lay is None, None, lay and lay.label)
@@ -157,4 +209,5 @@ if failures:
     print("\n".join(failures))
     sys.exit(1)
 print("ok: partial ddp and gpt_layouts runs summarised with their run counts, --merge, "
-      "tp_overlap_netns's summaries, the grid layouts")
+      "a complete gpt_layouts run's memory and traces, tp_overlap_netns's summaries, the "
+      "grid layouts")
