@@ -584,6 +584,61 @@ def build_tools(build_dir, script):
 # --- What a `dtrain train --trace FILE` run communicated (bench/gpt_layouts.py, beside
 # `dtrain plan --json`'s rows). ---
 
+# The group a rank's collective runs in, by the grid's coordinates (docs/USER_GUIDE.md: world
+# rank = tp_rank + tp (dp_rank + dp pp_rank)): the members of one "tp" group share dp and pp,
+# and so on; the world and any other name span every rank that names it.
+GROUP_KEYS = {"tp": lambda t, d, p: (d, p), "dp": lambda t, d, p: (t, p),
+              "pp": lambda t, d, p: (t, d), "embedding group": lambda t, d, p: (t, d)}
+
+
+def trace_after_last(path, dp=1, tp=1, pp=1, first_step=2):
+    """Per rank, each group's collectives timed from the last member's arrival to the first
+    member's completion, summed per step of the trace from `first_step` on: {rank: {group: ms
+    per step}}. A collective's traced time holds the wait for its slowest member; what is
+    left after the last one arrives is the transfer and the reduction, which the plan's link
+    model predicts (with blocking collectives: a run with parallel.overlap=off, or a
+    non-blocking call's end is when a progress call saw it done). The k-th collective of a
+    group on each member is the same operation (collectives are called in one order by every
+    member), which is checked: a group whose members' calls differ in number, name or size
+    reads None, as does a trace that dropped events. Sends and receives are left out: the
+    trace does not name their peer."""
+    with open(path) as f:
+        doc = json.load(f)
+    events = doc["traceEvents"]
+    dropped = doc.get("otherData", {}).get("dropped_events", 0)
+    steps, calls = {}, {}
+    for e in events:
+        if e.get("cat") == "step" and e["args"]["step"] >= first_step:
+            steps.setdefault(e["pid"], set()).add(e["args"]["step"])
+        elif e.get("cat") == "comm" and e["name"] not in ("send", "recv"):
+            calls.setdefault((e["args"]["group"], e["pid"]), []).append(e)
+    insts = {}
+    for (g, rank), evs in calls.items():
+        evs.sort(key=lambda e: e["ts"])
+        t, d, p = rank % tp, (rank // tp) % dp, rank // (tp * dp)
+        key = GROUP_KEYS[g](t, d, p) if g in GROUP_KEYS else ()
+        insts.setdefault((g, key), {})[rank] = evs
+    out = {}
+    for (g, _), members in insts.items():
+        lists = list(members.values())
+        sums = {r: 0.0 for r in members}
+        ok = not dropped and len({len(v) for v in lists}) == 1
+        for k in range(len(lists[0]) if ok else 0):
+            evs = [v[k] for v in lists]
+            if len({(e["name"], e["args"]["bytes"]) for e in evs}) != 1:
+                ok = False
+                break
+            if evs[0]["args"].get("step", 0) < first_step:
+                continue
+            last = max(e["ts"] for e in evs)
+            done = min(e["ts"] + e["dur"] for e in evs)
+            for r in members:
+                sums[r] += max(0.0, done - last) / 1e3 / (len(steps.get(r, ())) or 1)
+        for r in members:
+            out.setdefault(r, {})[g] = sums[r] if ok else None
+    return out
+
+
 def trace_comm(path, first_step=2):
     """Per rank, the communication of the trace's steps from `first_step` on (step 1 and the
     set-up before it left out): {rank: {group: {"bytes": per step, "ms": per step,

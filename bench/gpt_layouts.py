@@ -36,10 +36,11 @@ of the runs rotated every repetition; per rank the parameter and optimizer-state
 dtrain's planned activations and workspaces (of them kept for backward, and the blocks'
 per-position ones: what sequence parallelism divides), its whole plan, and peak RSS; under a
 pipeline each stage's compute and idle share. Communication: for dp, tp and pp layouts one
-extra `dtrain train --trace` run gives the bytes and milliseconds each rank put into its
-groups' collectives per step, beside `dtrain plan`'s prediction for the layout from a link
-measured here (`dtrain bench-comm` at 2 ranks); that run also prints dtrain's per-rank memory
-lines, checked against bench_tp's. The traced runs come before the timed ones: they are
+extra `dtrain train --trace` run (parallel.overlap=off: every collective waited for) gives
+the bytes and milliseconds each rank put into its groups' collectives per step, and the
+collectives' time after their last member arrived, beside `dtrain plan`'s prediction for
+the layout from a link measured here (`dtrain bench-comm` at 2 ranks); that run also prints
+dtrain's per-rank memory lines, checked against bench_tp's. The traced runs come before the timed ones: they are
 short, and a run stopped by a time limit keeps them (bench/summarise.py prints the cells,
 memory and communication of such a run from its JSON lines). `--trace-only` runs only them:
 the bytes per step do not depend on the machine, so a 2-core machine checks them against the
@@ -410,10 +411,14 @@ def comm_run(build, sz, lay, cfg, work, link, a, rec):
     train` run of the layout, beside `dtrain plan`'s prediction."""
     trace = os.path.join(work, "trace-%s-%s.json" % (sz.key, lay.key))
     batch = rank_batch(sz, lay, a)
-    out = dtrain_train(build, cfg, lay.ranks, lay.opts + [
+    # Every collective blocking (parallel.overlap=off; the bytes are the same), so that the
+    # time after its last member arrives is the transfer's, not computation it overlaps.
+    blocking = [] if "parallel.overlap=off" in lay.opts else ["--set", "parallel.overlap=off"]
+    out = dtrain_train(build, cfg, lay.ranks, lay.opts + blocking + [
         "--batch", str(batch), "--max-steps", str(1 + a.trace_steps), "--trace", trace])
     mem = [ln for ln in out.splitlines() if ln.startswith("dtrain: memory planned on rank ")]
     comm = bl.trace_comm(trace)
+    after = bl.trace_after_last(trace, lay.dp, lay.tp, lay.stages)
     # The plan takes the layout, not the schedule nor the overlap (it predicts operand bytes
     # and the link's time for them).
     plan_opts, skip = [], 0
@@ -428,7 +433,9 @@ def comm_run(build, sz, lay, cfg, work, link, a, rec):
                        bl.thread_env(1), 300)[0]
     # Per group, the largest stage's bytes (stages are predicted apart, as the trace's
     # largest rank is read), in MB; the total ms is the busiest stage's.
-    per_group, total = {}, None
+    # The collectives' planned ms: the busiest stage's, the pipeline's sends (group pp) left
+    # out, as trace_after_last leaves them out.
+    per_group, total, coll_ms = {}, None, {}
     with open(rows_json) as f:
         for line in f:
             r = json.loads(line)
@@ -437,12 +444,16 @@ def comm_run(build, sz, lay, cfg, work, link, a, rec):
                 continue
             k = (r["stage"], r["group"])
             per_group[k] = per_group.get(k, 0.0) + r["bytes"] / 1e6
+            if r["group"] != "pp":
+                coll_ms[r["stage"]] = coll_ms.get(r["stage"], 0.0) + r["ms"]
     rows = []
     for g in sorted({g for (_, g) in per_group}):
         rows.append((g, max(v for (st, gg), v in per_group.items() if gg == g), None))
     r = {"event": "comm", "size": sz.key, "layout": lay.key, "memory_lines": mem,
          "trace": {str(k): v for k, v in comm.items()}, "plan_rows": rows,
-         "plan_total_ms": total, "plan_text": plan, "trace_steps": a.trace_steps}
+         "plan_total_ms": total, "plan_text": plan, "trace_steps": a.trace_steps,
+         "after_last": {str(k): v for k, v in after.items()},
+         "plan_collective_ms": max(coll_ms.values()) if coll_ms else 0.0}
     rec.write(r)
     return r
 
@@ -651,31 +662,54 @@ def peer_runs(results, p, key, lay):
     return results.get((p.key, key, "tp2" if lay.key == "tp2_blocking" else lay.key))
 
 
+def after_last_ms(c):
+    """The largest rank's collectives after their last member's arrival, ms per step (the
+    world's scalar exchanges left out, as the plan leaves them out), or None: a record from
+    before the measure, or a group whose calls did not pair up."""
+    per = c.get("after_last")
+    if not per:
+        return None
+    sums = []
+    for groups in per.values():
+        vals = [v for g, v in groups.items() if g != "world"]
+        if any(v is None for v in vals):
+            return None
+        sums.append(sum(vals))
+    return max(sums)
+
+
 def comm_row(label, c):
     """A layout's row of the communication table from its "comm" record (comm_run): the
     traced MB per group on the largest rank, the plan's MB, the traced ms on the fastest and
-    slowest rank, the plan's ms."""
+    slowest rank beside the plan's ms for everything; then the collectives alone: their ms
+    after the last member arrived (the largest rank) beside the plan's."""
     groups = sorted({g for r in c["trace"].values() for g in r if g != "world"})
     per = {g: [c["trace"][rk].get(g, {}) for rk in sorted(c["trace"])] for g in groups}
     tms = [sum(r.get(g, {}).get("ms", 0) for g in groups) for r in c["trace"].values()]
     pbytes = sum(row[1] for row in c["plan_rows"])
+    after, pcoll = after_last_ms(c), c.get("plan_collective_ms")
     return [label, ", ".join("%s %.2f" % (g, max(x.get("bytes", 0) for x in v) / 1e6)
                              for g, v in per.items()),
             "%.2f" % pbytes, "%.1f / %.1f" % (min(tms), max(tms)),
-            bl.fmt(c["plan_total_ms"], ".1f"),
-            "%.2f" % (min(tms) / c["plan_total_ms"]) if c["plan_total_ms"] else "-"]
+            bl.fmt(c["plan_total_ms"], ".1f"), bl.fmt(after, ".1f"), bl.fmt(pcoll, ".1f"),
+            "%.2f" % (after / pcoll) if after is not None and pcoll else "-"]
 
 
 def comm_failed_row(label, why):
     """A layout's row of the communication table when its traced run failed."""
-    return [label, "FAILED: " + short(why), "", "", "", ""]
+    return [label, "FAILED: " + short(why), "", "", "", "", "", ""]
 
 
 def comm_table(rows, trace_steps):
     return bl.table("Communication per step: the trace's (dtrain train --trace, %d steps after "
-                    "the first) beside dtrain plan's, MB and ms" % trace_steps,
+                    "the first, parallel.overlap=off) beside dtrain plan's, MB and ms; a "
+                    "traced ms holds the wait for the group's slowest member, the collectives' "
+                    "'after last arrival' does not (the pipeline's sends are in neither)"
+                    % trace_steps,
                     ["layout", "traced MB by group (largest rank)", "planned MB",
-                     "traced ms (fastest / slowest rank)", "planned ms", "traced/planned"], rows)
+                     "traced ms (fastest / slowest rank)", "planned ms",
+                     "collectives after last arrival ms", "planned collectives ms",
+                     "after/planned"], rows)
 
 
 def dtrain_memory_row(label, runs):

@@ -114,7 +114,9 @@ with tempfile.TemporaryDirectory(prefix="dtrain-summarise-") as d:
           [{"event": "comm", "size": "nano", "layout": "dp4", "trace_steps": 3,
             "trace": {"0": {"dp": {"bytes": 43.38e6, "ms": 20.0}},
                       "1": {"dp": {"bytes": 43.38e6, "ms": 30.0}}},
-            "plan_rows": [["dp", 43.38, None]], "plan_total_ms": 10.0},
+            "plan_rows": [["dp", 43.38, None]], "plan_total_ms": 10.0,
+            "after_last": {"0": {"dp": 12.0, "world": 3.0}, "1": {"dp": 15.0}},
+            "plan_collective_ms": 10.0},
            {"event": "peer", "key": "torch_extra", "label": "PyTorch 2.11"}])
     out = summarise(c)
     head = next((ln for ln in out.splitlines() if ln.startswith("layout")), "")
@@ -122,9 +124,11 @@ with tempfile.TemporaryDirectory(prefix="dtrain-summarise-") as d:
           "one torch_extra column", head or out)
     rows = [ln for ln in out.splitlines() if ln.startswith("dp4 ")]
     check("gpt_layouts partial, the trace beside the plan",
-          any("dp 43.38" in ln and "20.0 / 30.0" in ln and ln.rstrip().endswith("2.00")
-              for ln in rows),
-          "a dp4 row: dp 43.38 traced, 43.38 planned, 20.0 / 30.0 ms, 2.00", "\n".join(rows))
+          any("dp 43.38" in ln and "20.0 / 30.0" in ln and
+              ln.split()[-3:] == ["15.0", "10.0", "1.50"] for ln in rows),
+          "a dp4 row: dp 43.38 traced, 43.38 planned, 20.0 / 30.0 ms; collectives after the "
+          "last arrival 15.0 ms (the largest rank, the world's left out) against 10.0: 1.50",
+          "\n".join(rows))
     row = row_of(out, "dp4")
     check("gpt_layouts partial, dp4", row is not None and "1000 (900-1100), 3 runs" in row and
           "800 (800-800), 3 runs" in row and row.rstrip().endswith("0.80"),
@@ -153,6 +157,9 @@ with tempfile.TemporaryDirectory(prefix="dtrain-summarise-") as d:
               {"event": "summary", "size": "wide", "layout": "tp16", "reps": 1,
                "dtrain": {"tokens_per_s": spread}}])
     out = summarise(g)
+    check("gpt_layouts: a record from before the after-last measure",
+          any(ln.startswith("tp16") and ln.split()[-3:] == ["-", "-", "-"]
+              for ln in out.splitlines()), "tp16's last three cells '-'", out)
     row = next((ln for ln in out.splitlines() if ln.startswith("tp16") and "dtrain" in ln
                 and "104.5" in ln), None)
     check("gpt_layouts complete: the memory table", row is not None and " 7.7 " in row and
@@ -190,10 +197,48 @@ check("dp2tp2pp2's settings", lay.sets == ["parallel.dp=2", "parallel.tp=2", "pa
                                            "parallel.micro_batches=4",
                                            "parallel.pp_schedule=1f1b"],
       "dp, tp, pp, M 4, 1F1B", lay.sets)
+# trace_after_last: dp 2 x tp 2 (rank = tp_rank + 2 dp_rank): the tp groups are {0, 1} and
+# {2, 3}, the dp groups {0, 2} and {1, 3}. Each collective counts from its last member's
+# start to its first member's end; step 1's calls pair up but are not counted; sends and
+# the world's exchanges as given.
+import benchlib  # noqa: E402
+
+
+def ev(rank, name, group, ts, dur, step, nbytes=64):
+    return {"name": name, "cat": "comm", "ph": "X", "pid": rank, "tid": 1, "ts": ts,
+            "dur": dur, "args": {"group": group, "bytes": nbytes, "step": step}}
+
+
+trace = [{"name": "step %d" % st, "cat": "step", "ph": "X", "pid": r, "tid": 0, "ts": 0,
+          "dur": 1, "args": {"step": st}} for r in range(4) for st in (1, 2)]
+trace += [ev(r, "allreduce", "tp", 0, 5000, 1) for r in range(4)]  # step 1: not counted
+trace += [ev(0, "allreduce", "tp", 100, 50, 2), ev(1, "allreduce", "tp", 120, 40, 2),
+          ev(2, "allreduce", "tp", 100, 10, 2), ev(3, "allreduce", "tp", 105, 10, 2),
+          ev(0, "allreduce", "dp", 200, 100, 2), ev(2, "allreduce", "dp", 250, 60, 2),
+          ev(1, "allreduce", "dp", 200, 20, 2), ev(3, "allreduce", "dp", 210, 20, 2),
+          ev(0, "send", "pp", 0, 9000, 2), ev(1, "recv", "pp", 0, 9000, 2)]
+with tempfile.TemporaryDirectory(prefix="dtrain-trace-") as d:
+    path = os.path.join(d, "trace.json")
+
+    def after(events):
+        with open(path, "w") as f:
+            json.dump({"traceEvents": events, "otherData": {"dropped_events": 0}}, f)
+        got = benchlib.trace_after_last(path, dp=2, tp=2)
+        return {r: {g: (None if v is None else round(v, 6)) for g, v in gs.items()}
+                for r, gs in got.items()}
+    want = {0: {"tp": 0.03, "dp": 0.05}, 1: {"tp": 0.03, "dp": 0.01},
+            2: {"tp": 0.005, "dp": 0.05}, 3: {"tp": 0.005, "dp": 0.01}}
+    got = after(trace)
+    check("trace_after_last on dp 2 x tp 2", got == want, want, got)
+    got = after(trace + [ev(3, "allreduce", "tp", 400, 10, 2)])
+    check("trace_after_last: a member with a call the others lack",
+          [got[r]["tp"] for r in (0, 1, 2, 3)] == [0.03, 0.03, None, None],
+          "tp 0.03 on ranks 0, 1 and None on 2, 3 (their group's calls do not pair up)",
+          [got[r]["tp"] for r in (0, 1, 2, 3)])
+
 # BENCH_TORCH_PYTHON may name a program on PATH, as docs/BENCHMARKS.md's commands do
 # (BENCH_TORCH_PYTHON=python3): the peer is called by its path. `sh` stands in for it (it
 # imports no torch, so the peer is "not installed", but found).
-import benchlib  # noqa: E402
 os.environ["BENCH_TORCH_PYTHON"] = "sh"
 extra = [p for p in benchlib.torch_peers() if p.key == "torch_extra"]
 check("BENCH_TORCH_PYTHON=sh looked up on PATH",
@@ -209,5 +254,5 @@ if failures:
     print("\n".join(failures))
     sys.exit(1)
 print("ok: partial ddp and gpt_layouts runs summarised with their run counts, --merge, "
-      "a complete gpt_layouts run's memory and traces, tp_overlap_netns's summaries, the "
-      "grid layouts")
+      "a complete gpt_layouts run's memory and traces, the collectives after their last "
+      "arrival, tp_overlap_netns's summaries, the grid layouts")
