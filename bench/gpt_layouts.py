@@ -198,6 +198,9 @@ def args_parse():
                     help="the PyTorch peers: torch_pypi (the newest, bench/.venv) and/or "
                          "torch_debian (1.13: one process, dp and recompute only); '' for none")
     ap.add_argument("--spin", type=float, default=2.0)
+    ap.add_argument("--link-gap", type=float, default=0.0, metavar="MS",
+                    help="the link the plan reads: bench-comm with MS ms of computation before "
+                         "each call (--gap), as in a training step (default 0: back to back)")
     ap.add_argument("--trace-only", action="store_true",
                     help="the traced runs beside the plan only, no timed runs and no peers: the "
                          "bytes per step do not depend on the machine, so an oversubscribed one "
@@ -307,14 +310,16 @@ def split_blocks(build, cfg, stages):
     return ks
 
 
-def measure_link(build, work):
-    """bench-comm's all-reduce at 2 ranks (the link `dtrain plan --from` reads)."""
+def measure_link(build, work, gap_ms=0.0):
+    """bench-comm's all-reduce at 2 ranks (the link `dtrain plan --from` reads), with gap_ms
+    of computation spun before each call (--gap) where given."""
     path = os.path.join(work, "link.jsonl")
     if os.path.exists(path):
         os.remove(path)
+    gap = ["--gap", "%g" % gap_ms] if gap_ms > 0 else []
     bl.run_text(["mpirun", "-np", "2", "--oversubscribe", os.path.join(build, "dtrain"),
                  "bench-comm", "--ops", "allreduce", "--algos", "auto", "--min-bytes", "1K",
-                 "--max-bytes", "64M", "--json", path], bl.thread_env(1), 600)
+                 "--max-bytes", "64M", "--json", path] + gap, bl.thread_env(1), 600)
     return path
 
 
@@ -536,7 +541,7 @@ def main():
     comms = {}
     bl.log("link (bench-comm, 2 ranks)...")
     try:
-        link = measure_link(build, work)
+        link = measure_link(build, work, a.link_gap)
     except RuntimeError as e:
         link = None
         rec.write({"event": "failed", "impl": "bench-comm", "error": bl.failure_reason(str(e))})
