@@ -58,6 +58,9 @@ def args_parse():
     ap.add_argument("--allreduce-reps", type=int, default=None,
                     help="repetitions of the gloo-against-MPI all-reduce probe (--reps unless "
                          "given; 0 leaves it out: a machine lent for minutes)")
+    ap.add_argument("--probe-only", action="store_true",
+                    help="the gloo-against-MPI all-reduce probe alone, no training runs (a lent "
+                         "machine's last minutes)")
     ap.add_argument("--spin", type=float, default=2.0,
                     help="seconds of each parallel-ratio measurement")
     ap.add_argument("--quick", action="store_true",
@@ -72,6 +75,8 @@ def args_parse():
         ap.error("--reps must be at least 3 (medians); --quick checks the scripts")
     if a.allreduce_reps is None:
         a.allreduce_reps = a.reps
+    if a.probe_only and a.allreduce_reps < 1:
+        ap.error("--probe-only with --allreduce-reps 0 measures nothing")
     a.models = a.models.split(",")
     try:
         a.ranks = [int(r) for r in a.ranks.split(",")]
@@ -228,7 +233,7 @@ def main():
     ratio_before = bl.parallel_ratio(sgemm_peak, a.spin)
     rec.write({"event": "parallel_ratio", "when": "before", "ratio": ratio_before})
     results, errors = {}, {}
-    for rep in range(a.reps):
+    for rep in range(0 if a.probe_only else a.reps):
         for model in a.models:
             k = rep % len(runs)
             for v, ranks in runs[k:] + runs[:k]:
@@ -314,8 +319,9 @@ def report(a, peers, caps, variants, gone, results, errors, binds, params, allre
     head = ["model", "implementation", "1 process"]
     for n in a.ranks:
         head += ["%d ranks" % n, "eff %d" % n, "hidden %d" % n]
-    out.append(bl.table("Throughput, global samples/s; scaling efficiency thr(N) / (N thr(1)); "
-                        "share of the all-reduce hidden behind backward", head, rows))
+    tables = []  # --probe-only trained nothing: the throughput tables would be all "-"
+    tables.append(bl.table("Throughput, global samples/s; scaling efficiency thr(N) / (N "
+                           "thr(1)); share of the all-reduce hidden behind backward", head, rows))
 
     head, rows = ["model", "ranks", "dtrain"], []
     tpeers = [p for p in peers[1:] if p.missing is None]
@@ -332,9 +338,11 @@ def report(a, peers, caps, variants, gone, results, errors, binds, params, allre
                 row += [bl.fmt(t, ".0f"), "%s Adam" % v.optim if v else "-",
                         "%.2f" % (d / t) if d and t else "n/a"]
             rows.append(row)
-    out.append(bl.table("dtrain against each PyTorch's fastest column at every world size "
-                        "(1: the one-process lead; N: what is left of it with the all-reduce)",
-                        head, rows))
+    tables.append(bl.table("dtrain against each PyTorch's fastest column at every world size "
+                           "(1: the one-process lead; N: what is left of it with the "
+                           "all-reduce)", head, rows))
+    if not a.probe_only:
+        out += tables
     out += allreduce_table(a, tpeers, params, allreduce, results, fastest)
 
     notes = ["  %s: %s" % (k, why) for k, why in sorted(gone.items())]
