@@ -705,12 +705,14 @@ def comm_failed_row(label, why):
     return [label, "FAILED: " + short(why), "", "", "", "", "", ""]
 
 
-def comm_table(rows, trace_steps):
+def comm_table(rows, trace_steps, blocking=True):
+    """The communication table; `blocking`: the traced runs waited for every collective
+    (comm_run since the after-last-arrival measure; older records did not)."""
     return bl.table("Communication per step: the trace's (dtrain train --trace, %d steps after "
-                    "the first, parallel.overlap=off) beside dtrain plan's, MB and ms; a "
-                    "traced ms holds the wait for the group's slowest member, the collectives' "
-                    "'after last arrival' does not (the pipeline's sends are in neither)"
-                    % trace_steps,
+                    "the first%s) beside dtrain plan's, MB and ms; a traced ms holds the wait "
+                    "for the group's slowest member, the collectives' 'after last arrival' does "
+                    "not (the pipeline's sends are in neither)"
+                    % (trace_steps, ", parallel.overlap=off" if blocking else ""),
                     ["layout", "traced MB by group (largest rank)", "planned MB",
                      "traced ms (fastest / slowest rank)", "planned ms",
                      "collectives after last arrival ms", "planned collectives ms",

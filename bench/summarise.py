@@ -356,7 +356,7 @@ def gpt_layouts_partial(recs):
     out = []
     # a --trace-only run has comm records and no train records
     for size in dict.fromkeys([k[0] for k in got] + [c["size"] for c in events(recs, "comm")]):
-        rows, mem = [], []
+        rows = []
         for lay in dict.fromkeys(k[1] for k in got if k[0] == size):
             d = got.get((size, lay, "dtrain"))
             row = [lay, str(len(d[0]["ranks"])) if d else "-",
@@ -373,21 +373,33 @@ def gpt_layouts_partial(recs):
             row.append("%.2f" % (bl.median([r["step_ms_median"] for r in d]) / min(steps))
                        if d and steps else "-")
             rows.append(row)
-            if d:
-                mem.append(gpt_layouts.dtrain_memory_row(lay, d))
-            mem += [gpt_layouts.peer_memory_row(lay, p, got[(size, lay, p)])
-                    for p in peers if got.get((size, lay, p))]
         if rows:
             out.append(bl.table("%s: tokens/s, median (min-max) and runs per cell, from the "
                                 "train records (the run stopped before its summaries); "
                                 "dtrain's step over the fastest PyTorch's" % size,
                                 ["layout", "ranks", "dtrain"] + peers + ["dtrain/PyTorch step"],
                                 rows))
-        if mem:
-            out.append(bl.table("%s: %s" % (size, gpt_layouts.MEMORY_TITLE),
-                                gpt_layouts.MEMORY_HEAD, mem))
-        out += gpt_layouts_comm(recs, size)
+        out += gpt_layouts_memory(recs, size, peers) + gpt_layouts_comm(recs, size)
     return out
+
+
+def gpt_layouts_memory(recs, size, peers):
+    """A size's memory table from the train records (none: no table): per layout dtrain's
+    planned accounting and each side's peak RSS."""
+    got = {}
+    for r in events(recs, "train"):
+        if r["size"] == size:
+            got.setdefault((r["layout"], r["impl"]), []).append(r)
+    mem = []
+    for lay in dict.fromkeys(k[0] for k in got):
+        if got.get((lay, "dtrain")):
+            mem.append(gpt_layouts.dtrain_memory_row(lay, got[(lay, "dtrain")]))
+        mem += [gpt_layouts.peer_memory_row(lay, p, got[(lay, p)]) for p in peers
+                if got.get((lay, p))]
+    if not mem:
+        return []
+    return [bl.table("%s: %s" % (size, gpt_layouts.MEMORY_TITLE), gpt_layouts.MEMORY_HEAD,
+                     mem)]
 
 
 def gpt_layouts_comm(recs, size):
@@ -400,7 +412,8 @@ def gpt_layouts_comm(recs, size):
     if not comm:
         return []
     steps = min(c.get("trace_steps", 3) for c in events(recs, "comm"))
-    return [gpt_layouts.comm_table(comm, steps)]
+    blocking = all("after_last" in c for c in events(recs, "comm"))
+    return [gpt_layouts.comm_table(comm, steps, blocking)]
 
 
 def gpt_layouts_bench(recs):
@@ -429,18 +442,7 @@ def gpt_layouts_bench(recs):
         out.append("%s: dtrain's step %s the fastest PyTorch's over the layouts" %
                    (size, span(ratios)))
         # the memory per rank from the train records, as a cut run's, and the traces
-        mem = []
-        for lay in dict.fromkeys(s["layout"] for s in sums if s["size"] == size):
-            for who in ["dtrain"] + peers:
-                runs = [r for r in events(recs, "train") if r["size"] == size and
-                        r["layout"] == lay and r["impl"] == who]
-                if runs:
-                    mem.append(gpt_layouts.dtrain_memory_row(lay, runs) if who == "dtrain"
-                               else gpt_layouts.peer_memory_row(lay, who, runs))
-        if mem:
-            out.append(bl.table("%s: %s" % (size, gpt_layouts.MEMORY_TITLE),
-                                gpt_layouts.MEMORY_HEAD, mem))
-        out += gpt_layouts_comm(recs, size)
+        out += gpt_layouts_memory(recs, size, peers) + gpt_layouts_comm(recs, size)
     return out
 
 
