@@ -601,7 +601,9 @@ def trace_after_last(path, dp=1, tp=1, pp=1, first_step=2):
     group on each member is the same operation (collectives are called in one order by every
     member), which is checked: a group whose members' calls differ in number, name or size
     reads None, as does a trace that dropped events. Sends and receives are left out: the
-    trace does not name their peer."""
+    trace does not name their peer. The ranks' clocks agree as well as the trace's starting
+    barrier released them (microseconds on one machine), which bounds the resolution: a
+    collective of a few microseconds can read 0."""
     with open(path) as f:
         doc = json.load(f)
     events = doc["traceEvents"]
