@@ -71,6 +71,19 @@ int dt_cli_world_open(dt_cli_world *w, int *argc, char ***argv, const dt_config 
     return DT_EXIT_OK;
 }
 
+/* Ends the whole job from this rank. Errors the ranks agree on (a config that differs, a
+ * non-finite step, a checkpoint that failed) reach every rank at once; a fifth of a second
+ * lets the others print theirs, and the launcher forward what this one printed, before the
+ * abort tears them down (MPICH's Hydra drops lines still in flight). */
+static void abort_job(int code)
+{
+    fflush(stdout);
+    fflush(stderr);
+    const struct timespec grace = {0, 200000000};
+    nanosleep(&grace, NULL);
+    MPI_Abort(MPI_COMM_WORLD, code);
+}
+
 int dt_cli_world_fail(dt_cli_world *w, int code)
 {
     if (w->comm != NULL) {
@@ -80,17 +93,8 @@ int dt_cli_world_fail(dt_cli_world *w, int code)
         if (report != NULL && report[0] != '\0')
             fprintf(stderr, "dtrain: rank %d: %s\n", w->rank, report);
     }
-    if (w->mpi && w->size > 1) {
-        /* Other ranks may be waiting for this one in a collective: end the job rather
-         * than leave them hanging. Errors the ranks agree on (a config that differs, a
-         * non-finite step, a checkpoint that failed) reach every rank at once; a fifth of a
-         * second lets the others print theirs before the abort tears them down. */
-        fflush(stdout);
-        fflush(stderr);
-        const struct timespec grace = {0, 200000000};
-        nanosleep(&grace, NULL);
-        MPI_Abort(MPI_COMM_WORLD, code);
-    }
+    if (w->mpi && w->size > 1) /* others may wait for this rank in a collective */
+        abort_job(code);
     dt_cli_world_close(w);
     return code;
 }
@@ -106,7 +110,7 @@ int dt_cli_refuse_before_mpi(int code, int *argc, char ***argv)
         int size = 1;
         MPI_Comm_size(MPI_COMM_WORLD, &size);
         if (size > 1)
-            MPI_Abort(MPI_COMM_WORLD, code);
+            abort_job(code);
         MPI_Finalize();
     }
     return code;
