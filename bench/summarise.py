@@ -144,7 +144,37 @@ def ddp_partial(recs):
                                                                      else [])
     return [bl.table("global samples/s, median (min-max) and runs per cell, from the train "
                      "records (the run stopped before its summaries); efficiency from the "
-                     "medians", head, rows)]
+                     "medians", head, rows)] + ddp_probe(recs)
+
+
+def ddp_probe(recs):
+    """ddp.py's gloo-against-MPI probe from its allreduce records (none: no table): per model
+    and world size, the median µs of MPI's own all-reduce, of dtrain's auto and of each
+    PyTorch's gloo, with the runs, and gloo over MPI."""
+    got = {}
+    for r in events(recs, "allreduce"):
+        who = r.get("algorithm") if "time_us" in r else r.get("peer")
+        got.setdefault((r["model"], r["world_size"], who), []).append(
+            r["time_us"] if "time_us" in r else r["allreduce_us"])
+    if not got:
+        return []
+    glooers = list(dict.fromkeys(w for (_, _, w) in got if w not in ("bare-mpi", "auto")))
+    rows = []
+    for model, n in dict.fromkeys((m, n) for (m, n, _) in got):
+        bare = got.get((model, n, "bare-mpi"))
+        row = [model, str(n), cell(bare) if bare else "-",
+               cell(got[(model, n, "auto")]) if got.get((model, n, "auto")) else "-"]
+        for w in glooers:
+            g = got.get((model, n, w))
+            row += [cell(g) if g else "-",
+                    "%.1f" % (bl.median(g) / bl.median(bare)) if g and bare else "-"]
+        rows.append(row)
+    head = ["model", "ranks", "MPI us", "dtrain auto us"]
+    for w in glooers:
+        head += ["gloo %s us" % w, "gloo/MPI"]
+    return [bl.table("one all-reduce of the model's gradient, µs a call (median (min-max), "
+                     "runs): MPI's own and dtrain's auto over shared memory against gloo over "
+                     "TCP", head, rows)]
 
 
 def ddp(recs):
@@ -181,7 +211,7 @@ def ddp(recs):
                            "%.0f samples/s)" % (
                     model, n, "process" if n == 1 else "ranks", d[field] / best[field],
                     best["label"], best.get("mode"), best[field]))
-    return out
+    return out + ddp_probe(recs)
 
 
 def tp_bench(recs):

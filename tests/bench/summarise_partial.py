@@ -91,6 +91,17 @@ with tempfile.TemporaryDirectory(prefix="dtrain-summarise-") as d:
     check("ddp --merge of a complete and a cut run", row is not None and
           "420 (400-440), 3 runs" in row and "110 (100-120), 3 runs" in row,
           "420 (400-440), 3 runs at 4 ranks beside 110 (100-120), 3 runs", row or out)
+    # ddp.py --probe-only: the probe's records alone give its table (MPI, auto, gloo).
+    pr = os.path.join(d, "ddp-20260101-000300.jsonl")
+    mpi = lambda alg, us: {"event": "allreduce", "algorithm": alg, "time_us": us,
+                           "model": "mlp", "world_size": 4}
+    write(pr, [mpi("bare-mpi", 60.0), mpi("bare-mpi", 80.0), mpi("auto", 90.0),
+               {"event": "allreduce", "peer": "torch_extra", "allreduce_us": 1400.0,
+                "model": "mlp", "world_size": 4}])
+    row = row_of(summarise(pr), "mlp", "1400")
+    check("ddp probe table", row is not None and "70 (60-80), 2 runs" in row and
+          "90 (90-90), 1 run" in row and row.rstrip().endswith("20.0"),
+          "MPI 70 (60-80), 2 runs; auto 90; gloo 1400: 20.0x", row)
     c = os.path.join(d, "gpt-layouts-20260101-000000.jsonl")
     write(c, [{"event": "merge-me-not"}])
     r = subprocess.run([sys.executable, os.path.join(BENCH, "summarise.py"), "--merge", a, c],
