@@ -23,13 +23,31 @@ Usage: python bench/torch_gemm.py --build BUILD CONFIG --batch N [--threads N] [
 """
 import argparse
 import json
+import os
 import re
 import statistics
 import subprocess
 import sys
 import time
 
-import torch
+
+def threads_wanted(argv):
+    """--threads N from the command line (1 if absent or malformed: argparse says why)."""
+    for i, arg in enumerate(argv):
+        val = arg.split("=", 1)[1] if arg.startswith("--threads=") else \
+            (argv[i + 1] if arg == "--threads" and i + 1 < len(argv) else None)
+        if val is not None:
+            return val if val.isdigit() else "1"
+    return "1"
+
+
+# Every threading library at --threads before torch loads them: torch.set_num_threads does
+# not reach the OpenBLAS that Debian's PyTorch calls, which would otherwise run one thread a
+# core (measured: Debian's 1.13 at "1 thread" twice OpenBLAS's one-thread rate on 2 cores).
+for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ[_var] = threads_wanted(sys.argv[1:])
+
+import torch  # noqa: E402
 
 
 def time_torch(g, threads, min_time):
