@@ -11,7 +11,8 @@
  *   - against one process with one large batch: within 1e-5 (SGD, 20 steps).
  *
  * The MLP and the ConvNet train with dropout on: every stage draws its masks from the
- * whole model's keys. */
+ * whole model's keys. A GPT whose head shares the embedding's table checks the whole
+ * parameters the stages give (dt_trainer_whole_params): the table once. */
 #include "dt_test.h"
 #include "dt_test_mpi.h"
 
@@ -438,6 +439,71 @@ static void test_weights_and_evaluation(void **state)
         unlink(path);
 }
 
+/* A GPT whose head shares the token embedding's table (lm_head), cut into stages: the table
+ * on the first stage, the head's copy on the last, their gradients summed between the two
+ * every step (parallel/tie.c). The whole parameters gathered from the stages
+ * (dt_trainer_whole_params, which dt_weights_write writes) hold the table once, the
+ * embedding stage's: before training one process's bits, and after 10 SGD steps with every
+ * dropout on within 1e-5 of one process's at the same micro-batches (not its bits: one
+ * process adds the head's and the embedding's parts of the table's gradient into one buffer
+ * micro-batch by micro-batch, the pipeline sums each stage's whole-step part once). */
+static void test_gpt_tied_whole(void **state)
+{
+    (void)state;
+    static const char *const words[] = {"the", "cat", "sat", "on", "a", "mat", "and", "slept"};
+    /* rank 0's file, by the same name on every rank (the ranks must agree on the config) */
+    char corpus[512] = "";
+    if (rank == 0) {
+        const char *path = dt_test_word_corpus(words, 8, 99u, 6000);
+        snprintf(corpus, sizeof corpus, "%s", path != NULL ? path : "");
+    }
+    MPI_Bcast(corpus, sizeof corpus, MPI_CHAR, 0, MPI_COMM_WORLD);
+    assert_true(corpus[0] != '\0');
+    dt_config base = dt_config_default();
+    char kv[600];
+    dt_test_set(&base, "data.kind=text");
+    snprintf(kv, sizeof kv, "data.text_files=%s", corpus);
+    dt_test_set(&base, kv);
+    dt_test_set(&base, "model.block_size=8");
+    dt_test_set(&base, "model.layers=transformer.wte: embedding 256 24, transformer.wpe: position, "
+                       "dropout 0.1, transformer.h.0: block 3 p=0.1 attn_p=0.2, "
+                       "transformer.h.1: block 3 p=0.1 attn_p=0.2, transformer.ln_f: layernorm, "
+                       "lm_head");
+    dt_test_set(&base, "loss.kind=cross_entropy");
+    dt_test_set(&base, "optim.kind=sgd");
+    dt_test_set(&base, "optim.lr=0.1");
+    dt_test_set(&base, "optim.momentum=0.9");
+    dt_test_set(&base, "train.eval=off");
+    dt_test_set(&base, "train.max_steps=10");
+    for (int k = 0; k < nlayouts; k++) {
+        const layout *l = &layouts[k];
+        for (int trained = 0; trained <= 1; trained++) {
+            char label[160];
+            name_of(label, sizeof label, trained ? "a tied GPT after 10 steps" : "a tied GPT", l, 3,
+                    "1f1b");
+            dt_config gc = on_grid(base, l, 2, 3, "1f1b"), oc = alone(base, l, 2, 3, 3);
+            dt_trainer *g = NULL, *o = NULL;
+            DT_ASSERT_OK(dt_trainer_create(&gc, world, &g));
+            DT_ASSERT_OK(dt_trainer_create(&oc, NULL, &o));
+            if (trained) {
+                DT_ASSERT_OK(dt_trainer_run(g, NULL));
+                DT_ASSERT_OK(dt_trainer_run(o, NULL));
+            }
+            const float *whole = NULL;
+            DT_ASSERT_OK(dt_trainer_whole_params(g, &whole));
+            dt_model *om = dt_trainer_model(o);
+            const size_t n = dt_model_param_count(om);
+            const dt_model *wm = NULL;
+            DT_ASSERT_OK(dt_trainer_whole_model(g, &wm));
+            assert_int_equal(dt_model_param_count(wm), n);
+            DT_ASSERT_CLOSE_FF(label, whole, dt_model_params(om), n, trained ? 1e-5 : 0.0, 0.0);
+            assert_same_everywhere(label, whole, n);
+            dt_trainer_free(g);
+            dt_trainer_free(o);
+        }
+    }
+}
+
 /* A weight file whose last tensor, the last stage's, holds a NaN: every rank refuses it
  * with the same status and the tensor's name, and no rank's parameters change, the first
  * stage's neither though its own tensors are clean (the ranks agree on the check before any
@@ -584,6 +650,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_round_robin),
         cmocka_unit_test(test_convnet_first_gradient),
         cmocka_unit_test(test_convnet_loss_curve),
+        cmocka_unit_test(test_gpt_tied_whole),
         cmocka_unit_test(test_weights_and_evaluation),
         cmocka_unit_test(test_weights_refused),
         cmocka_unit_test(test_slots_and_messages),

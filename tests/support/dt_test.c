@@ -115,6 +115,30 @@ int dt_test_write_file(const char *path, const void *data, size_t nbytes)
     return (w == nbytes && rc == 0) ? 0 : -1;
 }
 
+const char *dt_test_word_corpus(const char *const *words, int n, uint32_t seed, size_t nbytes)
+{
+    static char path[512];
+    char *text = malloc(nbytes);
+    if (text == NULL) {
+        fprintf(stderr, "cannot allocate a corpus of %zu bytes\n", nbytes);
+        return NULL;
+    }
+    size_t at = 0;
+    uint32_t x = seed;
+    while (at < nbytes - 16) {
+        x = x * 1664525u + 1013904223u;
+        at += (size_t)snprintf(text + at, nbytes - at, "%s ", words[(x >> 16) % (uint32_t)n]);
+    }
+    snprintf(path, sizeof path, "%s/corpus.txt", dt_test_tmpdir());
+    const int rc = dt_test_write_file(path, text, at);
+    free(text);
+    if (rc != 0) {
+        fprintf(stderr, "cannot write %s\n", path);
+        return NULL;
+    }
+    return path;
+}
+
 void dt_test_fill_uniform(float *x, size_t n, uint64_t seed, float lo, float hi)
 {
     for (size_t i = 0; i < n; i++) {

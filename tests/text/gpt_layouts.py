@@ -83,6 +83,12 @@ LAYOUTS = [
     # both at once on 4 ranks: each stage's own tp collectives, the stages' messages a rank's
     # share of the positions, the head's copy of the table summed over its tp pair
     L("tp2pp2sp", 4, ["--tp", "2", "--pp", "2", "--sequence-parallel"], mb=2),
+    # data parallelism over the two kinds of partial gradients: each replica's LayerNorm
+    # and embedding gradients summed over its tp pair (dp 2 x tp 2 with sequence
+    # parallelism), and the tied table's over its embedding group, beside ZeRO-1's slices
+    # (dp 2 x pp 2): ddp's update sums both (as the one-process strategy's does)
+    L("dp2tp2sp", 4, ["--dp", "2", "--tp", "2", "--sequence-parallel"], dp=2),
+    L("dp2pp2_zero1", 4, ["--dp", "2", "--pp", "2", "--zero", "1"], dp=2, mb=3),
     # ---- the long tier
     L("dp2tp2pp2", 8, ["--dp", "2", "--tp", "2", "--pp", "2"], dp=2, mb=2,
       checks=("clip", "recompute"), tier="long"),
@@ -91,7 +97,6 @@ LAYOUTS = [
     L("tp3pp3", 9, ["--tp", "3", "--pp", "3"], mb=4, tier="long"),
     L("dp2tp2_zero1", 4, ["--dp", "2", "--tp", "2", "--zero", "1"], dp=2, checks=("clip",),
       tier="long"),
-    L("dp2pp2_zero1", 4, ["--dp", "2", "--pp", "2", "--zero", "1"], dp=2, mb=3, tier="long"),
     L("tp3pp2", 6, ["--tp", "3", "--pp", "2", "--pp-schedule", "gpipe"], mb=3, tier="long"),
     L("tp2pp3", 6, ["--tp", "2", "--pp", "3"], mb=4, checks=("recompute",), tier="long"),
     L("dp2pp3", 6, ["--dp", "2", "--pp", "3", "--pp-schedule", "gpipe"], dp=2, mb=2,

@@ -28,20 +28,9 @@
  * split. */
 static const char *corpus(void)
 {
-    static char path[512];
     static const char *const words[] = {"the", "cat", "sat", "on", "a", "mat", "and", "slept"};
-    char text[8000];
-    size_t n = 0;
-    uint32_t x = 777u;
-    while (n < sizeof text - 16) {
-        x = x * 1664525u + 1013904223u;
-        n += (size_t)snprintf(text + n, sizeof text - n, "%s ", words[(x >> 16) % 8]);
-    }
-    snprintf(path, sizeof path, "%s/corpus.txt", dt_test_tmpdir());
-    if (dt_test_write_file(path, text, n) != 0) {
-        print_error("cannot write %s\n", path);
-        fail();
-    }
+    const char *path = dt_test_word_corpus(words, 8, 777u, 8000);
+    assert_non_null(path);
     return path;
 }
 

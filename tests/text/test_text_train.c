@@ -25,22 +25,10 @@ enum { T = 16, V = DT_TEXT_VOCAB, B = 3, STEPS = 9, EVERY = 4 };
  * within a few steps. */
 static const char *corpus(void)
 {
-    static char path[512];
     static const char *const words[] = {"the", "cat", "sat", "on",   "a",     "mat", "dog",
                                         "ran", "far", "and", "then", "slept", "home"};
-    char text[6000];
-    size_t n = 0;
-    uint32_t x = 12345u;
-    while (n < sizeof text - 16) {
-        x = x * 1664525u + 1013904223u;
-        const char *w = words[(x >> 16) % (sizeof words / sizeof words[0])];
-        n += (size_t)snprintf(text + n, sizeof text - n, "%s ", w);
-    }
-    snprintf(path, sizeof path, "%s/corpus.txt", dt_test_tmpdir());
-    if (dt_test_write_file(path, text, n) != 0) {
-        print_error("cannot write %s\n", path);
-        fail();
-    }
+    const char *path = dt_test_word_corpus(words, 13, 12345u, 6000);
+    assert_non_null(path);
     return path;
 }
 

@@ -12,7 +12,8 @@ dt_add_test(NAME test_gpt_memory SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gpt_memo
 # The GPT across layouts against one process, from the files a user gets (issue 38's tests,
 # tests/text/gpt_layouts.py): tp 2 and 3 (heads 2 + 1, one each), pp 2 under GPipe and
 # 1F1B and pp 3 with the tied table on two stages (M not a multiple of P), round robin, dp 2
-# x tp 2: 20 SGD steps within 1e-5 with every copy checked bitwise equal
+# x tp 2, dp 2 x tp 2 with sequence parallelism, dp 2 x pp 2 with ZeRO-1: 20 SGD steps
+# within 1e-5 with every copy checked bitwise equal
 # (--check-replicas), AdamW losses within 1e-4, clipping on every step, recompute per block
 # bit-exact, hf export, a dp 2 + ZeRO-1 set resumed at tp 2 x pp 2, tp 2 x pp 2 with
 # sequence parallelism, and every layout's traced bytes per step, rank by rank and group by
