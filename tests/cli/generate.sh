@@ -124,7 +124,7 @@ d = sys.argv[1]
 cfg = json.load(open(f"{d}/config.json"))
 want = {"vocab_size": 256, "n_positions": 16, "n_ctx": 16, "n_embd": 32, "n_layer": 2,
         "n_head": 4, "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5,
-        "tie_word_embeddings": True, "resid_pdrop": 0.1, "embd_pdrop": 0.1, "attn_pdrop": 0.1,
+        "tie_word_embeddings": True, "resid_pdrop": 0.1, "embd_pdrop": 0.05, "attn_pdrop": 0.2,
         "architectures": ["GPT2LMHeadModel"], "model_type": "gpt2"}
 for k, v in want.items():
     if cfg.get(k) != v:

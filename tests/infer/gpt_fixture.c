@@ -1,11 +1,13 @@
 /* gpt_fixture.c — writes a tiny GPT for the CLI tests of generate and export --format hf
- * (tests/cli/generate.sh), which cannot train one (text data is not a training path in
- * this tree yet):
+ * (tests/cli/generate.sh), its weights written directly so that those tests do not depend
+ * on training:
  *
  *     gpt_fixture DIR
  *
  *   DIR/gpt.ini                 [model] layers of GPT-2's form with Hugging Face's names
- *                               (E 32, 4 heads, 2 blocks, dropout 0.1)
+ *                               (E 32, 4 heads, 2 blocks; dropout 0.05 after the
+ *                               embeddings, 0.1 on the residual branches, 0.2 on the
+ *                               attention: each of config.json's three keys its own)
  *   DIR/gpt.safetensors         its weights at block_size 16: GPT-2's initial values from
  *                               seed 11, wte scaled by 4 and wpe by 25 (logits a few units
  *                               apart, which depend on the context and the position)
@@ -38,7 +40,7 @@ static const char gpt_ini[] =
     "# A tiny GPT for tests (tests/infer/gpt_fixture.c).\n"
     "[model]\n"
     "layers = transformer.wte: embedding 256 32, transformer.wpe: position, "
-    "transformer.drop: dropout 0.1, transformer.h: 2 x block 4 p=0.1 attn_p=0.1, "
+    "transformer.drop: dropout 0.05, transformer.h: 2 x block 4 p=0.1 attn_p=0.2, "
     "transformer.ln_f: layernorm, lm_head\n";
 static const char mlp_ini[] = "[model]\nlayers = flatten, linear 16, relu, linear 10\n";
 

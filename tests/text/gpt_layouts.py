@@ -331,6 +331,30 @@ class Driver:
             return
         print(f"ok plan {lay.name}: every rank's bytes per step equal the plan's in "
               f"{', '.join(sorted(groups)) or 'no group'}")
+        if "--sequence-parallel" in lay.opts:
+            self.check_position_sums(lay, got, rows, cmd)
+
+    def check_position_sums(self, lay, got, rows, plan_cmd):
+        """Under sequence parallelism, the run's report of the sums of the gradients its ranks
+        computed on their positions only (the final metrics record, rank 0's: stage 0) equals
+        the plan's row for that stage: their count and their bytes per step."""
+        key = 0 if int(opt_value(lay, "--pp", "1")) > 1 else -1
+        row = [r for r in read_metrics(rows)
+               if r.get("stage") == key and "position-shared" in r.get("what", "")]
+        figs = [r for r in read_metrics(os.path.join(got["dir"], "m.jsonl"))
+                if "tp_grad_sums" in r]
+        if len(row) != 1 or not figs:
+            self.fail(f"position sums {lay.name}: {len(row)} plan rows of position-shared "
+                      f"sums, {len(figs)} metrics records of them", plan_cmd, got["cmd"])
+            return
+        want = (int(row[0]["what"].split()[3]), row[0]["bytes"])
+        have = (figs[-1]["tp_grad_sums"], figs[-1]["tp_grad_sum_bytes"])
+        if have != want:
+            self.fail(f"position sums {lay.name}: the run reports {have[0]} sums of "
+                      f"{have[1]} bytes per step, the plan {want[0]} of {want[1]}", plan_cmd,
+                      got["cmd"])
+            return
+        print(f"ok position sums {lay.name}: {have[0]} a step, {have[1]} bytes, as planned")
 
     def check_replicas(self, lay, got):
         """The run's --check-replicas line names every kind of copy the layout keeps."""

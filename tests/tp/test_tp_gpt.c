@@ -365,13 +365,34 @@ static void test_too_many_ranks(void **state)
     assert_non_null(strstr(dt_last_error(), "1 heads cannot be split over"));
 }
 
+/* Under sequence parallelism, fewer positions than ranks: refused, naming the block; as many
+ * positions as ranks (one each): planned. */
+static void test_too_few_positions(void **state)
+{
+    (void)state;
+    dt_layer_spec specs[NLB];
+    for (int i = 0; i < NLB; i++)
+        DT_ASSERT_OK(dt_layer_spec_parse(blocks_text[i], &specs[i]));
+    const dt_tp_layout tp = {.size = size, .rank = rank, .min_weights = 0, .sequence_parallel = 1};
+    dt_shape in = {.ndim = 2, .d = {size - 1, E}};
+    dt_model *m = NULL;
+    dt_error_clear();
+    assert_int_equal(dt_model_create_tp(specs, NLB, &in, B, &tp, &m), DT_ERR_INVALID);
+    char want[128];
+    snprintf(want, sizeof want, "layer 0 (block): %d positions cannot be shared by %d", size - 1,
+             size);
+    DT_ASSERT_ERROR_HAS(want);
+    in.d[0] = size;
+    DT_ASSERT_OK(dt_model_create_tp(specs, NLB, &in, B, &tp, &m));
+    dt_model_free(m);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_gather_and_init),
-        cmocka_unit_test(test_training),
-        cmocka_unit_test(test_sequence_parallel),
-        cmocka_unit_test(test_too_many_ranks),
+        cmocka_unit_test(test_gather_and_init),   cmocka_unit_test(test_training),
+        cmocka_unit_test(test_sequence_parallel), cmocka_unit_test(test_too_many_ranks),
+        cmocka_unit_test(test_too_few_positions),
     };
     return dt_test_mpi_main(&argc, &argv, tests, &world, &rank, &size);
 }
