@@ -29,7 +29,9 @@ corpus of words written here, at the same global batch of 12 windows in every la
   are its tp rank 0's (the larger part of unevenly split heads), and no rank's above them. The step's exchanges of a few scalars
   (losses, norms, verdicts: 32 bytes or less from each rank), which the plan says it leaves out, are not
   counted: an all-gather of 32 bytes from each member (the trace counts its whole result)
-  or a collective of fewer bytes.
+  or a collective of fewer bytes. Under sequence parallelism also the run's own report of
+  the position-shared gradients' sums (metrics tp_grad_sums and tp_grad_sum_bytes, rank
+  0's) against the plan's row for its stage.
 Once, in the test tier: ckpt: a set written when a 10-step run at dp 2 with ZeRO-1 ends,
 resumed at tp 2 x pp 2 (4 ranks), trains steps 11..20 and ends within 1e-5 of one process's
 20 steps; and --check-replicas under localsgd is refused as a usage error.
