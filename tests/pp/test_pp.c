@@ -12,7 +12,9 @@
  *
  * The MLP and the ConvNet train with dropout on: every stage draws its masks from the
  * whole model's keys. A GPT whose head shares the embedding's table checks the whole
- * parameters the stages give (dt_trainer_whole_params): the table once. */
+ * parameters the stages give (dt_trainer_whole_params): the table once; and
+ * dt_trainer_check_replicas (--check-replicas), which must find a difference planted in each
+ * kind of copy. */
 #include "dt_test.h"
 #include "dt_test_mpi.h"
 
@@ -439,6 +441,73 @@ static void test_weights_and_evaluation(void **state)
         unlink(path);
 }
 
+/* Moves the first element of this rank's first tensor that `pick` takes by one ulp (when
+ * `mine`), runs dt_trainer_check_replicas on every rank and puts the element back: the
+ * check must fail on every rank, naming a tensor and `words`. */
+static void plant_difference(dt_trainer *g, int mine, int (*pick)(const dt_param_info *),
+                             const char *words)
+{
+    dt_model *m = dt_trainer_model(g);
+    float *x = NULL, old = 0.0f;
+    for (int i = 0; mine && x == NULL && i < dt_model_tensor_count(m); i++)
+        if (pick(dt_model_tensor(m, i)))
+            x = dt_model_params(m) + dt_model_tensor(m, i)->offset;
+    if (x != NULL) {
+        old = *x;
+        *x = nextafterf(old, INFINITY);
+    }
+    dt_replica_check rc;
+    dt_error_clear();
+    const dt_status st = dt_trainer_check_replicas(g, &rc);
+    if (x != NULL)
+        *x = old;
+    if (st != DT_ERR_MISMATCH || strstr(dt_last_error(), words) == NULL)
+        fprintf(stderr, "rank %d: a planted difference %s: status %d, \"%s\"\n", rank, words,
+                (int)st, dt_last_error());
+    assert_int_equal(st, DT_ERR_MISMATCH);
+    DT_ASSERT_ERROR_HAS(words);
+}
+
+static int any_tensor(const dt_param_info *p)
+{
+    (void)p;
+    return 1;
+}
+
+static int whole_tensor(const dt_param_info *p)
+{
+    return p->split_dim < 0;
+}
+
+static int tied_copy(const dt_param_info *p)
+{
+    return p->tie == DT_TIE_COPY;
+}
+
+/* --check-replicas on the grid (dt_trainer_check_replicas): every kind of copy it keeps
+ * compared and equal, and one ulp planted in each kind found: in one dp replica's copy of a
+ * tensor, in one tp rank's copy of a whole tensor (on every replica of it, so that only the
+ * tp group sees it), in the head's copy of the tied table (on every rank of the last stage). */
+static void check_replicas_catch(dt_trainer *g, const layout *l)
+{
+    dt_replica_check rc;
+    DT_ASSERT_OK(dt_trainer_check_replicas(g, &rc));
+    assert_int_equal(rc.dp, l->dp);
+    assert_int_equal(rc.tp, l->tp);
+    assert_true(rc.tied == (1u | (uint64_t)1 << (l->pp - 1)));
+    const int tp_rank = rank % l->tp, dp_rank = rank / l->tp % l->dp,
+              pp_rank = rank / (l->tp * l->dp);
+    if (l->dp > 1)
+        plant_difference(g, dp_rank == l->dp - 1 && tp_rank == 0 && pp_rank == 0, any_tensor,
+                         "differs between data-parallel replicas");
+    if (l->tp > 1)
+        plant_difference(g, tp_rank == l->tp - 1 && pp_rank == 0, whole_tensor,
+                         "differs between tensor-parallel ranks that each hold it whole");
+    plant_difference(g, pp_rank == l->pp - 1, tied_copy,
+                     "transformer.wte.weight differs between the tied table's copies");
+    DT_ASSERT_OK(dt_trainer_check_replicas(g, &rc));
+}
+
 /* A GPT whose head shares the token embedding's table (lm_head), cut into stages: the table
  * on the first stage, the head's copy on the last, their gradients summed between the two
  * every step (parallel/tie.c). The whole parameters gathered from the stages
@@ -498,6 +567,8 @@ static void test_gpt_tied_whole(void **state)
             assert_int_equal(dt_model_param_count(wm), n);
             DT_ASSERT_CLOSE_FF(label, whole, dt_model_params(om), n, trained ? 1e-5 : 0.0, 0.0);
             assert_same_everywhere(label, whole, n);
+            if (trained)
+                check_replicas_catch(g, l);
             dt_trainer_free(g);
             dt_trainer_free(o);
         }
