@@ -10,8 +10,9 @@ void dt_cli_print_gpt_memory(const dt_config *cfg, dt_trainer *t)
 {
     dt_train_layout lay;
     dt_trainer_layout(t, &lay);
-    /* Each rank holds the whole model and its whole optimizer state: no tp, pp or ZeRO (a
-     * GPT trains on text, which only data-parallel strategies with whole replicas take). */
+    /* The design's minimum (gpt_memory.c) is that of a rank holding the whole model, its
+     * whole optimizer state and every activation: no tp, pp, ZeRO or recompute (each rank's
+     * own line, dt_cli_print_rank_memory, covers those layouts). */
     if (lay.tp > 1 || lay.pp > 1 || cfg->parallel.zero != 0 ||
         cfg->train.recompute != DT_RECOMPUTE_NONE)
         return;

@@ -21,8 +21,9 @@ static dt_status dropout_plan(dt_layer *l)
         return dt_fail(DT_ERR_INVALID, "layer %d (dropout): p must be in [0, 1], got %g", l->index,
                        l->spec.p);
     l->out = l->in;
-    /* One keep bit per element, each sample's from a byte boundary. */
-    l->state_bytes = (size_t)((dt_shape_numel(&l->in) + 7) / 8);
+    /* One keep bit per element, each sample's from a byte boundary; none at p = 0, whose
+     * forward is the identity and draws nothing. */
+    l->state_bytes = l->spec.p > 0.0 ? (size_t)((dt_shape_numel(&l->in) + 7) / 8) : 0;
     return DT_OK;
 }
 

@@ -5,7 +5,8 @@
 # holding the replicated tensors whole and half of every split one (the blocks' c_attn,
 # attention c_proj, c_fc and MLP c_proj: 12 E^2 + 7 E per block, counted here from the
 # shapes, not read from dtrain), with AdamW's state (two floats per parameter) following the
-# split; the parts add up to the line's total; and under --sequence-parallel the blocks'
+# split; the parts add up to the line's total, what backward keeps lies between the blocks'
+# per-position part and the activations; and under --sequence-parallel the blocks'
 # per-position activations are below tp 2's without it.
 set -u
 DTRAIN=${DTRAIN:?ctest sets DTRAIN}
@@ -88,6 +89,14 @@ check() {
                 printf "FAIL %s: rank %d: AdamW state %.2f MB, expected %.4f (8 bytes x %d)\n",
                        name, r, state, 8 * want / 1e6, want; bad = 1
             }
+            # what backward keeps is part of the activations, and holds the part of the
+            # blocks kept per position
+            kept = mb("kept for backward"); per = mb("per-position")
+            if (kept < per || kept > act + 0.005) {
+                printf "FAIL %s: rank %d: kept for backward %.2f MB, expected between the " \
+                       "blocks\047 per-position %.2f and the activations %.2f\n", name, r, kept,
+                       per, act; bad = 1
+            }
             sum = params + grads + state + act
             if (sum < total - 0.025 || sum > total + 0.025) {
                 printf "FAIL %s: rank %d: parts %.2f + %.2f + %.2f + %.2f MB against the " \
@@ -105,6 +114,21 @@ check() {
 
 run one 1
 check one 1 "$whole"
+# What one process keeps for backward, by the design (docs/ARCHITECTURE.md, "A GPT's
+# memory"), per sample in floats: the ids, the embeddings' sum, the final LayerNorm's mean,
+# 1/std and output, the logits (3T + 2TE + TV), and per block its output, q k v, the
+# attention's output, its log-sum-exp per head and position, x1, c_fc's output and both
+# LayerNorms' statistics (10TE + HT + 4T); then each block's dropout keys (24 bytes a sample;
+# no masks: every p is 0).
+H=4 B=4
+kept=$((4 * B * (3 * T + 2 * T * E + T * V + L * (10 * T * E + H * T + 4 * T)) + 24 * L * B))
+got=$(sed -n '1s/.*kept for backward \([0-9.]*\) MB.*/\1/p' "$tmp/one.mem")
+if [ -n "$got" ] && awk -v g="$got" -v w="$kept" 'BEGIN { exit !(g > w / 1e6 - 0.006 &&
+                                                                  g < w / 1e6 + 0.006) }'; then
+    echo "ok kept for backward: $got MB, the design's $kept bytes"
+else
+    echo "FAIL kept for backward: '$got' MB, expected the design's $kept bytes"; fail=1
+fi
 run tp2 2 --tp 2
 check tp2 2 $((whole - split / 2))
 run tp2sp 2 --tp 2 --sequence-parallel

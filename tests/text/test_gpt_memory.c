@@ -102,6 +102,23 @@ static void test_planned_against_minimum(void **state)
                "optimizer %.0f, kept %.0f, gradient %.0f, workspaces %.0f): %.4fx\n",
                g->name, planned, min.total_bytes, min.weights_bytes, min.optim_bytes,
                min.kept_bytes, min.grad_bytes, min.work_bytes, ratio);
+        /* What the plan keeps for backward is the design's set: beyond the formula's kept
+         * bytes only each block's dropout keys (24 bytes a sample, so that a recompute
+         * draws the same masks) and each layer's state rounded up to 64 bytes. */
+        dt_model_memory mm;
+        dt_model_memory_info(dt_trainer_model(t), &mm);
+        int blocks = 0;
+        for (int i = 0; i < c.nlayers; i++)
+            blocks += c.layers[i].kind == DT_LAYER_BLOCK;
+        const double kept = (double)(mm.kept_bytes + mm.state_bytes),
+                     slack = 24.0 * (double)g->batch * blocks + 64.0 * c.nlayers;
+        if (kept < min.kept_bytes || kept > min.kept_bytes + slack) {
+            fprintf(stderr,
+                    "MISMATCH %s: the plan keeps %.0f bytes for backward, the design %.0f "
+                    "(expected up to %.0f more: the blocks' keys and the layers' rounding)\n",
+                    g->name, kept, min.kept_bytes, slack);
+            bad = 1;
+        }
         if ((size_t)min.params != model_params) {
             fprintf(stderr, "MISMATCH %s: the formula's P = %lld, the model has %zu parameters\n",
                     g->name, (long long)min.params, model_params);
