@@ -18,7 +18,7 @@ endif
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 
-.PHONY: all deps build demo test test-long asan-build test-asan test-tsan test-mpich fuzz fuzz-ci check-accuracy refs bench \
+.PHONY: all deps build demo test test-long asan-build test-asan test-tsan test-mpich fuzz fuzz-ci check-accuracy mutants refs bench \
         package package-fresh \
         clean
 
@@ -108,6 +108,11 @@ fuzz-ci:
 # The accuracy targets of README.md (slow: several epochs on three seeds).
 check-accuracy: build
 	scripts/check-accuracy.sh $(BUILD)/dtrain
+
+# Plants each of scripts/mutants.py's one-line bugs in turn and checks that the tests catch
+# it (20-30 minutes on 2 cores; not part of `make test`). MUTANTS=id,id runs only those.
+mutants: build
+	scripts/mutants.py --build $(BUILD) $(if $(MUTANTS),--only $(MUTANTS))
 
 # Regenerates the PyTorch reference files under tests/ref and tests/e2e (needs
 # python3-torch), then checks that PyTorch loads the weights dtrain writes.
