@@ -118,6 +118,10 @@ int dt_test_write_file(const char *path, const void *data, size_t nbytes)
 const char *dt_test_word_corpus(const char *const *words, int n, uint32_t seed, size_t nbytes)
 {
     static char path[512];
+    if (nbytes < 32) {
+        fprintf(stderr, "a corpus of %zu bytes is too short for a word\n", nbytes);
+        return NULL;
+    }
     char *text = malloc(nbytes);
     if (text == NULL) {
         fprintf(stderr, "cannot allocate a corpus of %zu bytes\n", nbytes);

@@ -60,8 +60,8 @@ const char *dt_test_tmpdir(void);
 int dt_test_write_file(const char *path, const void *data, size_t nbytes);
 /* A learnable text for the language-model tests: words drawn from words[0..n) by a linear
  * congruential generator started at `seed`, each followed by a space, until fewer than 16 of
- * `nbytes` bytes are left; written as corpus.txt in this test's temporary directory. Its
- * path (static buffer), or NULL, reported, when it cannot be written. */
+ * `nbytes` (at least 32) bytes are left; written as corpus.txt in this test's temporary
+ * directory. Its path (static buffer), or NULL, reported, when it cannot be written. */
 const char *dt_test_word_corpus(const char *const *words, int n, uint32_t seed, size_t nbytes);
 
 /* dt_config_set(c, "section.key=value") that fails the test, printing the error, when the

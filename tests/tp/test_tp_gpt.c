@@ -14,7 +14,9 @@
  * - The collectives: 2 all-reduces forward and 2 backward per block, counted in the group.
  * - Sequence parallelism: the GPT on shares from its embeddings to its logits (each rank's
  *   logits against the whole's rows), and a model of blocks alone on a float input, whose
- *   run of blocks takes its input whole and gathers its output. */
+ *   run of blocks takes its input whole and gathers its output.
+ * - Refusals naming the block: more ranks than heads; under sequence parallelism, fewer
+ *   positions than ranks. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
