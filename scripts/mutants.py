@@ -20,7 +20,7 @@ order's idle time, not what is computed, and every order is still checked free o
 deadlock), and --explain-layout's count of a run of blocks that gathers its output (a model
 of blocks alone on a float input, which no data kind of the command line feeds).
 
-All 49 took 629 s on 2 cores (2026-11-27); not part of `make test`. Run it from a tree whose
+All 54 took 744 s on 2 cores (2026-11-27); not part of `make test`. Run it from a tree whose
 mutated files have no uncommitted changes (it refuses otherwise): it rewrites them."""
 import argparse
 import os
@@ -107,7 +107,8 @@ MUTANTS = [
      "        if (active)\n            rows(l, batch, DO_MASK2, xs, o);\n        return DT_OK;",
      "        return DT_OK;", "test_gpt_model", "a block's recompute skips its second mask"),
     ("recompute-stale-ctx", "src/nn/model_run.c", "(m->recompute || m->inner) && first < last",
-     "(m->recompute) && first < last", "test_gpt_model", "a block's recompute keys from a stale step"),
+     "(m->recompute) && first < last", "test_gpt_model",
+     "a block's recompute keys from a stale step"),
     ("tied-copy-own-key", "src/nn/model.c",
      "const int key_layer = t->tie == DT_TIE_COPY ? l->tie : l->index;",
      "const int key_layer = l->index;", "test_gpt_model",
@@ -158,6 +159,23 @@ MUTANTS = [
     ("hf-config-dropouts", "src/infer/gpt_form.c", "attn, embd, (long long)n_positions",
      "embd, attn, (long long)n_positions", "cli_generate_export",
      "config.json's attn_pdrop and embd_pdrop swapped"),
+    ("ckpt-part-offset", "src/parallel/state.c",
+     "dt_status st = src->read(src->ctx, name, first, n, dst + (k - k0));",
+     "dt_status st = src->read(src->ctx, name, first, n, dst + k);", "cli_ckpt|test_ckpt_mpi",
+     "a ZeRO slice's part of a tensor read to the tensor's offset"),
+    ("weights-split-offset", "src/train/weights.c",
+     " " * 39 + "params + p->offset + k);", " " * 39 + "params + p->offset);",
+     "test_tp_np2|cli_text",
+     "every run of a split tensor's elements loaded to its first place"),
+    ("nonfinite-pp-fold", "src/parallel/strategy.c",
+     "            fold_bad(&s->bad, x + 4 * r + 1);", "            fold_bad(&s->bad, x + 4 * r);",
+     "cli_pp|test_ckpt_mpi",
+     "the stages' non-finite findings read from the loss's place"),
+    ("sp-loss-share", "src/parallel/strategy.c", "        if (share)\n            *loss_sum = sum;",
+     "", GPT, "under sequence parallelism each rank's loss is its own positions' only"),
+    ("compress-mean", "src/parallel/gcomp.c", "const float inv = 1.0f / (float)g->size;",
+     "const float inv = 1.0f;", "test_gcomp_mpi|cli_compress",
+     "compressed gradients summed, not averaged"),
     # issue 40's five, each caught by the test that issue added
     ("resid-reshard-saved-count", "src/parallel/state.c",
      "mine[p->offset + k] += tmp[k] / (float)si->replicas;",
