@@ -189,11 +189,15 @@ OWN_OP_FN(f16_min_fn, DT_COMM_FLOAT16, DT_COMM_MIN)
 OWN_OP_FN(bf16_sum_fn, DT_COMM_BFLOAT16, DT_COMM_SUM)
 OWN_OP_FN(bf16_max_fn, DT_COMM_BFLOAT16, DT_COMM_MAX)
 OWN_OP_FN(bf16_min_fn, DT_COMM_BFLOAT16, DT_COMM_MIN)
-/* indexed as dt_comm.own_op */
+OWN_OP_FN(f32_max_fn, DT_COMM_FLOAT32, DT_COMM_MAX)
+OWN_OP_FN(f32_min_fn, DT_COMM_FLOAT32, DT_COMM_MIN)
+OWN_OP_FN(f64_max_fn, DT_COMM_FLOAT64, DT_COMM_MAX)
+OWN_OP_FN(f64_min_fn, DT_COMM_FLOAT64, DT_COMM_MIN)
+/* indexed as dt_comm.own_op; NULL: MPI's own operation is used (validate.c) */
 static MPI_User_function *const own_fns[DT_CX_OWN_TYPES][DT_CX_OWN_OPS] = {
-    {u8_sum_fn, u8_max_fn, u8_min_fn},
-    {f16_sum_fn, f16_max_fn, f16_min_fn},
-    {bf16_sum_fn, bf16_max_fn, bf16_min_fn},
+    {u8_sum_fn, u8_max_fn, u8_min_fn},       {f16_sum_fn, f16_max_fn, f16_min_fn},
+    {bf16_sum_fn, bf16_max_fn, bf16_min_fn}, {NULL, f32_max_fn, f32_min_fn},
+    {NULL, f64_max_fn, f64_min_fn},
 };
 
 /* Our MPI operations (dt_comm.own_op), all commutative. On failure the ones made so far
@@ -203,7 +207,8 @@ static dt_status create_ops(dt_comm *c, const char *name)
     int err;
     for (int t = 0; t < DT_CX_OWN_TYPES; t++)
         for (int k = 0; k < DT_CX_OWN_OPS; k++)
-            if ((err = MPI_Op_create(own_fns[t][k], 1, &c->own_op[t][k])) != MPI_SUCCESS)
+            if (own_fns[t][k] != NULL &&
+                (err = MPI_Op_create(own_fns[t][k], 1, &c->own_op[t][k])) != MPI_SUCCESS)
                 return mpi_fail("MPI_Op_create", name, err);
     return DT_OK;
 }

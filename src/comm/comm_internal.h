@@ -49,10 +49,18 @@ enum { DT_PH_CHECK = 0, DT_PH_SLOTS, DT_PH_RUN, DT_PH_DONE };
 #define DT_REPORT_BYTES 8192
 
 /* Our own MPI operations (dt_comm.own_op), by type and operation: the 16-bit floats, which
- * MPI has not (the 2-byte patterns reduced by comm.h's rounding rule), and uint8, whose MPI
+ * MPI has not (the 2-byte patterns reduced by comm.h's rounding rule), uint8, whose MPI
  * operations are wrong in Open MPI 4.1 (the sum saturates) and MPICH 4.0 (max and min
- * compare as signed): validate.c. AVG sums. */
-enum { DT_CX_OWN_U8 = 0, DT_CX_OWN_F16, DT_CX_OWN_BF16, DT_CX_OWN_TYPES };
+ * compare as signed), and max and min of float32 and float64, where MPI leaves a NaN's fate
+ * open and Open MPI 4.1 drops it (comm.h keeps it): validate.c. AVG sums. */
+enum {
+    DT_CX_OWN_U8 = 0,
+    DT_CX_OWN_F16,
+    DT_CX_OWN_BF16,
+    DT_CX_OWN_F32, /* max and min only: MPI_SUM is IEEE addition, as comm.h's sum */
+    DT_CX_OWN_F64, /* likewise */
+    DT_CX_OWN_TYPES
+};
 enum { DT_CX_OWN_SUM = 0, DT_CX_OWN_MAX, DT_CX_OWN_MIN, DT_CX_OWN_OPS };
 
 /* Tags on the data communicator: user point to point below DT_COMM_TAG_MAX, then two per

@@ -96,6 +96,8 @@ void ct_fill(dt_comm_dtype t, void *buf, size_t n, int member, uint64_t seed, in
         uint64_t h = draw(seed, member, i);
         int small = (int)(h % 17) - 8;
         double u = (double)(h >> 11) * 0x1.0p-53 * 2.0 - 1.0;
+        if (kind == CT_SPECIAL) /* RANDOM, about 1 in 8 a NaN, +inf or -inf (floats only) */
+            u = h % 24 == 0 ? NAN : h % 24 == 1 ? INFINITY : h % 24 == 2 ? -INFINITY : u;
         switch (t) {
         case DT_COMM_FLOAT32:
             ((float *)buf)[i] = kind == CT_EXACT ? (float)small : (float)u;
@@ -125,7 +127,7 @@ void ct_fill(dt_comm_dtype t, void *buf, size_t n, int member, uint64_t seed, in
 
 /* The 16-bit reference: values in double, each addition (and AVG's division) rounded back
  * by ct_half_round. MAX/MIN keep the chosen operand's bits: comm.h rounds it back, which
- * gives it unchanged for every value but a NaN, and the test data hold none. */
+ * gives it unchanged (a NaN too: SPECIAL's are quiet, with no payload to lose). */
 static void ref_half(dt_comm *c, dt_comm_dtype t, dt_comm_redop op, uint16_t *o, uint16_t *x,
                      size_t first, size_t n, size_t full, uint64_t seed, int kind)
 {

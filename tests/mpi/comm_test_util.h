@@ -17,8 +17,9 @@
  * same bits; for float16 and bfloat16 times 2^e(i), one power of two per element shared by
  * all members, over the format's whole exponent range (subnormals too), so that sums of up
  * to 5 members stay exact; RANDOM: uniform [-1, 1) floats (16-bit: rounded to nearest) and
- * full-range integers. */
-enum { CT_EXACT = 0, CT_RANDOM = 1 };
+ * full-range integers; SPECIAL (floats, for MAX and MIN): RANDOM with about one element in
+ * eight a quiet NaN, +inf or -inf, at different places on each member. */
+enum { CT_EXACT = 0, CT_RANDOM = 1, CT_SPECIAL = 2 };
 void ct_fill(dt_comm_dtype t, void *buf, size_t n, int member, uint64_t seed, int kind);
 
 /* float16 / bfloat16 patterns as values and back, written apart from the library's

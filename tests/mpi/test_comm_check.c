@@ -1,7 +1,7 @@
 /* test_comm_check.c — --comm-check (options.check): calls that agree run normally; a rank
- * calling a different operation, count, type or root makes every rank fail with
- * DT_ERR_MISMATCH and the same message naming both sides, before any data moves; the
- * handle stays usable afterwards. */
+ * calling a different operation, count, type, root, algorithm or block layout (the same
+ * total split differently) makes every rank fail with DT_ERR_MISMATCH and the same message
+ * naming both sides, before any data moves; the handle stays usable afterwards. */
 #include "dt_test.h"
 #include "dt_test_mpi.h"
 
@@ -124,6 +124,52 @@ static void test_different_type_and_root(void **state)
     assert_true(ct_all(ok));
 }
 
+/* The same call through different algorithms (one rank's ring against the others' MPI)
+ * would pair messages that do not belong together: refused, naming both. */
+static void test_different_algorithm(void **state)
+{
+    (void)state;
+    int odd = size - 1, ok = 1;
+    float x[1000] = {0};
+    dt_comm_args a = dt_comm_args_init(DT_COMM_ALLREDUCE);
+    a.sendbuf = x;
+    a.recvbuf = x;
+    a.count = 1000;
+    a.dtype = DT_COMM_FLOAT32;
+    a.op = DT_COMM_SUM;
+    a.algo = rank == odd ? DT_COMM_ALGO_RING : DT_COMM_ALGO_MPI;
+    dt_status st = dt_comm_run(world, &a);
+    ok &= expect_mismatch(st, "count 1000 float32 sum (algorithm mpi)",
+                          "count 1000 float32 sum (algorithm ring)", odd);
+    assert_true(ct_all(ok));
+}
+
+/* Varying blocks with the same total but a different split on one rank: the counts alone
+ * agree, the layout does not. Reduce-scatter and all-gather both. */
+static void test_different_block_layout(void **state)
+{
+    (void)state;
+    int odd = size - 1, ok = 1;
+    float x[64] = {0}, y[64] = {0};
+    size_t counts[8], displs[8];
+    DT_ASSERT(size <= 8);
+    for (int b = 0; b < size; b++) {
+        counts[b] = 4;
+        displs[b] = (size_t)b * 4;
+    }
+    if (rank == odd) { /* one element moves from the first block to the last */
+        counts[0] = 3;
+        counts[size - 1] = 5;
+        for (int b = 1; b < size; b++)
+            displs[b] = displs[b - 1] + counts[b - 1];
+    }
+    dt_status st = dt_comm_reduce_scatterv(world, x, y, counts, DT_COMM_FLOAT32, DT_COMM_SUM);
+    ok &= expect_mismatch(st, "reduce_scatter", "different block layout", odd);
+    st = dt_comm_allgatherv(world, x + displs[rank], y, counts, displs, DT_COMM_FLOAT32);
+    ok &= expect_mismatch(st, "allgather", "different block layout", odd);
+    assert_true(ct_all(ok));
+}
+
 /* A report made on a sub-group is what the world's handle returns too (the CLI holds the
  * world's handle when it prints the report). */
 static void test_report_reaches_the_world(void **state)
@@ -164,6 +210,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_different_operation),
         cmocka_unit_test(test_different_count),
         cmocka_unit_test(test_different_type_and_root),
+        cmocka_unit_test(test_different_algorithm),
+        cmocka_unit_test(test_different_block_layout),
         cmocka_unit_test(test_report_reaches_the_world),
     };
     int failed = dt_test_mpi_run_cases(argv[0], tests);
