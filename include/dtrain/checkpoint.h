@@ -133,7 +133,8 @@ DT_API const dt_st_tensor *dt_ckpt_set_find(const dt_ckpt_set *s, const char *na
  * of its tensors): what dtrain inspect reports. DT_ERR_FORMAT naming the first that differs. */
 DT_API dt_status dt_ckpt_check_tensors(const dt_ckpt_set *s);
 
-/* Writes the set's parameters (every tensor but the optimizer's state) to `out` as one
+/* Writes the set's parameters (every tensor but the optimizer's state, compression's
+ * residuals and local SGD's per-replica copies: the prefixes above) to `out` as one
  * safetensors file under PyTorch's names, with the metadata of dtrain's weight files
  * (format pt, the input scaling): torch's load_state_dict takes it, and dtrain's
  * --init-weights. Deterministic: the same weights give the same bytes. */

@@ -258,6 +258,72 @@ static void test_prune_keeps_newest(void **state)
     assert_true(access(path, F_OK) != 0);
 }
 
+/* Incomplete sets (no manifest): one older than a complete set is a write that died and is
+ * removed, even while fewer than `keep` complete sets exist; one newer than every complete
+ * set may be being written and stays. */
+static void test_prune_incomplete(void **state)
+{
+    (void)state;
+    char path[600];
+    for (int s = 201; s <= 204; s++)
+        write_set(s, (float)s);
+    for (int s = 202; s <= 204; s += 2) {
+        set_path(s, DT_CKPT_MANIFEST, path, sizeof path);
+        assert_int_equal(unlink(path), 0);
+    }
+    DT_ASSERT_OK(dt_ckpt_prune(root, 3));   /* 201 and 203: fewer complete sets than 3 */
+    static const int want[] = {1, 0, 1, 1}; /* 201 .. 204: present afterwards */
+    for (int s = 201; s <= 204; s++) {
+        set_path(s, "part-00000.safetensors", path, sizeof path);
+        const int there = access(path, F_OK) == 0;
+        if (there != want[s - 201]) {
+            fprintf(stderr, "step %d (%s): %s by prune, expected %s\n", s,
+                    s % 2 ? "complete" : "incomplete", there ? "kept" : "removed",
+                    want[s - 201] ? "kept" : "removed");
+            fail();
+        }
+    }
+}
+
+/* Export writes the model's weights alone: not the optimizer's state, compression's
+ * residuals or a local-SGD replica's own copy, which a set holds beside them. */
+static void test_export_weights_only(void **state)
+{
+    (void)state;
+    char dir[512], out[600];
+    float w[6] = {1, 2, 3, 4, 5, 6}, extra[6] = {9, 9, 9, 9, 9, 9};
+    static const char *const names[5] = {"w", DT_CKPT_STATE_PREFIX "exp_avg.w",
+                                         DT_CKPT_COMPRESS_PREFIX "residual.w",
+                                         DT_CKPT_REPLICA_PREFIX "1.w", "b"};
+    dt_st_tensor ts[5];
+    for (int i = 0; i < 5; i++)
+        ts[i] = (dt_st_tensor){.name = names[i],
+                               .dtype = DT_ST_F32,
+                               .ndim = 2,
+                               .shape = {2, 3},
+                               .data = i == 0 || i == 4 ? w : extra,
+                               .nbytes = sizeof w};
+    dt_ckpt_manifest m = sample_manifest(300);
+    DT_ASSERT_OK(dt_ckpt_step_dir(root, 300, dir, sizeof dir));
+    mkdir(root, 0777);
+    mkdir(dir, 0777);
+    DT_ASSERT_OK(dt_ckpt_write_part(dir, "part-00000.safetensors", ts, 5, NULL, 0, &m.files[0]));
+    DT_ASSERT_OK(dt_ckpt_manifest_write(dir, &m));
+    snprintf(out, sizeof out, "%s/exported.safetensors", root);
+    DT_ASSERT_OK(dt_ckpt_export(dir, out));
+    dt_st_file *f = NULL;
+    DT_ASSERT_OK(dt_st_open(out, &f));
+    if (dt_st_count(f) != 2 || dt_st_find(f, "w") == NULL || dt_st_find(f, "b") == NULL) {
+        fprintf(stderr, "exported %d tensors:", dt_st_count(f));
+        for (int i = 0; i < dt_st_count(f); i++)
+            fprintf(stderr, " %s", dt_st_get(f, i)->name);
+        fprintf(stderr, "; expected w and b only\n");
+        fail();
+    }
+    dt_st_close(f);
+    assert_int_equal(unlink(out), 0);
+}
+
 /* A write that meets a file-size limit fails with EFBIG and leaves the file as it was. */
 static void test_full_disk_keeps_previous(void **state)
 {
@@ -291,6 +357,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_manifest_round_trip),      cmocka_unit_test(test_manifest_input),
         cmocka_unit_test(test_broken_sets_skipped),      cmocka_unit_test(test_prune_keeps_newest),
+        cmocka_unit_test(test_prune_incomplete),         cmocka_unit_test(test_export_weights_only),
         cmocka_unit_test(test_full_disk_keeps_previous),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);

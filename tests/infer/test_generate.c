@@ -278,6 +278,39 @@ static void test_top_k_and_greedy(void **state)
     dt_model_free(m);
 }
 
+/* generate.h's tie rule: among equal logits the lower id wins, for greedy's pick and for the
+ * top_k kept. Draws at temperature 1 from logits with two ties: the kept ids are exactly
+ * the first top_k by (logit, -id), and each of them is drawn. */
+static void test_sample_ties(void **state)
+{
+    (void)state;
+    enum { NV = 8, DRAWS = 400 };
+    const float l[NV] = {1, 3, 3, 0, 3, 3, -1, 2};
+    int32_t order[NV];
+    const dt_sample_options greedy = {.temperature = 0.0, .top_k = NV, .seed = 3};
+    assert_int_equal(dt_sample(l, NV, &greedy, 0, order), 1);
+    const float flat[NV] = {0};
+    assert_int_equal(dt_sample(flat, NV, &greedy, 0, order), 0);
+    /* top_k -> the ids it keeps, in (logit, -id) order: 1, 2, 4, 5, 7, 0, 3, 6 */
+    static const int32_t ranked[NV] = {1, 2, 4, 5, 7, 0, 3, 6};
+    for (int64_t k = 1; k <= 5; k++) {
+        const dt_sample_options o = {.temperature = 1.0, .top_k = k, .seed = 3};
+        int drawn[NV] = {0};
+        for (uint64_t d = 0; d < DRAWS; d++)
+            drawn[dt_sample(l, NV, &o, d, order)]++;
+        for (int r = 0; r < NV; r++) {
+            const int32_t v = ranked[r];
+            if ((r < k) != (drawn[v] > 0)) {
+                fprintf(stderr,
+                        "MISMATCH top_k %lld: id %d (logit %g) drawn %d times of %d; "
+                        "expected %s\n",
+                        (long long)k, v, l[v], drawn[v], DRAWS, r < k ? "some" : "none");
+                fail();
+            }
+        }
+    }
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -378,9 +411,13 @@ static void test_lm_head_weight(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_cache_matches_forward), cmocka_unit_test(test_greedy_cache_vs_full),
-        cmocka_unit_test(test_sampled_cache_vs_full), cmocka_unit_test(test_seed),
-        cmocka_unit_test(test_top_k_and_greedy),      cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_cache_matches_forward),
+        cmocka_unit_test(test_greedy_cache_vs_full),
+        cmocka_unit_test(test_sampled_cache_vs_full),
+        cmocka_unit_test(test_seed),
+        cmocka_unit_test(test_top_k_and_greedy),
+        cmocka_unit_test(test_sample_ties),
+        cmocka_unit_test(test_errors),
         cmocka_unit_test(test_lm_head_weight),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -8,6 +8,7 @@ dt_add_test(NAME test_text_alloc
             SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_text_alloc.c
                     ${PROJECT_SOURCE_DIR}/tests/support/alloc_count.c
             LABELS alloc TIMEOUT 30)
-# The samples each step trains on: each epoch's permutation, the last batch's three modes.
-dt_add_test(NAME test_epoch_order SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_epoch_order.c
+# What each step of a run takes: its samples (each epoch's permutation, the last batch's
+# three modes) and its learning rate (a cosine over the whole run).
+dt_add_test(NAME test_run_steps SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_run_steps.c
             LABELS unit TIMEOUT 30)

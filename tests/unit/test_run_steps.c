@@ -1,16 +1,20 @@
-/* test_epoch_order.c — the samples each step trains on, as train.h defines them: epoch e
- * takes the permutation dt_rng_permutation(seed, e) (file order with data.shuffle off),
- * step k of it the positions [kG, kG + G) of that order; the last, partial batch is the
- * rest (last_batch uneven), dropped (drop) or filled from the epoch's first positions
- * (pad). Read from the model's input after each step: every sample of the synthetic set
- * has its own features, so a row names its sample.
+/* test_run_steps.c — what each step of a run takes, as train.h and config.h define it:
+ *  - its samples: epoch e takes the permutation dt_rng_permutation(seed, e) (file order
+ *    with data.shuffle off), step k of it the positions [kG, kG + G) of that order; the
+ *    last, partial batch is the rest (last_batch uneven), dropped (drop) or filled from the
+ *    epoch's first positions (pad). Read from the model's input after each step: every
+ *    sample of the synthetic set has its own features, so a row names its sample;
+ *  - its learning rate: a cosine schedule with total_steps 0 decays over the run's steps
+ *    after the warm-up (schedule.total_steps' help), written out here.
  *
- * Loss curves and the layouts' comparisons with one process cannot see the order: both
- * sides of those take the same samples whatever order the trainer picks. A run that reused
- * the first epoch's order every epoch passed them all (make mutants'
- * shuffle-same-every-epoch). */
+ * Loss curves and the layouts' comparisons with one process cannot see either: both sides
+ * of those take the same samples and rates whatever the trainer picks. A run that reused
+ * the first epoch's order every epoch, padded past the epoch's end, kept drop's short batch
+ * or counted the warm-up into the cosine passed them all (make mutants: shuffle-same-
+ * every-epoch, pad-no-wrap, drop-as-pad, cosine-total-warmup). */
 #include "dt_test.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,12 +190,66 @@ static void test_file_order(void **state)
     assert_true(check_order("file order", &g, 0, 5, 3));
 }
 
+typedef struct lr_log {
+    int64_t steps;
+    double lr[MAX_STEPS];
+} lr_log;
+
+static dt_status record_lr(void *ctx, const dt_step_info *s)
+{
+    lr_log *g = ctx;
+    if (g->steps < MAX_STEPS)
+        g->lr[g->steps++] = s->lr;
+    return DT_OK;
+}
+
+/* Cosine over the whole run (total_steps 0) after 3 warm-up steps: 3 epochs of 5 steps, so
+ * the decay spans the 12 steps after the warm-up; then the same with train.max_steps 9
+ * (6 after the warm-up). */
+static void test_cosine_over_the_run(void **state)
+{
+    (void)state;
+    const double lr = 0.1, min_lr = 0.01, start = 0.2, pi = 3.14159265358979323846;
+    for (int capped = 0; capped < 2; capped++) {
+        dt_config c = order_config("on", "uneven");
+        dt_test_set(&c, "schedule.kind=cosine");
+        dt_test_set(&c, "optim.lr=0.1");
+        dt_test_set(&c, "schedule.min_lr=0.01");
+        dt_test_set(&c, "schedule.warmup_steps=3");
+        dt_test_set(&c, "schedule.warmup_start=0.2");
+        if (capped)
+            dt_test_set(&c, "train.max_steps=9");
+        const int64_t total = capped ? 9 : EPOCHS * 5, decay = total - 3;
+        dt_trainer *t = NULL;
+        lr_log g = {0};
+        DT_ASSERT_OK(dt_trainer_create(&c, NULL, &t));
+        dt_train_callbacks cb = {.ctx = &g, .on_step = record_lr};
+        DT_ASSERT_OK(dt_trainer_run(t, &cb));
+        dt_trainer_free(t);
+        assert_int_equal(g.steps, total);
+        for (int64_t s = 0; s < total; s++) {
+            const double want =
+                s < 3 ? lr * (start + (1.0 - start) * (double)s / 3.0)
+                      : min_lr +
+                            (lr - min_lr) * 0.5 * (1.0 + cos(pi * (double)(s - 3) / (double)decay));
+            if (fabs(g.lr[s] - want) > 1e-12 * lr) {
+                print_error("%s: step %lld: learning rate %.12g, expected %.12g (cosine over %lld "
+                            "steps after 3 of warm-up)\n",
+                            capped ? "max_steps 9" : "3 epochs", (long long)s, g.lr[s], want,
+                            (long long)decay);
+                fail();
+            }
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_each_epoch_its_own_order),
         cmocka_unit_test(test_drop_and_pad),
         cmocka_unit_test(test_file_order),
+        cmocka_unit_test(test_cosine_over_the_run),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
