@@ -34,6 +34,8 @@ GPT = "cli_gpt_layouts$"
 GPT_LONG = "cli_gpt_layouts_long"
 TPGPT = "test_tp_gpt"
 PP = "test_pp_np2|test_pp_np3"
+COMM = "test_comm_coll|test_comm_det"
+STEPS = "test_run_steps"
 
 # id, file, the line's text, its mutant, the tests that must catch it (ctest -R), the slip
 MUTANTS = [
@@ -197,6 +199,60 @@ MUTANTS = [
      "    if (v == s->vlow[r] && j >= s->slots[r] && !ran_by",
      "    if (v == s->vlow[r] && j > s->slots[r] && !ran_by", "test_pipe_plan",
      "a micro-batch takes a slot before its previous holder's backward ends"),
+    # The second pass (2026-11-27, session 2): the comm layer, optimizers, the trainer's
+    # data order and schedule, checkpoints, sampling.
+    ("max-nan", "src/comm/reduce_ops.c",
+     "#define MAX_F(a, b) (((a) >= (b) || (a) != (a)) ? (a) : (b))",
+     "#define MAX_F(a, b) (((a) >= (b)) ? (a) : (b))", COMM, "max drops a NaN on the left"),
+    ("mpi-max-nan", "src/comm/validate.c", ": dtype == DT_COMM_FLOAT32 && minmax ? DT_CX_OWN_F32",
+     ": 0 ? DT_CX_OWN_F32", "test_comm_coll", "MPI's own MAX and MIN on float32, which drop NaNs"),
+    ("check-no-impl", "src/comm/check.c",
+     "if (memcmp(r0, rp, DT_CHECK_FIELDS * sizeof *rp) == 0)",
+     "if (memcmp(r0, rp, (DT_CHECK_FIELDS - 1) * sizeof *rp) == 0)", "test_comm_check",
+     "--comm-check ignores the algorithm"),
+    ("check-no-shape", "src/comm/check.c",
+     "if (q->a.coll != DT_COMM_REDUCE_SCATTER && q->a.coll != DT_COMM_ALLGATHER)\n        return 0;",
+     "return 0;", "test_comm_check", "--comm-check ignores block layouts"),
+    ("shuffle-same-every-epoch", "src/train/trainer.c",
+     "dt_rng_permutation(t->cfg.train.seed, (uint64_t)epoch, t->train.n, t->perm);",
+     "dt_rng_permutation(t->cfg.train.seed, 0, t->train.n, t->perm);", STEPS,
+     "every epoch takes the first epoch's order"),
+    ("pad-no-wrap", "src/train/trainer.c", "pos[i] = (first + i) % t->train.n;",
+     "pos[i] = first + i;", STEPS, "last_batch pad reads past the epoch's end"),
+    ("drop-as-pad", "src/train/trainer.c", "? t->train.n / t->global_batch\n",
+     "? (t->train.n + t->global_batch - 1) / t->global_batch\n", STEPS,
+     "last_batch drop keeps the short batch"),
+    ("cosine-total-warmup", "src/train/trainer.c",
+     "sched.total_steps = total - sched.warmup_steps > 0 ? total - sched.warmup_steps : 1;",
+     "sched.total_steps = total > 0 ? total : 1;", STEPS, "the run's cosine counts the warm-up"),
+    ("resume-skipped", "src/train/trainer_ckpt.c", "t->start_step = m->step + m->skipped;",
+     "t->start_step = m->step;", "test_text_train",
+     "a finished text run resumed forgets its skipped steps"),
+    ("prune-keeps-stale-incomplete", "src/ckpt/ckpt_set.c", "(!whole && complete > 0)",
+     "(!whole && complete > keep)", "test_ckpt_format", "prune leaves old incomplete sets"),
+    ("export-replica-state", "src/ckpt/ckpt_set.c",
+     "strncmp(t->name, DT_CKPT_REPLICA_PREFIX, strlen(DT_CKPT_REPLICA_PREFIX)) != 0)", "1)",
+     "test_ckpt_format", "export writes a replica's own state as weights"),
+    ("sample-ties-high", "src/infer/sample.c",
+     "return l[a] > l[b] || (l[a] == l[b] && a < b);",
+     "return l[a] > l[b] || (l[a] == l[b] && a > b);", "test_generate$",
+     "top-k ties go to the higher id"),
+    ("greedy-ties-last", "src/infer/sample.c", "if (logits[v] > logits[best])",
+     "if (logits[v] >= logits[best])", "test_generate$", "greedy ties go to the last id"),
+    ("psgd-redraw-inf", "src/parallel/compress.c", "bad |= !isfinite(q[i]);",
+     "bad |= isnan(q[i]);", "test_compress$", "an infinite PowerSGD Q is kept"),
+    ("maxpool-nan", "src/nn/maxpool2d.c", "int at = 0, up = (b > m) | (b != b);",
+     "int at = 0, up = (b > m);", "test_grad_layers", "2x2 max pooling drops a NaN"),
+    ("inert-text-shuffle", "src/train/config_inert.c",
+     'judge(c, "data.shuffle", kind != DT_DATA_TEXT,', 'judge(c, "data.shuffle", 1,',
+     "cli_misconf", "--shuffle accepted on a text run, where it does nothing"),
+    ("inert-val-fraction", "src/train/config_inert.c",
+     'judge(c, "data.val_fraction", kind == DT_DATA_TEXT,', 'judge(c, "data.val_fraction", 1,',
+     "cli_misconf", "data.val_fraction accepted on an image run"),
+    ("inert-test-samples-csv", "src/train/config_inert.c",
+     'judge(c, "data.test_samples", c->data.test_file[0] == \'\\0\',',
+     'judge(c, "data.test_samples", 1,', "cli_misconf",
+     "data.test_samples accepted beside a CSV test file"),
 ]
 
 

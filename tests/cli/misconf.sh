@@ -106,6 +106,20 @@ refuse eval_every_noval 2 "^dtrain: config: train\.eval_every \(.*/gpt\.ini:[0-9
     T "$GPT" $RUN --set data.val_fraction=0
 refuse eval_noval 2 "^dtrain: config: train\.eval \(--set\) $NE with data\.val_fraction 0: " \
     T "$GPT" $RUN --set data.val_fraction=0 --eval-every 0 --set train.eval=on
+# Text windows are drawn at random whatever data.shuffle says; val_fraction splits text only.
+refuse shuffle_text 2 "^dtrain: config: --shuffle $NE with data\.kind text: " \
+    T "$GPT" $RUN --shuffle off
+refuse val_fraction_idx 2 "^dtrain: config: data\.val_fraction \(--set\) $NE with data\.kind idx: " \
+    T "$MLP" $RUN --set data.val_fraction=0.2
+# A CSV run with its own test file holds no samples out.
+printf '1.0,2.0\n2.0,4.0\n3.0,6.0\n' >"$tmp/train.csv"
+printf '4.0,8.0\n' >"$tmp/test.csv"
+refuse test_samples_csv 2 "^dtrain: config: data\.test_samples \(--set\) $NE with data\.test_file set: " \
+    T --set data.kind=csv --set data.train_file="$tmp/train.csv" --set data.test_file="$tmp/test.csv" \
+    --set model.layers="linear 1" --set loss.kind=mse --set data.test_samples=1 $RUN
+accept test_samples_csv_one_file T --set data.kind=csv --set data.train_file="$tmp/train.csv" \
+    --set model.layers="linear 1" --set loss.kind=mse --set data.test_samples=1 --set train.batch=2 \
+    $RUN
 
 # A config file's key is named with its file and line.
 cat >"$tmp/ps.ini" <<'EOF'

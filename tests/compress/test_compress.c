@@ -686,6 +686,30 @@ static void test_psgd_worth_and_rank(void **state)
     assert_int_equal(dt_psgd_rank(30, 2, 4), 2);
 }
 
+/* A Q holding a NaN, +inf or -inf anywhere is drawn afresh, as dt_psgd_init_q draws it; a
+ * finite one is left as it is. */
+static void test_psgd_redraw_nonfinite(void **state)
+{
+    (void)state;
+    enum { COLS = 40, R = 3, N = COLS * R };
+    static float q[N], fresh[N], kept[N];
+    dt_psgd_init_q(fresh, COLS, R, 7, 3);
+    const float bad[3] = {NAN, INFINITY, -INFINITY};
+    const size_t where[3] = {0, N / 2, N - 1};
+    for (int b = 0; b < 3; b++)
+        for (int w = 0; w < 3; w++) {
+            for (size_t i = 0; i < N; i++)
+                q[i] = (float)i * 0.25f;
+            q[where[w]] = bad[b];
+            assert_int_equal(dt_psgd_redraw_nonfinite(q, COLS, R, 7, 3), 1);
+            assert_true(dt_check_equal_bits("Q redrawn", q, fresh, N));
+        }
+    for (size_t i = 0; i < N; i++)
+        q[i] = kept[i] = (float)i * 0.25f;
+    assert_int_equal(dt_psgd_redraw_nonfinite(q, COLS, R, 7, 3), 0);
+    assert_true(dt_check_equal_bits("finite Q kept", q, kept, N));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -704,6 +728,7 @@ int main(void)
         cmocka_unit_test(test_psgd_error_orthogonal),
         cmocka_unit_test(test_psgd_converges),
         cmocka_unit_test(test_psgd_init_q),
+        cmocka_unit_test(test_psgd_redraw_nonfinite),
         cmocka_unit_test(test_psgd_worth_and_rank),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

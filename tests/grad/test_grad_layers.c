@@ -144,9 +144,10 @@ static void test_fd_maxpool2d(void **state)
 
 /* Ties and NaN in x, with backward writing dx over x (a ReLU before the pooling, as in the
  * seeds' ConvNet, puts the pooling's x in a buffer the plan may give its dx): the output is
- * the window's first maximum, or its last NaN, and backward routes the whole output gradient
- * to that element, for the 2x2 windows that find it again in x and for the 3x3 ones with
- * stride 3 (one per kind of window, gaps included: 7x7 leaves the last row and column). */
+ * the window's first maximum, or its last NaN (a lone one wherever it lies), and backward
+ * routes the whole output gradient to that element, for the 2x2 windows that find it again
+ * in x and for the 3x3 ones with stride 3 (one per kind of window, gaps included: 7x7
+ * leaves the last row and column). */
 static void test_maxpool_ties_nan(void **state)
 {
     (void)state;
@@ -166,6 +167,8 @@ static void test_maxpool_ties_nan(void **state)
         x[k] = NAN;
         x[H + k] = NAN;
         x[k + 1] = 5.0f;
+        /* window (1, 1): a lone NaN at its second element, after a 0 */
+        x[k * H + k + 1] = NAN;
         const dt_forward_ctx ctx = {.train = 1};
         DT_ASSERT_OK(dt_model_forward(m, 1, &ctx));
         const float *y = dt_model_output(m);
@@ -173,6 +176,7 @@ static void test_maxpool_ties_nan(void **state)
         assert_true(y[0] == 2.0f);
         assert_true(isnan(y[1]));
         assert_true(y[OH] == 0.0f);
+        assert_true(isnan(y[OH + 1]));
         float *g = dt_model_activation_grad(m, 2);
         for (int64_t o = 0; o < OH * OH; o++)
             g[o] = (float)(o + 1);
@@ -182,8 +186,9 @@ static void test_maxpool_ties_nan(void **state)
         /* The ReLU's dx: its mask passes the pooling's dx where x > 0 (and for NaN). */
         const float *dx = dt_model_activation_grad(m, 0);
         float want[49] = {0};
-        want[1] = 1.0f;     /* window 0's first maximum */
-        want[H + k] = 2.0f; /* window 1's last NaN */
+        want[1] = 1.0f;             /* window 0's first maximum */
+        want[H + k] = 2.0f;         /* window 1's last NaN */
+        want[k * H + k + 1] = 4.0f; /* window (1, 1)'s NaN */
         char name[64];
         snprintf(name, sizeof name, "maxpool k%lld s%lld over ReLU: dx", (long long)k,
                  (long long)k);
