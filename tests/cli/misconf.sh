@@ -91,6 +91,8 @@ refuse beta1_sgd 2 "^dtrain: config: optim\.beta1 \(--set\) $NE with optim\.kind
     T "$LIN" $RUN --set optim.kind=sgd --set optim.beta1=0.8
 refuse gamma_cosine 2 "^dtrain: config: schedule\.gamma \(--set\) $NE with schedule\.kind cosine: it applies to step\$" \
     T "$LIN" $RUN --set schedule.gamma=0.5
+refuse total_steps_constant 2 "^dtrain: config: schedule\.total_steps \(--set\) $NE with schedule\.kind constant: it applies to cosine\$" \
+    T "$LIN" $RUN --set schedule.kind=constant --set schedule.total_steps=5
 refuse warmup_start 2 "^dtrain: config: schedule\.warmup_start \(--set\) $NE without a warm-up" \
     T "$MLP" $RUN --set schedule.warmup_start=0.5
 refuse synth_idx 2 "^dtrain: config: data\.synth_noise \(--set\) $NE with data\.kind idx: it applies to data\.kind synthetic\$" \
