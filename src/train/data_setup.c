@@ -1,4 +1,6 @@
-/* data_setup.c — turns the [data] section of a config into train and test data sets. */
+/* data_setup.c — turns the [data] section of a config into train and test data sets, and
+ * checks that every rank read the same text corpus. */
+#include <stdio.h>
 #include <string.h>
 
 #include "dtrain/text.h"
@@ -166,4 +168,37 @@ dt_status dt_data_sample_shape(const dt_config *cfg, dt_shape *out)
     dt_dataset_free(&storage);
     dt_dataset_free(&test_storage);
     return DT_OK;
+}
+
+#define AGREE_NAMED 4 /* ranks a corpus mismatch names beside rank 0 */
+
+dt_status dt_text_agree(const dt_text *corpus, const char *files, dt_comm *world)
+{
+    const int size = dt_comm_size(world);
+    if (size == 1)
+        return DT_OK;
+    int64_t mine[2] = {corpus->n, (int64_t)dt_crc32(0, corpus->bytes, (size_t)corpus->n)};
+    int64_t *all = NULL;
+    dt_status st = dt_alloc(sizeof *all * 2 * (size_t)size, "corpus checksums", (void **)&all);
+    if (st == DT_OK)
+        st = dt_comm_allgather(world, mine, all, 2, DT_COMM_INT64);
+    char msg[512] = "";
+    int differ = 0;
+    size_t used = 0;
+    for (int r = 1; st == DT_OK && r < size; r++) {
+        if (all[2 * r] == all[0] && all[2 * r + 1] == all[1])
+            continue;
+        if (differ++ < AGREE_NAMED && used < sizeof msg)
+            used += (size_t)snprintf(msg + used, sizeof msg - used,
+                                     "; rank %d: %lld bytes, crc32 %08llx", r,
+                                     (long long)all[2 * r], (unsigned long long)all[2 * r + 1]);
+    }
+    if (st == DT_OK && differ > 0)
+        st = dt_fail(DT_ERR_MISMATCH,
+                     "data: the ranks read different text corpora from data.text_files "
+                     "(\"%s\"): rank 0: %lld bytes, crc32 %08llx%s%s",
+                     files, (long long)all[0], (unsigned long long)all[1], msg,
+                     differ > AGREE_NAMED ? "; ..." : "");
+    dt_free(all);
+    return st;
 }

@@ -269,10 +269,17 @@ dt_status dt_trainer_create(const dt_config *cfg, dt_comm *world, dt_trainer **o
     DT_TRY(dt_strategy_create(&so, world, &t->strategy));
     t->replicas = dt_strategy_get_info(t->strategy)->replicas;
     const double load_start = dt_now();
-    if (t->text)
-        DT_TRY(dt_text_data_load(cfg, &t->corpus, &t->win, &t->train, &t->test));
-    else
-        DT_TRY(dt_data_load(cfg, &t->storage, &t->test_storage, &t->train, &t->test));
+    /* Each rank reads its own files: one that cannot fails every rank with its message
+     * (the others would wait for it in the next collective), and text ranks whose bytes
+     * differ fail too (config_agree.c compares IDX and CSV files' sizes beforehand). */
+    if (t->text) {
+        DT_TRY(
+            dt_trainer_agree(t, dt_text_data_load(cfg, &t->corpus, &t->win, &t->train, &t->test)));
+        DT_TRY(dt_text_agree(&t->corpus, cfg->data.text_files, world));
+    } else {
+        DT_TRY(dt_trainer_agree(
+            t, dt_data_load(cfg, &t->storage, &t->test_storage, &t->train, &t->test)));
+    }
     t->data_load_s = dt_now() - load_start;
     DT_TRY(place_stages(t));
     DT_TRY(plan_batches(t));

@@ -69,6 +69,12 @@ struct dt_trainer {
 dt_status dt_text_data_load(const dt_config *cfg, dt_text *corpus, dt_text_windows *win,
                             dt_dataset *train, dt_dataset *test);
 
+/* Every rank's corpus against rank 0's, by size and CRC-32 (collective over world): each
+ * rank reads its own files, and config_agree.c compares data.text_files' text, not the
+ * bytes behind it (another version of a file on one host). DT_ERR_MISMATCH on every rank,
+ * naming the ranks that differ and what each read; DT_OK alone. */
+dt_status dt_text_agree(const dt_text *corpus, const char *files, dt_comm *world);
+
 /* The ranks' common instant (a barrier, then each rank's clock): trace.c's zero. */
 dt_status dt_trainer_sync_clock(dt_trainer *t);
 

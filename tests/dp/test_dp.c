@@ -499,6 +499,32 @@ static void test_comm_stats(void **state)
     }
 }
 
+/* Evaluation splits the test set over the replicas (10,000 samples: uneven at 3) and sums
+ * their scores: every rank's loss and accuracy are one process's, the summation order
+ * aside. A replica scoring the wrong share passed every training comparison (make mutants'
+ * eval-share-offset). */
+static void test_evaluate_equals_one_process(void **state)
+{
+    (void)state;
+    dt_config c = mlp_config();
+    dt_test_set(&c, "train.eval=on");
+    dt_trainer *dp = NULL, *one = NULL;
+    DT_ASSERT_OK(dt_trainer_create(&c, world, &dp));
+    DT_ASSERT_OK(dt_trainer_create(&c, NULL, &one));
+    double loss = 0, acc = 0, loss1 = 0, acc1 = 0;
+    DT_ASSERT_OK(dt_trainer_evaluate(dp, &loss, &acc));
+    DT_ASSERT_OK(dt_trainer_evaluate(one, &loss1, &acc1));
+    int ok = fabs(loss - loss1) <= 1e-9 * fabs(loss1) && acc == acc1;
+    if (!ok)
+        fprintf(stderr,
+                "MISMATCH rank %d: evaluation on %d ranks: loss %.12g accuracy %.6f; one "
+                "process: loss %.12g accuracy %.6f\n",
+                rank, size, loss, acc, loss1, acc1);
+    dt_trainer_free(dp);
+    dt_trainer_free(one);
+    assert_true(ok);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -517,6 +543,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_mismatched_model_refused),
         cmocka_unit_test(test_settings_disagree),
         cmocka_unit_test(test_comm_stats),
+        cmocka_unit_test(test_evaluate_equals_one_process),
     };
     return dt_test_mpi_main(&argc, &argv, tests, &world, &rank, &size);
 }

@@ -283,6 +283,20 @@ expect_status sp_no_tp 2 'sequence-parallel has no effect without tensor paralle
 expect_status sp_no_block 2 'sequence-parallel has no effect on a model without block layers' \
     "$DTRAIN" train "$SRC/examples/linreg.ini" --epochs 1 --sequence-parallel
 
+# Each rank reads its own files: the same data.text_files naming different bytes on two
+# ranks (a working directory each; one byte changed, the size kept) fails every rank, naming
+# both corpora; a rank that cannot read its corpus fails every rank with its message.
+mkdir -p "$tmp/wa" "$tmp/wb" "$tmp/wc"
+cp "$tmp/corpus.txt" "$tmp/wa/corpus.txt"
+sed '1s/^the/The/; 1s/^[a-z]/X/' "$tmp/corpus.txt" >"$tmp/wb/corpus.txt"
+cmp -s "$tmp/wa/corpus.txt" "$tmp/wb/corpus.txt" && { echo "FAIL corpora: the copies are equal"; fail=1; }
+LOCAL="$DTRAIN train $tmp/text.ini --no-progress --max-steps 1 --set data.text_files=corpus.txt"
+expect_status corpora_differ 1 \
+    "^dtrain: rank 1: data: the ranks read different text corpora from data\.text_files \(\"corpus\.txt\"\): rank 0: [0-9]+ bytes, crc32 [0-9a-f]{8}; rank 1: [0-9]+ bytes, crc32 [0-9a-f]{8}\$" \
+    "$MPIRUN" -np 1 -wdir "$tmp/wa" $LOCAL : -np 1 -wdir "$tmp/wb" $LOCAL
+expect_status corpus_missing 1 "^dtrain: rank 0: rank 1: text: data\.text_files: corpus\.txt: cannot open" \
+    "$MPIRUN" -np 1 -wdir "$tmp/wa" $LOCAL : -np 1 -wdir "$tmp/wc" $LOCAL
+
 # dtrain plan of the tiny GPT on 2 stages: the tied table's gradient summed between them once
 # a step (256 x 16 floats: 0.016 MB), beside the activations.
 expect_ok plan_pp "$DTRAIN" plan "$tmp/text.ini" --pp 2 --batch 8 --bandwidth 5 --latency 2
