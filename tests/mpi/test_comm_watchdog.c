@@ -1,10 +1,11 @@
 /* test_comm_watchdog.c — a hang becomes a report: when one rank never calls a collective,
  * every rank that did returns DT_ERR_TIMEOUT within the (short, test-only) deadline plus
  * the grace period, naming the operation, group, sequence number, count and the missing
- * rank; a rank waiting in a different collective is named with what it waits in; a
- * receive whose sender never sends names the peer; a rank that never arrives where a
- * group is created (MPI_Comm_split, which cannot time out) is named the same way. Each case uses a
- * fresh handle, since a timed-out handle is unusable. Run with 2 or more ranks. */
+ * rank; a rank waiting in a different collective is named with what it waits in (the
+ * oldest of its waits); a receive whose sender never sends names the peer; a rank that
+ * never arrives where a group is created (MPI_Comm_split, which cannot time out) is named
+ * the same way. Each case uses a fresh handle, since a timed-out handle is unusable. Run
+ * with 2 or more ranks. */
 #include "dt_test.h"
 #include "dt_test_mpi.h"
 
@@ -110,21 +111,32 @@ static void test_missing_rank_ring(void **state)
     never_arrives(handles[H_RING]);
 }
 
-/* The last rank waits in a broadcast whose root never comes while the others wait in a
- * ring all-reduce: each side names what the other is doing. */
+/* The last rank waits in two broadcasts whose root never comes while the others wait in a
+ * ring all-reduce: each side names what the other is doing, the last rank by the oldest of
+ * its waits. */
 static void test_rank_elsewhere(void **state)
 {
     (void)state;
     int late = size - 1, ok = 1;
     dt_comm *c = handles[H_ELSE];
-    float x[64];
+    float x[64], y[32];
     memset(x, 0, sizeof x);
+    memset(y, 0, sizeof y);
     dt_status st;
     char expect[160];
     if (rank == late) {
-        st = dt_comm_bcast(c, x, 64, DT_COMM_FLOAT32, 0);
+        /* Later than the others, so that they time out first and this rank answers them
+         * (its answer names its oldest wait; a question of its own would name the one it
+         * timed out in). */
+        struct timespec ts = {0, 250000000};
+        nanosleep(&ts, NULL);
+        dt_comm_req *q[2] = {NULL, NULL};
+        DT_ASSERT_OK(dt_comm_ibcast(c, x, 64, DT_COMM_FLOAT32, 0, &q[0]));
+        DT_ASSERT_OK(dt_comm_ibcast(c, y, 32, DT_COMM_FLOAT32, 0, &q[1]));
+        st = dt_comm_wait(&q[0]);
         DT_ASSERT_STATUS(st, DT_ERR_TIMEOUT);
         ok &= has(dt_last_error(), "bcast #0");
+        DT_ASSERT_STATUS(dt_comm_wait(&q[1]), DT_ERR_TIMEOUT);
         snprintf(expect, sizeof expect, "rank 0 (world 0) waits in allreduce #0 (64 float32)");
         ok &= has(dt_last_error(), expect);
     } else {
