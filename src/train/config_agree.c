@@ -4,7 +4,7 @@
  * and nothing stops a user from editing a config file on one machine), and a rank with
  * another learning rate or seed runs on silently: its replica drifts, and the weights
  * rank 0 saves are not what the others hold. So before anything else the ranks compare
- * each setting's text, hashed, and the sizes of the data files: where they differ, they
+ * each setting's text, hashed, and each data file's size and CRC-32: where they differ, they
  * exchange the texts and every rank fails with the same message naming the keys and which
  * ranks hold which value. Output paths are not settings (they are command-line options and
  * only rank 0 writes), and train.threads and train.log_every may differ by design. */
@@ -34,51 +34,75 @@ static uint64_t fnv1a(const char *s)
     return h;
 }
 
-static void append_size(char *buf, size_t nbytes, const char *path)
-{
-    struct stat sb;
-    size_t used = strlen(buf);
-    if (used + 1 >= nbytes)
-        return;
-    if (stat(path, &sb) == 0)
-        snprintf(buf + used, nbytes - used, "%s%s: %lld bytes", used ? ", " : "", path,
-                 (long long)sb.st_size);
-    else
-        snprintf(buf + used, nbytes - used, "%s%s: missing", used ? ", " : "", path);
-}
+/* The data files a config reads, each a setting of its own: IDX's training images and
+ * labels, then the test split's; CSV's training and test files. */
+#define AGREE_FILES 4
 
-/* The data files this config reads and their sizes ("" for synthetic data). */
-static void data_files(const dt_config *cfg, char *buf, size_t nbytes)
+/* Data file j's path into path (nbytes); 0 when the config reads no such file. */
+static int data_file(const dt_config *cfg, int j, char *path, size_t nbytes)
 {
-    buf[0] = '\0';
+    path[0] = '\0';
     if (cfg->data.kind == DT_DATA_IDX) {
         static const char *const splits[2] = {"train", "t10k"};
-        for (int s = 0; s < 2; s++) {
-            char images[4096], labels[4096];
-            if (dt_idx_dir_paths(cfg->data.dir, splits[s], images, labels, sizeof images) != DT_OK)
-                continue; /* the load reports it */
-            append_size(buf, nbytes, images);
-            append_size(buf, nbytes, labels);
-        }
-    } else if (cfg->data.kind == DT_DATA_CSV) {
-        append_size(buf, nbytes, cfg->data.train_file);
-        if (cfg->data.test_file[0] != '\0')
-            append_size(buf, nbytes, cfg->data.test_file);
+        char images[4096], labels[4096];
+        if (dt_idx_dir_paths(cfg->data.dir, splits[j / 2], images, labels, sizeof images) != DT_OK)
+            return 0; /* the load reports it */
+        snprintf(path, nbytes, "%s", j % 2 ? labels : images);
+        return 1;
     }
+    if (cfg->data.kind == DT_DATA_CSV && j < 2) {
+        const char *f = j == 0 ? cfg->data.train_file : cfg->data.test_file;
+        snprintf(path, nbytes, "%s", f);
+        return f[0] != '\0';
+    }
+    return 0;
 }
 
-/* Setting i's text: a config key's value, or (i == keys) the data files' sizes. */
+/* A data file's size and CRC-32: the same path can hold other bytes on another host (MNIST
+ * where Fashion-MNIST was meant: the same sizes). Read a block at a time; about 13 ms for
+ * Fashion-MNIST's four files (docs/NOTES.md). */
+static void file_text(const char *path, char *buf, size_t nbytes)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        snprintf(buf, nbytes, "missing");
+        return;
+    }
+    unsigned char block[65536];
+    uint32_t crc = 0;
+    long long n = 0;
+    size_t k;
+    while ((k = fread(block, 1, sizeof block, f)) > 0) {
+        crc = dt_crc32(crc, block, k);
+        n += (long long)k;
+    }
+    if (ferror(f))
+        snprintf(buf, nbytes, "unreadable");
+    else
+        snprintf(buf, nbytes, "%lld bytes, crc32 %08x", n, (unsigned)crc);
+    fclose(f);
+}
+
+/* Setting i's text: a config key's value, or (i >= keys) a data file's size and CRC-32. */
 static void setting_text(const dt_config *cfg, int i, char *buf, size_t nbytes)
 {
+    char path[4096];
+    buf[0] = '\0';
     if (i < dt_config_key_count())
         dt_config_key_format(cfg, i, buf, nbytes);
-    else
-        data_files(cfg, buf, nbytes);
+    else if (data_file(cfg, i - dt_config_key_count(), path, sizeof path))
+        file_text(path, buf, nbytes);
 }
 
-static const char *setting_name(int i)
+static void setting_name(const dt_config *cfg, int i, char *buf, size_t nbytes)
 {
-    return i < dt_config_key_count() ? dt_config_key_name(i) : "data files";
+    char path[4096];
+    if (i < dt_config_key_count())
+        snprintf(buf, nbytes, "%s", dt_config_key_name(i));
+    else if (data_file(cfg, i - dt_config_key_count(), path, sizeof path))
+        snprintf(buf, nbytes, "the data file %s", path);
+    else
+        snprintf(buf, nbytes, "data file %d", i - dt_config_key_count());
 }
 
 /* Appends "ranks 0, 2: 0.1; rank 1: 0.2" for one setting's texts (size x AGREE_SHOWN). */
@@ -117,7 +141,7 @@ dt_status dt_config_agree(const dt_config *cfg, dt_comm *comm)
     DT_ASSERT(cfg != NULL && comm != NULL);
     dt_status st = DT_OK;
     const int size = dt_comm_size(comm);
-    const int nk = dt_config_key_count() + 1;
+    const int nk = dt_config_key_count() + AGREE_FILES;
     int64_t *mine = NULL, *all = NULL;
     char *text = NULL, *texts = NULL, *msg = NULL;
     if (size < 2)
@@ -139,7 +163,8 @@ dt_status dt_config_agree(const dt_config *cfg, dt_comm *comm)
     DT_TRY(dt_alloc(AGREE_TEXT, "config agreement", (void **)&text));
     for (int i = 0; i < nk; i++) {
         setting_text(cfg, i, text, AGREE_TEXT);
-        mine[i] = per_rank(setting_name(i)) ? 0 : (int64_t)fnv1a(text);
+        mine[i] =
+            i < dt_config_key_count() && per_rank(dt_config_key_name(i)) ? 0 : (int64_t)fnv1a(text);
     }
     DT_TRY(dt_comm_allgather(comm, mine, all, (size_t)nk, DT_COMM_INT64));
     /* Every rank sees the same table, so every rank takes the same branches below and
@@ -169,8 +194,10 @@ dt_status dt_config_agree(const dt_config *cfg, dt_comm *comm)
         DT_TRY(dt_comm_allgather(comm, shown, texts, AGREE_SHOWN, DT_COMM_UINT8));
         for (int r = 0; r < size; r++)
             texts[(size_t)r * AGREE_SHOWN + AGREE_SHOWN - 1] = '\0';
+        char name[4200];
+        setting_name(cfg, differ[d], name, sizeof name);
         size_t used = strlen(msg);
-        snprintf(msg + used, msg_bytes - used, "%s%s (", d ? ", " : "", setting_name(differ[d]));
+        snprintf(msg + used, msg_bytes - used, "%s%s (", d ? ", " : "", name);
         describe(msg, msg_bytes, texts, size);
         used = strlen(msg);
         snprintf(msg + used, msg_bytes - used, ")");

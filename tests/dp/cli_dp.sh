@@ -96,6 +96,28 @@ grep -q 'rank 1: config: the ranks disagree on optim.lr' "$tmp/lr_differs.out" |
 expect_fail seed_differs 'config: the ranks disagree on train\.seed \(rank 0: 3; rank 1: 4\)$' \
     "$MPIRUN" -np 1 "$DTRAIN" train "$MLP" --max-steps 2 --seed 3 : \
     -np 1 "$DTRAIN" train "$MLP" --max-steps 2 --seed 4
+# The same data path, other bytes behind it on one rank (a working directory each; the test
+# labels raw, one label changed: the same size): every rank refuses, naming the file and
+# each rank's size and CRC-32.
+DATA=$(sed -n 's/^dir *= *//p' "$MLP")
+for d in da db; do
+    mkdir -p "$tmp/$d"
+    for f in train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images-idx3-ubyte.gz; do
+        ln -s "$DATA/$f" "$tmp/$d/$f"
+    done
+done
+"$PY" - "$DATA/t10k-labels-idx1-ubyte.gz" "$tmp/da/t10k-labels-idx1-ubyte" \
+    "$tmp/db/t10k-labels-idx1-ubyte" <<'PYEOF'
+import gzip, sys
+raw = gzip.open(sys.argv[1]).read()
+open(sys.argv[2], "wb").write(raw)
+other = bytearray(raw)
+other[8] = (other[8] + 1) % 10
+open(sys.argv[3], "wb").write(bytes(other))
+PYEOF
+expect_fail data_differs 'config: the ranks disagree on the data file \./t10k-labels-idx1-ubyte \(rank 0: 10008 bytes, crc32 [0-9a-f]{8}; rank 1: 10008 bytes, crc32 [0-9a-f]{8}\)$' \
+    "$MPIRUN" -np 1 -wdir "$tmp/da" "$DTRAIN" train "$MLP" --max-steps 1 --data . : \
+    -np 1 -wdir "$tmp/db" "$DTRAIN" train "$MLP" --max-steps 1 --data .
 # Threads may differ: they are the rank's own.
 "$MPIRUN" -np 1 "$DTRAIN" train "$MLP" --max-steps 2 --threads 1 --no-progress : \
     -np 1 "$DTRAIN" train "$MLP" --max-steps 2 --threads 2 --no-progress >"$tmp/threads.out" 2>&1 ||
