@@ -96,6 +96,18 @@ grep -q 'rank 1: config: the ranks disagree on optim.lr' "$tmp/lr_differs.out" |
 expect_fail seed_differs 'config: the ranks disagree on train\.seed \(rank 0: 3; rank 1: 4\)$' \
     "$MPIRUN" -np 1 "$DTRAIN" train "$MLP" --max-steps 2 --seed 3 : \
     -np 1 "$DTRAIN" train "$MLP" --max-steps 2 --seed 4
+# Buckets close in backward order at the first layer boundary past their cap: the first at
+# parallel.first_bucket_mb (0.001 MiB: the last layer's 1,290 floats close it), the others at
+# parallel.bucket_cap_mb (1 MiB: the first layer's 100,480 floats fill one).
+"$MPIRUN" -np 2 "$DTRAIN" train "$MLP" --max-steps 1 --no-progress \
+    --set parallel.first_bucket_mb=0.001 --set parallel.bucket_cap_mb=1 \
+    </dev/null >"$tmp/buckets.out" 2>&1
+if grep -q '^dtrain: data-parallel, rank 0: .*; buckets: 2; ' "$tmp/buckets.out"; then
+    echo "ok buckets: a first bucket of 0.001 MiB and one of 1 MiB give 2"
+else
+    echo "FAIL buckets: expected 2 buckets in:"; sed 's/^/  /' "$tmp/buckets.out"; fail=1
+fi
+
 # The same data path, other bytes behind it on one rank (a working directory each; the test
 # labels raw, one label changed: the same size): every rank refuses, naming the file and
 # each rank's size and CRC-32.
