@@ -24,8 +24,10 @@ static int parse_slots(const char *text, int *slots)
 }
 
 /* One line of a hostfile into *h; returns 1 for a host, 0 for a blank or comment line, -1
- * for a bad slots count. */
-static int parse_line(char *line, dt_launch_host *h)
+ * for a bad name or slots count, -2 for a word other than slots=N (copied to `word_out`):
+ * the probed hostfile dtrain launch writes for the MPI launcher holds the host and its
+ * slots only, so anything else (Open MPI's max_slots=N, say) would be dropped unseen. */
+static int parse_line(char *line, dt_launch_host *h, char *word_out, size_t nword)
 {
     line[strcspn(line, "#\n")] = '\0';
     char *save = NULL, *word = strtok_r(line, " \t", &save);
@@ -43,9 +45,14 @@ static int parse_line(char *line, dt_launch_host *h)
     if (strlen(word) >= sizeof h->name || word[0] == '\0')
         return -1;
     snprintf(h->name, sizeof h->name, "%s", word);
-    while ((word = strtok_r(NULL, " \t", &save)) != NULL)
-        if (strncmp(word, "slots=", 6) == 0 && parse_slots(word + 6, &h->slots) != 0)
+    while ((word = strtok_r(NULL, " \t", &save)) != NULL) {
+        if (strncmp(word, "slots=", 6) != 0) {
+            snprintf(word_out, nword, "%s", word);
+            return -2;
+        }
+        if (parse_slots(word + 6, &h->slots) != 0)
             return -1;
+    }
     return 1;
 }
 
@@ -64,8 +71,15 @@ int dt_launch_hosts_read(const char *path, dt_launch_host *hosts, int max, char 
             snprintf(err, errlen, "--hostfile %s: more than %d hosts", path, max);
             bad = 1;
         } else {
-            int got = parse_line(line, &hosts[n]);
-            if (got < 0) {
+            char word[64];
+            int got = parse_line(line, &hosts[n], word, sizeof word);
+            if (got == -2) {
+                snprintf(err, errlen,
+                         "--hostfile %s line %d: '%s' is not understood: a line holds a host "
+                         "and slots=N (Open MPI) or NAME:N (MPICH), nothing else",
+                         path, lineno, word);
+                bad = 1;
+            } else if (got < 0) {
                 snprintf(err, errlen,
                          "--hostfile %s line %d: a host name of 255 characters at most, and "
                          "slots=N (Open MPI) or NAME:N (MPICH) with N >= 1",

@@ -291,6 +291,12 @@ printf 'hostA slots=two\n' >"$tmp/hosts_bad"
 launch bad_hostfile 2 -n 2 --hostfile "$tmp/hosts_bad" --mpirun "$fake" -- \
     --checkpoint-dir "$tmp/bad_hostfile/ck"
 expect bad_hostfile "$tmp/bad_hostfile.err" "^dtrain launch: --hostfile $tmp/hosts_bad line 1: "
+# A word the rewritten hostfile would drop (Open MPI's max_slots) is refused, not lost, on
+# its line: the comments before it (a line of its own, and after a host) are not words.
+printf '# two hosts\nhostA slots=2 # the first\nhostB slots=2 max_slots=4\n' >"$tmp/hosts_max"
+launch max_slots 2 -n 2 --hostfile "$tmp/hosts_max" --mpirun "$fake" -- \
+    --checkpoint-dir "$tmp/max_slots/ck"
+expect max_slots "$tmp/max_slots.err" "^dtrain launch: --hostfile $tmp/hosts_max line 3: 'max_slots=4' is not understood: a line holds a host and slots=N \(Open MPI\) or NAME:N \(MPICH\), nothing else\$"
 
 # ---- fewer ranks: restarts that fail before a new checkpoint ----
 # Call 1 checkpoints step 10 (global batch 64) and fails at 13; call 2 (a restart) fails at
