@@ -247,19 +247,21 @@ expect host_lost "$tmp/host_lost.err" '^dtrain launch: restart 1 of 3: mpirun ex
 
 # ---- a host that does not answer the probe: named, left out, the ranks cut to its slots ----
 printf 'hostA slots=2 # rack 1\n\n# hostC is not here\nhostB  slots=2\n' >"$tmp/hosts2"
+# The host kept is an IPv6 address: its colons are not Hydra's NAME:N.
+printf 'fe80::a slots=2 # rack 1\n\n# hostC is not here\nhostB  slots=2\n' >"$tmp/hosts_v6"
 D="$tmp/silent/ck"
 FAKE_PLAN="ck5:64,p7,fail ok" FAKE_DEAD=hostB \
-    launch silent 0 -n 4 --min-ranks 2 --hostfile "$tmp/hosts2" --mpirun "$fake" -- \
+    launch silent 0 -n 4 --min-ranks 2 --hostfile "$tmp/hosts_v6" --mpirun "$fake" -- \
     --checkpoint-dir "$D"
 e="$tmp/silent.err"
-same silent probes "$(printf '%s\n%s' "-n 1 --host hostA $exe --version" \
+same silent probes "$(printf '%s\n%s' "-n 1 --host fe80::a $exe --version" \
     "-n 1 --host hostB $exe --version")" "$(sort "$tmp/silent/probes")"
 expect silent "$e" '^dtrain launch: dropping to 2 ranks: the hosts left have 2 slots; --global-batch 64 \(the checkpoint.s\)'
 expect silent "$e" '^dtrain launch: restart 1 of 3: mpirun exited with status 1; host hostB did not answer the probe; reached step 7; resuming from step-000000005 \(step 5\) on 2 ranks$'
 same silent "the restart's arguments" \
     "-n 2 -x DTRAIN_PROGRESS_FILE --hostfile $D/.hostfile $exe train --checkpoint-dir $D --resume $D --global-batch 64" \
     "$(sed -n 2p "$tmp/silent/args")"
-same silent "the hosts left" "hostA slots=2" "$(cat "$D/.hostfile")"
+same silent "the hosts left" "fe80::a slots=2" "$(cat "$D/.hostfile")"
 # The same under Hydra (MPICH's mpiexec): its hostfile's NAME:N read and written, the
 # progress file's variable passed with -genvlist; the launcher asked once what it is.
 printf 'hostA:2\nhostB:2 # rack 2\n' >"$tmp/hosts_hydra"

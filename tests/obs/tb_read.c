@@ -16,6 +16,14 @@ static uint32_t le32(const unsigned char *b)
     return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
 }
 
+/* TFRecord's mask of a CRC (TensorFlow's tensorflow/core/lib/hash/crc32c.h: rotate right by
+ * 15 bits, add 0xa282ead8), written here from the format's definition rather than taken
+ * from the library's dt_tb_mask, so that a wrong constant there fails this reader. */
+static uint32_t tfrecord_mask(uint32_t crc)
+{
+    return ((crc >> 15) | (crc << 17)) + 0xa282ead8u;
+}
+
 static int print_event(const DtrainTb__Event *ev)
 {
     if (ev->file_version != NULL) {
@@ -53,9 +61,9 @@ int main(int argc, char **argv)
         for (int i = 0; i < 8; i++)
             n |= (uint64_t)head[i] << (8 * i);
         unsigned char *buf = n < (1u << 26) ? malloc(n + 1) : NULL;
-        bad = buf == NULL || le32(head + 8) != dt_tb_mask(dt_crc32c(head, 8)) ||
+        bad = buf == NULL || le32(head + 8) != tfrecord_mask(dt_crc32c(head, 8)) ||
               fread(buf, 1, n, f) != n || fread(tail, 1, 4, f) != 4 ||
-              le32(tail) != dt_tb_mask(dt_crc32c(buf, n));
+              le32(tail) != tfrecord_mask(dt_crc32c(buf, n));
         DtrainTb__Event *ev = bad ? NULL : dtrain_tb__event__unpack(NULL, n, buf);
         bad = bad || ev == NULL || print_event(ev) != 0;
         if (ev != NULL)
