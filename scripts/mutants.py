@@ -12,7 +12,10 @@ that kind would reach users. At the end the tree is rebuilt as it was. Exit stat
 every mutant was caught, 1 when one survived or is stale, 2 on a usage error.
 
 The list began as the mutation passes of issue 40 and of 2026-11-27 over the GPT's layouts
-(issue 38): every mutant there that a test missed got the test that catches it, and sits
+(issue 38), and a second pass that day over the rest (the collectives, optimizers, the
+trainer's sample order and schedule, checkpoints, sampling, compression, the config's
+no-effect rules, evaluation, the watchdog, ddp's buckets, launch's hostfile, TensorBoard's
+records): every mutant there that a test missed got the test that catches it, and sits
 here so that it stays caught. Mutants named `long` are caught only by `make test-long`'s
 cases. Known survivors, left out on purpose: the pipeline planner's tie-breaks and the
 send-reuse wait of a depth that never binds (src/parallel/pipe_plan.c: they change the
@@ -20,7 +23,7 @@ order's idle time, not what is computed, and every order is still checked free o
 deadlock), and --explain-layout's count of a run of blocks that gathers its output (a model
 of blocks alone on a float input, which no data kind of the command line feeds).
 
-All 54 took 744 s on 2 cores (2026-11-27); not part of `make test`. Run it from a tree whose
+All 80 took 1024 s on 2 cores (2026-11-27); not part of `make test`. Run it from a tree whose
 mutated files have no uncommitted changes (it refuses otherwise): it rewrites them."""
 import argparse
 import os
