@@ -52,7 +52,7 @@ enum { DT_PH_CHECK = 0, DT_PH_SLOTS, DT_PH_RUN, DT_PH_DONE };
  * MPI has not (the 2-byte patterns reduced by comm.h's rounding rule), uint8, whose MPI
  * operations are wrong in Open MPI 4.1 (the sum saturates) and MPICH 4.0 (max and min
  * compare as signed), and max and min of float32 and float64, where MPI leaves a NaN's fate
- * open and Open MPI 4.1 drops it (comm.h keeps it): validate.c. AVG sums. */
+ * open and Open MPI 4.1 and MPICH 4.0 drop it (comm.h keeps it): validate.c. AVG sums. */
 enum {
     DT_CX_OWN_U8 = 0,
     DT_CX_OWN_F16,

@@ -93,9 +93,9 @@ MPI_Op dt_cx_mpi_op(const dt_comm *c, dt_comm_dtype dtype, dt_comm_redop op)
     /* Open MPI 4.1's AVX operations saturate uint8 sums at 255 (measured: 200 + 200 gave
      * 255 in 64-element calls and 144 in 1-element ones), and MPICH 4.0's max and min
      * compare unsigned types as signed (max(100, 200) gave 100; MPICH issue 6083, fixed
-     * after the 4.0.2 Debian 12 ships); MPI has no 16-bit float type; and Open MPI 4.1's
-     * max and min of float32 and float64 drop a NaN that comm.h keeps (max(NaN, x) gave x
-     * on 2 ranks: test_comm_coll's special values). Our own operations for these. */
+     * after the 4.0.2 Debian 12 ships); MPI has no 16-bit float type; and both MPIs' max
+     * and min of float32 and float64 drop a NaN that comm.h keeps, on one rank or the other
+     * (docs/NOTES.md). Our own operations for these. */
     const int minmax = op == DT_COMM_MAX || op == DT_COMM_MIN;
     const int own = dtype == DT_COMM_UINT8               ? DT_CX_OWN_U8
                     : dtype == DT_COMM_FLOAT16           ? DT_CX_OWN_F16

@@ -271,7 +271,7 @@ dt_status dt_trainer_create(const dt_config *cfg, dt_comm *world, dt_trainer **o
     const double load_start = dt_now();
     /* Each rank reads its own files: one that cannot fails every rank with its message
      * (the others would wait for it in the next collective), and text ranks whose bytes
-     * differ fail too (config_agree.c compares IDX and CSV files' sizes beforehand). */
+     * differ fail too (config_agree.c compares IDX and CSV files beforehand). */
     if (t->text) {
         DT_TRY(
             dt_trainer_agree(t, dt_text_data_load(cfg, &t->corpus, &t->win, &t->train, &t->test)));
