@@ -284,6 +284,18 @@ MUTANTS = [
      'judge(c, "data.test_samples", c->data.test_file[0] == \'\\0\',',
      'judge(c, "data.test_samples", 1,', "cli_misconf",
      "data.test_samples accepted beside a CSV test file"),
+    ("skip-run-never-reset", "src/train/trainer.c", "            t->skip_run = 0;\n",
+     "", "test_ckpt_mpi", "skips with steps taken between them counted as in a row"),
+    ("skip-limit-late", "src/train/trainer.c", "limit > 0 && t->skip_run + 1 >= limit;",
+     "limit > 0 && t->skip_run >= limit;", "test_ckpt_mpi",
+     "train.skip_limit lets one skip more through than it says"),
+    ("fedavg-nan-kept", "src/parallel/fedavg.c",
+     "        return DT_OK;\n    memcpy(w, f->global, f->n * sizeof(float));",
+     "        return DT_OK;", "cli_fedavg",
+     "a round a NaN skips keeps the last client's local weights"),
+    ("fedavg-nan-unseen", "src/parallel/fedavg.c",
+     "*bad = !isfinite(loss) || dt_any_nonfinite(d, f->n, NULL);", "*bad = !isfinite(loss);",
+     "cli_fedavg", "a client's non-finite update averaged into the model"),
 ]
 
 

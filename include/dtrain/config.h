@@ -94,6 +94,8 @@ typedef struct dt_config {
         int recompute;      /* activation recompute: DT_RECOMPUTE_NONE, _SQRT or K (model.h) */
         int nonfinite_stop; /* a NaN or Inf in a step's loss or gradients: 0 skips the step on
                                every rank (counted), 1 stops the run naming rank and layer */
+        int64_t skip_limit; /* skipping: this many skipped steps in a row stop the run as 1
+                               would; 0 = no limit */
     } train;
     struct {
         int strategy;   /* the registry's number of the strategy (dt_strategy_name): ddp, ... */

@@ -141,6 +141,9 @@ static const dt_cli_option train_opts[] = {
     {"--on-nonfinite", "skip|stop", DT_OPT_CONFIG_KEY, "train.on_nonfinite",
      "a NaN or Inf in a step's loss or gradients on any rank: every rank skips the step "
      "(default), or the run stops naming rank, layer and step"},
+    {"--skip-limit", "N", DT_OPT_CONFIG_KEY, "train.skip_limit",
+     "with --on-nonfinite skip: N steps skipped in a row end the run as stop would (default "
+     "10; 0: no limit)"},
     {"--check-replicas", NULL, DT_OPT_FLAG, "check-replicas",
      "after training, compare every copy of each parameter bit for bit (data-parallel "
      "replicas, a tensor-parallel group's whole tensors, a tied table on two pipeline stages) "
@@ -160,6 +163,7 @@ typedef struct run_ctx {
     dt_tb *tb;     /* --tensorboard, rank 0 only */
     int64_t global_batch;
     dt_train_layout lay; /* the layout and what the strategy says of itself */
+    int64_t attempted;   /* steps reported, taken or skipped: 0 in an evaluation-only run */
 } run_ctx;
 
 static void write_json(FILE *f, cJSON *o)
@@ -176,6 +180,7 @@ static void write_json(FILE *f, cJSON *o)
 static dt_status on_step(void *vctx, const dt_step_info *s)
 {
     run_ctx *c = vctx;
+    c->attempted++;
     dt_cli_hooks_step(c->rank, s->step);
     if (c->rank != 0)
         return DT_OK;
@@ -183,9 +188,14 @@ static dt_status on_step(void *vctx, const dt_step_info *s)
         if (c->bar_open)
             fputc('\n', stderr);
         c->bar_open = 0;
-        fprintf(stderr, "dtrain: warning: epoch %lld step %lld/%lld skipped on every rank: %s\n",
-                (long long)s->epoch + 1, (long long)s->epoch_step, (long long)s->epoch_steps,
-                dt_last_error());
+        if (strcmp(c->lay.epoch_word, "epoch") != 0) /* a step is a round */
+            fprintf(stderr, "dtrain: warning: %s %lld skipped on every rank: %s\n",
+                    c->lay.epoch_word, (long long)s->epoch + 1, dt_last_error());
+        else
+            fprintf(stderr,
+                    "dtrain: warning: epoch %lld step %lld/%lld skipped on every rank: %s\n",
+                    (long long)s->epoch + 1, (long long)s->epoch_step,
+                    (long long)s->epoch_steps, dt_last_error());
         return DT_OK;
     }
     const int64_t every = c->cfg->train.log_every;
@@ -243,8 +253,10 @@ static dt_status on_epoch(void *vctx, const dt_epoch_info *e)
         fputc('\n', stderr);
         c->bar_open = 0;
     }
-    /* --epochs 0 (or --max-steps 0) evaluates the loaded weights without training. */
-    if (e->steps == 0)
+    /* --epochs 0 (or --max-steps 0) evaluates the loaded weights without training; an
+     * epoch whose every step was skipped says so with its NaN loss. */
+    const int eval_only = c->attempted == 0;
+    if (eval_only)
         printf("no training steps (evaluation only):");
     else
         printf("%s %lld: train loss %.4f", c->lay.epoch_word, (long long)e->epoch + 1,
@@ -255,7 +267,7 @@ static dt_status on_epoch(void *vctx, const dt_epoch_info *e)
         printf("  %s loss %.4f", test, e->test_loss);
     if (!isnan(e->test_accuracy))
         printf("  %s accuracy %.4f", test, e->test_accuracy);
-    if (e->steps == 0)
+    if (eval_only)
         printf("\n");
     else if (rounds) /* a round's samples: its clients' local epochs or steps, added up */
         printf("  %.0f local samples/s  (%.2f s)\n", e->samples_per_s, e->epoch_s);

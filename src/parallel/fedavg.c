@@ -19,7 +19,12 @@
  *      so the parameters do not depend on how the clients were spread over ranks (1, 2 or
  *      3 ranks give the same bits: tests/fed).
  * A client's local order and dropout masks are keyed by (round, client, local epoch), never
- * by the rank, for the same reason. Only the updates cross the network. */
+ * by the rank, for the same reason. Only the updates cross the network.
+ * The non-finite guard: a client whose local loss or update holds a NaN or Inf marks its
+ * slot in the round's small all-reduce (with the loss), so every rank learns in the same
+ * round which clients failed; the round then keeps w_t and returns DT_ERR_NONFINITE, and the
+ * trainer skips it or stops (train.on_nonfinite), as for a step of the other strategies. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -30,6 +35,7 @@
 #include "parallel/compress.h"
 #include "parallel/registry.h"
 #include "parallel/strategy_impl.h"
+#include "tensor/scan.h"
 
 typedef struct dt_fedavg {
     dt_strategy base;
@@ -45,6 +51,7 @@ typedef struct dt_fedavg {
     int64_t local_batch;     /* train.batch: a client's local batch */
     float *global;           /* [parameters]: the round's global model */
     float *slots;            /* [clients_per_round x parameters]: updates, then weighted */
+    double *sums;            /* [2 + clients_per_round]: loss sum, samples, slots not finite */
     size_t *counts, *displs; /* [size]: each rank's slots on the wire, in elements */
     size_t n;                /* parameters */
     /* parallel.compress: the wire's slots (slot_bytes each) and their encoding's buffers */
@@ -160,6 +167,7 @@ static dt_status fed_attach(dt_strategy *s, dt_model *m, size_t *optim_count)
     DT_TRY(dt_alloc(k * sizeof(int), "sampled clients", (void **)&f->sampled));
     DT_TRY(dt_alloc(f->n * sizeof(float), "global model", (void **)&f->global));
     DT_TRY(dt_alloc_large(k * f->n * sizeof(float), "client updates", (void **)&f->slots));
+    DT_TRY(dt_alloc((2 + k) * sizeof(double), "round sums", (void **)&f->sums));
     DT_TRY(dt_alloc((size_t)f->size * sizeof(size_t), "slots", (void **)&f->counts));
     DT_TRY(dt_alloc((size_t)f->size * sizeof(size_t), "slots", (void **)&f->displs));
     DT_TRY(dt_alloc((size_t)dt_model_max_batch(m) * sizeof(int64_t), "batch", (void **)&f->batch));
@@ -260,6 +268,7 @@ static void fed_free(dt_strategy *s)
     dt_free(f->sizes);
     dt_free(f->global);
     dt_free(f->slots);
+    dt_free(f->sums);
     dt_free(f->counts);
     dt_free(f->displs);
     dt_free(f->wire);
@@ -312,9 +321,9 @@ fail:
 
 /* Client c's round: from the global model, its local epochs (or steps), then its update
  * w_c - w_t into slot j (the slots' floats uncompressed; the wire's slot j compressed).
- * Adds its loss sum and samples. */
+ * Adds its loss sum and samples; *bad: 1 when its loss or its update is not finite. */
 static dt_status train_client(dt_fedavg *f, const dt_step_io *io, int c, int64_t round, double lr,
-                              int64_t j, double *loss_sum, int64_t *samples)
+                              int64_t j, double *loss_sum, int64_t *samples, double *bad)
 {
     dt_status st = DT_OK;
     const dt_strategy_options *o = &f->base.opt;
@@ -327,6 +336,7 @@ static dt_status train_client(dt_fedavg *f, const dt_step_io *io, int c, int64_t
     for (int b = 0; b < nb; b++)
         memset(bufs[b], 0, f->n * sizeof(float));
     dt_optim_set_steps(f->base.optim, 0);
+    double loss = 0.0;
     const int64_t per_epoch = (nc + bs - 1) / bs;
     const int64_t steps = o->local_steps > 0 ? o->local_steps : o->local_epochs * per_epoch;
     for (int64_t s = 0, e = 0; s < steps && nc > 0; e++) {
@@ -336,18 +346,47 @@ static dt_status train_client(dt_fedavg *f, const dt_step_io *io, int c, int64_t
             const int64_t cnt = nc - off < bs ? nc - off : bs;
             for (int64_t i = 0; i < cnt; i++)
                 f->batch[i] = mine[f->order[off + i]];
-            DT_TRY(local_batch(f, io, cnt, off, key, lr, loss_sum));
+            DT_TRY(local_batch(f, io, cnt, off, key, lr, &loss));
             *samples += cnt;
         }
     }
     float *d = f->ckind == DT_COMPRESS_NONE ? f->slots + (size_t)j * f->n : f->delta;
     for (size_t i = 0; i < f->n; i++)
         d[i] = w[i] - f->global[i];
+    *loss_sum += loss;
+    *bad = !isfinite(loss) || dt_any_nonfinite(d, f->n, NULL);
     if (f->ckind != DT_COMPRESS_NONE)
         encode(f, d, f->wire + (size_t)j * f->slot_bytes);
 fail:
     dt_optim_set_steps(f->base.optim, rounds);
     return st;
+}
+
+/* After the round's all-reduce, the same on every rank: when some client's slot is marked
+ * not finite, the parameters go back to the round's w_t (local training wrote over them)
+ * and the round fails naming the first such client and the rank that simulated it. */
+static dt_status check_round(dt_fedavg *f, float *w)
+{
+    const int k = f->base.opt.clients_per_round;
+    int bad = 0, first = -1;
+    for (int j = 0; j < k; j++)
+        if (f->sums[2 + j] > 0 && bad++ == 0)
+            first = j;
+    if (bad == 0)
+        return DT_OK;
+    memcpy(w, f->global, f->n * sizeof(float));
+    int owner = 0;
+    for (int r = 0; r < f->size; r++) {
+        int64_t b, c;
+        dt_strategy_part(k, f->size, r, &b, &c);
+        if (first >= b && first < b + c)
+            owner = r;
+    }
+    f->base.bad = (dt_nonfinite){bad, owner, DT_NONFINITE_LOSS};
+    return dt_fail(DT_ERR_NONFINITE,
+                   "a NaN or Inf in the loss or update of client %d (slot %d, simulated on rank "
+                   "%d; %d client%s of the round in all)",
+                   f->sampled[first], first, owner, bad, bad > 1 ? "s" : "");
 }
 
 static dt_status fed_step(dt_strategy *s, const dt_step_plan *plan, const dt_step_io *io,
@@ -362,9 +401,11 @@ static dt_status fed_step(dt_strategy *s, const dt_step_plan *plan, const dt_ste
     memcpy(f->global, w, f->n * sizeof(float));
     int64_t first, mine, samples = 0;
     dt_strategy_part(o->clients_per_round, f->size, f->rank, &first, &mine);
-    double sums[2] = {0.0, 0.0}; /* local loss sum, local samples */
+    double *sums = f->sums; /* local loss sum, local samples, the slots not finite */
+    memset(sums, 0, (2 + (size_t)o->clients_per_round) * sizeof(double));
     for (int64_t j = first; j < first + mine; j++)
-        DT_TRY(train_client(f, io, f->sampled[j], round, plan->lr, j, &sums[0], &samples));
+        DT_TRY(train_client(f, io, f->sampled[j], round, plan->lr, j, &sums[0], &samples,
+                            &sums[2 + j]));
     sums[1] = (double)samples;
     const double t0 = dt_now();
     if (f->ckind == DT_COMPRESS_NONE)
@@ -373,8 +414,10 @@ static dt_status fed_step(dt_strategy *s, const dt_step_plan *plan, const dt_ste
     else
         DT_TRY(dt_comm_allgatherv(f->comm, f->wire + (size_t)first * f->slot_bytes, f->wire,
                                   f->counts, f->displs, DT_COMM_UINT8));
-    DT_TRY(dt_comm_allreduce(f->comm, sums, sums, 2, DT_COMM_FLOAT64, DT_COMM_SUM));
+    DT_TRY(dt_comm_allreduce(f->comm, sums, sums, 2 + (size_t)o->clients_per_round,
+                             DT_COMM_FLOAT64, DT_COMM_SUM));
     dt_obs_phase(s->obs, DT_PHASE_COMM, t0, dt_now(), -1);
+    DT_TRY(check_round(f, w));
     /* The server's average, in slot order on every rank: each update decoded, weighed by
      * its client's samples. */
     for (int j = 0; f->ckind != DT_COMPRESS_NONE && j < o->clients_per_round; j++)

@@ -67,6 +67,7 @@ dt_config dt_config_default(void)
     c.train.log_every = 0;
     c.train.eval = 1;
     c.train.nonfinite_stop = 0;
+    c.train.skip_limit = 10;
 
     c.checkpoint.dir[0] = '\0';
     c.checkpoint.every = 0;

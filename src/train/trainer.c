@@ -743,25 +743,34 @@ static int max_steps_reached(const dt_trainer *t)
     return t->cfg.train.max_steps > 0 && dt_optim_steps(t->optim) >= t->cfg.train.max_steps;
 }
 
-/* One epoch's steps (up to train.max_steps): each global batch through the strategy, the
- * update at the scheduled rate, the step callback. Fills the epoch's training figures. */
 /* One step's non-finite verdict, the same on every rank: skipped and counted, or (with
- * train.on_nonfinite stop) the run's failure naming the step. */
+ * train.on_nonfinite stop, or when it would be the train.skip_limit-th skip in a row) the
+ * run's failure naming the step. The limit ends what skipping cannot mend: weights that overflowed give
+ * a NaN on every later batch, and a text run retries the windows of its optimizer step
+ * (text.h), so without it such a run would skip to its end, or for ever under
+ * train.max_steps alone, which counts the steps taken. */
 static dt_status on_nonfinite(dt_trainer *t)
 {
-    if (t->cfg.train.nonfinite_stop) {
-        dt_nonfinite bad;
-        dt_strategy_nonfinite(t->strategy, &bad);
-        const int layer = bad.where > 0 ? bad.where - 1 : -1;
-        if (layer >= 0 && t->cfg.layers[layer].name[0] != '\0')
-            dt_error_prefix("step %lld (layer %d is %s): ", (long long)t->attempted, layer,
-                            t->cfg.layers[layer].name);
-        else
-            dt_error_prefix("step %lld: ", (long long)t->attempted);
-        return DT_ERR_NONFINITE;
+    const int64_t limit = t->cfg.train.skip_limit;
+    const int at_limit = !t->cfg.train.nonfinite_stop && limit > 0 && t->skip_run + 1 >= limit;
+    if (!t->cfg.train.nonfinite_stop && !at_limit) {
+        t->skipped++;
+        t->skip_run++;
+        return DT_OK;
     }
-    t->skipped++;
-    return DT_OK;
+    if (at_limit)
+        dt_error_prefix("%lld steps in a row with a NaN or Inf, the limit (train.skip_limit); "
+                        "the last: ",
+                        (long long)limit);
+    dt_nonfinite bad;
+    dt_strategy_nonfinite(t->strategy, &bad);
+    const int layer = bad.where > 0 ? bad.where - 1 : -1;
+    if (layer >= 0 && t->cfg.layers[layer].name[0] != '\0')
+        dt_error_prefix("step %lld (layer %d is %s): ", (long long)t->attempted, layer,
+                        t->cfg.layers[layer].name);
+    else
+        dt_error_prefix("step %lld: ", (long long)t->attempted);
+    return DT_ERR_NONFINITE;
 }
 
 /* dt_trainer_set_delay and dt_trainer_set_jitter: this rank sleeps before each step's work,
@@ -896,6 +905,7 @@ static dt_status run_epoch(dt_trainer *t, int64_t epoch, int64_t from, const dt_
             st = on_nonfinite(t);
         DT_TRY(st);
         if (!skipped) {
+            t->skip_run = 0;
             epoch_loss += step_loss;
             epoch_samples += g;
             t->since_loss += step_loss;

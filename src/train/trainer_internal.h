@@ -36,6 +36,7 @@ struct dt_trainer {
     /* Where the run starts: 0 and 0, or a checkpoint's position (trainer_ckpt.c). */
     int64_t start_epoch, start_step;
     int64_t skipped;        /* steps skipped by the non-finite guard */
+    int64_t skip_run;       /* of them, those since the last step taken (train.skip_limit) */
     int64_t last_ckpt_step; /* the optimizer step of the newest checkpoint, -1: none */
     int64_t attempted;      /* steps attempted (taken or skipped) */
     int64_t inject_step;    /* test hook: the attempted step whose loss gradient is NaN here */

@@ -4,6 +4,9 @@
  * make every rank skip that step together: the same count of skipped steps everywhere, the
  * replicas' parameters bitwise identical and finite afterwards, and the optimizer one
  * step behind the steps attempted. Under ZeRO-1 too, where each rank holds a slice.
+ * train.skip_limit: weights that overflowed (learning rate 1e30) fail every later step, and
+ * the limit-th such step in a row ends the run on every rank, naming the limit, with the
+ * limit - 1 steps before it skipped; a step taken between two skips starts the count again.
  *
  * Export: the MLP from PyTorch's initial weights trained 20 Adam steps (as
  * tests/e2e/mlp_nodrop.ini), checkpointed (under tensor parallelism on 2 ranks), exported
@@ -119,6 +122,72 @@ static void test_nonfinite_stop(void **state)
              size - first > 1 ? "s" : "");
     DT_ASSERT_ERROR_HAS("step 2");
     DT_ASSERT_ERROR_HAS(want);
+    dt_trainer_free(t);
+}
+
+/* Every rank stops at the same step: the first update (learning rate 1e30) sends the
+ * weights past float's range, so steps 2, 3, ... each give a NaN. */
+static void test_skip_limit(void **state)
+{
+    (void)state;
+    dt_config c = mlp_config();
+    dt_test_set(&c, "train.max_steps=30");
+    dt_test_set(&c, "train.epochs=0");
+    dt_test_set(&c, "optim.kind=sgd");
+    dt_test_set(&c, "optim.lr=1e30");
+    dt_test_set(&c, "schedule.kind=constant");
+    dt_test_set(&c, "schedule.warmup_steps=0");
+    dt_test_set(&c, "train.skip_limit=4");
+    dt_trainer *t = NULL;
+    DT_ASSERT_OK(dt_trainer_create(&c, world, &t));
+    DT_ASSERT_STATUS(dt_trainer_run(t, NULL), DT_ERR_NONFINITE);
+    DT_ASSERT_ERROR_HAS("step 5: 4 steps in a row with a NaN or Inf, the limit");
+    if (dt_trainer_skipped_steps(t) != 3 || dt_trainer_optim_steps(t) != 1) {
+        fprintf(stderr, "rank %d: skipped %lld steps (expected 3), took %lld (expected 1)\n",
+                rank, (long long)dt_trainer_skipped_steps(t),
+                (long long)dt_trainer_optim_steps(t));
+        fail();
+    }
+    dt_trainer_free(t);
+}
+
+/* NaNs at steps 2 and 4 with a limit of 2: step 3 is taken between them, so the run ends
+ * normally with both skipped. */
+typedef struct again_ctx {
+    dt_trainer *t;
+    int64_t at;
+} again_ctx;
+
+static dt_status inject_again(void *vctx, const dt_step_info *s)
+{
+    again_ctx *a = vctx;
+    if (s->skipped && a->at > 0) {
+        dt_trainer_inject_nonfinite(a->t, a->at);
+        a->at = 0;
+    }
+    return DT_OK;
+}
+
+static void test_skip_limit_resets(void **state)
+{
+    (void)state;
+    dt_config c = mlp_config();
+    dt_test_set(&c, "train.max_steps=4");
+    dt_test_set(&c, "train.skip_limit=2");
+    dt_trainer *t = NULL;
+    DT_ASSERT_OK(dt_trainer_create(&c, world, &t));
+    again_ctx a = {t, rank == 0 ? 4 : 0};
+    if (rank == 0)
+        dt_trainer_inject_nonfinite(t, 2);
+    dt_train_callbacks cb = {.ctx = &a, .on_step = inject_again};
+    DT_ASSERT_OK(dt_trainer_run(t, &cb));
+    if (dt_trainer_skipped_steps(t) != 2 || dt_trainer_optim_steps(t) != 4) {
+        fprintf(stderr, "rank %d: skipped %lld steps (expected 2), took %lld (expected 4)\n",
+                rank, (long long)dt_trainer_skipped_steps(t),
+                (long long)dt_trainer_optim_steps(t));
+        fail();
+    }
+    check_replicas(t, "skip limit");
     dt_trainer_free(t);
 }
 
@@ -374,7 +443,8 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nonfinite_skip),         cmocka_unit_test(test_nonfinite_skip_zero),
         cmocka_unit_test(test_nonfinite_stop),         cmocka_unit_test(test_residuals_resharded),
-        cmocka_unit_test(test_export_matches_pytorch),
+        cmocka_unit_test(test_export_matches_pytorch), cmocka_unit_test(test_skip_limit),
+        cmocka_unit_test(test_skip_limit_resets),
     };
     return dt_test_mpi_main(&argc, &argv, tests, &world, &rank, &size);
 }

@@ -14,7 +14,8 @@
 #     what they found;
 #   - --tp 2 --pp 2 on 2 ranks says that tp x pp = 4 ranks exceed the job's 2.
 #   - a --checkpoint-dir that cannot be made stops the run before its first step, naming it
-#     (on 2 ranks too), where it used to fail at the end of training.
+#     (on 2 ranks too), where it used to fail at the end of training;
+#   - a run whose weights overflowed stops at train.skip_limit's skips in a row.
 set -u
 DTRAIN=${DTRAIN:?ctest sets DTRAIN}
 MPIRUN=${MPIRUN:?ctest sets MPIRUN}
@@ -91,6 +92,18 @@ refuse beta1_sgd 2 "^dtrain: config: optim\.beta1 \(--set\) $NE with optim\.kind
     T "$LIN" $RUN --set optim.kind=sgd --set optim.beta1=0.8
 refuse gamma_cosine 2 "^dtrain: config: schedule\.gamma \(--set\) $NE with schedule\.kind cosine: it applies to step\$" \
     T "$LIN" $RUN --set schedule.gamma=0.5
+refuse skip_limit_stop 2 "^dtrain: config: --skip-limit $NE with train\.on_nonfinite stop: the first NaN or Inf ends the run\$" \
+    T "$LIN" $RUN --skip-limit 3 --on-nonfinite stop
+refuse skip_limit_ps 2 "^dtrain: config: --skip-limit $NE under parallel\.strategy ps: its servers skip a push" \
+    T "$LIN" $RUN --skip-limit 3 --strategy ps
+# A learning rate of 1e30 sends the weights past float's range within two updates, so
+# every later step gives a NaN. Under --max-steps alone (which counts steps taken) such a
+# run used to skip for ever; train.skip_limit ends it, at the limit-th skip in a row.
+refuse skip_limit_hit 1 "^dtrain: step 12: 10 steps in a row with a NaN or Inf, the limit \(train\.skip_limit\); the last: a NaN or Inf in the loss on rank 0" \
+    T "$LIN" --no-progress --epochs 0 --max-steps 30 --lr 1e30
+refuse skip_limit_3 1 "^dtrain: step 5: 3 steps in a row" \
+    T "$LIN" --no-progress --epochs 0 --max-steps 30 --lr 1e30 \
+    --skip-limit 3
 refuse total_steps_constant 2 "^dtrain: config: schedule\.total_steps \(--set\) $NE with schedule\.kind constant: it applies to cosine\$" \
     T "$LIN" $RUN --set schedule.kind=constant --set schedule.total_steps=5
 refuse warmup_start 2 "^dtrain: config: schedule\.warmup_start \(--set\) $NE without a warm-up" \
