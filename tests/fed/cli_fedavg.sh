@@ -48,16 +48,19 @@ done
 expect_same ranks_1_2 "$tmp/w1.st" "$tmp/w2.st"
 expect_same ranks_1_3 "$tmp/w1.st" "$tmp/w3.st"
 
-# The non-finite guard: a NaN in round 2's local gradients on one rank (every client that
-# rank simulates) skips the round on every rank, the parameters staying w_2, so 1 rank (all
+# The non-finite guard: a NaN in round 2's local gradient on one rank (every client that
+# rank simulates; one local step, so the update holds it and the loss does not) skips the
+# round on every rank, the parameters staying w_2, so 1 rank (all
 # three clients bad) and 3 ranks (only slot 2's client) write the same bytes, different from
 # the run without the NaN; with --on-nonfinite stop the run ends naming the client and rank.
-expect_ok nan_1 env DTRAIN_TEST_NAN=0:2 "$DTRAIN" train "$MLP" $FED --no-progress \
-    --save-weights "$tmp/nan1.st"
+expect_ok nan_0 "$DTRAIN" train "$MLP" $FED --local-steps 1 --no-progress \
+    --save-weights "$tmp/nan0.st"
+expect_ok nan_1 env DTRAIN_TEST_NAN=0:2 "$DTRAIN" train "$MLP" $FED --local-steps 1 \
+    --no-progress --save-weights "$tmp/nan1.st"
 expect_ok nan_3 env DTRAIN_TEST_NAN=2:2 "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" $FED \
-    --no-progress --save-weights "$tmp/nan3.st"
+    --local-steps 1 --no-progress --save-weights "$tmp/nan3.st"
 expect_same nan_ranks_1_3 "$tmp/nan1.st" "$tmp/nan3.st"
-if cmp -s "$tmp/w1.st" "$tmp/nan1.st"; then
+if cmp -s "$tmp/nan0.st" "$tmp/nan1.st"; then
     echo "FAIL nan_skipped: the run with a NaN in round 2 wrote the bytes of the run without"
     fail=1
 elif grep -q '^dtrain: warning: round 2 skipped on every rank: a NaN or Inf in the loss or update of client [0-9]* (slot 2, simulated on rank 2; 1 client of the round in all)$' \
@@ -68,8 +71,8 @@ else
     echo "FAIL nan_skipped:"; grep 'dtrain\|round' "$tmp/nan_3.out" | sed 's/^/  /'; fail=1
 fi
 expect_fail nan_stop '^dtrain: rank 0: step 2: a NaN or Inf in the loss or update of client [0-9]* \(slot 1, simulated on rank 1; 1 client of the round in all\)$' \
-    env DTRAIN_TEST_NAN=1:2 "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" $FED --no-progress \
-    --on-nonfinite stop
+    env DTRAIN_TEST_NAN=1:2 "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" $FED --local-steps 1 \
+    --no-progress --on-nonfinite stop
 
 # The report: the partition line, the rounds, the metrics' partition record and rounds.
 if grep -q 'fedavg partition dirichlet:0.5 over 12 clients' "$tmp/ranks_2.out" &&
