@@ -83,8 +83,9 @@ static void usage(FILE *out)
         "--hostfile, each failure is\nfollowed by a probe of every host (mpirun -n 1 --host H "
         "dtrain --version): a host\nthat does not answer is named, left out of the restart "
         "(DIR/.hostfile), and the\nranks drop to the slots left. SIGINT and SIGTERM are "
-        "passed to mpirun and end the\nsupervision. Everything after the first '--' is the "
-        "train command's.",
+        "passed to mpirun and end the\nsupervision. A train command that refused its arguments "
+        "(exit status 2) or stopped\non a NaN or Inf (3) is not restarted: a restart would do "
+        "the same. Everything after\nthe first '--' is the train command's.",
         options, N_OPTIONS, 0);
     fprintf(out, "\nexit status: 0 the job ended well, 1 it failed after the last restart "
                  "(or launch\nwas stopped), 2 a usage error.\n");
@@ -313,8 +314,12 @@ static void forward_stop(pid_t pid)
 typedef struct err_scan {
     char buf[1024];
     size_t len;
-    int rank[2]; /* Open MPI's, dtrain's; -1 none */
-    char line[2][256];
+    /* The lines that name a rank, by kind (-1: none seen): Open MPI's of a rank killed or
+     * gone, dtrain's "rank N:", Open MPI's others (MPI_Abort, the first non-zero exit);
+     * and dtrain's last error line without a rank (a one-rank run's, a refusal's). */
+    int rank[3];
+    char line[3][256];
+    char plain[256];
     char host[128]; /* the node of a daemon Open MPI lost ("Remote daemon: ... on node X") */
 } err_scan;
 
@@ -327,9 +332,9 @@ static long number_at(const char *p, char **end)
 }
 
 /* The rank that a line of Open MPI's names: "process rank N" (a rank killed, or gone
- * without MPI_Finalize), "invoked on rank N" (MPI_Abort), or "Process name: [[JOB,STEP],N]"
- * (the first rank to exit non-zero); -1 when it names none. */
-static long ompi_rank(const char *line)
+ * without MPI_Finalize: *mark 0), "invoked on rank N" (MPI_Abort: 1), or "Process name:
+ * [[JOB,STEP],N]" (the first rank to exit non-zero: 2); -1 when it names none. */
+static long ompi_rank(const char *line, int *mark)
 {
     static const char *const marks[] = {"process rank ", "invoked on rank ", "Process name: [["};
     char *end = NULL;
@@ -341,6 +346,7 @@ static long ompi_rank(const char *line)
         if (k == 2 && (p = strstr(p, "],")) != NULL)
             p += 2;
         long r = number_at(p, &end);
+        *mark = k;
         if (r >= 0)
             return r;
     }
@@ -365,12 +371,15 @@ static void scan_line(err_scan *s)
         node += 9;
         snprintf(s->host, sizeof s->host, "%.*s", (int)strcspn(node, " \t"), node);
     }
-    long r = ompi_rank(line);
-    int kind = 0;
+    int mark = 0;
+    long r = ompi_rank(line, &mark);
+    int kind = mark == 0 ? 0 : 2;
     if (r < 0) {
         r = dtrain_rank(line);
         kind = 1;
     }
+    if (r < 0 && strncmp(line, "dtrain: ", 8) == 0 && strncmp(line, "dtrain: warning:", 16) != 0)
+        snprintf(s->plain, sizeof s->plain, "%s", line);
     if (r < 0 || r > 1000000000)
         return;
     s->rank[kind] = (int)r;
@@ -396,6 +405,7 @@ typedef struct run_result {
     int status;       /* waitpid's */
     int rank;         /* the rank named on stderr, or -1 */
     char line[256];   /* the line that named it */
+    int own;          /* 1: that line is dtrain's own message */
     char host[128];   /* a host whose daemon Open MPI lost, or "" */
     char silent[512]; /* the hosts that did not answer the probe after it, or "" */
     int exec_errno;   /* the launcher could not be started */
@@ -406,7 +416,7 @@ typedef struct run_result {
  * pipe open: 2 s after the launcher's exit, reading stops. */
 static void supervise(pid_t pid, int fd, run_result *r)
 {
-    err_scan s = {.len = 0, .rank = {-1, -1}};
+    err_scan s = {.len = 0, .rank = {-1, -1, -1}};
     int done = 0;
     double done_at = 0;
     for (;;) {
@@ -440,9 +450,12 @@ static void supervise(pid_t pid, int fd, run_result *r)
         pid_t w = waitpid(pid, &r->status, 0);
         done = w == pid || (w < 0 && errno != EINTR);
     }
-    int k = s.rank[0] >= 0 ? 0 : 1;
-    r->rank = s.rank[k];
-    snprintf(r->line, sizeof r->line, "%s", s.rank[k] >= 0 ? s.line[k] : "");
+    /* The cause, best first: a rank killed, dtrain's message naming a rank, dtrain's own
+     * message (with the rank Open MPI names, if any), Open MPI's line alone. */
+    const int k = s.rank[0] >= 0 ? 0 : s.rank[1] >= 0 ? 1 : s.plain[0] != '\0' ? -1 : 2;
+    r->rank = s.rank[k >= 0 ? k : 2];
+    r->own = k == 1 || k < 0;
+    snprintf(r->line, sizeof r->line, "%s", k < 0 ? s.plain : s.rank[k] >= 0 ? s.line[k] : "");
     snprintf(r->host, sizeof r->host, "%s", s.host);
 }
 
@@ -629,6 +642,8 @@ static void describe(const run_result *r, char *out, size_t n)
                  r->silent);
     if (r->rank >= 0)
         snprintf(out, n, "%s%s; rank %d: \"%s\"", what, host, r->rank, r->line);
+    else if (r->line[0] != '\0')
+        snprintf(out, n, "%s%s; \"%s\"", what, host, r->line);
     else
         snprintf(out, n, "%s%s", what, host);
 }
@@ -934,6 +949,21 @@ static int supervise_job(launch_state *st)
                      st->nrecs == 1 ? "" : "s");
             report(st, outcome);
             return DT_EXIT_OK;
+        }
+        /* The train command's own verdicts that a restart would reach again: its exit
+         * status, its message the cause, no rank killed and no host lost. */
+        const int code = WIFEXITED(r.status) ? WEXITSTATUS(r.status) : -1;
+        if ((code == DT_EXIT_USAGE || code == DT_EXIT_NONFINITE) && r.own && r.host[0] == '\0') {
+            describe(&r, cause, sizeof cause);
+            fprintf(stderr, "dtrain launch: not restarting: %s; %s\n", cause,
+                    code == DT_EXIT_USAGE
+                        ? "the train command refused its arguments (exit status 2), as it "
+                          "would on every restart"
+                        : "the run stopped on a NaN or Inf (exit status 3: train.on_nonfinite "
+                          "stop, or train.skip_limit), which a restart from the checkpoint "
+                          "would compute again");
+            report(st, "failed");
+            return DT_EXIT_FAIL;
         }
         const int alive = stop_signal == 0 && st->nhosts > 0 ? probe_hosts(st, &r) : 1;
         describe(&r, cause, sizeof cause);

@@ -194,8 +194,8 @@ static dt_status on_step(void *vctx, const dt_step_info *s)
         else
             fprintf(stderr,
                     "dtrain: warning: epoch %lld step %lld/%lld skipped on every rank: %s\n",
-                    (long long)s->epoch + 1, (long long)s->epoch_step,
-                    (long long)s->epoch_steps, dt_last_error());
+                    (long long)s->epoch + 1, (long long)s->epoch_step, (long long)s->epoch_steps,
+                    dt_last_error());
         return DT_OK;
     }
     const int64_t every = c->cfg->train.log_every;
@@ -790,6 +790,7 @@ int dt_cmd_train(int argc, char **argv)
     dt_trainer *t = NULL;
     FILE *metrics = NULL;
     dt_tb *tb = NULL;
+    int code = DT_EXIT_FAIL;
     const char *init = dt_cli_string(&vals, "init-weights");
     const char *save = dt_cli_string(&vals, "save-weights");
     /* A resumed run (dtrain launch's restarts among them) adds to the metrics it began. */
@@ -845,8 +846,10 @@ int dt_cmd_train(int argc, char **argv)
     const char *trace = dt_cli_string(&vals, "trace");
     /* The phases and the trace before the figures, whose all-reduces timed alone are not
      * part of the run. */
-    if (dt_trainer_run(t, &cb) != DT_OK ||
-        dt_cli_report_phases(t, world.rank, metrics, tb) != DT_OK ||
+    const dt_status ran = dt_trainer_run(t, &cb);
+    if (ran == DT_ERR_NONFINITE)
+        code = DT_EXIT_NONFINITE;
+    if (ran != DT_OK || dt_cli_report_phases(t, world.rank, metrics, tb) != DT_OK ||
         (trace != NULL && write_trace(t, trace, world.rank) != DT_OK) ||
         dt_cli_report_figures(t, &world, &cfg, metrics, tb) != DT_OK ||
         (dt_cli_flag(&vals, "check-replicas") && check_replicas(t, world.rank) != DT_OK))
@@ -882,5 +885,5 @@ fail:
         fclose(metrics);
     dt_tb_close(tb);
     dt_trainer_free(t);
-    return dt_cli_world_fail(&world, DT_EXIT_FAIL);
+    return dt_cli_world_fail(&world, code);
 }

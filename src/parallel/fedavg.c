@@ -414,8 +414,8 @@ static dt_status fed_step(dt_strategy *s, const dt_step_plan *plan, const dt_ste
     else
         DT_TRY(dt_comm_allgatherv(f->comm, f->wire + (size_t)first * f->slot_bytes, f->wire,
                                   f->counts, f->displs, DT_COMM_UINT8));
-    DT_TRY(dt_comm_allreduce(f->comm, sums, sums, 2 + (size_t)o->clients_per_round,
-                             DT_COMM_FLOAT64, DT_COMM_SUM));
+    DT_TRY(dt_comm_allreduce(f->comm, sums, sums, 2 + (size_t)o->clients_per_round, DT_COMM_FLOAT64,
+                             DT_COMM_SUM));
     dt_obs_phase(s->obs, DT_PHASE_COMM, t0, dt_now(), -1);
     DT_TRY(check_round(f, w));
     /* The server's average, in slot order on every rank: each update decoded, weighed by

@@ -745,10 +745,10 @@ static int max_steps_reached(const dt_trainer *t)
 
 /* One step's non-finite verdict, the same on every rank: skipped and counted, or (with
  * train.on_nonfinite stop, or when it would be the train.skip_limit-th skip in a row) the
- * run's failure naming the step. The limit ends what skipping cannot mend: weights that overflowed give
- * a NaN on every later batch, and a text run retries the windows of its optimizer step
- * (text.h), so without it such a run would skip to its end, or for ever under
- * train.max_steps alone, which counts the steps taken. */
+ * run's failure naming the step. The limit ends what skipping cannot mend: weights that
+ * overflowed give a NaN on every later batch, and a text run retries the windows of its
+ * optimizer step (text.h), so without it such a run would skip to its end, or for ever
+ * under train.max_steps alone, which counts the steps taken. */
 static dt_status on_nonfinite(dt_trainer *t)
 {
     const int64_t limit = t->cfg.train.skip_limit;

@@ -143,9 +143,8 @@ static void test_skip_limit(void **state)
     DT_ASSERT_STATUS(dt_trainer_run(t, NULL), DT_ERR_NONFINITE);
     DT_ASSERT_ERROR_HAS("step 5: 4 steps in a row with a NaN or Inf, the limit");
     if (dt_trainer_skipped_steps(t) != 3 || dt_trainer_optim_steps(t) != 1) {
-        fprintf(stderr, "rank %d: skipped %lld steps (expected 3), took %lld (expected 1)\n",
-                rank, (long long)dt_trainer_skipped_steps(t),
-                (long long)dt_trainer_optim_steps(t));
+        fprintf(stderr, "rank %d: skipped %lld steps (expected 3), took %lld (expected 1)\n", rank,
+                (long long)dt_trainer_skipped_steps(t), (long long)dt_trainer_optim_steps(t));
         fail();
     }
     dt_trainer_free(t);
@@ -182,9 +181,8 @@ static void test_skip_limit_resets(void **state)
     dt_train_callbacks cb = {.ctx = &a, .on_step = inject_again};
     DT_ASSERT_OK(dt_trainer_run(t, &cb));
     if (dt_trainer_skipped_steps(t) != 2 || dt_trainer_optim_steps(t) != 4) {
-        fprintf(stderr, "rank %d: skipped %lld steps (expected 2), took %lld (expected 4)\n",
-                rank, (long long)dt_trainer_skipped_steps(t),
-                (long long)dt_trainer_optim_steps(t));
+        fprintf(stderr, "rank %d: skipped %lld steps (expected 2), took %lld (expected 4)\n", rank,
+                (long long)dt_trainer_skipped_steps(t), (long long)dt_trainer_optim_steps(t));
         fail();
     }
     check_replicas(t, "skip limit");

@@ -98,10 +98,11 @@ refuse skip_limit_ps 2 "^dtrain: config: --skip-limit $NE under parallel\.strate
     T "$LIN" $RUN --skip-limit 3 --strategy ps
 # A learning rate of 1e30 sends the weights past float's range within two updates, so
 # every later step gives a NaN. Under --max-steps alone (which counts steps taken) such a
-# run used to skip for ever; train.skip_limit ends it, at the limit-th skip in a row.
-refuse skip_limit_hit 1 "^dtrain: step 12: 10 steps in a row with a NaN or Inf, the limit \(train\.skip_limit\); the last: a NaN or Inf in the loss on rank 0" \
+# run used to skip for ever; train.skip_limit ends it, at the limit-th skip in a row, with
+# exit status 3 (a non-finite stop, which dtrain launch does not restart).
+refuse skip_limit_hit 3 "^dtrain: step 12: 10 steps in a row with a NaN or Inf, the limit \(train\.skip_limit\); the last: a NaN or Inf in the loss on rank 0" \
     T "$LIN" --no-progress --epochs 0 --max-steps 30 --lr 1e30
-refuse skip_limit_3 1 "^dtrain: step 5: 3 steps in a row" \
+refuse skip_limit_3 3 "^dtrain: step 5: 3 steps in a row" \
     T "$LIN" --no-progress --epochs 0 --max-steps 30 --lr 1e30 \
     --skip-limit 3
 refuse total_steps_constant 2 "^dtrain: config: schedule\.total_steps \(--set\) $NE with schedule\.kind constant: it applies to cosine\$" \

@@ -20,8 +20,11 @@
 #   badS     a step directory whose manifest.json is not JSON
 #   pS       rank 0's progress: step S, space-padded, into $DTRAIN_PROGRESS_FILE
 #   ompiR    Open MPI's line naming rank R on stderr; dtrR: dtrain's "rank R:" line
+#   abtR     Open MPI's "Process name: [[1,1],R]" (a rank's non-zero exit); err: dtrain's
+#            error line without a rank (a one-rank run's), after a warning line
 #   lostH    Open MPI's report of a lost daemon on node H (a host gone)
-#   fail     exit 1;  kill: SIGKILL itself;  ok: exit 0 (also when the plan has no word N)
+#   fail     exit 1;  exitN: exit N;  kill: SIGKILL itself;  ok: exit 0 (also when the plan
+#            has no word N)
 #   hang     wait for SIGTERM, note it, exit 143
 # A probe (launch's "-n 1 --host H EXE --version" after a failure) is not a call: it is
 # logged in $state/probes and fails for a host in $FAKE_DEAD, hangs for one in $FAKE_HANG.
@@ -105,6 +108,11 @@ for act in $(echo "${plan:-ok}" | tr ',' ' '); do
     ompi*)
         echo "mpirun noticed that process rank ${act#ompi} with PID 4242 on node fake exited on signal 9 (Killed)." >&2 ;;
     dtr*) echo "dtrain: rank ${act#dtr}: comm: a fake failure" >&2 ;;
+    abt*) echo "  Process name: [[1,1],${act#abt}]" >&2 ;;
+    err)
+        echo "dtrain: warning: a fake warning" >&2
+        echo "dtrain: step 12: a fake NaN" >&2 ;;
+    exit*) exit "${act#exit}" ;;
     lost*)
         printf 'ORTE has lost communication with a remote daemon.\n\n  HNP daemon   : [[6352,0],0] on node host0\n  Remote daemon: [[6352,0],1] on node %s\n' \
             "${act#lost}" >&2 ;;
@@ -345,6 +353,26 @@ expect exhausted "$e" '^dtrain launch: not dropping to 2 ranks: no checkpoint ye
 expect exhausted "$e" '^dtrain launch: giving up after 2 restarts: mpirun exited with status 1$'
 expect exhausted "$o" '^dtrain launch: failed$'
 expect exhausted "$o" '^dtrain launch: restarts: 2$'
+
+# ---- the train command's own verdicts, which a restart would reach again: no restart ----
+# exit 2 (its arguments refused) and exit 3 (stopped on a NaN or Inf); the cause is dtrain's
+# own line, not Open MPI's "Process name" beside it (a rank killed still comes first).
+FAKE_PLAN="abt0,err,exit3 ok" launch nan_stop 1 -n 1 --mpirun "$fake" -- \
+    --checkpoint-dir "$tmp/nan_stop/ck"
+same nan_stop calls 1 "$(cat "$tmp/nan_stop/count")"
+expect nan_stop "$tmp/nan_stop.err" '^dtrain launch: not restarting: mpirun exited with status 3; rank 0: "dtrain: step 12: a fake NaN"; the run stopped on a NaN or Inf \(exit status 3: train.on_nonfinite stop, or train.skip_limit\), which a restart from the checkpoint would compute again$'
+expect nan_stop "$tmp/nan_stop.out" '^dtrain launch: failed$'
+FAKE_PLAN="err,exit2 ok" launch refused 1 -n 2 --mpirun "$fake" -- \
+    --checkpoint-dir "$tmp/refused/ck"
+same refused calls 1 "$(cat "$tmp/refused/count")"
+expect refused "$tmp/refused.err" '^dtrain launch: not restarting: mpirun exited with status 2; "dtrain: step 12: a fake NaN"; the train command refused its arguments \(exit status 2\), as it would on every restart$'
+FAKE_PLAN="ompi1,exit3 ok" launch exit3_killed 0 -n 2 --mpirun "$fake" -- \
+    --checkpoint-dir "$tmp/exit3_killed/ck"
+same exit3_killed "calls (exit 3 with a rank killed and no message of dtrain's: restarted)" 2 \
+    "$(cat "$tmp/exit3_killed/count")"
+FAKE_PLAN="err,ompi1,abt0,exit1 ok" launch killed_first 0 -n 2 --mpirun "$fake" -- \
+    --checkpoint-dir "$tmp/killed_first/ck"
+expect killed_first "$tmp/killed_first.err" '^dtrain launch: restart 1 of 3: mpirun exited with status 1; rank 1: "mpirun noticed that process rank 1 '
 
 # ---- SIGTERM: passed on to the launcher; no restart ----
 mkdir -p "$tmp/term"
