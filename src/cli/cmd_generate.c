@@ -197,6 +197,11 @@ static int run(const char *source, const gen_args *a, dt_cli_gpt *src)
         fprintf(stderr, "dtrain generate: out of memory for %lld tokens\n", a->tokens);
         goto done;
     }
+    /* A path that cannot be written fails now, not after the generation. */
+    if (a->logits != NULL && dt_check_writable(a->logits, "generate --logits") != DT_OK) {
+        fprintf(stderr, "dtrain: %s\n", dt_last_error());
+        goto done;
+    }
     for (int64_t i = 0; i < n; i++)
         prompt[i] = (unsigned char)a->prompt[i];
     const dt_gen_options o = {

@@ -1,6 +1,7 @@
 /* cmd_train.c — `dtrain train [CONFIG] [options]`: trains a model and reports progress,
  * per-epoch metrics, and optionally a JSON-lines metrics file and the final weights. */
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -508,8 +509,11 @@ static dt_status open_outputs(int rank, const char *save, const char *trace, con
         return DT_ERR_IO;
     if (trace != NULL && dt_check_writable(trace, "trace") != DT_OK)
         return DT_ERR_IO;
+    if (mpath != NULL && mpath[0] == '\0')
+        return dt_fail(DT_ERR_IO, "metrics: the output path is empty");
     if (mpath != NULL && (*metrics = fopen(mpath, append ? "a" : "w")) == NULL)
-        return dt_fail(DT_ERR_IO, "metrics: cannot open %s for writing", mpath);
+        return dt_fail(DT_ERR_IO, "metrics: %s: cannot be opened for writing: %s", mpath,
+                       strerror(errno));
     return DT_OK;
 }
 

@@ -82,6 +82,8 @@ static double wall_time(void)
 dt_status dt_tb_open(const char *dir, dt_tb **out)
 {
     *out = NULL;
+    if (dir[0] == '\0')
+        return dt_fail(DT_ERR_IO, "tensorboard: the output directory is empty");
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
         return dt_fail(DT_ERR_IO, "tensorboard: cannot create %s: %s", dir, strerror(errno));
     dt_tb *tb = calloc(1, sizeof *tb);

@@ -143,6 +143,8 @@ dt_status dt_file_out_open(const char *path, const char *what, dt_file_out *f)
 {
     DT_ASSERT(path != NULL && what != NULL && f != NULL);
     *f = (dt_file_out){.fd = -1, .what = what};
+    if (path[0] == '\0') /* its temporary file would be ".tmp..." in the working directory */
+        return dt_fail(DT_ERR_IO, "%s: the output path is empty", what);
     const size_t tmp_size = strlen(path) + 64;
     f->tmp = malloc(tmp_size);
     f->path = malloc(strlen(path) + 1);

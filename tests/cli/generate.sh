@@ -190,6 +190,17 @@ errors)
         generate "$tmp/nowhere" --prompt Hi --tokens 2
     refuse format 2 "^dtrain export: --format: 'onnx' is not safetensors or hf" \
         export "$ckpt" "$tmp/x" --format onnx
+    # Output paths: one that cannot be written fails before any byte is generated; an empty
+    # one is named as such (it used to end as "cannot rename .tmp... over it").
+    refuse logits_nodir 1 "^dtrain: generate --logits: $tmp/nowhere/l\.st: cannot be written: No such file" \
+        generate "$ckpt" --prompt Hi --tokens 2 --logits "$tmp/nowhere/l.st"
+    if [ -s "$tmp/logits_nodir.out" ]; then
+        echo "FAIL logits_nodir: bytes were generated before the refusal:"
+        sed 's/^/  /' "$tmp/logits_nodir.out"; fail=1
+    fi
+    refuse logits_empty 1 "^dtrain: generate --logits: the output path is empty" \
+        generate "$ckpt" --prompt Hi --tokens 2 --logits ""
+    refuse export_empty 1 "^dtrain: safetensors: the output path is empty" export "$ckpt" ""
     ;;
 *)
     echo "generate.sh: unknown case $CASE"

@@ -38,8 +38,15 @@ refused save_isdir "^dtrain: save-weights: $tmp: is a directory" \
 : >"$tmp/afile"
 refused save_notdir "^dtrain: save-weights: $tmp/afile/w\.safetensors: cannot be written: Not a directory" \
     "$DTRAIN" train "$LINREG" --save-weights "$tmp/afile/w.safetensors"
-refused metrics_nodir "^dtrain: metrics: cannot open $tmp/nowhere/m\.jsonl" \
+refused metrics_nodir "^dtrain: metrics: $tmp/nowhere/m\.jsonl: cannot be opened for writing: No such file" \
     "$DTRAIN" train "$LINREG" --metrics "$tmp/nowhere/m.jsonl"
+# Empty paths are named as such.
+refused save_empty "^dtrain: save-weights: the output path is empty" \
+    "$DTRAIN" train "$LINREG" --save-weights ""
+refused metrics_empty "^dtrain: metrics: the output path is empty" \
+    "$DTRAIN" train "$LINREG" --metrics ""
+refused tensorboard_empty "^dtrain: tensorboard: the output directory is empty" \
+    "$DTRAIN" train "$LINREG" --tensorboard ""
 refused save_mpi "save-weights: $tmp/nowhere/w\.safetensors: cannot be written" \
     "$MPIRUN" -np 2 "$DTRAIN" train "$LINREG" --save-weights "$tmp/nowhere/w.safetensors"
 
