@@ -24,6 +24,7 @@
  * What it leaves out is said with the prediction: computation, and with it how much of the
  * gradient all-reduce backward hides (none with parallel.overlap off), and the pipeline's
  * bubble. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -442,8 +443,13 @@ int dt_cmd_plan(int argc, char **argv)
         return rc;
     FILE *json = NULL;
     const char *json_path = dt_cli_string(&vals, "json");
+    if (json_path != NULL && json_path[0] == '\0') {
+        fprintf(stderr, "dtrain plan: --json: the output path is empty\n");
+        return DT_EXIT_FAIL;
+    }
     if (json_path != NULL && (json = fopen(json_path, "w")) == NULL) {
-        fprintf(stderr, "dtrain plan: --json %s: cannot write it\n", json_path);
+        fprintf(stderr, "dtrain plan: --json %s: cannot be opened for writing: %s\n", json_path,
+                strerror(errno));
         return DT_EXIT_FAIL;
     }
     char at[160] = "";

@@ -91,7 +91,7 @@ if grep -q '^{"stage": -1, "group": "dp", "what": "dp all-reduce of the gradient
 else
     echo "FAIL json: rows.jsonl holds:"; sed 's/^/  /' "$tmp/rows.jsonl"; fail=1
 fi
-expect_fail json_unwritable "dtrain plan: --json $tmp/no/such/dir/rows.jsonl: cannot write it" \
+expect_fail json_unwritable "dtrain plan: --json $tmp/no/such/dir/rows.jsonl: cannot be opened for writing: No such file" \
     "$DTRAIN" plan "$MLP" --ranks 4 $LINK --json "$tmp/no/such/dir/rows.jsonl"
 row 2048 auto 150 0 >>"$tmp/link.jsonl"
 expect_fail from_mixed 'link.jsonl line 4: all-reduce rows of another rank count or --gap' \
