@@ -23,8 +23,8 @@ order's idle time, not what is computed, and every order is still checked free o
 deadlock), and --explain-layout's count of a run of blocks that gathers its output (a model
 of blocks alone on a float input, which no data kind of the command line feeds).
 
-The first 80 took 1024 s on 2 cores, all caught (2026-11-27); the last 4 (the skip limit
-and fedavg's non-finite guard, added after) were each caught run alone, in 8-20 s. Not part
+The first 80 took 1024 s on 2 cores, all caught (2026-11-27); the last 5 (the skip limit
+and fedavg's non-finite guard, added after) were each caught run alone, in 8-40 s. Not part
 of `make test`. Run it from a tree whose mutated files have no uncommitted changes (it
 refuses otherwise): it rewrites them."""
 import argparse
@@ -291,6 +291,8 @@ MUTANTS = [
     ("skip-limit-late", "src/train/trainer.c", "limit > 0 && t->skip_run + 1 >= limit;",
      "limit > 0 && t->skip_run >= limit;", "test_ckpt_mpi",
      "train.skip_limit lets one skip more through than it says"),
+    ("ps-bad-push-uncounted", "src/parallel/strategy.c",
+     "return s->bad.ranks == 0 ? s->bad_here : 0;", "return 0;", "cli_ps", "a ps worker whose every push is skipped trains on to its end"),
     ("fedavg-nan-kept", "src/parallel/fedavg.c",
      "        return DT_OK;\n    memcpy(w, f->global, f->n * sizeof(float));",
      "        return DT_OK;", "cli_fedavg",

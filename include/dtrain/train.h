@@ -121,7 +121,8 @@ DT_API void dt_trainer_free(dt_trainer *t);
  * the parameters and the optimizer untouched on all ranks and counts the step; stop returns
  * DT_ERR_NONFINITE naming the step, the rank and the layer, as skip does at the
  * train.skip_limit-th such step in a row. Under fedavg a round is the step (a client's
- * non-finite loss or update); under ps the servers skip a bad push and count it.
+ * non-finite loss or update); under ps the servers skip a bad push and count it, and a
+ * worker whose own pushes reach train.skip_limit in a row fails alone.
  * Collective over the trainer's world: every rank calls it. Returns what a callback
  * returned, DT_ERR_INVALID (a label outside the classes, found by the loss), and, on more
  * than one rank, the comm layer's DT_ERR_MPI, DT_ERR_TIMEOUT (a rank that never arrives)

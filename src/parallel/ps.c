@@ -209,8 +209,10 @@ static dt_status worker_step(dt_ps *ps, const dt_step_plan *plan, const dt_step_
     DT_TRY(dt_comm_waitall(ps->wreq, (size_t)ps->servers));
     DT_TRY(worker_pull(ps, t));
     DT_TRY(dt_strategy_micro_steps(&ps->base, plan, io, NULL, NULL, loss_sum));
-    const int bad = !isfinite(*loss_sum) ||
-                    dt_strategy_scan_grads(&ps->base, 0, dt_model_param_count(ps->base.model));
+    /* bad_here stays set after the step: dt_strategy_local_nonfinite, for the trainer's
+     * count of this worker's bad pushes in a row (train.skip_limit). */
+    dt_strategy_note_bad(&ps->base, *loss_sum, 0, dt_model_param_count(ps->base.model));
+    const int bad = ps->base.bad_here != 0;
     const int dense =
         ps->base.opt.compress.kind == DT_COMPRESS_NONE || plan->step < ps->base.opt.compress.warmup;
     DT_TRY(worker_push(ps, t, plan->last, bad, dense));

@@ -231,6 +231,11 @@ void dt_strategy_nonfinite(const dt_strategy *s, dt_nonfinite *out)
     *out = s->bad;
 }
 
+int dt_strategy_local_nonfinite(const dt_strategy *s)
+{
+    return s->bad.ranks == 0 ? s->bad_here : 0;
+}
+
 dt_status dt_strategy_update(dt_strategy *s, dt_optim *o, double lr)
 {
     return s->ops->update(s, o, lr);

@@ -11,7 +11,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "parallel/registry.h"
 #include "train/config_internal.h"
 
 /* Fails when `key` was given and has no effect (`effective` 0); the message is "<how it
@@ -135,13 +134,8 @@ dt_status dt_cfg_check_inert(const dt_config *c)
     DT_TRY(judge_data(c));
     DT_TRY(judge_optim(c));
     DT_TRY(judge_checkpoint(c));
-    /* ps's servers skip a bad push themselves and count it; the trainer never sees it. */
-    const dt_strategy_def *def = dt_strategy_def_at(c->parallel.strategy);
     DT_TRY(judge(c, "train.skip_limit", !c->train.nonfinite_stop,
                  "with train.on_nonfinite stop: the first NaN or Inf ends the run"));
-    DT_TRY(judge(c, "train.skip_limit", def == NULL || def->no_stop == NULL,
-                 "under parallel.strategy %s: %s", def != NULL ? def->name : "?",
-                 def != NULL ? def->no_stop : ""));
     DT_TRY(judge(c, "train.eval_every", c->train.eval,
                  "with train.eval off: it sets when evaluation happens"));
     /* data.val_fraction 0 leaves a text run nothing to evaluate on: its evaluations would

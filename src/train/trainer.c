@@ -6,6 +6,7 @@
  * dt_trainer_create; a step allocates nothing. */
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -15,6 +16,7 @@
 #include "dtrain/train.h"
 #include "nn/model_team.h"
 #include "optim/optim_team.h"
+#include "parallel/registry.h"
 #include "parallel/strategy.h"
 
 #include "train/trainer_internal.h"
@@ -773,6 +775,26 @@ static dt_status on_nonfinite(dt_trainer *t)
     return DT_ERR_NONFINITE;
 }
 
+/* A step this rank's strategy handled a NaN or Inf in itself (ps: the servers skipped the
+ * push; `where` as dt_nonfinite's): counted in a row like a skip, and at train.skip_limit
+ * this rank's failure. The other ranks learn of it only when the job ends (ps would need a
+ * collective per step to stop them together: docs/PARAMETER_SERVER.md). */
+static dt_status on_local_nonfinite(dt_trainer *t, int where)
+{
+    const int64_t limit = t->cfg.train.skip_limit;
+    if (limit <= 0 || ++t->skip_run < limit)
+        return DT_OK;
+    char in[64] = "its loss";
+    if (where > 0)
+        snprintf(in, sizeof in, "the gradient of layer %d", where - 1);
+    const dt_strategy_def *def = dt_strategy_def_at(t->cfg.parallel.strategy);
+    return dt_fail(DT_ERR_NONFINITE,
+                   "step %lld: %lld steps in a row with a NaN or Inf on this rank, the limit "
+                   "(train.skip_limit); the last in %s (%s: %s)",
+                   (long long)t->attempted, (long long)limit, in, def != NULL ? def->name : "?",
+                   def != NULL && def->no_stop != NULL ? def->no_stop : "");
+}
+
 /* dt_trainer_set_delay and dt_trainer_set_jitter: this rank sleeps before each step's work,
  * as a slow input pipeline would hold it up; counted as its data phase. The jitter's draw is
  * -mean ln(1 - u), u uniform from Philox (seed, step, rank, stream 8). */
@@ -901,11 +923,15 @@ static dt_status run_epoch(dt_trainer *t, int64_t epoch, int64_t from, const dt_
         if (st == DT_OK)
             st = dt_strategy_update(t->strategy, t->optim, lr);
         const int skipped = st == DT_ERR_NONFINITE;
+        const int local = st == DT_OK ? dt_strategy_local_nonfinite(t->strategy) : 0;
         if (skipped)
             st = on_nonfinite(t);
+        else if (local != 0)
+            st = on_local_nonfinite(t, local);
         DT_TRY(st);
         if (!skipped) {
-            t->skip_run = 0;
+            if (local == 0)
+                t->skip_run = 0;
             epoch_loss += step_loss;
             epoch_samples += g;
             t->since_loss += step_loss;

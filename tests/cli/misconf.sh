@@ -94,8 +94,6 @@ refuse gamma_cosine 2 "^dtrain: config: schedule\.gamma \(--set\) $NE with sched
     T "$LIN" $RUN --set schedule.gamma=0.5
 refuse skip_limit_stop 2 "^dtrain: config: --skip-limit $NE with train\.on_nonfinite stop: the first NaN or Inf ends the run\$" \
     T "$LIN" $RUN --skip-limit 3 --on-nonfinite stop
-refuse skip_limit_ps 2 "^dtrain: config: --skip-limit $NE under parallel\.strategy ps: its servers skip a push" \
-    T "$LIN" $RUN --skip-limit 3 --strategy ps
 # A learning rate of 1e30 sends the weights past float's range within two updates, so
 # every later step gives a NaN. Under --max-steps alone (which counts steps taken) such a
 # run used to skip for ever; train.skip_limit ends it, at the limit-th skip in a row, with

@@ -7,7 +7,8 @@
 #     slowest (each worker's report), the bound is reached, and one epoch still trains the
 #     MLP below a stated test loss; unbounded staleness runs further ahead;
 #   - a checkpoint written under ps resumes byte for byte, under ps and under ddp;
-#   - a NaN pushed by one worker is skipped by the servers and counted;
+#   - a NaN pushed by one worker is skipped by the servers and counted; workers whose every
+#     push holds one end the job at train.skip_limit;
 #   - compressed pushes: top-k keeping everything is the plain push, fp16 halves the bytes;
 #     PowerSGD: gradients of rank <= K (4 samples per worker) arrive whole, a matrix cut
 #     between two servers trains as on one, the bytes are the factors', the residual and
@@ -239,6 +240,20 @@ else
 fi
 expect_fail jitter_bad "jitter: '-1' is not a number of milliseconds" \
     "$DTRAIN" train "$MLP" --max-steps 1 --jitter -1
+
+# Weights sent past float's range (learning rate 1e30): every later push holds a NaN. The
+# servers skip each; the workers count theirs in a row and end the job at train.skip_limit
+# (exit 3), where it used to train to its end on skipped pushes; --skip-limit 0 still does.
+expect_status diverged 3 '^dtrain: rank [01]: step 11: 10 steps in a row with a NaN or Inf on this rank, the limit \(train\.skip_limit\); the last in its loss \(ps: its servers skip a push' \
+    "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" --lr 1e30 --epochs 0 --max-steps 30 $PS --no-progress
+expect_ok diverged_nolimit "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" --lr 1e30 --epochs 0 \
+    --max-steps 30 $PS --no-progress --skip-limit 0
+if grep -q 'ps server, rank 2: .*; skipped (NaN or Inf): 29;' "$tmp/diverged_nolimit.out"; then
+    echo "ok diverged_nolimit: $(grep 'ps server' "$tmp/diverged_nolimit.out")"
+else
+    echo "FAIL diverged_nolimit: the server should report 29 pushes skipped:"
+    grep 'ps ' "$tmp/diverged_nolimit.out" | sed 's/^/  /'; fail=1
+fi
 
 expect_fail nonfinite_stop 'on_nonfinite stop does not apply under parallel.strategy ps' \
     "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" --max-steps 2 $PS --on-nonfinite stop
