@@ -18,6 +18,7 @@
  *          w_{t+1} = w_t + (sum_j n_{c_j} D(w_{c_j} - w_t)) / (sum_j n_{c_j})
  *      so the parameters do not depend on how the clients were spread over ranks (1, 2 or
  *      3 ranks give the same bits: tests/fed).
+ * With optim.clip_norm, each local step clips the client's gradient by its own norm.
  * A client's local order and dropout masks are keyed by (round, client, local epoch), never
  * by the rank, for the same reason. Only the updates cross the network.
  * The non-finite guard: a client whose local loss or update holds a NaN or Inf marks its
@@ -32,6 +33,7 @@
 #include "dtrain/fed.h"
 #include "dtrain/optim.h"
 #include "dtrain/rng.h"
+#include "optim/optim_team.h"
 #include "parallel/compress.h"
 #include "parallel/registry.h"
 #include "parallel/strategy_impl.h"
@@ -310,7 +312,14 @@ static dt_status local_batch(dt_fedavg *f, const dt_step_io *io, int64_t count, 
     const float mu = (float)f->base.opt.fedprox_mu;
     for (size_t i = 0; mu > 0.0f && i < f->n; i++)
         g[i] += mu * (w[i] - f->global[i]);
-    dt_optim_step(f->base.optim, w, g, f->n, lr);
+    /* optim.clip_norm: the client's gradient (FedProx's term in it, as when the term is
+     * part of the loss) clipped by its own norm. A norm that is not finite means a gradient
+     * that is not: the update then holds it, and the round's check finds the client. */
+    if (dt_strategy_clip(&f->base, g, 0, f->n, NULL) == DT_ERR_NONFINITE) {
+        f->base.bad = (dt_nonfinite){0, -1, 0};
+        f->base.grad_scale = 1.0;
+    }
+    dt_optim_step_team(f->base.optim, w, g, f->n, lr, f->base.grad_scale, NULL);
     dt_obs_phase(f->base.obs, DT_PHASE_DATA, t0, t1, -1);
     dt_obs_phase(f->base.obs, DT_PHASE_FORWARD, t1, t2, -1);
     dt_obs_phase(f->base.obs, DT_PHASE_BACKWARD, t2, t3, -1);
@@ -425,6 +434,8 @@ static dt_status fed_step(dt_strategy *s, const dt_step_plan *plan, const dt_ste
     const double total =
         dt_fed_weigh_round(f->slots, o->clients_per_round, f->n, f->start, f->sampled);
     dt_fed_average(f->global, f->slots, o->clients_per_round, f->n, total, w);
+    /* A local step's norm says nothing of the round. */
+    s->grad_norm = NAN;
     /* The round's loss: the clients' local training loss, as a sum over the step's samples. */
     *loss_sum = sums[1] > 0 ? sums[0] / sums[1] * (double)plan->samples : 0.0;
 fail:
@@ -599,7 +610,7 @@ dt_status dt_fedavg_check(const dt_strategy_options *o, int world, int tp, int p
 const dt_strategy_def dt_fedavg_def = {
     .name = "fedavg",
     .help = "federated averaging over simulated clients ([fedavg])",
-    .uses = DT_SO_USES_AXES | DT_SO_USES_FEDAVG,
+    .uses = DT_SO_USES_AXES | DT_SO_USES_FEDAVG | DT_SO_USES_CLIP,
     .flat = 1,
     .no_plan = "its rounds all-gather the sampled clients' updates, which the plan does not "
                "model yet",

@@ -17,6 +17,12 @@
  * first `warmup` steps are ddp's synchronous steps (PyTorch's post-local SGD): the gradient
  * all-reduced, every replica's optimizer stepping on the same sum.
  *
+ * Clipping (optim.clip_norm): a warm-up step clips the summed gradient by its global norm,
+ * as ddp does; a local step clips each replica's own gradient by its own norm (summed over
+ * its tp and pp groups), what torch.nn.utils.clip_grad_norm_ does in each process of a local
+ * SGD run. The norm is taken in the step, before the exchange, so that a norm that is not
+ * finite (a gradient scaled past float's range) is a finding every rank learns of together.
+ *
  * Every sum crosses the comm layer, which gives every rank of a group the same bits
  * (docs/ARCHITECTURE.md, tensor parallelism; docs/comm.md: with comm.deterministic the
  * rank-order fold, the same bits in every run too): after an average every replica holds
@@ -175,6 +181,15 @@ static dt_status ls_step(dt_strategy *s, const dt_step_plan *plan, const dt_step
         for (size_t i = 0; i < n; i++)
             g[i] *= r;
     }
+    /* Every rank takes part in the norm's sums over tp and pp, a bad gradient or not. */
+    st = dt_strategy_clip(s, g, 0, n, NULL);
+    if (st == DT_ERR_NONFINITE) {
+        s->bad = (dt_nonfinite){0, -1, 0}; /* this rank's finding, shared by the exchange */
+        if (s->bad_here == 0)
+            s->bad_here = DT_NONFINITE_NORM;
+        st = DT_OK;
+    }
+    DT_TRY(st);
     DT_TRY(exchange_step(ls, loss_sum));
 fail:
     return st;
@@ -185,7 +200,7 @@ static dt_status ls_update(dt_strategy *s, dt_optim *o, double lr)
     dt_localsgd *ls = (dt_localsgd *)s;
     const double t0 = dt_now();
     dt_optim_step_team(o, dt_model_params(s->model), dt_model_grads(s->model),
-                       dt_model_param_count(s->model), lr, 1.0, dt_model_team(s->model));
+                       dt_model_param_count(s->model), lr, s->grad_scale, dt_model_team(s->model));
     dt_obs_phase(s->obs, DT_PHASE_OPTIM, t0, dt_now(), -1);
     if (ls->warm)
         return DT_OK; /* every replica stepped on the same gradient: still the same bits */
@@ -619,7 +634,7 @@ const dt_strategy_def dt_localsgd_def = {
     .name = "localsgd",
     .help = "local SGD: each replica steps on its own, the parameters averaged every "
             "--sync-every steps (after --localsgd-warmup synchronous ones)",
-    .uses = DT_SO_USES_AXES | DT_SO_USES_STEPS,
+    .uses = DT_SO_USES_AXES | DT_SO_USES_STEPS | DT_SO_USES_CLIP,
     .settings = ls_settings,
     .nsettings = (int)(sizeof ls_settings / sizeof ls_settings[0]),
     .check = ls_check,

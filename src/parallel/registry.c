@@ -36,8 +36,8 @@ static const char *const why_not[DT_SO_COUNT] = {
     [DT_SO_COMPRESS_WARMUP] = "fedavg compresses every round's client updates",
     [DT_SO_SEQUENCE_PARALLEL] = "it shares the positions of a GPT's blocks, which only ddp "
                                 "trains",
-    [DT_SO_CLIP_NORM] = "the global norm is summed where ddp's gradients are reduced; ps's "
-                        "servers, fedavg's clients and local SGD's replicas do not clip yet",
+    [DT_SO_CLIP_NORM] = "ps's servers apply pushes that no rank holds whole: they do not clip "
+                        "yet",
 };
 
 int dt_strategy_def_count(void)

@@ -15,7 +15,11 @@
  *   - the warm-up is ddp's: after each of the first 4 steps the parameters are ddp's, bit
  *     for bit (two replicas' sums are exact whatever the algorithm);
  *   - a NaN in one rank's gradient makes every rank skip that step, and the period keeps
- *     counting optimizer steps (the averages fall where they would without the skip). */
+ *     counting optimizer steps (the averages fall where they would without the skip);
+ *   - clipping (optim.clip_norm 0.01, active on every step): the warm-up's steps are ddp's
+ *     with clipping, bit for bit, on every layout (the norm summed over tp and pp), and
+ *     unlike ddp's without it; a local step moves each replica's parameters by exactly
+ *     lr x clip_norm (each replica clips its own gradient by its own norm; 2 ranks). */
 #include "dt_test.h"
 #include "dt_test_mpi.h"
 
@@ -331,6 +335,66 @@ static void test_nonfinite_skipped_together(void **state)
     }
 }
 
+/* The L2 norm of a - b over n floats, in double. */
+static double dist(const float *a, const float *b, size_t n)
+{
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++)
+        s += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+    return sqrt(s);
+}
+
+static void test_clip(void **state)
+{
+    (void)state;
+    const char *lay[2] = {NULL, NULL};
+    for (int k = 0, n = layouts(lay); k < n; k++) {
+        record a, b, c;
+        dt_config ddp = mlp_config(lay[k], 4), ls = localsgd_config(lay[k], 4, 8, 2);
+        dt_config plain = mlp_config(lay[k], 4);
+        dt_config *all[3] = {&ddp, &ls, &plain};
+        for (int i = 0; i < 3; i++) { /* lr 0.1 on every step */
+            dt_test_set(all[i], "schedule.kind=constant");
+            dt_test_set(all[i], "schedule.warmup_steps=0");
+        }
+        dt_test_set(&ddp, "optim.clip_norm=0.01");
+        dt_test_set(&ls, "optim.clip_norm=0.01");
+        dt_trainer *ta = train(&ddp, &a, 2, 0), *tb = train(&ls, &b, 3, 0);
+        dt_trainer *tc = train(&plain, &c, 1, 0);
+        const size_t np = dt_model_param_count(dt_trainer_model(ta));
+        for (int s = 0; s < 2; s++) {
+            char label[160];
+            snprintf(label, sizeof label,
+                     "localsgd warm-up 2 vs ddp, clip_norm 0.01, %s: parameters after step %d "
+                     "(rank %d of %d)",
+                     lay[k], s + 1, rank, size);
+            assert_true(dt_check_equal_bits(label, b.params[s], a.params[s], np));
+        }
+        if (memcmp(a.params[0], c.params[0], np * sizeof(float)) == 0) {
+            fprintf(stderr, "ddp with clip_norm 0.01 equals ddp without (%s): not clipped\n",
+                    lay[k]);
+            fail();
+        }
+        /* Step 3 is local (H 8): lr 0.1 x clip_norm 0.01 for each replica alone. */
+        if (size == 2) {
+            const double moved = dist(b.params[2], b.params[1], np);
+            if (fabs(moved - 1e-3) > 1e-3 * 1e-4) {
+                fprintf(stderr,
+                        "localsgd, clip_norm 0.01, local step 3 (rank %d): the parameters "
+                        "moved %.9g, expected lr x clip_norm = 0.001\n",
+                        rank, moved);
+                fail();
+            }
+        }
+        free_record(&a);
+        free_record(&b);
+        free_record(&c);
+        dt_trainer_free(ta);
+        dt_trainer_free(tb);
+        dt_trainer_free(tc);
+    }
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -339,6 +403,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_replicas_equal_after_averages),
         cmocka_unit_test(test_warmup_is_ddp),
         cmocka_unit_test(test_nonfinite_skipped_together),
+        cmocka_unit_test(test_clip),
     };
     return dt_test_mpi_main(&argc, &argv, tests, &world, &rank, &size);
 }
