@@ -23,8 +23,9 @@ order's idle time, not what is computed, and every order is still checked free o
 deadlock), and --explain-layout's count of a run of blocks that gathers its output (a model
 of blocks alone on a float input, which no data kind of the command line feeds).
 
-The first 80 took 1024 s on 2 cores, all caught (2026-11-27); the last 5 (the skip limit
-and fedavg's non-finite guard, added after) were each caught run alone, in 8-40 s. Not part
+The first 80 took 1024 s on 2 cores, all caught (2026-11-27); the last 8 (the skip limit,
+fedavg's non-finite guard, clipping under localsgd and fedavg, added after) were each caught
+run alone, in 5-40 s. Not part
 of `make test`. Run it from a tree whose mutated files have no uncommitted changes (it
 refuses otherwise): it rewrites them."""
 import argparse
@@ -300,6 +301,8 @@ MUTANTS = [
     ("localsgd-clip-over-dp", "src/parallel/localsgd.c", "st = dt_strategy_clip(s, g, 0, n, NULL);",
      "st = dt_strategy_clip(s, g, 0, n, ls->comm);", "test_localsgd",
      "a replica clips by the norm of every replica's gradient"),
+    ("fedavg-unclipped", "src/parallel/fedavg.c", "lr, f->base.grad_scale, NULL);",
+     "lr, 1.0, NULL);", "cli_fedavg", "fedavg's clients ignore optim.clip_norm"),
     ("fedavg-nan-kept", "src/parallel/fedavg.c",
      "        return DT_OK;\n    memcpy(w, f->global, f->n * sizeof(float));",
      "        return DT_OK;", "cli_fedavg",

@@ -8,6 +8,8 @@
 #   - the same rounds on 1, 2 and 3 ranks write the same bytes (the MLP with dropout, a
 #     Dirichlet partition, 3 of 12 clients per round), also with a round that a NaN skips;
 #     --on-nonfinite stop names the client and the rank that simulated it;
+#   - optim.clip_norm clips each client's local gradient: one client, one local step over
+#     every sample is one process's clipped step;
 #   - the round's clients follow the seed; a checkpoint resumes to the same bytes;
 #   - the partition is reported (line and metrics record), and bad settings are refused;
 #   - compressed client updates: top-k of ratio 1 equals no compression, compressed rounds
@@ -38,6 +40,25 @@ if "$PY" "$SRC/tests/cli/st_compare.py" "$tmp/large.st" "$tmp/round.st" --atol 1
     echo "ok fedavg_identity: $(grep 'max |a-b|' "$tmp/cmp.out" | tr -s ' ' | tr '\n' ';')"
 else
     echo "FAIL fedavg_identity:"; sed 's/^/  /' "$tmp/cmp.out"; fail=1
+fi
+
+# Clipping: each local step clips the client's gradient by its own norm. One client holding
+# every sample, one local step: one process's clipped step (max |dtheta| <= 1e-5), and not
+# the unclipped one (clip_norm 0.1 is below the first gradient's norm).
+CLIP="--set optim.clip_norm=0.1"
+expect_ok large_clip "$DTRAIN" train "$MLP" $SGD $CLIP --set "model.layers=flatten, linear 128, relu, linear 10" \
+    --batch 60000 --max-steps 1 --no-progress --save-weights "$tmp/large_clip.st"
+expect_ok client_clip "$DTRAIN" train "$MLP" $SGD $CLIP --set "model.layers=flatten, linear 128, relu, linear 10" \
+    --strategy fedavg --clients 1 --clients-per-round 1 --local-steps 1 --batch 60000 \
+    --rounds 1 --no-progress --save-weights "$tmp/client_clip.st"
+if "$PY" "$SRC/tests/cli/st_compare.py" "$tmp/large_clip.st" "$tmp/client_clip.st" --atol 1e-5 \
+    >"$tmp/cmp_clip.out" 2>&1 &&
+    ! "$PY" "$SRC/tests/cli/st_compare.py" "$tmp/large.st" "$tmp/large_clip.st" --atol 1e-5 \
+        >/dev/null 2>&1; then
+    echo "ok fedavg_clip: $(grep 'max |a-b|' "$tmp/cmp_clip.out" | tr -s ' ' | tr '\n' ';')"
+else
+    echo "FAIL fedavg_clip (or clip_norm 0.1 did not clip):"; sed 's/^/  /' "$tmp/cmp_clip.out"
+    fail=1
 fi
 
 FED="--strategy fedavg --clients 12 --clients-per-round 3 --rounds 3 --partition dirichlet:0.5"
