@@ -23,11 +23,10 @@ order's idle time, not what is computed, and every order is still checked free o
 deadlock), and --explain-layout's count of a run of blocks that gathers its output (a model
 of blocks alone on a float input, which no data kind of the command line feeds).
 
-The first 80 took 1024 s on 2 cores, all caught (2026-11-27); the last 8 (the skip limit,
-fedavg's non-finite guard, clipping under localsgd and fedavg, added after) were each caught
-run alone, in 5-40 s. Not part
-of `make test`. Run it from a tree whose mutated files have no uncommitted changes (it
-refuses otherwise): it rewrites them."""
+All 88 took 1060 s on 2 cores, all caught (2026-11-27; the last 8 cover the skip limit,
+fedavg's non-finite guard, and clipping under localsgd and fedavg). Not part of `make
+test`. Run it from a tree whose mutated files have no uncommitted changes (it refuses
+otherwise): it rewrites them."""
 import argparse
 import os
 import subprocess
