@@ -24,8 +24,8 @@ deadlock), and --explain-layout's count of a run of blocks that gathers its outp
 of blocks alone on a float input, which no data kind of the command line feeds).
 
 All 88 took 1060 s on 2 cores, all caught (2026-11-27; the last 8 cover the skip limit,
-fedavg's non-finite guard, and clipping under localsgd and fedavg). Not part of `make
-test`. Run it from a tree whose mutated files have no uncommitted changes (it refuses
+fedavg's non-finite guard, and clipping under localsgd and fedavg); the 2 on ps's clipping,
+added after, were each caught run alone. Not part of `make test`. Run it from a tree whose mutated files have no uncommitted changes (it refuses
 otherwise): it rewrites them."""
 import argparse
 import os
@@ -302,6 +302,12 @@ MUTANTS = [
      "a replica clips by the norm of every replica's gradient"),
     ("fedavg-unclipped", "src/parallel/fedavg.c", "lr, f->base.grad_scale, NULL);",
      "lr, 1.0, NULL);", "cli_fedavg", "fedavg's clients ignore optim.clip_norm"),
+    ("ps-clip-shard-only", "src/parallel/ps_server.c",
+     "DT_TRY(dt_comm_allreduce(ps->servers_comm, &sq, &sq, 1, DT_COMM_FLOAT64, DT_COMM_SUM));",
+     "", "cli_ps", "each ps server clips the step's sum by its own shard's norm"),
+    ("ps-clip-push-not-scaled", "src/parallel/ps.c", "const double sq = w * w *",
+     "const double sq = 1.0 *", "cli_ps",
+     "a ps worker clips its push by the norm of the push, not of what the servers apply"),
     ("fedavg-nan-kept", "src/parallel/fedavg.c",
      "        return DT_OK;\n    memcpy(w, f->global, f->n * sizeof(float));",
      "        return DT_OK;", "cli_fedavg",

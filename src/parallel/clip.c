@@ -67,6 +67,12 @@ static double owned_sumsq(const dt_strategy *s, const float *g, size_t at, size_
     return sq;
 }
 
+double dt_strategy_grad_sumsq(const dt_strategy *s, const float *g, size_t at, size_t n)
+{
+    DT_ASSERT(s->sumsq_part != NULL); /* dt_strategy_attach, with optim.clip_norm > 0 */
+    return owned_sumsq(s, g, at, n);
+}
+
 dt_status dt_strategy_clip(dt_strategy *s, const float *g, size_t at, size_t n, dt_comm *shards)
 {
     s->grad_scale = 1.0;

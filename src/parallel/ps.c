@@ -114,6 +114,7 @@ static void ps_free(dt_strategy *s)
     dt_free(ps->shard_cnt);
     dt_free(ps->counts);
     dt_free(ps->displs);
+    dt_comm_free(ps->servers_comm);
     dt_comm_free(ps->comm);
     dt_free(ps);
 }
@@ -215,6 +216,16 @@ static dt_status worker_step(dt_ps *ps, const dt_step_plan *plan, const dt_step_
     const int bad = ps->base.bad_here != 0;
     const int dense =
         ps->base.opt.compress.kind == DT_COMPRESS_NONE || plan->step < ps->base.opt.compress.warmup;
+    /* S > 0 with clipping: each push is applied alone as workers x the push (ps_server.c),
+     * whose norm only this worker can take: it clips the push itself (dense pushes only:
+     * dt_ps_check). */
+    if (ps->base.opt.clip_norm > 0 && ps->staleness != 0 && !bad) {
+        float *g = dt_model_grads(ps->base.model);
+        const size_t n = dt_model_param_count(ps->base.model);
+        const double w = (double)ps->workers;
+        const double sq = w * w * dt_strategy_grad_sumsq(&ps->base, g, 0, n);
+        ps->base.grad_norm = dt_clip_apply(g, n, sq, ps->base.opt.clip_norm);
+    }
     DT_TRY(worker_push(ps, t, plan->last, bad, dense));
     /* The servers skip this push: the residual and the factors must not keep the NaN they
      * took in. */
@@ -418,8 +429,13 @@ dt_status dt_ps_create(const dt_strategy_options *opt, dt_comm *world, dt_grid *
     i->role = ps->server >= 0 ? "server" : "worker";
     i->computing = ps->workers; /* the first ranks; the servers apply what they push */
     *out = &ps->base;
-    /* ps's messages on a communicator of their own, apart from the trainer's collectives. */
-    return dt_comm_dup(world, "ps", &ps->comm);
+    /* ps's messages on a communicator of their own, apart from the trainer's collectives;
+     * with clipping at S = 0, the servers' own for the norm of the step's sum. */
+    st = dt_comm_dup(world, "ps", &ps->comm);
+    if (st == DT_OK && opt->clip_norm > 0 && opt->staleness == 0)
+        st = dt_comm_split(world, ps->server >= 0 ? 0 : -1, ps->rank, "ps servers",
+                           &ps->servers_comm);
+    return st;
 }
 /* ps: servers and workers on a flat world; the grid's tp and pp axes stay 1. */
 dt_status dt_ps_check(const dt_strategy_options *o, int world, int tp, int pp)
@@ -446,6 +462,14 @@ dt_status dt_ps_check(const dt_strategy_options *o, int world, int tp, int pp)
     if (o->micro_batches < 1)
         return dt_fail(DT_ERR_INVALID, "parallel.accumulation: %d micro-batches, need >= 1",
                        o->micro_batches);
+    if (o->clip_norm > 0 && o->staleness != 0 && o->compress.kind != DT_COMPRESS_NONE)
+        return dt_fail(DT_ERR_UNSUPPORTED,
+                       "%s: clipping under --strategy ps with staleness %d and --compress is not "
+                       "supported: each push is applied alone, and its norm is the decoded "
+                       "push's, which no rank holds whole (use --staleness 0, or no compression)",
+                       o->given[DT_SO_CLIP_NORM] != NULL ? o->given[DT_SO_CLIP_NORM]
+                                                         : "optim.clip_norm",
+                       o->staleness);
     return DT_OK;
 }
 
@@ -486,7 +510,7 @@ const dt_strategy_def dt_ps_def = {
     .help = "parameter servers (the last parallel.servers ranks) and workers, bulk- or "
             "stale-synchronous or asynchronous (parallel.staleness)",
     .uses = DT_SO_USES_AXES | DT_SO_BIT(DT_SO_SERVERS) | DT_SO_BIT(DT_SO_STALENESS) |
-            DT_SO_USES_STEPS | DT_SO_USES_COMPRESSION,
+            DT_SO_USES_STEPS | DT_SO_USES_COMPRESSION | DT_SO_USES_CLIP,
     .flat = 1,
     .apart = ps_apart,
     /* A worker's NaN cannot stop the others mid-step without a collective per step, which

@@ -15,6 +15,12 @@
  *   - At S = 0 a server sums the N pushes of a step in worker order and takes one optimizer
  *     step (ddp's computation); at S > 0 it applies each push as it arrives.
  *
+ * Clipping (optim.clip_norm) clips what the servers apply by its global norm: at S = 0 the
+ * step's summed gradient, its sum of squares all-reduced over the servers' shards (servers
+ * only, in lockstep at S = 0); at S > 0 each push alone, which the worker clips itself, as
+ * the servers apply it (workers x the push), before sending it (dense pushes only: a
+ * compressed push's norm is the decoded one's, which no rank holds whole: refused).
+ *
  * Every request message from a worker to a server is one byte buffer: a ps_hdr, then the
  * payload (a PUSH's gradient shard). Each server keeps one receive posted per worker; a
  * worker's messages arrive in the order it sent them (MPI's non-overtaking rule), so the
@@ -79,6 +85,8 @@ typedef struct dt_ps {
     float *dec;              /* [shard]: a push decoded */
     int step_bad;            /* S = 0: a push of this step held NaN or Inf */
     int64_t applied, skipped;
+    dt_comm *servers_comm; /* S = 0 with optim.clip_norm: the servers, for the summed
+                              gradient's norm over their shards; else NULL */
 } dt_ps;
 
 /* A push's payload under parallel.compress (ps_codec.c): its size for server s's shard;

@@ -12,6 +12,7 @@
  *
  * A reply's parameters are sent from the live shard, so no update touches the shard while
  * a reply is in flight (MPI's rule for send buffers): every update first waits for them. */
+#include <math.h>
 #include <string.h>
 
 #include "dtrain/optim.h"
@@ -256,6 +257,18 @@ dt_status dt_ps_server_update(dt_ps *ps, dt_optim *o, double lr)
     }
     DT_TRY(dt_comm_waitall(ps->reply_req, 2 * (size_t)ps->workers));
     const double t0 = dt_now();
+    /* Clipping: the sum's norm over every server's shard (each server sees the same
+     * pushes, so all take this branch or none); a norm that is not finite (a sum that
+     * overflowed float) skips the step as a bad push does. */
+    if (!ps->step_bad && ps->servers_comm != NULL) {
+        const size_t off = ps->shard_off[ps->server], n = my_count(ps);
+        double sq = dt_strategy_grad_sumsq(&ps->base, ps->sum, off, n);
+        DT_TRY(dt_comm_allreduce(ps->servers_comm, &sq, &sq, 1, DT_COMM_FLOAT64, DT_COMM_SUM));
+        if (!isfinite(sqrt(sq)))
+            ps->step_bad = 1;
+        else
+            (void)dt_clip_apply(ps->sum, n, sq, ps->base.opt.clip_norm);
+    }
     if (ps->step_bad) {
         ps->skipped++;
         dt_optim_count_step(o);

@@ -36,8 +36,7 @@ static const char *const why_not[DT_SO_COUNT] = {
     [DT_SO_COMPRESS_WARMUP] = "fedavg compresses every round's client updates",
     [DT_SO_SEQUENCE_PARALLEL] = "it shares the positions of a GPT's blocks, which only ddp "
                                 "trains",
-    [DT_SO_CLIP_NORM] = "ps's servers apply pushes that no rank holds whole: they do not clip "
-                        "yet",
+    [DT_SO_CLIP_NORM] = "it does not clip yet",
 };
 
 int dt_strategy_def_count(void)

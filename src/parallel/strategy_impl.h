@@ -117,6 +117,9 @@ void dt_strategy_note_bad(dt_strategy *s, double loss_sum, size_t lo, size_t hi)
  * the same on every rank): the caller skips the update. Collective over the tp and pp
  * groups and `shards`. */
 dt_status dt_strategy_clip(dt_strategy *s, const float *g, size_t at, size_t n, dt_comm *shards);
+/* dt_strategy_clip's sum of squares of this rank's g (elements [at, at + n)), tensor by
+ * tensor in the model's order, before any sum across ranks (ps: a push's, a shard's). */
+double dt_strategy_grad_sumsq(const dt_strategy *s, const float *g, size_t at, size_t n);
 
 /* The tied tables' gradients (dt_param_info.tie) summed over the embedding group, so that a
  * GPT's embedding on one pipeline stage and its head's copy on another take the same update

@@ -14,7 +14,9 @@
 #     between two servers trains as on one, the bytes are the factors', the residual and
 #     each worker's own Q survive a checkpoint, and one epoch trains;
 #   - --jitter slows the workers, not the server;
-#   - refusals: train.on_nonfinite stop.
+#   - clipping: at staleness 0 the step's sum clipped by its norm over every server's shard
+#     (ddp's bytes with 3 workers and 2 servers), at staleness > 0 each push by its own;
+#   - refusals: train.on_nonfinite stop; clipping at staleness > 0 with compression.
 set -u
 PY=${1:?usage: cli_ps.sh PYTHON}
 DTRAIN=${DTRAIN:?ctest sets DTRAIN}
@@ -240,6 +242,42 @@ else
 fi
 expect_fail jitter_bad "jitter: '-1' is not a number of milliseconds" \
     "$DTRAIN" train "$MLP" --max-steps 1 --jitter -1
+
+# Clipping (optim.clip_norm 0.5, active: the weights differ from the unclipped run's): what
+# the servers apply is clipped by its global norm. At S = 0 the step's sum, its norm summed
+# over 2 servers' shards: 3 workers write 3-rank ddp's bytes, 1 worker the single
+# process's. At S > 0 each push, which its worker clips: 1 worker at staleness 2 writes
+# the single process's bytes, and with 2 workers worker 0's first norm is that of its own
+# samples' gradient (workers x its push), the one a single process with its batch logs.
+CLIP="--set optim.clip_norm=0.5"
+expect_ok clip_single "$DTRAIN" train "$MLP" $SGD $CLIP --save-weights "$tmp/clip_single.st"
+expect_ok clip_ps_1w "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" $SGD $CLIP $PS \
+    --save-weights "$tmp/clip_ps_1w.st"
+expect_ok clip_ps_1w_s2 "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" $SGD $CLIP $PS --staleness 2 \
+    --save-weights "$tmp/clip_ps_1w_s2.st"
+expect_ok clip_ddp_3 "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" $SGD $CLIP \
+    --set comm.deterministic=on --save-weights "$tmp/clip_ddp_3.st"
+expect_ok clip_ps_3w "$MPIRUN" -np 5 "$DTRAIN" train "$MLP" $SGD $CLIP $PS --servers 2 \
+    --save-weights "$tmp/clip_ps_3w.st"
+expect_same clip_ps_1w_equals_single "$tmp/clip_single.st" "$tmp/clip_ps_1w.st"
+expect_same clip_ps_1w_s2_equals_single "$tmp/clip_single.st" "$tmp/clip_ps_1w_s2.st"
+expect_same clip_ps_3w_equals_ddp_3 "$tmp/clip_ddp_3.st" "$tmp/clip_ps_3w.st"
+if cmp -s "$tmp/single.st" "$tmp/clip_single.st"; then
+    echo "FAIL clip_active: clip_norm 0.5 left the single process's weights as they were"; fail=1
+fi
+ONE="--set optim.kind=sgd --set optim.lr=0.05 --max-steps 1 --no-progress --log-every 1 $CLIP"
+expect_ok clip_norm_single "$DTRAIN" train "$MLP" $ONE --batch 64 --metrics "$tmp/cn1.jsonl"
+expect_ok clip_norm_ps "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" $ONE --batch 64 $PS \
+    --staleness 2 --metrics "$tmp/cn2.jsonl"
+n1=$(sed -n 's/.*"event":"step".*"grad_norm":\([0-9.e+-]*\).*/\1/p' "$tmp/cn1.jsonl")
+n2=$(sed -n 's/.*"event":"step".*"grad_norm":\([0-9.e+-]*\).*/\1/p' "$tmp/cn2.jsonl")
+if [ -n "$n1" ] && [ "$n1" = "$n2" ]; then
+    echo "ok clip_push_norm: worker 0's first push norm $n2, a single process's with its batch"
+else
+    echo "FAIL clip_push_norm: worker 0's first norm '$n2', expected '$n1'"; fail=1
+fi
+expect_fail clip_stale_compressed 'clipping under --strategy ps with staleness 2 and --compress is not supported' \
+    "$DTRAIN" train "$MLP" $SGD $CLIP $PS --staleness 2 --compress fp16
 
 # Weights sent past float's range (learning rate 1e30): every later push holds a NaN. The
 # servers skip each; the workers count theirs in a row and end the job at train.skip_limit

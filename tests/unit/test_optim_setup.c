@@ -86,35 +86,34 @@ static void test_decay_rules(void **state)
     free(pm);
 }
 
-/* dt_config_check's verdict on `kv` over linreg's config contains `needle`. */
-static void refused(const char *kv, const char *kv2, dt_status want, const char *needle)
-{
-    dt_config c = linreg(NULL);
-    dt_test_set(&c, "optim.clip_norm=1");
-    dt_test_set(&c, kv);
-    if (kv2 != NULL)
-        dt_test_set(&c, kv2);
-    dt_error_clear();
-    const dt_status st = dt_config_check(&c);
-    if (st != want || strstr(dt_last_error(), needle) == NULL)
-        fail_msg("optim.clip_norm=1 with %s%s%s: %s '%s', expected %s with '%s'", kv,
-                 kv2 ? " " : "", kv2 ? kv2 : "", dt_status_str(st), dt_last_error(),
-                 dt_status_str(want), needle);
-}
-
 static void test_clip_refusals(void **state)
 {
     (void)state;
-    refused("parallel.strategy=ps", NULL, DT_ERR_UNSUPPORTED,
-            "optim.clip_norm (test): clipping under --strategy ps is not supported: ps's servers "
-            "apply pushes that no rank holds whole");
-    /* Allowed: ddp and ZeRO-1, localsgd and fedavg. */
-    static const char *const ok[] = {"parallel.zero=1", "parallel.strategy=localsgd",
-                                     "parallel.strategy=fedavg"};
+    {
+        dt_config c = linreg(NULL);
+        dt_test_set(&c, "parallel.staleness=2");
+        dt_test_set(&c, "parallel.compress=fp16");
+        dt_test_set(&c, "optim.clip_norm=1");
+        dt_test_set(&c, "parallel.strategy=ps");
+        dt_error_clear();
+        const dt_status st = dt_config_check(&c);
+        if (st != DT_ERR_UNSUPPORTED ||
+            strstr(dt_last_error(), "optim.clip_norm (test): clipping under --strategy ps with "
+                                    "staleness 2 and --compress is not supported") == NULL)
+            fail_msg("ps, staleness 2, fp16, clip_norm 1: %s '%s', expected unsupported",
+                     dt_status_str(st), dt_last_error());
+    }
+    /* Allowed: ddp and ZeRO-1, localsgd, fedavg, ps (compressed at staleness 0). */
+    static const char *const ok[][3] = {{"parallel.zero=1", NULL, NULL},
+                                        {"parallel.strategy=localsgd", NULL, NULL},
+                                        {"parallel.strategy=fedavg", NULL, NULL},
+                                        {"parallel.strategy=ps", "parallel.staleness=2", NULL},
+                                        {"parallel.strategy=ps", "parallel.compress=fp16", NULL}};
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         dt_config c = linreg(NULL);
         dt_test_set(&c, "optim.clip_norm=1");
-        dt_test_set(&c, ok[i]);
+        for (int k = 0; k < 3 && ok[i][k] != NULL; k++)
+            dt_test_set(&c, ok[i][k]);
         DT_ASSERT_OK(dt_config_check(&c));
     }
     /* Bad values name the key. */
