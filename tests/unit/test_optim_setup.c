@@ -1,7 +1,8 @@
 /* test_optim_setup.c — optim.decay and optim.clip_norm as a training run sets them up:
  * the auto rule keeps a model without an embedding on every-tensor decay (the MLP's and
- * ConvNet's AdamW results bit for bit), matrices spares the biases, and clipping under a
- * layout or strategy that does not sum the norm yet is refused naming the key and why. */
+ * ConvNet's AdamW results bit for bit), matrices spares the biases, and clipping where the
+ * norm cannot be taken (ps at staleness > 0 with compression) is refused naming the key and
+ * why, and accepted under every strategy otherwise. */
 #include "dt_test.h"
 
 #include <math.h>
