@@ -462,14 +462,18 @@ dt_status dt_ps_check(const dt_strategy_options *o, int world, int tp, int pp)
     if (o->micro_batches < 1)
         return dt_fail(DT_ERR_INVALID, "parallel.accumulation: %d micro-batches, need >= 1",
                        o->micro_batches);
-    if (o->clip_norm > 0 && o->staleness != 0 && o->compress.kind != DT_COMPRESS_NONE)
+    if (o->clip_norm > 0 && o->staleness != 0 && o->compress.kind != DT_COMPRESS_NONE) {
+        char stale[32] = "inf";
+        if (o->staleness != DT_PS_STALENESS_INF)
+            snprintf(stale, sizeof stale, "%d", o->staleness);
         return dt_fail(DT_ERR_UNSUPPORTED,
-                       "%s: clipping under --strategy ps with staleness %d and --compress is not "
+                       "%s: clipping under --strategy ps with staleness %s and --compress is not "
                        "supported: each push is applied alone, and its norm is the decoded "
                        "push's, which no rank holds whole (use --staleness 0, or no compression)",
                        o->given[DT_SO_CLIP_NORM] != NULL ? o->given[DT_SO_CLIP_NORM]
                                                          : "optim.clip_norm",
-                       o->staleness);
+                       stale);
+    }
     return DT_OK;
 }
 
