@@ -143,8 +143,8 @@ static const dt_cli_option train_opts[] = {
      "a NaN or Inf in a step's loss or gradients on any rank: every rank skips the step "
      "(default), or the run stops naming rank, layer and step"},
     {"--skip-limit", "N", DT_OPT_CONFIG_KEY, "train.skip_limit",
-     "with --on-nonfinite skip: N steps skipped in a row end the run as stop would (default "
-     "10; 0: no limit)"},
+     "with --on-nonfinite skip: N steps skipped in a row end the run as stop would (0: no "
+     "limit)"},
     {"--check-replicas", NULL, DT_OPT_FLAG, "check-replicas",
      "after training, compare every copy of each parameter bit for bit (data-parallel "
      "replicas, a tensor-parallel group's whole tensors, a tied table on two pipeline stages) "
