@@ -167,6 +167,12 @@ typedef struct run_ctx {
     int64_t attempted;   /* steps reported, taken or skipped: 0 in an evaluation-only run */
 } run_ctx;
 
+/* 1 when the strategy cuts the run in rounds (fedavg): a step is a round. */
+static int by_rounds(const dt_train_layout *lay)
+{
+    return strcmp(lay->epoch_word, "epoch") != 0;
+}
+
 static void write_json(FILE *f, cJSON *o)
 {
     char *s = cJSON_PrintUnformatted(o);
@@ -189,7 +195,7 @@ static dt_status on_step(void *vctx, const dt_step_info *s)
         if (c->bar_open)
             fputc('\n', stderr);
         c->bar_open = 0;
-        if (strcmp(c->lay.epoch_word, "epoch") != 0) /* a step is a round */
+        if (by_rounds(&c->lay))
             fprintf(stderr, "dtrain: warning: %s %lld skipped on every rank: %s\n",
                     c->lay.epoch_word, (long long)s->epoch + 1, dt_last_error());
         else
@@ -247,7 +253,7 @@ static dt_status on_epoch(void *vctx, const dt_epoch_info *e)
 {
     run_ctx *c = vctx;
     /* A strategy that cuts the run in rounds (fedavg) counts a round's local samples. */
-    const int rounds = strcmp(c->lay.epoch_word, "epoch") != 0;
+    const int rounds = by_rounds(&c->lay);
     if (c->rank != 0)
         return DT_OK;
     if (c->bar_open) { /* stopped mid-epoch (--max-steps): end the bar's line */
@@ -608,7 +614,7 @@ static dt_status print_header(const dt_config *cfg, const dt_cli_world *world, d
     if (lay.summary[0] != '\0')
         snprintf(layout, sizeof layout, "%s", lay.summary);
     char steps[96];
-    if (strcmp(lay.epoch_word, "epoch") != 0) /* a step is a round */
+    if (by_rounds(&lay))
         snprintf(steps, sizeof steps, "local batches of %lld",
                  (long long)dt_trainer_global_batch(t));
     else
