@@ -894,6 +894,10 @@ fail:
     if (metrics != NULL)
         fclose(metrics);
     dt_tb_close(tb);
-    dt_trainer_free(t);
+    /* On several ranks the job is aborted next, and the trainer's buffers may still be in
+     * flight (a ps push that a server is reading from this process under MPICH's UCX): they
+     * stay allocated until the abort ends the process. */
+    if (world.size <= 1)
+        dt_trainer_free(t);
     return dt_cli_world_fail(&world, code);
 }
