@@ -718,7 +718,11 @@ dt_status dt_trainer_evaluate(dt_trainer *t, double *loss, double *accuracy)
     const double per = (double)n * (double)t->tokens;
     double sum = 0.0, correct = 0.0;
     const dt_step_io io = step_io(t);
+    /* The phase timers and the trace are the training steps': a pipeline's waits for an
+     * evaluation's activations are no step's bubble, its collectives no step's traffic. */
+    dt_strategy_set_obs(t->strategy, NULL);
     dt_status st = dt_strategy_evaluate(t->strategy, n, &io, &sum, &correct);
+    dt_strategy_set_obs(t->strategy, t->obs);
     if (st != DT_OK)
         return st;
     *loss = n > 0 ? sum / per : NAN;

@@ -5,7 +5,7 @@
 # loss, and on pp 2 again); pp 2 with 4 micro-batches writes the same weights as one
 # process with 4 micro-steps, byte for byte; so does the round-robin placement; a pipeline
 # that does not fit the job and a split point out of range each end the job with a message,
-# not a hang.
+# not a hang. The phase table's bubble leaves out evaluation's waits.
 set -u
 DTRAIN=${DTRAIN:?ctest sets DTRAIN}
 MPIRUN=${MPIRUN:?ctest sets MPIRUN}
@@ -66,6 +66,16 @@ check pp2-layout "$tmp/pp2.out" '2 ranks \(dp 1 x tp 1 x pp 2\), .* 101770 param
 check pp2-stages "$tmp/pp2.out" 'pipeline of 2 stages .* layers 0\.\.1; 1f1b schedule, 4 micro-batches'
 check pp2-report "$tmp/pp2.out" \
     'pipeline, rank 0: stages: 2; this rank.s stage: 0; time per step: [0-9.]+ ms; computing: [0-9]+%'
+# The phase table's bubble is the steps' waiting only, not evaluation's (an evaluation after
+# every step waits far longer than a step lasts): at most the pipeline's time per step.
+mpi pp2eval 2 "$MLP" --pp 2 --micro-batches 4 $common --eval-every 1
+bubble=$(sed -n 's/^  bubble *\([0-9.]*\) .*/\1/p' "$tmp/pp2eval.out")
+step=$(sed -n 's/.*rank 0: stages: 2; .*time per step: \([0-9.]*\) ms.*/\1/p' "$tmp/pp2eval.out")
+if [ -n "$bubble" ] && [ -n "$step" ] && awk -v b="$bubble" -v s="$step" 'BEGIN { exit !(b <= s) }'; then
+    echo "ok bubble: $bubble ms per step waited, in steps of $step ms (evaluation left out)"
+else
+    echo "FAIL bubble: '$bubble' ms of bubble per step against steps of '$step' ms"; fail=1
+fi
 mpi one 1 "$MLP" --micro-batches 4 $common --save-weights "$tmp/one.safetensors"
 if cmp -s "$tmp/pp2.safetensors" "$tmp/one.safetensors"; then
     echo "ok bitwise: pp 2 wrote the weights of one process with 4 micro-steps"
