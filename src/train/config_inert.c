@@ -155,6 +155,9 @@ dt_status dt_cfg_check_inert(const dt_config *c)
         blocks += c->layers[i].kind == DT_LAYER_BLOCK;
     DT_TRY(judge(c, "parallel.sequence_parallel", blocks > 0,
                  "on a model without block layers: it shares the positions of a GPT's blocks"));
+    DT_TRY(judge(c, "train.recompute", blocks > 0 || c->train.recompute != DT_RECOMPUTE_BLOCK,
+                 "on a model without block layers: 'block' re-runs each transformer block's "
+                 "inside (every-K and sqrt cut any model)"));
 fail:
     return st;
 }

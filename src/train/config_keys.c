@@ -331,7 +331,7 @@ static const key_def keys[] = {
         "evaluate after every N-th optimizer step and after the run's last, instead of after "
         "each epoch (needs train.eval on); 0: after each epoch"),
     OTHER("train.recompute", KEY_RECOMPUTE, train.recompute,
-          "activation recompute (gradient checkpointing): none | sqrt | every-K: keep one "
+          "activation recompute (gradient checkpointing): none | sqrt | every-K | block: keep one "
           "boundary every K layers (sqrt: K = ceil(sqrt(layers of the stage)), each cut moved to "
           "the smallest activation within K/2 layers) and re-run the "
           "rest in backward; block: each transformer block keeps only its input and re-runs "

@@ -74,6 +74,8 @@ refuse feedback_fp16 2 "^dtrain: config: parallel\.error_feedback \(--set\) $NE 
     T "$LIN" $RUN --compress fp16 --set parallel.error_feedback=off
 refuse tp_min_weights 2 "^dtrain: config: parallel\.tp_min_weights \(--set\) $NE without tensor parallelism: it applies to --tp 2 or more\$" \
     T "$LIN" $RUN --set parallel.tp_min_weights=0
+refuse recompute_block 2 "^dtrain: config: --recompute $NE on a model without block layers: 'block' re-runs each transformer block's inside" \
+    T "$LIN" $RUN --recompute block
 refuse pp_schedule 2 "^dtrain: config: --pp-schedule $NE without a pipeline: it applies to --pp 2 or more\$" \
     T "$LIN" $RUN --pp-schedule gpipe
 
