@@ -25,6 +25,7 @@
  * gradient all-reduce backward hides (none with parallel.overlap off), and the pipeline's
  * bubble. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -302,6 +303,28 @@ static double predict(const dt_config *cfg, const dt_shape *shapes, const dt_tp_
 }
 
 /* B and α from the options. */
+/* The whole of TEXT as a finite number (strtod's syntax) into *out; 0 when it is not one:
+ * "10x", "inf" and "nan" are refused, not read as 10, infinity or NaN. */
+static int finite_number(const char *text, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    const double v = strtod(text, &end);
+    if (end == text || *end != '\0' || errno == ERANGE || !isfinite(v))
+        return 0;
+    *out = v;
+    return 1;
+}
+
+/* --ranks N: the whole of TEXT as a whole number from 1 to 2^24; 0 when it is not one. */
+static int ranks_number(const char *text)
+{
+    char *end = NULL;
+    errno = 0;
+    const long v = strtol(text, &end, 10);
+    return end != text && *end == '\0' && errno == 0 && v >= 1 && v <= (1L << 24) ? (int)v : 0;
+}
+
 static int link_of(const dt_cli_values *v, double bytes, dt_link_model *l)
 {
     const char *from = dt_cli_string(v, "from"), *bw = dt_cli_string(v, "bandwidth"),
@@ -315,8 +338,18 @@ static int link_of(const dt_cli_values *v, double bytes, dt_link_model *l)
         fprintf(stderr, "dtrain plan: give --bandwidth and --latency, or --from FILE\n");
         return DT_EXIT_USAGE;
     } else {
-        l->bw = atof(bw) * 1e9;
-        l->alpha = atof(lat) * 1e-6;
+        double gbs = 0, us = 0;
+        if (!finite_number(bw, &gbs) || !(gbs > 0)) {
+            fprintf(stderr, "dtrain plan: --bandwidth: '%s' is not a bandwidth in GB/s > 0\n", bw);
+            return DT_EXIT_USAGE;
+        }
+        if (!finite_number(lat, &us) || !(us >= 0)) {
+            fprintf(stderr, "dtrain plan: --latency: '%s' is not a latency in microseconds >= 0\n",
+                    lat);
+            return DT_EXIT_USAGE;
+        }
+        l->bw = gbs * 1e9;
+        l->alpha = us * 1e-6;
     }
     if (!(l->bw > 0) || !(l->alpha >= 0)) {
         fprintf(stderr, "dtrain plan: the bandwidth must be positive, the latency not negative\n");
@@ -342,7 +375,7 @@ static int make_layout(const dt_config *cfg, const dt_cli_values *v, layout *y)
     }
     y->servers = dt_strategy_apart(&so);
     if (y->servers > 0) {
-        y->world = ranks != NULL ? atoi(ranks) : 0;
+        y->world = ranks != NULL ? ranks_number(ranks) : 0;
         y->dp = y->world - y->servers;
         y->micro = dt_config_micro_batches(cfg);
         y->batch = cfg->train.batch;
@@ -355,13 +388,14 @@ static int make_layout(const dt_config *cfg, const dt_cli_values *v, layout *y)
         }
         return DT_EXIT_OK;
     }
-    y->world =
-        ranks != NULL ? atoi(ranks) : (cfg->parallel.dp > 0 ? cfg->parallel.dp : 1) * y->tp * y->pp;
+    y->world = ranks != NULL ? ranks_number(ranks)
+                             : (cfg->parallel.dp > 0 ? cfg->parallel.dp : 1) * y->tp * y->pp;
     y->dp = cfg->parallel.dp > 0 ? cfg->parallel.dp : y->world / (y->tp * y->pp);
     y->micro = dt_config_micro_batches(cfg);
     y->batch = cfg->train.batch;
     if (y->world < 1) {
-        fprintf(stderr, "dtrain plan: --ranks: '%s' is not a number of ranks >= 1\n", ranks);
+        fprintf(stderr, "dtrain plan: --ranks: '%s' is not a number of ranks from 1 to 16777216\n",
+                ranks);
         return DT_EXIT_USAGE;
     }
     if (y->tp * y->pp > y->world) {

@@ -52,8 +52,17 @@ expect_fail layout_exceeds 'dtrain plan: tp 1 x pp 4 = 4 ranks exceed --ranks 2$
     "$DTRAIN" plan "$MLP" --ranks 2 $LINK --pp 4
 expect_fail layout_short 'dtrain plan: dp 2 x tp 1 x pp 1 = 2 does not fill --ranks 3$' \
     "$DTRAIN" plan "$MLP" --ranks 3 $LINK --dp 2
-expect_fail ranks_zero "dtrain plan: --ranks: '0' is not a number of ranks >= 1" \
+expect_fail ranks_zero "dtrain plan: --ranks: '0' is not a number of ranks from 1 to 16777216" \
     "$DTRAIN" plan "$MLP" --ranks 0 $LINK
+# Numbers are read whole: a trailing letter, infinity or NaN is refused, not read in part.
+expect_fail ranks_suffix "dtrain plan: --ranks: '4x' is not a number of ranks" \
+    "$DTRAIN" plan "$MLP" --ranks 4x $LINK
+expect_fail bandwidth_inf "dtrain plan: --bandwidth: 'inf' is not a bandwidth in GB/s > 0" \
+    "$DTRAIN" plan "$MLP" --ranks 2 --bandwidth inf --latency 5
+expect_fail bandwidth_suffix "dtrain plan: --bandwidth: '10x' is not a bandwidth in GB/s > 0" \
+    "$DTRAIN" plan "$MLP" --ranks 2 --bandwidth 10x --latency 5
+expect_fail latency_nan "dtrain plan: --latency: 'nan' is not a latency in microseconds >= 0" \
+    "$DTRAIN" plan "$MLP" --ranks 2 --bandwidth 10 --latency nan
 
 # A measured link (--from): bench-comm rows of the auto all-reduce on 2 ranks, 100 us at 1 KiB
 # and 1,100 us at 1 MiB. alpha = 100 / 2(n-1) = 50 us; each message's time is the curve's,
