@@ -419,8 +419,12 @@ static dt_status setup_observe(dt_trainer *t, const dt_cli_values *vals, const d
         int who = -1, used = 0;
         double ms = -1;
         if (sscanf(slow, "%d:%lf%n", &who, &ms, &used) != 2 || slow[used] != '\0' || who < 0 ||
-            ms < 0)
-            return dt_fail(DT_ERR_INVALID, "--slow-rank: '%s' is not RANK:MILLISECONDS", slow);
+            !(ms >= 0) || ms > 1e6)
+            return dt_fail(DT_ERR_INVALID,
+                           "--slow-rank: '%s' is not RANK:MILLISECONDS (0 to 1e6 ms)", slow);
+        if (who >= world->size)
+            return dt_fail(DT_ERR_INVALID, "--slow-rank: rank %d is not in this job of %d rank%s",
+                           who, world->size, world->size == 1 ? "" : "s");
         if (who == rank)
             dt_trainer_set_delay(t, ms / 1e3);
     }
@@ -823,8 +827,11 @@ int dt_cmd_train(int argc, char **argv)
     if (world.rank == 0 && windows != NULL && write_windows(t, &cfg, windows) != DT_OK)
         goto fail;
     dt_cli_hooks_setup(t, world.rank);
-    if (setup_observe(t, &vals, &cfg, &world) != DT_OK)
+    const dt_status observe = setup_observe(t, &vals, &cfg, &world);
+    if (observe != DT_OK) {
+        code = observe == DT_ERR_INVALID ? DT_EXIT_USAGE : DT_EXIT_FAIL; /* a bad value */
         goto fail;
+    }
     int tty = isatty(STDERR_FILENO) && !dt_cli_launched();
     run_ctx ctx = {.cfg = &cfg,
                    .rank = world.rank,

@@ -76,6 +76,10 @@ refuse tp_min_weights 2 "^dtrain: config: parallel\.tp_min_weights \(--set\) $NE
     T "$LIN" $RUN --set parallel.tp_min_weights=0
 refuse recompute_block 2 "^dtrain: config: --recompute $NE on a model without block layers: 'block' re-runs each transformer block's inside" \
     T "$LIN" $RUN --recompute block
+refuse slow_rank_absent 2 "^dtrain: --slow-rank: rank 5 is not in this job of 1 rank\$" \
+    T "$LIN" $RUN --slow-rank 5:10
+refuse slow_rank_inf 2 "^dtrain: --slow-rank: '0:inf' is not RANK:MILLISECONDS \(0 to 1e6 ms\)\$" \
+    T "$LIN" $RUN --slow-rank 0:inf
 refuse pp_schedule 2 "^dtrain: config: --pp-schedule $NE without a pipeline: it applies to --pp 2 or more\$" \
     T "$LIN" $RUN --pp-schedule gpipe
 
