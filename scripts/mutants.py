@@ -24,8 +24,8 @@ deadlock), and --explain-layout's count of a run of blocks that gathers its outp
 of blocks alone on a float input, which no data kind of the command line feeds).
 
 All 88 took 1060 s on 2 cores, all caught (2026-11-27; the last 8 cover the skip limit,
-fedavg's non-finite guard, and clipping under localsgd and fedavg); the 2 on ps's clipping,
-added after, were each caught run alone. Not part of `make test`. Run it from a tree whose mutated files have no uncommitted changes (it refuses
+fedavg's non-finite guard, and clipping under localsgd and fedavg); the 2 on ps's clipping
+and the 4 on fedavg's dropped clients, added after, were each caught run alone. Not part of `make test`. Run it from a tree whose mutated files have no uncommitted changes (it refuses
 otherwise): it rewrites them."""
 import argparse
 import os
@@ -309,9 +309,21 @@ MUTANTS = [
      "const double sq = 1.0 *", "cli_ps",
      "a ps worker clips its push by the norm of the push, not of what the servers apply"),
     ("fedavg-nan-kept", "src/parallel/fedavg.c",
-     "        return DT_OK;\n    memcpy(w, f->global, f->n * sizeof(float));",
-     "        return DT_OK;", "cli_fedavg",
+     "    }\n    memcpy(w, f->global, f->n * sizeof(float));",
+     "    }", "cli_fedavg",
      "a round a NaN skips keeps the last client's local weights"),
+    ("fedavg-never-drop", "src/parallel/fedavg.c", "if (bad < k && !f->base.opt.nonfinite_stop)",
+     "if (bad < 0 && !f->base.opt.nonfinite_stop)", "cli_fedavg",
+     "a round with one bad client is skipped whole instead of averaging the others"),
+    ("fedavg-drop-under-stop", "src/parallel/fedavg.c",
+     "if (bad < k && !f->base.opt.nonfinite_stop)", "if (bad < k)", "cli_fedavg",
+     "--on-nonfinite stop lets a round drop its bad client and go on"),
+    ("fedavg-dropped-weighed", "src/parallel/fedavg.c",
+     "            continue;\n        const int64_t nc", "        const int64_t nc",
+     "test_fed_average", "a dropped client's samples counted in the round's total"),
+    ("fedavg-dropped-summed", "src/parallel/fedavg.c",
+     "            continue;\n        const float *d", "        const float *d",
+     "test_fed_average", "a dropped client's update summed into the average"),
     ("fedavg-nan-unseen", "src/parallel/fedavg.c",
      "*bad = !isfinite(loss) || dt_any_nonfinite(d, f->n, NULL);", "*bad = !isfinite(loss);",
      "cli_fedavg", "a client's non-finite update averaged into the model"),

@@ -181,6 +181,9 @@ typedef struct dt_strategy_options {
      * torch.nn.utils.clip_grad_norm_'s rule (optim.h). */
     double clip_norm;
     uint64_t seed;
+    /* train.on_nonfinite: 1 (stop) fails a whole fedavg round when one of its clients ends
+     * with a NaN or Inf; 0 (skip) averages the round's other clients without it. */
+    int nonfinite_stop;
     /* Every registered strategy's settings at their defaults, then as set: read and write
      * them with dt_strategy_options_get and _set. */
     dt_strategy_setting_value settings[DT_STRATEGY_SETTINGS_MAX];

@@ -52,6 +52,9 @@ typedef struct dt_step_info {
     int skipped;          /* 1: a NaN or Inf on some rank; no update was made (loss NAN) */
     double grad_norm;     /* the gradients' global L2 norm before clipping (optim.clip_norm
                              > 0), else NAN */
+    const char *note;     /* what a step taken left out, as its strategy says it (fedavg: the
+                             clients a round dropped for a NaN or Inf), or NULL; valid
+                             during the callback */
 } dt_step_info;
 
 /* Reported after every epoch (global figures). */

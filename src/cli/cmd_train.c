@@ -205,6 +205,18 @@ static dt_status on_step(void *vctx, const dt_step_info *s)
                     dt_last_error());
         return DT_OK;
     }
+    if (s->note != NULL) { /* a step taken without part of its work (fedavg's clients) */
+        if (c->bar_open)
+            fputc('\n', stderr);
+        c->bar_open = 0;
+        if (by_rounds(&c->lay))
+            fprintf(stderr, "dtrain: warning: %s %lld: %s\n", c->lay.epoch_word,
+                    (long long)s->epoch + 1, s->note);
+        else
+            fprintf(stderr, "dtrain: warning: epoch %lld step %lld/%lld: %s\n",
+                    (long long)s->epoch + 1, (long long)s->epoch_step, (long long)s->epoch_steps,
+                    s->note);
+    }
     const int64_t every = c->cfg->train.log_every;
     if (c->bar) {
         const int width = 30;

@@ -23,8 +23,11 @@
  * by the rank, for the same reason. Only the updates cross the network.
  * The non-finite guard: a client whose local loss or update holds a NaN or Inf marks its
  * slot in the round's small all-reduce (with the loss), so every rank learns in the same
- * round which clients failed; the round then keeps w_t and returns DT_ERR_NONFINITE, and the
- * trainer skips it or stops (train.on_nonfinite), as for a step of the other strategies. */
+ * round which clients failed. Under train.on_nonfinite skip the round drops them and
+ * averages the others (the sums above over the clients left; the step's note names the
+ * dropped); when every client failed, or under stop, the round keeps w_t and returns
+ * DT_ERR_NONFINITE, and the trainer skips it or stops, as for a step of the other
+ * strategies. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -72,10 +75,13 @@ void dt_fed_weigh(float *slot, int64_t samples, size_t n)
         slot[i] = weight * slot[i];
 }
 
-double dt_fed_weigh_round(float *slots, int k, size_t n, const int64_t *start, const int *sampled)
+double dt_fed_weigh_round(float *slots, int k, size_t n, const int64_t *start, const int *sampled,
+                          const double *dropped)
 {
     double total = 0.0;
     for (int j = 0; j < k; j++) {
+        if (dropped != NULL && dropped[j] > 0)
+            continue;
         const int64_t nc = start[sampled[j] + 1] - start[sampled[j]];
         dt_fed_weigh(slots + (size_t)j * n, nc, n);
         total += (double)nc;
@@ -84,10 +90,19 @@ double dt_fed_weigh_round(float *slots, int k, size_t n, const int64_t *start, c
 }
 
 void dt_fed_average(const float *w_global, const float *slots, int k, size_t n, double total,
-                    float *out)
+                    const double *dropped, float *out)
 {
-    memcpy(out, slots, n * sizeof(float));
-    for (int j = 1; j < k; j++) {
+    int first = 0;
+    while (first < k && dropped != NULL && dropped[first] > 0)
+        first++;
+    if (first == k) { /* nothing to average: the global model stays */
+        memmove(out, w_global, n * sizeof(float));
+        return;
+    }
+    memcpy(out, slots + (size_t)first * n, n * sizeof(float));
+    for (int j = first + 1; j < k; j++) {
+        if (dropped != NULL && dropped[j] > 0)
+            continue;
         const float *d = slots + (size_t)j * n;
         for (size_t i = 0; i < n; i++)
             out[i] += d[i];
@@ -330,7 +345,8 @@ fail:
 
 /* Client c's round: from the global model, its local epochs (or steps), then its update
  * w_c - w_t into slot j (the slots' floats uncompressed; the wire's slot j compressed).
- * Adds its loss sum and samples; *bad: 1 when its loss or its update is not finite. */
+ * *bad: 1 when its loss or its update is not finite; otherwise adds its loss sum and
+ * samples (a dropped client's are in no figure of the round). */
 static dt_status train_client(dt_fedavg *f, const dt_step_io *io, int c, int64_t round, double lr,
                               int64_t j, double *loss_sum, int64_t *samples, double *bad)
 {
@@ -346,6 +362,7 @@ static dt_status train_client(dt_fedavg *f, const dt_step_io *io, int c, int64_t
         memset(bufs[b], 0, f->n * sizeof(float));
     dt_optim_set_steps(f->base.optim, 0);
     double loss = 0.0;
+    int64_t done = 0;
     const int64_t per_epoch = (nc + bs - 1) / bs;
     const int64_t steps = o->local_steps > 0 ? o->local_steps : o->local_epochs * per_epoch;
     for (int64_t s = 0, e = 0; s < steps && nc > 0; e++) {
@@ -356,14 +373,17 @@ static dt_status train_client(dt_fedavg *f, const dt_step_io *io, int c, int64_t
             for (int64_t i = 0; i < cnt; i++)
                 f->batch[i] = mine[f->order[off + i]];
             DT_TRY(local_batch(f, io, cnt, off, key, lr, &loss));
-            *samples += cnt;
+            done += cnt;
         }
     }
     float *d = f->ckind == DT_COMPRESS_NONE ? f->slots + (size_t)j * f->n : f->delta;
     for (size_t i = 0; i < f->n; i++)
         d[i] = w[i] - f->global[i];
-    *loss_sum += loss;
     *bad = !isfinite(loss) || dt_any_nonfinite(d, f->n, NULL);
+    if (!*bad) {
+        *loss_sum += loss;
+        *samples += done;
+    }
     if (f->ckind != DT_COMPRESS_NONE)
         encode(f, d, f->wire + (size_t)j * f->slot_bytes);
 fail:
@@ -371,9 +391,24 @@ fail:
     return st;
 }
 
-/* After the round's all-reduce, the same on every rank: when some client's slot is marked
- * not finite, the parameters go back to the round's w_t (local training wrote over them)
- * and the round fails naming the first such client and the rank that simulated it. */
+/* The rank that simulates slot j. */
+static int slot_owner(const dt_fedavg *f, int j)
+{
+    for (int r = 0; r < f->size; r++) {
+        int64_t b, c;
+        dt_strategy_part(f->base.opt.clients_per_round, f->size, r, &b, &c);
+        if (j >= b && j < b + c)
+            return r;
+    }
+    return 0;
+}
+
+/* After the round's all-reduce, the same on every rank, when some client's slot is marked
+ * not finite. Under train.on_nonfinite skip, while some client is left, the round drops
+ * the bad ones (their slots are left out of the average, as a client that fails is left
+ * out of a FedAvg round) and says so in the step's note. Otherwise (stop, or every client
+ * bad) the parameters go back to the round's w_t (local training wrote over them) and the
+ * round fails naming the first such client and the rank that simulated it. */
 static dt_status check_round(dt_fedavg *f, float *w)
 {
     const int k = f->base.opt.clients_per_round;
@@ -383,14 +418,30 @@ static dt_status check_round(dt_fedavg *f, float *w)
             first = j;
     if (bad == 0)
         return DT_OK;
-    memcpy(w, f->global, f->n * sizeof(float));
-    int owner = 0;
-    for (int r = 0; r < f->size; r++) {
-        int64_t b, c;
-        dt_strategy_part(k, f->size, r, &b, &c);
-        if (first >= b && first < b + c)
-            owner = r;
+    const int owner = slot_owner(f, first);
+    if (bad < k && !f->base.opt.nonfinite_stop) {
+        char *note = f->base.note;
+        const size_t cap = sizeof f->base.note;
+        int used = snprintf(note, cap,
+                            "%d of its %d clients dropped for a NaN or Inf in the loss or "
+                            "update:",
+                            bad, k);
+        for (int j = 0, said = 0; j < k && used > 0 && (size_t)used < cap; j++) {
+            if (f->sums[2 + j] <= 0)
+                continue;
+            if (said++ == 3) { /* the count says how many more */
+                used += snprintf(note + used, cap - (size_t)used, ", ...");
+                break;
+            }
+            used += snprintf(note + used, cap - (size_t)used,
+                             "%s client %d (slot %d, simulated on rank %d)", said > 1 ? "," : "",
+                             f->sampled[j], j, slot_owner(f, j));
+        }
+        if (used > 0 && (size_t)used < cap)
+            snprintf(note + used, cap - (size_t)used, "; the others averaged");
+        return DT_OK;
     }
+    memcpy(w, f->global, f->n * sizeof(float));
     f->base.bad = (dt_nonfinite){bad, owner, DT_NONFINITE_LOSS};
     return dt_fail(DT_ERR_NONFINITE,
                    "a NaN or Inf in the loss or update of client %d (slot %d, simulated on rank "
@@ -429,11 +480,13 @@ static dt_status fed_step(dt_strategy *s, const dt_step_plan *plan, const dt_ste
     DT_TRY(check_round(f, w));
     /* The server's average, in slot order on every rank: each update decoded, weighed by
      * its client's samples. */
+    const double *dropped = sums + 2; /* the clients check_round dropped, if any */
     for (int j = 0; f->ckind != DT_COMPRESS_NONE && j < o->clients_per_round; j++)
-        decode(f, f->wire + (size_t)j * f->slot_bytes, f->slots + (size_t)j * f->n);
+        if (dropped[j] <= 0)
+            decode(f, f->wire + (size_t)j * f->slot_bytes, f->slots + (size_t)j * f->n);
     const double total =
-        dt_fed_weigh_round(f->slots, o->clients_per_round, f->n, f->start, f->sampled);
-    dt_fed_average(f->global, f->slots, o->clients_per_round, f->n, total, w);
+        dt_fed_weigh_round(f->slots, o->clients_per_round, f->n, f->start, f->sampled, dropped);
+    dt_fed_average(f->global, f->slots, o->clients_per_round, f->n, total, dropped, w);
     /* A local step's norm says nothing of the round. */
     s->grad_norm = NAN;
     /* The round's loss: the clients' local training loss, as a sum over the step's samples. */

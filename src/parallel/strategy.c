@@ -207,6 +207,7 @@ dt_status dt_strategy_step(dt_strategy *s, const dt_step_plan *plan, const dt_st
 {
     s->bad_here = 0;
     s->bad = (dt_nonfinite){0, -1, 0};
+    s->note[0] = '\0';
     s->grad_norm = NAN;
     s->grad_scale = 1.0;
     dt_status st = s->ops->step(s, plan, io, loss_sum);
@@ -229,6 +230,11 @@ dt_status dt_strategy_step(dt_strategy *s, const dt_step_plan *plan, const dt_st
 void dt_strategy_nonfinite(const dt_strategy *s, dt_nonfinite *out)
 {
     *out = s->bad;
+}
+
+const char *dt_strategy_step_note(const dt_strategy *s)
+{
+    return s->note[0] != '\0' ? s->note : NULL;
 }
 
 int dt_strategy_local_nonfinite(const dt_strategy *s)

@@ -186,6 +186,9 @@ void dt_strategy_nonfinite(const dt_strategy *s, dt_nonfinite *out);
 /* After a step that returned DT_OK: a NaN or Inf that this rank alone found and its
  * strategy dealt with itself (ps: the servers skip the push), as dt_nonfinite.where, or 0. */
 int dt_strategy_local_nonfinite(const dt_strategy *s);
+/* After a step that returned DT_OK: what it left out, the same on every rank (fedavg: the
+ * clients of the round it dropped for a NaN or Inf), or NULL. Valid until the next step. */
+const char *dt_strategy_step_note(const dt_strategy *s);
 dt_status dt_strategy_evaluate(dt_strategy *s, int64_t n_test, const dt_step_io *io,
                                double *loss_sum, double *correct);
 /* The strategy's figures (dt_strategy_ops.describe), then its tensor-parallel collectives'

@@ -85,6 +85,9 @@ struct dt_strategy {
      * together; the strategy's step fills `bad` for its data-parallel group. */
     int bad_here;
     dt_nonfinite bad;
+    /* What a step that succeeded left out, the same on every rank (fedavg: the clients a
+     * round dropped), or "": cleared by dt_strategy_step, read by dt_strategy_step_note. */
+    char note[256];
     double *exchange;   /* [4 x max(pp, tp)]: the step's summary crossing stages and tp ranks */
     dt_obs *obs;        /* the rank's phase timers and trace events (dt_strategy_set_obs) */
     dt_optim *optim;    /* borrowed (dt_strategy_bind_optim): a server that applies as
@@ -248,12 +251,15 @@ dt_status dt_fedavg_create(const dt_strategy_options *opt, dt_comm *world, dt_gr
  * slot (n) := samples x slot (the slot holding w_client - w_global); and the server's
  * average of k slots (k x n, summed in slot order), out (n) = w_global + (sum_j slot_j) /
  * total, total the clients' samples. out may be w_global's buffer only if it is not read
- * after: the first slot is copied into out. */
+ * after: the first slot is copied into out. In both, dropped[j] > 0 leaves slot j out (a
+ * client whose update is not finite: neither weighed nor summed, nor in the total, so
+ * that its NaNs reach nothing); dropped may be NULL. */
 void dt_fed_weigh(float *slot, int64_t samples, size_t n);
 /* A round's k slots (k x n) weighed, slot j by its client sampled[j]'s samples (client c
  * holds start[c + 1] - start[c] of them); returns their total, dt_fed_average's `total`. */
-double dt_fed_weigh_round(float *slots, int k, size_t n, const int64_t *start, const int *sampled);
+double dt_fed_weigh_round(float *slots, int k, size_t n, const int64_t *start, const int *sampled,
+                          const double *dropped);
 void dt_fed_average(const float *w_global, const float *slots, int k, size_t n, double total,
-                    float *out);
+                    const double *dropped, float *out);
 
 #endif

@@ -40,6 +40,7 @@ void dt_config_strategy_options(const dt_config *cfg, dt_strategy_options *out)
     out->fedprox_mu = cfg->fedavg.fedprox_mu;
     out->clip_norm = cfg->optim.clip_norm;
     out->seed = cfg->train.seed;
+    out->nonfinite_stop = cfg->train.nonfinite_stop;
     /* Each option the strategies judge, by the key that sets it. */
     static const char *const key_of[DT_SO_COUNT] = {
         [DT_SO_DP] = "parallel.dp",

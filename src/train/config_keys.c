@@ -339,7 +339,8 @@ static const key_def keys[] = {
     ENUMK("train.on_nonfinite", train.nonfinite_stop, nonfinite_name, 0,
           "a NaN or Inf in a step's loss or any gradient, on any rank (or a clipping norm that is "
           "not finite): skip (every rank skips "
-          "the update together; counted) | stop (the run ends naming rank, layer and step)"),
+          "the update together; counted; fedavg drops a round's bad clients and averages the "
+          "others) | stop (the run ends naming rank, layer and step)"),
     NUM("train.skip_limit", KEY_INT64, train.skip_limit, LO, 0, 0,
         "with train.on_nonfinite skip: this many steps skipped in a row end the run as stop "
         "would (weights that overflowed, or a text run's windows that give a NaN, fail every "

@@ -844,7 +844,8 @@ static dt_status report_step(dt_trainer *t, const dt_train_callbacks *cb, int64_
                                .samples_per_s = el > 0 ? (double)epoch_samples / el : 0.0,
                                .elapsed_s = el,
                                .skipped = skipped,
-                               .grad_norm = dt_strategy_grad_norm(t->strategy)};
+                               .grad_norm = dt_strategy_grad_norm(t->strategy),
+                               .note = skipped ? NULL : dt_strategy_step_note(t->strategy)};
     return cb->on_step(cb->ctx, &info);
 }
 

@@ -6,8 +6,9 @@
 #     also needs the average to be weighted by sample counts (an unweighted mean of the
 #     clients' models misses it by about 3e-4 at this rate: checked by breaking the code);
 #   - the same rounds on 1, 2 and 3 ranks write the same bytes (the MLP with dropout, a
-#     Dirichlet partition, 3 of 12 clients per round), also with a round that a NaN skips;
-#     --on-nonfinite stop names the client and the rank that simulated it;
+#     Dirichlet partition, 3 of 12 clients per round); a client whose update holds a NaN is
+#     dropped from its round alike on 2 and 3 ranks, and a round whose every client does is
+#     skipped; --on-nonfinite stop names the client and the rank that simulated it;
 #   - optim.clip_norm clips each client's local gradient: one client, one local step over
 #     every sample is one process's clipped step;
 #   - the round's clients follow the seed; a checkpoint resumes to the same bytes;
@@ -70,26 +71,42 @@ expect_same ranks_1_2 "$tmp/w1.st" "$tmp/w2.st"
 expect_same ranks_1_3 "$tmp/w1.st" "$tmp/w3.st"
 
 # The non-finite guard: a NaN in round 2's local gradient on one rank (every client that
-# rank simulates; one local step, so the update holds it and the loss does not) skips the
-# round on every rank, the parameters staying w_2, so 1 rank (all
-# three clients bad) and 3 ranks (only slot 2's client) write the same bytes, different from
-# the run without the NaN; with --on-nonfinite stop the run ends naming the client and rank.
+# rank simulates; one local step, so the update holds it and the loss does not). With a
+# client of the round left, the round drops the bad ones and averages the rest: 2 ranks
+# (rank 1 simulates slot 2) and 3 ranks (rank 2 does) drop slot 2's client alike and write
+# the same bytes, different from the run without the NaN. On 1 rank all three clients are
+# bad: the round is skipped on every rank, the parameters staying w_2 (bytes different
+# again; round 3 trains from them, not from a client's NaN, and its loss is finite). With --on-nonfinite stop the run ends naming the client and rank.
 expect_ok nan_0 "$DTRAIN" train "$MLP" $FED --local-steps 1 --no-progress \
     --save-weights "$tmp/nan0.st"
 expect_ok nan_1 env DTRAIN_TEST_NAN=0:2 "$DTRAIN" train "$MLP" $FED --local-steps 1 \
     --no-progress --save-weights "$tmp/nan1.st"
+expect_ok nan_2 env DTRAIN_TEST_NAN=1:2 "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" $FED \
+    --local-steps 1 --no-progress --save-weights "$tmp/nan2.st"
 expect_ok nan_3 env DTRAIN_TEST_NAN=2:2 "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" $FED \
     --local-steps 1 --no-progress --save-weights "$tmp/nan3.st"
-expect_same nan_ranks_1_3 "$tmp/nan1.st" "$tmp/nan3.st"
-if cmp -s "$tmp/nan0.st" "$tmp/nan1.st"; then
-    echo "FAIL nan_skipped: the run with a NaN in round 2 wrote the bytes of the run without"
-    fail=1
-elif grep -q '^dtrain: warning: round 2 skipped on every rank: a NaN or Inf in the loss or update of client [0-9]* (slot 2, simulated on rank 2; 1 client of the round in all)$' \
-    "$tmp/nan_3.out" && grep -q '^dtrain: 1 step skipped' "$tmp/nan_3.out" &&
-    grep -q '^round 2: train loss nan' "$tmp/nan_3.out"; then
-    echo "ok nan_skipped: $(grep 'round 2 skipped' "$tmp/nan_3.out")"
+expect_same nan_dropped_2_3 "$tmp/nan2.st" "$tmp/nan3.st"
+if cmp -s "$tmp/nan0.st" "$tmp/nan3.st" || cmp -s "$tmp/nan1.st" "$tmp/nan3.st" ||
+    cmp -s "$tmp/nan0.st" "$tmp/nan1.st"; then
+    echo "FAIL nan_distinct: two of the runs without a NaN, with slot 2 dropped and with round 2"
+    echo "  skipped wrote the same bytes"; fail=1
 else
-    echo "FAIL nan_skipped:"; grep 'dtrain\|round' "$tmp/nan_3.out" | sed 's/^/  /'; fail=1
+    echo "ok nan_distinct: no NaN, one client dropped and the round skipped differ"
+fi
+if grep -q '^dtrain: warning: round 2: 1 of its 3 clients dropped for a NaN or Inf in the loss or update: client [0-9]* (slot 2, simulated on rank 2); the others averaged$' \
+    "$tmp/nan_3.out" && grep -q '(slot 2, simulated on rank 1); the others averaged$' "$tmp/nan_2.out" &&
+    ! grep -q 'skipped' "$tmp/nan_3.out" && grep -Eq '^round 2: train loss [0-9]' "$tmp/nan_3.out"; then
+    echo "ok nan_dropped: $(grep 'round 2: 1 of' "$tmp/nan_3.out")"
+else
+    echo "FAIL nan_dropped:"; grep 'dtrain\|round' "$tmp/nan_3.out" | sed 's/^/  /'; fail=1
+fi
+if grep -q '^dtrain: warning: round 2 skipped on every rank: a NaN or Inf in the loss or update of client [0-9]* (slot 0, simulated on rank 0; 3 clients of the round in all)$' \
+    "$tmp/nan_1.out" && grep -q '^dtrain: 1 step skipped' "$tmp/nan_1.out" &&
+    grep -q '^round 2: train loss nan' "$tmp/nan_1.out" &&
+    grep -Eq '^round 3: train loss [0-9]' "$tmp/nan_1.out"; then
+    echo "ok nan_skipped: $(grep 'round 2 skipped' "$tmp/nan_1.out")"
+else
+    echo "FAIL nan_skipped:"; grep 'dtrain\|round' "$tmp/nan_1.out" | sed 's/^/  /'; fail=1
 fi
 expect_fail nan_stop '^dtrain: rank 0: step 2: a NaN or Inf in the loss or update of client [0-9]* \(slot 1, simulated on rank 1; 1 client of the round in all\)$' \
     env DTRAIN_TEST_NAN=1:2 "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" $FED --local-steps 1 \
