@@ -300,11 +300,22 @@ dt_status dt_strategy_check(const dt_strategy_options *o, int world)
     if ((int)o->pp_schedule < 0 || o->pp_schedule >= DT_PP_SCHEDULE_COUNT)
         return dt_fail(DT_ERR_INVALID, "parallel.pp_schedule: unknown schedule %d",
                        (int)o->pp_schedule);
-    if (o->compress.kind != DT_COMPRESS_NONE && (tp > 1 || pp > 1 || o->zero))
+    if (o->compress.kind != DT_COMPRESS_NONE && (tp > 1 || pp > 1 || o->zero)) {
+        /* Only what the run set: "--tp 2", not "tp 2, pp 1 or ZeRO 0". */
+        char with[64] = "";
+        size_t used = 0;
+        if (tp > 1)
+            used += (size_t)snprintf(with + used, sizeof with - used, "tp %d", tp);
+        if (pp > 1)
+            used += (size_t)snprintf(with + used, sizeof with - used, "%spp %d",
+                                     used > 0 ? ", " : "", pp);
+        if (o->zero)
+            snprintf(with + used, sizeof with - used, "%sZeRO-%d", used > 0 ? ", " : "", o->zero);
         return dt_fail(DT_ERR_UNSUPPORTED,
-                       "parallel.compress: compresses the gradients of plain data parallelism "
-                       "(not with tp %d, pp %d or ZeRO %d yet)",
-                       tp, pp, o->zero);
+                       "parallel.compress: compresses the gradients of plain data parallelism, "
+                       "not yet with %s",
+                       with);
+    }
     /* By value, not only when given: a program's own options must not skip clipping. */
     if (o->clip_norm > 0 && !(def->uses & DT_SO_USES_CLIP))
         return dt_fail(DT_ERR_UNSUPPORTED, "%s: clipping under --strategy %s is not supported: %s",
