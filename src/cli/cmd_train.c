@@ -141,7 +141,8 @@ static const dt_cli_option train_opts[] = {
      "beginning, saying what it holds; a PATH that does not exist is an error)"},
     {"--on-nonfinite", "skip|stop", DT_OPT_CONFIG_KEY, "train.on_nonfinite",
      "a NaN or Inf in a step's loss or gradients on any rank: every rank skips the step "
-     "(default), or the run stops naming rank, layer and step"},
+     "(default; fedavg drops the round's bad clients and averages the others), or the run "
+     "stops naming rank, layer and step"},
     {"--skip-limit", "N", DT_OPT_CONFIG_KEY, "train.skip_limit",
      "with --on-nonfinite skip: N steps skipped in a row end the run as stop would (0: no "
      "limit)"},
