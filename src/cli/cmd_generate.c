@@ -27,7 +27,9 @@ static const dt_cli_option gen_opts[] = {
     {"--top-k", "K", DT_OPT_STRING, "top_k",
      "draw from the K most likely bytes only, 1 to 256 (default 256: all)"},
     {"--seed", "S", DT_OPT_STRING, "seed",
-     "the draws' Philox key: one seed gives the same bytes every time (default 1)"},
+     "the draws' Philox key: one seed gives the same bytes every time (default 1); refused "
+     "where nothing is drawn (--temperature 0 or --top-k 1), as --top-k is with "
+     "--temperature 0 and --temperature with --top-k 1"},
     {"--logits", "FILE", DT_OPT_STRING, "logits",
      "also write a safetensors file: the prompt's tokens and every position's logits from "
      "the model's forward, the generated tokens and each step's logits"},
@@ -117,6 +119,20 @@ static int parse_args(int argc, char **argv, gen_args *a)
                     temp);
             return DT_EXIT_USAGE;
         }
+    }
+    /* Options that change nothing are refused (docs/USER_GUIDE.md): greedy decoding (T 0)
+     * and top-k 1 both take the most likely byte, so nothing is drawn or reshaped. */
+    const char *idle = NULL, *why = NULL;
+    if (a->temperature == 0.0 && (top_k != NULL || seed != NULL)) {
+        idle = top_k != NULL ? "--top-k" : "--seed";
+        why = "--temperature 0: greedy decoding takes the most likely byte, drawing nothing";
+    } else if (a->top_k == 1 && (temp != NULL || seed != NULL)) {
+        idle = temp != NULL ? "--temperature" : "--seed";
+        why = "--top-k 1: the most likely byte is the only one left, nothing is drawn";
+    }
+    if (idle != NULL) {
+        fprintf(stderr, "dtrain generate: %s has no effect with %s\n", idle, why);
+        return DT_EXIT_USAGE;
     }
     return DT_EXIT_OK;
 }

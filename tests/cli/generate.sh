@@ -172,6 +172,14 @@ errors)
         generate "$ckpt" --prompt Hi --tokens 2 --top-k 0
     refuse topk257 2 '^dtrain generate: --top-k: 257 must be in \[1, 256\]' \
         generate "$ckpt" --prompt Hi --tokens 2 --top-k 257
+    # Greedy decoding (--temperature 0) and --top-k 1 draw nothing: what only shapes a draw
+    # has no effect there and is refused.
+    refuse greedy_seed 2 '^dtrain generate: --seed has no effect with --temperature 0: greedy decoding' \
+        generate "$ckpt" --prompt Hi --tokens 2 --temperature 0 --seed 3
+    refuse greedy_topk 2 '^dtrain generate: --top-k has no effect with --temperature 0' \
+        generate "$ckpt" --prompt Hi --tokens 2 --temperature 0 --top-k 5
+    refuse top1_temperature 2 '^dtrain generate: --temperature has no effect with --top-k 1: the most likely byte is the only one left' \
+        generate "$ckpt" --prompt Hi --tokens 2 --top-k 1 --temperature 0.5
     refuse empty 2 '^dtrain generate: --prompt: the prompt is empty' \
         generate "$ckpt" --prompt "" --tokens 2
     refuse no_prompt 2 '^dtrain generate: --prompt TEXT is required' generate "$ckpt" --tokens 2
