@@ -47,12 +47,14 @@ static const dt_cli_option options[] = {
     {"--max-restarts", "R", DT_OPT_STRING, "max-restarts",
      "restarts after a failure before giving up (default 3)"},
     {"--min-ranks", "M", DT_OPT_STRING, "min-ranks",
-     "one rank fewer per restart that fails before a new checkpoint, down to M (default N)"},
+     "one rank fewer per restart that fails before a new checkpoint, down to M (default N; "
+     "not with --max-restarts 0)"},
     {"--hostfile", "F", DT_OPT_STRING, "hostfile",
      "passed to mpirun; after a failure each host is probed, and one that does not answer is "
      "named and left out of the restart"},
     {"--probe-timeout", "S", DT_OPT_STRING, "probe-timeout",
-     "seconds a host has to start a probe process (default 10; with --hostfile)"},
+     "seconds a host has to start a probe process (default 10; with --hostfile, not with "
+     "--max-restarts 0)"},
     {"--mpirun", "CMD", DT_OPT_STRING, "mpirun",
      "the launcher, split on spaces (default $DTRAIN_MPIRUN, else mpirun)"},
 };
@@ -159,6 +161,14 @@ static int check_opts(launch_opts *o)
 {
     if (o->ranks == 0) {
         fprintf(stderr, "dtrain launch: -n N is required: the ranks to start\n");
+        return DT_EXIT_USAGE;
+    }
+    /* Both act on restarts only: with none, each would be accepted and change nothing. */
+    if (o->max_restarts == 0 && (o->min_ranks != 0 || o->probe_given)) {
+        fprintf(stderr,
+                "dtrain launch: %s has no effect with --max-restarts 0: it acts on a "
+                "restart, and none will run\n",
+                o->min_ranks != 0 ? "--min-ranks" : "--probe-timeout");
         return DT_EXIT_USAGE;
     }
     if (o->min_ranks == 0)

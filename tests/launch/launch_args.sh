@@ -179,6 +179,15 @@ launch no_n 2 --mpirun "$fake" -- --checkpoint-dir "$tmp/d"
 expect no_n "$tmp/no_n.err" '^dtrain launch: -n N is required'
 launch min_ranks 2 -n 2 --min-ranks 3 --mpirun "$fake" -- --checkpoint-dir "$tmp/d"
 expect min_ranks "$tmp/min_ranks.err" '^dtrain launch: --min-ranks 3 is more than -n 2$'
+# Options that act on restarts only, with none to run, are refused (they changed nothing).
+launch min_no_restart 2 -n 2 --max-restarts 0 --min-ranks 1 --mpirun "$fake" -- \
+    --checkpoint-dir "$tmp/d"
+expect min_no_restart "$tmp/min_no_restart.err" \
+    '^dtrain launch: --min-ranks has no effect with --max-restarts 0: it acts on a restart, and none will run$'
+launch probe_no_restart 2 -n 2 --max-restarts 0 --probe-timeout 3 --hostfile "$tmp/hosts2" \
+    --mpirun "$fake" -- --checkpoint-dir "$tmp/d"
+expect probe_no_restart "$tmp/probe_no_restart.err" \
+    '^dtrain launch: --probe-timeout has no effect with --max-restarts 0'
 launch bad_n 2 -n 0 --mpirun "$fake" -- --checkpoint-dir "$tmp/d"
 expect bad_n "$tmp/bad_n.err" "^dtrain launch: -n '0' is not a valid count$"
 launch no_dashes 2 -n 2 --mpirun "$fake" --checkpoint-dir "$tmp/d"
