@@ -57,6 +57,8 @@ typedef struct bench_opts {
     size_t min_bytes, max_bytes;
     long iters, warmup;
     unsigned ops_mask, algos_mask;
+    int ops_given, algos_given; /* --ops, --algos named their lists (the defaults run each
+                                   algorithm where it applies) */
     dt_comm_dtype type;
     double timeout;
     double gap_s; /* computation modelled before each timed call (--gap) */
@@ -206,11 +208,13 @@ static int parse(int argc, char **argv, bench_opts *o)
             ok = parse_long(v, &o->iters);
         else if (strcmp(a, "--warmup") == 0)
             ok = parse_long(v, &o->warmup);
-        else if (strcmp(a, "--ops") == 0)
+        else if (strcmp(a, "--ops") == 0) {
             ok = (o->ops_mask = parse_list(v, op_names, N_OPS, &bad)) != 0;
-        else if (strcmp(a, "--algos") == 0)
+            o->ops_given = 1;
+        } else if (strcmp(a, "--algos") == 0) {
             ok = (o->algos_mask = parse_list(v, alg_names, ALG_COUNT, &bad)) != 0;
-        else if (strcmp(a, "--type") == 0) {
+            o->algos_given = 1;
+        } else if (strcmp(a, "--type") == 0) {
             type_mask = parse_list(v, type_names, BENCH_TYPES, &bad);
             ok = type_mask != 0 && (type_mask & (type_mask - 1)) == 0;
             for (int t = 0; t < BENCH_TYPES && ok; t++)
@@ -455,6 +459,37 @@ static int applies(dt_comm_coll op, bench_algo alg)
     return 1;
 }
 
+/* An operation named in --ops that no algorithm of the list runs, or an algorithm named in
+ * --algos that runs none of the operations, is refused: it used to be left out unsaid (and
+ * `--ops bcast --algos ring` printed an empty table). Of default lists, each algorithm runs
+ * where it applies. */
+static int check_pairs(const bench_opts *o)
+{
+    for (int oi = 0; oi < N_OPS; oi++) {
+        int any = 0;
+        for (int a = 0; a < ALG_COUNT; a++)
+            any |= (o->algos_mask & (1u << a)) && applies(ops[oi], (bench_algo)a);
+        if (o->ops_given && (o->ops_mask & (1u << oi)) && !any) {
+            fprintf(stderr,
+                    "dtrain bench-comm: no algorithm of --algos runs %s (ring runs allreduce, "
+                    "reduce_scatter and allgather; det allreduce, reduce_scatter and reduce)\n",
+                    dt_comm_coll_name(ops[oi]));
+            return EXIT_USAGE;
+        }
+    }
+    for (int a = 0; a < ALG_COUNT && o->algos_given; a++) {
+        int any = 0;
+        for (int oi = 0; oi < N_OPS; oi++)
+            any |= (o->ops_mask & (1u << oi)) && applies(ops[oi], (bench_algo)a);
+        if ((o->algos_mask & (1u << a)) && !any) {
+            fprintf(stderr, "dtrain bench-comm: --algos %s runs none of --ops's operations\n",
+                    alg_names[a]);
+            return EXIT_USAGE;
+        }
+    }
+    return EXIT_OK;
+}
+
 static int run_once(bench *b, dt_comm_coll op, bench_algo alg, const row *r)
 {
     MPI_Datatype mt = MPI_FLOAT;
@@ -692,7 +727,10 @@ static int run_all(bench *b)
     long long wrong = 0;
     for (int oi = 0; oi < N_OPS; oi++) {
         dt_comm_coll op = ops[oi];
-        if (!(b->o.ops_mask & (1u << oi)))
+        int runs = 0; /* an operation no algorithm of the list runs gets no empty table */
+        for (int a = 0; a < ALG_COUNT; a++)
+            runs |= (b->o.algos_mask & (1u << a)) && applies(op, (bench_algo)a);
+        if (!(b->o.ops_mask & (1u << oi)) || !runs)
             continue;
         b->ratio = measured_ratio(b->mpi, b->rank);
         b->mem_bound = memory_bound(b->mpi, b->size);
@@ -730,6 +768,8 @@ int dt_cmd_bench_comm(int argc, char **argv)
     bench b;
     memset(&b, 0, sizeof b);
     int rc = parse(argc, argv, &b.o);
+    if (rc == EXIT_OK)
+        rc = check_pairs(&b.o);
     if (rc != EXIT_OK)
         return rc < 0 ? EXIT_OK : rc;
     int provided = 0;

@@ -28,6 +28,14 @@ all=$(wc -l <"$json")
 [ "$rows" -eq "$all" ] || fail "rows with wrong elements"
 "$driver" --ops allreduce,nccl >/dev/null 2>&1
 [ $? -eq 2 ] || fail "an unknown operation is not a usage error"
+# A named operation no named algorithm runs, or a named algorithm that runs none of the
+# operations, is a usage error naming it (the first printed an empty table).
+"$driver" --ops bcast --algos ring >"$out" 2>&1
+[ $? -eq 2 ] && grep -q "no algorithm of --algos runs bcast" "$out" ||
+    fail "--ops bcast --algos ring is not a usage error naming bcast"
+"$driver" --ops bcast --algos mpi,ring >"$out" 2>&1
+[ $? -eq 2 ] && grep -q "algos ring runs none of --ops's operations" "$out" ||
+    fail "--ops bcast --algos mpi,ring is not a usage error naming ring"
 "$driver" --help | grep -q -- "--max-bytes N" || fail "--help lacks --max-bytes"
 # --gap: 20 ms spun before each timed call, not counted in the call's time.
 "$mpirun" -np "$np" --oversubscribe "$driver" --ops allreduce --algos auto --min-bytes 1K \
