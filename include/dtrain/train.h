@@ -163,6 +163,11 @@ DT_API dt_status dt_trainer_resume(dt_trainer *t, const char *path,
                                    void (*warn)(void *, const char *), void *ctx, int64_t *step);
 /* Steps skipped by the non-finite guard so far. */
 DT_API int64_t dt_trainer_skipped_steps(const dt_trainer *t);
+/* After dt_trainer_run failed on this rank: 1 when the failure was another rank's, which
+ * left the run and was passed on to this one (ps: a worker whose own run failed told its
+ * servers, which told the other workers), 0 when it was this rank's own or every rank's.
+ * A launcher that ends the job leaves that to the rank that left, with its own status. */
+DT_API int dt_trainer_ended_by_peer(const dt_trainer *t);
 /* Optimizer steps taken so far (a resumed run's: its checkpoint's step). */
 DT_API int64_t dt_trainer_optim_steps(const dt_trainer *t);
 /* Test hook: the `attempted`-th step (1-based, taken or skipped) gets a NaN in this rank's

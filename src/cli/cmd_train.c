@@ -914,6 +914,12 @@ fail:
     if (metrics != NULL)
         fclose(metrics);
     dt_tb_close(tb);
+    if (t != NULL && world.size > 1 && dt_trainer_ended_by_peer(t)) {
+        /* The rank that left ends the job, with its own exit status (3 for a NaN stop,
+         * which dtrain launch does not restart): this one's abort waits for it. */
+        const struct timespec defer = {2, 0};
+        nanosleep(&defer, NULL);
+    }
     /* On several ranks the job is aborted next, and the trainer's buffers may still be in
      * flight (a ps push that a server is reading from this process under MPICH's UCX): they
      * stay allocated until the abort ends the process. */

@@ -152,6 +152,17 @@ static dt_status worker_pull(dt_ps *ps, int64_t t)
                              PS_TAG_REQ, &pull[s]));
     }
     DT_TRY(dt_comm_waitall(pull, 3 * (size_t)k));
+    for (int s = 0; s < k; s++)
+        if (ps->reply_hdr[(size_t)s * PS_REPLY_LEN] < 0) { /* a worker left (ps.h) */
+            ps->told_left = 1;
+            ps->base.peer_left = 1;
+            st =
+                dt_fail(DT_ERR_MISMATCH,
+                        "server %d (rank %d) ended the run: worker rank %lld left it (a "
+                        "failure of its own, which its message gives)",
+                        s, ps->workers + s, (long long)ps->reply_hdr[(size_t)s * PS_REPLY_LEN + 1]);
+            goto fail;
+        }
     /* The age of these parameters: how far the slowest worker, as the servers saw it,
      * was behind this step. */
     int64_t least = ps->reply_hdr[0];
@@ -246,6 +257,35 @@ static dt_status worker_step(dt_ps *ps, const dt_step_plan *plan, const dt_step_
         *loss_sum *= (double)plan->samples / (double)mine;
 fail:
     return st;
+}
+
+/* This worker's run failed on its own: a LEAVE to every server (ps.h), so that they and
+ * the other workers fail too. Not after a server's word that the run is over, and not
+ * while a pull is in flight (its replies would arrive after the LEAVE: only a failure of
+ * the communicator itself leaves one, and then nothing can be sent). */
+static void ps_abandon(dt_strategy *s)
+{
+    dt_ps *ps = (dt_ps *)s;
+    const int k = ps->servers;
+    if (is_server(ps) || ps->told_left || ps->wreq == NULL)
+        return;
+    for (int i = k; i < 4 * k; i++)
+        if (ps->wreq[i] != NULL)
+            return;
+    for (int j = 0; j < k; j++) {
+        ps->pull_msg[j] = (ps_hdr){.kind = PS_LEAVE, .step = ps->step - 1};
+        if (dt_comm_isend(ps->comm, &ps->pull_msg[j], sizeof(ps_hdr), DT_COMM_UINT8,
+                          ps->workers + j, PS_TAG_REQ, &ps->wreq[k + j]) != DT_OK)
+            return;
+    }
+    /* The LEAVEs, and the last push, which the servers take before them (MPI's order): its
+     * buffer must outlive the send, and a caller may free the trainer next (a server read
+     * a freed push when it did). The watchdog bounds the wait. The run has failed already:
+     * its message stays the one to report, whatever this wait says. */
+    char kept[1024];
+    snprintf(kept, sizeof kept, "%s", dt_last_error());
+    (void)dt_comm_waitall(ps->wreq, 2 * (size_t)k);
+    (void)dt_fail(DT_ERR_MPI, "%s", kept);
 }
 
 static dt_status ps_step(dt_strategy *s, const dt_step_plan *plan, const dt_step_io *io,
@@ -401,6 +441,7 @@ static const dt_strategy_ops ps_ops = {
     .sync_params = ps_sync_params,
     .comp_state = ps_comp_state,
     .share_replica = ps_share_replica,
+    .abandon = ps_abandon,
     .free = ps_free,
 };
 

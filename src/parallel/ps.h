@@ -24,7 +24,16 @@
  * Every request message from a worker to a server is one byte buffer: a ps_hdr, then the
  * payload (a PUSH's gradient shard). Each server keeps one receive posted per worker; a
  * worker's messages arrive in the order it sent them (MPI's non-overtaking rule), so the
- * last PUSH, flagged, ends the stream with nothing left posted. */
+ * last PUSH, flagged, ends the stream with nothing left posted.
+ *
+ * A worker whose run fails on its own (its pushes skipped train.skip_limit times in a row,
+ * an error of its input or its callbacks) sends LEAVE to every server (dt_strategy_abandon)
+ * instead of its next request. A server that takes a LEAVE while it serves answers every
+ * other worker's next pull with a reply whose clock is -1 and whose second word names the
+ * worker that left, drops their pushes until then, and fails; a worker that gets such a
+ * reply fails naming it. So every rank's run returns within the step, where the others
+ * would wait for the watchdog (comm.timeout, 300 s by default); a job under mpirun is
+ * ended by the CLI's MPI_Abort anyway, a program using the library needs this. */
 #ifndef DT_PARALLEL_PS_H
 #define DT_PARALLEL_PS_H
 
@@ -38,7 +47,7 @@ typedef struct ps_hdr {
     int64_t nbytes; /* payload bytes after the header */
 } ps_hdr;
 
-enum { PS_PULL = 1, PS_PUSH = 2 };
+enum { PS_PULL = 1, PS_PUSH = 2, PS_LEAVE = 3 };
 /* The worker's last message; NaN or Inf in it; float32 (parallel.compress_warmup). */
 enum { PS_FLAG_LAST = 1, PS_FLAG_BAD = 2, PS_FLAG_DENSE = 4 };
 /* Tags on ps's own communicator. */
@@ -66,6 +75,8 @@ typedef struct dt_ps {
     dt_comm_req **wreq; /* [4 * servers]: pushes, pulls, reply headers, replies */
     int64_t hist[DT_PS_STALE_BINS];
     int stale_max;
+    int told_left;           /* a server's reply named a worker that left (PS_LEAVE): this worker's
+                                run ends too, and it sends no LEAVE of its own */
     size_t push_bytes;       /* per step, headers included */
     size_t dense_push_bytes; /* the same pushes in float32 */
     float *resid;            /* [parameters]: top-k's or PowerSGD's error feedback, or NULL */
@@ -80,6 +91,9 @@ typedef struct dt_ps {
     int64_t *want;           /* [workers]: the step of a pull not yet answered, or -1 */
     int *held;               /* [workers], S = 0: this step's push waits in its buffer */
     int *ended;              /* [workers]: the last push came */
+    int *gone;               /* [workers]: out of the run after a LEAVE (told, or left) */
+    int leaver;              /* the worker rank whose LEAVE came, or -1 */
+    int64_t left_at;         /* its step then */
     int64_t clock;           /* steps applied from every worker */
     float *sum;              /* [shard], S = 0: the step's summed gradient */
     float *dec;              /* [shard]: a push decoded */

@@ -55,6 +55,8 @@ dt_status dt_ps_server_attach(dt_ps *ps)
     DT_TRY(dt_alloc(w * sizeof(int64_t), "ps pulls", (void **)&ps->want));
     DT_TRY(dt_alloc(w * sizeof(int), "ps pushes held", (void **)&ps->held));
     DT_TRY(dt_alloc(w * sizeof(int), "ps streams", (void **)&ps->ended));
+    DT_TRY(dt_alloc(w * sizeof(int), "ps streams", (void **)&ps->gone));
+    ps->leaver = -1;
     DT_TRY(dt_alloc(my_count(ps) * sizeof(float), "ps gradient sum", (void **)&ps->sum));
     DT_TRY(dt_alloc(my_count(ps) * sizeof(float), "ps decoded push", (void **)&ps->dec));
     for (size_t i = 0; i < w; i++)
@@ -73,6 +75,7 @@ void dt_ps_server_free(dt_ps *ps)
     dt_free(ps->want);
     dt_free(ps->held);
     dt_free(ps->ended);
+    dt_free(ps->gone);
     dt_free(ps->sum);
     dt_free(ps->dec);
 }
@@ -146,11 +149,17 @@ static dt_status apply_push(dt_ps *ps, int w, const ps_hdr *h, const dt_step_pla
     return DT_OK;
 }
 
-/* A message from worker w: a pull waits for its answer, a push is held (S = 0) or applied. */
+/* A message from worker w: a pull waits for its answer, a push is held (S = 0) or applied,
+ * a LEAVE is noted (serve then drains). */
 static dt_status on_message(dt_ps *ps, int w, const dt_step_plan *plan)
 {
     ps_hdr h;
     memcpy(&h, wbuf(ps, w), sizeof h);
+    if (h.kind == PS_LEAVE && h.nbytes == 0) {
+        ps->leaver = w;
+        ps->left_at = h.step;
+        return DT_OK;
+    }
     const int64_t want_bytes =
         (int64_t)((h.flags & PS_FLAG_DENSE) ? my_count(ps) * sizeof(float)
                                             : dt_ps_payload_bytes(ps, ps->server));
@@ -186,11 +195,71 @@ static int step_complete(const dt_ps *ps, int64_t t)
     return 1;
 }
 
+/* Tells worker w that the run is over: its pull's reply carries clock -1 and the worker
+ * that left (ps.h), and the parameters, which its second receive expects. */
+static dt_status tell_left(dt_ps *ps, int w)
+{
+    dt_status st = DT_OK;
+    DT_TRY(dt_comm_waitall(ps->reply_req + 2 * w, 2));
+    int64_t *h = ps->out_hdr + (size_t)w * PS_REPLY_LEN;
+    h[0] = -1;
+    h[1] = ps->leaver;
+    DT_TRY(dt_comm_isend(ps->comm, h, PS_REPLY_LEN, DT_COMM_INT64, w, PS_TAG_REPLY_HDR,
+                         &ps->reply_req[2 * w]));
+    DT_TRY(dt_comm_isend(ps->comm, my_params(ps), my_count(ps), DT_COMM_FLOAT32, w, PS_TAG_REPLY,
+                         &ps->reply_req[2 * w + 1]));
+    ps->want[w] = -1;
+    ps->gone[w] = 1;
+fail:
+    return st;
+}
+
+/* After worker `leaver`'s LEAVE: each other worker still in the run is told at its next
+ * pull (or the one waiting for an answer); its pushes until then are taken and dropped, a
+ * LEAVE of its own or its last push takes it out. Then this server's run fails too. The
+ * waits keep the watchdog's deadline: a worker that never asks again is named by it. */
+static dt_status drain(dt_ps *ps)
+{
+    dt_status st = DT_OK;
+    int open = 0;
+    for (int w = 0; w < ps->workers; w++) {
+        ps->gone[w] = w == ps->leaver || (ps->ended[w] && ps->want[w] < 0);
+        if (!ps->gone[w] && ps->want[w] >= 0)
+            DT_TRY(tell_left(ps, w));
+        else if (!ps->gone[w] && ps->recv_req[w] == NULL)
+            DT_TRY(post_recv(ps, w)); /* a push held at S = 0: the worker asks again next */
+        open += !ps->gone[w];
+    }
+    while (open > 0) {
+        size_t w = 0;
+        DT_TRY(dt_comm_waitany(ps->recv_req, (size_t)ps->workers, &w));
+        ps_hdr h;
+        memcpy(&h, wbuf(ps, (int)w), sizeof h);
+        if (h.kind == PS_PULL)
+            DT_TRY(tell_left(ps, (int)w));
+        else if (h.kind == PS_LEAVE || (h.kind == PS_PUSH && (h.flags & PS_FLAG_LAST)))
+            ps->gone[w] = 1;
+        else
+            DT_TRY(post_recv(ps, (int)w));
+        open -= ps->gone[w];
+    }
+    DT_TRY(dt_comm_waitall(ps->reply_req, 2 * (size_t)ps->workers));
+    ps->base.peer_left = 1;
+    st = dt_fail(DT_ERR_MISMATCH,
+                 "ps: server %d (rank %d): worker rank %d left the run at its step %lld (a "
+                 "failure of its own, which its message gives); the other workers were told",
+                 ps->server, ps->rank, ps->leaver, (long long)ps->left_at + 1);
+fail:
+    return st;
+}
+
 /* Answers and takes messages until every worker's push of step t is in. */
 static dt_status serve(dt_ps *ps, const dt_step_plan *plan, int64_t t)
 {
     dt_status st = DT_OK;
     for (;;) {
+        if (ps->leaver >= 0)
+            return drain(ps);
         DT_TRY(answer_pulls(ps));
         if (step_complete(ps, t))
             break;

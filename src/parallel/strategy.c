@@ -232,6 +232,17 @@ void dt_strategy_nonfinite(const dt_strategy *s, dt_nonfinite *out)
     *out = s->bad;
 }
 
+void dt_strategy_abandon(dt_strategy *s, dt_status why)
+{
+    if (s->ops->abandon != NULL && why != DT_OK && why != DT_ERR_TIMEOUT && why != DT_ERR_MPI)
+        s->ops->abandon(s);
+}
+
+int dt_strategy_peer_left(const dt_strategy *s)
+{
+    return s->peer_left;
+}
+
 const char *dt_strategy_step_note(const dt_strategy *s)
 {
     return s->note[0] != '\0' ? s->note : NULL;

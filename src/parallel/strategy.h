@@ -189,6 +189,13 @@ int dt_strategy_local_nonfinite(const dt_strategy *s);
 /* After a step that returned DT_OK: what it left out, the same on every rank (fedavg: the
  * clients of the round it dropped for a NaN or Inf), or NULL. Valid until the next step. */
 const char *dt_strategy_step_note(const dt_strategy *s);
+/* The run failed on this rank with `why`, maybe on it alone: tells the ranks that would
+ * otherwise wait on it until the watchdog's deadline (ps: a worker's servers, which tell
+ * the other workers), where the strategy has such ranks. Nothing after a failure of the
+ * communicator itself (DT_ERR_TIMEOUT, DT_ERR_MPI). Keeps the error message. */
+void dt_strategy_abandon(dt_strategy *s, dt_status why);
+/* 1 when this rank's run failed because another rank left it (dt_strategy_abandon there). */
+int dt_strategy_peer_left(const dt_strategy *s);
 dt_status dt_strategy_evaluate(dt_strategy *s, int64_t n_test, const dt_step_io *io,
                                double *loss_sum, double *correct);
 /* The strategy's figures (dt_strategy_ops.describe), then its tensor-parallel collectives'

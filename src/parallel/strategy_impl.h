@@ -62,6 +62,9 @@ typedef struct dt_strategy_ops {
     void (*summary)(const dt_strategy *s, char *buf, size_t nbytes);
     /* Optional: dt_strategy_partition. */
     void (*partition)(const dt_strategy *s, const int64_t **client_of, int64_t *moved);
+    /* Optional: dt_strategy_abandon (ps: a worker's LEAVE to its servers). Keeps the
+     * thread's error message. */
+    void (*abandon)(dt_strategy *s);
     void (*free)(dt_strategy *s);
 } dt_strategy_ops;
 
@@ -88,6 +91,9 @@ struct dt_strategy {
     /* What a step that succeeded left out, the same on every rank (fedavg: the clients a
      * round dropped), or "": cleared by dt_strategy_step, read by dt_strategy_step_note. */
     char note[256];
+    /* 1 once this rank's run ended because another rank left it (ps: a server's word that a
+     * worker left; the server's own drain): dt_strategy_peer_left. */
+    int peer_left;
     double *exchange;   /* [4 x max(pp, tp)]: the step's summary crossing stages and tp ranks */
     dt_obs *obs;        /* the rank's phase timers and trace events (dt_strategy_set_obs) */
     dt_optim *optim;    /* borrowed (dt_strategy_bind_optim): a server that applies as

@@ -1012,6 +1012,8 @@ dt_status dt_trainer_run(dt_trainer *t, const dt_train_callbacks *cb)
     DT_TRY(dt_trainer_checkpoint_due(t, cb, 1));
     return DT_OK;
 fail:
+    /* A failure of this rank alone must not leave others waiting on it (ps's servers). */
+    dt_strategy_abandon(t->strategy, st);
     return st;
 }
 

@@ -618,6 +618,11 @@ int64_t dt_trainer_optim_steps(const dt_trainer *t)
     return dt_optim_steps(t->optim);
 }
 
+int dt_trainer_ended_by_peer(const dt_trainer *t)
+{
+    return dt_strategy_peer_left(t->strategy);
+}
+
 void dt_trainer_inject_nonfinite(dt_trainer *t, int64_t attempted)
 {
     t->inject_step = attempted;

@@ -189,6 +189,59 @@ static void test_skip_limit_resets(void **state)
     dt_trainer_free(t);
 }
 
+/* ps (3 ranks: workers 0 and 1, server 2): worker 1's pushes hold a NaN from step 2 on, so
+ * at train.skip_limit 3 its run fails alone at step 4. It tells its server (a LEAVE), which
+ * tells worker 0 at its next pull: every rank's run returns, the two others naming worker
+ * 1, where they used to wait for the watchdog (here 20 s: a wait that long fails the test
+ * with DT_ERR_TIMEOUT). A program using the library has no MPI_Abort to end them. */
+static dt_status poison_next(void *vctx, const dt_step_info *s)
+{
+    (void)s;
+    dt_trainer *t = vctx;
+    dt_trainer_inject_nonfinite(t, t->attempted + 1);
+    return DT_OK;
+}
+
+static void test_ps_worker_leaves(void **state)
+{
+    (void)state;
+    if (size != 3)
+        skip(); /* two workers and a server */
+    dt_config c = mlp_config();
+    dt_test_set(&c, "parallel.strategy=ps");
+    dt_test_set(&c, "parallel.servers=1");
+    dt_test_set(&c, "train.max_steps=12");
+    dt_test_set(&c, "train.skip_limit=3");
+    dt_test_set(&c, "comm.timeout=20");
+    dt_trainer *t = NULL;
+    DT_ASSERT_OK(dt_trainer_create(&c, world, &t));
+    dt_train_callbacks cb = {.ctx = t, .on_step = poison_next};
+    if (rank == 1)
+        dt_trainer_inject_nonfinite(t, 2);
+    const double t0 = MPI_Wtime();
+    const dt_status st = dt_trainer_run(t, rank == 1 ? &cb : NULL);
+    const double took = MPI_Wtime() - t0;
+    if (rank == 1) {
+        DT_ASSERT_STATUS(st, DT_ERR_NONFINITE);
+        DT_ASSERT_ERROR_HAS("step 4: 3 steps in a row with a NaN or Inf on this rank");
+    } else {
+        DT_ASSERT_STATUS(st, DT_ERR_MISMATCH);
+        DT_ASSERT_ERROR_HAS("worker rank 1 left");
+        DT_ASSERT_ERROR_HAS(rank == 2 ? "left the run at its step 4" : "ended the run");
+    }
+    if (dt_trainer_ended_by_peer(t) != (rank != 1)) {
+        fprintf(stderr, "rank %d: dt_trainer_ended_by_peer %d, expected %d\n", rank,
+                dt_trainer_ended_by_peer(t), rank != 1);
+        fail();
+    }
+    if (took > 10.0) {
+        fprintf(stderr, "rank %d: the run took %.1f s to fail (the watchdog's wait?)\n", rank,
+                took);
+        fail();
+    }
+    dt_trainer_free(t);
+}
+
 static void read_bytes(const char *path, char **buf, size_t *n)
 {
     DT_ASSERT_OK(dt_read_file(path, "test", buf, n));
@@ -442,7 +495,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_nonfinite_skip),         cmocka_unit_test(test_nonfinite_skip_zero),
         cmocka_unit_test(test_nonfinite_stop),         cmocka_unit_test(test_residuals_resharded),
         cmocka_unit_test(test_export_matches_pytorch), cmocka_unit_test(test_skip_limit),
-        cmocka_unit_test(test_skip_limit_resets),
+        cmocka_unit_test(test_skip_limit_resets),      cmocka_unit_test(test_ps_worker_leaves),
     };
     return dt_test_mpi_main(&argc, &argv, tests, &world, &rank, &size);
 }
