@@ -25,7 +25,8 @@ of blocks alone on a float input, which no data kind of the command line feeds).
 
 All 88 took 1060 s on 2 cores, all caught (2026-11-27; the last 8 cover the skip limit,
 fedavg's non-finite guard, and clipping under localsgd and fedavg); the 2 on ps's clipping
-and the 4 on fedavg's dropped clients, added after, were each caught run alone. Not part of `make test`. Run it from a tree whose mutated files have no uncommitted changes (it refuses
+the 4 on fedavg's dropped clients and the 2 on ps's LEAVE, added after, were each caught
+run alone. Not part of `make test`. Run it from a tree whose mutated files have no uncommitted changes (it refuses
 otherwise): it rewrites them."""
 import argparse
 import os
@@ -324,6 +325,13 @@ MUTANTS = [
     ("fedavg-dropped-summed", "src/parallel/fedavg.c",
      "            continue;\n        const float *d", "            (void)0;\n        const float *d",
      "test_fed_average", "a dropped client's update summed into the average"),
+    ("ps-leave-unsent", "src/parallel/ps.c",
+     "if (is_server(ps) || ps->told_left || ps->wreq == NULL)",
+     "if (1 || ps->told_left || ps->wreq == NULL)", "test_ckpt_mpi_np3",
+     "a ps worker that fails alone tells no server: the others wait for the watchdog"),
+    ("ps-leave-untold", "src/parallel/ps_server.c", "        if (h.kind == PS_PULL)\n",
+     "        if (h.kind == -PS_PULL)\n", "test_ckpt_mpi_np3",
+     "a ps server that takes a LEAVE does not tell the other workers"),
     ("fedavg-nan-unseen", "src/parallel/fedavg.c",
      "*bad = !isfinite(loss) || dt_any_nonfinite(d, f->n, NULL);", "*bad = !isfinite(loss);",
      "cli_fedavg", "a client's non-finite update averaged into the model"),
