@@ -220,10 +220,22 @@ static int plot_lines(FILE *f, char *text, const char *path)
     column m[M_COLS] = {{0}};
     curve *cv = calloc(MAX_CURVES, sizeof *cv);
     int ncurves = 0, ranks = 0, kind = 0, bad = cv == NULL, rows = 0; /* kind 1 metrics, 2 comm */
-    for (char *line = strtok(text, "\n"); line != NULL && !bad; line = strtok(NULL, "\n")) {
-        cJSON *o = cJSON_Parse(line);
-        if (o == NULL)
+    long lineno = 0, unread = 0;
+    for (char *line = text, *next = NULL; line != NULL && !bad; line = next) {
+        next = strchr(line, '\n');
+        if (next != NULL)
+            *next++ = '\0';
+        lineno++;
+        if (line[strspn(line, " \t\r")] == '\0')
             continue;
+        cJSON *o = cJSON_Parse(line);
+        if (o == NULL) {
+            /* Said, not fatal: a run killed while writing leaves its last line cut. */
+            if (unread++ < 3)
+                fprintf(stderr, "dtrain plot: warning: %s:%ld: not a JSON object (left out)\n",
+                        path, lineno);
+            continue;
+        }
         if (kind == 0)
             kind = cJSON_GetObjectItemCaseSensitive(o, "event") != NULL        ? 1
                    : cJSON_GetObjectItemCaseSensitive(o, "busbw_GBps") != NULL ? 2
@@ -232,6 +244,9 @@ static int plot_lines(FILE *f, char *text, const char *path)
         rows += kind != 0;
         cJSON_Delete(o);
     }
+    if (unread > 3)
+        fprintf(stderr, "dtrain plot: warning: %s: %ld lines in all not JSON objects (left out)\n",
+                path, unread);
     if (!bad && kind == 1)
         plot_metrics(f, m);
     else if (!bad && kind == 2)

@@ -4,7 +4,7 @@
 # (one stacked bar per rank, one part per phase) and bench-comm's JSON lines (a chart per
 # operation, a curve per algorithm); each SVG parses as XML and holds those parts, and its
 # axes' ticks are round and readable (svg_ticks.py). A file of none of these kinds is
-# refused with a message.
+# refused with a message; a line that is not JSON is left out and named.
 set -u
 DTRAIN=${DTRAIN:?ctest sets DTRAIN}
 MPIRUN=${MPIRUN:?ctest sets MPIRUN}
@@ -32,6 +32,15 @@ elif grep -q 'neither a metrics file, a trace nor bench-comm JSON lines' "$tmp/o
     echo "ok refuse: $(cat "$tmp/other.out")"
 else
     echo "FAIL refuse: message"; sed 's/^/  /' "$tmp/other.out"; fail=1
+fi
+# A metrics file whose line is not JSON (a run killed while writing cuts its last line) is
+# drawn from the rest, the line named on stderr.
+{ head -3 "$tmp/m.jsonl"; printf '{"event": "st\n'; tail -n +4 "$tmp/m.jsonl"; } >"$tmp/cut.jsonl"
+if "$DTRAIN" plot "$tmp/cut.jsonl" -o "$tmp/cut.svg" >"$tmp/cut.out" 2>&1 &&
+    grep -q "^dtrain plot: warning: $tmp/cut.jsonl:4: not a JSON object (left out)\$" "$tmp/cut.out"; then
+    echo "ok cut_line: $(grep warning "$tmp/cut.out")"
+else
+    echo "FAIL cut_line:"; sed 's/^/  /' "$tmp/cut.out"; fail=1
 fi
 
 "$PYTHON" - "$tmp" <<'PY' || fail=1
