@@ -166,6 +166,7 @@ typedef struct run_ctx {
     int64_t global_batch;
     dt_train_layout lay; /* the layout and what the strategy says of itself */
     int64_t attempted;   /* steps reported, taken or skipped: 0 in an evaluation-only run */
+    int64_t noted;       /* steps taken with a note: fedavg's rounds that dropped clients */
 } run_ctx;
 
 /* 1 when the strategy cuts the run in rounds (fedavg): a step is a round. */
@@ -207,6 +208,7 @@ static dt_status on_step(void *vctx, const dt_step_info *s)
         return DT_OK;
     }
     if (s->note != NULL) { /* a step taken without part of its work (fedavg's clients) */
+        c->noted++;
         if (c->bar_open)
             fputc('\n', stderr);
         c->bar_open = 0;
@@ -887,6 +889,10 @@ int dt_cmd_train(int argc, char **argv)
     if (world.rank == 0 && dt_trainer_skipped_steps(t) > 0)
         printf("dtrain: %lld step%s skipped for a NaN or Inf (train.on_nonfinite skip)\n",
                (long long)dt_trainer_skipped_steps(t), dt_trainer_skipped_steps(t) == 1 ? "" : "s");
+    if (world.rank == 0 && ctx.noted > 0) /* fedavg: the rounds that dropped clients */
+        printf("dtrain: %lld %s%s dropped clients for a NaN or Inf and averaged the others "
+               "(train.on_nonfinite skip)\n",
+               (long long)ctx.noted, ctx.lay.epoch_word, ctx.noted == 1 ? "" : "s");
     /* Whole tensors whatever the layout, one at a time: every rank takes part in passing
      * its stage's tensors (gathered over its tensor-parallel group) to rank 0, which
      * writes them. */

@@ -95,7 +95,8 @@ else
 fi
 if grep -q '^dtrain: warning: round 2: 1 of its 3 clients dropped for a NaN or Inf in the loss or update: client [0-9]* (slot 2, simulated on rank 2); the others averaged$' \
     "$tmp/nan_3.out" && grep -q '(slot 2, simulated on rank 1); the others averaged$' "$tmp/nan_2.out" &&
-    ! grep -q 'skipped' "$tmp/nan_3.out" && grep -Eq '^round 2: train loss [0-9]' "$tmp/nan_3.out"; then
+    ! grep -q 'skipped' "$tmp/nan_3.out" && grep -Eq '^round 2: train loss [0-9]' "$tmp/nan_3.out" &&
+    grep -q '^dtrain: 1 round dropped clients for a NaN or Inf and averaged the others' "$tmp/nan_3.out"; then
     echo "ok nan_dropped: $(grep 'round 2: 1 of' "$tmp/nan_3.out")"
 else
     echo "FAIL nan_dropped:"; grep 'dtrain\|round' "$tmp/nan_3.out" | sed 's/^/  /'; fail=1
