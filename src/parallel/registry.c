@@ -300,7 +300,11 @@ dt_status dt_strategy_check(const dt_strategy_options *o, int world)
     if ((int)o->pp_schedule < 0 || o->pp_schedule >= DT_PP_SCHEDULE_COUNT)
         return dt_fail(DT_ERR_INVALID, "parallel.pp_schedule: unknown schedule %d",
                        (int)o->pp_schedule);
-    if (o->compress.kind != DT_COMPRESS_NONE && (tp > 1 || pp > 1 || o->zero)) {
+    /* fp16 and bf16 are elementwise and keep no state: a dp group's exchange is the same
+     * whatever tp and pp cut (each rank's shard, each stage's tensors). top-k and PowerSGD
+     * choose across a buffer and keep a residual per replica, which tp and pp would split. */
+    const int halves = o->compress.kind == DT_COMPRESS_FP16 || o->compress.kind == DT_COMPRESS_BF16;
+    if (o->compress.kind != DT_COMPRESS_NONE && ((!halves && (tp > 1 || pp > 1)) || o->zero)) {
         /* Only what the run set: "--tp 2", not "tp 2, pp 1 or ZeRO 0". */
         char with[64] = "";
         size_t used = 0;
@@ -311,10 +315,12 @@ dt_status dt_strategy_check(const dt_strategy_options *o, int world)
                                      used > 0 ? ", " : "", pp);
         if (o->zero)
             snprintf(with + used, sizeof with - used, "%sZeRO-%d", used > 0 ? ", " : "", o->zero);
+        char mode[48];
+        dt_compress_format(&o->compress, mode, sizeof mode);
         return dt_fail(DT_ERR_UNSUPPORTED,
-                       "parallel.compress: compresses the gradients of plain data parallelism, "
-                       "not yet with %s",
-                       with);
+                       "parallel.compress: %s compresses the gradients of plain data "
+                       "parallelism (fp16 and bf16 also with tp and pp), not yet with %s",
+                       mode, with);
     }
     /* By value, not only when given: a program's own options must not skip clipping. */
     if (o->clip_norm > 0 && !(def->uses & DT_SO_USES_CLIP))

@@ -2,7 +2,9 @@
 # cli_compress.sh — `dtrain train --compress` under mpirun (docs/COMPRESSION.md): top-k
 # keeping every entry writes the uncompressed run's weights byte for byte; every mode trains
 # and reports what it sent; a warm-up (--compress-warmup) exchanges float32 gradients for its
-# steps, counted over resumes; bad modes and unsupported combinations are refused by name.
+# steps, counted over resumes; fp16 and bf16 compress each stage's and tp rank's exchange
+# under pp and tp (dp 2 x pp 2 writes dp 2's bytes, dp 2 x tp 2 is within 2e-5 of them);
+# bad modes and unsupported combinations are refused by name.
 set -u
 DTRAIN=${DTRAIN:?ctest sets DTRAIN}
 MPIRUN=${MPIRUN:?ctest sets MPIRUN}
@@ -104,11 +106,43 @@ expect_fail warm_fedavg 'config: --compress-warmup has no effect under --strateg
 expect_fail bad_ratio "parallel.compress: 'topk:0': topk's ratio must be in \(0, 1\]" \
     "$DTRAIN" train "$MLP" $RUN --compress topk:0
 expect_fail bad_mode "parallel.compress: 'gzip'" "$DTRAIN" train "$MLP" $RUN --compress gzip
-expect_fail with_zero 'parallel\.compress: compresses the gradients of plain data parallelism, not yet with ZeRO-1$' \
+expect_fail with_zero 'parallel\.compress: fp16 compresses the gradients of plain data parallelism \(fp16 and bf16 also with tp and pp\), not yet with ZeRO-1$' \
     "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" $RUN --compress fp16 --zero 1
 # The refusal names only what the run set (it once read "tp 2, pp 1 or ZeRO 0").
-expect_fail with_tp 'parallel\.compress: compresses the gradients of plain data parallelism, not yet with tp 2$' \
-    "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" $RUN --compress fp16 --tp 2
+expect_fail with_tp 'parallel\.compress: topk:0\.1 compresses .*, not yet with tp 2$' \
+    "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" $RUN --compress topk:0.1 --tp 2
+expect_fail with_pp 'parallel\.compress: powersgd:2 compresses .*, not yet with pp 2$' \
+    "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" $RUN --compress powersgd:2 --pp 2
+
+# fp16 and bf16 with tp and pp: each tp rank's and each stage's data-parallel exchange is
+# compressed as plain ddp's is (elementwise, no state). A pipeline cuts nothing of it:
+# dp 2 x pp 2 writes dp 2's bytes; tp sums its products in another order, so dp 2 x tp 2
+# is within 2e-5 of dp 2's run, where fp16 itself moves the weights by more than 1e-4
+# from the uncompressed run. Every copy bitwise equal (--check-replicas).
+H="--max-steps 10 --batch 16 --threads 1 --no-progress --set comm.deterministic=on"
+for m in none fp16; do
+    expect_ok "half_dp2_$m" "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" $H --compress $m \
+        --save-weights "$tmp/h_dp2_$m.st"
+done
+expect_ok half_pp "$MPIRUN" -np 4 "$DTRAIN" train "$MLP" $H --compress fp16 --dp 2 --pp 2 \
+    --check-replicas --save-weights "$tmp/h_pp.st"
+expect_same half_pp_is_dp "$tmp/h_dp2_fp16.st" "$tmp/h_pp.st"
+expect_ok half_tp "$MPIRUN" -np 4 "$DTRAIN" train "$MLP" $H --compress bf16 --dp 2 --tp 2 \
+    --check-replicas --save-weights "$tmp/h_tp.st"
+expect_ok half_dp2_bf16 "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" $H --compress bf16 \
+    --save-weights "$tmp/h_dp2_bf16.st"
+PY=${DT_PYTHON3:-python3}
+if "$PY" "$SRC/tests/cli/st_compare.py" "$tmp/h_tp.st" "$tmp/h_dp2_bf16.st" --atol 2e-5 \
+    >"$tmp/h_cmp.out" 2>&1 &&
+    ! "$PY" "$SRC/tests/cli/st_compare.py" "$tmp/h_dp2_bf16.st" "$tmp/h_dp2_none.st" --atol 1e-4 \
+        >/dev/null 2>&1 &&
+    grep -q 'replicas: every copy bitwise equal' "$tmp/half_tp.out" &&
+    grep -q 'replicas: every copy bitwise equal' "$tmp/half_pp.out"; then
+    echo "ok half_tp_is_dp: $(grep 'max |a-b|' "$tmp/h_cmp.out" | tr -s ' ' | tr '\n' ';' | cut -c1-160)"
+else
+    echo "FAIL half_tp_is_dp:"; sed 's/^/  /' "$tmp/h_cmp.out"
+    grep 'replicas' "$tmp/half_tp.out" "$tmp/half_pp.out"; fail=1
+fi
 expect_ok one_rank "$DTRAIN" train "$MLP" $RUN --compress fp16
 if grep -q 'warning: --compress .* changes nothing' "$tmp/one_rank.out"; then
     echo "ok one_rank_warns"
