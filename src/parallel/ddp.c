@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/half.h"
 #include "dtrain/comm.h"
 #include "nn/model_team.h"
 #include "optim/optim_team.h"
@@ -49,6 +50,11 @@ typedef struct dt_ddp {
     size_t shard_offset, shard_count;
     size_t *shard_counts, *shard_displs; /* [size] */
     float *shard_grad;                   /* [shard_count]: this rank's summed gradient slice */
+    /* ZeRO-1 under --compress fp16/bf16: the gradients in 16 bits, reduce-scattered as such
+     * into this rank's slice (zhalf [parameters], zslice [shard_count]); zcur: this step's
+     * exchange is compressed (not in parallel.compress_warmup) */
+    uint16_t *zhalf, *zslice;
+    int zcur;
     double
         *exchange; /* [4 * size]: every rank's (loss sum, wait, non-finite finding, world rank) */
     double wait_s; /* time this rank spent waiting for gradients */
@@ -159,7 +165,11 @@ static dt_status ddp_attach(dt_strategy *s, dt_model *m, size_t *optim_count)
         dt_alloc(4 * sizeof(double) * (size_t)dp->size, "step exchange", (void **)&dp->exchange));
     /* Pre-size the comm layer's persistent buffers so no step allocates. */
     DT_TRY(dt_comm_reserve(dp->comm, n * sizeof(float)));
-    if (s->opt.compress.kind != DT_COMPRESS_NONE) {
+    if (zero && s->opt.compress.kind != DT_COMPRESS_NONE) { /* fp16 or bf16 (dt_ddp_check) */
+        DT_TRY(dt_alloc_large(n * sizeof(uint16_t), "16-bit gradients", (void **)&dp->zhalf));
+        DT_TRY(dt_alloc(dp->shard_count * sizeof(uint16_t), "16-bit gradient slice",
+                        (void **)&dp->zslice));
+    } else if (s->opt.compress.kind != DT_COMPRESS_NONE) {
         dt_gcomp_bucket bk[DP_MAX_BUCKETS];
         for (int k = 0; k < dp->nbuckets; k++)
             bk[k] = (dt_gcomp_bucket){dp->buckets[k].offset, dp->buckets[k].count};
@@ -176,6 +186,8 @@ static void ddp_free(dt_strategy *s)
     dt_free(dp->shard_counts);
     dt_free(dp->shard_displs);
     dt_free(dp->shard_grad);
+    dt_free(dp->zhalf);
+    dt_free(dp->zslice);
     dt_free(dp->exchange);
     dt_gcomp_free(dp->gc);
     dt_free(dp);
@@ -254,6 +266,7 @@ static dt_status ddp_step(dt_strategy *s, const dt_step_plan *plan, const dt_ste
     /* The warm-up counts the run's optimizer steps, so that a resumed run compresses from
      * the same step as an uninterrupted one. */
     dp->cur = plan->step >= s->opt.compress.warmup ? dp->gc : NULL;
+    dp->zcur = dp->zhalf != NULL && plan->step >= s->opt.compress.warmup;
     /* ZeRO-1 reduce-scatters the whole buffer after backward; without overlap the buckets
      * start after backward too. Either way backward needs no hooks. */
     const int whole = dp->cur != NULL && !dt_gcomp_per_bucket(dp->cur);
@@ -279,7 +292,10 @@ static void ddp_describe(const dt_strategy *s, dt_figures *out)
 {
     const dt_ddp *dp = (const dt_ddp *)s;
     const size_t dense = s->model != NULL ? dt_model_param_count(s->model) * sizeof(float) : 0;
-    const size_t wire = dp->gc != NULL ? dt_gcomp_wire_bytes(dp->gc) : dense;
+    const int packed = dp->gc != NULL || dp->zhalf != NULL; /* a compressed exchange */
+    const size_t wire = dp->gc != NULL      ? dt_gcomp_wire_bytes(dp->gc)
+                        : dp->zhalf != NULL ? dense / 2 /* ZeRO-1's 16-bit reduce-scatter */
+                                            : dense;
     const int told = dp->steps > 0; /* the report's figures, per step */
     const double n = (double)dp->steps;
     const char *line = dp->line;
@@ -288,20 +304,19 @@ static void ddp_describe(const dt_strategy *s, dt_figures *out)
                                     .line = line,
                                     .unit = "",
                                     .value = dp->size});
-    dt_figures_add(out,
-                   (dt_figure){.name = "wire_bytes_per_step",
-                               .what = told && dp->gc != NULL ? "sent per step per rank" : NULL,
-                               .line = line,
-                               .unit = "B",
-                               .value = (double)wire});
+    dt_figures_add(out, (dt_figure){.name = "wire_bytes_per_step",
+                                    .what = told && packed ? "sent per step per rank" : NULL,
+                                    .line = line,
+                                    .unit = "B",
+                                    .value = (double)wire});
     dt_figures_add(out, (dt_figure){.name = "dense_bytes_per_step",
-                                    .what = !told            ? NULL
-                                            : dp->gc != NULL ? "in float32"
-                                                             : "gradients per step",
+                                    .what = !told    ? NULL
+                                            : packed ? "in float32"
+                                                     : "gradients per step",
                                     .line = line,
                                     .unit = "B",
                                     .value = (double)dense});
-    if (told && dp->gc != NULL && wire > 0)
+    if (told && packed && wire > 0)
         dt_figures_add(out, (dt_figure){.what = "compression ratio",
                                         .line = line,
                                         .unit = "",
@@ -410,8 +425,22 @@ static dt_status ddp_update(dt_strategy *s, dt_optim *o, double lr)
     /* ZeRO-1: sum gradients into this rank's slice, update it, share the parameters. The
      * collectives are not overlapped with backward: their whole time counts as waiting. */
     const double t0 = dt_now();
-    DT_TRY(dt_comm_reduce_scatterv(dp->comm, g, dp->shard_grad, dp->shard_counts, DT_COMM_FLOAT32,
-                                   DT_COMM_SUM));
+    if (dp->zcur) { /* fp16 or bf16: the sums in 16 bits, as plain ddp's all-reduce makes them */
+        const size_t n = dt_model_param_count(s->model);
+        const int f16 = s->opt.compress.kind == DT_COMPRESS_FP16;
+        if (f16)
+            dt_f32_to_f16_n(g, dp->zhalf, n);
+        else
+            dt_f32_to_bf16_n(g, dp->zhalf, n);
+        DT_TRY(dt_comm_reduce_scatterv(dp->comm, dp->zhalf, dp->zslice, dp->shard_counts,
+                                       f16 ? DT_COMM_FLOAT16 : DT_COMM_BFLOAT16, DT_COMM_SUM));
+        if (f16)
+            dt_f16_to_f32_n(dp->zslice, dp->shard_grad, dp->shard_count);
+        else
+            dt_bf16_to_f32_n(dp->zslice, dp->shard_grad, dp->shard_count);
+    } else
+        DT_TRY(dt_comm_reduce_scatterv(dp->comm, g, dp->shard_grad, dp->shard_counts,
+                                       DT_COMM_FLOAT32, DT_COMM_SUM));
     dp->wait_s += dt_now() - t0;
     dp->exposed_s += dt_now() - t0;
     const double to = dt_now();
@@ -544,6 +573,14 @@ static dt_status ddp_predict(const dt_strategy_options *o, const dt_predict_inpu
         bytes = dt_compress_predict_bytes(&o->compress, in->grad_bytes, nb);
         t = dt_link_allgather(l, bytes * d, d) + (nb - 1) * (d - 1) * l->alpha;
         snprintf(what, sizeof what, "dp %s: all-gather of (index, value) pairs", mode);
+    } else if (o->compress.kind != DT_COMPRESS_NONE && o->zero) { /* fp16, bf16 under ZeRO-1 */
+        const double x = dt_compress_predict_bytes(&o->compress, in->grad_bytes, 1);
+        const double rs = dt_link_allgather(l, x, d), ag = dt_link_allgather(l, in->grad_bytes, d);
+        snprintf(what, sizeof what, "dp %s reduce-scatter of the gradients (ZeRO-1)", mode);
+        row(ctx, what, x, rs);
+        row(ctx, "dp all-gather of the parameters (ZeRO-1)", in->grad_bytes, ag);
+        *seconds = rs + ag;
+        return DT_OK;
     } else if (o->compress.kind != DT_COMPRESS_NONE) { /* fp16, bf16: half of each bucket */
         for (int b = 0; b < nb; b++) {
             const double x = dt_compress_predict_bytes(&o->compress, in->bucket[b], 1);

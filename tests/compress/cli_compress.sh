@@ -3,7 +3,8 @@
 # keeping every entry writes the uncompressed run's weights byte for byte; every mode trains
 # and reports what it sent; a warm-up (--compress-warmup) exchanges float32 gradients for its
 # steps, counted over resumes; fp16 and bf16 compress each stage's and tp rank's exchange
-# under pp and tp (dp 2 x pp 2 writes dp 2's bytes, dp 2 x tp 2 is within 2e-5 of them);
+# under pp and tp (dp 2 x pp 2 writes dp 2's bytes, dp 2 x tp 2 is within 2e-5 of them)
+# and ZeRO-1's reduce-scatter (ddp's bytes at 2 and 3 ranks);
 # bad modes and unsupported combinations are refused by name.
 set -u
 DTRAIN=${DTRAIN:?ctest sets DTRAIN}
@@ -106,8 +107,8 @@ expect_fail warm_fedavg 'config: --compress-warmup has no effect under --strateg
 expect_fail bad_ratio "parallel.compress: 'topk:0': topk's ratio must be in \(0, 1\]" \
     "$DTRAIN" train "$MLP" $RUN --compress topk:0
 expect_fail bad_mode "parallel.compress: 'gzip'" "$DTRAIN" train "$MLP" $RUN --compress gzip
-expect_fail with_zero 'parallel\.compress: fp16 compresses the gradients of plain data parallelism \(fp16 and bf16 also with tp and pp\), not yet with ZeRO-1$' \
-    "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" $RUN --compress fp16 --zero 1
+expect_fail with_zero 'parallel\.compress: topk:0\.1 compresses the gradients of plain data parallelism \(fp16 and bf16 also with tp, pp and ZeRO-1\), not yet with ZeRO-1$' \
+    "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" $RUN --compress topk:0.1 --zero 1
 # The refusal names only what the run set (it once read "tp 2, pp 1 or ZeRO 0").
 expect_fail with_tp 'parallel\.compress: topk:0\.1 compresses .*, not yet with tp 2$' \
     "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" $RUN --compress topk:0.1 --tp 2
@@ -131,6 +132,19 @@ expect_ok half_tp "$MPIRUN" -np 4 "$DTRAIN" train "$MLP" $H --compress bf16 --dp
     --check-replicas --save-weights "$tmp/h_tp.st"
 expect_ok half_dp2_bf16 "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" $H --compress bf16 \
     --save-weights "$tmp/h_dp2_bf16.st"
+# ZeRO-1 reduce-scatters the same 16-bit values that ddp all-reduces: the same bytes on 2
+# ranks (and on 3, folded in rank order), with half the float32 bytes said sent.
+expect_ok half_zero2 "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" $H --compress fp16 --zero 1 \
+    --save-weights "$tmp/h_zero2.st"
+expect_same half_zero_is_dp2 "$tmp/h_dp2_fp16.st" "$tmp/h_zero2.st"
+grep -q 'gradients compressed (fp16), rank 0: ranks: 2; sent per step per rank: 0.2035 MB; in float32: 0.4071 MB' \
+    "$tmp/half_zero2.out" && echo "ok half_zero_said" ||
+    { echo "FAIL half_zero_said:"; grep 'data-parallel' "$tmp/half_zero2.out"; fail=1; }
+for z in 0 1; do
+    expect_ok "half3_zero$z" "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" $H --compress fp16 --zero $z \
+        --save-weights "$tmp/h3_$z.st"
+done
+expect_same half_zero_is_dp3 "$tmp/h3_0.st" "$tmp/h3_1.st"
 PY=${DT_PYTHON3:-python3}
 if "$PY" "$SRC/tests/cli/st_compare.py" "$tmp/h_tp.st" "$tmp/h_dp2_bf16.st" --atol 2e-5 \
     >"$tmp/h_cmp.out" 2>&1 &&
