@@ -100,8 +100,10 @@ static void test_compressed_step_allocates_nothing(void **state)
     static const char *const fp16[] = {"parallel.compress=fp16", NULL};
     static const char *const topk[] = {"parallel.compress=topk:0.1", NULL};
     static const char *const psgd[] = {"parallel.compress=powersgd:4", NULL};
-    static const char *const *const lists[] = {fp16, topk, psgd};
-    check_settings(lists, 3);
+    /* ZeRO-1's 16-bit reduce-scatter, its buffers planned at attach */
+    static const char *const zero16[] = {"parallel.compress=bf16", "parallel.zero=1", NULL};
+    static const char *const *const lists[] = {fp16, topk, psgd, zero16};
+    check_settings(lists, 4);
 }
 
 static void test_ps_and_fedavg_steps_allocate_nothing(void **state)
