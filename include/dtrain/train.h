@@ -123,9 +123,12 @@ DT_API void dt_trainer_free(dt_trainer *t);
  * gradients on any rank is seen by every rank in that step: train.on_nonfinite skip leaves
  * the parameters and the optimizer untouched on all ranks and counts the step; stop returns
  * DT_ERR_NONFINITE naming the step, the rank and the layer, as skip does at the
- * train.skip_limit-th such step in a row. Under fedavg a round is the step (a client's
- * non-finite loss or update); under ps the servers skip a bad push and count it, and a
- * worker whose own pushes reach train.skip_limit in a row fails alone.
+ * train.skip_limit-th such step in a row. Under fedavg a round is the step: under skip a
+ * round drops its clients whose loss or update is not finite and averages the others (the
+ * step's note says so), and is skipped only when every client failed. Under ps the servers
+ * skip a bad push and count it; a worker whose own pushes reach train.skip_limit in a row
+ * fails, and a worker that fails on its own tells its servers, which end the run of every
+ * other rank with DT_ERR_MISMATCH naming it (dt_trainer_ended_by_peer).
  * Collective over the trainer's world: every rank calls it. Returns what a callback
  * returned, DT_ERR_INVALID (a label outside the classes, found by the loss), and, on more
  * than one rank, the comm layer's DT_ERR_MPI, DT_ERR_TIMEOUT (a rank that never arrives)
