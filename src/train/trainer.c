@@ -765,9 +765,9 @@ static dt_status on_nonfinite(dt_trainer *t)
         return DT_OK;
     }
     if (at_limit)
-        dt_error_prefix("%lld steps in a row with a NaN or Inf, the limit (train.skip_limit); "
-                        "the last: ",
-                        (long long)limit);
+        dt_error_prefix("%lld step%s in a row with a NaN or Inf, the limit "
+                        "(train.skip_limit); the last: ",
+                        (long long)limit, limit == 1 ? "" : "s");
     dt_nonfinite bad;
     dt_strategy_nonfinite(t->strategy, &bad);
     const int layer = bad.where > 0 ? bad.where - 1 : -1;
@@ -781,8 +781,9 @@ static dt_status on_nonfinite(dt_trainer *t)
 
 /* A step this rank's strategy handled a NaN or Inf in itself (ps: the servers skipped the
  * push; `where` as dt_nonfinite's): counted in a row like a skip, and at train.skip_limit
- * this rank's failure. The other ranks learn of it only when the job ends (ps would need a
- * collective per step to stop them together: docs/PARAMETER_SERVER.md). */
+ * this rank's failure, which dt_trainer_run passes on (dt_strategy_abandon: ps's servers
+ * tell the other workers at their next pull; stopping them all at this step would need a
+ * collective per step: docs/PARAMETER_SERVER.md). */
 static dt_status on_local_nonfinite(dt_trainer *t, int where)
 {
     const int64_t limit = t->cfg.train.skip_limit;
@@ -793,9 +794,10 @@ static dt_status on_local_nonfinite(dt_trainer *t, int where)
         snprintf(in, sizeof in, "the gradient of layer %d", where - 1);
     const dt_strategy_def *def = dt_strategy_def_at(t->cfg.parallel.strategy);
     return dt_fail(DT_ERR_NONFINITE,
-                   "step %lld: %lld steps in a row with a NaN or Inf on this rank, the limit "
+                   "step %lld: %lld step%s in a row with a NaN or Inf on this rank, the limit "
                    "(train.skip_limit); the last in %s (%s: %s)",
-                   (long long)t->attempted, (long long)limit, in, def != NULL ? def->name : "?",
+                   (long long)t->attempted, (long long)limit, limit == 1 ? "" : "s", in,
+                   def != NULL ? def->name : "?",
                    def != NULL && def->no_stop != NULL ? def->no_stop : "");
 }
 
