@@ -142,8 +142,12 @@ int dt_launch_hosts_probe(char *const *launcher, const char *exe, dt_launch_host
                           double timeout_s)
 {
     pid_t *pid = calloc((size_t)(n > 0 ? n : 1), sizeof *pid);
-    if (pid == NULL)
+    int *tries = calloc((size_t)(n > 0 ? n : 1), sizeof *tries);
+    if (pid == NULL || tries == NULL) {
+        free(pid);
+        free(tries);
         return 0;
+    }
     int waiting = 0, dead = 0;
     for (int i = 0; i < n; i++)
         if (hosts[i].alive && (pid[i] = start_probe(launcher, exe, hosts[i].name)) > 0)
@@ -156,8 +160,19 @@ int dt_launch_hosts_probe(char *const *launcher, const char *exe, dt_launch_host
             if (pid[i] <= 0 || waitpid(pid[i], &status, WNOHANG) != pid[i])
                 continue;
             pid[i] = 0, waiting--;
-            if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-                hosts[i].alive = 0, dead++;
+            if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+                continue;
+            /* Once more after a fast failure, a second after it, with time left to answer. */
+            if (tries[i]++ == 0 && waited + 1.5 < timeout_s) {
+                const struct timespec pause = {1, 0};
+                nanosleep(&pause, NULL);
+                waited += 1.0;
+                if ((pid[i] = start_probe(launcher, exe, hosts[i].name)) > 0) {
+                    waiting++;
+                    continue;
+                }
+            }
+            hosts[i].alive = 0, dead++;
         }
     }
     for (int i = 0; i < n; i++) { /* still running at the deadline: silent */
@@ -169,5 +184,6 @@ int dt_launch_hosts_probe(char *const *launcher, const char *exe, dt_launch_host
         hosts[i].alive = 0, dead++;
     }
     free(pid);
+    free(tries);
     return dead;
 }

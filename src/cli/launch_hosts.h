@@ -27,8 +27,10 @@ int dt_launch_hosts_write(const char *path, const dt_launch_host *hosts, int n, 
 
 /* Starts `launcher` (argv, NULL-ended) followed by "-n 1 --host NAME EXE --version" for every
  * live host at once and waits up to timeout_s: a host whose probe did not exit 0 in time is
- * marked dead (a machine that is gone makes ssh wait: the timeout is what says so). Returns
- * the number marked dead. */
+ * marked dead (a machine that is gone makes ssh wait: the timeout is what says so). A probe
+ * that fails at once is started again while the time allows (a launcher still tearing down
+ * the failed job can refuse a live host: seen once in 3 runs on 2 loaded cores); a host is
+ * dead when it fails twice or stays silent. Returns the number marked dead. */
 int dt_launch_hosts_probe(char *const *launcher, const char *exe, dt_launch_host *hosts, int n,
                           double timeout_s);
 
