@@ -110,7 +110,7 @@ check-accuracy: build
 	scripts/check-accuracy.sh $(BUILD)/dtrain
 
 # Plants each of scripts/mutants.py's one-line bugs in turn and checks that the tests catch
-# it (about 18 minutes on 2 cores; not part of `make test`). MUTANTS=id,id runs only those.
+# it (about 23 minutes on 2 cores; not part of `make test`). MUTANTS=id,id runs only those.
 mutants: build
 	scripts/mutants.py --build $(BUILD) $(if $(MUTANTS),--only $(MUTANTS))
 

@@ -23,11 +23,10 @@ order's idle time, not what is computed, and every order is still checked free o
 deadlock), and --explain-layout's count of a run of blocks that gathers its output (a model
 of blocks alone on a float input, which no data kind of the command line feeds).
 
-All 88 took 1060 s on 2 cores, all caught (2026-11-27; the last 8 cover the skip limit,
-fedavg's non-finite guard, and clipping under localsgd and fedavg); the 2 on ps's clipping
-the 4 on fedavg's dropped clients and the 2 on ps's LEAVE, added after, were each caught
-run alone. Not part of `make test`. Run it from a tree whose mutated files have no uncommitted changes (it refuses
-otherwise): it rewrites them."""
+All 96 took 1392 s on 2 cores, all caught (2026-11-27; the last 18 cover the skip limit,
+fedavg's non-finite guard and its dropped clients, clipping under localsgd, fedavg and ps,
+and ps's LEAVE). Not part of `make test`. Run it from a tree whose mutated files have no
+uncommitted changes (it refuses otherwise): it rewrites them."""
 import argparse
 import os
 import subprocess
