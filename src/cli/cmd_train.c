@@ -186,6 +186,22 @@ static void write_json(FILE *f, cJSON *o)
     cJSON_Delete(o);
 }
 
+/* A warning about step s on a line of its own (a progress bar's line closed first): the
+ * round, or the epoch and step, then `what` and the message. */
+static void warn_step(run_ctx *c, const dt_step_info *s, const char *what, const char *msg)
+{
+    if (c->bar_open)
+        fputc('\n', stderr);
+    c->bar_open = 0;
+    if (by_rounds(&c->lay))
+        fprintf(stderr, "dtrain: warning: %s %lld%s: %s\n", c->lay.epoch_word,
+                (long long)s->epoch + 1, what, msg);
+    else
+        fprintf(stderr, "dtrain: warning: epoch %lld step %lld/%lld%s: %s\n",
+                (long long)s->epoch + 1, (long long)s->epoch_step, (long long)s->epoch_steps, what,
+                msg);
+}
+
 static dt_status on_step(void *vctx, const dt_step_info *s)
 {
     run_ctx *c = vctx;
@@ -194,31 +210,12 @@ static dt_status on_step(void *vctx, const dt_step_info *s)
     if (c->rank != 0)
         return DT_OK;
     if (s->skipped) {
-        if (c->bar_open)
-            fputc('\n', stderr);
-        c->bar_open = 0;
-        if (by_rounds(&c->lay))
-            fprintf(stderr, "dtrain: warning: %s %lld skipped on every rank: %s\n",
-                    c->lay.epoch_word, (long long)s->epoch + 1, dt_last_error());
-        else
-            fprintf(stderr,
-                    "dtrain: warning: epoch %lld step %lld/%lld skipped on every rank: %s\n",
-                    (long long)s->epoch + 1, (long long)s->epoch_step, (long long)s->epoch_steps,
-                    dt_last_error());
+        warn_step(c, s, " skipped on every rank", dt_last_error());
         return DT_OK;
     }
     if (s->note != NULL) { /* a step taken without part of its work (fedavg's clients) */
         c->noted++;
-        if (c->bar_open)
-            fputc('\n', stderr);
-        c->bar_open = 0;
-        if (by_rounds(&c->lay))
-            fprintf(stderr, "dtrain: warning: %s %lld: %s\n", c->lay.epoch_word,
-                    (long long)s->epoch + 1, s->note);
-        else
-            fprintf(stderr, "dtrain: warning: epoch %lld step %lld/%lld: %s\n",
-                    (long long)s->epoch + 1, (long long)s->epoch_step, (long long)s->epoch_steps,
-                    s->note);
+        warn_step(c, s, "", s->note);
     }
     const int64_t every = c->cfg->train.log_every;
     if (c->bar) {

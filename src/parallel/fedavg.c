@@ -418,7 +418,6 @@ static dt_status check_round(dt_fedavg *f, float *w)
             first = j;
     if (bad == 0)
         return DT_OK;
-    const int owner = slot_owner(f, first);
     if (bad < k && !f->base.opt.nonfinite_stop) {
         char *note = f->base.note;
         const size_t cap = sizeof f->base.note;
@@ -442,6 +441,7 @@ static dt_status check_round(dt_fedavg *f, float *w)
         return DT_OK;
     }
     memcpy(w, f->global, f->n * sizeof(float));
+    const int owner = slot_owner(f, first);
     f->base.bad = (dt_nonfinite){bad, owner, DT_NONFINITE_LOSS};
     return dt_fail(DT_ERR_NONFINITE,
                    "a NaN or Inf in the loss or update of client %d (slot %d, simulated on rank "
