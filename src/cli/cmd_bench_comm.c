@@ -459,6 +459,15 @@ static int applies(dt_comm_coll op, bench_algo alg)
     return 1;
 }
 
+/* 1 when some algorithm of `algos` (a mask of bench_algo bits) runs `op`. */
+static int op_runs(unsigned algos, dt_comm_coll op)
+{
+    for (int a = 0; a < ALG_COUNT; a++)
+        if ((algos & (1u << a)) && applies(op, (bench_algo)a))
+            return 1;
+    return 0;
+}
+
 /* An operation named in --ops that no algorithm of the list runs, or an algorithm named in
  * --algos that runs none of the operations, is refused: it used to be left out unsaid (and
  * `--ops bcast --algos ring` printed an empty table). Of default lists, each algorithm runs
@@ -466,10 +475,7 @@ static int applies(dt_comm_coll op, bench_algo alg)
 static int check_pairs(const bench_opts *o)
 {
     for (int oi = 0; oi < N_OPS; oi++) {
-        int any = 0;
-        for (int a = 0; a < ALG_COUNT; a++)
-            any |= (o->algos_mask & (1u << a)) && applies(ops[oi], (bench_algo)a);
-        if (o->ops_given && (o->ops_mask & (1u << oi)) && !any) {
+        if (o->ops_given && (o->ops_mask & (1u << oi)) && !op_runs(o->algos_mask, ops[oi])) {
             fprintf(stderr,
                     "dtrain bench-comm: no algorithm of --algos runs %s (ring runs allreduce, "
                     "reduce_scatter and allgather; det allreduce, reduce_scatter and reduce)\n",
@@ -727,10 +733,8 @@ static int run_all(bench *b)
     long long wrong = 0;
     for (int oi = 0; oi < N_OPS; oi++) {
         dt_comm_coll op = ops[oi];
-        int runs = 0; /* an operation no algorithm of the list runs gets no empty table */
-        for (int a = 0; a < ALG_COUNT; a++)
-            runs |= (b->o.algos_mask & (1u << a)) && applies(op, (bench_algo)a);
-        if (!(b->o.ops_mask & (1u << oi)) || !runs)
+        /* an operation no algorithm of the list runs gets no empty table */
+        if (!(b->o.ops_mask & (1u << oi)) || !op_runs(b->o.algos_mask, op))
             continue;
         b->ratio = measured_ratio(b->mpi, b->rank);
         b->mem_bound = memory_bound(b->mpi, b->size);
