@@ -62,6 +62,12 @@ int dt_cli_parse(const char *cmd, const dt_cli_option *opts, int nopts, int argc
 void dt_cli_print_help(FILE *out, const char *usage, const char *summary, const dt_cli_option *opts,
                        int nopts, int keys);
 
+/* Numbers on the command line (cli_number.c): the whole of TEXT as a whole number, or a
+ * finite real number, in [lo, hi] into *out; 1 when it is one, 0 when it is not (trailing
+ * text, overflow, NaN or infinity, out of range), *out then untouched. */
+int dt_cli_whole(const char *text, long long lo, long long hi, long long *out);
+int dt_cli_real(const char *text, double lo, double hi, double *out);
+
 /* Launcher detection: 1 when this process was started by mpirun/mpiexec/srun (their
  * environment variables), so MPI must be initialised; 0 for a plain run. */
 int dt_cli_launched(void);

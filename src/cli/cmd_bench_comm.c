@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "cmd_bench_comm.h"
 #include "dtrain/comm_mpi.h"
 
@@ -125,13 +126,13 @@ static int parse_size(const char *s, size_t *out)
     return 1;
 }
 
-static int parse_long(const char *s, long *out)
+/* --iters and --warmup: 0 to a billion calls. */
+static int parse_calls(const char *s, long *out)
 {
-    char *end = NULL;
-    long v = strtol(s, &end, 10);
-    if (end == s || *end != '\0' || v < 0)
+    long long v = 0;
+    if (!dt_cli_whole(s, 0, 1000000000LL, &v))
         return 0;
-    *out = v;
+    *out = (long)v;
     return 1;
 }
 
@@ -205,9 +206,9 @@ static int parse(int argc, char **argv, bench_opts *o)
         else if (strcmp(a, "--max-bytes") == 0)
             ok = parse_size(v, &o->max_bytes);
         else if (strcmp(a, "--iters") == 0)
-            ok = parse_long(v, &o->iters);
+            ok = parse_calls(v, &o->iters);
         else if (strcmp(a, "--warmup") == 0)
-            ok = parse_long(v, &o->warmup);
+            ok = parse_calls(v, &o->warmup);
         else if (strcmp(a, "--ops") == 0) {
             ok = (o->ops_mask = parse_list(v, op_names, N_OPS, &bad)) != 0;
             o->ops_given = 1;
@@ -220,14 +221,12 @@ static int parse(int argc, char **argv, bench_opts *o)
             for (int t = 0; t < BENCH_TYPES && ok; t++)
                 if (type_mask == 1u << t)
                     o->type = (dt_comm_dtype)t;
-        } else if (strcmp(a, "--timeout") == 0) {
-            char *end = NULL;
-            o->timeout = strtod(v, &end);
-            ok = end != v && *end == '\0' && o->timeout > 0;
-        } else if (strcmp(a, "--gap") == 0) {
-            char *end = NULL;
-            o->gap_s = strtod(v, &end) * 1e-3;
-            ok = end != v && *end == '\0' && o->gap_s >= 0 && o->gap_s <= 10.0;
+        } else if (strcmp(a, "--timeout") == 0)
+            ok = dt_cli_real(v, 0, 1e9, &o->timeout) && o->timeout > 0;
+        else if (strcmp(a, "--gap") == 0) {
+            double ms = 0;
+            ok = dt_cli_real(v, 0, 1e4, &ms);
+            o->gap_s = ms * 1e-3;
         } else if (strcmp(a, "--json") == 0)
             o->json = v;
         if (!ok) {

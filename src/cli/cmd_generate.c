@@ -4,7 +4,8 @@
  * Hugging Face directory or a weights file (gpt_source.h). The continuation goes to stdout
  * as raw bytes, each as it is drawn, and nothing else: notes (a prompt cut to block_size)
  * go to stderr. --logits FILE keeps the numbers behind it for bench/hf_check.py. */
-#include <errno.h>
+#include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,10 +60,8 @@ static void usage_help(FILE *out)
 /* The whole of text as an integer in [lo, hi]; prints the error naming the option. */
 static int parse_int(const char *opt, const char *text, long long lo, long long hi, long long *out)
 {
-    char *end = NULL;
-    errno = 0;
-    const long long v = strtoll(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0') {
+    long long v = 0;
+    if (!dt_cli_whole(text, LLONG_MIN, LLONG_MAX, &v)) {
         fprintf(stderr, "dtrain generate: %s: '%s' is not an integer\n", opt, text);
         return DT_EXIT_USAGE;
     }
@@ -111,9 +110,7 @@ static int parse_args(int argc, char **argv, gen_args *a)
         return rc;
     a->temperature = 1.0;
     if (temp != NULL) {
-        char *end = NULL;
-        a->temperature = strtod(temp, &end);
-        if (end == temp || *end != '\0' || !(a->temperature >= 0.0) || isinf(a->temperature)) {
+        if (!dt_cli_real(temp, 0.0, DBL_MAX, &a->temperature)) {
             fprintf(stderr,
                     "dtrain generate: --temperature: '%s' must be a number >= 0 (0 is greedy)\n",
                     temp);

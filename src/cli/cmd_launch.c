@@ -21,6 +21,7 @@
  * library's finder, the one `dtrain train --resume` uses), and the probes. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -102,10 +103,8 @@ static int take_count(const dt_cli_values *v, const char *name, const char *slot
     const char *s = dt_cli_string(v, slot);
     if (s == NULL)
         return 1;
-    char *end = NULL;
-    errno = 0;
-    const long n = strtol(s, &end, 10);
-    if (end == s || *end != '\0' || errno != 0 || n < lo || n > 100000) {
+    long long n = 0;
+    if (!dt_cli_whole(s, lo, 100000, &n)) {
         fprintf(stderr, "dtrain launch: %s '%s' is not a valid count\n", name, s);
         return 0;
     }
@@ -149,11 +148,9 @@ static void scan_train_args(launch_opts *o)
         }
         if (v != NULL)
             o->dir = v;
-        if (g != NULL) {
-            char *end = NULL;
-            long long n = strtoll(g, &end, 10);
-            o->global_batch = end != g && *end == '\0' && n > 0 ? n : 0;
-        }
+        long long n = 0;
+        if (g != NULL)
+            o->global_batch = dt_cli_whole(g, 1, LLONG_MAX, &n) ? n : 0;
     }
 }
 

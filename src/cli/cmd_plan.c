@@ -25,6 +25,7 @@
  * gradient all-reduce backward hides (none with parallel.overlap off), and the pipeline's
  * bubble. */
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -303,26 +304,11 @@ static double predict(const dt_config *cfg, const dt_shape *shapes, const dt_tp_
 }
 
 /* B and α from the options. */
-/* The whole of TEXT as a finite number (strtod's syntax) into *out; 0 when it is not one:
- * "10x", "inf" and "nan" are refused, not read as 10, infinity or NaN. */
-static int finite_number(const char *text, double *out)
-{
-    char *end = NULL;
-    errno = 0;
-    const double v = strtod(text, &end);
-    if (end == text || *end != '\0' || errno == ERANGE || !isfinite(v))
-        return 0;
-    *out = v;
-    return 1;
-}
-
 /* --ranks N: the whole of TEXT as a whole number from 1 to 2^24; 0 when it is not one. */
 static int ranks_number(const char *text)
 {
-    char *end = NULL;
-    errno = 0;
-    const long v = strtol(text, &end, 10);
-    return end != text && *end == '\0' && errno == 0 && v >= 1 && v <= (1L << 24) ? (int)v : 0;
+    long long v = 0;
+    return dt_cli_whole(text, 1, 1LL << 24, &v) ? (int)v : 0;
 }
 
 static int link_of(const dt_cli_values *v, double bytes, dt_link_model *l)
@@ -339,11 +325,11 @@ static int link_of(const dt_cli_values *v, double bytes, dt_link_model *l)
         return DT_EXIT_USAGE;
     } else {
         double gbs = 0, us = 0;
-        if (!finite_number(bw, &gbs) || !(gbs > 0)) {
+        if (!dt_cli_real(bw, 0, DBL_MAX, &gbs) || !(gbs > 0)) {
             fprintf(stderr, "dtrain plan: --bandwidth: '%s' is not a bandwidth in GB/s > 0\n", bw);
             return DT_EXIT_USAGE;
         }
-        if (!finite_number(lat, &us) || !(us >= 0)) {
+        if (!dt_cli_real(lat, 0, DBL_MAX, &us)) {
             fprintf(stderr, "dtrain plan: --latency: '%s' is not a latency in microseconds >= 0\n",
                     lat);
             return DT_EXIT_USAGE;

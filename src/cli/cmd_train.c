@@ -414,9 +414,8 @@ static dt_status setup_observe(dt_trainer *t, const dt_cli_values *vals, const d
     const int rank = world->rank;
     const char *jitter = dt_cli_string(vals, "jitter");
     if (jitter != NULL) {
-        char *end = NULL;
-        const double ms = strtod(jitter, &end);
-        if (end == jitter || *end != '\0' || !(ms >= 0) || ms > 1e6)
+        double ms = 0;
+        if (!dt_cli_real(jitter, 0, 1e6, &ms))
             return dt_fail(DT_ERR_INVALID, "--jitter: '%s' is not a number of milliseconds",
                            jitter);
         dt_train_layout lay;
@@ -428,14 +427,19 @@ static dt_status setup_observe(dt_trainer *t, const dt_cli_values *vals, const d
     if (slow == NULL)
         slow = getenv("DTRAIN_SLOW_RANK");
     if (slow != NULL) {
-        int who = -1, used = 0;
+        char who_text[24] = "";
+        const char *colon = strchr(slow, ':');
+        const size_t n = colon != NULL ? (size_t)(colon - slow) : 0;
+        long long who = -1;
         double ms = -1;
-        if (sscanf(slow, "%d:%lf%n", &who, &ms, &used) != 2 || slow[used] != '\0' || who < 0 ||
-            !(ms >= 0) || ms > 1e6)
+        if (n > 0 && n < sizeof who_text)
+            memcpy(who_text, slow, n);
+        if (n == 0 || n >= sizeof who_text || !dt_cli_whole(who_text, 0, INT32_MAX, &who) ||
+            !dt_cli_real(colon + 1, 0, 1e6, &ms))
             return dt_fail(DT_ERR_INVALID,
                            "--slow-rank: '%s' is not RANK:MILLISECONDS (0 to 1e6 ms)", slow);
         if (who >= world->size)
-            return dt_fail(DT_ERR_INVALID, "--slow-rank: rank %d is not in this job of %d rank%s",
+            return dt_fail(DT_ERR_INVALID, "--slow-rank: rank %lld is not in this job of %d rank%s",
                            who, world->size, world->size == 1 ? "" : "s");
         if (who == rank)
             dt_trainer_set_delay(t, ms / 1e3);
@@ -444,9 +448,8 @@ static dt_status setup_observe(dt_trainer *t, const dt_cli_values *vals, const d
         return DT_OK;
     const char *n = dt_cli_string(vals, "trace-events");
     long long events = 262144;
-    int used = 0;
-    if (n != NULL && (sscanf(n, "%lld%n", &events, &used) != 1 || n[used] != '\0' || events < 1))
-        return dt_fail(DT_ERR_INVALID, "--trace-events: '%s' is not a positive count", n);
+    if (n != NULL && !dt_cli_whole(n, 1, 1LL << 32, &events))
+        return dt_fail(DT_ERR_INVALID, "--trace-events: '%s' is not a count from 1 to 2^32", n);
     return dt_trainer_enable_trace(t, (size_t)events);
 }
 

@@ -12,12 +12,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
+
 /* A slot count, 1 to 1000000, the whole of `text`; 0 or -1. */
 static int parse_slots(const char *text, int *slots)
 {
-    char *end = NULL;
-    long s = strtol(text, &end, 10);
-    if (end == text || *end != '\0' || s < 1 || s > 1000000)
+    long long s = 0;
+    if (!dt_cli_whole(text, 1, 1000000, &s))
         return -1;
     *slots = (int)s;
     return 0;

@@ -80,6 +80,10 @@ refuse slow_rank_absent 2 "^dtrain: --slow-rank: rank 5 is not in this job of 1 
     T "$LIN" $RUN --slow-rank 5:10
 refuse slow_rank_inf 2 "^dtrain: --slow-rank: '0:inf' is not RANK:MILLISECONDS \(0 to 1e6 ms\)\$" \
     T "$LIN" $RUN --slow-rank 0:inf
+refuse slow_rank_overflow 2 "^dtrain: --slow-rank: '4294967296:5' is not RANK:MILLISECONDS \(0 to 1e6 ms\)\$" \
+    T "$LIN" $RUN --slow-rank 4294967296:5
+refuse trace_events_overflow 2 "^dtrain: --trace-events: '99999999999999999999' is not a count from 1 to 2\^32\$" \
+    T "$LIN" $RUN --trace "$tmp/never.json" --trace-events 99999999999999999999
 refuse pp_schedule 2 "^dtrain: config: --pp-schedule $NE without a pipeline: it applies to --pp 2 or more\$" \
     T "$LIN" $RUN --pp-schedule gpipe
 

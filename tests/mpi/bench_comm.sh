@@ -46,5 +46,14 @@ awk '{ for (i = 1; i <= NF; i++) if ($i == "\"time_us\":") t = $(i + 1) + 0 }
      END { exit !(t < 20000) }' "$json" || fail "the --gap is counted in the call's time"
 "$driver" --gap -1 >/dev/null 2>&1
 [ $? -eq 2 ] || fail "a negative --gap is not a usage error"
+# Numbers are read whole (src/cli/cli_number.c): an overflowing count, a count with a
+# fraction, an infinite timeout are usage errors, not LONG_MAX, 1 or a wait for ever.
+for bad in "--iters 99999999999999999999" "--warmup 2.5" "--timeout inf" "--gap nan"; do
+    # shellcheck disable=SC2086 # the option and its value are two words
+    "$driver" $bad >"$out" 2>&1
+    rc=$?
+    [ $rc -eq 2 ] || fail "$bad: exit $rc, not 2 (usage)"
+    grep -q "not a valid value" "$out" || fail "$bad: no message naming the value: $(cat "$out")"
+done
 rm -f "$json" "$out"
 echo "bench-comm ok: $all rows, 0 wrong"

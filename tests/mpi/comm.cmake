@@ -43,7 +43,8 @@ endforeach()
 
 # bench-comm through its entry point (src/cli/cmd_bench_comm.c), at small sizes.
 dt_comm_program(bench_comm_driver ${CMAKE_CURRENT_LIST_DIR}/bench_comm_driver.c
-                ${PROJECT_SOURCE_DIR}/src/cli/cmd_bench_comm.c)
+                ${PROJECT_SOURCE_DIR}/src/cli/cmd_bench_comm.c
+                ${PROJECT_SOURCE_DIR}/src/cli/cli_number.c)
 target_include_directories(bench_comm_driver PRIVATE ${PROJECT_SOURCE_DIR}/src/cli)
 target_compile_definitions(bench_comm_driver PRIVATE _POSIX_C_SOURCE=200809L)
 foreach(np 2 4)
