@@ -23,9 +23,10 @@ order's idle time, not what is computed, and every order is still checked free o
 deadlock), and --explain-layout's count of a run of blocks that gathers its output (a model
 of blocks alone on a float input, which no data kind of the command line feeds).
 
-All 96 took 1392 s on 2 cores, all caught (2026-11-27; the last 18 cover the skip limit,
-fedavg's non-finite guard and its dropped clients, clipping under localsgd, fedavg and ps,
-and ps's LEAVE). Not part of `make test`. Run it from a tree whose mutated files have no
+The full run of 96 took 1392 s on 2 cores, all caught (2026-11-27; the last 18 of those
+cover the skip limit, fedavg's non-finite guard and its dropped clients, clipping under
+localsgd, fedavg and ps, and ps's LEAVE). The 2 added since (stop-*: the stop signal's
+agreement) were run alone and caught, in 186 s. Not part of `make test`. Run it from a tree whose mutated files have no
 uncommitted changes (it refuses otherwise): it rewrites them."""
 import argparse
 import os
@@ -334,6 +335,11 @@ MUTANTS = [
     ("fedavg-nan-unseen", "src/parallel/fedavg.c",
      "*bad = !isfinite(loss) || dt_any_nonfinite(d, f->n, NULL);", "*bad = !isfinite(loss);",
      "cli_fedavg", "a client's non-finite update averaged into the model"),
+    ("stop-unagreed", "src/train/stop.c", "if (t->stop_comm == NULL) { /* one rank",
+     "if (1) { /* one rank", "cli_stop",
+     "each rank stops after the step its own signal came, not where the ranks agree"),
+    ("stop-ignored", "src/train/stop.c", "        if (t->stop_any != 0) {",
+     "        if (0) {", "cli_stop", "the ranks agree on a stop and train on"),
 ]
 
 

@@ -48,6 +48,18 @@ typedef enum dt_last_batch {
     DT_LAST_BATCH_COUNT
 } dt_last_batch;
 
+/* train.stop_signal: the library installs no signal handler; the value says which signal
+ * the program turns into a stop (dtrain train does, for --stop-on), and that the ranks must
+ * agree on the step to stop at. */
+typedef enum dt_stop_signal {
+    DT_STOP_SIGNAL_NONE = 0,
+    DT_STOP_SIGNAL_USR1,
+    DT_STOP_SIGNAL_USR2,
+    DT_STOP_SIGNAL_TERM,
+    DT_STOP_SIGNAL_INT,
+    DT_STOP_SIGNAL_COUNT
+} dt_stop_signal;
+
 typedef struct dt_config {
     struct {
         dt_data_kind kind;
@@ -96,6 +108,9 @@ typedef struct dt_config {
                                every rank (counted), 1 stops the run naming rank and layer */
         int64_t skip_limit; /* skipping: this many skipped steps in a row stop the run as 1
                                would; 0 = no limit */
+        int stop_signal;    /* DT_STOP_SIGNAL_*: the signal a program turns into
+                               dt_trainer_request_stop (dtrain train --stop-on); any but NONE
+                               makes the ranks agree after every step whether one was asked */
     } train;
     struct {
         int strategy;   /* the registry's number of the strategy (dt_strategy_name): ddp, ... */

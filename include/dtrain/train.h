@@ -171,6 +171,15 @@ DT_API int64_t dt_trainer_skipped_steps(const dt_trainer *t);
  * servers, which told the other workers), 0 when it was this rank's own or every rank's.
  * A launcher that ends the job leaves that to the rank that left, with its own status. */
 DT_API int dt_trainer_ended_by_peer(const dt_trainer *t);
+/* train.stop_signal: asks the run to stop. Async-signal-safe (it sets a flag): call it from
+ * the handler of that signal, or from any thread or callback. The ranks agree on the step:
+ * asked of any rank before the end of step k, every rank stops after step k + 1 (at once
+ * in a world of one), writes the checkpoint that ends the run (with checkpoint.dir) and
+ * returns DT_OK from dt_trainer_run without evaluating the unfinished epoch. Without
+ * train.stop_signal set, the ranks do not agree and the request is ignored. */
+DT_API void dt_trainer_request_stop(dt_trainer *t);
+/* The optimizer step a run stopped on request after (dt_trainer_request_stop), or -1. */
+DT_API int64_t dt_trainer_stopped_at(const dt_trainer *t);
 /* Optimizer steps taken so far (a resumed run's: its checkpoint's step). */
 DT_API int64_t dt_trainer_optim_steps(const dt_trainer *t);
 /* Test hook: the `attempted`-th step (1-based, taken or skipped) gets a NaN in this rank's

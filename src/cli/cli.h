@@ -9,8 +9,16 @@
 
 /* Exit codes: 0 ok, 1 failure, 2 usage, 3 a training run stopped by its non-finite guard
  * (train.on_nonfinite stop, train.skip_limit): what a restart would compute again, so
- * dtrain launch does not restart it, nor a usage error. */
-enum { DT_EXIT_OK = 0, DT_EXIT_FAIL = 1, DT_EXIT_USAGE = 2, DT_EXIT_NONFINITE = 3 };
+ * dtrain launch does not restart it, nor a usage error; 4 a run stopped by its
+ * train.stop_signal (--stop-on) before its end, its checkpoint written: asked for, so not
+ * restarted either, and resumable. */
+enum {
+    DT_EXIT_OK = 0,
+    DT_EXIT_FAIL = 1,
+    DT_EXIT_USAGE = 2,
+    DT_EXIT_NONFINITE = 3,
+    DT_EXIT_STOPPED = 4
+};
 
 /* The file dtrain launch keeps in the checkpoint directory: the step rank 0 has reached. */
 #define DT_LAUNCH_PROGRESS_NAME ".progress"

@@ -290,9 +290,18 @@ static void on_stop(int sig, siginfo_t *info, void *uctx)
         to_forward = sig;
 }
 
+/* SIGUSR1 and SIGUSR2, passed on to the launcher (which passes them to the ranks: a run
+ * with train.stop_signal stops on one, with exit status 4) while supervision goes on. */
+static void on_pass(int sig, siginfo_t *info, void *uctx)
+{
+    (void)info;
+    (void)uctx;
+    to_forward = sig;
+}
+
 static void install_stop_handlers(void)
 {
-    static const int sigs[] = {SIGINT, SIGTERM};
+    static const int sigs[] = {SIGINT, SIGTERM, SIGUSR1, SIGUSR2};
     for (size_t k = 0; k < sizeof sigs / sizeof sigs[0]; k++) {
         struct sigaction sa, old;
         /* A signal that whoever started us ignores (SIGINT in a background job) stays so. */
@@ -300,7 +309,7 @@ static void install_stop_handlers(void)
             continue;
         memset(&sa, 0, sizeof sa);
         sigemptyset(&sa.sa_mask);
-        sa.sa_sigaction = on_stop;
+        sa.sa_sigaction = k < 2 ? on_stop : on_pass;
         sa.sa_flags = SA_SIGINFO; /* no SA_RESTART: poll() and waitpid() return to forward it */
         sigaction(sigs[k], &sa, NULL);
     }
@@ -328,6 +337,7 @@ typedef struct err_scan {
     char line[3][256];
     char plain[256];
     char host[128]; /* the node of a daemon Open MPI lost ("Remote daemon: ... on node X") */
+    int stopped;    /* rank 0 said the run stopped on its --stop-on signal */
 } err_scan;
 
 /* The number at p ("N", then anything), or -1. */
@@ -372,6 +382,10 @@ static long dtrain_rank(const char *line)
 static void scan_line(err_scan *s)
 {
     const char *line = s->buf + strspn(s->buf, " \t");
+    if (strncmp(line, "dtrain: stopped on SIG", 22) == 0) {
+        s->stopped = 1;
+        return;
+    }
     /* A host gone: Open MPI names the node of the daemon it lost. */
     const char *node = strncmp(line, "Remote daemon:", 14) == 0 ? strstr(line, " on node ") : NULL;
     if (node != NULL) {
@@ -416,6 +430,7 @@ typedef struct run_result {
     char host[128];   /* a host whose daemon Open MPI lost, or "" */
     char silent[512]; /* the hosts that did not answer the probe after it, or "" */
     int exec_errno;   /* the launcher could not be started */
+    int stopped;      /* the run stopped on its --stop-on signal (train said so) */
 } run_result;
 
 /* Passes the launcher's stderr through unchanged, byte for byte, and scans its lines, until
@@ -464,6 +479,7 @@ static void supervise(pid_t pid, int fd, run_result *r)
     r->own = k == 1 || k < 0;
     snprintf(r->line, sizeof r->line, "%s", k < 0 ? s.plain : s.rank[k] >= 0 ? s.line[k] : "");
     snprintf(r->host, sizeof r->host, "%s", s.host);
+    r->stopped = s.stopped;
 }
 
 /* Starts the launcher with its stderr into a pipe (*errfd). An exec failure comes back as
@@ -950,7 +966,17 @@ static int supervise_job(launch_state *st)
         run_result r;
         if (run_once(st, &r) != DT_EXIT_OK)
             return DT_EXIT_FAIL;
-        if (WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) {
+        const int code = WIFEXITED(r.status) ? WEXITSTATUS(r.status) : -1;
+        /* MPICH's mpiexec, once it has passed a signal on, may exit 0 where the ranks
+         * exited 4: the train command's own line says which. */
+        if (code == DT_EXIT_STOPPED || (code == 0 && r.stopped)) {
+            fprintf(stderr, "dtrain launch: not restarting: the run stopped on its --stop-on "
+                            "signal (exit status 4) and wrote its checkpoint; run this command "
+                            "again to go on from it\n");
+            report(st, "stopped");
+            return DT_EXIT_STOPPED;
+        }
+        if (code == 0) {
             char outcome[64];
             snprintf(outcome, sizeof outcome, "done after %d restart%s", st->nrecs,
                      st->nrecs == 1 ? "" : "s");
@@ -959,7 +985,6 @@ static int supervise_job(launch_state *st)
         }
         /* The train command's own verdicts that a restart would reach again: its exit
          * status, its message the cause, no rank killed and no host lost. */
-        const int code = WIFEXITED(r.status) ? WEXITSTATUS(r.status) : -1;
         if ((code == DT_EXIT_USAGE || code == DT_EXIT_NONFINITE) && r.own && r.host[0] == '\0') {
             describe(&r, cause, sizeof cause);
             fprintf(stderr, "dtrain launch: not restarting: %s; %s\n", cause,

@@ -143,6 +143,10 @@ static const dt_cli_option train_opts[] = {
      "a NaN or Inf in a step's loss or gradients on any rank: every rank skips the step "
      "(default; fedavg drops the round's bad clients and averages the others), or the run "
      "stops naming rank, layer and step"},
+    {"--stop-on", "SIGNAL", DT_OPT_CONFIG_KEY, "train.stop_signal",
+     "usr1|usr2|term|int: on that signal every rank stops after the same step, writes the "
+     "checkpoint that ends the run and exits with status 4 (under mpirun: usr1, which it "
+     "passes on; a second signal ends the process)"},
     {"--skip-limit", "N", DT_OPT_CONFIG_KEY, "train.skip_limit",
      "with --on-nonfinite skip: N steps skipped in a row end the run as stop would (0: no "
      "limit)"},
@@ -841,7 +845,7 @@ int dt_cmd_train(int argc, char **argv)
     const char *windows = dt_cli_string(&vals, "windows-out");
     if (world.rank == 0 && windows != NULL && write_windows(t, &cfg, windows) != DT_OK)
         goto fail;
-    dt_cli_hooks_setup(t, world.rank);
+    dt_cli_hooks_setup(t, &cfg, world.rank);
     const dt_status observe = setup_observe(t, &vals, &cfg, &world);
     if (observe != DT_OK) {
         code = observe == DT_ERR_INVALID ? DT_EXIT_USAGE : DT_EXIT_FAIL; /* a bad value */
@@ -889,6 +893,18 @@ int dt_cmd_train(int argc, char **argv)
     if (world.rank == 0 && dt_trainer_skipped_steps(t) > 0)
         printf("dtrain: %lld step%s skipped for a NaN or Inf (train.on_nonfinite skip)\n",
                (long long)dt_trainer_skipped_steps(t), dt_trainer_skipped_steps(t) == 1 ? "" : "s");
+    int done = DT_EXIT_OK;
+    if (dt_trainer_stopped_at(t) >= 0) {
+        done = DT_EXIT_STOPPED;
+        if (world.rank == 0) {
+            const char *dir = cfg.checkpoint.dir[0] != '\0' ? cfg.checkpoint.dir : NULL;
+            /* On stderr: dtrain launch reads it there (MPICH's mpiexec may exit 0). */
+            fprintf(stderr, "dtrain: stopped on %s after step %lld (train.stop_signal): %s%s%s\n",
+                    dt_cli_stop_signal_name(&cfg), (long long)dt_trainer_stopped_at(t),
+                    dir != NULL ? "--resume " : "no checkpoint.dir, so nothing to resume from",
+                    dir != NULL ? dir : "", dir != NULL ? " goes on from its checkpoint" : "");
+        }
+    }
     if (world.rank == 0 && ctx.noted > 0) /* fedavg: the rounds that dropped clients */
         printf("dtrain: %lld %s%s dropped clients for a NaN or Inf and averaged the others "
                "(train.on_nonfinite skip)\n",
@@ -909,9 +925,14 @@ int dt_cmd_train(int argc, char **argv)
     if (tb != NULL)
         printf("dtrain: TensorBoard scalars written to %s\n", dt_tb_path(tb));
     dt_tb_close(tb);
+    dt_cli_hooks_close();
     dt_trainer_free(t);
+    /* Under mpirun a rank's non-zero status (4: stopped) ends the others once they are past
+     * MPI_Finalize: what they printed must be out before. */
+    fflush(stdout);
+    fflush(stderr);
     dt_cli_world_close(&world);
-    return DT_EXIT_OK;
+    return done;
 fail:
     if (world.size > 1)
         fprintf(stderr, "dtrain: rank %d: %s\n", world.rank, dt_last_error());
@@ -929,6 +950,7 @@ fail:
     /* On several ranks the job is aborted next, and the trainer's buffers may still be in
      * flight (a ps push that a server is reading from this process under MPICH's UCX): they
      * stay allocated until the abort ends the process. */
+    dt_cli_hooks_close();
     if (world.size <= 1)
         dt_trainer_free(t);
     return dt_cli_world_fail(&world, code);

@@ -1,5 +1,6 @@
 /* train_hooks.h — what `dtrain train` does besides training at each step: the progress
- * file a supervisor reads (dtrain launch), and the faults tests inject. */
+ * file a supervisor reads (dtrain launch), the signal that stops the run (--stop-on), and
+ * the faults tests inject. */
 #ifndef DT_CLI_TRAIN_HOOKS_H
 #define DT_CLI_TRAIN_HOOKS_H
 
@@ -11,10 +12,17 @@
  * reached in that file, for dtrain launch's report of recomputed steps), and the test-only
  * DTRAIN_TEST_KILL="RANK:STEP[:MARKER]" (that rank SIGKILLs itself once step STEP is taken;
  * with MARKER, only while the file MARKER does not exist, created first, so that it fires
- * once across restarts) and DTRAIN_TEST_NAN="RANK:STEP" (a NaN in that rank's loss gradient
- * at the STEP-th step attempted). */
-void dt_cli_hooks_setup(dt_trainer *t, int rank);
+ * once across restarts), DTRAIN_TEST_NAN="RANK:STEP" (a NaN in that rank's loss gradient
+ * at the STEP-th step attempted) and DTRAIN_TEST_SIGNAL="RANK:STEP" (that rank raises
+ * train.stop_signal's signal once step STEP is taken). With train.stop_signal set, installs
+ * its handler: the first such signal asks the trainer to stop (dt_trainer_request_stop),
+ * a second one acts as it would without the handler. */
+void dt_cli_hooks_setup(dt_trainer *t, const dt_config *cfg, int rank);
 /* After each step, on every rank. */
 void dt_cli_hooks_step(int rank, int64_t step);
+/* Before the trainer is freed: a stop signal from now on asks nothing of it. */
+void dt_cli_hooks_close(void);
+/* The signal train.stop_signal names ("SIGUSR1"), or NULL for none. */
+const char *dt_cli_stop_signal_name(const dt_config *cfg);
 
 #endif

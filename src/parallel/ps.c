@@ -561,6 +561,10 @@ const dt_strategy_def dt_ps_def = {
     /* A worker's NaN cannot stop the others mid-step without a collective per step, which
      * would synchronise them. */
     .no_stop = "its servers skip a push holding a NaN or Inf and count it",
+    /* The same collective per step would bound the staleness to one step. */
+    .apart_steps = "its workers run up to parallel.staleness steps apart and share no "
+                   "collective in a step; agreeing on a step to stop at would make them wait "
+                   "for each other",
     .check = dt_ps_check,
     .create = dt_ps_create,
     .predict = ps_predict,

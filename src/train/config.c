@@ -68,6 +68,7 @@ dt_config dt_config_default(void)
     c.train.eval = 1;
     c.train.nonfinite_stop = 0;
     c.train.skip_limit = 10;
+    c.train.stop_signal = DT_STOP_SIGNAL_NONE;
 
     c.checkpoint.dir[0] = '\0';
     c.checkpoint.every = 0;
@@ -666,6 +667,11 @@ static dt_status check_run(const dt_config *c)
                            "config: %s: %g is out of range (must be %s in [%g, %g])", d->key, v,
                            d->type == DT_SETTING_INT ? "an integer" : "a number", d->lo, d->hi);
     }
+    if (def->apart_steps != NULL && c->train.stop_signal != DT_STOP_SIGNAL_NONE)
+        return dt_fail(DT_ERR_UNSUPPORTED,
+                       "config: train.stop_signal (--stop-on) does not apply under "
+                       "parallel.strategy %s: %s",
+                       def->name, def->apart_steps);
     if (def->no_stop != NULL && c->train.nonfinite_stop)
         return dt_fail(DT_ERR_UNSUPPORTED,
                        "config: train.on_nonfinite stop does not apply under parallel.strategy "

@@ -159,6 +159,15 @@ static const char *nonfinite_name(int v)
     static const char *const n[2] = {"skip", "stop"};
     return v >= 0 && v < 2 ? n[v] : NULL;
 }
+static const char *stop_signal_name(int v)
+{
+    static const char *const n[DT_STOP_SIGNAL_COUNT] = {[DT_STOP_SIGNAL_NONE] = "none",
+                                                        [DT_STOP_SIGNAL_USR1] = "usr1",
+                                                        [DT_STOP_SIGNAL_USR2] = "usr2",
+                                                        [DT_STOP_SIGNAL_TERM] = "term",
+                                                        [DT_STOP_SIGNAL_INT] = "int"};
+    return v >= 0 && v < DT_STOP_SIGNAL_COUNT ? n[v] : NULL;
+}
 static const char *ckpt_error_name(int v)
 {
     static const char *const n[2] = {"stop", "continue"};
@@ -345,6 +354,11 @@ static const key_def keys[] = {
         "with train.on_nonfinite skip: this many steps skipped in a row end the run as stop "
         "would (weights that overflowed, or a text run's windows that give a NaN, fail every "
         "later step too); 0: no limit"),
+    ENUMK("train.stop_signal", train.stop_signal, stop_signal_name, 0,
+          "none | usr1 | usr2 | term | int: on that signal to any rank, dtrain train stops every "
+          "rank after the same step (the ranks agree with a 4-byte all-reduce a step, waited a "
+          "step later), writes the checkpoint that ends the run and exits with status 4; the "
+          "library only agrees (dt_trainer_request_stop)"),
     /* [checkpoint] */
     OTHER("checkpoint.dir", KEY_PATH, checkpoint.dir,
           "directory of checkpoints (docs/checkpoint-format.md); empty: none are written"),

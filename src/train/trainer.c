@@ -266,6 +266,7 @@ dt_status dt_trainer_create(const dt_config *cfg, dt_comm *world, dt_trainer **o
     } else {
         DT_TRY(dt_config_agree(cfg, world)); /* before anything that depends on a setting */
     }
+    DT_TRY(dt_trainer_stop_open(t, world));
     dt_strategy_options so;
     dt_config_strategy_options(cfg, &so);
     DT_TRY(dt_strategy_create(&so, world, &t->strategy));
@@ -322,6 +323,7 @@ void dt_trainer_free(dt_trainer *t)
     dt_obs_free(t->obs);
     dt_free(t->phases);
     dt_strategy_free(t->strategy);
+    dt_comm_free(t->stop_comm);
     dt_comm_free(t->self);
     dt_free(t->whole);
     dt_free(t->stage_whole);
@@ -952,6 +954,12 @@ static dt_status run_epoch(dt_trainer *t, int64_t epoch, int64_t from, const dt_
         DT_TRY(eval_due(t, cb, epoch, plan.last));
         t0 += dt_now() - te; /* the epoch's figures count training alone */
         DT_TRY(dt_trainer_checkpoint_due(t, cb, 0));
+        int stop = 0;
+        DT_TRY(dt_trainer_stop_due(t, &stop));
+        if (stop) {
+            t->stopped_at = dt_optim_steps(t->optim);
+            break;
+        }
     }
     double train_s = dt_now() - t0;
     *e = (dt_epoch_info){
@@ -1000,6 +1008,10 @@ dt_status dt_trainer_run(dt_trainer *t, const dt_train_callbacks *cb)
          (c->train.epochs == 0 || epoch < c->train.epochs) && !max_steps_reached(t); epoch++) {
         dt_epoch_info e;
         DT_TRY(run_epoch(t, epoch, epoch == t->start_epoch ? t->start_step : 0, &sched, cb, &e));
+        /* Stopped on request: the epoch is unfinished, and the time left (a scheduler's
+         * notice) goes to the checkpoint, not to an evaluation. */
+        if (t->stopped_at >= 0)
+            break;
         /* With train.eval_every, the evaluation made after the epoch's last step, if any. */
         if (c->train.eval && c->train.eval_every == 0)
             DT_TRY(dt_trainer_evaluate(t, &e.test_loss, &e.test_accuracy));
@@ -1010,6 +1022,7 @@ dt_status dt_trainer_run(dt_trainer *t, const dt_train_callbacks *cb)
         if (cb != NULL && cb->on_epoch != NULL)
             DT_TRY(cb->on_epoch(cb->ctx, &e));
     }
+    DT_TRY(dt_trainer_stop_close(t));
     /* The checkpoint that ends training, where the last periodic one was not this step. */
     DT_TRY(dt_trainer_checkpoint_due(t, cb, 1));
     return DT_OK;

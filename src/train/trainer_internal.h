@@ -4,6 +4,8 @@
 #ifndef DT_TRAIN_TRAINER_INTERNAL_H
 #define DT_TRAIN_TRAINER_INTERNAL_H
 
+#include <signal.h>
+
 #include "dtrain/optim.h"
 #include "dtrain/text.h"
 #include "dtrain/train.h"
@@ -61,6 +63,12 @@ struct dt_trainer {
     int64_t since_samples;
     int64_t eval_step; /* the optimizer step of the newest evaluation, -1: none */
     double eval_loss, eval_accuracy;
+    /* train.stop_signal (stop.c): a stop asked of this rank, and the ranks' agreement. */
+    volatile sig_atomic_t stop_asked; /* dt_trainer_request_stop, from a signal handler */
+    dt_comm *stop_comm;               /* a duplicate of the world for the agreement, or NULL */
+    dt_comm_req *stop_req;            /* the round started after the last step, or NULL */
+    int32_t stop_mine, stop_any;      /* that round's buffers */
+    int64_t stopped_at;               /* the optimizer step the run stopped after, or -1 */
 };
 
 /* data.kind text: loads the corpus and fixes its windows (model.block_size, train.seed);
@@ -94,5 +102,12 @@ dt_status dt_trainer_checkpoint_due(dt_trainer *t, const dt_train_callbacks *cb,
 /* Every rank's status to every rank (trainer_ckpt.c): the first failure, with its rank and
  * message, on all; `mine` as it is in a world of one. Collective over the world. */
 dt_status dt_trainer_agree(dt_trainer *t, dt_status mine);
+
+/* train.stop_signal (stop.c): open duplicates the world for the agreement (collective, at
+ * create); due, after each step, sets *stop when every rank is to stop now; close waits for
+ * the round still out when the run ends. dt_comm_free(t->stop_comm) frees it. */
+dt_status dt_trainer_stop_open(dt_trainer *t, dt_comm *world);
+dt_status dt_trainer_stop_due(dt_trainer *t, int *stop);
+dt_status dt_trainer_stop_close(dt_trainer *t);
 
 #endif

@@ -18,3 +18,7 @@ dt_add_cli_test(NAME cli_ckpt COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_ckpt.sh M
 # are dt_weights_write's. Label alloc: malloc is replaced (no sanitizer build).
 dt_add_mpi_test(NAME test_ckpt_mem SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ckpt_mem.c
                 ${PROJECT_SOURCE_DIR}/tests/support/alloc_count.c NP 2 LABELS alloc TIMEOUT 60)
+# A run stopped on its signal (--stop-on): the ranks stop after the same step (the signal on
+# one rank, on mpirun, under a pipeline), write its checkpoint and exit 4, the resumed run
+# ends with the uninterrupted one's bytes; launch does not restart it; ps is refused.
+dt_add_cli_test(NAME cli_stop COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_stop.sh MPI TIMEOUT 180)

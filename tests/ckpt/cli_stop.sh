@@ -1,0 +1,156 @@
+#!/bin/sh
+# cli_stop.sh — a run stopped on its signal (--stop-on, train.stop_signal; src/train/stop.c):
+#   - one process raising SIGUSR1 after step 3 stops after step 3, writes that checkpoint,
+#     exits with status 4, and resumed ends with the uninterrupted run's weights, byte for byte;
+#   - on 2 ranks the signal on rank 1 alone after step 3 stops both after step 4 (the ranks
+#     agree a step later), one checkpoint, and the resumed run's weights are the
+#     uninterrupted ones; likewise a pipeline of 2 stages;
+#   - a real SIGUSR1 sent to mpirun mid-run (which passes it to the ranks) stops the job
+#     with status 4 and a checkpoint of a step before the end;
+#   - dtrain launch does not restart a job that exits 4, and exits 4 itself;
+#   - --stop-on under ps, and an unknown signal, are refused.
+# The watchdog is set to 20 s: ranks that stopped at different steps fail, not hang.
+set -u
+DTRAIN=${DTRAIN:?ctest sets DTRAIN}
+MPIRUN=${MPIRUN:?ctest sets MPIRUN}
+SRC=${DT_SOURCE_DIR:?ctest sets DT_SOURCE_DIR}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/dtrain-stop-XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+MLP="$SRC/examples/mlp.ini"
+common="--max-steps 10 --epochs 1 --batch 32 --threads 1 --no-progress --log-every 1 --comm-timeout 20"
+
+ok() { echo "ok $*"; }
+bad() { echo "FAIL $*"; fail=1; }
+show() { sed 's/^/  /' "$1" | tail -30; }
+
+# run NAME STATUS NP ARGS...: dtrain train (NP 0: without mpirun), expecting exit STATUS.
+run() {
+    name=$1 want=$2 np=$3
+    shift 3
+    if [ "$np" = 0 ]; then
+        "$DTRAIN" train "$MLP" $common "$@" >"$tmp/$name.out" 2>&1 </dev/null
+    else
+        "$MPIRUN" -np "$np" --oversubscribe "$DTRAIN" train "$MLP" $common "$@" \
+            >"$tmp/$name.out" 2>&1 </dev/null
+    fi
+    code=$?
+    if [ $code -eq "$want" ]; then ok "$name: exit status $code"
+    else bad "$name: exit status $code, expected $want"; show "$tmp/$name.out"; fi
+}
+
+has() { # has NAME FILE REGEX
+    if grep -Eq "$3" "$2"; then ok "$1: $(grep -E "$3" "$2" | head -1)"
+    else bad "$1: no line matches /$3/"; show "$2"; fi
+}
+
+sets() { # sets NAME DIR EXPECTED: the checkpoint sets in DIR, space-separated
+    got=$(ls "$2" 2>/dev/null | grep '^step-' | tr '\n' ' ' | sed 's/ $//')
+    if [ "$got" = "$3" ]; then ok "$1: sets '$got'"; else bad "$1: sets '$got', expected '$3'"; fi
+}
+
+same_file() { # same_file NAME A B
+    if cmp -s "$2" "$3"; then ok "$1: identical bytes"; else bad "$1: $(cmp "$2" "$3" 2>&1 | head -1)"; fi
+}
+
+# ---- one process ---------------------------------------------------------------------------
+run full1 0 0 --save-weights "$tmp/full1.st"
+DTRAIN_TEST_SIGNAL=0:3 run stop1 4 0 --stop-on usr1 --checkpoint-dir "$tmp/ck1"
+has stop1_said "$tmp/stop1.out" "^dtrain: stopped on SIGUSR1 after step 3 \(train\.stop_signal\): --resume $tmp/ck1 goes on from its checkpoint\$"
+sets stop1_sets "$tmp/ck1" "step-000000003"
+if grep -q "^epoch 1 step 4/" "$tmp/stop1.out"; then bad "stop1: a step after the stop"; show "$tmp/stop1.out"; fi
+run resume1 0 0 --stop-on usr1 --checkpoint-dir "$tmp/ck1" --resume "$tmp/ck1" --save-weights "$tmp/resume1.st"
+same_file resume1_weights "$tmp/full1.st" "$tmp/resume1.st"
+
+# ---- 2 ranks: the signal on one rank ---------------------------------------------------------
+run full2 0 2 --save-weights "$tmp/full2.st"
+"$MPIRUN" -np 2 --oversubscribe -x DTRAIN_TEST_SIGNAL=1:3 "$DTRAIN" train "$MLP" $common \
+    --stop-on usr1 --checkpoint-dir "$tmp/ck2" >"$tmp/stop2.out" 2>&1 </dev/null
+code=$?
+if [ $code -eq 4 ]; then ok "stop2: exit status 4"; else bad "stop2: exit status $code, expected 4"; show "$tmp/stop2.out"; fi
+has stop2_said "$tmp/stop2.out" "^dtrain: stopped on SIGUSR1 after step 4 "
+sets stop2_sets "$tmp/ck2" "step-000000004"
+run resume2 0 2 --checkpoint-dir "$tmp/ck2" --resume "$tmp/ck2" --save-weights "$tmp/resume2.st"
+same_file resume2_weights "$tmp/full2.st" "$tmp/resume2.st"
+
+# ---- a pipeline of 2 stages: the signal on the last stage ----------------------------------
+run fullpp 0 2 --pp 2 --micro-batches 2 --save-weights "$tmp/fullpp.st"
+"$MPIRUN" -np 2 --oversubscribe -x DTRAIN_TEST_SIGNAL=1:6 "$DTRAIN" train "$MLP" $common \
+    --pp 2 --micro-batches 2 --stop-on usr2 --checkpoint-dir "$tmp/ckpp" >"$tmp/stoppp.out" 2>&1 </dev/null
+code=$?
+if [ $code -eq 4 ]; then ok "stoppp: exit status 4"; else bad "stoppp: exit status $code, expected 4"; show "$tmp/stoppp.out"; fi
+has stoppp_said "$tmp/stoppp.out" "^dtrain: stopped on SIGUSR2 after step 7 "
+sets stoppp_sets "$tmp/ckpp" "step-000000007"
+run resumepp 0 2 --pp 2 --micro-batches 2 --checkpoint-dir "$tmp/ckpp" --resume "$tmp/ckpp" \
+    --save-weights "$tmp/resumepp.st"
+same_file resumepp_weights "$tmp/fullpp.st" "$tmp/resumepp.st"
+
+# ---- a real signal to mpirun, and to dtrain launch ----------------------------------------------
+# MPICH's mpiexec, once it has passed a signal on, may exit 0 where the ranks exited 4: then
+# the run's own line must say it stopped (dtrain launch reads it so).
+hydra=0
+"$MPIRUN" --version 2>&1 | grep -qi hydra && hydra=1
+
+# wait_step FILE: until the progress FILE says step 2 or later (30 s at most).
+wait_step() {
+    n=0
+    while [ $n -lt 300 ]; do
+        step=$(tr -d ' ' <"$1" 2>/dev/null)
+        [ -n "$step" ] && [ "$step" -ge 2 ] 2>/dev/null && return
+        sleep 0.1
+        n=$((n + 1))
+    done
+}
+
+# stopped NAME CODE OUT DIR: exit 4 (or 0 with the stop line under Hydra), the stop line, and
+# a checkpoint of a step before the run's end (400).
+stopped() {
+    if [ "$2" -eq 4 ] || { [ "$2" -eq 0 ] && [ $hydra = 1 ] && grep -q "^dtrain: stopped on" "$3"; }
+    then ok "$1: exit status $2 after SIGUSR1 at step ${step:-?}"
+    else bad "$1: exit status $2, expected 4"; show "$3"; fi
+    has "$1_said" "$3" "^dtrain: stopped on SIGUSR1 after step [0-9]+ "
+    got=$(ls "$4" 2>/dev/null | grep '^step-' | tail -1 | sed 's/^step-0*//')
+    if [ -n "$got" ] && [ "$got" -ge 2 ] && [ "$got" -lt 400 ]; then ok "$1: checkpoint of step $got"
+    else bad "$1: checkpoint '${got}', expected a step from 2 to 399"; ls "$4"; show "$3"; fi
+}
+
+# 20 ms a step on rank 0 (--slow-rank): 400 steps take 8 s or more, the signal comes at step 2.
+slow="--max-steps 400 --epochs 1 --batch 32 --threads 1 --no-progress --log-every 50 \
+    --comm-timeout 20 --slow-rank 0:20 --stop-on usr1"
+DTRAIN_PROGRESS_FILE="$tmp/progress" "$MPIRUN" -np 2 --oversubscribe -x DTRAIN_PROGRESS_FILE \
+    "$DTRAIN" train "$MLP" $slow --checkpoint-dir "$tmp/ckr" >"$tmp/real.out" 2>&1 </dev/null &
+pid=$!
+wait_step "$tmp/progress"
+kill -USR1 $pid
+wait $pid
+stopped real $? "$tmp/real.out" "$tmp/ckr"
+
+# dtrain launch passes SIGUSR1 on to mpirun and exits 4 without restarting.
+"$DTRAIN" launch -n 2 --mpirun "$MPIRUN --oversubscribe" -- "$MLP" $slow \
+    --checkpoint-dir "$tmp/ckrl" >"$tmp/reall.out" 2>&1 </dev/null &
+pid=$!
+wait_step "$tmp/ckrl/.progress"
+kill -USR1 $pid
+wait $pid
+code=$?
+if [ $code -eq 4 ]; then ok "real_launch: exit status 4"; else bad "real_launch: exit status $code, expected 4"; show "$tmp/reall.out"; fi
+stopped real_launch $code "$tmp/reall.out" "$tmp/ckrl"
+has real_launch_said "$tmp/reall.out" "^dtrain launch: not restarting: the run stopped on its --stop-on signal"
+
+# ---- dtrain launch passes the status on and does not restart ---------------------------------
+DTRAIN_TEST_SIGNAL=0:3 "$DTRAIN" launch -n 2 --mpirun "$MPIRUN --oversubscribe" -- "$MLP" $common \
+    --stop-on usr1 --checkpoint-dir "$tmp/ckl" >"$tmp/launch.out" 2>&1 </dev/null
+code=$?
+if [ $code -eq 4 ]; then ok "launch: exit status 4"; else bad "launch: exit status $code, expected 4"; show "$tmp/launch.out"; fi
+has launch_said "$tmp/launch.out" "^dtrain launch: not restarting: the run stopped on its --stop-on signal"
+if grep -q "restart 1" "$tmp/launch.out"; then bad "launch: restarted"; show "$tmp/launch.out"; fi
+sets launch_sets "$tmp/ckl" "step-000000004"
+
+# ---- refused ---------------------------------------------------------------------------------
+run refuse_ps 2 3 --strategy ps --stop-on usr1
+has refuse_ps_said "$tmp/refuse_ps.out" "train\.stop_signal \(--stop-on\) does not apply under parallel\.strategy ps: its workers run up to parallel\.staleness steps apart"
+run refuse_hup 2 0 --stop-on hup
+has refuse_hup_said "$tmp/refuse_hup.out" "stop_signal"
+
+[ $fail -eq 0 ] && echo "cli_stop: all passed"
+exit $fail
