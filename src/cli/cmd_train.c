@@ -899,8 +899,9 @@ int dt_cmd_train(int argc, char **argv)
         if (world.rank == 0) {
             const char *dir = cfg.checkpoint.dir[0] != '\0' ? cfg.checkpoint.dir : NULL;
             /* On stderr: dtrain launch reads it there (MPICH's mpiexec may exit 0). */
-            fprintf(stderr, "dtrain: stopped on %s after step %lld (train.stop_signal): %s%s%s\n",
-                    dt_cli_stop_signal_name(&cfg), (long long)dt_trainer_stopped_at(t),
+            fprintf(stderr, "dtrain: stopped on %s after %s %lld (train.stop_signal): %s%s%s\n",
+                    dt_cli_stop_signal_name(&cfg), by_rounds(&ctx.lay) ? "round" : "step",
+                    (long long)dt_trainer_stopped_at(t),
                     dir != NULL ? "--resume " : "no checkpoint.dir, so nothing to resume from",
                     dir != NULL ? dir : "", dir != NULL ? " goes on from its checkpoint" : "");
         }

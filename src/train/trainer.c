@@ -1008,9 +1008,9 @@ dt_status dt_trainer_run(dt_trainer *t, const dt_train_callbacks *cb)
          (c->train.epochs == 0 || epoch < c->train.epochs) && !max_steps_reached(t); epoch++) {
         dt_epoch_info e;
         DT_TRY(run_epoch(t, epoch, epoch == t->start_epoch ? t->start_step : 0, &sched, cb, &e));
-        /* Stopped on request: the epoch is unfinished, and the time left (a scheduler's
-         * notice) goes to the checkpoint, not to an evaluation. */
-        if (t->stopped_at >= 0)
+        /* Stopped on request inside the epoch: the time left (a scheduler's notice) goes
+         * to the checkpoint, not to evaluating an unfinished epoch. */
+        if (t->stopped_at >= 0 && t->next_epoch == epoch)
             break;
         /* With train.eval_every, the evaluation made after the epoch's last step, if any. */
         if (c->train.eval && c->train.eval_every == 0)
@@ -1021,6 +1021,8 @@ dt_status dt_trainer_run(dt_trainer *t, const dt_train_callbacks *cb)
         }
         if (cb != NULL && cb->on_epoch != NULL)
             DT_TRY(cb->on_epoch(cb->ctx, &e));
+        if (t->stopped_at >= 0) /* at the epoch's last step */
+            break;
     }
     DT_TRY(dt_trainer_stop_close(t));
     /* The checkpoint that ends training, where the last periodic one was not this step. */

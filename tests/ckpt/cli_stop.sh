@@ -4,7 +4,8 @@
 #     exits with status 4, and resumed ends with the uninterrupted run's weights, byte for byte;
 #   - on 2 ranks the signal on rank 1 alone after step 3 stops both after step 4 (the ranks
 #     agree a step later), one checkpoint, and the resumed run's weights are the
-#     uninterrupted ones; likewise a pipeline of 2 stages;
+#     uninterrupted ones; likewise a pipeline of 2 stages, and fedavg (stopped after a round,
+#     which is evaluated as any finished round is);
 #   - a real SIGUSR1 sent to mpirun mid-run (which passes it to the ranks) stops the job
 #     with status 4 and a checkpoint of a step before the end;
 #   - dtrain launch does not restart a job that exits 4, and exits 4 itself;
@@ -84,6 +85,19 @@ sets stoppp_sets "$tmp/ckpp" "step-000000007"
 run resumepp 0 2 --pp 2 --micro-batches 2 --checkpoint-dir "$tmp/ckpp" --resume "$tmp/ckpp" \
     --save-weights "$tmp/resumepp.st"
 same_file resumepp_weights "$tmp/fullpp.st" "$tmp/resumepp.st"
+
+# ---- fedavg: a round is the step, and a finished round is still evaluated -------------------
+fed="--strategy fedavg --clients 4 --clients-per-round 2 --rounds 5"
+run fullfed 0 2 $fed --save-weights "$tmp/fullfed.st"
+"$MPIRUN" -np 2 --oversubscribe -x DTRAIN_TEST_SIGNAL=0:2 "$DTRAIN" train "$MLP" $common $fed \
+    --stop-on usr1 --checkpoint-dir "$tmp/ckfed" >"$tmp/stopfed.out" 2>&1 </dev/null
+code=$?
+if [ $code -eq 4 ]; then ok "stopfed: exit status 4"; else bad "stopfed: exit status $code, expected 4"; show "$tmp/stopfed.out"; fi
+has stopfed_said "$tmp/stopfed.out" "^dtrain: stopped on SIGUSR1 after round 3 "
+has stopfed_evaluated "$tmp/stopfed.out" "^round 3: train loss [0-9.]+  test loss"
+sets stopfed_sets "$tmp/ckfed" "step-000000003"
+run resumefed 0 2 $fed --checkpoint-dir "$tmp/ckfed" --resume "$tmp/ckfed" --save-weights "$tmp/resumefed.st"
+same_file resumefed_weights "$tmp/fullfed.st" "$tmp/resumefed.st"
 
 # ---- a real signal to mpirun, and to dtrain launch ----------------------------------------------
 # MPICH's mpiexec, once it has passed a signal on, may exit 0 where the ranks exited 4: then
