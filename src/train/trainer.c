@@ -956,7 +956,7 @@ static dt_status run_epoch(dt_trainer *t, int64_t epoch, int64_t from, const dt_
         DT_TRY(dt_trainer_checkpoint_due(t, cb, 0));
         int stop = 0;
         DT_TRY(dt_trainer_stop_due(t, &stop));
-        if (stop) {
+        if (stop && !plan.last) { /* at the run's last step, it ends as it would have */
             t->stopped_at = dt_optim_steps(t->optim);
             break;
         }

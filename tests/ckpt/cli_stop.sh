@@ -2,6 +2,7 @@
 # cli_stop.sh — a run stopped on its signal (--stop-on, train.stop_signal; src/train/stop.c):
 #   - one process raising SIGUSR1 after step 3 stops after step 3, writes that checkpoint,
 #     exits with status 4, and resumed ends with the uninterrupted run's weights, byte for byte;
+#     after the run's last step, the run ends as it would have (exit 0);
 #   - on 2 ranks the signal on rank 1 alone after step 3 stops both after step 4 (the ranks
 #     agree a step later), one checkpoint, and the resumed run's weights are the
 #     uninterrupted ones; likewise a pipeline of 2 stages, and fedavg (stopped after a round,
@@ -62,6 +63,11 @@ sets stop1_sets "$tmp/ck1" "step-000000003"
 if grep -q "^epoch 1 step 4/" "$tmp/stop1.out"; then bad "stop1: a step after the stop"; show "$tmp/stop1.out"; fi
 run resume1 0 0 --stop-on usr1 --checkpoint-dir "$tmp/ck1" --resume "$tmp/ck1" --save-weights "$tmp/resume1.st"
 same_file resume1_weights "$tmp/full1.st" "$tmp/resume1.st"
+
+# The signal after the run's last step: the run ends as it would have (exit 0, no stop line).
+DTRAIN_TEST_SIGNAL=0:10 run last1 0 0 --stop-on usr1 --checkpoint-dir "$tmp/cklast"
+if grep -q "stopped on" "$tmp/last1.out"; then bad "last1: a stop said at the run's end"; show "$tmp/last1.out"; fi
+sets last1_sets "$tmp/cklast" "step-000000010"
 
 # ---- 2 ranks: the signal on one rank ---------------------------------------------------------
 run full2 0 2 --save-weights "$tmp/full2.st"
