@@ -35,9 +35,18 @@ static const dt_cli_option *find_opt(const dt_cli_option *opts, int nopts, const
 static int apply_key(dt_config *cfg, const char *key, const char *value, const char *origin)
 {
     DT_ASSERT(cfg != NULL); /* a table with config options needs a config */
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s=%s", key, value);
-    if (dt_config_set(cfg, buf, origin) != DT_OK) {
+    /* Sized to the value: a fixed buffer cut an overlong one, and the config then judged
+     * (and named the length of) what was left. */
+    const size_t n = strlen(key) + strlen(value) + 2;
+    char *buf = malloc(n);
+    if (buf == NULL) {
+        fprintf(stderr, "dtrain: %s: out of memory for its value\n", origin);
+        return DT_EXIT_FAIL;
+    }
+    snprintf(buf, n, "%s=%s", key, value);
+    const dt_status st = dt_config_set(cfg, buf, origin);
+    free(buf);
+    if (st != DT_OK) {
         fprintf(stderr, "dtrain: %s\n", dt_last_error());
         return DT_EXIT_USAGE;
     }

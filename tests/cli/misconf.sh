@@ -82,6 +82,11 @@ refuse slow_rank_inf 2 "^dtrain: --slow-rank: '0:inf' is not RANK:MILLISECONDS \
     T "$LIN" $RUN --slow-rank 0:inf
 refuse slow_rank_overflow 2 "^dtrain: --slow-rank: '4294967296:5' is not RANK:MILLISECONDS \(0 to 1e6 ms\)\$" \
     T "$LIN" $RUN --slow-rank 4294967296:5
+# A value longer than any buffer of the command line's: judged whole (it was cut at 1 KiB,
+# and the message gave the cut length).
+long=$(awk 'BEGIN { s = "/tmp/"; for (i = 0; i < 5000; i++) s = s "a"; print s }')
+refuse long_value 2 "^dtrain: config: --checkpoint-dir: the value of checkpoint\.dir is longer than 2047 bytes\$" \
+    T "$LIN" $RUN --checkpoint-dir "$long"
 refuse trace_events_overflow 2 "^dtrain: --trace-events: '99999999999999999999' is not a count from 1 to 2\^32\$" \
     T "$LIN" $RUN --trace "$tmp/never.json" --trace-events 99999999999999999999
 refuse pp_schedule 2 "^dtrain: config: --pp-schedule $NE without a pipeline: it applies to --pp 2 or more\$" \
