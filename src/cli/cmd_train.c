@@ -812,6 +812,7 @@ int dt_cmd_train(int argc, char **argv)
         return dt_cli_refuse_before_mpi(rc, &argc, &argv);
     if (dt_cli_flag(&vals, "explain-layout"))
         return dt_cli_explain_layout(&cfg);
+    dt_cli_stop_install(&cfg);
     dt_cli_world world;
     rc = dt_cli_world_open(&world, &argc, &argv, &cfg);
     if (rc != DT_EXIT_OK)
@@ -845,7 +846,7 @@ int dt_cmd_train(int argc, char **argv)
     const char *windows = dt_cli_string(&vals, "windows-out");
     if (world.rank == 0 && windows != NULL && write_windows(t, &cfg, windows) != DT_OK)
         goto fail;
-    dt_cli_hooks_setup(t, &cfg, world.rank);
+    dt_cli_hooks_setup(t, world.rank);
     const dt_status observe = setup_observe(t, &vals, &cfg, &world);
     if (observe != DT_OK) {
         code = observe == DT_ERR_INVALID ? DT_EXIT_USAGE : DT_EXIT_FAIL; /* a bad value */

@@ -16,6 +16,7 @@ static char kill_marker[1024];
 static int64_t signal_step = -1; /* DTRAIN_TEST_SIGNAL: this rank raises stop_sig then */
 static int stop_sig;             /* train.stop_signal's signal number, or 0 */
 static dt_trainer *volatile stop_trainer;
+static volatile sig_atomic_t stop_pending; /* the signal came before the trainer existed */
 
 /* train.stop_signal's values (dt_stop_signal) as signals. */
 static const struct {
@@ -39,15 +40,16 @@ static void on_stop_signal(int sig)
     (void)sig;
     if (stop_trainer != NULL)
         dt_trainer_request_stop(stop_trainer);
+    else
+        stop_pending = 1;
 }
 
-static void install_stop(dt_trainer *t, const dt_config *cfg)
+void dt_cli_stop_install(const dt_config *cfg)
 {
     const int v = cfg->train.stop_signal;
     stop_sig = v > 0 && v < DT_STOP_SIGNAL_COUNT ? stop_signals[v].number : 0;
     if (stop_sig == 0)
         return;
-    stop_trainer = t;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sigemptyset(&sa.sa_mask);
@@ -61,9 +63,12 @@ void dt_cli_hooks_close(void)
     stop_trainer = NULL;
 }
 
-void dt_cli_hooks_setup(dt_trainer *t, const dt_config *cfg, int rank)
+void dt_cli_hooks_setup(dt_trainer *t, int rank)
 {
-    install_stop(t, cfg);
+    /* Set before the pending flag is read: a signal between the two asks the trainer. */
+    stop_trainer = t;
+    if (stop_pending)
+        dt_trainer_request_stop(t);
     const char *p = getenv("DTRAIN_PROGRESS_FILE");
     if (p != NULL && p[0] != '\0' && rank == 0)
         progress_fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0666);

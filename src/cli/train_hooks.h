@@ -14,10 +14,14 @@
  * with MARKER, only while the file MARKER does not exist, created first, so that it fires
  * once across restarts), DTRAIN_TEST_NAN="RANK:STEP" (a NaN in that rank's loss gradient
  * at the STEP-th step attempted) and DTRAIN_TEST_SIGNAL="RANK:STEP" (that rank raises
- * train.stop_signal's signal once step STEP is taken). With train.stop_signal set, installs
- * its handler: the first such signal asks the trainer to stop (dt_trainer_request_stop),
- * a second one acts as it would without the handler. */
-void dt_cli_hooks_setup(dt_trainer *t, const dt_config *cfg, int rank);
+ * train.stop_signal's signal once step STEP is taken). A stop signal that came before asks
+ * the trainer now. */
+void dt_cli_hooks_setup(dt_trainer *t, int rank);
+/* With train.stop_signal set, installs its handler, as early as the config is read (MPI,
+ * the data and the model take seconds to start, and the signal's default action ends the
+ * process): the first such signal asks the trainer to stop (dt_trainer_request_stop), at
+ * once or when dt_cli_hooks_setup gives it; a second one acts as without the handler. */
+void dt_cli_stop_install(const dt_config *cfg);
 /* After each step, on every rank. */
 void dt_cli_hooks_step(int rank, int64_t step);
 /* Before the trainer is freed: a stop signal from now on asks nothing of it. */

@@ -2,7 +2,8 @@
 # cli_stop.sh — a run stopped on its signal (--stop-on, train.stop_signal; src/train/stop.c):
 #   - one process raising SIGUSR1 after step 3 stops after step 3, writes that checkpoint,
 #     exits with status 4, and resumed ends with the uninterrupted run's weights, byte for byte;
-#     after the run's last step, the run ends as it would have (exit 0);
+#     after the run's last step, the run ends as it would have (exit 0); before its first
+#     step (the handler is in place from the config on), it stops after step 1;
 #   - on 2 ranks the signal on rank 1 alone after step 3 stops both after step 4 (the ranks
 #     agree a step later), one checkpoint, and the resumed run's weights are the
 #     uninterrupted ones; likewise a pipeline of 2 stages, and fedavg (stopped after a round,
@@ -68,6 +69,19 @@ same_file resume1_weights "$tmp/full1.st" "$tmp/resume1.st"
 DTRAIN_TEST_SIGNAL=0:10 run last1 0 0 --stop-on usr1 --checkpoint-dir "$tmp/cklast"
 if grep -q "stopped on" "$tmp/last1.out"; then bad "last1: a stop said at the run's end"; show "$tmp/last1.out"; fi
 sets last1_sets "$tmp/cklast" "step-000000010"
+
+# The signal before training starts (here while the process stalls before building the
+# trainer): the handler is in place from the config on, and the run stops after step 1.
+DTRAIN_TEST_STALL=0:20 "$DTRAIN" train "$MLP" $common --stop-on usr1 --checkpoint-dir "$tmp/ckearly" \
+    >"$tmp/early.out" 2>&1 </dev/null &
+pid=$!
+sleep 1
+kill -USR1 $pid
+wait $pid
+code=$?
+if [ $code -eq 4 ]; then ok "early: exit status 4"; else bad "early: exit status $code, expected 4"; show "$tmp/early.out"; fi
+has early_said "$tmp/early.out" "^dtrain: stopped on SIGUSR1 after step 1 "
+sets early_sets "$tmp/ckearly" "step-000000001"
 
 # ---- 2 ranks: the signal on one rank ---------------------------------------------------------
 run full2 0 2 --save-weights "$tmp/full2.st"
