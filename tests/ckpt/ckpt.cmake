@@ -22,3 +22,8 @@ dt_add_mpi_test(NAME test_ckpt_mem SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ckpt_m
 # one rank, on mpirun, under a pipeline), write its checkpoint and exit 4, the resumed run
 # ends with the uninterrupted one's bytes; launch does not restart it; ps is refused.
 dt_add_cli_test(NAME cli_stop COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_stop.sh MPI TIMEOUT 180)
+# The same stop and resume across the layouts whose checkpoints hold more than weights (the
+# GPT at dp x tp, SP, a tied pipeline, ZeRO-1, accumulation; localsgd mid-period; top-k and
+# PowerSGD residuals): the uninterrupted run's bytes each time. Long tier.
+dt_add_cli_test(NAME cli_stop_layouts_long COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/stop_layouts.sh MPI
+                TIMEOUT 600 LABELS long)

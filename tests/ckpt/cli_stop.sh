@@ -63,6 +63,7 @@ has stop1_said "$tmp/stop1.out" "^dtrain: stopped on SIGUSR1 after step 3 \(trai
 sets stop1_sets "$tmp/ck1" "step-000000003"
 if grep -q "^epoch 1 step 4/" "$tmp/stop1.out"; then bad "stop1: a step after the stop"; show "$tmp/stop1.out"; fi
 run resume1 0 0 --stop-on usr1 --checkpoint-dir "$tmp/ck1" --resume "$tmp/ck1" --save-weights "$tmp/resume1.st"
+has resume1_from "$tmp/resume1.out" "^dtrain: resumed from the checkpoint of step 3 "
 same_file resume1_weights "$tmp/full1.st" "$tmp/resume1.st"
 
 # The signal after the run's last step: the run ends as it would have (exit 0, no stop line).
@@ -92,6 +93,7 @@ if [ $code -eq 4 ]; then ok "stop2: exit status 4"; else bad "stop2: exit status
 has stop2_said "$tmp/stop2.out" "^dtrain: stopped on SIGUSR1 after step 4 "
 sets stop2_sets "$tmp/ck2" "step-000000004"
 run resume2 0 2 --checkpoint-dir "$tmp/ck2" --resume "$tmp/ck2" --save-weights "$tmp/resume2.st"
+has resume2_from "$tmp/resume2.out" "^dtrain: resumed from the checkpoint of step 4 "
 same_file resume2_weights "$tmp/full2.st" "$tmp/resume2.st"
 
 # ---- a pipeline of 2 stages: the signal on the last stage ----------------------------------
@@ -104,6 +106,7 @@ has stoppp_said "$tmp/stoppp.out" "^dtrain: stopped on SIGUSR2 after step 7 "
 sets stoppp_sets "$tmp/ckpp" "step-000000007"
 run resumepp 0 2 --pp 2 --micro-batches 2 --checkpoint-dir "$tmp/ckpp" --resume "$tmp/ckpp" \
     --save-weights "$tmp/resumepp.st"
+has resumepp_from "$tmp/resumepp.out" "^dtrain: resumed from the checkpoint of step 7 "
 same_file resumepp_weights "$tmp/fullpp.st" "$tmp/resumepp.st"
 
 # ---- fedavg: a round is the step, and a finished round is still evaluated -------------------
@@ -117,6 +120,7 @@ has stopfed_said "$tmp/stopfed.out" "^dtrain: stopped on SIGUSR1 after round 3 "
 has stopfed_evaluated "$tmp/stopfed.out" "^round 3: train loss [0-9.]+  test loss"
 sets stopfed_sets "$tmp/ckfed" "step-000000003"
 run resumefed 0 2 $fed --checkpoint-dir "$tmp/ckfed" --resume "$tmp/ckfed" --save-weights "$tmp/resumefed.st"
+has resumefed_from "$tmp/resumefed.out" "^dtrain: resumed from the checkpoint of step 3 "
 same_file resumefed_weights "$tmp/fullfed.st" "$tmp/resumefed.st"
 
 # ---- a real signal to mpirun, and to dtrain launch ----------------------------------------------
