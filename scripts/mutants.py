@@ -25,8 +25,8 @@ of blocks alone on a float input, which no data kind of the command line feeds).
 
 The full run of 96 took 1392 s on 2 cores, all caught (2026-11-27; the last 18 of those
 cover the skip limit, fedavg's non-finite guard and its dropped clients, clipping under
-localsgd, fedavg and ps, and ps's LEAVE). The 2 added since (stop-*: the stop signal's
-agreement) were run alone and caught, in 186 s. Not part of `make test`. Run it from a tree whose mutated files have no
+localsgd, fedavg and ps, and ps's LEAVE). The 3 added since (stop-*: the stop signal's
+agreement, and ps's END) were run alone and caught. Not part of `make test`. Run it from a tree whose mutated files have no
 uncommitted changes (it refuses otherwise): it rewrites them."""
 import argparse
 import os
@@ -340,6 +340,10 @@ MUTANTS = [
      "each rank stops after the step its own signal came, not where the ranks agree"),
     ("stop-ignored", "src/train/stop.c", "        if (t->stop_any != 0) {",
      "        if (0) {", "cli_stop", "the ranks agree on a stop and train on"),
+    ("stop-ps-end-unsent", "src/parallel/ps.c",
+     "if (is_server(ps))\n        return dt_ps_server_end(ps);",
+     "if (1)\n        return is_server(ps) ? dt_ps_server_end(ps) : DT_OK;", "cli_stop",
+     "ps workers stop without ending their streams, which their servers wait for"),
 ]
 
 

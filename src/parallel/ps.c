@@ -288,6 +288,27 @@ static void ps_abandon(dt_strategy *s)
     (void)dt_fail(DT_ERR_MPI, "%s", kept);
 }
 
+/* A stop every rank agreed on (S = 0, after the step's push, before the next pull): each
+ * worker ends its stream with END in place of the next request, as a last push would. */
+static dt_status ps_end_early(dt_strategy *s)
+{
+    dt_ps *ps = (dt_ps *)s;
+    const int k = ps->servers;
+    if (is_server(ps))
+        return dt_ps_server_end(ps);
+    dt_status st = DT_OK;
+    for (int j = 0; j < k; j++) {
+        DT_TRY(dt_comm_wait(&ps->wreq[k + j])); /* the pull slot: its request went long ago */
+        ps->pull_msg[j] = (ps_hdr){.kind = PS_END, .step = ps->step - 1};
+        DT_TRY(dt_comm_isend(ps->comm, &ps->pull_msg[j], sizeof(ps_hdr), DT_COMM_UINT8,
+                             ps->workers + j, PS_TAG_REQ, &ps->wreq[k + j]));
+    }
+    /* The last push and the ENDs: their buffers must outlive the sends. */
+    DT_TRY(dt_comm_waitall(ps->wreq, 4 * (size_t)k));
+fail:
+    return st;
+}
+
 static dt_status ps_step(dt_strategy *s, const dt_step_plan *plan, const dt_step_io *io,
                          double *loss_sum)
 {
@@ -442,6 +463,7 @@ static const dt_strategy_ops ps_ops = {
     .comp_state = ps_comp_state,
     .share_replica = ps_share_replica,
     .abandon = ps_abandon,
+    .end_early = ps_end_early,
     .free = ps_free,
 };
 
@@ -518,6 +540,16 @@ dt_status dt_ps_check(const dt_strategy_options *o, int world, int tp, int pp)
     return DT_OK;
 }
 
+/* At S = 0 every rank takes each step together; above it, the stop's collective per step
+ * would bound the staleness to one step. */
+static const char *ps_apart_steps(const dt_strategy_options *o)
+{
+    return o->staleness == 0 ? NULL
+                             : "at parallel.staleness above 0 its workers run steps apart and "
+                               "share no collective in a step; agreeing on a step to stop at "
+                               "would make them wait for each other (staleness 0 can stop)";
+}
+
 static int ps_apart(const dt_strategy_options *o)
 {
     return o->servers;
@@ -561,10 +593,7 @@ const dt_strategy_def dt_ps_def = {
     /* A worker's NaN cannot stop the others mid-step without a collective per step, which
      * would synchronise them. */
     .no_stop = "its servers skip a push holding a NaN or Inf and count it",
-    /* The same collective per step would bound the staleness to one step. */
-    .apart_steps = "its workers run up to parallel.staleness steps apart and share no "
-                   "collective in a step; agreeing on a step to stop at would make them wait "
-                   "for each other",
+    .apart_steps = ps_apart_steps,
     .check = dt_ps_check,
     .create = dt_ps_create,
     .predict = ps_predict,

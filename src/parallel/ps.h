@@ -33,7 +33,12 @@
  * worker that left, drops their pushes until then, and fails; a worker that gets such a
  * reply fails naming it. So every rank's run returns within the step, where the others
  * would wait for the watchdog (comm.timeout, 300 s by default); a job under mpirun is
- * ended by the CLI's MPI_Abort anyway, a program using the library needs this. */
+ * ended by the CLI's MPI_Abort anyway, a program using the library needs this.
+ *
+ * A stop that every rank agreed on (train.stop_signal, at S = 0 only: dt_strategy_end_early)
+ * comes after a step whose push was not flagged the last: each worker then sends END in
+ * place of its next request, and each server takes one from every worker whose stream is
+ * open, so that nothing is left posted. */
 #ifndef DT_PARALLEL_PS_H
 #define DT_PARALLEL_PS_H
 
@@ -47,7 +52,7 @@ typedef struct ps_hdr {
     int64_t nbytes; /* payload bytes after the header */
 } ps_hdr;
 
-enum { PS_PULL = 1, PS_PUSH = 2, PS_LEAVE = 3 };
+enum { PS_PULL = 1, PS_PUSH = 2, PS_LEAVE = 3, PS_END = 4 };
 /* The worker's last message; NaN or Inf in it; float32 (parallel.compress_warmup). */
 enum { PS_FLAG_LAST = 1, PS_FLAG_BAD = 2, PS_FLAG_DENSE = 4 };
 /* Tags on ps's own communicator. */
@@ -115,6 +120,8 @@ void dt_ps_decode(dt_ps *ps, const uint8_t *in, float *dense);
 dt_status dt_ps_server_attach(dt_ps *ps);
 dt_status dt_ps_server_step(dt_ps *ps, const dt_step_plan *plan);
 dt_status dt_ps_server_update(dt_ps *ps, dt_optim *o, double lr);
+/* The stop's end of the streams (ps_end_early): an END from every worker still open. */
+dt_status dt_ps_server_end(dt_ps *ps);
 void dt_ps_server_free(dt_ps *ps);
 
 #endif

@@ -317,6 +317,27 @@ fail:
     return st;
 }
 
+dt_status dt_ps_server_end(dt_ps *ps)
+{
+    dt_status st = DT_OK;
+    for (int w = 0; w < ps->workers; w++) {
+        if (ps->ended[w] || ps->recv_req[w] == NULL)
+            continue;
+        DT_TRY(dt_comm_wait(&ps->recv_req[w]));
+        ps_hdr h;
+        memcpy(&h, wbuf(ps, w), sizeof h);
+        if (h.kind != PS_END || h.nbytes != 0)
+            return dt_fail(DT_ERR_FORMAT,
+                           "ps: server %d (rank %d): worker rank %d sent kind %lld at the "
+                           "agreed stop (expected END)",
+                           ps->server, ps->rank, w, (long long)h.kind);
+        ps->ended[w] = 1;
+    }
+    DT_TRY(dt_comm_waitall(ps->reply_req, 2 * (size_t)ps->workers));
+fail:
+    return st;
+}
+
 dt_status dt_ps_server_update(dt_ps *ps, dt_optim *o, double lr)
 {
     dt_status st = DT_OK;

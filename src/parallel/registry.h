@@ -81,9 +81,9 @@ typedef struct dt_strategy_def {
     const char *no_plan;
     /* Why train.on_nonfinite = stop cannot apply under it, or NULL when it can. */
     const char *no_stop;
-    /* Why its ranks cannot agree on a step to stop at (train.stop_signal), or NULL when
-     * every rank takes each step together. */
-    const char *apart_steps;
+    /* Why its ranks cannot agree on a step to stop at (train.stop_signal) under options o,
+     * or NULL when every rank takes each step together; NULL: always together. */
+    const char *(*apart_steps)(const dt_strategy_options *o);
     /* Its own verdict on the options, after the layout and the foreign options were
      * checked (world 0: not known yet; tp and pp as the grid will have them). */
     dt_status (*check)(const dt_strategy_options *o, int world, int tp, int pp);

@@ -238,6 +238,11 @@ void dt_strategy_abandon(dt_strategy *s, dt_status why)
         s->ops->abandon(s);
 }
 
+dt_status dt_strategy_end_early(dt_strategy *s)
+{
+    return s->ops->end_early != NULL ? s->ops->end_early(s) : DT_OK;
+}
+
 int dt_strategy_peer_left(const dt_strategy *s)
 {
     return s->peer_left;

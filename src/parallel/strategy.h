@@ -194,6 +194,10 @@ const char *dt_strategy_step_note(const dt_strategy *s);
  * the other workers), where the strategy has such ranks. Nothing after a failure of the
  * communicator itself (DT_ERR_TIMEOUT, DT_ERR_MPI). Keeps the error message. */
 void dt_strategy_abandon(dt_strategy *s, dt_status why);
+/* The run ends after the step just taken, which its plan did not mark the last (a stop
+ * every rank agreed on: train.stop_signal): closes what a last step closes (ps: every
+ * worker's stream to its servers). Collective as the steps are. */
+dt_status dt_strategy_end_early(dt_strategy *s);
 /* 1 when this rank's run failed because another rank left it (dt_strategy_abandon there). */
 int dt_strategy_peer_left(const dt_strategy *s);
 dt_status dt_strategy_evaluate(dt_strategy *s, int64_t n_test, const dt_step_io *io,

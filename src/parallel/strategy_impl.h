@@ -65,6 +65,8 @@ typedef struct dt_strategy_ops {
     /* Optional: dt_strategy_abandon (ps: a worker's LEAVE to its servers). Keeps the
      * thread's error message. */
     void (*abandon)(dt_strategy *s);
+    /* Optional: dt_strategy_end_early (ps: a worker's END to its servers, which take it). */
+    dt_status (*end_early)(dt_strategy *s);
     void (*free)(dt_strategy *s);
 } dt_strategy_ops;
 

@@ -667,11 +667,16 @@ static dt_status check_run(const dt_config *c)
                            "config: %s: %g is out of range (must be %s in [%g, %g])", d->key, v,
                            d->type == DT_SETTING_INT ? "an integer" : "a number", d->lo, d->hi);
     }
-    if (def->apart_steps != NULL && c->train.stop_signal != DT_STOP_SIGNAL_NONE)
-        return dt_fail(DT_ERR_UNSUPPORTED,
-                       "config: train.stop_signal (--stop-on) does not apply under "
-                       "parallel.strategy %s: %s",
-                       def->name, def->apart_steps);
+    if (def->apart_steps != NULL && c->train.stop_signal != DT_STOP_SIGNAL_NONE) {
+        dt_strategy_options so;
+        dt_config_strategy_options(c, &so);
+        const char *why = def->apart_steps(&so);
+        if (why != NULL)
+            return dt_fail(DT_ERR_UNSUPPORTED,
+                           "config: train.stop_signal (--stop-on) does not apply under "
+                           "parallel.strategy %s: %s",
+                           def->name, why);
+    }
     if (def->no_stop != NULL && c->train.nonfinite_stop)
         return dt_fail(DT_ERR_UNSUPPORTED,
                        "config: train.on_nonfinite stop does not apply under parallel.strategy "

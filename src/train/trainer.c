@@ -957,6 +957,7 @@ static dt_status run_epoch(dt_trainer *t, int64_t epoch, int64_t from, const dt_
         int stop = 0;
         DT_TRY(dt_trainer_stop_due(t, &stop));
         if (stop && !plan.last) { /* at the run's last step, it ends as it would have */
+            DT_TRY(dt_strategy_end_early(t->strategy));
             t->stopped_at = dt_optim_steps(t->optim);
             break;
         }

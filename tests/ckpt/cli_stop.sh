@@ -11,7 +11,8 @@
 #   - a real SIGUSR1 sent to mpirun mid-run (which passes it to the ranks) stops the job
 #     with status 4 and a checkpoint of a step before the end;
 #   - dtrain launch does not restart a job that exits 4, and exits 4 itself;
-#   - --stop-on under ps, and an unknown signal, are refused.
+#   - ps at staleness 0 stops (its workers end their streams with END) and resumes to the same
+#     bytes; --stop-on under ps above staleness 0, and an unknown signal, are refused.
 # The watchdog is set to 20 s: ranks that stopped at different steps fail, not hang.
 set -u
 DTRAIN=${DTRAIN:?ctest sets DTRAIN}
@@ -184,9 +185,22 @@ has launch_said "$tmp/launch.out" "^dtrain launch: not restarting: the run stopp
 if grep -q "restart 1" "$tmp/launch.out"; then bad "launch: restarted"; show "$tmp/launch.out"; fi
 sets launch_sets "$tmp/ckl" "step-000000004"
 
+# ---- ps at staleness 0: the workers end their streams with END ------------------------------
+ps="--strategy ps --staleness 0"
+run fullps 0 3 $ps --save-weights "$tmp/fullps.st"
+"$MPIRUN" -np 3 --oversubscribe -x DTRAIN_TEST_SIGNAL=1:3 "$DTRAIN" train "$MLP" $common $ps \
+    --stop-on usr1 --checkpoint-dir "$tmp/ckps" >"$tmp/stopps.out" 2>&1 </dev/null
+code=$?
+if [ $code -eq 4 ]; then ok "stopps: exit status 4"; else bad "stopps: exit status $code, expected 4"; show "$tmp/stopps.out"; fi
+has stopps_said "$tmp/stopps.out" "^dtrain: stopped on SIGUSR1 after step 4 "
+sets stopps_sets "$tmp/ckps" "step-000000004"
+run resumeps 0 3 $ps --checkpoint-dir "$tmp/ckps" --resume "$tmp/ckps" --save-weights "$tmp/resumeps.st"
+has resumeps_from "$tmp/resumeps.out" "^dtrain: resumed from the checkpoint of step 4 "
+same_file resumeps_weights "$tmp/fullps.st" "$tmp/resumeps.st"
+
 # ---- refused ---------------------------------------------------------------------------------
-run refuse_ps 2 3 --strategy ps --stop-on usr1
-has refuse_ps_said "$tmp/refuse_ps.out" "train\.stop_signal \(--stop-on\) does not apply under parallel\.strategy ps: its workers run up to parallel\.staleness steps apart"
+run refuse_ps 2 3 --strategy ps --staleness 2 --stop-on usr1
+has refuse_ps_said "$tmp/refuse_ps.out" "train\.stop_signal \(--stop-on\) does not apply under parallel\.strategy ps: at parallel\.staleness above 0 its workers run steps apart"
 run refuse_hup 2 0 --stop-on hup
 has refuse_hup_said "$tmp/refuse_hup.out" "stop_signal"
 
