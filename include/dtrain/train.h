@@ -175,8 +175,10 @@ DT_API int dt_trainer_ended_by_peer(const dt_trainer *t);
  * the handler of that signal, or from any thread or callback. The ranks agree on the step:
  * asked of any rank before the end of step k, every rank stops after step k + 1 (at once
  * in a world of one), writes the checkpoint that ends the run (with checkpoint.dir) and
- * returns DT_OK from dt_trainer_run without evaluating the unfinished epoch. Without
- * train.stop_signal set, the ranks do not agree and the request is ignored. */
+ * returns DT_OK from dt_trainer_run without evaluating the unfinished epoch (a stop at the
+ * run's last step ends it as it would have: -1 below). Without train.stop_signal set, the
+ * ranks do not agree and the request is ignored; dt_trainer_create refuses the setting
+ * under ps above staleness 0 (DT_ERR_UNSUPPORTED), where the ranks run steps apart. */
 DT_API void dt_trainer_request_stop(dt_trainer *t);
 /* The optimizer step a run stopped on request after (dt_trainer_request_stop), or -1. */
 DT_API int64_t dt_trainer_stopped_at(const dt_trainer *t);
