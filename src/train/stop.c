@@ -9,7 +9,9 @@
  * of step k stops every rank after step k + 1. Waiting a step later keeps the all-reduce
  * off the step's path, since the ranks met in step k + 1's own collectives anyway; the
  * duplicate is not traced, so the trace and the plan count the strategy's messages alone.
- * A strategy whose ranks run steps apart (ps) refuses the setting (config.c). */
+ * A strategy whose ranks run steps apart (ps above staleness 0) refuses the setting
+ * (config.c); one whose last step closes something is told the run ends early
+ * (dt_strategy_end_early: ps's workers end their streams). */
 #include "train/trainer_internal.h"
 
 dt_status dt_trainer_stop_open(dt_trainer *t, dt_comm *world)
