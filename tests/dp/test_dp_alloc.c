@@ -136,6 +136,17 @@ static void test_ps_and_fedavg_steps_allocate_nothing(void **state)
     check_settings(lists, 6);
 }
 
+/* train.stop_signal: the ranks' agreement after every step (src/train/stop.c), a 4-byte
+ * all-reduce from the request pool, under ddp and ps at staleness 0. */
+static void test_stop_agreement_allocates_nothing(void **state)
+{
+    (void)state;
+    static const char *const ddp[] = {"train.stop_signal=usr1", NULL};
+    static const char *const ps0[] = {"train.stop_signal=usr2", "parallel.strategy=ps", NULL};
+    static const char *const *const lists[] = {ddp, ps0};
+    check_settings(lists, 2);
+}
+
 static void test_localsgd_step_allocates_nothing(void **state)
 {
     (void)state;
@@ -231,6 +242,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_pp_step_allocates_nothing),
         cmocka_unit_test(test_compressed_step_allocates_nothing),
         cmocka_unit_test(test_ps_and_fedavg_steps_allocate_nothing),
+        cmocka_unit_test(test_stop_agreement_allocates_nothing),
         cmocka_unit_test(test_localsgd_step_allocates_nothing),
         cmocka_unit_test(test_gpt_tp_step_allocates_nothing),
     };
