@@ -146,7 +146,7 @@ static const dt_cli_option train_opts[] = {
     {"--stop-on", "SIGNAL", DT_OPT_CONFIG_KEY, "train.stop_signal",
      "usr1|usr2|term|int: on that signal every rank stops after the same step, writes the "
      "checkpoint that ends the run and exits with status 4 (under mpirun: usr1, which it "
-     "passes on; a second signal ends the process)"},
+     "passes on; a second signal ends the process; ps only at --staleness 0)"},
     {"--skip-limit", "N", DT_OPT_CONFIG_KEY, "train.skip_limit",
      "with --on-nonfinite skip: N steps skipped in a row end the run as stop would (0: no "
      "limit)"},
