@@ -905,6 +905,18 @@ int dt_cmd_train(int argc, char **argv)
                     (long long)dt_trainer_stopped_at(t),
                     dir != NULL ? "--resume " : "no checkpoint.dir, so nothing to resume from",
                     dir != NULL ? dir : "", dir != NULL ? " goes on from its checkpoint" : "");
+            /* For a job script: whether the run ended or stopped, and where it stands. */
+            cJSON *o = metrics != NULL ? cJSON_CreateObject() : NULL;
+            if (o != NULL) {
+                cJSON_AddStringToObject(o, "event", "stopped");
+                cJSON_AddNumberToObject(o, "step", (double)dt_trainer_stopped_at(t));
+                cJSON_AddStringToObject(o, "signal", dt_cli_stop_signal_name(&cfg));
+                if (dir != NULL)
+                    cJSON_AddStringToObject(o, "checkpoint_dir", dir);
+                else
+                    cJSON_AddNullToObject(o, "checkpoint_dir");
+                write_json(metrics, o);
+            }
         }
     }
     if (world.rank == 0 && ctx.noted > 0) /* fedavg: the rounds that dropped clients */

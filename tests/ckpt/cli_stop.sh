@@ -59,9 +59,10 @@ same_file() { # same_file NAME A B
 
 # ---- one process ---------------------------------------------------------------------------
 run full1 0 0 --save-weights "$tmp/full1.st"
-DTRAIN_TEST_SIGNAL=0:3 run stop1 4 0 --stop-on usr1 --checkpoint-dir "$tmp/ck1"
+DTRAIN_TEST_SIGNAL=0:3 run stop1 4 0 --stop-on usr1 --checkpoint-dir "$tmp/ck1" --metrics "$tmp/stop1.jsonl"
 has stop1_said "$tmp/stop1.out" "^dtrain: stopped on SIGUSR1 after step 3 \(train\.stop_signal\): --resume $tmp/ck1 goes on from its checkpoint\$"
 sets stop1_sets "$tmp/ck1" "step-000000003"
+has stop1_record "$tmp/stop1.jsonl" "^\{\"event\":\"stopped\",\"step\":3,\"signal\":\"SIGUSR1\",\"checkpoint_dir\":\"$tmp/ck1\"\}\$"
 if grep -q "^epoch 1 step 4/" "$tmp/stop1.out"; then bad "stop1: a step after the stop"; show "$tmp/stop1.out"; fi
 run resume1 0 0 --stop-on usr1 --checkpoint-dir "$tmp/ck1" --resume "$tmp/ck1" --save-weights "$tmp/resume1.st"
 has resume1_from "$tmp/resume1.out" "^dtrain: resumed from the checkpoint of step 3 "
