@@ -5,7 +5,8 @@ dt_add_test(NAME test_ckpt_format SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ckpt_fo
             LABELS unit TIMEOUT 30)
 # The non-finite guard (every rank skips together, replicas stay bitwise equal, ZeRO-1
 # included; stop names the rank), top-k residuals of 2 saved replicas resharded (2-3 ranks)
-# and dtrain export against PyTorch's outputs, on 1-3 ranks.
+# and dtrain export against PyTorch's outputs, a stop asked of one rank (dt_trainer_request_stop)
+# that every rank takes after the same step, on 1-3 ranks.
 dt_add_mpi_test(NAME test_ckpt_mpi SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ckpt_mpi.c NP 1 2 3
                 TIMEOUT 120)
 # The CLI: resume bit-exact (1 rank; 2 ranks with ZeRO-1), resume at dp 1, tp 2 and pp 2 with

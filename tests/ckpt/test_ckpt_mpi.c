@@ -242,6 +242,50 @@ static void test_ps_worker_leaves(void **state)
     dt_trainer_free(t);
 }
 
+/* dt_trainer_request_stop from a callback after step 3, on the last rank only. */
+static dt_status ask_stop(void *vctx, const dt_step_info *s)
+{
+    if (s->step == 3 && rank == size - 1)
+        dt_trainer_request_stop((dt_trainer *)vctx);
+    return DT_OK;
+}
+
+/* train.stop_signal: a stop asked of one rank stops every rank after the same step (one
+ * later than asked on several ranks: the ranks agree a step late), dt_trainer_run returns
+ * DT_OK, the replicas are equal; without the setting the request changes nothing. */
+static void stop_run(int agree, int zero)
+{
+    dt_config c = mlp_config();
+    dt_test_set(&c, "train.max_steps=8");
+    dt_test_set_int(&c, "parallel.zero", zero && size > 1);
+    if (agree)
+        dt_test_set(&c, "train.stop_signal=usr1");
+    dt_trainer *t = NULL;
+    DT_ASSERT_OK(dt_trainer_create(&c, world, &t));
+    dt_train_callbacks cb = {.ctx = t, .on_step = ask_stop};
+    DT_ASSERT_OK(dt_trainer_run(t, &cb));
+    const int64_t want = !agree ? -1 : size == 1 ? 3 : 4;
+    const int64_t steps = dt_trainer_optim_steps(t);
+    if (dt_trainer_stopped_at(t) != want || steps != (agree ? want : 8)) {
+        fprintf(stderr,
+                "rank %d (stop_signal %s, zero %d): stopped at %lld after %lld steps, "
+                "expected %lld\n",
+                rank, agree ? "usr1" : "none", zero, (long long)dt_trainer_stopped_at(t),
+                (long long)steps, (long long)want);
+        fail();
+    }
+    check_replicas(t, "stopped run");
+    dt_trainer_free(t);
+}
+
+static void test_stop_request(void **state)
+{
+    (void)state;
+    stop_run(1, 0);
+    stop_run(1, 1);
+    stop_run(0, 0);
+}
+
 static void read_bytes(const char *path, char **buf, size_t *n)
 {
     DT_ASSERT_OK(dt_read_file(path, "test", buf, n));
@@ -496,6 +540,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_nonfinite_stop),         cmocka_unit_test(test_residuals_resharded),
         cmocka_unit_test(test_export_matches_pytorch), cmocka_unit_test(test_skip_limit),
         cmocka_unit_test(test_skip_limit_resets),      cmocka_unit_test(test_ps_worker_leaves),
+        cmocka_unit_test(test_stop_request),
     };
     return dt_test_mpi_main(&argc, &argv, tests, &world, &rank, &size);
 }
