@@ -57,9 +57,44 @@ same_file() { # same_file NAME A B
     if cmp -s "$2" "$3"; then ok "$1: identical bytes"; else bad "$1: $(cmp "$2" "$3" 2>&1 | head -1)"; fi
 }
 
+# stop_run NAME NP RANK:STEP ARGS...: dtrain train (NP 0: without mpirun) whose rank RANK
+# raises its stop signal after step STEP (DTRAIN_TEST_SIGNAL); it must exit 4.
+stop_run() {
+    name=$1 np=$2 sig=$3
+    shift 3
+    if [ "$np" = 0 ]; then
+        DTRAIN_TEST_SIGNAL=$sig "$DTRAIN" train "$MLP" $common "$@" >"$tmp/$name.out" 2>&1 </dev/null
+    else
+        "$MPIRUN" -np "$np" --oversubscribe -x DTRAIN_TEST_SIGNAL="$sig" "$DTRAIN" train "$MLP" \
+            $common "$@" >"$tmp/$name.out" 2>&1 </dev/null
+    fi
+    code=$?
+    if [ $code -eq 4 ]; then ok "$name: exit status 4"
+    else bad "$name: exit status $code, expected 4"; show "$tmp/$name.out"; fi
+}
+
+# stop_case NAME NP RANK:STEP SIGNAL WORD STOP ARGS...: the run never stopped, the run that
+# stops on SIGNAL (usr1, usr2) raised by RANK after STEP, which must say it stopped after
+# WORD (step, round) STOP and leave that set alone, and the resumed run, which must say it
+# began at STOP and end with the first run's bytes.
+stop_case() {
+    # Names of their own: run and stop_run set name, np and sig (sh has no locals).
+    cn=$1 cnp=$2 csig=$3 csignal=$4 cword=$5 cat=$6
+    shift 6
+    run "full$cn" 0 "$cnp" "$@" --save-weights "$tmp/full$cn.st"
+    stop_run "stop$cn" "$cnp" "$csig" "$@" --stop-on "$csignal" --checkpoint-dir "$tmp/ck$cn"
+    has "stop${cn}_said" "$tmp/stop$cn.out" \
+        "^dtrain: stopped on SIG$(echo "$csignal" | tr a-z A-Z) after $cword $cat "
+    sets "stop${cn}_sets" "$tmp/ck$cn" "$(printf 'step-%09d' "$cat")"
+    run "resume$cn" 0 "$cnp" "$@" --checkpoint-dir "$tmp/ck$cn" --resume "$tmp/ck$cn" \
+        --save-weights "$tmp/resume$cn.st"
+    has "resume${cn}_from" "$tmp/resume$cn.out" "^dtrain: resumed from the checkpoint of step $cat "
+    same_file "resume${cn}_weights" "$tmp/full$cn.st" "$tmp/resume$cn.st"
+}
+
 # ---- one process ---------------------------------------------------------------------------
 run full1 0 0 --save-weights "$tmp/full1.st"
-DTRAIN_TEST_SIGNAL=0:3 run stop1 4 0 --stop-on usr1 --checkpoint-dir "$tmp/ck1" --metrics "$tmp/stop1.jsonl"
+stop_run stop1 0 0:3 --stop-on usr1 --checkpoint-dir "$tmp/ck1" --metrics "$tmp/stop1.jsonl"
 has stop1_said "$tmp/stop1.out" "^dtrain: stopped on SIGUSR1 after step 3 \(train\.stop_signal\): --resume $tmp/ck1 goes on from its checkpoint\$"
 sets stop1_sets "$tmp/ck1" "step-000000003"
 has stop1_record "$tmp/stop1.jsonl" "^\{\"event\":\"stopped\",\"step\":3,\"signal\":\"SIGUSR1\",\"checkpoint_dir\":\"$tmp/ck1\"\}\$"
@@ -69,7 +104,8 @@ has resume1_from "$tmp/resume1.out" "^dtrain: resumed from the checkpoint of ste
 same_file resume1_weights "$tmp/full1.st" "$tmp/resume1.st"
 
 # The signal after the run's last step: the run ends as it would have (exit 0, no stop line).
-DTRAIN_TEST_SIGNAL=0:10 run last1 0 0 --stop-on usr1 --checkpoint-dir "$tmp/cklast"
+DTRAIN_TEST_SIGNAL=0:10 "$DTRAIN" train "$MLP" $common --stop-on usr1 --checkpoint-dir "$tmp/cklast" \
+    >"$tmp/last1.out" 2>&1 </dev/null || { bad "last1: exit status $?, expected 0"; show "$tmp/last1.out"; }
 if grep -q "stopped on" "$tmp/last1.out"; then bad "last1: a stop said at the run's end"; show "$tmp/last1.out"; fi
 sets last1_sets "$tmp/cklast" "step-000000010"
 
@@ -87,43 +123,14 @@ has early_said "$tmp/early.out" "^dtrain: stopped on SIGUSR1 after step 1 "
 sets early_sets "$tmp/ckearly" "step-000000001"
 
 # ---- 2 ranks: the signal on one rank ---------------------------------------------------------
-run full2 0 2 --save-weights "$tmp/full2.st"
-"$MPIRUN" -np 2 --oversubscribe -x DTRAIN_TEST_SIGNAL=1:3 "$DTRAIN" train "$MLP" $common \
-    --stop-on usr1 --checkpoint-dir "$tmp/ck2" >"$tmp/stop2.out" 2>&1 </dev/null
-code=$?
-if [ $code -eq 4 ]; then ok "stop2: exit status 4"; else bad "stop2: exit status $code, expected 4"; show "$tmp/stop2.out"; fi
-has stop2_said "$tmp/stop2.out" "^dtrain: stopped on SIGUSR1 after step 4 "
-sets stop2_sets "$tmp/ck2" "step-000000004"
-run resume2 0 2 --checkpoint-dir "$tmp/ck2" --resume "$tmp/ck2" --save-weights "$tmp/resume2.st"
-has resume2_from "$tmp/resume2.out" "^dtrain: resumed from the checkpoint of step 4 "
-same_file resume2_weights "$tmp/full2.st" "$tmp/resume2.st"
+stop_case 2 2 1:3 usr1 step 4
 
 # ---- a pipeline of 2 stages: the signal on the last stage ----------------------------------
-run fullpp 0 2 --pp 2 --micro-batches 2 --save-weights "$tmp/fullpp.st"
-"$MPIRUN" -np 2 --oversubscribe -x DTRAIN_TEST_SIGNAL=1:6 "$DTRAIN" train "$MLP" $common \
-    --pp 2 --micro-batches 2 --stop-on usr2 --checkpoint-dir "$tmp/ckpp" >"$tmp/stoppp.out" 2>&1 </dev/null
-code=$?
-if [ $code -eq 4 ]; then ok "stoppp: exit status 4"; else bad "stoppp: exit status $code, expected 4"; show "$tmp/stoppp.out"; fi
-has stoppp_said "$tmp/stoppp.out" "^dtrain: stopped on SIGUSR2 after step 7 "
-sets stoppp_sets "$tmp/ckpp" "step-000000007"
-run resumepp 0 2 --pp 2 --micro-batches 2 --checkpoint-dir "$tmp/ckpp" --resume "$tmp/ckpp" \
-    --save-weights "$tmp/resumepp.st"
-has resumepp_from "$tmp/resumepp.out" "^dtrain: resumed from the checkpoint of step 7 "
-same_file resumepp_weights "$tmp/fullpp.st" "$tmp/resumepp.st"
+stop_case pp 2 1:6 usr2 step 7 --pp 2 --micro-batches 2
 
 # ---- fedavg: a round is the step, and a finished round is still evaluated -------------------
-fed="--strategy fedavg --clients 4 --clients-per-round 2 --rounds 5"
-run fullfed 0 2 $fed --save-weights "$tmp/fullfed.st"
-"$MPIRUN" -np 2 --oversubscribe -x DTRAIN_TEST_SIGNAL=0:2 "$DTRAIN" train "$MLP" $common $fed \
-    --stop-on usr1 --checkpoint-dir "$tmp/ckfed" >"$tmp/stopfed.out" 2>&1 </dev/null
-code=$?
-if [ $code -eq 4 ]; then ok "stopfed: exit status 4"; else bad "stopfed: exit status $code, expected 4"; show "$tmp/stopfed.out"; fi
-has stopfed_said "$tmp/stopfed.out" "^dtrain: stopped on SIGUSR1 after round 3 "
+stop_case fed 2 0:2 usr1 round 3 --strategy fedavg --clients 4 --clients-per-round 2 --rounds 5
 has stopfed_evaluated "$tmp/stopfed.out" "^round 3: train loss [0-9.]+  test loss"
-sets stopfed_sets "$tmp/ckfed" "step-000000003"
-run resumefed 0 2 $fed --checkpoint-dir "$tmp/ckfed" --resume "$tmp/ckfed" --save-weights "$tmp/resumefed.st"
-has resumefed_from "$tmp/resumefed.out" "^dtrain: resumed from the checkpoint of step 3 "
-same_file resumefed_weights "$tmp/fullfed.st" "$tmp/resumefed.st"
 
 # ---- a real signal to mpirun, and to dtrain launch ----------------------------------------------
 # MPICH's mpiexec, once it has passed a signal on, may exit 0 where the ranks exited 4: then
@@ -187,17 +194,7 @@ if grep -q "restart 1" "$tmp/launch.out"; then bad "launch: restarted"; show "$t
 sets launch_sets "$tmp/ckl" "step-000000004"
 
 # ---- ps at staleness 0: the workers end their streams with END ------------------------------
-ps="--strategy ps --staleness 0"
-run fullps 0 3 $ps --save-weights "$tmp/fullps.st"
-"$MPIRUN" -np 3 --oversubscribe -x DTRAIN_TEST_SIGNAL=1:3 "$DTRAIN" train "$MLP" $common $ps \
-    --stop-on usr1 --checkpoint-dir "$tmp/ckps" >"$tmp/stopps.out" 2>&1 </dev/null
-code=$?
-if [ $code -eq 4 ]; then ok "stopps: exit status 4"; else bad "stopps: exit status $code, expected 4"; show "$tmp/stopps.out"; fi
-has stopps_said "$tmp/stopps.out" "^dtrain: stopped on SIGUSR1 after step 4 "
-sets stopps_sets "$tmp/ckps" "step-000000004"
-run resumeps 0 3 $ps --checkpoint-dir "$tmp/ckps" --resume "$tmp/ckps" --save-weights "$tmp/resumeps.st"
-has resumeps_from "$tmp/resumeps.out" "^dtrain: resumed from the checkpoint of step 4 "
-same_file resumeps_weights "$tmp/fullps.st" "$tmp/resumeps.st"
+stop_case ps 3 1:3 usr1 step 4 --strategy ps --staleness 0
 
 # ---- refused ---------------------------------------------------------------------------------
 run refuse_ps 2 3 --strategy ps --staleness 2 --stop-on usr1
