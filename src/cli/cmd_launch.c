@@ -69,6 +69,7 @@ typedef struct launch_opts {
     int ntrain;
     const char *dir;        /* their --checkpoint-dir */
     long long global_batch; /* their explicit --global-batch, or 0 */
+    int stop_as;            /* their --stop-on usr1 or usr2 as a signal number, or 0 */
 } launch_opts;
 
 static void usage(FILE *out)
@@ -86,12 +87,15 @@ static void usage(FILE *out)
         "--hostfile, each failure is\nfollowed by a probe of every host (mpirun -n 1 --host H "
         "dtrain --version): a host\nthat does not answer is named, left out of the restart "
         "(DIR/.hostfile), and the\nranks drop to the slots left. SIGINT and SIGTERM are "
-        "passed to mpirun and end the\nsupervision. A train command that refused its arguments "
-        "(exit status 2) or stopped\non a NaN or Inf (3) is not restarted: a restart would do "
-        "the same. Everything after\nthe first '--' is the train command's.",
+        "passed to mpirun and end the\nsupervision (as the train command's --stop-on usr1 or "
+        "usr2 when it has one, so that\nthe job stops after a step with its checkpoint); "
+        "SIGUSR1 and SIGUSR2 are passed on\nwhile it goes on. A train command that refused its "
+        "arguments (exit status 2),\nstopped on a NaN or Inf (3) or on its --stop-on signal "
+        "(4) is not restarted.\nEverything after the first '--' is the train command's.",
         options, N_OPTIONS, 0);
     fprintf(out, "\nexit status: 0 the job ended well, 1 it failed after the last restart "
-                 "(or launch\nwas stopped), 2 a usage error.\n");
+                 "(or launch\nwas stopped), 2 a usage error, 4 the job stopped on its --stop-on "
+                 "signal.\n");
 }
 
 /* ---- arguments ---- */
@@ -134,18 +138,23 @@ static const char *set_value(const char *value, const char *key)
     return value != NULL && strncmp(value, key, n) == 0 && value[n] == '=' ? value + n + 1 : NULL;
 }
 
-/* The checkpoint directory (--checkpoint-dir D or --set checkpoint.dir=D) and an explicit
- * global batch (--global-batch G or --set parallel.global_batch=G) in the train arguments;
- * the last one wins, as in the train parser. A config file's are not seen. */
+/* The checkpoint directory (--checkpoint-dir D or --set checkpoint.dir=D), an explicit
+ * global batch (--global-batch G or --set parallel.global_batch=G) and the stop signal
+ * (--stop-on S or --set train.stop_signal=S) in the train arguments; the last one wins, as
+ * in the train parser. A config file's are not seen. */
 static void scan_train_args(launch_opts *o)
 {
     for (int i = 0; i < o->ntrain; i++) {
-        const char *v = train_value(o, &i, "--checkpoint-dir"), *g = NULL, *set = NULL;
+        const char *v = train_value(o, &i, "--checkpoint-dir"), *g = NULL, *set = NULL, *s = NULL;
         if (v == NULL && (g = train_value(o, &i, "--global-batch")) == NULL &&
+            (s = train_value(o, &i, "--stop-on")) == NULL &&
             (set = train_value(o, &i, "--set")) != NULL) {
             v = set_value(set, "checkpoint.dir");
             g = set_value(set, "parallel.global_batch");
+            s = set_value(set, "train.stop_signal");
         }
+        if (s != NULL)
+            o->stop_as = strcmp(s, "usr1") == 0 ? SIGUSR1 : strcmp(s, "usr2") == 0 ? SIGUSR2 : 0;
         if (v != NULL)
             o->dir = v;
         long long n = 0;
@@ -280,14 +289,20 @@ static long long read_progress(const char *path)
 
 static volatile sig_atomic_t stop_signal; /* SIGINT or SIGTERM received: no more restarts */
 static volatile sig_atomic_t to_forward;  /* a signal to pass on to the launcher */
+/* The train command's --stop-on usr1 or usr2: SIGTERM and SIGINT aimed at launch (a
+ * scheduler's preemption) are passed on as it, so that the job stops after a step with its
+ * checkpoint, where Open MPI's mpirun would kill the ranks about a second after passing
+ * SIGTERM on. 0: passed on as they came. */
+static int stop_as;
 
 static void on_stop(int sig, siginfo_t *info, void *uctx)
 {
+    (void)uctx;
     stop_signal = sig;
     /* A terminal's Ctrl-C already reaches mpirun, which is in our process group: a second
      * SIGINT would make it kill the ranks at once. Only a kill() aimed at us is passed on. */
     if (info == NULL || info->si_code == SI_USER || info->si_code == SI_QUEUE)
-        to_forward = sig;
+        to_forward = stop_as != 0 ? stop_as : sig;
 }
 
 /* SIGUSR1 and SIGUSR2, passed on to the launcher (which passes them to the ranks: a run
@@ -1027,6 +1042,7 @@ int dt_cmd_launch(int argc, char **argv)
     launch_state st;
     rc = prepare(&o, &st);
     if (rc == DT_EXIT_OK) {
+        stop_as = o.stop_as;
         install_stop_handlers();
         rc = supervise_job(&st);
     }

@@ -10,7 +10,8 @@
 #     which is evaluated as any finished round is);
 #   - a real SIGUSR1 sent to mpirun mid-run (which passes it to the ranks) stops the job
 #     with status 4 and a checkpoint of a step before the end;
-#   - dtrain launch does not restart a job that exits 4, and exits 4 itself;
+#   - dtrain launch does not restart a job that exits 4, and exits 4 itself; a SIGTERM to
+#     launch is passed on as the train command's --stop-on signal;
 #   - ps at staleness 0 stops (its workers end their streams with END) and resumes to the same
 #     bytes; --stop-on under ps above staleness 0, and an unknown signal, are refused.
 # The watchdog is set to 20 s: ranks that stopped at different steps fail, not hang.
@@ -153,7 +154,7 @@ wait_step() {
 # a checkpoint of a step before the run's end (400).
 stopped() {
     if [ "$2" -eq 4 ] || { [ "$2" -eq 0 ] && [ $hydra = 1 ] && grep -q "^dtrain: stopped on" "$3"; }
-    then ok "$1: exit status $2 after SIGUSR1 at step ${step:-?}"
+    then ok "$1: exit status $2 after the signal at step ${step:-?}"
     else bad "$1: exit status $2, expected 4"; show "$3"; fi
     has "$1_said" "$3" "^dtrain: stopped on SIGUSR1 after step [0-9]+ "
     got=$(ls "$4" 2>/dev/null | grep '^step-' | tail -1 | sed 's/^step-0*//')
@@ -183,6 +184,18 @@ code=$?
 if [ $code -eq 4 ]; then ok "real_launch: exit status 4"; else bad "real_launch: exit status $code, expected 4"; show "$tmp/reall.out"; fi
 stopped real_launch $code "$tmp/reall.out" "$tmp/ckrl"
 has real_launch_said "$tmp/reall.out" "^dtrain launch: not restarting: the run stopped on its --stop-on signal"
+
+# A scheduler's SIGTERM to dtrain launch: passed on as the train command's --stop-on usr1
+# (mpirun would kill the ranks about a second after passing SIGTERM on).
+"$DTRAIN" launch -n 2 --mpirun "$MPIRUN --oversubscribe" -- "$MLP" $slow \
+    --checkpoint-dir "$tmp/ckrt" >"$tmp/realt.out" 2>&1 </dev/null &
+pid=$!
+wait_step "$tmp/ckrt/.progress"
+kill -TERM $pid
+wait $pid
+code=$?
+if [ $code -eq 4 ]; then ok "term_launch: exit status 4"; else bad "term_launch: exit status $code, expected 4"; show "$tmp/realt.out"; fi
+stopped term_launch $code "$tmp/realt.out" "$tmp/ckrt"
 
 # ---- dtrain launch passes the status on and does not restart ---------------------------------
 DTRAIN_TEST_SIGNAL=0:3 "$DTRAIN" launch -n 2 --mpirun "$MPIRUN --oversubscribe" -- "$MLP" $common \
