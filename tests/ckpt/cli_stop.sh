@@ -143,7 +143,7 @@ hydra=0
 wait_step() {
     n=0
     while [ $n -lt 300 ]; do
-        step=$(tr -d ' ' <"$1" 2>/dev/null)
+        step=$(tr -d ' ' 2>/dev/null <"$1")
         [ -n "$step" ] && [ "$step" -ge 2 ] 2>/dev/null && return
         sleep 0.1
         n=$((n + 1))
@@ -173,29 +173,27 @@ kill -USR1 $pid
 wait $pid
 stopped real $? "$tmp/real.out" "$tmp/ckr"
 
+# signal_launch NAME SIGNAL: dtrain launch of the slow run, sent SIGNAL at step 2; launch
+# itself must exit 4, and the run must have stopped (stopped, above).
+signal_launch() {
+    "$DTRAIN" launch -n 2 --mpirun "$MPIRUN --oversubscribe" -- "$MLP" $slow \
+        --checkpoint-dir "$tmp/ck$1" >"$tmp/$1.out" 2>&1 </dev/null &
+    pid=$!
+    wait_step "$tmp/ck$1/.progress"
+    kill "-$2" $pid
+    wait $pid
+    code=$?
+    if [ $code -eq 4 ]; then ok "$1: exit status 4"; else bad "$1: exit status $code, expected 4"; show "$tmp/$1.out"; fi
+    stopped "$1" $code "$tmp/$1.out" "$tmp/ck$1"
+}
+
 # dtrain launch passes SIGUSR1 on to mpirun and exits 4 without restarting.
-"$DTRAIN" launch -n 2 --mpirun "$MPIRUN --oversubscribe" -- "$MLP" $slow \
-    --checkpoint-dir "$tmp/ckrl" >"$tmp/reall.out" 2>&1 </dev/null &
-pid=$!
-wait_step "$tmp/ckrl/.progress"
-kill -USR1 $pid
-wait $pid
-code=$?
-if [ $code -eq 4 ]; then ok "real_launch: exit status 4"; else bad "real_launch: exit status $code, expected 4"; show "$tmp/reall.out"; fi
-stopped real_launch $code "$tmp/reall.out" "$tmp/ckrl"
-has real_launch_said "$tmp/reall.out" "^dtrain launch: not restarting: the run stopped on its --stop-on signal"
+signal_launch real_launch USR1
+has real_launch_said "$tmp/real_launch.out" "^dtrain launch: not restarting: the run stopped on its --stop-on signal"
 
 # A scheduler's SIGTERM to dtrain launch: passed on as the train command's --stop-on usr1
 # (mpirun would kill the ranks about a second after passing SIGTERM on).
-"$DTRAIN" launch -n 2 --mpirun "$MPIRUN --oversubscribe" -- "$MLP" $slow \
-    --checkpoint-dir "$tmp/ckrt" >"$tmp/realt.out" 2>&1 </dev/null &
-pid=$!
-wait_step "$tmp/ckrt/.progress"
-kill -TERM $pid
-wait $pid
-code=$?
-if [ $code -eq 4 ]; then ok "term_launch: exit status 4"; else bad "term_launch: exit status $code, expected 4"; show "$tmp/realt.out"; fi
-stopped term_launch $code "$tmp/realt.out" "$tmp/ckrt"
+signal_launch term_launch TERM
 
 # ---- dtrain launch passes the status on and does not restart ---------------------------------
 DTRAIN_TEST_SIGNAL=0:3 "$DTRAIN" launch -n 2 --mpirun "$MPIRUN --oversubscribe" -- "$MLP" $common \
