@@ -191,6 +191,11 @@ typedef struct dt_model_options {
     int nruns;
     int rows_apart; /* several micro-batches in flight in different rows (a stage) */
     int recompute;  /* a recompute setting (DT_RECOMPUTE_NONE by default) */
+    /* 1: ZeRO-3 (docs/DATA_PARALLEL.md): no whole parameter or gradient buffer, only a window
+     * of each for one layer's range at a time, which a parameter source fills and empties
+     * (src/nn/window.h): dt_model_params and dt_model_grads are then NULL. A whole model
+     * only: no tensor-parallel split, no stage. */
+    int param_windows;
 } dt_model_options;
 
 /* Options for a whole model of max_batch rows, nothing recomputed. */
@@ -331,10 +336,15 @@ DT_API const dt_layer_spec *dt_model_layer_spec(const dt_model *m, int layer);
 DT_API const dt_shape *dt_model_shape(const dt_model *m, int i);
 DT_API int64_t dt_model_max_batch(const dt_model *m);
 
-/* Flat buffers, owned by the model, valid until dt_model_free. */
+/* Flat buffers, owned by the model, valid until dt_model_free (NULL under
+ * dt_model_options.param_windows). */
 DT_API size_t dt_model_param_count(const dt_model *m);
 DT_API float *dt_model_params(dt_model *m);
 DT_API float *dt_model_grads(dt_model *m);
+/* 1 for a model built with dt_model_options.param_windows (ZeRO-3), and the floats of each
+ * of its two windows (parameters, gradients): the most any one layer reads (0 without). */
+DT_API int dt_model_has_windows(const dt_model *m);
+DT_API size_t dt_model_window_count(const dt_model *m);
 DT_API int dt_model_tensor_count(const dt_model *m);
 DT_API const dt_param_info *dt_model_tensor(const dt_model *m, int i);
 /* The tensor named `name`, or NULL. */
@@ -344,8 +354,14 @@ DT_API const dt_param_info *dt_model_find_tensor(const dt_model *m, const char *
 DT_API size_t dt_model_activation_bytes(const dt_model *m);
 
 /* PyTorch's default initialisation (Linear/Conv2d: weight and bias U(+-1/sqrt(fan_in)))
- * drawn from counter-based random numbers keyed by (seed, layer, element). */
+ * drawn from counter-based random numbers keyed by (seed, layer, element). Nothing under
+ * param_windows: the model holds no parameters (their holder draws them with
+ * dt_model_init_range). */
 DT_API void dt_model_init_params(dt_model *m, uint64_t seed);
+/* out[0..n) = elements [lo, lo + n) of the flat buffer as dt_model_init_params draws them:
+ * each element a function of (seed, tensor, element) alone, so that a slice is drawn
+ * without the rest. */
+DT_API void dt_model_init_range(const dt_model *m, uint64_t seed, size_t lo, size_t n, float *out);
 
 /* Input buffer of layer i (i = 0: the model input, max_batch x numel(shape 0)); the
  * output of layer i-1. dt_model_output is the last layer's output. */

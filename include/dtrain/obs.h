@@ -60,6 +60,11 @@ DT_API void dt_obs_free(dt_obs *o);
 DT_API void dt_obs_set_step(dt_obs *o, int64_t step);
 /* Adds [t0, t1) to phase p's total (and as an event of micro-batch `micro`). */
 DT_API void dt_obs_phase(dt_obs *o, dt_phase p, double t0, double t1, int micro);
+/* dt_obs_phase of a phase p inside phase `outer`, which is recorded whole when it ends (a
+ * blocking collective inside forward: ZeRO-3's gathers): [t0, t1) counts to p and not to
+ * outer, so that the phases' totals still add up to the step. */
+DT_API void dt_obs_phase_inside(dt_obs *o, dt_phase p, dt_phase outer, double t0, double t1,
+                                int micro);
 /* A collective or message from t0 to t1: an event, and the part of [t0, t1] that no other
  * operation of the step covered added to the time communication was in flight
  * (dt_obs_inflight). */

@@ -266,6 +266,11 @@ typedef struct dt_predict_input {
     double psgd_p_bytes; /* PowerSGD's P factors and the tensors it sends whole */
     double psgd_q_bytes; /* and its Q factors (docs/COMPRESSION.md) */
     const dt_link_model *link;
+    /* ZeRO-3's per-layer traffic: the bytes its layers read in one pass (each layer's
+     * parameters, a tied head's table again), how many layers read any, and the
+     * micro-batches per step, each of which gathers and reduce-scatters them anew. */
+    double fetch_bytes;
+    int fetches, micro;
 } dt_predict_input;
 
 /* One predicted row: what crosses the network, its bytes per step, its seconds per step. */

@@ -240,7 +240,7 @@ static dt_status parse_layout(const reader *top, dt_ckpt_manifest *m)
     RETURN_IF_FAILED(get_int(&r, "dp", 1, 1 << 20, &dp));
     RETURN_IF_FAILED(get_int(&r, "tp", 1, 1 << 20, &tp));
     RETURN_IF_FAILED(get_int(&r, "pp", 1, 1 << 20, &pp));
-    RETURN_IF_FAILED(get_int(&r, "zero", 0, 1, &zero));
+    RETURN_IF_FAILED(get_int(&r, "zero", 0, 3, &zero));
     m->dp = (int)dp;
     m->tp = (int)tp;
     m->pp = (int)pp;

@@ -93,8 +93,10 @@ int dt_cmd_inspect(int argc, char **argv)
            "%llu, optimizer %s\n",
            (long long)m.step, (long long)m.epoch + 1, (long long)m.epoch_step, (long long)m.skipped,
            (long long)m.global_batch, (unsigned long long)m.seed, m.optimizer);
-    printf("written under dp %d x tp %d x pp %d%s; ", m.dp, m.tp, m.pp,
-           m.zero ? " with ZeRO-1" : "");
+    char zero[32] = "";
+    if (m.zero)
+        snprintf(zero, sizeof zero, " with ZeRO-%d", m.zero);
+    printf("written under dp %d x tp %d x pp %d%s; ", m.dp, m.tp, m.pp, zero);
     if (m.token_ids)
         printf("input token ids (no scaling)\n");
     else

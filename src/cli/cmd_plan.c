@@ -45,7 +45,7 @@ static const dt_cli_option plan_opts[] = {
      "balanced, round_robin, or the first layer of each later stage ('4,7')"},
     {"--micro-batches", "M", DT_OPT_CONFIG_KEY, "parallel.micro_batches", "micro-batches per step"},
     {"--batch", "N", DT_OPT_CONFIG_KEY, "train.batch", "samples per micro-batch on each rank"},
-    {"--zero", "0|1", DT_OPT_CONFIG_KEY, "parallel.zero", "ZeRO stage"},
+    {"--zero", "0|1|3", DT_OPT_CONFIG_KEY, "parallel.zero", "ZeRO stage"},
     {"--sequence-parallel", NULL, DT_OPT_CONFIG_ON, "parallel.sequence_parallel",
      "with --tp: a GPT's blocks share their positions (all-gathers and reduce-scatters)"},
     {"--strategy", "S", DT_OPT_CONFIG_KEY, "parallel.strategy",
@@ -161,9 +161,18 @@ static double predict_stage(const model_plan *mp, int s, const layout *y, const 
     double total = 0, bucket[DT_CONFIG_MAX_LAYERS];
     char what[128];
     const int nb = plan_buckets(cfg, mp->params, mp->stage_of, s, bucket);
-    double grad = 0;
+    double grad = 0, fetch = 0;
+    int fetches = 0;
     for (int b = 0; b < nb; b++)
         grad += bucket[b];
+    /* ZeRO-3's layers (a whole model on one stage): each reads its parameters, a head that
+     * shares the embedding's table (model_window.c) reads the table. */
+    for (int i = 0; i < cfg->nlayers; i++) {
+        const int head = mp->gpt.vocab > 0 && i == mp->gpt.head && !mp->tied;
+        const double n = head ? (double)mp->gpt.vocab * (double)mp->gpt.embd : mp->params[i];
+        if (mp->stage_of[i] == s && n > 0)
+            fetch += n * sizeof(float), fetches++;
+    }
     /* The strategy's own messages (its registry row's prediction), then the grid's axes. */
     double t = 0;
     const dt_predict_input step = {.world = y->world,
@@ -174,7 +183,10 @@ static double predict_stage(const model_plan *mp, int s, const layout *y, const 
                                    .nbuckets = nb,
                                    .psgd_p_bytes = mp->psgd_p,
                                    .psgd_q_bytes = mp->psgd_q,
-                                   .link = l};
+                                   .link = l,
+                                   .fetch_bytes = fetch,
+                                   .fetches = fetches,
+                                   .micro = y->micro};
     /* make_layout asked it already: a strategy without a prediction was refused there */
     if (dt_strategy_predict(&mp->so, &step, strategy_row, (void *)k, &t) == DT_OK)
         total += t;

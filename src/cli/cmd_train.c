@@ -70,7 +70,8 @@ static const dt_cli_option train_opts[] = {
      "bytes, each pipeline stage's order of forwards and backwards, and exit"},
     {"--accumulation", "K", DT_OPT_CONFIG_KEY, "parallel.accumulation",
      "micro-steps per optimizer step"},
-    {"--zero", "0|1", DT_OPT_CONFIG_KEY, "parallel.zero", "ZeRO stage (1 shards optimizer state)"},
+    {"--zero", "0|1|3", DT_OPT_CONFIG_KEY, "parallel.zero",
+     "ZeRO stage (1 shards optimizer state, 3 also parameters and gradients)"},
     {"--compress", "MODE", DT_OPT_CONFIG_KEY, "parallel.compress",
      "gradients on the wire: none, fp16, bf16, topk:RATIO or powersgd:RANK"},
     {"--compress-warmup", "N", DT_OPT_CONFIG_KEY, "parallel.compress_warmup",
@@ -784,6 +785,11 @@ static int check_cli_options(const dt_cli_values *vals, const dt_config *cfg)
                 "dtrain: --check-replicas has no effect under --strategy %s: its copies of a "
                 "parameter differ by design (it applies to ddp's layouts)\n",
                 dt_strategy_name(cfg->parallel.strategy));
+        return DT_EXIT_USAGE;
+    }
+    if (dt_cli_flag(vals, "check-replicas") && cfg->parallel.zero == 3) {
+        fprintf(stderr, "dtrain: --check-replicas has no effect with --zero 3: every parameter "
+                        "is held once, in one rank's slice, so there are no copies to compare\n");
         return DT_EXIT_USAGE;
     }
     if (dt_cli_flag(vals, "progress") && dt_cli_flag(vals, "no-progress")) {

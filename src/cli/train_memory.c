@@ -53,8 +53,18 @@ dt_status dt_cli_print_rank_memory(const dt_config *cfg, const dt_cli_world *w, 
             optim_bytes = fig[i].value;
     dt_model_memory mem;
     dt_model_memory_info(m, &mem);
-    const double params = (double)dt_model_param_count(m) * sizeof(float),
+    size_t window = 0;
+    const size_t held = dt_trainer_params_held(t, &window);
+    const double params = (double)(held + window) * sizeof(float),
                  act = (double)dt_model_activation_bytes(m);
+    /* ZeRO-3: the rank's slice and the window one layer at a time passes through */
+    char whose[128];
+    if (window > 0)
+        snprintf(whose, sizeof whose, "a slice of %zu of the model's %zu, and a window of %zu",
+                 held, dt_model_whole_param_count(whole), window);
+    else
+        snprintf(whose, sizeof whose, "%zu of the model's %zu", held,
+                 dt_model_whole_param_count(whole));
     char where[96] = "";
     if (w->size > 1 && lay.dp_rank < 0) /* a rank outside the data-parallel grid: ps's servers */
         snprintf(where, sizeof where, " (%s)", lay.role);
@@ -73,11 +83,11 @@ dt_status dt_cli_print_rank_memory(const dt_config *cfg, const dt_cli_world *w, 
         snprintf(who, sizeof who, " on rank %d%s", w->rank, where);
     char line[DT_CLI_LINE_MAX];
     snprintf(line, sizeof line,
-             "dtrain: memory planned%s: %.2f MB: parameters %.2f MB (%zu of the "
-             "model's %zu), gradients %.2f MB, %s state %.2f MB, activations and workspaces "
-             "%.2f MB (kept for backward %.2f MB%s)",
-             who, dt_trainer_planned_bytes(t) / 1e6, params / 1e6, dt_model_param_count(m),
-             dt_model_whole_param_count(whole), params / 1e6, dt_optim_kind_name(cfg->optim.kind),
+             "dtrain: memory planned%s: %.2f MB: parameters %.2f MB (%s), gradients %.2f MB, "
+             "%s state %.2f MB, activations and workspaces %.2f MB (kept for backward %.2f "
+             "MB%s)",
+             who, dt_trainer_planned_bytes(t) / 1e6, params / 1e6, whose, params / 1e6,
+             dt_optim_kind_name(cfg->optim.kind),
              optim_bytes / 1e6, act / 1e6, (double)(mem.kept_bytes + mem.state_bytes) / 1e6, seq);
     return dt_cli_print_ranks(w, line);
 }

@@ -373,8 +373,13 @@ static size_t seq_bytes(const dt_model *m, const model_plan *mp)
 static dt_status model_alloc_arenas(dt_model *m, const model_plan *mp)
 {
     dt_status st = DT_OK;
-    DT_TRY(dt_alloc(mp->nparams * sizeof(float), "parameters", (void **)&m->params));
-    DT_TRY(dt_alloc_large(mp->nparams * sizeof(float), "gradients", (void **)&m->grads));
+    if (m->windows) { /* ZeRO-3: one layer's range at a time (window.h) */
+        DT_TRY(dt_alloc(m->win_count * sizeof(float), "parameter window", (void **)&m->pwin));
+        DT_TRY(dt_alloc(m->win_count * sizeof(float), "gradient window", (void **)&m->gwin));
+    } else {
+        DT_TRY(dt_alloc(mp->nparams * sizeof(float), "parameters", (void **)&m->params));
+        DT_TRY(dt_alloc_large(mp->nparams * sizeof(float), "gradients", (void **)&m->grads));
+    }
     DT_TRY(dt_alloc(mp->act_total * sizeof(float), "activations", (void **)&m->act_arena));
     DT_TRY(
         dt_alloc(mp->extra_total * sizeof(float), "activation gradients", (void **)&m->grad_arena));
@@ -512,7 +517,7 @@ static dt_status bind_ties(dt_model *m)
 {
     for (int i = 0; i < m->nlayers; i++) {
         dt_layer *l = &m->layers[i];
-        if (l->tie < 0 || m->join[i] || l->tie_role == DT_TIE_COPY)
+        if (l->tie < 0 || m->join[i] || l->tie_role == DT_TIE_COPY || m->windows)
             continue;
         const dt_layer *e = NULL;
         for (int j = 0; j < m->nlayers; j++)
@@ -584,6 +589,8 @@ static void model_bind_layers(dt_model *m)
         l->ws_stride = m->ws_bytes / sizeof(float);
         l->rows_ws = l->rows_ws_bytes > 0 ? m->rows_ws : NULL;
         l->tp_run = &m->tp;
+        if (m->windows) /* bound to the windows as each layer runs (model_window.c) */
+            continue;
         if (l->ops->tensors != NULL || l->weight_count > 0) {
             l->w = m->params + l->param_offset;
             l->dw = m->grads + l->param_offset;
@@ -763,6 +770,10 @@ static dt_status model_create(const dt_layer_spec *specs, int nlayers, const dt_
     DT_TRY(check_shape(input, "input shape"));
     DT_TRY(dt_alloc(sizeof *m, "model", (void **)&m));
     DT_TRY(dt_model_take_runs(m, o, nlayers));
+    if (o->param_windows &&
+        ((o->tp != NULL && o->tp->size > 1) || m->nruns != 1 || m->nlayers != nlayers))
+        DT_TRY(dt_fail(DT_ERR_INVALID, "model: parameter windows (ZeRO-3) hold a whole model: "
+                                       "no tensor-parallel split, no pipeline stage"));
     m->described = describe;
     m->rows_apart = o->rows_apart != 0;
     m->max_batch = o->max_batch;
@@ -784,6 +795,8 @@ static dt_status model_create(const dt_layer_spec *specs, int nlayers, const dt_
     m->nparams = mp.nparams;
     model_list_tensors(m);
     if (!describe) {
+        m->windows = o->param_windows != 0;
+        dt_model_window_plan(m);
         DT_TRY(plan_segments(m, o->recompute)); /* from the shapes */
         mp.state_total = place_state(m, NULL, &mp.work_state);
         DT_TRY(model_plan_activations(m, &mp));
@@ -827,6 +840,8 @@ void dt_model_free(dt_model *m)
         return;
     dt_free(m->params);
     dt_free(m->grads);
+    dt_free(m->pwin);
+    dt_free(m->gwin);
     dt_free(m->act_arena);
     dt_free(m->grad_arena);
     dt_free(m->grad);
@@ -1022,33 +1037,33 @@ size_t dt_model_activation_bytes(const dt_model *m)
     return m->activation_bytes;
 }
 
-/* Tensor t's elements from the numbers of the whole tensor, element g of the whole from
- * word g mod 4 of block g / 4: a part of a tensor-parallel split gets the values its
- * elements have in the unsplit model. */
-static void init_tensor(const dt_param_info *t, float *v, uint64_t seed, uint32_t c3, uint32_t k,
-                        double bound)
+/* Elements [e0, e1) of tensor t into v[0 .. e1 - e0), from the numbers of the whole tensor,
+ * element g of the whole from word g mod 4 of block g / 4: a part of a tensor-parallel split
+ * gets the values its elements have in the unsplit model. */
+static void init_tensor(const dt_param_info *t, size_t e0, size_t e1, float *v, uint64_t seed,
+                        uint32_t c3, uint32_t k, double bound)
 {
     size_t have = (size_t)-1;
     uint32_t w[4];
-    for (size_t e = 0; e < t->count; e++) {
+    for (size_t e = e0; e < e1; e++) {
         const size_t g = dt_param_whole_index(t, e);
         if (g / 4 != have) {
             have = g / 4;
             dt_philox(seed, (uint32_t)(g / 4), (uint32_t)((uint64_t)g >> 34), k, c3, w);
         }
-        v[e] = (float)(bound * (2.0 * dt_u01d(w[g % 4]) - 1.0));
+        v[e - e0] = (float)(bound * (2.0 * dt_u01d(w[g % 4]) - 1.0));
     }
 }
 
 /* normal(0, std) by Box-Muller: element g from words 2 (g mod 2) and 2 (g mod 2) + 1 of
  * block g / 2, the first made nonzero for the logarithm. Like init_tensor, a pure function
  * of (seed, tensor, whole element). */
-static void init_normal(const dt_param_info *t, float *v, uint64_t seed, uint32_t c3, uint32_t k,
-                        double std)
+static void init_normal(const dt_param_info *t, size_t e0, size_t e1, float *v, uint64_t seed,
+                        uint32_t c3, uint32_t k, double std)
 {
     size_t have = (size_t)-1;
     uint32_t w[4];
-    for (size_t e = 0; e < t->count; e++) {
+    for (size_t e = e0; e < e1; e++) {
         const size_t g = dt_param_whole_index(t, e);
         if (g / 2 != have) {
             have = g / 2;
@@ -1056,48 +1071,64 @@ static void init_normal(const dt_param_info *t, float *v, uint64_t seed, uint32_
         }
         const double u1 = ((double)w[2 * (g % 2)] + 1.0) * (1.0 / 4294967296.0); /* (0, 1] */
         const double u2 = dt_u01d(w[2 * (g % 2) + 1]);
-        v[e] = (float)(std * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+        v[e - e0] = (float)(std * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+    }
+}
+
+/* Elements [e0, e1) of tensor i into v[0 .. e1 - e0). */
+static void init_part(const dt_model *m, int i, size_t e0, size_t e1, float *v, uint64_t seed)
+{
+    const dt_param_info *t = &m->tensors[i];
+    const dt_layer *l = &m->layers[t->layer];
+    /* Keyed by the layer's index in the whole model: a stage's layers draw its numbers;
+     * a tied copy draws its embedding's. */
+    const int key_layer = t->tie == DT_TIE_COPY ? l->tie : l->index;
+    const uint32_t c3 = ((uint32_t)DT_RNG_STREAM_INIT << 24) | (uint32_t)key_layer;
+    uint32_t k = t->offset != l->param_offset; /* 0: weight, 1: bias */
+    if (l->ops->tensors != NULL) {             /* tensor k of the layer's own list */
+        dt_layer_tensor desc[DT_LAYER_MAX_TENSORS];
+        const int n = l->ops->tensors(l, desc);
+        size_t at = l->param_offset;
+        for (k = 0; (int)k < n && at != t->offset; k++)
+            at += desc[k].count;
+        DT_ASSERT((int)k < n);
+        if (desc[k].fill == DT_FILL_NORMAL)
+            init_normal(t, e0, e1, v, seed, c3, k, desc[k].std);
+        for (size_t e = e0; e < e1 && desc[k].fill != DT_FILL_NORMAL; e++)
+            v[e - e0] = desc[k].fill == DT_FILL_ONES ? 1.0f : 0.0f;
+        return;
+    }
+    if (l->ops->init == DT_INIT_ONES_ZEROS) {
+        for (size_t e = e0; e < e1; e++)
+            v[e - e0] = k ? 0.0f : 1.0f;
+    } else if (l->ops->init == DT_INIT_NORMAL) {
+        /* GPT-2's normal(0, 0.02) (docs/ARCHITECTURE.md, "Per-position shapes") */
+        init_normal(t, e0, e1, v, seed, c3, k, 0.02);
+    } else {
+        /* kaiming_uniform_(a=sqrt(5)) gives bound 1/sqrt(fan_in); the bias uses the
+         * weight's fan_in (torch.nn.Linear/Conv2d reset_parameters). */
+        const int64_t fan_in = l->fan_in_whole > 0 ? l->fan_in_whole : l->ops->fan_in(l);
+        init_tensor(t, e0, e1, v, seed, c3, k, 1.0 / sqrt((double)fan_in));
+    }
+}
+
+void dt_model_init_range(const dt_model *m, uint64_t seed, size_t lo, size_t n, float *out)
+{
+    DT_ASSERT(!m->described && lo + n <= m->nparams);
+    for (int i = 0; i < m->ntensors; i++) {
+        const dt_param_info *t = &m->tensors[i];
+        const size_t a = t->offset > lo ? t->offset : lo;
+        const size_t b = t->offset + t->count < lo + n ? t->offset + t->count : lo + n;
+        if (a < b)
+            init_part(m, i, a - t->offset, b - t->offset, out + (a - lo), seed);
     }
 }
 
 void dt_model_init_params(dt_model *m, uint64_t seed)
 {
     DT_ASSERT(!m->described); /* a description has no parameters to fill */
-    for (int i = 0; i < m->ntensors; i++) {
-        const dt_param_info *t = &m->tensors[i];
-        const dt_layer *l = &m->layers[t->layer];
-        /* Keyed by the layer's index in the whole model: a stage's layers draw its numbers;
-         * a tied copy draws its embedding's. */
-        const int key_layer = t->tie == DT_TIE_COPY ? l->tie : l->index;
-        const uint32_t c3 = ((uint32_t)DT_RNG_STREAM_INIT << 24) | (uint32_t)key_layer;
-        uint32_t k = t->offset != l->param_offset; /* 0: weight, 1: bias */
-        if (l->ops->tensors != NULL) {             /* tensor k of the layer's own list */
-            dt_layer_tensor desc[DT_LAYER_MAX_TENSORS];
-            const int n = l->ops->tensors(l, desc);
-            size_t at = l->param_offset;
-            for (k = 0; (int)k < n && at != t->offset; k++)
-                at += desc[k].count;
-            DT_ASSERT((int)k < n);
-            float *v = m->params + t->offset;
-            if (desc[k].fill == DT_FILL_NORMAL)
-                init_normal(t, v, seed, c3, k, desc[k].std);
-            for (size_t e = 0; e < t->count && desc[k].fill != DT_FILL_NORMAL; e++)
-                v[e] = desc[k].fill == DT_FILL_ONES ? 1.0f : 0.0f;
-            continue;
-        }
-        if (l->ops->init == DT_INIT_ONES_ZEROS) {
-            for (size_t e = 0; e < t->count; e++)
-                m->params[t->offset + e] = k ? 0.0f : 1.0f;
-        } else if (l->ops->init == DT_INIT_NORMAL) {
-            /* GPT-2's normal(0, 0.02) (docs/ARCHITECTURE.md, "Per-position shapes") */
-            init_normal(t, m->params + t->offset, seed, c3, k, 0.02);
-        } else {
-            /* kaiming_uniform_(a=sqrt(5)) gives bound 1/sqrt(fan_in); the bias uses the
-             * weight's fan_in (torch.nn.Linear/Conv2d reset_parameters). */
-            const int64_t fan_in = l->fan_in_whole > 0 ? l->fan_in_whole : l->ops->fan_in(l);
-            init_tensor(t, m->params + t->offset, seed, c3, k, 1.0 / sqrt((double)fan_in));
-        }
-    }
+    if (m->params != NULL)    /* NULL: windows (window.h), whose source holds them */
+        dt_model_init_range(m, seed, 0, m->nparams, m->params);
 }
 
 float *dt_model_activation(dt_model *m, int i)

@@ -7,6 +7,7 @@
 #include "dtrain/model.h"
 #include "nn/layer_internal.h"
 #include "nn/tp.h"
+#include "nn/window.h"
 
 /* What the working buffers hold (recompute): boundaries seg's first + 1 .. upto of rows
  * [row0, row0 + batch), from a forward, when valid. */
@@ -29,7 +30,13 @@ struct dt_model {
     int64_t max_batch;
     int64_t call_rows; /* the largest batch of one call: working buffers' rows */
     size_t nparams;
-    float *params, *grads;
+    float *params, *grads; /* NULL under windows (window.h) */
+    /* ZeRO-3's windows (window.h): one layer's parameters and gradients, win_count floats
+     * each, filled and emptied by src. */
+    int windows;
+    float *pwin, *gwin;
+    size_t win_count;
+    dt_param_source src;
     int ntensors;
     dt_param_info *tensors; /* [ntensors] */
     float **act;            /* [nlayers + 1] activation buffers */
@@ -65,6 +72,9 @@ struct dt_model {
     int inner; /* DT_RECOMPUTE_BLOCK: layers that recompute inside do (dt_layer.inner_recompute) */
     dt_work_tag work;
 };
+
+/* The windows' size from the layers' ranges (model_window.c): win_count. */
+void dt_model_window_plan(dt_model *m);
 
 /* Whether boundary i begins a recompute segment (0 and nlayers included). */
 int dt_model_is_ckpt(const dt_model *m, int i);

@@ -85,6 +85,9 @@ static dt_status forward_layer(dt_model *m, int i, int64_t row0, int64_t batch,
     dt_layer *l = &m->layers[i];
     float *y = act_rows(m, i + 1, row0);
     float *block = l->tp.gather ? l->tp_out + row0 * l->out_numel : y;
+    const dt_status in = dt_model_window_in(m, i, 0); /* ZeRO-3: the layer's parameters */
+    if (in != DT_OK)
+        return in;
     void *state = shift_state(l, row0);
     l->ops->forward(l, act_rows(m, i, row0), block, batch, ctx);
     l->state = state;
@@ -157,13 +160,18 @@ static dt_status backward_layer(dt_model *m, int i, int64_t row0, int64_t batch,
         y = l->tp_out + row0 * l->out_numel;
         dy = dt_tp_block_of_grad(&m->tp, l, dy, batch);
     }
+    dt_status st = dt_model_window_in(m, i, 1); /* ZeRO-3: parameters, a zeroed gradient */
+    if (st != DT_OK)
+        return st;
     void *state = shift_state(l, row0);
     l->recompute_ctx = l->inner_recompute ? &m->fwd_at[row0] : NULL;
-    dt_status st = l->ops->backward(l, act_rows(m, i, row0), y, dy, dx, batch, hooks);
+    st = l->ops->backward(l, act_rows(m, i, row0), y, dy, dx, batch, hooks);
     l->recompute_ctx = NULL;
     l->state = state;
     if (st == DT_OK)
         st = dt_tp_after_backward(&m->tp, l, dx, batch);
+    if (st == DT_OK)
+        st = dt_model_window_out(m, i);
     if (st == DT_OK && hooks != NULL && hooks->grads_ready != NULL && l->param_count > 0)
         st = hooks->grads_ready(hooks->ctx, i, l->param_offset, l->param_count);
     if (st == DT_OK)
@@ -233,6 +241,8 @@ static void zero_member(void *ctx, int t, int nt)
 void dt_model_zero_grads(dt_model *m)
 {
     DT_ASSERT(!m->described); /* a description has no gradients */
+    if (m->windows) /* each layer's window is zeroed before its backward (window.h) */
+        return;
     /* On the team from a few MB: one thread's stores do not use all of memory's bandwidth
      * (the wide GPT's 102 MB took 10 ms of a 2-thread step's 610 on one thread). */
     dt_pool_run(m->nparams >= ((size_t)1 << 20) ? m->pool : NULL, zero_member, m);

@@ -86,6 +86,14 @@ void dt_obs_phase(dt_obs *o, dt_phase p, double t0, double t1, int micro)
     e->t1 = t1;
 }
 
+void dt_obs_phase_inside(dt_obs *o, dt_phase p, dt_phase outer, double t0, double t1, int micro)
+{
+    if (o == NULL)
+        return;
+    o->total[outer] -= t1 - t0; /* outer's whole span is added when it is recorded */
+    dt_obs_phase(o, p, t0, t1, micro);
+}
+
 /* Adds [t0, t1] to the union of the step's spans: the part no recorded span covers goes to
  * inflight, then the spans it touches merge with it. Two buckets' all-reduces in flight
  * together are communication in flight once, not twice. */

@@ -235,22 +235,8 @@ static dt_status ddp_finish(dt_ddp *dp, double *loss_sum)
     /* ZeRO-1 reduces after the step: its local gradients are still this rank's own. */
     dt_strategy_note_bad(&dp->base, *loss_sum, 0,
                          dp->base.opt.zero ? dt_model_param_count(dp->base.model) : 0);
-    /* Every rank's (loss sum, wait, finding): the loss folded in rank order, the smallest
-     * wait kept, the findings counted (docs/checkpoint-format.md: the non-finite guard). */
-    double mine[4] = {*loss_sum, wait, dp->base.bad_here, dp->base.info.world_rank};
-    DT_TRY(dt_comm_allgather(dp->comm, mine, dp->exchange, 4, DT_COMM_FLOAT64));
-    double sum = 0.0, least = dp->exchange[1];
-    for (int r = 0; r < dp->size; r++) {
-        const double *x = dp->exchange + 4 * r;
-        sum += x[0];
-        if (x[1] < least)
-            least = x[1];
-        if (x[2] != 0 && (dp->base.bad.ranks++ == 0 || x[3] < dp->base.bad.rank)) {
-            dp->base.bad.rank = (int)x[3];
-            dp->base.bad.where = (int)x[2];
-        }
-    }
-    *loss_sum = sum;
+    double least = 0.0;
+    DT_TRY(dt_strategy_fold_step(&dp->base, dp->comm, dp->exchange, wait, loss_sum, &least));
     dp->exposed_s += least;
     if (dp->cur != NULL && dp->base.bad.ranks > 0) /* the step will be skipped */
         dt_gcomp_forget_nonfinite(dp->cur);
@@ -506,6 +492,8 @@ dt_status dt_ddp_create(const dt_strategy_options *opt, dt_comm *world, dt_grid 
 {
     dt_ddp *dp = NULL;
     *out = NULL;
+    if (opt->zero == 3) /* every tensor sharded: zero3.c */
+        return dt_zero3_create(opt, world, grid, out);
     /* A replica alone on its dp axis has nothing to all-reduce: single.c's step. */
     if (dt_grid_size(grid, DT_GRID_DP) == 1)
         return dt_single_create(opt, world, grid, out);
@@ -540,12 +528,33 @@ dt_status dt_ddp_check(const dt_strategy_options *o, int world, int tp, int pp)
      * it (under tp, parallel.overlap still governs the blocks' input-gradient sums). */
     static const dt_strategy_opt bucketed[] = {DT_SO_OVERLAP, DT_SO_BUCKET_CAP_MB,
                                                DT_SO_FIRST_BUCKET_MB};
-    for (size_t i = 0; o->zero && i < sizeof bucketed / sizeof bucketed[0]; i++)
+    for (size_t i = 0; o->zero == 1 && i < sizeof bucketed / sizeof bucketed[0]; i++)
         if (o->given[bucketed[i]] != NULL && !(bucketed[i] == DT_SO_OVERLAP && tp > 1))
             return dt_fail(DT_ERR_INVALID,
                            "%s has no effect with --zero 1: ZeRO-1 reduce-scatters the whole "
                            "gradient after backward, without buckets",
                            o->given[bucketed[i]]);
+    /* ZeRO-3 (zero3.c) gathers and reduce-scatters each layer's range as it runs. */
+    for (size_t i = 0; o->zero == 3 && i < sizeof bucketed / sizeof bucketed[0]; i++)
+        if (o->given[bucketed[i]] != NULL)
+            return dt_fail(DT_ERR_INVALID,
+                           "%s has no effect with --zero 3: ZeRO-3 gathers each layer's "
+                           "parameters and reduce-scatters its gradients as it runs, without "
+                           "buckets or overlap",
+                           o->given[bucketed[i]]);
+    if (o->zero == 3 && (tp > 1 || pp > 1))
+        return dt_fail(DT_ERR_UNSUPPORTED,
+                       "--zero 3 shards a whole model over the data-parallel ranks: not yet "
+                       "with tp %d, pp %d (ZeRO-1 works with both)",
+                       tp, pp);
+    if (o->zero == 3 && o->compress.kind != DT_COMPRESS_NONE) {
+        char mode[48];
+        dt_compress_format(&o->compress, mode, sizeof mode);
+        return dt_fail(DT_ERR_UNSUPPORTED,
+                       "parallel.compress: %s is not built for --zero 3, whose gradients are "
+                       "reduce-scattered layer by layer",
+                       mode);
+    }
     return dt_strategy_check_grid(o, world, tp, pp);
 }
 
@@ -565,6 +574,22 @@ static dt_status ddp_predict(const dt_strategy_options *o, const dt_predict_inpu
     if (d <= 1)
         return DT_OK; /* nothing crosses */
     dt_compress_format(&o->compress, mode, sizeof mode);
+    if (o->zero == 3 && in->fetches > 0) {
+        /* ZeRO-3 (zero3.c): per micro-batch, each layer's range gathered before its forward
+         * and again before its backward, its gradients reduce-scattered after it. */
+        const int m = in->micro > 0 ? in->micro : 1;
+        const double per = in->fetch_bytes / in->fetches;
+        const double ag = m * in->fetches * dt_link_allgather(l, per, d);
+        snprintf(what, sizeof what, "dp all-gather of each layer's parameters before its forward "
+                                    "(ZeRO-3, %d layers)", in->fetches);
+        row(ctx, what, m * in->fetch_bytes, ag);
+        row(ctx, "dp all-gather of each layer's parameters before its backward (ZeRO-3)",
+            m * in->fetch_bytes, ag);
+        row(ctx, "dp reduce-scatter of each layer's gradients after its backward (ZeRO-3)",
+            m * in->fetch_bytes, ag);
+        *seconds = 3 * ag;
+        return DT_OK;
+    }
     if (o->compress.kind == DT_COMPRESS_POWERSGD) {
         bytes = in->psgd_p_bytes + in->psgd_q_bytes;
         t = dt_link_allreduce(l, in->psgd_p_bytes, d) + dt_link_allreduce(l, in->psgd_q_bytes, d);

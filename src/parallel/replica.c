@@ -74,6 +74,43 @@ int dt_strategy_scan_grads(const dt_strategy *s, size_t lo, size_t hi)
     return scan_on(s, lo, hi, NULL);
 }
 
+int dt_strategy_scan_window(const dt_strategy *s, const float *g, size_t at, size_t n)
+{
+    if (n == 0 || !dt_any_nonfinite(g, n, NULL))
+        return 0;
+    for (int k = 0; k < dt_model_tensor_count(s->model); k++) {
+        const dt_param_info *t = dt_model_tensor(s->model, k);
+        for (size_t i = t->offset; i < t->offset + t->count; i++)
+            if (i >= at && i < at + n && g[i - at] * 0.0f != 0.0f)
+                return 1 + dt_model_whole_layer(s->model, t->layer);
+    }
+    return 0;
+}
+
+dt_status dt_strategy_fold_step(dt_strategy *s, dt_comm *comm, double *exchange, double wait,
+                                double *loss_sum, double *least)
+{
+    const int size = dt_comm_size(comm);
+    double mine[4] = {*loss_sum, wait, s->bad_here, s->info.world_rank};
+    dt_status st = dt_comm_allgather(comm, mine, exchange, 4, DT_COMM_FLOAT64);
+    if (st != DT_OK)
+        return st;
+    double sum = 0.0;
+    *least = exchange[1];
+    for (int r = 0; r < size; r++) {
+        const double *x = exchange + 4 * r;
+        sum += x[0];
+        if (x[1] < *least)
+            *least = x[1];
+        if (x[2] != 0 && (s->bad.ranks++ == 0 || x[3] < s->bad.rank)) {
+            s->bad.rank = (int)x[3];
+            s->bad.where = (int)x[2];
+        }
+    }
+    *loss_sum = sum;
+    return DT_OK;
+}
+
 void dt_strategy_note_bad(dt_strategy *s, double loss_sum, size_t lo, size_t hi)
 {
     if (s->bad_here != 0)

@@ -120,6 +120,10 @@ dt_status dt_strategy_check_replicas(dt_strategy *s, dt_replica_check *out)
 {
     DT_ASSERT(s != NULL && s->model != NULL && out != NULL);
     dt_status st = DT_OK;
+    if (s->param_slice != NULL)
+        return dt_fail(DT_ERR_UNSUPPORTED, "replica check: under ZeRO-3 every parameter is "
+                                           "held once, in one rank's slice: no copies to "
+                                           "compare");
     const dt_grid *g = s->grid;
     const int dp = dt_grid_size(g, DT_GRID_DP), tp = dt_grid_size(g, DT_GRID_TP);
     dt_comm *over[KINDS] = {dp > 1 ? dt_grid_comm(g, DT_GRID_DP) : NULL,

@@ -116,7 +116,10 @@ dt_status dt_state_tensor_whole(dt_strategy *s, int b, int i, float *const *bufs
     dt_model *m = s->model;
     const dt_param_info *p = dt_model_tensor(m, i);
     const float *local = NULL;
-    if (b < 0) {
+    if (b < 0 && s->param_slice != NULL) { /* ZeRO-3: from the slices that hold it */
+        DT_TRY(s->ops->gather_optim(s, s->param_slice, p->offset, p->count, x->part));
+        local = x->part;
+    } else if (b < 0) {
         local = dt_model_params(m) + p->offset;
     } else if (!s->optim_sharded) { /* the optimizer's buffer laid out as the parameters */
         local = bufs[b] + p->offset;
@@ -373,11 +376,12 @@ dt_status dt_state_import_common(dt_strategy *s, const dt_state_source *src, int
      * judge the set's count even when a tensor is missing. */
     *per_tensor = 1 + nbuf;
     for (int b = -1; b < nbuf; b++) {
-        /* The parameters whole on this rank; an optimizer buffer's range this rank updates
-         * (all of it, or its ZeRO-1 slice), laid out as the parameters. */
-        const size_t lo = b < 0 ? 0 : s->optim_offset;
-        const size_t hi = b < 0 ? dt_model_param_count(s->model) : lo + s->optim_count;
-        float *to = b < 0 ? dt_model_params(s->model) : bufs[b];
+        /* The parameters whole on this rank (ZeRO-3: its slice); an optimizer buffer's range
+         * this rank updates (all of it, or its ZeRO-1 slice), laid out as the parameters. */
+        const int whole = b < 0 && s->param_slice == NULL;
+        const size_t lo = whole ? 0 : s->optim_offset;
+        const size_t hi = whole ? dt_model_param_count(s->model) : lo + s->optim_count;
+        float *to = b >= 0 ? bufs[b] : whole ? dt_model_params(s->model) : s->param_slice;
         for (int i = 0; i < nt; i++) {
             const dt_param_info *p = dt_model_tensor(s->model, i);
             const dt_state_piece *x = NULL;

@@ -142,6 +142,19 @@ dt_status dt_strategy_sync_params(dt_strategy *s)
     return s->ops->sync_params != NULL ? s->ops->sync_params(s) : DT_OK;
 }
 
+float *dt_strategy_param_slice(dt_strategy *s)
+{
+    return s->param_slice;
+}
+
+dt_status dt_strategy_read_params(dt_strategy *s, size_t lo, size_t n, float *out)
+{
+    if (s->param_slice != NULL)
+        return s->ops->gather_optim(s, s->param_slice, lo, n, out);
+    memcpy(out, dt_model_params(s->model) + lo, n * sizeof(float));
+    return DT_OK;
+}
+
 void dt_strategy_comp_state(dt_strategy *s, dt_comp_state *out)
 {
     memset(out, 0, sizeof *out);

@@ -165,6 +165,13 @@ const dt_strategy_info *dt_strategy_get_info(const dt_strategy *s);
 void dt_strategy_bind_optim(dt_strategy *s, dt_optim *o);
 /* dt_strategy_ops.sync_params where there is one. Collective over the world. */
 dt_status dt_strategy_sync_params(dt_strategy *s);
+/* ZeRO-3 (zero3.c): this rank's parameters, the slice [offset, offset + count) of the flat
+ * buffer (dt_strategy_optim_range's), the model holding none whole; NULL otherwise. */
+float *dt_strategy_param_slice(dt_strategy *s);
+/* out[0..n) = the parameters [lo, lo + n) of the flat buffer: under ZeRO-3 gathered from the
+ * slices that hold them (collective over the data-parallel group), else copied from the
+ * model. */
+dt_status dt_strategy_read_params(dt_strategy *s, size_t lo, size_t n, float *out);
 /* dt_strategy_ops.comp_state, or nothing (all NULL and 0). */
 void dt_strategy_comp_state(dt_strategy *s, dt_comp_state *out);
 

@@ -86,6 +86,9 @@ struct dt_strategy {
     /* 1 when that range differs between ranks (ZeRO-1, ps): whoever reads the state whole
      * gathers it, on every rank together. */
     int optim_sharded;
+    /* ZeRO-3 (zero3.c): this rank's parameters, the slice [optim_offset, optim_offset +
+     * optim_count) of the flat buffer, the model holding none whole; NULL otherwise. */
+    float *param_slice;
     /* This rank's finding in the step (where, or 0), and after the step the ranks'
      * together; the strategy's step fills `bad` for its data-parallel group. */
     int bad_here;
@@ -115,6 +118,14 @@ struct dt_strategy {
  * gradients [lo, hi) of the flat buffer, 0 when there is none. A pass over memory that
  * vectorises (a product with zero is NaN exactly when the value is not finite). */
 int dt_strategy_scan_grads(const dt_strategy *s, size_t lo, size_t hi);
+/* dt_strategy_scan_grads of g[0..n), the flat buffer's elements [at, at + n) (a window). */
+int dt_strategy_scan_window(const dt_strategy *s, const float *g, size_t at, size_t n);
+/* The step's end over a data-parallel group: every rank's (loss sum, wait, finding, world
+ * rank) through exchange [4 x comm's size]: *loss_sum := the sums folded in rank order (the
+ * same bits everywhere and in every run), *least := the smallest wait, and the findings
+ * counted into s->bad (docs/checkpoint-format.md: the non-finite guard). Collective. */
+dt_status dt_strategy_fold_step(dt_strategy *s, dt_comm *comm, double *exchange, double wait,
+                                double *loss_sum, double *least);
 /* bad_here for a step whose loss sum is `loss_sum`, the gradients [lo, hi) scanned. */
 void dt_strategy_note_bad(dt_strategy *s, double loss_sum, size_t lo, size_t hi);
 
@@ -251,6 +262,9 @@ dt_status dt_single_create(const dt_strategy_options *opt, dt_comm *world, dt_gr
                            dt_strategy **out);
 dt_status dt_ddp_create(const dt_strategy_options *opt, dt_comm *world, dt_grid *grid,
                         dt_strategy **out);
+/* ddp under --zero 3 (zero3.c), which dt_ddp_create hands it. */
+dt_status dt_zero3_create(const dt_strategy_options *opt, dt_comm *world, dt_grid *grid,
+                          dt_strategy **out);
 dt_status dt_ps_create(const dt_strategy_options *opt, dt_comm *world, dt_grid *grid,
                        dt_strategy **out);
 dt_status dt_fedavg_create(const dt_strategy_options *opt, dt_comm *world, dt_grid *grid,

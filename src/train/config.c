@@ -646,8 +646,12 @@ static dt_status check_run(const dt_config *c)
     if (!(c->parallel.bucket_cap_mb > 0.0) || !(c->parallel.first_bucket_mb > 0.0))
         return dt_fail(DT_ERR_INVALID, "config: parallel.bucket_cap_mb and "
                                        "parallel.first_bucket_mb must be > 0");
-    if (c->parallel.zero != 0 && c->parallel.zero != 1)
-        return dt_fail(DT_ERR_INVALID, "config: parallel.zero must be 0 or 1, got %d",
+    if (c->parallel.zero == 2)
+        return dt_fail(DT_ERR_UNSUPPORTED,
+                       "config: parallel.zero 2 (gradients sharded, parameters whole) is not "
+                       "built: 1 shards the optimizer state, 3 everything");
+    if (c->parallel.zero < 0 || c->parallel.zero > 3)
+        return dt_fail(DT_ERR_INVALID, "config: parallel.zero must be 0, 1 or 3, got %d",
                        c->parallel.zero);
     if (c->parallel.servers < 1 || c->parallel.staleness < DT_PS_STALENESS_INF)
         return dt_fail(DT_ERR_INVALID, "config: parallel.servers must be >= 1 and "

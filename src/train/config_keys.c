@@ -408,8 +408,9 @@ static const key_def keys[] = {
         "gradient bucket size in MiB (PyTorch DDP's bucket_cap_mb)"),
     NUM("parallel.first_bucket_mb", KEY_DOUBLE, parallel.first_bucket_mb, LO | LO_STRICT, 0, 0,
         "size of the first gradient bucket in MiB"),
-    NUM("parallel.zero", KEY_INT, parallel.zero, LO | HI, 0, 1,
-        "ZeRO stage: 0 (off) or 1 (optimizer state sharded over the dp group)"),
+    NUM("parallel.zero", KEY_INT, parallel.zero, LO | HI, 0, 3,
+        "ZeRO stage: 0 (off), 1 (optimizer state sharded over the dp group) or 3 (parameters, "
+        "gradients and optimizer state sharded)"),
     NUM("parallel.overlap", KEY_BOOL, parallel.overlap, 0, 0, 0,
         "start each bucket's all-reduce during backward; under tp, also each block's "
         "input-gradient sums while its weight gradients are computed"),

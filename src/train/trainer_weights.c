@@ -42,6 +42,14 @@ static dt_status stage_whole_params(dt_trainer *t, const float **out)
 {
     dt_status st = DT_OK;
     *out = dt_model_params(t->model);
+    if (dt_strategy_param_slice(t->strategy) != NULL) { /* ZeRO-3: gathered from the slices */
+        const size_t n = dt_model_param_count(t->model);
+        if (t->stage_whole == NULL)
+            DT_TRY(dt_alloc(n * sizeof(float), "whole parameters", (void **)&t->stage_whole));
+        DT_TRY(dt_strategy_read_params(t->strategy, 0, n, t->stage_whole));
+        *out = t->stage_whole;
+        return DT_OK;
+    }
     if (dt_model_tp_size(t->model) == 1)
         return DT_OK;
     if (t->stage_whole == NULL)
@@ -115,7 +123,8 @@ fail:
 }
 
 /* This rank's tensor `name` whole: in place, or gathered over the tensor-parallel group into
- * room (collective over it for a split tensor). */
+ * room (collective over it for a split tensor), or under ZeRO-3 from the slices that hold it
+ * (collective over the data-parallel group). */
 static dt_status own_tensor(dt_trainer *t, const char *name, float *room, const float **out)
 {
     dt_model *m = t->model;
@@ -123,6 +132,10 @@ static dt_status own_tensor(dt_trainer *t, const char *name, float *room, const 
         const dt_param_info *p = dt_model_tensor(m, i);
         if (strcmp(p->name, name) != 0)
             continue;
+        if (dt_strategy_param_slice(t->strategy) != NULL) {
+            *out = room;
+            return dt_strategy_read_params(t->strategy, p->offset, p->count, room);
+        }
         const float *local = dt_model_params(m) + p->offset;
         *out = local;
         if (p->split_dim < 0)
@@ -147,7 +160,8 @@ dt_status dt_trainer_save_weights(dt_trainer *t, const char *path, double input_
     const int n = dt_model_tensor_count(wm);
     /* The room one tensor takes while it passes: gathered on its stage's tp group, received
      * on the main rank. */
-    const int gathers = si->replica == 0 && dt_model_tp_size(t->model) > 1;
+    const int sharded = dt_strategy_param_slice(t->strategy) != NULL; /* ZeRO-3 */
+    const int gathers = (si->replica == 0 && dt_model_tp_size(t->model) > 1) || sharded;
     if (gathers || (si->main && si->pp_size > 1)) {
         size_t most = 1;
         for (int k = 0; k < n; k++)
@@ -168,7 +182,7 @@ dt_status dt_trainer_save_weights(dt_trainer *t, const char *path, double input_
         const dt_param_info *p = dt_model_tensor(wm, k);
         const int stage = t->stage_of[p->layer];
         const float *data = NULL;
-        if (si->replica == 0 && si->pp_rank == stage)
+        if ((si->replica == 0 || sharded) && si->pp_rank == stage)
             DT_TRY(own_tensor(t, p->name, room, &data));
         if (stage != 0) {
             DT_TRY(dt_strategy_stage_to_main(t->strategy, stage, data, room, p->whole_count));
@@ -209,8 +223,13 @@ dt_status dt_trainer_load_weights(dt_trainer *t, const char *path)
     if (mine == DT_OK)
         mine = dt_weights_check_part(t->model, wm, f);
     dt_status st = dt_trainer_agree(t, mine);
+    size_t lo = 0, n = 0;
+    int sharded = 0;
+    dt_strategy_optim_range(t->strategy, &lo, &n, &sharded);
+    float *slice = dt_strategy_param_slice(t->strategy); /* ZeRO-3: this rank's alone */
     if (st == DT_OK)
-        st = dt_trainer_agree(t, dt_weights_copy_part(t->model, f));
+        st = dt_trainer_agree(t, slice != NULL ? dt_weights_copy_range(t->model, f, lo, n, slice)
+                                               : dt_weights_copy_part(t->model, f));
     dt_st_close(f);
     return st;
 }

@@ -288,9 +288,29 @@ static dt_status copy_tensors(dt_model *m, const source *src)
     return DT_OK;
 }
 
+/* Elements [lo, lo + n) of the flat buffer from the source into out: a slice of a whole
+ * model (ZeRO-3's), read straight into place. */
+static dt_status copy_range(const dt_model *m, const source *src, size_t lo, size_t n, float *out)
+{
+    for (int i = 0; i < dt_model_tensor_count(m); i++) {
+        const dt_param_info *p = dt_model_tensor(m, i);
+        const size_t a = p->offset > lo ? p->offset : lo;
+        const size_t b = p->offset + p->count < lo + n ? p->offset + p->count : lo + n;
+        if (a >= b)
+            continue;
+        DT_ASSERT(p->split_dim < 0);
+        const dt_status st = source_read(src, source_find(src, p->name),
+                                         (a - p->offset) * sizeof(float), (b - a) * sizeof(float),
+                                         out + (a - lo));
+        if (st != DT_OK)
+            return st;
+    }
+    return DT_OK;
+}
+
 static dt_status check_loadable(const dt_model *m, const char *path)
 {
-    if (dt_model_params((dt_model *)m) == NULL)
+    if (dt_model_params((dt_model *)m) == NULL && !dt_model_has_windows(m))
         return dt_fail(DT_ERR_INVALID,
                        "weights: %s: the model is a description (dt_model_describe): it has no "
                        "parameters to load",
@@ -351,4 +371,11 @@ dt_status dt_weights_copy_part(dt_model *m, const dt_st_file *f)
 {
     const source src = {.path = dt_st_path(f), .file = f};
     return copy_tensors(m, &src);
+}
+
+dt_status dt_weights_copy_range(const dt_model *m, const dt_st_file *f, size_t lo, size_t n,
+                                float *out)
+{
+    const source src = {.path = dt_st_path(f), .file = f};
+    return copy_range(m, &src, lo, n, out);
 }

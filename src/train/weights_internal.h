@@ -21,5 +21,9 @@ dt_st_input dt_weights_input(const dt_model *m, double input_mean, double input_
 dt_status dt_weights_check_part(const dt_model *m, const dt_model *whole, const dt_st_file *f);
 /* m's tensors (its part of each) from f, checked first with dt_weights_check_part. */
 dt_status dt_weights_copy_part(dt_model *m, const dt_st_file *f);
+/* Elements [lo, lo + n) of m's flat buffer from f into out (ZeRO-3's slice of a whole model),
+ * checked first with dt_weights_check_part. */
+dt_status dt_weights_copy_range(const dt_model *m, const dt_st_file *f, size_t lo, size_t n,
+                                float *out);
 
 #endif

@@ -1,0 +1,91 @@
+/* model_window.c — ZeRO-3's parameter and gradient windows (window.h): what a layer reads,
+ * fetched before it runs and its gradients handed over after. Allocates nothing. */
+#include <string.h>
+
+#include "nn/model_internal.h"
+
+/* The range of the flat buffer layer i reads: its own parameters, or for a head that shares
+ * an embedding's table (dt_layer.tie), that table. */
+static void layer_range(const dt_model *m, int i, size_t *offset, size_t *count)
+{
+    const dt_layer *l = &m->layers[i];
+    *offset = l->param_offset;
+    *count = l->param_count;
+    if (l->tie < 0 || l->tie_role == DT_TIE_COPY)
+        return;
+    for (int j = 0; j < m->nlayers; j++)
+        if (m->layers[j].index == l->tie) {
+            *offset = m->layers[j].param_offset;
+            *count = m->layers[j].weight_count;
+        }
+}
+
+void dt_model_window_plan(dt_model *m)
+{
+    m->win_count = 0;
+    for (int i = 0; m->windows && i < m->nlayers; i++) {
+        size_t off, cnt;
+        layer_range(m, i, &off, &cnt);
+        if (cnt > m->win_count)
+            m->win_count = cnt;
+    }
+}
+
+void dt_model_set_param_source(dt_model *m, const dt_param_source *src)
+{
+    m->src = *src;
+}
+
+size_t dt_model_window_count(const dt_model *m)
+{
+    return m->win_count;
+}
+
+int dt_model_has_windows(const dt_model *m)
+{
+    return m->windows;
+}
+
+/* Points layer i's views at the windows: the weight (or the start of its own list of
+ * tensors) at the window's start, the bias after the weight. */
+static void bind(dt_layer *l, float *w, float *g)
+{
+    l->w = w;
+    l->dw = g;
+    if (l->ops->tensors == NULL && l->bias_count > 0) {
+        l->b = w + l->weight_count;
+        l->db = g != NULL ? g + l->weight_count : NULL;
+    }
+}
+
+dt_status dt_model_window_in(dt_model *m, int i, int backward)
+{
+    size_t off, cnt;
+    if (!m->windows)
+        return DT_OK;
+    layer_range(m, i, &off, &cnt);
+    if (cnt == 0)
+        return DT_OK;
+    if (m->src.fetch == NULL)
+        return dt_fail(DT_ERR_INVALID, "model: parameter windows without a source "
+                                       "(dt_model_set_param_source)");
+    dt_status st = m->src.fetch(m->src.ctx, off, cnt, backward, m->pwin);
+    if (st != DT_OK)
+        return st;
+    if (backward)
+        memset(m->gwin, 0, cnt * sizeof(float));
+    /* forward writes no gradient: the gradient window stays unbound until backward */
+    bind(&m->layers[i], m->pwin, backward ? m->gwin : NULL);
+    return DT_OK;
+}
+
+dt_status dt_model_window_out(dt_model *m, int i)
+{
+    size_t off, cnt;
+    if (!m->windows)
+        return DT_OK;
+    layer_range(m, i, &off, &cnt);
+    if (cnt == 0)
+        return DT_OK;
+    return m->src.give(m->src.ctx, i, off, cnt, m->gwin);
+}
