@@ -87,7 +87,7 @@ dt_status dt_cli_print_rank_memory(const dt_config *cfg, const dt_cli_world *w, 
              "%s state %.2f MB, activations and workspaces %.2f MB (kept for backward %.2f "
              "MB%s)",
              who, dt_trainer_planned_bytes(t) / 1e6, params / 1e6, whose, params / 1e6,
-             dt_optim_kind_name(cfg->optim.kind),
-             optim_bytes / 1e6, act / 1e6, (double)(mem.kept_bytes + mem.state_bytes) / 1e6, seq);
+             dt_optim_kind_name(cfg->optim.kind), optim_bytes / 1e6, act / 1e6,
+             (double)(mem.kept_bytes + mem.state_bytes) / 1e6, seq);
     return dt_cli_print_ranks(w, line);
 }

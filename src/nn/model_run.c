@@ -241,7 +241,7 @@ static void zero_member(void *ctx, int t, int nt)
 void dt_model_zero_grads(dt_model *m)
 {
     DT_ASSERT(!m->described); /* a description has no gradients */
-    if (m->windows) /* each layer's window is zeroed before its backward (window.h) */
+    if (m->windows)           /* each layer's window is zeroed before its backward (window.h) */
         return;
     /* On the team from a few MB: one thread's stores do not use all of memory's bandwidth
      * (the wide GPT's 102 MB took 10 ms of a 2-thread step's 610 on one thread). */

@@ -580,8 +580,10 @@ static dt_status ddp_predict(const dt_strategy_options *o, const dt_predict_inpu
         const int m = in->micro > 0 ? in->micro : 1;
         const double per = in->fetch_bytes / in->fetches;
         const double ag = m * in->fetches * dt_link_allgather(l, per, d);
-        snprintf(what, sizeof what, "dp all-gather of each layer's parameters before its forward "
-                                    "(ZeRO-3, %d layers)", in->fetches);
+        snprintf(what, sizeof what,
+                 "dp all-gather of each layer's parameters before its forward "
+                 "(ZeRO-3, %d layers)",
+                 in->fetches);
         row(ctx, what, m * in->fetch_bytes, ag);
         row(ctx, "dp all-gather of each layer's parameters before its backward (ZeRO-3)",
             m * in->fetch_bytes, ag);

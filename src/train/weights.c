@@ -299,9 +299,9 @@ static dt_status copy_range(const dt_model *m, const source *src, size_t lo, siz
         if (a >= b)
             continue;
         DT_ASSERT(p->split_dim < 0);
-        const dt_status st = source_read(src, source_find(src, p->name),
-                                         (a - p->offset) * sizeof(float), (b - a) * sizeof(float),
-                                         out + (a - lo));
+        const dt_status st =
+            source_read(src, source_find(src, p->name), (a - p->offset) * sizeof(float),
+                        (b - a) * sizeof(float), out + (a - lo));
         if (st != DT_OK)
             return st;
     }
