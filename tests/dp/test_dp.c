@@ -52,10 +52,14 @@ static void train(const dt_config *cfg, dt_comm *comm, float **params, size_t *n
     dt_trainer *t = NULL;
     DT_ASSERT_OK(dt_trainer_create(cfg, comm, &t));
     DT_ASSERT_OK(dt_trainer_run(t, NULL));
+    /* The whole parameters through the trainer: under ZeRO-3 no rank holds them (each its
+     * slice), and the trainer gathers them. */
     dt_model *m = dt_trainer_model(t);
+    const float *whole = NULL;
+    DT_ASSERT_OK(dt_trainer_whole_params(t, &whole));
     *n = dt_model_param_count(m);
     *params = malloc(*n * sizeof(float));
-    memcpy(*params, dt_model_params(m), *n * sizeof(float));
+    memcpy(*params, whole, *n * sizeof(float));
     if (last_loss != NULL) {
         double acc = 0;
         DT_ASSERT_OK(dt_trainer_evaluate(t, last_loss, &acc));
@@ -157,6 +161,41 @@ static void test_mlp_zero1(void **state)
     run_pair("mlp sgd zero-1", c, 16, "parallel.zero=1", NULL);
     dt_config a = mlp_config();
     run_pair("mlp adam zero-1", a, 16, "parallel.zero=1", NULL);
+}
+
+/* ZeRO-3 (zero3.c): each rank holds a slice of the parameters, gradients and optimizer
+ * state; every layer's range is gathered before it runs and its gradients reduce-scattered
+ * into the slices after its backward. The MLP's layers (25,120, 32 + 330 floats) lie across
+ * the slices' edges at every N: a layer split between two ranks, one rank holding parts of
+ * several layers. The linear model's 5 floats leave a rank of N = 4 or more with a slice of
+ * one float. With accumulation, with clipping (the norm summed over the slices) and with
+ * AdamW's decay groups, whose offsets the slice shifts. */
+static void test_mlp_zero3(void **state)
+{
+    (void)state;
+    dt_config c = mlp_config();
+    dt_test_set(&c, "optim.kind=sgd");
+    dt_test_set(&c, "optim.lr=0.1");
+    dt_test_set(&c, "optim.momentum=0.9");
+    run_pair("mlp sgd zero-3", c, 16, "parallel.zero=3", NULL);
+    dt_config a = mlp_config();
+    run_pair("mlp adam zero-3", a, 16, "parallel.zero=3", NULL);
+    dt_config w = mlp_config();
+    dt_test_set(&w, "optim.kind=adamw");
+    dt_test_set(&w, "optim.decay=matrices");
+    dt_test_set(&w, "optim.clip_norm=0.05");
+    run_pair("mlp adamw matrices clip zero-3", w, 16, "parallel.zero=3", NULL);
+    dt_config acc = c, one = c;
+    dt_test_set(&acc, "train.batch=8");
+    dt_test_set(&acc, "parallel.accumulation=2");
+    dt_test_set(&acc, "parallel.zero=3");
+    batch_times(&one, 16, size);
+    check_equivalent("mlp accumulation k=2 zero-3", acc, one);
+    dt_config lin = linreg_config();
+    dt_test_set(&lin, "optim.kind=sgd");
+    dt_test_set(&lin, "optim.lr=0.05");
+    dt_test_set(&lin, "optim.momentum=0.9");
+    run_pair("linreg sgd zero-3", lin, 16, "parallel.zero=3", NULL);
 }
 
 /* optim.clip_norm: the norm is over the reduced gradients, counted once (ddp's replicas hold
@@ -261,6 +300,9 @@ static void test_rank_without_samples(void **state)
     dt_test_set(&dpc, "parallel.global_batch=64");
     dt_test_set(&one, "train.batch=64");
     check_equivalent("linreg 1-sample last step", dpc, one);
+    /* Under ZeRO-3 the ranks without samples still gather and reduce-scatter every layer. */
+    dt_test_set(&dpc, "parallel.zero=3");
+    check_equivalent("linreg 1-sample last step zero-3", dpc, one);
 }
 
 /* ---- the ConvNet --------------------------------------------------------------------- */
@@ -533,6 +575,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_mlp_sgd),
         cmocka_unit_test(test_mlp_adam),
         cmocka_unit_test(test_mlp_zero1),
+        cmocka_unit_test(test_mlp_zero3),
         cmocka_unit_test(test_mlp_clip),
         cmocka_unit_test(test_accumulation),
         cmocka_unit_test(test_global_batch_uneven),

@@ -2,7 +2,8 @@
  * ring all-reduce, with MPI's own, with tensor parallelism at tp 2, with a pipeline of 2
  * stages (GPipe and 1F1B, 4 micro-batches), with each gradient compression, under the
  * ps (staleness 0 and 2, top-k and PowerSGD pushes), fedavg (plain, top-k and fp16 updates)
- * and localsgd strategies, and a GPT on text at tp 2 with and without sequence parallelism. Counts
+ * and localsgd strategies, under ZeRO-3, and a GPT on text at tp 2 with and without sequence
+ * parallelism and under ZeRO-3. Counts
  * malloc and friends in the whole process (alloc_count.c) from the call of dt_trainer_run to its
  * return, the first step included (a buffer grown lazily in the first step would escape a count
  * from the second), Open MPI's own calls apart: it allocates a temporary inside MPI_Iallreduce on
@@ -104,6 +105,19 @@ static void test_compressed_step_allocates_nothing(void **state)
     static const char *const zero16[] = {"parallel.compress=bf16", "parallel.zero=1", NULL};
     static const char *const *const lists[] = {fp16, topk, psgd, zero16};
     check_settings(lists, 4);
+}
+
+/* ZeRO-3: every layer's gather and reduce-scatter in forward and backward, through the
+ * window the model planned, with clipping over the slices and accumulation. */
+static void test_zero3_step_allocates_nothing(void **state)
+{
+    (void)state;
+    static const char *const plain[] = {"parallel.zero=3", NULL};
+    static const char *const more[] = {"parallel.zero=3", "optim.clip_norm=0.5",
+                                       "parallel.accumulation=2", NULL};
+    static const char *const *const lists[] = {plain, more};
+    check_settings(lists, 2);
+    assert_int_equal(steps_allocations_with("mpi", 0, NULL, plain), 0);
 }
 
 static void test_ps_and_fedavg_steps_allocate_nothing(void **state)
@@ -229,8 +243,12 @@ static void test_gpt_tp_step_allocates_nothing(void **state)
     for (; heads[k] != NULL; k++)
         sequence[k] = heads[k];
     sequence[k] = "parallel.sequence_parallel=on";
-    static const char *const *const lists[] = {heads, sequence};
-    check_settings(lists, 2);
+    /* ZeRO-3 in place of tp: the tied head's table gathered as the embedding's is */
+    static const char *zero3[12];
+    for (int j = 0, n = 0; heads[j] != NULL; j++)
+        zero3[n++] = strcmp(heads[j], "parallel.tp=2") == 0 ? "parallel.zero=3" : heads[j];
+    static const char *const *const lists[] = {heads, sequence, zero3};
+    check_settings(lists, 3);
 }
 
 int main(int argc, char **argv)
@@ -241,6 +259,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_tp_step_allocates_nothing),
         cmocka_unit_test(test_pp_step_allocates_nothing),
         cmocka_unit_test(test_compressed_step_allocates_nothing),
+        cmocka_unit_test(test_zero3_step_allocates_nothing),
         cmocka_unit_test(test_ps_and_fedavg_steps_allocate_nothing),
         cmocka_unit_test(test_stop_agreement_allocates_nothing),
         cmocka_unit_test(test_localsgd_step_allocates_nothing),
