@@ -1,7 +1,9 @@
 #!/bin/sh
 # cli_ckpt.sh — checkpoints from the command line (docs/checkpoint-format.md):
 #   - a run killed after its checkpoint of step 8 and resumed ends with the same weights as
-#     an uninterrupted run, byte for byte: one process, and 2 ranks with ZeRO-1;
+#     an uninterrupted run, byte for byte: one process, 2 ranks with ZeRO-1, 3 with ZeRO-3;
+#   - ZeRO-3's set resumes in one process, ZeRO-1's under ZeRO-3 at 2 and 3 ranks, with the
+#     uninterrupted run's next loss; --init-weights fills ZeRO-3's slices;
 #   - a checkpoint written at dp 2 with ZeRO-1 resumes at dp 1, at tp 2 and at pp 2 with the
 #     uninterrupted run's next loss (within 1e-5);
 #   - --resume skips a corrupt and an incomplete newest set with a warning naming it, and an
@@ -83,6 +85,31 @@ run pp2 ok 2 --global-batch 64 --max-steps 9 --pp 2 --resume "$tmp/c2/step-00000
 # learning rate of step 9's update, which comes after its loss).
 want=$(loss_at "$tmp/full2.out" 9)
 for l in dp1 tp2 pp2; do close "next-loss-$l" "$(loss_at "$tmp/$l.out" 9)" "$want"; done
+
+# ---- ZeRO-3: each rank holds a slice of everything ------------------------------------------
+# Killed after step 9 on rank 2 of 3 and resumed: the same bytes as the uninterrupted run.
+run full3 ok 3 --zero 3 --save-weights "$tmp/full3.st"
+DTRAIN_TEST_KILL=2:9 run killed3 fail 3 --zero 3 --checkpoint-dir "$tmp/c4" --checkpoint-every 4
+run resumed3 ok 3 --zero 3 --checkpoint-dir "$tmp/c4" --checkpoint-every 4 --resume "$tmp/c4" \
+    --save-weights "$tmp/resumed3.st"
+has resumed3-from-8 "$tmp/resumed3.out" 'resumed from the checkpoint of step 8'
+same_file resume-3-ranks-zero3 "$tmp/full3.st" "$tmp/resumed3.st"
+# Its set resumed in one process; ZeRO-1's set (dp 2) resumed under ZeRO-3 at dp 2 and 3: the
+# uninterrupted run's next loss.
+run z3-dp1 ok 0 --global-batch 96 --max-steps 9 --resume "$tmp/c4/step-000000008"
+close next-loss-zero3-dp1 "$(loss_at "$tmp/z3-dp1.out" 9)" "$(loss_at "$tmp/full3.out" 9)"
+run zero1-to-3 ok 2 --zero 3 --global-batch 64 --max-steps 9 --resume "$tmp/c2/step-000000008"
+close next-loss-zero1-to-zero3 "$(loss_at "$tmp/zero1-to-3.out" 9)" "$(loss_at "$tmp/full2.out" 9)"
+run zero1-to-3-np3 ok 3 --zero 3 --global-batch 64 --max-steps 9 \
+    --resume "$tmp/c2/step-000000008"
+close next-loss-zero1-to-zero3-np3 "$(loss_at "$tmp/zero1-to-3-np3.out" 9)" \
+    "$(loss_at "$tmp/full2.out" 9)"
+"$DTRAIN" inspect "$tmp/c4" >"$tmp/inspect3.out" 2>&1 || bad "inspect zero3: exit $?"
+has inspect-zero3 "$tmp/inspect3.out" 'written under dp 3 x tp 1 x pp 1 with ZeRO-3'
+# Weights loaded into the slices (--init-weights) and gathered back (--save-weights).
+run init-zero3 ok 3 --zero 3 --epochs 0 --max-steps 0 --init-weights "$tmp/full3.st" \
+    --save-weights "$tmp/init3.st"
+same_file init-weights-zero3 "$tmp/full3.st" "$tmp/init3.st"
 
 # ---- broken newest sets are skipped; an empty directory starts afresh -----------------------
 cp -r "$tmp/c2" "$tmp/c3"
