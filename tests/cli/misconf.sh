@@ -62,6 +62,17 @@ refuse overlap_ps 2 "^dtrain: config: parallel\.overlap \(--set\) $NE under --st
     T "$LIN" $RUN --strategy ps --set parallel.overlap=on
 refuse bucket_zero 2 "^dtrain: config: parallel\.bucket_cap_mb \(--set\) $NE with --zero 1: ZeRO-1 reduce-scatters" \
     T "$LIN" $RUN --zero 1 --set parallel.bucket_cap_mb=10
+# ZeRO-3 (src/parallel/zero3.c): what it does not do yet is refused, naming it
+refuse zero_2 2 "^dtrain: config: parallel\.zero 2 \(gradients sharded, parameters whole\) is not built: 1 shards the optimizer state, 3 everything\$" \
+    T "$LIN" $RUN --zero 2
+refuse zero3_overlap 2 "^dtrain: config: parallel\.overlap \(--set\) $NE with --zero 3: ZeRO-3 gathers each layer's parameters" \
+    T "$LIN" $RUN --zero 3 --set parallel.overlap=off
+refuse zero3_tp 2 "^dtrain: config: --zero 3 shards a whole model over the data-parallel ranks: not yet with tp 2, pp 1" \
+    T "$MLP" $RUN --zero 3 --tp 2
+refuse zero3_fp16 2 "^dtrain: config: parallel\.compress: fp16 is not built for --zero 3" \
+    T "$LIN" $RUN --zero 3 --compress fp16
+refuse zero3_replicas 2 "^dtrain: --check-replicas $NE with --zero 3: every parameter is held once" \
+    T "$LIN" $RUN --zero 3 --check-replicas
 refuse micro_fedavg 2 "^dtrain: config: --micro-batches $NE under --strategy fedavg: it applies to --strategy ddp, ps and localsgd \(fedavg's clients take local steps of --batch samples\)\$" \
     T "$LIN" $RUN --strategy fedavg --micro-batches 2
 refuse dp_fedavg 2 "^dtrain: config: --dp $NE under --strategy fedavg: its clients are spread over every rank" \
