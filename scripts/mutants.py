@@ -25,8 +25,9 @@ of blocks alone on a float input, which no data kind of the command line feeds).
 
 The full run of 96 took 1392 s on 2 cores, all caught (2026-11-27; the last 18 of those
 cover the skip limit, fedavg's non-finite guard and its dropped clients, clipping under
-localsgd, fedavg and ps, and ps's LEAVE). The 3 added since (stop-*: the stop signal's
-agreement, and ps's END) were run alone and caught. Not part of `make test`. Run it from a tree whose mutated files have no
+localsgd, fedavg and ps, and ps's LEAVE). The 7 added since (stop-*: the stop signal's
+agreement, and ps's END; zero3-*: ZeRO-3's sums, slices, norm and tied head) were run alone
+and caught. Not part of `make test`. Run it from a tree whose mutated files have no
 uncommitted changes (it refuses otherwise): it rewrites them."""
 import argparse
 import os
@@ -344,6 +345,21 @@ MUTANTS = [
      "if (is_server(ps))\n        return dt_ps_server_end(ps);",
      "if (1)\n        return is_server(ps) ? dt_ps_server_end(ps) : DT_OK;", "cli_stop",
      "ps workers stop without ending their streams, which their servers wait for"),
+    # ZeRO-3 (src/parallel/zero3.c, src/nn/model_window.c)
+    ("zero3-grad-assigned", "src/parallel/zero3.c", "to[i] += z->part[i];",
+     "to[i] = z->part[i];", "test_dp_np2|" + GPT,
+     "under ZeRO-3 a layer's reduced gradients overwrite the slice's (the tied head's table, "
+     "an earlier micro-batch's) instead of adding to them"),
+    ("zero3-slice-drawn-from-0", "src/parallel/zero3.c",
+     "dt_model_init_range(m, s->opt.seed, z->lo, z->n, z->p);",
+     "dt_model_init_range(m, s->opt.seed, 0, z->n, z->p);", "test_dp_np2",
+     "each ZeRO-3 rank draws its slice from the model's first element"),
+    ("zero3-clip-per-slice", "src/parallel/zero3.c", "dt_strategy_clip(s, z->g, z->lo, z->n, z->comm)",
+     "dt_strategy_clip(s, z->g, z->lo, z->n, NULL)", "test_dp_np2|" + GPT,
+     "under ZeRO-3 the clipping norm is each rank's slice's"),
+    ("zero3-head-own-range", "src/nn/model_window.c", "*count = m->layers[j].weight_count;",
+     "*count = 0;", GPT,
+     "under ZeRO-3 the tied head reads no table (its window left as the last layer's)"),
 ]
 
 
