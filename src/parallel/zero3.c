@@ -43,7 +43,10 @@ typedef struct dt_zero3 {
     double comm_s;              /* time in the gathers and reduce-scatters */
     double gathered, scattered; /* floats this rank received in gathers, sent to reduce */
     int64_t steps;
-    dt_obs *step_obs; /* base.obs inside a training step, else NULL: the phases are a step's */
+    /* Inside a training step (the figures and phases are a step's: evaluation's gathers and
+     * the timing alone are not counted), and the recorder then. */
+    int in_step;
+    dt_obs *step_obs;
 } dt_zero3;
 
 /* The parts of [off, off + count) that the ranks' slices hold: cnt[r] floats each, at dsp[r]
@@ -69,8 +72,10 @@ static dt_status fetch(void *ctx, size_t off, size_t count, int backward, float 
     const dt_status st =
         dt_comm_allgatherv(z->comm, z->p + mine, w, z->cnt, z->dsp, DT_COMM_FLOAT32);
     const double t1 = dt_now();
-    z->comm_s += t1 - t0;
-    z->gathered += (double)count;
+    if (z->in_step) {
+        z->comm_s += t1 - t0;
+        z->gathered += (double)count;
+    }
     dt_obs_phase_inside(z->step_obs, DT_PHASE_COMM, backward ? DT_PHASE_BACKWARD : DT_PHASE_FORWARD,
                         t0, t1, -1);
     return st;
@@ -89,8 +94,10 @@ static dt_status give(void *ctx, int layer, size_t off, size_t count, const floa
     const dt_status st =
         dt_comm_reduce_scatterv(z->comm, g, z->part, z->cnt, DT_COMM_FLOAT32, DT_COMM_SUM);
     const double t1 = dt_now();
-    z->comm_s += t1 - t0;
-    z->scattered += (double)count;
+    if (z->in_step) {
+        z->comm_s += t1 - t0;
+        z->scattered += (double)count;
+    }
     dt_obs_phase_inside(z->step_obs, DT_PHASE_COMM, DT_PHASE_BACKWARD, t0, t1, -1);
     if (st != DT_OK)
         return st;
@@ -167,8 +174,10 @@ static dt_status z3_step(dt_strategy *s, const dt_step_plan *plan, const dt_step
     /* Gradients arrive in the slice layer by layer over the micro-steps. */
     memset(z->g, 0, z->n * sizeof(float));
     const double c0 = z->comm_s;
+    z->in_step = 1;
     z->step_obs = s->obs;
     st = dt_strategy_micro_steps(s, plan, io, NULL, NULL, loss_sum);
+    z->in_step = 0;
     z->step_obs = NULL;
     if (st != DT_OK)
         return st;
@@ -263,13 +272,12 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* The step's collectives without the computation (median of reps rounds): every tensor's
- * range gathered twice and reduce-scattered into the share, not the slice. The figures'
- * counts are left as they were. */
+ * range gathered twice and reduce-scattered into the share, not the slice. Outside a step:
+ * the figures do not count them. */
 static dt_status z3_time_alone(dt_strategy *s, int reps, double *seconds)
 {
     dt_zero3 *z = (dt_zero3 *)s;
     dt_model *m = s->model;
-    const double gathered = z->gathered, spent = z->comm_s;
     float *w = NULL;
     double *times = NULL;
     dt_status st = DT_OK;
@@ -292,8 +300,6 @@ static dt_status z3_time_alone(dt_strategy *s, int reps, double *seconds)
     qsort(times, (size_t)reps, sizeof *times, cmp_double);
     *seconds = times[reps / 2];
 fail:
-    z->gathered = gathered;
-    z->comm_s = spent;
     dt_free(w);
     dt_free(times);
     return st;
