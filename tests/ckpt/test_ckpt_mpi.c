@@ -3,7 +3,8 @@
  * Non-finite: a NaN put into one rank's loss gradient (dt_trainer_inject_nonfinite) must
  * make every rank skip that step together: the same count of skipped steps everywhere, the
  * replicas' parameters bitwise identical and finite afterwards, and the optimizer one
- * step behind the steps attempted. Under ZeRO-1 too, where each rank holds a slice.
+ * step behind the steps attempted. Under ZeRO-1 and ZeRO-3 too, where each rank holds a slice
+ * (ZeRO-3 scans each layer's gradients before their reduce-scatter).
  * train.skip_limit: weights that overflowed (learning rate 1e30) fail every later step, and
  * the limit-th such step in a row ends the run on every rank, naming the limit, with the
  * limit - 1 steps before it skipped; a step taken between two skips starts the count again.
@@ -48,12 +49,14 @@ static dt_config mlp_config(void)
     return c;
 }
 
-/* Every rank's whole parameter buffer is rank 0's, bit for bit, and finite. */
+/* Every rank's whole parameter buffer is rank 0's, bit for bit, and finite (under ZeRO-3
+ * gathered from the slices: then equal by construction, and checked finite). */
 static void check_replicas(dt_trainer *t, const char *what)
 {
     dt_model *m = dt_trainer_model(t);
     const size_t n = dt_model_param_count(m);
-    const float *p = dt_model_params(m);
+    const float *p = NULL;
+    DT_ASSERT_OK(dt_trainer_whole_params(t, &p));
     float *all = malloc(n * sizeof(float) * (size_t)size);
     assert_non_null(all);
     MPI_Allgather(p, (int)n, MPI_FLOAT, all, (int)n, MPI_FLOAT, MPI_COMM_WORLD);
@@ -70,11 +73,17 @@ static void check_replicas(dt_trainer *t, const char *what)
     free(all);
 }
 
+/* zero: the ZeRO stage (ZeRO-1 on 2 ranks or more; ZeRO-3 on any). */
+static int zero_at(int zero)
+{
+    return zero == 3 || size > 1 ? zero : 0;
+}
+
 static void nonfinite_skip(int zero)
 {
     dt_config c = mlp_config();
     dt_test_set(&c, "train.max_steps=4");
-    dt_test_set_int(&c, "parallel.zero", zero && size > 1);
+    dt_test_set_int(&c, "parallel.zero", zero_at(zero));
     dt_trainer *t = NULL;
     DT_ASSERT_OK(dt_trainer_create(&c, world, &t));
     if (rank == size - 1)
@@ -87,7 +96,7 @@ static void nonfinite_skip(int zero)
                 (long long)dt_trainer_skipped_steps(t), (long long)cs.optim_steps);
         fail();
     }
-    check_replicas(t, zero ? "ZeRO-1" : "ddp");
+    check_replicas(t, zero == 3 ? "ZeRO-3" : zero ? "ZeRO-1" : "ddp");
     dt_trainer_free(t);
 }
 
@@ -101,16 +110,17 @@ static void test_nonfinite_skip_zero(void **state)
 {
     (void)state;
     nonfinite_skip(1);
+    nonfinite_skip(3);
 }
 
 /* --on-nonfinite stop: every rank fails in the same step, naming the rank; with NaNs on
  * several ranks (every rank but 0, at 3 ranks), the lowest of them and how many. */
-static void test_nonfinite_stop(void **state)
+static void nonfinite_stop(int zero)
 {
-    (void)state;
     dt_config c = mlp_config();
     dt_test_set(&c, "train.max_steps=4");
     dt_test_set(&c, "train.on_nonfinite=stop");
+    dt_test_set_int(&c, "parallel.zero", zero_at(zero));
     dt_trainer *t = NULL;
     DT_ASSERT_OK(dt_trainer_create(&c, world, &t));
     const int first = size > 2 ? 1 : size - 1;
@@ -123,6 +133,14 @@ static void test_nonfinite_stop(void **state)
     DT_ASSERT_ERROR_HAS("step 2");
     DT_ASSERT_ERROR_HAS(want);
     dt_trainer_free(t);
+}
+
+/* Under ZeRO-3 each layer's gradients are scanned before their reduce-scatter (zero3.c). */
+static void test_nonfinite_stop(void **state)
+{
+    (void)state;
+    nonfinite_stop(0);
+    nonfinite_stop(3);
 }
 
 /* Every rank stops at the same step: the first update (learning rate 1e30) sends the
@@ -257,7 +275,7 @@ static void stop_run(int agree, int zero)
 {
     dt_config c = mlp_config();
     dt_test_set(&c, "train.max_steps=8");
-    dt_test_set_int(&c, "parallel.zero", zero && size > 1);
+    dt_test_set_int(&c, "parallel.zero", zero_at(zero));
     if (agree)
         dt_test_set(&c, "train.stop_signal=usr1");
     dt_trainer *t = NULL;
@@ -283,6 +301,7 @@ static void test_stop_request(void **state)
     (void)state;
     stop_run(1, 0);
     stop_run(1, 1);
+    stop_run(1, 3);
     stop_run(0, 0);
 }
 
