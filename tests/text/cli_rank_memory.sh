@@ -6,8 +6,9 @@
 # attention c_proj, c_fc and MLP c_proj: 12 E^2 + 7 E per block, counted here from the
 # shapes, not read from dtrain), with AdamW's state (two floats per parameter) following the
 # split; the parts add up to the line's total, what backward keeps lies between the blocks'
-# per-position part and the activations; and under --sequence-parallel the blocks'
-# per-position activations are below tp 2's without it.
+# per-position part and the activations; under --sequence-parallel the blocks'
+# per-position activations are below tp 2's without it; under --zero 3 each of 2 ranks holds
+# a slice of the whole and a window of one block.
 set -u
 DTRAIN=${DTRAIN:?ctest sets DTRAIN}
 MPIRUN=${MPIRUN:?ctest sets MPIRUN}
@@ -145,4 +146,43 @@ else
     echo "FAIL per-position: tp 2 '$a' MB, with sequence parallelism '$b' MB: expected less"
     fail=1
 fi
+# ZeRO-3 at dp 2: each rank a slice of the whole (the first rank one more where the count is
+# odd), the window the largest layer's range (a block: 12 E^2 + 13 E; the embedding table
+# V E is smaller here), the gradients as much again, AdamW's state 8 bytes per slice element.
+run zero3 2 --zero 3
+block=$((12 * E * E + 13 * E))
+awk -v whole="$whole" -v block="$block" '
+    function mb(key,   s) {
+        if (!match($0, key " [0-9.]+")) return -1
+        s = substr($0, RSTART + length(key) + 1, RLENGTH - length(key) - 1); return s + 0
+    }
+    {
+        n++
+        slice = win = of = -1
+        if (match($0, /\(a slice of [0-9]+ of the model.s [0-9]+, and a window of [0-9]+\)/)) {
+            split(substr($0, RSTART + 1, RLENGTH - 2), w, " ")
+            slice = w[4] + 0; of = w[8] + 0; win = w[13] + 0
+        }
+        want = int(whole / 2) + (n == 1 ? whole % 2 : 0)
+        if (slice != want || of != whole || win != block) {
+            printf "FAIL zero3: rank %d holds a slice of %s of %s and a window of %s, expected " \
+                   "%d of %d and %d\n", n - 1, slice, of, win, want, whole, block; bad = 1
+        }
+        params = mb("parameters"); grads = mb("gradients"); state = mb("adamw state")
+        if (params < 4 * (want + block) / 1e6 - 0.006 || params > 4 * (want + block) / 1e6 + 0.006 ||
+            grads != params || state < 8 * want / 1e6 - 0.006 || state > 8 * want / 1e6 + 0.006) {
+            printf "FAIL zero3: rank %d: parameters %.2f, gradients %.2f, AdamW state %.2f MB; " \
+                   "expected %.4f, as much, %.4f\n", n - 1, params, grads, state,
+                   4 * (want + block) / 1e6, 8 * want / 1e6; bad = 1
+        }
+        total += slice
+    }
+    END {
+        if (n != 2 || total != whole) {
+            printf "FAIL zero3: %d lines, slices summing to %d of %d\n", n, total, whole; bad = 1
+        }
+        if (!bad) printf "ok zero3: 2 slices of the %d parameters, each with a window of %d\n",
+                         whole, block
+        exit bad
+    }' "$tmp/zero3.mem" || { sed 's/^/  /' "$tmp/zero3.mem"; fail=1; }
 exit $fail
