@@ -13,7 +13,8 @@
  *               and in waiting for the other stages, and the messages and bytes it sent, per
  *               step (all zero without a pipeline);
  *   memory      parameter bytes on this rank (its part of every split layer, whole layers
- *               whole, its stage's layers only), the whole model's, and the activation and
+ *               whole, its stage's layers only; ZeRO-3: its slice and the window one layer
+ *               passes through), the whole model's, and the activation and
  *               workspace bytes the model planned on this rank (dt_model_activation_bytes);
  *               of them the activations kept from forward to backward, the input left out
  *               (dt_model_memory_info: kept + saved state - input), and the working memory
@@ -218,7 +219,8 @@ static int rank_figures(run_state *rs, long warmup, double mine[N_FIELDS])
     mine[F_TP_MS] = (end.tp_s - rs->at_window.tp_s) / n * 1e3;
     mine[F_TP_CALLS] = (double)(end.tp_calls - rs->at_window.tp_calls) / n;
     mine[F_TP_MB] = (double)(end.tp_bytes - rs->at_window.tp_bytes) / n / 1e6;
-    mine[F_PARAM_BYTES] = (double)dt_model_param_count(m) * sizeof(float);
+    size_t window = 0; /* ZeRO-3: its slice and the window of one layer */
+    mine[F_PARAM_BYTES] = (double)(dt_trainer_params_held(rs->t, &window) + window) * sizeof(float);
     mine[F_ACT_BYTES] = (double)dt_model_activation_bytes(m);
     dt_train_layout lay;
     dt_trainer_layout(rs->t, &lay);

@@ -21,7 +21,10 @@ Layouts, each at the same global batch, on 2 ranks of one thread each (or one pr
                ScheduleGPipe, Schedule1F1B; the tied head synced by hand, see
                bench/torch_gpt_layouts.py);
   recompute    one process, 1 thread, --recompute block (PyTorch: torch.utils.checkpoint per
-               block).
+               block);
+  dp2_zero3    2 data-parallel ranks with --zero 3: every parameter, gradient and optimizer
+               state sharded, each layer gathered as it runs (PyTorch: FSDP2's fully_shard,
+               each block a unit, at its defaults).
 
 --layouts also takes any dp x tp x pp grid, one thread per rank, for more ranks than 2 (a
 many-core machine): dp4, tp8, tp4sp, pp4 (1F1B) or pp4_gpipe, dp2tp2pp2; PyTorch's
@@ -131,6 +134,8 @@ def layouts(m):
                ppo + ["--pp-schedule", "1f1b"], "pp_1f1b", pp=True, stages=2),
         Layout("recompute", "1 process, --recompute block", 1, 1, ["train.recompute=block"],
                ["--recompute", "block"], "recompute"),
+        Layout("dp2_zero3", "dp 2 --zero 3", 2, 1, ["parallel.dp=2", "parallel.zero=3"],
+               ["--dp", "2", "--zero", "3"], "fsdp", dp=2),
     ]
 
 
@@ -334,14 +339,16 @@ def layout_peers(wanted):
         version = p.label.split(" (")[0].replace("PyTorch ", "").split("+")[0]
         p.short = "PyTorch " + ".".join(version.split(".")[:2])
         p.cannot = {}
-        for module, lays, what in (("torch.distributed.tensor.parallel", ("tp", "tp_sp"),
-                                    "no DTensor tensor parallelism"),
-                                   ("torch.distributed.pipelining", ("pp_gpipe", "pp_1f1b"),
-                                    "no torch.distributed.pipelining")):
+        for probe, lays, what in (("import torch.distributed.tensor.parallel", ("tp", "tp_sp"),
+                                   "no DTensor tensor parallelism"),
+                                  ("import torch.distributed.pipelining", ("pp_gpipe", "pp_1f1b"),
+                                   "no torch.distributed.pipelining"),
+                                  ("from torch.distributed.fsdp import fully_shard", ("fsdp",),
+                                   "no FSDP2 (fully_shard)")):
             if p.missing is not None:
                 break
-            r = subprocess.run([p.python, "-c", "import " + module], capture_output=True,
-                               text=True, timeout=300)
+            r = subprocess.run([p.python, "-c", probe], capture_output=True, text=True,
+                               timeout=300)
             if r.returncode != 0:
                 for lay in lays:
                     p.cannot[lay] = "%s in %s" % (what, p.short.split()[1])
@@ -418,7 +425,9 @@ def comm_run(build, sz, lay, cfg, work, link, a, rec):
     batch = rank_batch(sz, lay, a)
     # Every collective blocking (parallel.overlap=off; the bytes are the same), so that the
     # time after its last member arrives is the transfer's, not computation it overlaps.
-    blocking = [] if "parallel.overlap=off" in lay.opts else ["--set", "parallel.overlap=off"]
+    # (ZeRO's collectives are blocking already, and it refuses the setting.)
+    blocking = [] if "parallel.overlap=off" in lay.opts or "--zero" in lay.opts else \
+        ["--set", "parallel.overlap=off"]
     out = dtrain_train(build, cfg, lay.ranks, lay.opts + blocking + [
         "--batch", str(batch), "--max-steps", str(1 + a.trace_steps), "--trace", trace])
     mem = [ln for ln in out.splitlines() if ln.startswith("dtrain: memory planned on rank ")]

@@ -19,6 +19,11 @@ steps run:
   dp          --world processes (2 unless given), DistributedDataParallel (gloo;
               gradient_as_bucket_view and static_graph), each rank the part of the global
               batch dtrain's rank takes;
+  fsdp        as dp, the model under FSDP2 (torch.distributed.fsdp.fully_shard, on a CPU
+              DeviceMesh over gloo) at its defaults: each block a unit of its own, the root
+              (the embeddings, the final LayerNorm and the tied head) another, every
+              parameter, gradient and AdamW state sharded over the ranks (dtrain's --zero 3;
+              torch 2.6 or later);
   tp, tp_sp   --world processes, torch.distributed.tensor.parallel on a DeviceMesh of all (gloo;
               the head count a multiple of the world: whole heads per rank):
               per block q, k and v ColwiseParallel (c_attn's three column groups as three
@@ -75,8 +80,9 @@ import torch.multiprocessing as mp  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-LAYOUTS = ("single", "recompute", "dp", "tp", "tp_sp", "pp_gpipe", "pp_1f1b")
-MANY = ("dp", "tp", "tp_sp", "pp_gpipe", "pp_1f1b")  # the layouts of --world processes
+LAYOUTS = ("single", "recompute", "dp", "fsdp", "tp", "tp_sp", "pp_gpipe", "pp_1f1b")
+MANY = ("dp", "fsdp", "tp", "tp_sp", "pp_gpipe", "pp_1f1b")  # the layouts of --world processes
+HALVES = ("dp", "fsdp")  # each rank the part of the global batch dtrain's rank takes
 
 
 def tensor_bytes(tensors):
@@ -319,7 +325,7 @@ def worker(rank, a, port):
     def windows(s):
         return tg.windows_at(train, offsets[s], spec.block)
 
-    if a.layout in ("single", "recompute", "dp"):
+    if a.layout in ("single", "recompute") + HALVES:
         model = tg.GPT(spec)
         tg.load_init(model, a.init)
         if a.layout == "recompute":
@@ -340,6 +346,14 @@ def worker(rank, a, port):
             DDP._set_params_and_buffers_to_ignore_for_model(
                 model, [n for n, b in model.named_buffers() if b.dtype == torch.bool])
             run = DDP(model, gradient_as_bucket_view=True, static_graph=True)
+        if a.layout == "fsdp":
+            from torch.distributed.device_mesh import init_device_mesh
+            from torch.distributed.fsdp import fully_shard
+            mesh = init_device_mesh("cpu", (world,))
+            for b in model.transformer.h:
+                fully_shard(b, mesh=mesh)
+            fully_shard(model, mesh=mesh)
+            params = list(model.parameters())  # now DTensors, each rank's shard
         opt = adamw(params, spec)
         half = a.batch // world
 
@@ -456,7 +470,7 @@ def worker(rank, a, port):
     if rank == 0:
         # The global batch's loss per step: dp's ranks hold halves (equal: their mean);
         # tp's every rank the whole; a pipeline's last stage its micro-batches' mean.
-        if a.layout == "dp":
+        if a.layout in HALVES:
             losses = [sum(r["losses"][s] for r in ranks) / world for s in range(total)]
         elif a.layout.startswith("pp"):
             losses = ranks[-1]["losses"]
@@ -505,7 +519,7 @@ def main():
     a.splits = [int(k) for k in a.splits.split(",") if k] or [a.split_block]
     world = world_of(a)
     a.cpus = parse_cpus(a.cpus, world) if a.cpus else []
-    if (a.layout == "dp" and a.batch % world) or \
+    if (a.layout in HALVES and a.batch % world) or \
             (a.layout.startswith("pp") and a.batch % a.micro_batches):
         ap.error("--batch %d does not divide over %d ranks / %d micro-batches" %
                  (a.batch, world, a.micro_batches))
