@@ -251,10 +251,10 @@ typedef struct dt_train_comm_stats {
                                    later) */
     double exposed_s;           /* "exposed_s": the communication backward did not hide: per step,
                                    the wait of the rank that ended backward last (the smallest),
-                                   summed; the same on every rank. ZeRO-1's collectives count
-                                   whole. */
-    size_t optim_state_bytes;   /* "optim_state_bytes": optimizer state held by this rank (ZeRO-1:
-                                   its slice) */
+                                   summed; the same on every rank. ZeRO-1's and ZeRO-3's
+                                   collectives count whole. */
+    size_t optim_state_bytes;   /* "optim_state_bytes": optimizer state held by this rank (ZeRO-1
+                                   and ZeRO-3: its slice) */
     int tp;                     /* "tp": tensor-parallel ranks */
     double tp_s;                /* "tp_s": this rank's time in the tp group's collectives
                                    (evaluation's forward passes included) */

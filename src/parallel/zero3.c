@@ -41,6 +41,7 @@ typedef struct dt_zero3 {
     size_t *cnt, *dsp;          /* [size] one collective's counts and displacements */
     double *exchange;           /* [4 * size] the step's summary (dt_strategy_fold_step) */
     double comm_s;              /* time in the gathers and reduce-scatters */
+    double exposed_s;           /* the smallest comm_s of a step over the ranks, summed */
     double gathered, scattered; /* floats this rank received in gathers, sent to reduce */
     int64_t steps;
     /* Inside a training step (the figures and phases are a step's: evaluation's gathers and
@@ -186,6 +187,7 @@ static dt_status z3_step(dt_strategy *s, const dt_step_plan *plan, const dt_step
     double least = 0.0;
     const double t0 = dt_now();
     st = dt_strategy_fold_step(s, z->comm, z->exchange, z->comm_s - c0, loss_sum, &least);
+    z->exposed_s += least; /* nothing overlaps: every rank waited for all of it */
     dt_obs_phase(s->obs, DT_PHASE_COMM, t0, dt_now(), -1);
     return st;
 }
@@ -233,9 +235,22 @@ static void z3_describe(const dt_strategy *s, dt_figures *out)
                                     .line = line,
                                     .unit = "",
                                     .value = z->size});
+    /* What a step hands the collectives: both gathers' and the reduce-scatter's buffers;
+     * of it the gradients, float32 (the names every strategy reports). */
+    dt_figures_add(
+        out, (dt_figure){.name = "wire_bytes_per_step",
+                         .unit = "B",
+                         .line = line,
+                         .value = told ? (z->gathered + z->scattered) * sizeof(float) / n : 0.0});
+    dt_figures_add(out, (dt_figure){.name = "dense_bytes_per_step",
+                                    .unit = "B",
+                                    .line = line,
+                                    .value = told ? z->scattered * sizeof(float) / n : 0.0});
     dt_figures_add(out, (dt_figure){.name = "sync_steps", .line = line, .unit = "", .value = n});
     dt_figures_add(out,
                    (dt_figure){.name = "wait_s", .line = line, .unit = "s", .value = z->comm_s});
+    dt_figures_add(
+        out, (dt_figure){.name = "exposed_s", .line = line, .unit = "s", .value = z->exposed_s});
     dt_figures_add(out, (dt_figure){.name = "param_bytes",
                                     .what = "parameters held per rank (their slice)",
                                     .line = line,
