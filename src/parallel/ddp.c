@@ -534,19 +534,20 @@ dt_status dt_ddp_check(const dt_strategy_options *o, int world, int tp, int pp)
                            "%s has no effect with --zero 1: ZeRO-1 reduce-scatters the whole "
                            "gradient after backward, without buckets",
                            o->given[bucketed[i]]);
-    /* ZeRO-3 (zero3.c) gathers and reduce-scatters each layer's range as it runs. */
+    /* ZeRO-3 (zero3.c) gathers and reduce-scatters each layer's range as it runs (under
+     * tp, parallel.overlap still governs the blocks' input-gradient sums). */
     for (size_t i = 0; o->zero == 3 && i < sizeof bucketed / sizeof bucketed[0]; i++)
-        if (o->given[bucketed[i]] != NULL)
+        if (o->given[bucketed[i]] != NULL && !(bucketed[i] == DT_SO_OVERLAP && tp > 1))
             return dt_fail(DT_ERR_INVALID,
                            "%s has no effect with --zero 3: ZeRO-3 gathers each layer's "
                            "parameters and reduce-scatters its gradients as it runs, without "
                            "buckets or overlap",
                            o->given[bucketed[i]]);
-    if (o->zero == 3 && (tp > 1 || pp > 1))
+    if (o->zero == 3 && pp > 1)
         return dt_fail(DT_ERR_UNSUPPORTED,
-                       "--zero 3 shards a whole model over the data-parallel ranks: not yet "
-                       "with tp %d, pp %d (ZeRO-1 works with both)",
-                       tp, pp);
+                       "--zero 3 shards each rank's model over the data-parallel ranks: not yet "
+                       "with pipeline stages (pp %d; ZeRO-1 works with them)",
+                       pp);
     if (o->zero == 3 && o->compress.kind != DT_COMPRESS_NONE) {
         char mode[48];
         dt_compress_format(&o->compress, mode, sizeof mode);

@@ -4,7 +4,10 @@
  * same interface.
  *
  * Rank r holds the slice [displs[r], displs[r] + counts[r]) of the flat buffer (ZeRO-1's
- * slices): those parameters, their summed gradients and the optimizer's state for them. The
+ * slices): those parameters, their summed gradients and the optimizer's state for them. Under
+ * tensor parallelism the flat buffer is the rank's part of the model (tp_group.c), sliced over
+ * its data-parallel group alike. Not with pipeline stages or sequence parallelism (whose
+ * position-shared gradients are summed on the whole buffer: dt_strategy_sum_positions). The
  * model holds no whole buffer, only windows for one layer (nn/window.h). Before a layer runs,
  * forward or backward, the model fetches its range: an all-gather in which each rank sends
  * the part of the range its slice holds. After a layer's backward the window's gradients are

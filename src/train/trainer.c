@@ -328,6 +328,7 @@ void dt_trainer_free(dt_trainer *t)
     dt_comm_free(t->self);
     dt_free(t->whole);
     dt_free(t->stage_whole);
+    dt_free(t->stage_part);
     dt_model_free(t->whole_model);
     dt_optim_free(t->optim);
     dt_model_free(t->model);

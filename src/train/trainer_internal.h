@@ -19,6 +19,7 @@ struct dt_trainer {
     dt_comm *self;         /* the world of one, when the caller gave no communicator */
     float *whole;          /* dt_trainer_whole_params under a pipeline (trainer_weights.c) */
     float *stage_whole;    /* dt_trainer_whole_params under tp: the stage's tensors whole */
+    float *stage_part;     /* and under ZeRO-3 with tp: this rank's parts, gathered first */
     dt_model *whole_model; /* pipeline: the whole model's description (dt_model_describe) */
     dt_strategy *strategy;
     int replicas;         /* data-parallel replicas (the strategy's) */

@@ -45,8 +45,16 @@ static dt_status stage_whole_params(dt_trainer *t, const float **out)
     if (dt_strategy_param_slice(t->strategy) != NULL) { /* ZeRO-3: gathered from the slices */
         const size_t n = dt_model_param_count(t->model);
         if (t->stage_whole == NULL)
-            DT_TRY(dt_alloc(n * sizeof(float), "whole parameters", (void **)&t->stage_whole));
-        DT_TRY(dt_strategy_read_params(t->strategy, 0, n, t->stage_whole));
+            DT_TRY(dt_alloc(dt_model_whole_param_count(t->model) * sizeof(float),
+                            "whole parameters", (void **)&t->stage_whole));
+        if (dt_model_tp_size(t->model) == 1) {
+            DT_TRY(dt_strategy_read_params(t->strategy, 0, n, t->stage_whole));
+        } else { /* this rank's part, then the tensor-parallel group's parts whole */
+            if (t->stage_part == NULL)
+                DT_TRY(dt_alloc(n * sizeof(float), "parameters", (void **)&t->stage_part));
+            DT_TRY(dt_strategy_read_params(t->strategy, 0, n, t->stage_part));
+            DT_TRY(dt_model_gather_buffer(t->model, t->stage_part, t->stage_whole));
+        }
         *out = t->stage_whole;
         return DT_OK;
     }
@@ -123,20 +131,23 @@ fail:
 }
 
 /* This rank's tensor `name` whole: in place, or gathered over the tensor-parallel group into
- * room (collective over it for a split tensor), or under ZeRO-3 from the slices that hold it
- * (collective over the data-parallel group). */
-static dt_status own_tensor(dt_trainer *t, const char *name, float *room, const float **out)
+ * room (collective over it for a split tensor); under ZeRO-3 its part first gathered into
+ * `part` from the slices that hold it (collective over the data-parallel group). */
+static dt_status own_tensor(dt_trainer *t, const char *name, float *room, float *part,
+                            const float **out)
 {
     dt_model *m = t->model;
     for (int i = 0; i < dt_model_tensor_count(m); i++) {
         const dt_param_info *p = dt_model_tensor(m, i);
         if (strcmp(p->name, name) != 0)
             continue;
-        if (dt_strategy_param_slice(t->strategy) != NULL) {
-            *out = room;
-            return dt_strategy_read_params(t->strategy, p->offset, p->count, room);
-        }
         const float *local = dt_model_params(m) + p->offset;
+        if (dt_strategy_param_slice(t->strategy) != NULL) { /* ZeRO-3: from the slices */
+            dt_status st = dt_strategy_read_params(t->strategy, p->offset, p->count, part);
+            if (st != DT_OK)
+                return st;
+            local = part;
+        }
         *out = local;
         if (p->split_dim < 0)
             return DT_OK;
@@ -154,7 +165,7 @@ dt_status dt_trainer_save_weights(dt_trainer *t, const char *path, double input_
     const dt_model *wm = NULL;
     dt_st_tensor *table = NULL;
     dt_st_stream *w = NULL;
-    float *room = NULL;
+    float *room = NULL, *part = NULL;
     DT_TRY(dt_strategy_sync_params(t->strategy)); /* a parameter server's shards */
     DT_TRY(dt_trainer_whole_model(t, &wm));
     const int n = dt_model_tensor_count(wm);
@@ -168,6 +179,9 @@ dt_status dt_trainer_save_weights(dt_trainer *t, const char *path, double input_
             most = dt_model_tensor(wm, k)->whole_count > most ? dt_model_tensor(wm, k)->whole_count
                                                               : most;
         mine = dt_alloc(most * sizeof(float), "weights tensor", (void **)&room);
+        /* ZeRO-3: a rank's part of a tensor, gathered from the slices before its tp gather */
+        if (mine == DT_OK && sharded)
+            mine = dt_alloc(most * sizeof(float), "weights tensor part", (void **)&part);
     }
     /* The file is opened before any tensor moves, and every rank hears whether it could. */
     if (mine == DT_OK && si->main)
@@ -183,7 +197,7 @@ dt_status dt_trainer_save_weights(dt_trainer *t, const char *path, double input_
         const int stage = t->stage_of[p->layer];
         const float *data = NULL;
         if ((si->replica == 0 || sharded) && si->pp_rank == stage)
-            DT_TRY(own_tensor(t, p->name, room, &data));
+            DT_TRY(own_tensor(t, p->name, room, part, &data));
         if (stage != 0) {
             DT_TRY(dt_strategy_stage_to_main(t->strategy, stage, data, room, p->whole_count));
             if (si->main)
@@ -206,6 +220,7 @@ fail:
     dt_st_stream_abort(w);
     dt_free(table);
     dt_free(room);
+    dt_free(part);
     return st;
 }
 

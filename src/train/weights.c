@@ -258,38 +258,28 @@ static dt_status check_finite(const dt_model *m, const source *src, float *buf)
     return DT_OK;
 }
 
-/* m's tensors (checked) from the source into its parameters: the whole tensor, or this
- * rank's part of a tensor-parallel split, read in runs of the whole tensor's consecutive
- * elements (all of it, a block of rows, or a row's columns) straight into place. */
-static dt_status copy_tensors(dt_model *m, const source *src)
+/* Elements [k0, k1) of this rank's part of tensor p from the source into dst, in runs of the
+ * whole tensor's consecutive elements (all of it, a block of rows, or a row's columns). */
+static dt_status copy_part(const dt_param_info *p, const source *src, size_t k0, size_t k1,
+                           float *dst)
 {
-    float *params = dt_model_params(m);
-    for (int i = 0; i < dt_model_tensor_count(m); i++) {
-        const dt_param_info *p = dt_model_tensor(m, i);
-        const dt_st_tensor *t = source_find(src, p->name);
-        if (p->split_dim < 0) { /* whole here: one read */
-            dt_status st = source_read(src, t, 0, p->count * sizeof(float), params + p->offset);
-            if (st != DT_OK)
-                return st;
-            continue;
-        }
-        for (size_t k = 0; k < p->count;) {
-            const size_t first = dt_param_whole_index(p, k);
-            size_t n = 1;
-            while (k + n < p->count && dt_param_whole_index(p, k + n) == first + n)
-                n++;
-            dt_status st = source_read(src, t, first * sizeof(float), n * sizeof(float),
-                                       params + p->offset + k);
-            if (st != DT_OK)
-                return st;
-            k += n;
-        }
+    const dt_st_tensor *t = source_find(src, p->name);
+    for (size_t k = k0; k < k1;) {
+        const size_t first = dt_param_whole_index(p, k);
+        size_t n = 1;
+        while (k + n < k1 && dt_param_whole_index(p, k + n) == first + n)
+            n++;
+        dt_status st =
+            source_read(src, t, first * sizeof(float), n * sizeof(float), dst + (k - k0));
+        if (st != DT_OK)
+            return st;
+        k += n;
     }
     return DT_OK;
 }
 
-/* Elements [lo, lo + n) of the flat buffer from the source into out: a slice of a whole
- * model (ZeRO-3's), read straight into place. */
+/* Elements [lo, lo + n) of m's flat buffer from the source into out (ZeRO-3's slice, or the
+ * whole buffer): each tensor's part of the range, straight into place. */
 static dt_status copy_range(const dt_model *m, const source *src, size_t lo, size_t n, float *out)
 {
     for (int i = 0; i < dt_model_tensor_count(m); i++) {
@@ -298,14 +288,18 @@ static dt_status copy_range(const dt_model *m, const source *src, size_t lo, siz
         const size_t b = p->offset + p->count < lo + n ? p->offset + p->count : lo + n;
         if (a >= b)
             continue;
-        DT_ASSERT(p->split_dim < 0);
-        const dt_status st =
-            source_read(src, source_find(src, p->name), (a - p->offset) * sizeof(float),
-                        (b - a) * sizeof(float), out + (a - lo));
+        const dt_status st = copy_part(p, src, a - p->offset, b - p->offset, out + (a - lo));
         if (st != DT_OK)
             return st;
     }
     return DT_OK;
+}
+
+/* m's tensors (checked) from the source into its parameters: the whole tensor, or this
+ * rank's part of a tensor-parallel split. */
+static dt_status copy_tensors(dt_model *m, const source *src)
+{
+    return copy_range(m, src, 0, dt_model_param_count(m), dt_model_params(m));
 }
 
 static dt_status check_loadable(const dt_model *m, const char *path)

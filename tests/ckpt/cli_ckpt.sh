@@ -106,10 +106,19 @@ close next-loss-zero1-to-zero3-np3 "$(loss_at "$tmp/zero1-to-3-np3.out" 9)" \
     "$(loss_at "$tmp/full2.out" 9)"
 "$DTRAIN" inspect "$tmp/c4" >"$tmp/inspect3.out" 2>&1 || bad "inspect zero3: exit $?"
 has inspect-zero3 "$tmp/inspect3.out" 'written under dp 3 x tp 1 x pp 1 with ZeRO-3'
-# Weights loaded into the slices (--init-weights) and gathered back (--save-weights).
+# ... and at dp 2 x tp 2, where each slice is of the rank's tensor-parallel parts.
+run zero1-to-3-tp2 ok 4 --zero 3 --tp 2 --global-batch 64 --max-steps 9 \
+    --resume "$tmp/c2/step-000000008"
+close next-loss-zero1-to-zero3-tp2 "$(loss_at "$tmp/zero1-to-3-tp2.out" 9)" \
+    "$(loss_at "$tmp/full2.out" 9)"
+# Weights loaded into the slices (--init-weights) and gathered back (--save-weights), also
+# of tensor-parallel parts.
 run init-zero3 ok 3 --zero 3 --epochs 0 --max-steps 0 --init-weights "$tmp/full3.st" \
     --save-weights "$tmp/init3.st"
 same_file init-weights-zero3 "$tmp/full3.st" "$tmp/init3.st"
+run init-zero3-tp2 ok 4 --zero 3 --tp 2 --epochs 0 --max-steps 0 --init-weights "$tmp/full3.st" \
+    --save-weights "$tmp/init3tp.st"
+same_file init-weights-zero3-tp2 "$tmp/full3.st" "$tmp/init3tp.st"
 
 # ---- broken newest sets are skipped; an empty directory starts afresh -----------------------
 cp -r "$tmp/c2" "$tmp/c3"

@@ -95,6 +95,9 @@ LAYOUTS = [
     # layer's range gathered before it runs, the tied head's table too, and its gradients
     # reduce-scattered after its backward (no copies: no --check-replicas)
     L("dp2_zero3", 2, ["--dp", "2", "--zero", "3"], dp=2, checks=("clip", "recompute", "export")),
+    # ... over each tensor-parallel part: a rank's slices are of its part of every split
+    # tensor (the heads 2 + 1) and of the replicated ones
+    L("dp2tp2_zero3", 4, ["--dp", "2", "--tp", "2", "--zero", "3"], dp=2, checks=("clip",)),
     # ---- the long tier
     L("dp2tp2pp2", 8, ["--dp", "2", "--tp", "2", "--pp", "2"], dp=2, mb=2,
       checks=("clip", "recompute"), tier="long"),
@@ -103,9 +106,11 @@ LAYOUTS = [
     L("tp3pp3", 9, ["--tp", "3", "--pp", "3"], mb=4, tier="long"),
     L("dp2tp2_zero1", 4, ["--dp", "2", "--tp", "2", "--zero", "1"], dp=2, checks=("clip",),
       tier="long"),
-    # ZeRO-3 with accumulation over 3 slices of unequal layers
+    # ZeRO-3 with accumulation over 3 slices of unequal layers, and with tp 3 (a head each)
     L("dp3_zero3", 3, ["--dp", "3", "--zero", "3"], dp=3, mb=2, checks=("clip", "recompute"),
       tier="long"),
+    L("dp2tp3_zero3", 6, ["--dp", "2", "--tp", "3", "--zero", "3"], dp=2,
+      checks=("recompute", "export"), tier="long"),
     L("tp3pp2", 6, ["--tp", "3", "--pp", "2", "--pp-schedule", "gpipe"], mb=3, tier="long"),
     L("tp2pp3", 6, ["--tp", "2", "--pp", "3"], mb=4, checks=("recompute",), tier="long"),
     L("dp2pp3", 6, ["--dp", "2", "--pp", "3", "--pp-schedule", "gpipe"], dp=2, mb=2,
