@@ -34,6 +34,7 @@ struct dt_model {
     /* ZeRO-3's windows (window.h): one layer's parameters and gradients, win_count floats
      * each, filled and emptied by src. */
     int windows;
+    int in_backward; /* a backward call runs (its recompute's forwards are its phase) */
     float *pwin, *gwin;
     size_t win_count;
     dt_param_source src;

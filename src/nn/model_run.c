@@ -179,8 +179,20 @@ static dt_status backward_layer(dt_model *m, int i, int64_t row0, int64_t batch,
     return st;
 }
 
+static dt_status backward_rows(dt_model *m, int first, int last, int64_t row0, int64_t batch,
+                               const dt_backward_hooks *hooks);
+
 dt_status dt_model_backward_rows(dt_model *m, int first, int last, int64_t row0, int64_t batch,
                                  const dt_backward_hooks *hooks)
+{
+    m->in_backward = 1;
+    const dt_status st = backward_rows(m, first, last, row0, batch, hooks);
+    m->in_backward = 0;
+    return st;
+}
+
+static dt_status backward_rows(dt_model *m, int first, int last, int64_t row0, int64_t batch,
+                               const dt_backward_hooks *hooks)
 {
     dt_status st = check_rows(m, first, last, row0, batch);
     if (st != DT_OK)

@@ -69,7 +69,7 @@ dt_status dt_model_window_in(dt_model *m, int i, int backward)
     if (m->src.fetch == NULL)
         return dt_fail(DT_ERR_INVALID, "model: parameter windows without a source "
                                        "(dt_model_set_param_source)");
-    dt_status st = m->src.fetch(m->src.ctx, off, cnt, backward, m->pwin);
+    dt_status st = m->src.fetch(m->src.ctx, off, cnt, backward || m->in_backward, m->pwin);
     if (st != DT_OK)
         return st;
     if (backward)

@@ -18,8 +18,9 @@
 
 typedef struct dt_param_source {
     void *ctx;
-    /* w[0..count) = the flat buffer's elements [offset, offset + count), current, for a
-     * forward (backward 0) or a backward (1). */
+    /* w[0..count) = the flat buffer's elements [offset, offset + count), current, within a
+     * forward call (backward 0) or a backward call (1: a layer's backward, or the forward a
+     * recompute re-runs inside it). */
     dt_status (*fetch)(void *ctx, size_t offset, size_t count, int backward, float *w);
     /* g[0..count): layer `layer`'s gradients of those elements from this backward call,
      * to be added to whatever the source sums (the window is reused after the call). */

@@ -171,12 +171,21 @@ dt_status dt_strategy_eval_share(dt_strategy *s, int64_t n_test, const dt_step_i
     if (s->pipe != NULL)
         return dt_pipe_evaluate(s, n_test, io, loss_sum, correct);
     dt_status st = DT_OK;
-    int64_t begin, count;
+    int64_t begin, count, first_begin, most;
     dt_strategy_part(n_test, s->info.replicas, s->info.replica, &begin, &count);
     const int64_t chunk = dt_model_max_batch(s->model);
     const dt_forward_ctx fwd = {.train = 0};
-    for (int64_t off = 0; off < count; off += chunk) {
-        const int64_t c = count - off < chunk ? count - off : chunk;
+    /* Under ZeRO-3 every forward gathers each layer from every replica's slice: every
+     * replica makes as many calls as the largest share (the first) needs, those past its
+     * own share on no rows. */
+    dt_strategy_part(n_test, s->info.replicas, 0, &first_begin, &most);
+    const int64_t rows = dt_model_has_windows(s->model) ? most : count;
+    for (int64_t off = 0; off < rows; off += chunk) {
+        const int64_t c = off >= count ? 0 : count - off < chunk ? count - off : chunk;
+        if (c == 0) {
+            DT_TRY(dt_model_forward(s->model, 0, &fwd));
+            continue;
+        }
         DT_TRY(io->load_test(io->ctx, begin + off, c, 0, DT_LOAD_ALL));
         DT_TRY(dt_model_forward(s->model, c, &fwd));
         double ls = 0.0, right = 0.0;

@@ -567,6 +567,34 @@ static void test_evaluate_equals_one_process(void **state)
     assert_true(ok);
 }
 
+/* Under ZeRO-3 every forward gathers each layer from every rank, so every rank must make as
+ * many evaluation calls as the largest share needs: with batch 33 the 10,000 test images
+ * over 3 ranks (3334 / 3333 / 3333) take 102 calls on rank 0 and 101 on the others. */
+static void test_evaluate_zero3(void **state)
+{
+    (void)state;
+    dt_config c = mlp_config();
+    dt_test_set(&c, "train.eval=on");
+    dt_test_set(&c, "train.batch=33");
+    dt_config z = c;
+    dt_test_set(&z, "parallel.zero=3");
+    dt_trainer *dp = NULL, *one = NULL;
+    DT_ASSERT_OK(dt_trainer_create(&z, world, &dp));
+    DT_ASSERT_OK(dt_trainer_create(&c, NULL, &one));
+    double loss = 0, acc = 0, loss1 = 0, acc1 = 0;
+    DT_ASSERT_OK(dt_trainer_evaluate(dp, &loss, &acc));
+    DT_ASSERT_OK(dt_trainer_evaluate(one, &loss1, &acc1));
+    int ok = fabs(loss - loss1) <= 1e-9 * fabs(loss1) && acc == acc1;
+    if (!ok)
+        fprintf(stderr,
+                "MISMATCH rank %d: ZeRO-3 evaluation on %d ranks: loss %.12g accuracy %.6f; "
+                "one process: loss %.12g accuracy %.6f\n",
+                rank, size, loss, acc, loss1, acc1);
+    dt_trainer_free(dp);
+    dt_trainer_free(one);
+    assert_true(ok);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -587,6 +615,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_settings_disagree),
         cmocka_unit_test(test_comm_stats),
         cmocka_unit_test(test_evaluate_equals_one_process),
+        cmocka_unit_test(test_evaluate_zero3),
     };
     return dt_test_mpi_main(&argc, &argv, tests, &world, &rank, &size);
 }

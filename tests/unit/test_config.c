@@ -132,7 +132,7 @@ static void test_int_keys(void **state)
                      "train.batch: 0 is out of range (must be in [1, 2147483647])");
     expect_set_fails("train.threads=-2", "train.threads: -2 is out of range");
     expect_set_fails("train.threads=99999999999", "out of range for an int");
-    expect_set_fails("parallel.zero=2", "parallel.zero: 2 is out of range (must be in [0, 1])");
+    expect_set_fails("parallel.zero=4", "parallel.zero: 4 is out of range (must be in [0, 3])");
     expect_set_fails("parallel.accumulation=0", "parallel.accumulation: 0 is out of range");
 }
 
@@ -896,7 +896,15 @@ static void test_check(void **state)
     EXPECT_CHECK_FAILS(c.data.kind = DT_DATA_SYNTH_LINREG,
                        "loss.kind nll needs class labels, but data.kind synthetic");
     EXPECT_CHECK_FAILS(c.parallel.accumulation = 0, "config: parallel.accumulation must be >= 1");
-    EXPECT_CHECK_FAILS(c.parallel.zero = 2, "config: parallel.zero must be 0 or 1, got 2");
+    EXPECT_CHECK_FAILS(c.parallel.zero = 5, "config: parallel.zero must be 0, 1 or 3, got 5");
+    {
+        /* ZeRO-2 is a stage dtrain has not built: not supported, rather than invalid */
+        dt_config c = dt_config_default();
+        c.parallel.zero = 2;
+        dt_error_clear();
+        DT_ASSERT_STATUS(dt_config_check(&c), DT_ERR_UNSUPPORTED);
+        DT_ASSERT_ERROR_HAS("parallel.zero 2 (gradients sharded, parameters whole) is not built");
+    }
     EXPECT_CHECK_FAILS(c.parallel.bucket_cap_mb = 0, "parallel.bucket_cap_mb");
     EXPECT_CHECK_FAILS(c.parallel.dp = -1, "parallel.dp, parallel.tp and parallel.pp");
     EXPECT_CHECK_FAILS(c.comm.timeout_s = 0, "config: comm.timeout must be > 0 seconds");
