@@ -25,9 +25,9 @@ of blocks alone on a float input, which no data kind of the command line feeds).
 
 The full run of 96 took 1392 s on 2 cores, all caught (2026-11-27; the last 18 of those
 cover the skip limit, fedavg's non-finite guard and its dropped clients, clipping under
-localsgd, fedavg and ps, and ps's LEAVE). The 8 added since (stop-*: the stop signal's
-agreement, and ps's END; zero3-*: ZeRO-3's sums, slices, norm, tied head and evaluation)
-were run alone and caught. Not part of `make test`. Run it from a tree whose mutated files have no
+localsgd, fedavg and ps, and ps's LEAVE). The 9 added since (stop-*: the stop signal's
+agreement, and ps's END; zero3-*: ZeRO-3's sums, slices, norm, tied head, evaluation and
+sequence parallelism) were run alone and caught. Not part of `make test`. Run it from a tree whose mutated files have no
 uncommitted changes (it refuses otherwise): it rewrites them."""
 import argparse
 import os
@@ -360,6 +360,10 @@ MUTANTS = [
     ("zero3-head-own-range", "src/nn/model_window.c", "*count = m->layers[j].weight_count;",
      "*count = 0;", GPT,
      "under ZeRO-3 the tied head reads no table (its window left as the last layer's)"),
+    ("zero3-sp-unsummed", "src/parallel/zero3.c",
+     "dt_strategy_sum_positions_in(&z->base, g, off, count);", "DT_OK;", GPT,
+     "under ZeRO-3 with sequence parallelism a layer's position-shared gradients are not "
+     "summed over the tp group"),
     ("zero3-eval-own-share", "src/parallel/replica.c",
      "dt_model_has_windows(s->model) ? most : count;", "count;", "test_dp_np3",
      "under ZeRO-3 a replica with a smaller test share makes fewer forward calls, so the "

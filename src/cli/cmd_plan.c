@@ -229,15 +229,22 @@ static double predict_stage(const model_plan *mp, int s, const layout *y, const 
          * LayerNorms', a block's two; the embeddings' and the head's copy) have partial
          * gradients, each summed over the group once a step (tp_group.c). */
         const double E = (double)shapes[i].d[shapes[i].ndim - 1];
-        const double n = plan[i].role == DT_TP_HEADS ? 4 * E : mp->params[i];
+        /* ZeRO-3 (zero3.c) sums each layer's as its backward hands them over, every
+         * micro-batch, the head's share of the table it reads as well. */
+        const int zero3 = cfg->parallel.zero == 3,
+                  head = zero3 && mp->gpt.vocab > 0 && i == mp->gpt.head && !mp->tied;
+        const double n = plan[i].role == DT_TP_HEADS ? 4 * E
+                         : head                      ? (double)mp->gpt.vocab * mp->gpt.embd
+                                                     : mp->params[i];
         const int tensors = plan[i].role == DT_TP_HEADS                 ? 4
                             : cfg->layers[i].kind == DT_LAYER_LAYERNORM ? 2
                                                                         : (n > 0 ? 1 : 0);
+        const int times = zero3 ? y->micro : 1;
         for (int j = 0; j < tensors; j++) {
             const double b = n / tensors * sizeof(float);
-            sum_bytes += b, sum_s += dt_link_allreduce(l, b, y->tp);
+            sum_bytes += times * b, sum_s += times * dt_link_allreduce(l, b, y->tp);
         }
-        sums += tensors;
+        sums += times * tensors;
     }
     if (y->tp > 1) {
         snprintf(what, sizeof what, "tp activations, %d micro-batch%s", y->micro,

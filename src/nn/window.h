@@ -23,8 +23,9 @@ typedef struct dt_param_source {
      * recompute re-runs inside it). */
     dt_status (*fetch)(void *ctx, size_t offset, size_t count, int backward, float *w);
     /* g[0..count): layer `layer`'s gradients of those elements from this backward call,
-     * to be added to whatever the source sums (the window is reused after the call). */
-    dt_status (*give)(void *ctx, int layer, size_t offset, size_t count, const float *g);
+     * to be added to whatever the source sums; the source may work in g (the window is
+     * reused after the call). */
+    dt_status (*give)(void *ctx, int layer, size_t offset, size_t count, float *g);
 } dt_param_source;
 
 /* The source, copied; a model with windows and no source fails its first layer with

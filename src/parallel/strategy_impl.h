@@ -153,6 +153,9 @@ dt_status dt_strategy_sum_tied(dt_strategy *s);
  * step, before the update and its clipping. Collective over the tp group; nothing without
  * such tensors. */
 dt_status dt_strategy_sum_positions(dt_strategy *s);
+/* The same on g[0..n), the flat buffer's elements [at, at + n) (ZeRO-3's window of one
+ * layer): each such tensor's part in the range, summed over the tp group. */
+dt_status dt_strategy_sum_positions_in(dt_strategy *s, float *g, size_t at, size_t n);
 /* Makes the embedding group at attach time (a split of the pp group: collective over it,
  * and it allocates, so not in a step). */
 dt_status dt_strategy_tie_group(dt_strategy *s);

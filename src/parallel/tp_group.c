@@ -98,21 +98,30 @@ static dt_status tp_wait(void *ctx, void **req)
 
 dt_status dt_strategy_sum_positions(dt_strategy *s)
 {
+    if (s->tp == NULL)
+        return DT_OK;
+    return dt_strategy_sum_positions_in(s, dt_model_grads(s->model), 0,
+                                        dt_model_param_count(s->model));
+}
+
+dt_status dt_strategy_sum_positions_in(dt_strategy *s, float *g, size_t at, size_t n)
+{
     dt_tp_comm *t = s->tp;
     if (t == NULL)
         return DT_OK;
-    float *g = dt_model_grads(s->model);
     const double t0 = dt_now();
     for (int i = 0; i < dt_model_tensor_count(s->model); i++) {
         const dt_param_info *p = dt_model_tensor(s->model, i);
-        if (!p->seq_partial)
+        const size_t a = p->offset > at ? p->offset : at;
+        const size_t b = p->offset + p->count < at + n ? p->offset + p->count : at + n;
+        if (!p->seq_partial || a >= b)
             continue;
-        dt_status st = dt_comm_allreduce(t->comm, g + p->offset, g + p->offset, p->count,
+        dt_status st = dt_comm_allreduce(t->comm, g + (a - at), g + (a - at), b - a,
                                          DT_COMM_FLOAT32, DT_COMM_SUM);
         if (st != DT_OK)
             return st;
         t->grad_sums++;
-        t->grad_bytes += p->count * sizeof(float);
+        t->grad_bytes += (b - a) * sizeof(float);
     }
     t->seconds += dt_now() - t0;
     return DT_OK;

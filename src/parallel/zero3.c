@@ -6,8 +6,9 @@
  * Rank r holds the slice [displs[r], displs[r] + counts[r]) of the flat buffer (ZeRO-1's
  * slices): those parameters, their summed gradients and the optimizer's state for them. Under
  * tensor parallelism the flat buffer is the rank's part of the model (tp_group.c), sliced over
- * its data-parallel group alike. Not with pipeline stages or sequence parallelism (whose
- * position-shared gradients are summed on the whole buffer: dt_strategy_sum_positions). The
+ * its data-parallel group alike; under sequence parallelism a window's position-shared
+ * gradients are summed over the tp group before its reduce-scatter. Not with pipeline
+ * stages (the tied table's copy is summed between stages on the whole buffer: tie.c). The
  * model holds no whole buffer, only windows for one layer (nn/window.h). Before a layer runs,
  * forward or backward, the model fetches its range: an all-gather in which each rank sends
  * the part of the range its slice holds. After a layer's backward the window's gradients are
@@ -87,12 +88,18 @@ static dt_status fetch(void *ctx, size_t off, size_t count, int backward, float 
 
 /* The source's give: the layer's gradients scanned (so the guard names the rank and layer
  * they came from), summed over the group into the slices that hold them, and added there. */
-static dt_status give(void *ctx, int layer, size_t off, size_t count, const float *g)
+static dt_status give(void *ctx, int layer, size_t off, size_t count, float *g)
 {
     (void)layer;
     dt_zero3 *z = ctx;
     if (z->base.bad_here == 0)
         z->base.bad_here = dt_strategy_scan_window(&z->base, g, off, count);
+    /* Sequence parallelism: the tensors a rank used on its share of the positions hold
+     * partial gradients, summed over the tp group first (each micro-batch, layer by layer,
+     * where ddp sums the whole buffer's once a step). */
+    const dt_status sp = dt_strategy_sum_positions_in(&z->base, g, off, count);
+    if (sp != DT_OK)
+        return sp;
     split_range(z, off, count);
     const double t0 = dt_now();
     const dt_status st =

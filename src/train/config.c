@@ -650,14 +650,6 @@ static dt_status check_run(const dt_config *c)
         return dt_fail(DT_ERR_UNSUPPORTED,
                        "config: parallel.zero 2 (gradients sharded, parameters whole) is not "
                        "built: 1 shards the optimizer state, 3 everything");
-    if (c->parallel.zero == 3 && c->parallel.sequence_parallel) {
-        const char *sp = dt_config_given(c, "parallel.sequence_parallel");
-        return dt_fail(DT_ERR_UNSUPPORTED,
-                       "config: %s is not built for --zero 3 yet: the position-shared "
-                       "gradients are summed over tp on the whole gradient buffer, which "
-                       "ZeRO-3 does not hold",
-                       sp != NULL ? sp : "parallel.sequence_parallel");
-    }
     if (c->parallel.zero < 0 || c->parallel.zero > 3)
         return dt_fail(DT_ERR_INVALID, "config: parallel.zero must be 0, 1 or 3, got %d",
                        c->parallel.zero);

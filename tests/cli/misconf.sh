@@ -69,8 +69,6 @@ refuse zero3_overlap 2 "^dtrain: config: parallel\.overlap \(--set\) $NE with --
     T "$LIN" $RUN --zero 3 --set parallel.overlap=off
 refuse zero3_pp 2 "^dtrain: config: --zero 3 shards each rank's model over the data-parallel ranks: not yet with pipeline stages \(pp 2" \
     T "$MLP" $RUN --zero 3 --pp 2
-refuse zero3_sp 2 "^dtrain: config: --sequence-parallel is not built for --zero 3 yet" \
-    T "$SRC/examples/gpt.ini" $RUN --zero 3 --tp 2 --sequence-parallel
 refuse zero3_fp16 2 "^dtrain: config: parallel\.compress: fp16 is not built for --zero 3" \
     T "$LIN" $RUN --zero 3 --compress fp16
 refuse zero3_replicas 2 "^dtrain: --check-replicas $NE with --zero 3: every parameter is held once" \

@@ -98,6 +98,10 @@ LAYOUTS = [
     # ... over each tensor-parallel part: a rank's slices are of its part of every split
     # tensor (the heads 2 + 1) and of the replicated ones
     L("dp2tp2_zero3", 4, ["--dp", "2", "--tp", "2", "--zero", "3"], dp=2, checks=("clip",)),
+    # ... with sequence parallelism: each layer's position-shared gradients summed over the
+    # tp pair as its backward hands them over, every micro-batch, the head's table's too
+    L("dp2tp2sp_zero3", 4, ["--dp", "2", "--tp", "2", "--sequence-parallel", "--zero", "3"],
+      dp=2, mb=2, checks=("clip", "recompute")),
     # ---- the long tier
     L("dp2tp2pp2", 8, ["--dp", "2", "--tp", "2", "--pp", "2"], dp=2, mb=2,
       checks=("clip", "recompute"), tier="long"),
