@@ -58,13 +58,20 @@ static void bind(dt_layer *l, float *w, float *g)
     }
 }
 
+/* Whether layer i has a range to pass through the windows (a model with them, a layer with
+ * parameters), and which. */
+static int windowed(const dt_model *m, int i, size_t *off, size_t *cnt)
+{
+    if (!m->windows)
+        return 0;
+    layer_range(m, i, off, cnt);
+    return *cnt > 0;
+}
+
 dt_status dt_model_window_in(dt_model *m, int i, int backward)
 {
     size_t off, cnt;
-    if (!m->windows)
-        return DT_OK;
-    layer_range(m, i, &off, &cnt);
-    if (cnt == 0)
+    if (!windowed(m, i, &off, &cnt))
         return DT_OK;
     if (m->src.fetch == NULL)
         return dt_fail(DT_ERR_INVALID, "model: parameter windows without a source "
@@ -82,10 +89,7 @@ dt_status dt_model_window_in(dt_model *m, int i, int backward)
 dt_status dt_model_window_out(dt_model *m, int i)
 {
     size_t off, cnt;
-    if (!m->windows)
-        return DT_OK;
-    layer_range(m, i, &off, &cnt);
-    if (cnt == 0)
+    if (!windowed(m, i, &off, &cnt))
         return DT_OK;
     return m->src.give(m->src.ctx, i, off, cnt, m->gwin);
 }

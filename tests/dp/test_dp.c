@@ -545,26 +545,33 @@ static void test_comm_stats(void **state)
  * their scores: every rank's loss and accuracy are one process's, the summation order
  * aside. A replica scoring the wrong share passed every training comparison (make mutants'
  * eval-share-offset). */
-static void test_evaluate_equals_one_process(void **state)
+/* Evaluation over every rank of the job (config `multi`) against one process (`one`): the same
+ * loss within 1e-9 relative and the same accuracy. */
+static void evaluate_pair(const char *what, const dt_config *multi, const dt_config *single)
 {
-    (void)state;
-    dt_config c = mlp_config();
-    dt_test_set(&c, "train.eval=on");
     dt_trainer *dp = NULL, *one = NULL;
-    DT_ASSERT_OK(dt_trainer_create(&c, world, &dp));
-    DT_ASSERT_OK(dt_trainer_create(&c, NULL, &one));
+    DT_ASSERT_OK(dt_trainer_create(multi, world, &dp));
+    DT_ASSERT_OK(dt_trainer_create(single, NULL, &one));
     double loss = 0, acc = 0, loss1 = 0, acc1 = 0;
     DT_ASSERT_OK(dt_trainer_evaluate(dp, &loss, &acc));
     DT_ASSERT_OK(dt_trainer_evaluate(one, &loss1, &acc1));
     int ok = fabs(loss - loss1) <= 1e-9 * fabs(loss1) && acc == acc1;
     if (!ok)
         fprintf(stderr,
-                "MISMATCH rank %d: evaluation on %d ranks: loss %.12g accuracy %.6f; one "
-                "process: loss %.12g accuracy %.6f\n",
-                rank, size, loss, acc, loss1, acc1);
+                "MISMATCH rank %d: %s on %d ranks: loss %.12g accuracy %.6f; one process: loss "
+                "%.12g accuracy %.6f\n",
+                rank, what, size, loss, acc, loss1, acc1);
     dt_trainer_free(dp);
     dt_trainer_free(one);
     assert_true(ok);
+}
+
+static void test_evaluate_equals_one_process(void **state)
+{
+    (void)state;
+    dt_config c = mlp_config();
+    dt_test_set(&c, "train.eval=on");
+    evaluate_pair("evaluation", &c, &c);
 }
 
 /* Under ZeRO-3 every forward gathers each layer from every rank, so every rank must make as
@@ -578,21 +585,7 @@ static void test_evaluate_zero3(void **state)
     dt_test_set(&c, "train.batch=33");
     dt_config z = c;
     dt_test_set(&z, "parallel.zero=3");
-    dt_trainer *dp = NULL, *one = NULL;
-    DT_ASSERT_OK(dt_trainer_create(&z, world, &dp));
-    DT_ASSERT_OK(dt_trainer_create(&c, NULL, &one));
-    double loss = 0, acc = 0, loss1 = 0, acc1 = 0;
-    DT_ASSERT_OK(dt_trainer_evaluate(dp, &loss, &acc));
-    DT_ASSERT_OK(dt_trainer_evaluate(one, &loss1, &acc1));
-    int ok = fabs(loss - loss1) <= 1e-9 * fabs(loss1) && acc == acc1;
-    if (!ok)
-        fprintf(stderr,
-                "MISMATCH rank %d: ZeRO-3 evaluation on %d ranks: loss %.12g accuracy %.6f; "
-                "one process: loss %.12g accuracy %.6f\n",
-                rank, size, loss, acc, loss1, acc1);
-    dt_trainer_free(dp);
-    dt_trainer_free(one);
-    assert_true(ok);
+    evaluate_pair("ZeRO-3 evaluation", &z, &c);
 }
 
 int main(int argc, char **argv)
