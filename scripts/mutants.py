@@ -25,9 +25,9 @@ of blocks alone on a float input, which no data kind of the command line feeds).
 
 The full run of 96 took 1392 s on 2 cores, all caught (2026-11-27; the last 18 of those
 cover the skip limit, fedavg's non-finite guard and its dropped clients, clipping under
-localsgd, fedavg and ps, and ps's LEAVE). The 9 added since (stop-*: the stop signal's
-agreement, and ps's END; zero3-*: ZeRO-3's sums, slices, norm, tied head, evaluation and
-sequence parallelism) were run alone and caught. Not part of `make test`. Run it from a tree whose mutated files have no
+localsgd, fedavg and ps, and ps's LEAVE). The 11 added since (stop-*: the stop signal's
+agreement, and ps's END; zero3-*: ZeRO-3's sums, slices, norm, tied head and table,
+evaluation and sequence parallelism) were run alone and caught. Not part of `make test`. Run it from a tree whose mutated files have no
 uncommitted changes (it refuses otherwise): it rewrites them."""
 import argparse
 import os
@@ -364,6 +364,14 @@ MUTANTS = [
      "dt_strategy_sum_positions_in(&z->base, g, off, count);", "DT_OK;", GPT,
      "under ZeRO-3 with sequence parallelism a layer's position-shared gradients are not "
      "summed over the tp group"),
+    ("zero3-tied-unsummed", "src/parallel/zero3.c", "    dt_status st = sum_tied(z);",
+     "    dt_status st = DT_OK;", GPT,
+     "under ZeRO-3 over pipeline stages the tied table's gradient is not summed with its "
+     "copy's between the stages"),
+    ("zero3-pipe-eval-own-share-long", "src/parallel/pipe.c",
+     "dt_model_has_windows(p->model) ? most : count;", "count;", "test_dp_np4",
+     "under ZeRO-3 through a pipeline a replica with a smaller test share runs fewer chunks, "
+     "so the others' gathers wait for it"),
     ("zero3-eval-own-share", "src/parallel/replica.c",
      "dt_model_has_windows(s->model) ? most : count;", "count;", "test_dp_np3",
      "under ZeRO-3 a replica with a smaller test share makes fewer forward calls, so the "

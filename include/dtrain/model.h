@@ -193,8 +193,7 @@ typedef struct dt_model_options {
     int recompute;  /* a recompute setting (DT_RECOMPUTE_NONE by default) */
     /* 1: ZeRO-3 (docs/DATA_PARALLEL.md): no whole parameter or gradient buffer, only a window
      * of each for one layer's range at a time, which a parameter source fills and empties
-     * (src/nn/window.h): dt_model_params and dt_model_grads are then NULL. Every layer of
-     * the model (a tensor-parallel part of each, or whole), not a pipeline stage. */
+     * (src/nn/window.h): dt_model_params and dt_model_grads are then NULL. */
     int param_windows;
 } dt_model_options;
 

@@ -283,6 +283,12 @@ static double predict_stage(const model_plan *mp, int s, const layout *y, const 
         const double ts = dt_link_allreduce(l, table, 2);
         emit(k, "embedding group", "the tied table's gradient (embedding group)", table, ts);
         total += ts;
+        if (cfg->parallel.zero == 3 && y->dp > 1) { /* gathered from the slices first */
+            const double gs = dt_link_allgather(l, table, y->dp);
+            emit(k, dt_grid_axis_name(DT_GRID_DP),
+                 "dp all-gather of the tied table's gradient (ZeRO-3)", table, gs);
+            total += gs;
+        }
     }
     return total;
 }

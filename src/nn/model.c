@@ -770,9 +770,6 @@ static dt_status model_create(const dt_layer_spec *specs, int nlayers, const dt_
     DT_TRY(check_shape(input, "input shape"));
     DT_TRY(dt_alloc(sizeof *m, "model", (void **)&m));
     DT_TRY(dt_model_take_runs(m, o, nlayers));
-    if (o->param_windows && (m->nruns != 1 || m->nlayers != nlayers))
-        DT_TRY(dt_fail(DT_ERR_INVALID, "model: parameter windows (ZeRO-3) hold every layer of "
-                                       "the model: no pipeline stage"));
     m->described = describe;
     m->rows_apart = o->rows_apart != 0;
     m->max_batch = o->max_batch;

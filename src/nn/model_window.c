@@ -5,16 +5,17 @@
 #include "nn/model_internal.h"
 
 /* The range of the flat buffer layer i reads: its own parameters, or for a head that shares
- * an embedding's table (dt_layer.tie), that table. */
+ * an embedding's table on its stage (dt_layer.tie), that table; a head on another stage than
+ * the embedding holds a copy of its own (DT_TIE_COPY). */
 static void layer_range(const dt_model *m, int i, size_t *offset, size_t *count)
 {
     const dt_layer *l = &m->layers[i];
     *offset = l->param_offset;
-    *count = l->param_count;
-    if (l->tie < 0 || l->tie_role == DT_TIE_COPY)
+    *count = m->join[i] ? 0 : l->param_count; /* a join between a stage's runs is no layer */
+    if (m->join[i] || l->tie < 0 || l->tie_role == DT_TIE_COPY)
         return;
     for (int j = 0; j < m->nlayers; j++)
-        if (m->layers[j].index == l->tie) {
+        if (!m->join[j] && m->layers[j].index == l->tie) {
             *offset = m->layers[j].param_offset;
             *count = m->layers[j].weight_count;
         }

@@ -543,11 +543,6 @@ dt_status dt_ddp_check(const dt_strategy_options *o, int world, int tp, int pp)
                            "parameters and reduce-scatters its gradients as it runs, without "
                            "buckets or overlap",
                            o->given[bucketed[i]]);
-    if (o->zero == 3 && pp > 1)
-        return dt_fail(DT_ERR_UNSUPPORTED,
-                       "--zero 3 shards each rank's model over the data-parallel ranks: not yet "
-                       "with pipeline stages (pp %d; ZeRO-1 works with them)",
-                       pp);
     if (o->zero == 3 && o->compress.kind != DT_COMPRESS_NONE) {
         char mode[48];
         dt_compress_format(&o->compress, mode, sizeof mode);

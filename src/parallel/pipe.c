@@ -457,14 +457,19 @@ dt_status dt_pipe_evaluate(dt_strategy *s, int64_t n_test, const dt_step_io *io,
 {
     dt_status st = DT_OK;
     dt_pipe *p = s->pipe;
-    int64_t begin, count;
+    int64_t begin, count, first_begin, most;
     dt_strategy_part(n_test, s->info.replicas, s->info.replica, &begin, &count);
+    /* Under ZeRO-3 every forward gathers each layer from every replica: every replica's
+     * pipeline runs as many chunks as the largest share (the first) needs, those past its
+     * own share on no rows (replica.c's dt_strategy_eval_share does the same). */
+    dt_strategy_part(n_test, s->info.replicas, 0, &first_begin, &most);
+    const int64_t rows = dt_model_has_windows(p->model) ? most : count;
     /* The figures are the training steps': evaluation's waits and messages are not kept. */
     const double wait = p->wait_s;
     const int64_t messages = p->messages;
     const size_t bytes = p->bytes;
-    for (int64_t off = 0, e = 0; off < count; off += p->rows, e++) {
-        const int64_t n = count - off < p->rows ? count - off : p->rows;
+    for (int64_t off = 0, e = 0; off < rows; off += p->rows, e++) {
+        const int64_t n = off >= count ? 0 : count - off < p->rows ? count - off : p->rows;
         for (int c = 0; c < p->nchunks; c++)
             DT_TRY(eval_run(p, c, e, begin + off, n, io, loss_sum, correct));
     }

@@ -7,16 +7,16 @@
  * slices): those parameters, their summed gradients and the optimizer's state for them. Under
  * tensor parallelism the flat buffer is the rank's part of the model (tp_group.c), sliced over
  * its data-parallel group alike; under sequence parallelism a window's position-shared
- * gradients are summed over the tp group before its reduce-scatter. Not with pipeline
- * stages (the tied table's copy is summed between stages on the whole buffer: tie.c). The
- * model holds no whole buffer, only windows for one layer (nn/window.h). Before a layer runs,
- * forward or backward, the model fetches its range: an all-gather in which each rank sends
- * the part of the range its slice holds. After a layer's backward the window's gradients are
- * reduce-scattered (SUM) to the ranks whose slices hold them, which add them to their
- * slice's. The loss divides by the samples of the whole global step, so the sums are the
- * global batch's mean gradient, as under ddp. The update runs on the slice: clipping's norm
- * sums the slices (clip.c), the optimizer steps the slice, and nothing is gathered after it:
- * the next forward fetches what it reads.
+ * gradients are summed over the tp group before its reduce-scatter. Under a pipeline the
+ * flat buffer is the rank's stage's, and the tied table's gradient is summed with its copy's
+ * between the two stages before the update (sum_tied). The model holds no whole buffer, only
+ * windows for one layer (nn/window.h). Before a layer runs, forward or backward, the model fetches
+ * its range: an all-gather in which each rank sends the part of the range its slice holds. After a
+ * layer's backward the window's gradients are reduce-scattered (SUM) to the ranks whose slices hold
+ * them, which add them to their slice's. The loss divides by the samples of the whole global step,
+ * so the sums are the global batch's mean gradient, as under ddp. The update runs on the slice:
+ * clipping's norm sums the slices (clip.c), the optimizer steps the slice, and nothing is gathered
+ * after it: the next forward fetches what it reads.
  *
  * Traffic per micro-step, counting the model's N floats once: N gathered in forward, N in
  * backward, N reduce-scattered, where ddp all-reduces N once (2N on a ring): 1.5 times
@@ -42,6 +42,7 @@ typedef struct dt_zero3 {
     size_t lo, n;               /* this rank's slice */
     float *p, *g;               /* [n] its parameters and summed gradients */
     float *part;                /* [min(n, window)] one reduce-scatter's share */
+    float *table;               /* a pipeline's tied table's gradient whole, or NULL (sum_tied) */
     size_t *cnt, *dsp;          /* [size] one collective's counts and displacements */
     double *exchange;           /* [4 * size] the step's summary (dt_strategy_fold_step) */
     double comm_s;              /* time in the gathers and reduce-scatters */
@@ -67,15 +68,21 @@ static void split_range(dt_zero3 *z, size_t off, size_t count)
     }
 }
 
-/* The source's fetch: w = the range, each rank sending what its slice holds of it. */
+/* out = [off, off + count) of a buffer laid out as the slices (the parameters, or the summed
+ * gradients), each rank sending what its slice holds; z->cnt and z->dsp say who sent what. */
+static dt_status gather_range(dt_zero3 *z, const float *slice, size_t off, size_t count, float *out)
+{
+    split_range(z, off, count);
+    const size_t mine = z->cnt[z->rank] > 0 ? off + z->dsp[z->rank] - z->lo : 0;
+    return dt_comm_allgatherv(z->comm, slice + mine, out, z->cnt, z->dsp, DT_COMM_FLOAT32);
+}
+
+/* The source's fetch: w = the range of the parameters. */
 static dt_status fetch(void *ctx, size_t off, size_t count, int backward, float *w)
 {
     dt_zero3 *z = ctx;
-    split_range(z, off, count);
-    const size_t mine = z->cnt[z->rank] > 0 ? off + z->dsp[z->rank] - z->lo : 0;
     const double t0 = dt_now();
-    const dt_status st =
-        dt_comm_allgatherv(z->comm, z->p + mine, w, z->cnt, z->dsp, DT_COMM_FLOAT32);
+    const dt_status st = gather_range(z, z->p, off, count, w);
     const double t1 = dt_now();
     if (z->in_step) {
         z->comm_s += t1 - t0;
@@ -146,6 +153,10 @@ static dt_status z3_attach(dt_strategy *s, dt_model *m, size_t *optim_count)
     DT_TRY(dt_alloc((z->n < win ? z->n : win) * sizeof(float), "ZeRO-3 reduce-scatter share",
                     (void **)&z->part));
     DT_TRY(dt_alloc(4 * sizeof(double) * sz, "step exchange", (void **)&z->exchange));
+    for (int i = 0; s->info.pp_size > 1 && i < dt_model_tensor_count(m); i++)
+        if (dt_model_tensor(m, i)->tie != DT_TIE_NONE && z->table == NULL)
+            DT_TRY(dt_alloc(dt_model_tensor(m, i)->count * sizeof(float), "ZeRO-3 tied table",
+                            (void **)&z->table));
     DT_TRY(dt_comm_reserve(z->comm, win * sizeof(float)));
     /* Each rank draws its own slice: the numbers are a function of (seed, tensor, element),
      * so the slices together are the model one process draws, and nothing is broadcast. */
@@ -167,6 +178,7 @@ static void z3_free(dt_strategy *s)
     dt_free(z->p);
     dt_free(z->g);
     dt_free(z->part);
+    dt_free(z->table);
     dt_free(z->exchange);
     dt_free(z);
 }
@@ -202,11 +214,43 @@ static dt_status z3_step(dt_strategy *s, const dt_step_plan *plan, const dt_step
     return st;
 }
 
+/* A pipeline's embedding group (tie.c): the tied table's gradient on the embedding's stage
+ * and its copy's on the head's, each in its stage's slices, summed between the two stages.
+ * Each rank gathers the whole table's gradient over its dp group, the pair of stages sums
+ * it, and each rank takes its slice's part back: the copies stay bitwise equal. */
+static dt_status sum_tied(dt_zero3 *z)
+{
+    dt_strategy *s = &z->base;
+    for (int i = 0; s->tie_comm != NULL && i < dt_model_tensor_count(s->model); i++) {
+        const dt_param_info *p = dt_model_tensor(s->model, i);
+        if (p->tie == DT_TIE_NONE)
+            continue;
+        const double t0 = dt_now();
+        dt_status st = gather_range(z, z->g, p->offset, p->count, z->table);
+        if (st == DT_OK)
+            st = dt_comm_allreduce(s->tie_comm, z->table, z->table, p->count, DT_COMM_FLOAT32,
+                                   DT_COMM_SUM);
+        if (st != DT_OK)
+            return st;
+        const size_t k = z->cnt[z->rank];
+        if (k > 0)
+            memcpy(z->g + (p->offset + z->dsp[z->rank] - z->lo), z->table + z->dsp[z->rank],
+                   k * sizeof(float));
+        const double t1 = dt_now();
+        z->comm_s += t1 - t0;
+        dt_obs_phase(s->obs, DT_PHASE_COMM, t0, t1, -1);
+    }
+    return DT_OK;
+}
+
 static dt_status z3_update(dt_strategy *s, dt_optim *o, double lr)
 {
     dt_zero3 *z = (dt_zero3 *)s;
+    dt_status st = sum_tied(z);
+    if (st != DT_OK)
+        return st;
     /* Each rank holds the reduced gradient of its own slice: the norm sums the slices. */
-    dt_status st = dt_strategy_clip(s, z->g, z->lo, z->n, z->comm);
+    st = dt_strategy_clip(s, z->g, z->lo, z->n, z->comm);
     if (st != DT_OK)
         return st;
     const double t = dt_now();

@@ -118,8 +118,9 @@ static void test_zero3_step_allocates_nothing(void **state)
     static const char *const *const lists[] = {plain, more};
     check_settings(lists, 2);
     assert_int_equal(steps_allocations_with("mpi", 0, NULL, plain), 0);
-    /* over tensor-parallel parts (tp 2: the slices of a group of one replica) */
+    /* over tensor-parallel parts and pipeline stages (the slices of groups of one replica) */
     assert_int_equal(steps_allocations_with("ring", 1, NULL, plain), 0);
+    assert_int_equal(steps_allocations_with("ring", 0, "1f1b", plain), 0);
 }
 
 static void test_ps_and_fedavg_steps_allocate_nothing(void **state)

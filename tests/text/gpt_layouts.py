@@ -102,6 +102,10 @@ LAYOUTS = [
     # tp pair as its backward hands them over, every micro-batch, the head's table's too
     L("dp2tp2sp_zero3", 4, ["--dp", "2", "--tp", "2", "--sequence-parallel", "--zero", "3"],
       dp=2, mb=2, checks=("clip", "recompute")),
+    # ... and over pipeline stages: each stage's layers sliced over its dp pair, the tied
+    # table's gradient gathered from the slices and summed with its copy's between the stages
+    L("dp2pp2_zero3", 4, ["--dp", "2", "--pp", "2", "--zero", "3"], dp=2, mb=3,
+      checks=("clip", "export")),
     # ---- the long tier
     L("dp2tp2pp2", 8, ["--dp", "2", "--tp", "2", "--pp", "2"], dp=2, mb=2,
       checks=("clip", "recompute"), tier="long"),
@@ -115,6 +119,10 @@ LAYOUTS = [
       tier="long"),
     L("dp2tp3_zero3", 6, ["--dp", "2", "--tp", "3", "--zero", "3"], dp=2,
       checks=("recompute", "export"), tier="long"),
+    L("dp2tp2pp2_zero3", 8, ["--dp", "2", "--tp", "2", "--pp", "2", "--zero", "3"], dp=2,
+      mb=2, checks=("clip", "recompute"), tier="long"),
+    L("dp2pp2_rr_zero3", 4, ["--dp", "2", "--pp", "2", "--pp-split", "round_robin", "--zero",
+                             "3"], dp=2, mb=3, tier="long"),
     L("tp3pp2", 6, ["--tp", "3", "--pp", "2", "--pp-schedule", "gpipe"], mb=3, tier="long"),
     L("tp2pp3", 6, ["--tp", "2", "--pp", "3"], mb=4, checks=("recompute",), tier="long"),
     L("dp2pp3", 6, ["--dp", "2", "--pp", "3", "--pp-schedule", "gpipe"], dp=2, mb=2,
