@@ -248,7 +248,10 @@ expect_fail jitter_bad "jitter: '-1' is not a number of milliseconds" \
 # over 2 servers' shards: 3 workers write 3-rank ddp's bytes, 1 worker the single
 # process's. At S > 0 each push, which its worker clips: 1 worker at staleness 2 writes
 # the single process's bytes, and with 2 workers worker 0's first norm is that of its own
-# samples' gradient (workers x its push), the one a single process with its batch logs.
+# samples' gradient (workers x its push), the one a single process with its batch logs. At
+# staleness 2 a server answers a pull with the parameters it holds then: worker 1 sleeps
+# 1 s before its step, so that its push cannot reach the servers before worker 0's first pull
+# (on a loaded machine it did, and worker 0's gradient was another model's).
 CLIP="--set optim.clip_norm=0.5"
 expect_ok clip_single "$DTRAIN" train "$MLP" $SGD $CLIP --save-weights "$tmp/clip_single.st"
 expect_ok clip_ps_1w "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" $SGD $CLIP $PS \
@@ -268,7 +271,7 @@ fi
 ONE="--set optim.kind=sgd --set optim.lr=0.05 --max-steps 1 --no-progress --log-every 1 $CLIP"
 expect_ok clip_norm_single "$DTRAIN" train "$MLP" $ONE --batch 64 --metrics "$tmp/cn1.jsonl"
 expect_ok clip_norm_ps "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" $ONE --batch 64 $PS \
-    --staleness 2 --metrics "$tmp/cn2.jsonl"
+    --staleness 2 --slow-rank 1:1000 --metrics "$tmp/cn2.jsonl"
 n1=$(sed -n 's/.*"event":"step".*"grad_norm":\([0-9.e+-]*\).*/\1/p' "$tmp/cn1.jsonl")
 n2=$(sed -n 's/.*"event":"step".*"grad_norm":\([0-9.e+-]*\).*/\1/p' "$tmp/cn2.jsonl")
 if [ -n "$n1" ] && [ "$n1" = "$n2" ]; then
