@@ -449,14 +449,7 @@ fail:
 static dt_status ddp_evaluate(dt_strategy *s, int64_t n_test, const dt_step_io *io,
                               double *loss_sum, double *correct)
 {
-    dt_ddp *dp = (dt_ddp *)s;
-    double sums[2] = {0.0, 0.0};
-    dt_status st = dt_strategy_eval_share(s, n_test, io, &sums[0], &sums[1]);
-    if (st == DT_OK)
-        st = dt_comm_allreduce(dp->comm, sums, sums, 2, DT_COMM_FLOAT64, DT_COMM_SUM);
-    *loss_sum = sums[0];
-    *correct = sums[1];
-    return st;
+    return dt_strategy_eval_over(s, ((dt_ddp *)s)->comm, n_test, io, loss_sum, correct);
 }
 
 static void ddp_comp_state(dt_strategy *s, dt_comp_state *out)

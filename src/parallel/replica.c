@@ -197,6 +197,18 @@ fail:
     return st;
 }
 
+dt_status dt_strategy_eval_over(dt_strategy *s, dt_comm *comm, int64_t n_test, const dt_step_io *io,
+                                double *loss_sum, double *correct)
+{
+    double sums[2] = {0.0, 0.0};
+    dt_status st = dt_strategy_eval_share(s, n_test, io, &sums[0], &sums[1]);
+    if (st == DT_OK)
+        st = dt_comm_allreduce(comm, sums, sums, 2, DT_COMM_FLOAT64, DT_COMM_SUM);
+    *loss_sum = sums[0];
+    *correct = sums[1];
+    return st;
+}
+
 dt_status dt_strategy_check_grid(const dt_strategy_options *o, int world, int tp, int pp)
 {
     if (o->micro_batches < 1)

@@ -181,6 +181,10 @@ dt_status dt_strategy_micro_steps(dt_strategy *s, const dt_step_plan *plan, cons
 dt_status dt_strategy_eval_share(dt_strategy *s, int64_t n_test, const dt_step_io *io,
                                  double *loss_sum, double *correct);
 
+/* dt_strategy_eval_share's sums of every replica, summed over `comm` (its data-parallel
+ * group): the whole test set's loss sum and correct count on every rank. Collective. */
+dt_status dt_strategy_eval_over(dt_strategy *s, dt_comm *comm, int64_t n_test, const dt_step_io *io,
+                                double *loss_sum, double *correct);
 /* The dp x tp x pp grid's own check for the strategies that run on it (ddp, localsgd): at
  * least one micro-batch, and a layout that fills the job's `world` ranks (0: not known). */
 dt_status dt_strategy_check_grid(const dt_strategy_options *o, int world, int tp, int pp);

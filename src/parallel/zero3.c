@@ -262,13 +262,7 @@ static dt_status z3_update(dt_strategy *s, dt_optim *o, double lr)
 static dt_status z3_evaluate(dt_strategy *s, int64_t n_test, const dt_step_io *io, double *loss_sum,
                              double *correct)
 {
-    double sums[2] = {0.0, 0.0};
-    dt_status st = dt_strategy_eval_share(s, n_test, io, &sums[0], &sums[1]);
-    if (st == DT_OK)
-        st = dt_comm_allreduce(((dt_zero3 *)s)->comm, sums, sums, 2, DT_COMM_FLOAT64, DT_COMM_SUM);
-    *loss_sum = sums[0];
-    *correct = sums[1];
-    return st;
+    return dt_strategy_eval_over(s, ((dt_zero3 *)s)->comm, n_test, io, loss_sum, correct);
 }
 
 static dt_status z3_gather_optim(dt_strategy *s, const float *slice, size_t lo, size_t n,
