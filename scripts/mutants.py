@@ -27,7 +27,8 @@ The full run of 96 took 1392 s on 2 cores, all caught (2026-11-27; the last 18 o
 cover the skip limit, fedavg's non-finite guard and its dropped clients, clipping under
 localsgd, fedavg and ps, and ps's LEAVE). The 11 added since (stop-*: the stop signal's
 agreement, and ps's END; zero3-*: ZeRO-3's sums, slices, norm, tied head and table,
-evaluation and sequence parallelism) were run alone and caught. Not part of `make test`. Run it from a tree whose mutated files have no
+evaluation and sequence parallelism) were run alone and caught, as were the 2 after them
+(zero3-half-*: ZeRO-3's 16-bit reduce-scatter, 2026-11-28). Not part of `make test`. Run it from a tree whose mutated files have no
 uncommitted changes (it refuses otherwise): it rewrites them."""
 import argparse
 import os
@@ -376,6 +377,12 @@ MUTANTS = [
      "dt_model_has_windows(s->model) ? most : count;", "count;", "test_dp_np3",
      "under ZeRO-3 a replica with a smaller test share makes fewer forward calls, so the "
      "others' gathers wait for it"),
+    ("zero3-half-no-warmup", "src/parallel/zero3.c",
+     "z->half != NULL && plan->step >= s->opt.compress.warmup;", "z->half != NULL;",
+     "cli_compress$", "under ZeRO-3 fp16/bf16 reduce in 16 bits during the warm-up too"),
+    ("zero3-half-bf16-as-fp16", "src/parallel/zero3.c",
+     "f16 ? DT_COMM_FLOAT16 : DT_COMM_BFLOAT16,", "DT_COMM_FLOAT16,", "cli_compress$",
+     "under ZeRO-3 bf16 gradients are summed as fp16 bit patterns"),
 ]
 
 

@@ -301,8 +301,8 @@ dt_status dt_strategy_check(const dt_strategy_options *o, int world)
         return dt_fail(DT_ERR_INVALID, "parallel.pp_schedule: unknown schedule %d",
                        (int)o->pp_schedule);
     /* fp16 and bf16 are elementwise and keep no state: a dp group's exchange is the same
-     * whatever tp and pp cut (each rank's shard, each stage's tensors), and ZeRO-1's
-     * reduce-scatter sums the same 16-bit values as the all-reduce. top-k and PowerSGD
+     * whatever tp and pp cut (each rank's shard, each stage's tensors), and ZeRO-1's and
+     * ZeRO-3's reduce-scatters sum the same 16-bit values as the all-reduce. top-k and PowerSGD
      * choose across a buffer and keep a residual per replica, which tp and pp would split,
      * and their exchanges are all-gathers and all-reduces, not a reduce-scatter. */
     const int halves = o->compress.kind == DT_COMPRESS_FP16 || o->compress.kind == DT_COMPRESS_BF16;
@@ -321,7 +321,8 @@ dt_status dt_strategy_check(const dt_strategy_options *o, int world)
         dt_compress_format(&o->compress, mode, sizeof mode);
         return dt_fail(DT_ERR_UNSUPPORTED,
                        "parallel.compress: %s compresses the gradients of plain data "
-                       "parallelism (fp16 and bf16 also with tp, pp and ZeRO-1), not yet with %s",
+                       "parallelism (fp16 and bf16 also with tp, pp, ZeRO-1 and ZeRO-3), not yet "
+                       "with %s",
                        mode, with);
     }
     /* By value, not only when given: a program's own options must not skip clipping. */

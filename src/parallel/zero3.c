@@ -23,11 +23,19 @@
  * ddp's bytes (FSDP's figure), in exchange for holding 1/dp of the model. A layer is a
  * contiguous range and slices are contiguous, so a layer smaller than a slice comes from one
  * or two ranks (its gather is close to a broadcast from them). The collectives are blocking:
- * nothing of them overlaps computation (the figures say how long they took). */
+ * nothing of them overlaps computation (the figures say how long they took).
+ *
+ * Under --compress fp16 or bf16 the reduce-scatters carry the gradients in 16 bits (FSDP's
+ * reduce_dtype): each window's float32 gradients are rounded, summed over the group in 16
+ * bits as ZeRO-1's reduce-scatter and ddp's all-reduce sum them, and widened into the slice.
+ * That halves a third of the step's bytes; the parameters are gathered in float32, so the
+ * forward and backward compute what they would without it. The steps of
+ * parallel.compress_warmup reduce in float32, counted over the run as under ddp. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/half.h"
 #include "dtrain/comm.h"
 #include "nn/model_team.h"
 #include "nn/window.h"
@@ -48,11 +56,16 @@ typedef struct dt_zero3 {
     double comm_s;              /* time in the gathers and reduce-scatters */
     double exposed_s;           /* the smallest comm_s of a step over the ranks, summed */
     double gathered, scattered; /* floats this rank received in gathers, sent to reduce */
+    double scattered_bytes;     /* what those reduce-scatters carried (16-bit: 2 a float) */
     int64_t steps;
     /* Inside a training step (the figures and phases are a step's: evaluation's gathers and
      * the timing alone are not counted), and the recorder then. */
     int in_step;
     dt_obs *step_obs;
+    /* --compress fp16/bf16: a window's gradients and a share in 16 bits ([window] and
+     * [min(n, window)]), or NULL; half_now: this step reduces in 16 bits (past the warm-up) */
+    uint16_t *half, *half_part;
+    int half_now;
 } dt_zero3;
 
 /* The parts of [off, off + count) that the ranks' slices hold: cnt[r] floats each, at dsp[r]
@@ -93,6 +106,30 @@ static dt_status fetch(void *ctx, size_t off, size_t count, int backward, float 
     return st;
 }
 
+/* part[0..cnt[rank]) = this rank's share of g[0..count) summed over the group (split_range
+ * first); half: rounded to fp16 or bf16, summed in 16 bits, widened into the share. */
+static dt_status reduce_share(dt_zero3 *z, float *g, size_t count, int half)
+{
+    if (!half)
+        return dt_comm_reduce_scatterv(z->comm, g, z->part, z->cnt, DT_COMM_FLOAT32, DT_COMM_SUM);
+    const int f16 = z->base.opt.compress.kind == DT_COMPRESS_FP16;
+    const size_t k = z->cnt[z->rank];
+    if (f16)
+        dt_f32_to_f16_n(g, z->half, count);
+    else
+        dt_f32_to_bf16_n(g, z->half, count);
+    const dt_status st =
+        dt_comm_reduce_scatterv(z->comm, z->half, z->half_part, z->cnt,
+                                f16 ? DT_COMM_FLOAT16 : DT_COMM_BFLOAT16, DT_COMM_SUM);
+    if (st != DT_OK)
+        return st;
+    if (f16)
+        dt_f16_to_f32_n(z->half_part, z->part, k);
+    else
+        dt_bf16_to_f32_n(z->half_part, z->part, k);
+    return DT_OK;
+}
+
 /* The source's give: the layer's gradients scanned (so the guard names the rank and layer
  * they came from), summed over the group into the slices that hold them, and added there. */
 static dt_status give(void *ctx, int layer, size_t off, size_t count, float *g)
@@ -108,18 +145,19 @@ static dt_status give(void *ctx, int layer, size_t off, size_t count, float *g)
     if (sp != DT_OK)
         return sp;
     split_range(z, off, count);
+    const size_t k = z->cnt[z->rank];
+    const int half = z->half_now;
     const double t0 = dt_now();
-    const dt_status st =
-        dt_comm_reduce_scatterv(z->comm, g, z->part, z->cnt, DT_COMM_FLOAT32, DT_COMM_SUM);
+    const dt_status st = reduce_share(z, g, count, half);
     const double t1 = dt_now();
     if (z->in_step) {
         z->comm_s += t1 - t0;
         z->scattered += (double)count;
+        z->scattered_bytes += (double)count * (half ? sizeof(uint16_t) : sizeof(float));
     }
     dt_obs_phase_inside(z->step_obs, DT_PHASE_COMM, DT_PHASE_BACKWARD, t0, t1, -1);
     if (st != DT_OK)
         return st;
-    const size_t k = z->cnt[z->rank];
     float *to = z->g + (k > 0 ? off + z->dsp[z->rank] - z->lo : 0);
     for (size_t i = 0; i < k; i++)
         to[i] += z->part[i];
@@ -153,6 +191,11 @@ static dt_status z3_attach(dt_strategy *s, dt_model *m, size_t *optim_count)
     DT_TRY(dt_alloc((z->n < win ? z->n : win) * sizeof(float), "ZeRO-3 reduce-scatter share",
                     (void **)&z->part));
     DT_TRY(dt_alloc(4 * sizeof(double) * sz, "step exchange", (void **)&z->exchange));
+    if (s->opt.compress.kind != DT_COMPRESS_NONE) { /* fp16 or bf16 (dt_ddp_check) */
+        DT_TRY(dt_alloc(win * sizeof(uint16_t), "ZeRO-3 16-bit gradients", (void **)&z->half));
+        DT_TRY(dt_alloc((z->n < win ? z->n : win) * sizeof(uint16_t), "ZeRO-3 16-bit share",
+                        (void **)&z->half_part));
+    }
     for (int i = 0; s->info.pp_size > 1 && i < dt_model_tensor_count(m); i++)
         if (dt_model_tensor(m, i)->tie != DT_TIE_NONE && z->table == NULL)
             DT_TRY(dt_alloc(dt_model_tensor(m, i)->count * sizeof(float), "ZeRO-3 tied table",
@@ -178,6 +221,8 @@ static void z3_free(dt_strategy *s)
     dt_free(z->p);
     dt_free(z->g);
     dt_free(z->part);
+    dt_free(z->half);
+    dt_free(z->half_part);
     dt_free(z->table);
     dt_free(z->exchange);
     dt_free(z);
@@ -196,6 +241,8 @@ static dt_status z3_step(dt_strategy *s, const dt_step_plan *plan, const dt_step
     dt_status st = DT_OK;
     /* Gradients arrive in the slice layer by layer over the micro-steps. */
     memset(z->g, 0, z->n * sizeof(float));
+    /* The warm-up counts the run's optimizer steps, so a resumed run reduces as it would. */
+    z->half_now = z->half != NULL && plan->step >= s->opt.compress.warmup;
     const double c0 = z->comm_s;
     z->in_step = 1;
     z->step_obs = s->obs;
@@ -275,7 +322,10 @@ static dt_status z3_gather_optim(dt_strategy *s, const float *slice, size_t lo, 
 static void z3_describe(const dt_strategy *s, dt_figures *out)
 {
     const dt_zero3 *z = (const dt_zero3 *)s;
-    const char *line = "data-parallel, ZeRO-3";
+    const char *line = z->half == NULL ? "data-parallel, ZeRO-3"
+                       : s->opt.compress.kind == DT_COMPRESS_FP16
+                           ? "data-parallel, ZeRO-3, gradients reduce-scattered in fp16"
+                           : "data-parallel, ZeRO-3, gradients reduce-scattered in bf16";
     const int told = z->steps > 0;
     const double n = (double)z->steps;
     dt_figures_add(out, (dt_figure){.name = "dp",
@@ -283,13 +333,15 @@ static void z3_describe(const dt_strategy *s, dt_figures *out)
                                     .line = line,
                                     .unit = "",
                                     .value = z->size});
-    /* What a step hands the collectives: both gathers' and the reduce-scatter's buffers;
-     * of it the gradients, float32 (the names every strategy reports). */
+    /* What a step hands the collectives: both gathers' and the reduce-scatter's buffers (the
+     * latter in 16 bits under fp16/bf16); of it the gradients, float32 (the names every
+     * strategy reports). */
     dt_figures_add(
-        out, (dt_figure){.name = "wire_bytes_per_step",
-                         .unit = "B",
-                         .line = line,
-                         .value = told ? (z->gathered + z->scattered) * sizeof(float) / n : 0.0});
+        out,
+        (dt_figure){.name = "wire_bytes_per_step",
+                    .unit = "B",
+                    .line = line,
+                    .value = told ? (z->gathered * sizeof(float) + z->scattered_bytes) / n : 0.0});
     dt_figures_add(out, (dt_figure){.name = "dense_bytes_per_step",
                                     .unit = "B",
                                     .line = line,
@@ -320,7 +372,7 @@ static void z3_describe(const dt_strategy *s, dt_figures *out)
                                     .what = "gradients reduce-scattered per step",
                                     .line = line,
                                     .unit = "B",
-                                    .value = z->scattered * sizeof(float) / n});
+                                    .value = z->scattered_bytes / n});
     dt_figures_add(out, (dt_figure){.what = "in the gathers and reduce-scatters per step (inside "
                                             "forward and backward, not overlapped)",
                                     .line = line,
@@ -335,7 +387,8 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* The step's collectives without the computation (median of reps rounds): every tensor's
- * range gathered twice and reduce-scattered into the share, not the slice. Outside a step:
+ * range gathered twice and reduce-scattered into the share (in 16 bits under fp16/bf16), not
+ * the slice. Outside a step:
  * the figures do not count them. */
 static dt_status z3_time_alone(dt_strategy *s, int reps, double *seconds)
 {
@@ -355,8 +408,7 @@ static dt_status z3_time_alone(dt_strategy *s, int reps, double *seconds)
             for (int pass = 0; pass < 2; pass++)
                 DT_TRY(fetch(z, t->offset, t->count, pass, w));
             split_range(z, t->offset, t->count);
-            DT_TRY(
-                dt_comm_reduce_scatterv(z->comm, w, z->part, z->cnt, DT_COMM_FLOAT32, DT_COMM_SUM));
+            DT_TRY(reduce_share(z, w, t->count, z->half != NULL));
         }
         times[r] = dt_now() - t0;
     }

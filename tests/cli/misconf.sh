@@ -69,8 +69,8 @@ refuse zero3_overlap 2 "^dtrain: config: parallel\.overlap \(--set\) $NE with --
     T "$LIN" $RUN --zero 3 --set parallel.overlap=off
 refuse zero3_topk 2 "^dtrain: config: parallel\.compress: topk:0\.1 compresses the gradients of plain data parallelism .*not yet with ZeRO-3" \
     T "$LIN" $RUN --zero 3 --compress topk:0.1
-refuse zero3_fp16 2 "^dtrain: config: parallel\.compress: fp16 is not built for --zero 3" \
-    T "$LIN" $RUN --zero 3 --compress fp16
+refuse zero3_powersgd 2 "^dtrain: config: parallel\.compress: powersgd:2 compresses the gradients of plain data parallelism .*not yet with ZeRO-3" \
+    T "$LIN" $RUN --zero 3 --compress powersgd:2
 refuse zero3_replicas 2 "^dtrain: --check-replicas $NE with --zero 3: every parameter is held once" \
     T "$LIN" $RUN --zero 3 --check-replicas
 refuse micro_fedavg 2 "^dtrain: config: --micro-batches $NE under --strategy fedavg: it applies to --strategy ddp, ps and localsgd \(fedavg's clients take local steps of --batch samples\)\$" \

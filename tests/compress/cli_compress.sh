@@ -4,7 +4,7 @@
 # and reports what it sent; a warm-up (--compress-warmup) exchanges float32 gradients for its
 # steps, counted over resumes; fp16 and bf16 compress each stage's and tp rank's exchange
 # under pp and tp (dp 2 x pp 2 writes dp 2's bytes, dp 2 x tp 2 is within 2e-5 of them)
-# and ZeRO-1's reduce-scatter (ddp's bytes at 2 and 3 ranks);
+# and ZeRO-1's and ZeRO-3's reduce-scatters (ddp's bytes at 2 and 3 ranks);
 # bad modes and unsupported combinations are refused by name.
 set -u
 DTRAIN=${DTRAIN:?ctest sets DTRAIN}
@@ -107,7 +107,7 @@ expect_fail warm_fedavg 'config: --compress-warmup has no effect under --strateg
 expect_fail bad_ratio "parallel.compress: 'topk:0': topk's ratio must be in \(0, 1\]" \
     "$DTRAIN" train "$MLP" $RUN --compress topk:0
 expect_fail bad_mode "parallel.compress: 'gzip'" "$DTRAIN" train "$MLP" $RUN --compress gzip
-expect_fail with_zero 'parallel\.compress: topk:0\.1 compresses the gradients of plain data parallelism \(fp16 and bf16 also with tp, pp and ZeRO-1\), not yet with ZeRO-1$' \
+expect_fail with_zero 'parallel\.compress: topk:0\.1 compresses the gradients of plain data parallelism \(fp16 and bf16 also with tp, pp, ZeRO-1 and ZeRO-3\), not yet with ZeRO-1$' \
     "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" $RUN --compress topk:0.1 --zero 1
 # The refusal names only what the run set (it once read "tp 2, pp 1 or ZeRO 0").
 expect_fail with_tp 'parallel\.compress: topk:0\.1 compresses .*, not yet with tp 2$' \
@@ -145,9 +145,42 @@ for z in 0 1; do
         --save-weights "$tmp/h3_$z.st"
 done
 expect_same half_zero_is_dp3 "$tmp/h3_0.st" "$tmp/h3_1.st"
+# ZeRO-3 reduce-scatters each layer's gradients in 16 bits (FSDP's reduce_dtype) and gathers
+# the parameters in float32: on the MLP the same 16-bit sums as ZeRO-1's, so the same bytes
+# at 2 and 3 ranks and through a pipeline; bf16 over tp within 2e-5 of dp 2's; a warm-up as
+# long as the run is the uncompressed run to the byte; the report and the plan say half the
+# reduce-scatter's bytes.
+expect_ok half_zero3 "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" $H --compress fp16 --zero 3 \
+    --save-weights "$tmp/h_z3.st"
+expect_same half_zero3_is_zero1 "$tmp/h_zero2.st" "$tmp/h_z3.st"
+grep -q 'ZeRO-3, gradients reduce-scattered in fp16, rank 0: .*parameters gathered per step: 0.8142 MB; gradients reduce-scattered per step: 0.2035 MB' \
+    "$tmp/half_zero3.out" && echo "ok half_zero3_said" ||
+    { echo "FAIL half_zero3_said:"; grep 'data-parallel' "$tmp/half_zero3.out"; fail=1; }
+expect_ok half3_zero3 "$MPIRUN" -np 3 "$DTRAIN" train "$MLP" $H --compress fp16 --zero 3 \
+    --save-weights "$tmp/h3_3.st"
+expect_same half_zero3_is_zero1_3 "$tmp/h3_1.st" "$tmp/h3_3.st"
+expect_ok half_zero3_pp "$MPIRUN" -np 4 "$DTRAIN" train "$MLP" $H --compress fp16 --zero 3 \
+    --dp 2 --pp 2 --save-weights "$tmp/h_z3pp.st"
+expect_same half_zero3_pp_is_dp "$tmp/h_dp2_fp16.st" "$tmp/h_z3pp.st"
+expect_ok half_zero3_tp "$MPIRUN" -np 4 "$DTRAIN" train "$MLP" $H --compress bf16 --zero 3 \
+    --dp 2 --tp 2 --save-weights "$tmp/h_z3tp.st"
+expect_ok half_zero3_warm "$MPIRUN" -np 2 "$DTRAIN" train "$MLP" $H --compress fp16 --zero 3 \
+    --compress-warmup 10 --save-weights "$tmp/h_z3warm.st"
+expect_same half_zero3_warm_is_none "$tmp/h_dp2_none.st" "$tmp/h_z3warm.st"
+if "$DTRAIN" plan "$MLP" --ranks 2 --zero 3 --compress fp16 --batch 16 --bandwidth 5 \
+    --latency 2 2>&1 | grep -q "dp fp16 reduce-scatter of each layer's gradients after its backward (ZeRO-3) *0.204 MB"; then
+    echo "ok half_zero3_planned"
+else
+    echo "FAIL half_zero3_planned:"
+    "$DTRAIN" plan "$MLP" --ranks 2 --zero 3 --compress fp16 --bandwidth 5 --latency 2 2>&1 |
+        sed 's/^/  /'
+    fail=1
+fi
 PY=${DT_PYTHON3:-python3}
 if "$PY" "$SRC/tests/cli/st_compare.py" "$tmp/h_tp.st" "$tmp/h_dp2_bf16.st" --atol 2e-5 \
     >"$tmp/h_cmp.out" 2>&1 &&
+    "$PY" "$SRC/tests/cli/st_compare.py" "$tmp/h_z3tp.st" "$tmp/h_dp2_bf16.st" --atol 2e-5 \
+        >>"$tmp/h_cmp.out" 2>&1 &&
     ! "$PY" "$SRC/tests/cli/st_compare.py" "$tmp/h_dp2_bf16.st" "$tmp/h_dp2_none.st" --atol 1e-4 \
         >/dev/null 2>&1 &&
     grep -q 'replicas: every copy bitwise equal' "$tmp/half_tp.out" &&

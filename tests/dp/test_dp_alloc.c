@@ -108,15 +108,17 @@ static void test_compressed_step_allocates_nothing(void **state)
 }
 
 /* ZeRO-3: every layer's gather and reduce-scatter in forward and backward, through the
- * window the model planned, with clipping over the slices and accumulation. */
+ * window the model planned, with clipping over the slices and accumulation, and in 16 bits. */
 static void test_zero3_step_allocates_nothing(void **state)
 {
     (void)state;
     static const char *const plain[] = {"parallel.zero=3", NULL};
     static const char *const more[] = {"parallel.zero=3", "optim.clip_norm=0.5",
                                        "parallel.accumulation=2", NULL};
-    static const char *const *const lists[] = {plain, more};
-    check_settings(lists, 2);
+    /* the 16-bit reduce-scatters, their buffers planned at attach */
+    static const char *const half[] = {"parallel.zero=3", "parallel.compress=fp16", NULL};
+    static const char *const *const lists[] = {plain, more, half};
+    check_settings(lists, 3);
     assert_int_equal(steps_allocations_with("mpi", 0, NULL, plain), 0);
     /* over tensor-parallel parts and pipeline stages (the slices of groups of one replica) */
     assert_int_equal(steps_allocations_with("ring", 1, NULL, plain), 0);
