@@ -219,7 +219,7 @@ static int rank_figures(run_state *rs, long warmup, double mine[N_FIELDS])
     mine[F_TP_MS] = (end.tp_s - rs->at_window.tp_s) / n * 1e3;
     mine[F_TP_CALLS] = (double)(end.tp_calls - rs->at_window.tp_calls) / n;
     mine[F_TP_MB] = (double)(end.tp_bytes - rs->at_window.tp_bytes) / n / 1e6;
-    size_t window = 0; /* ZeRO-3: its slice and the window of one layer */
+    size_t window = 0; /* ZeRO-3: its slice and the two parameter windows */
     mine[F_PARAM_BYTES] = (double)(dt_trainer_params_held(rs->t, &window) + window) * sizeof(float);
     mine[F_ACT_BYTES] = (double)dt_model_activation_bytes(m);
     dt_train_layout lay;

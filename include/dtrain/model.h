@@ -195,6 +195,9 @@ typedef struct dt_model_options {
      * of each for one layer's range at a time, which a parameter source fills and empties
      * (src/nn/window.h): dt_model_params and dt_model_grads are then NULL. */
     int param_windows;
+    /* With param_windows, 1: a second parameter window, into which the next layer's range is
+     * gathered while a layer runs (FSDP's prefetch); 0: one, each gather waited for. */
+    int param_prefetch;
 } dt_model_options;
 
 /* Options for a whole model of max_batch rows, nothing recomputed. */
@@ -341,9 +344,11 @@ DT_API size_t dt_model_param_count(const dt_model *m);
 DT_API float *dt_model_params(dt_model *m);
 DT_API float *dt_model_grads(dt_model *m);
 /* 1 for a model built with dt_model_options.param_windows (ZeRO-3), and the floats of each
- * of its two windows (parameters, gradients): the most any one layer reads (0 without). */
+ * of its windows (parameters, gradients): the most any one layer reads (0 without); and how
+ * many parameter windows it holds (2 with param_prefetch, else 1; 0 without windows). */
 DT_API int dt_model_has_windows(const dt_model *m);
 DT_API size_t dt_model_window_count(const dt_model *m);
+DT_API int dt_model_param_windows(const dt_model *m);
 DT_API int dt_model_tensor_count(const dt_model *m);
 DT_API const dt_param_info *dt_model_tensor(const dt_model *m, int i);
 /* The tensor named `name`, or NULL. */

@@ -356,8 +356,10 @@ DT_API double dt_trainer_data_load_s(const dt_trainer *t);
  * optimizer's state and the model's activations and workspaces (dt_model_activation_bytes).
  * The data sets and the strategy's own buffers are not in it. */
 DT_API double dt_trainer_planned_bytes(const dt_trainer *t);
-/* The parameters this rank holds, in floats (the gradients the same): the model's, or under
- * ZeRO-3 its slice and *window, the model's window for one layer (0 otherwise). */
+/* The parameters this rank holds, in floats: the model's (the gradients the same), or under
+ * ZeRO-3 its slice and *window, the parameter windows: the largest layer's range for the
+ * running layer, and as much again for the next one's prefetch (dt_model_param_windows; 0
+ * otherwise); the gradients are the slice and one such window. */
 DT_API size_t dt_trainer_params_held(const dt_trainer *t, size_t *window);
 
 /* The least memory a GPT (dt_gpt_form_of) of cfg's layers needs to train in one process

@@ -56,12 +56,16 @@ dt_status dt_cli_print_rank_memory(const dt_config *cfg, const dt_cli_world *w, 
     size_t window = 0;
     const size_t held = dt_trainer_params_held(t, &window);
     const double params = (double)(held + window) * sizeof(float),
+                 grads = (double)(held + dt_model_window_count(m)) * sizeof(float),
                  act = (double)dt_model_activation_bytes(m);
-    /* ZeRO-3: the rank's slice and the window one layer at a time passes through */
+    /* ZeRO-3: the rank's slice and the windows a layer passes through (its own, and the
+     * next one's prefetch); the gradients: the slice and one */
     char whose[128];
     if (window > 0)
-        snprintf(whose, sizeof whose, "a slice of %zu of the model's %zu, and a window of %zu",
-                 held, dt_model_whole_param_count(whole), window);
+        snprintf(whose, sizeof whose, "a slice of %zu of the model's %zu, and %s of %zu", held,
+                 dt_model_whole_param_count(whole),
+                 dt_model_param_windows(m) == 2 ? "two windows" : "a window",
+                 dt_model_window_count(m));
     else
         snprintf(whose, sizeof whose, "%zu of the model's %zu", held,
                  dt_model_whole_param_count(whole));
@@ -86,7 +90,7 @@ dt_status dt_cli_print_rank_memory(const dt_config *cfg, const dt_cli_world *w, 
              "dtrain: memory planned%s: %.2f MB: parameters %.2f MB (%s), gradients %.2f MB, "
              "%s state %.2f MB, activations and workspaces %.2f MB (kept for backward %.2f "
              "MB%s)",
-             who, dt_trainer_planned_bytes(t) / 1e6, params / 1e6, whose, params / 1e6,
+             who, dt_trainer_planned_bytes(t) / 1e6, params / 1e6, whose, grads / 1e6,
              dt_optim_kind_name(cfg->optim.kind), optim_bytes / 1e6, act / 1e6,
              (double)(mem.kept_bytes + mem.state_bytes) / 1e6, seq);
     return dt_cli_print_ranks(w, line);

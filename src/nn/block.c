@@ -805,16 +805,23 @@ static dt_status forward_inside(dt_layer *l, const float *x, float *out, int64_t
     const int gather_out = l->seq && l->seq_out_whole;
     const rowsv o = gather_out ? rv(sp_own(l, batch), d.Tp * E) : rv(out, TlE);
     dt_status st;
+    /* l->fwd_hooks: between the pieces a ZeRO-3 prefetch moves (window.h). */
     if ((st = layernorm_whole(l, batch, DO_LN1, xs, w1)) != DT_OK)
         return st;
     xw(l, R, E, 3 * d.A, w1, T_QKVW, qkv);
+    if ((st = dt_hooks_progress(l->fwd_hooks)) != DT_OK)
+        return st;
     attention(l, batch, NULL, NULL);
+    if ((st = dt_hooks_progress(l->fwd_hooks)) != DT_OK)
+        return st;
     if ((st = project_out(l, batch, d.A, ffield(l, F_Y, 0), T_AOW, w4, x1)) != DT_OK)
         return st;
     rows(l, batch, DO_RESID1, xs, x1);
     if ((st = layernorm_whole(l, batch, DO_LN2, x1, w1)) != DT_OK)
         return st;
     xw(l, R, E, d.F, w1, T_FCW, h);
+    if ((st = dt_hooks_progress(l->fwd_hooks)) != DT_OK)
+        return st;
     if (for_backward) {
         if (active)
             rows(l, batch, DO_MASK2, xs, o);

@@ -156,6 +156,9 @@ struct dt_layer {
     int64_t seq_t0, seq_n;
     int seq_model; /* 1 on every layer of such a model (dt_model_output_share) */
     dt_status fwd_status;
+    /* Progress calls a long forward makes between its pieces (NULL: none): a ZeRO-3
+     * prefetch in flight moves (window.h). */
+    const struct dt_backward_hooks *fwd_hooks;
     /* The model's thread team (NULL: one thread) and, for grad_partials layers, member t's
      * (t >= 1) parameter-gradient partial at partial + (t - 1) * param_count. */
     struct dt_pool *pool;

@@ -374,7 +374,11 @@ static dt_status model_alloc_arenas(dt_model *m, const model_plan *mp)
 {
     dt_status st = DT_OK;
     if (m->windows) { /* ZeRO-3: one layer's range at a time (window.h) */
-        DT_TRY(dt_alloc(m->win_count * sizeof(float), "parameter window", (void **)&m->pwin));
+        DT_TRY(dt_alloc((m->prefetch ? 2 : 1) * m->win_count * sizeof(float), "parameter windows",
+                        (void **)&m->pwin));
+        m->win_hooks = (dt_backward_hooks){.ctx = m, .progress = dt_model_window_progress};
+        for (int i = 0; m->prefetch && i < m->nlayers; i++)
+            m->layers[i].fwd_hooks = &m->win_hooks;
         DT_TRY(dt_alloc(m->win_count * sizeof(float), "gradient window", (void **)&m->gwin));
     } else {
         DT_TRY(dt_alloc(mp->nparams * sizeof(float), "parameters", (void **)&m->params));
@@ -792,6 +796,7 @@ static dt_status model_create(const dt_layer_spec *specs, int nlayers, const dt_
     model_list_tensors(m);
     if (!describe) {
         m->windows = o->param_windows != 0;
+        m->prefetch = m->windows && o->param_prefetch != 0;
         dt_model_window_plan(m);
         DT_TRY(plan_segments(m, o->recompute)); /* from the shapes */
         mp.state_total = place_state(m, NULL, &mp.work_state);

@@ -79,13 +79,15 @@ static void track_work(dt_model *m, int i, int64_t row0, int64_t batch)
         w->valid = 0;
 }
 
-static dt_status forward_layer(dt_model *m, int i, int64_t row0, int64_t batch,
+/* Layer i's forward; `next` the layer run after it (-1: none or not known), whose ZeRO-3
+ * window is prefetched meanwhile (window.h). */
+static dt_status forward_layer(dt_model *m, int i, int next, int64_t row0, int64_t batch,
                                const dt_forward_ctx *ctx)
 {
     dt_layer *l = &m->layers[i];
     float *y = act_rows(m, i + 1, row0);
     float *block = l->tp.gather ? l->tp_out + row0 * l->out_numel : y;
-    const dt_status in = dt_model_window_in(m, i, 0); /* ZeRO-3: the layer's parameters */
+    const dt_status in = dt_model_window_in(m, i, 0, next); /* ZeRO-3: the layer's parameters */
     if (in != DT_OK)
         return in;
     void *state = shift_state(l, row0);
@@ -108,9 +110,10 @@ dt_status dt_model_forward_rows(dt_model *m, int first, int last, int64_t row0, 
     for (int i = first; i < last && st == DT_OK; i++) {
         if (m->recompute)
             track_work(m, i, row0, batch);
-        st = forward_layer(m, i, row0, batch, ctx);
+        st = forward_layer(m, i, dt_model_window_next(m, i, 1, last), row0, batch, ctx);
     }
-    return st;
+    const dt_status settled = dt_model_window_settle(m);
+    return st != DT_OK ? st : settled;
 }
 
 dt_status dt_model_forward_range(dt_model *m, int first, int last, int64_t batch,
@@ -140,7 +143,9 @@ static dt_status recompute(dt_model *m, int k, int64_t row0, int64_t batch,
     if (have || b - a < 2)
         return DT_OK;
     for (int i = a; i < b - 1; i++) {
-        dt_status st = forward_layer(m, i, row0, batch, &m->fwd_at[row0]);
+        /* after the last, backward's first layer (b - 1) */
+        dt_status st =
+            forward_layer(m, i, dt_model_window_next(m, i, 1, b), row0, batch, &m->fwd_at[row0]);
         if (st == DT_OK)
             st = dt_hooks_progress(hooks);
         if (st != DT_OK)
@@ -149,9 +154,10 @@ static dt_status recompute(dt_model *m, int k, int64_t row0, int64_t batch,
     return DT_OK;
 }
 
-/* Layer i's backward on rows [row0, row0 + batch), with the tensor-parallel steps around it. */
-static dt_status backward_layer(dt_model *m, int i, int64_t row0, int64_t batch, float *dx,
-                                const dt_backward_hooks *hooks)
+/* Layer i's backward on rows [row0, row0 + batch), with the tensor-parallel steps around it;
+ * `next` as forward_layer's. */
+static dt_status backward_layer(dt_model *m, int i, int next, int64_t row0, int64_t batch,
+                                float *dx, const dt_backward_hooks *hooks)
 {
     dt_layer *l = &m->layers[i];
     const float *y = act_rows(m, i + 1, row0);
@@ -160,7 +166,7 @@ static dt_status backward_layer(dt_model *m, int i, int64_t row0, int64_t batch,
         y = l->tp_out + row0 * l->out_numel;
         dy = dt_tp_block_of_grad(&m->tp, l, dy, batch);
     }
-    dt_status st = dt_model_window_in(m, i, 1); /* ZeRO-3: parameters, a zeroed gradient */
+    dt_status st = dt_model_window_in(m, i, 1, next); /* ZeRO-3: parameters, zeroed gradients */
     if (st != DT_OK)
         return st;
     void *state = shift_state(l, row0);
@@ -182,13 +188,38 @@ static dt_status backward_layer(dt_model *m, int i, int64_t row0, int64_t batch,
 static dt_status backward_rows(dt_model *m, int first, int last, int64_t row0, int64_t batch,
                                const dt_backward_hooks *hooks);
 
+/* ZeRO-3's prefetch (window.h) moves where the layers make their progress calls, beside
+ * what the caller's hooks do. */
+static dt_status wrap_ready(void *ctx, int layer, size_t offset, size_t count)
+{
+    const dt_model *m = ctx;
+    return m->bw_inner->grads_ready(m->bw_inner->ctx, layer, offset, count);
+}
+
+static dt_status wrap_progress(void *ctx)
+{
+    dt_model *m = ctx;
+    const dt_status st = dt_hooks_progress(m->bw_inner);
+    return st != DT_OK ? st : dt_model_window_progress(m);
+}
+
 dt_status dt_model_backward_rows(dt_model *m, int first, int last, int64_t row0, int64_t batch,
                                  const dt_backward_hooks *hooks)
 {
     m->in_backward = 1;
-    const dt_status st = backward_rows(m, first, last, row0, batch, hooks);
+    if (m->prefetch && m->src.start != NULL) {
+        m->bw_inner = hooks;
+        m->bw_wrap = (dt_backward_hooks){
+            .ctx = m,
+            .grads_ready = hooks != NULL && hooks->grads_ready != NULL ? wrap_ready : NULL,
+            .progress = wrap_progress};
+        hooks = &m->bw_wrap;
+    }
+    dt_status st = backward_rows(m, first, last, row0, batch, hooks);
+    const dt_status settled = dt_model_window_settle(m);
     m->in_backward = 0;
-    return st;
+    m->bw_inner = NULL;
+    return st != DT_OK ? st : settled;
 }
 
 static dt_status backward_rows(dt_model *m, int first, int last, int64_t row0, int64_t batch,
@@ -218,9 +249,11 @@ static dt_status backward_rows(dt_model *m, int first, int last, int64_t row0, i
             break;
         if (m->recompute)
             DT_TRY(recompute(m, k, row0, batch, hooks));
+        const int end = (a > lowest ? a : lowest) - 1; /* the segment's, and what runs */
         for (int i = b - 1; i >= a && i >= lowest; i--) {
             float *dx = (i > lowest || m->input_grad) ? grad_rows(m, i, row0) : NULL;
-            DT_TRY(backward_layer(m, i, row0, batch, dx, hooks));
+            DT_TRY(
+                backward_layer(m, i, dt_model_window_next(m, i, -1, end), row0, batch, dx, hooks));
         }
     }
 fail:

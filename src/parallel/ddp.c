@@ -527,14 +527,15 @@ dt_status dt_ddp_check(const dt_strategy_options *o, int world, int tp, int pp)
                            "%s has no effect with --zero 1: ZeRO-1 reduce-scatters the whole "
                            "gradient after backward, without buckets",
                            o->given[bucketed[i]]);
-    /* ZeRO-3 (zero3.c) gathers and reduce-scatters each layer's range as it runs (under
-     * tp, parallel.overlap still governs the blocks' input-gradient sums). */
+    /* ZeRO-3 (zero3.c) gathers and reduce-scatters each layer's range as it runs: no
+     * buckets. parallel.overlap there prefetches the next layer's range (and under tp still
+     * governs the blocks' input-gradient sums). */
     for (size_t i = 0; o->zero == 3 && i < sizeof bucketed / sizeof bucketed[0]; i++)
-        if (o->given[bucketed[i]] != NULL && !(bucketed[i] == DT_SO_OVERLAP && tp > 1))
+        if (o->given[bucketed[i]] != NULL && bucketed[i] != DT_SO_OVERLAP)
             return dt_fail(DT_ERR_INVALID,
                            "%s has no effect with --zero 3: ZeRO-3 gathers each layer's "
                            "parameters and reduce-scatters its gradients as it runs, without "
-                           "buckets or overlap",
+                           "buckets",
                            o->given[bucketed[i]]);
     return dt_strategy_check_grid(o, world, tp, pp);
 }

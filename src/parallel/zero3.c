@@ -52,11 +52,15 @@ typedef struct dt_zero3 {
     float *part;                /* [min(n, window)] one reduce-scatter's share */
     float *table;               /* a pipeline's tied table's gradient whole, or NULL (sum_tied) */
     size_t *cnt, *dsp;          /* [size] one collective's counts and displacements */
+    size_t *pcnt, *pdsp;        /* [size] the prefetch's, while it is in flight */
+    dt_comm_req *pre_req;       /* the prefetch in flight (window.h), or NULL */
+    int pre_backward;           /* it is for a backward (the phase its wait counts in) */
     double *exchange;           /* [4 * size] the step's summary (dt_strategy_fold_step) */
     double comm_s;              /* time in the gathers and reduce-scatters */
     double exposed_s;           /* the smallest comm_s of a step over the ranks, summed */
     double gathered, scattered; /* floats this rank received in gathers, sent to reduce */
     double scattered_bytes;     /* what those reduce-scatters carried (16-bit: 2 a float) */
+    int64_t prefetched, filled; /* the steps' windows filled by a prefetch, and in all */
     int64_t steps;
     /* Inside a training step (the figures and phases are a step's: evaluation's gathers and
      * the timing alone are not counted), and the recorder then. */
@@ -69,24 +73,30 @@ typedef struct dt_zero3 {
 } dt_zero3;
 
 /* The parts of [off, off + count) that the ranks' slices hold: cnt[r] floats each, at dsp[r]
- * in the range; those of the ranks lie one after another in rank order. */
-static void split_range(dt_zero3 *z, size_t off, size_t count)
+ * in the range; those of the ranks lie one after another in rank order. Returns where this
+ * rank's part starts in its slice. */
+static size_t split_into(const dt_zero3 *z, size_t off, size_t count, size_t *cnt, size_t *dsp)
 {
     for (int r = 0; r < z->size; r++) {
         const size_t a = z->displs[r] > off ? z->displs[r] : off;
         const size_t e =
             z->displs[r] + z->counts[r] < off + count ? z->displs[r] + z->counts[r] : off + count;
-        z->cnt[r] = e > a ? e - a : 0;
-        z->dsp[r] = e > a ? a - off : 0;
+        cnt[r] = e > a ? e - a : 0;
+        dsp[r] = e > a ? a - off : 0;
     }
+    return cnt[z->rank] > 0 ? off + dsp[z->rank] - z->lo : 0;
+}
+
+static void split_range(dt_zero3 *z, size_t off, size_t count)
+{
+    (void)split_into(z, off, count, z->cnt, z->dsp);
 }
 
 /* out = [off, off + count) of a buffer laid out as the slices (the parameters, or the summed
  * gradients), each rank sending what its slice holds; z->cnt and z->dsp say who sent what. */
 static dt_status gather_range(dt_zero3 *z, const float *slice, size_t off, size_t count, float *out)
 {
-    split_range(z, off, count);
-    const size_t mine = z->cnt[z->rank] > 0 ? off + z->dsp[z->rank] - z->lo : 0;
+    const size_t mine = split_into(z, off, count, z->cnt, z->dsp);
     return dt_comm_allgatherv(z->comm, slice + mine, out, z->cnt, z->dsp, DT_COMM_FLOAT32);
 }
 
@@ -104,6 +114,39 @@ static dt_status fetch(void *ctx, size_t off, size_t count, int backward, float 
     dt_obs_phase_inside(z->step_obs, DT_PHASE_COMM, backward ? DT_PHASE_BACKWARD : DT_PHASE_FORWARD,
                         t0, t1, -1);
     return st;
+}
+
+/* The source's prefetch (window.h): the gather of a range started, its counts in arrays of
+ * its own (a non-blocking call borrows them until it completes, and give splits ranges
+ * meanwhile); finished, the wait counted as fetch's time is. */
+static dt_status start(void *ctx, size_t off, size_t count, int backward, float *w)
+{
+    dt_zero3 *z = ctx;
+    const size_t mine = split_into(z, off, count, z->pcnt, z->pdsp);
+    z->pre_backward = backward;
+    if (z->in_step)
+        z->gathered += (double)count;
+    return dt_comm_iallgatherv(z->comm, z->p + mine, w, z->pcnt, z->pdsp, DT_COMM_FLOAT32,
+                               &z->pre_req);
+}
+
+static dt_status finish(void *ctx)
+{
+    dt_zero3 *z = ctx;
+    const double t0 = dt_now();
+    const dt_status st = dt_comm_wait(&z->pre_req);
+    const double t1 = dt_now();
+    if (z->in_step)
+        z->comm_s += t1 - t0;
+    dt_obs_phase_inside(z->step_obs, DT_PHASE_COMM,
+                        z->pre_backward ? DT_PHASE_BACKWARD : DT_PHASE_FORWARD, t0, t1, -1);
+    return st;
+}
+
+static dt_status progress(void *ctx)
+{
+    dt_zero3 *z = ctx;
+    return dt_comm_progress(z->comm);
 }
 
 /* part[0..cnt[rank]) = this rank's share of g[0..count) summed over the group (split_range
@@ -174,10 +217,12 @@ static dt_status z3_attach(dt_strategy *s, dt_model *m, size_t *optim_count)
                                        "windows (dt_model_options.param_windows)");
     const size_t total = dt_model_param_count(m), win = dt_model_window_count(m);
     const size_t sz = (size_t)z->size;
-    DT_TRY(dt_alloc(4 * sz * sizeof(size_t), "ZeRO-3 slices", (void **)&z->counts));
+    DT_TRY(dt_alloc(6 * sz * sizeof(size_t), "ZeRO-3 slices", (void **)&z->counts));
     z->displs = z->counts + sz;
     z->cnt = z->counts + 2 * sz;
     z->dsp = z->counts + 3 * sz;
+    z->pcnt = z->counts + 4 * sz;
+    z->pdsp = z->counts + 5 * sz;
     for (int r = 0; r < z->size; r++) {
         int64_t b, c;
         dt_strategy_part((int64_t)total, z->size, r, &b, &c);
@@ -204,7 +249,12 @@ static dt_status z3_attach(dt_strategy *s, dt_model *m, size_t *optim_count)
     /* Each rank draws its own slice: the numbers are a function of (seed, tensor, element),
      * so the slices together are the model one process draws, and nothing is broadcast. */
     dt_model_init_range(m, s->opt.seed, z->lo, z->n, z->p);
-    const dt_param_source src = {.ctx = z, .fetch = fetch, .give = give};
+    const dt_param_source src = {.ctx = z,
+                                 .fetch = fetch,
+                                 .give = give,
+                                 .start = start,
+                                 .finish = finish,
+                                 .progress = progress};
     dt_model_set_param_source(m, &src);
     s->optim_offset = z->lo;
     s->optim_sharded = 1;
@@ -244,11 +294,16 @@ static dt_status z3_step(dt_strategy *s, const dt_step_plan *plan, const dt_step
     /* The warm-up counts the run's optimizer steps, so a resumed run reduces as it would. */
     z->half_now = z->half != NULL && plan->step >= s->opt.compress.warmup;
     const double c0 = z->comm_s;
+    int64_t p0, f0, p1, f1;
+    dt_model_window_counts(s->model, &p0, &f0);
     z->in_step = 1;
     z->step_obs = s->obs;
     st = dt_strategy_micro_steps(s, plan, io, NULL, NULL, loss_sum);
     z->in_step = 0;
     z->step_obs = NULL;
+    dt_model_window_counts(s->model, &p1, &f1);
+    z->prefetched += p1 - p0;
+    z->filled += f1 - f0;
     if (st != DT_OK)
         return st;
     z->steps++;
@@ -373,8 +428,18 @@ static void z3_describe(const dt_strategy *s, dt_figures *out)
                                     .line = line,
                                     .unit = "B",
                                     .value = z->scattered_bytes / n});
-    dt_figures_add(out, (dt_figure){.what = "in the gathers and reduce-scatters per step (inside "
-                                            "forward and backward, not overlapped)",
+    dt_figures_add(out, (dt_figure){.name = "windows_per_step",
+                                    .what = "layer windows filled per step",
+                                    .line = line,
+                                    .unit = "",
+                                    .value = (double)z->filled / n});
+    dt_figures_add(out, (dt_figure){.name = "prefetched_per_step",
+                                    .what = "of them prefetched while the layer before ran",
+                                    .line = line,
+                                    .unit = "",
+                                    .value = (double)z->prefetched / n});
+    dt_figures_add(out, (dt_figure){.what = "waited per step in the gathers and reduce-scatters "
+                                            "(inside forward and backward)",
                                     .line = line,
                                     .unit = "s",
                                     .value = z->comm_s / n});

@@ -413,7 +413,8 @@ static const key_def keys[] = {
         "gradients and optimizer state sharded)"),
     NUM("parallel.overlap", KEY_BOOL, parallel.overlap, 0, 0, 0,
         "start each bucket's all-reduce during backward; under tp, also each block's "
-        "input-gradient sums while its weight gradients are computed"),
+        "input-gradient sums while its weight gradients are computed; under ZeRO-3, gather "
+        "the next layer's parameters while a layer runs (a second window)"),
     NUM("parallel.servers", KEY_INT, parallel.servers, LO | HI, 1, 1 << 20,
         "ps: parameter-server ranks (the last ones), each holding a contiguous shard of the "
         "parameters and its optimizer state; the other ranks are workers"),

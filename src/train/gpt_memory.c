@@ -76,7 +76,8 @@ dt_status dt_gpt_memory_minimum(const dt_config *cfg, int64_t batch, int threads
 
 size_t dt_trainer_params_held(const dt_trainer *t, size_t *window)
 {
-    *window = dt_model_window_count(t->model);
+    /* the running layer's, and with a prefetch the next one's */
+    *window = (size_t)dt_model_param_windows(t->model) * dt_model_window_count(t->model);
     if (!dt_model_has_windows(t->model))
         return dt_model_param_count(t->model);
     size_t lo = 0, n = 0;
@@ -89,6 +90,9 @@ double dt_trainer_planned_bytes(const dt_trainer *t)
 {
     size_t window = 0;
     const size_t held = dt_trainer_params_held(t, &window);
+    /* the parameters' slice and windows, the gradients' slice and one window */
     return (double)dt_model_activation_bytes(t->model) +
-           2.0 * (double)(held + window) * sizeof(float) + (double)dt_optim_state_bytes(t->optim);
+           (2.0 * (double)held + (double)window + (double)dt_model_window_count(t->model)) *
+               sizeof(float) +
+           (double)dt_optim_state_bytes(t->optim);
 }

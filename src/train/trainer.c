@@ -196,6 +196,7 @@ static dt_status build_model(dt_trainer *t)
     o.rows_apart = 1;
     o.recompute = cfg->train.recompute;
     o.param_windows = cfg->parallel.zero == 3; /* the strategy holds the slices (zero3.c) */
+    o.param_prefetch = cfg->parallel.overlap;  /* the next layer's gathered meanwhile */
     DT_TRY(dt_model_create_with(cfg->layers, cfg->nlayers, &t->train.sample_shape, &o, &t->model));
     /* A stage after the first sends the gradient of its input back. */
     dt_model_set_input_grad(t->model, runs[0] > 0);

@@ -65,8 +65,8 @@ refuse bucket_zero 2 "^dtrain: config: parallel\.bucket_cap_mb \(--set\) $NE wit
 # ZeRO-3 (src/parallel/zero3.c): what it does not do yet is refused, naming it
 refuse zero_2 2 "^dtrain: config: parallel\.zero 2 \(gradients sharded, parameters whole\) is not built: 1 shards the optimizer state, 3 everything\$" \
     T "$LIN" $RUN --zero 2
-refuse zero3_overlap 2 "^dtrain: config: parallel\.overlap \(--set\) $NE with --zero 3: ZeRO-3 gathers each layer's parameters" \
-    T "$LIN" $RUN --zero 3 --set parallel.overlap=off
+refuse zero3_bucket 2 "^dtrain: config: parallel\.bucket_cap_mb \(--set\) $NE with --zero 3: ZeRO-3 gathers each layer's parameters" \
+    T "$LIN" $RUN --zero 3 --set parallel.bucket_cap_mb=10
 refuse zero3_topk 2 "^dtrain: config: parallel\.compress: topk:0\.1 compresses the gradients of plain data parallelism .*not yet with ZeRO-3" \
     T "$LIN" $RUN --zero 3 --compress topk:0.1
 refuse zero3_powersgd 2 "^dtrain: config: parallel\.compress: powersgd:2 compresses the gradients of plain data parallelism .*not yet with ZeRO-3" \

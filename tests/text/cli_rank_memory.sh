@@ -8,7 +8,7 @@
 # split; the parts add up to the line's total, what backward keeps lies between the blocks'
 # per-position part and the activations; under --sequence-parallel the blocks'
 # per-position activations are below tp 2's without it; under --zero 3 each of 2 ranks holds
-# a slice of the whole and a window of one block.
+# a slice of the whole and two windows of one block.
 set -u
 DTRAIN=${DTRAIN:?ctest sets DTRAIN}
 MPIRUN=${MPIRUN:?ctest sets MPIRUN}
@@ -146,12 +146,12 @@ else
     echo "FAIL per-position: tp 2 '$a' MB, with sequence parallelism '$b' MB: expected less"
     fail=1
 fi
-# ZeRO-3 at dp 2: each rank a slice of the whole (the first rank one more where the count is
-# odd), the window the largest layer's range (a block: 12 E^2 + 13 E; the embedding table
-# V E is smaller here), the gradients as much again, AdamW's state 8 bytes per slice element.
-run zero3 2 --zero 3
 block=$((12 * E * E + 13 * E))
-awk -v whole="$whole" -v block="$block" '
+zero3() { # NAME WINDOWS (2: "two windows", 1: "a window") [options]
+    name=$1 nwin=$2
+    shift 2
+    run "$name" 2 --zero 3 "$@"
+    awk -v whole="$whole" -v block="$block" -v nwin="$nwin" -v name="$name" '
     function mb(key,   s) {
         if (!match($0, key " [0-9.]+")) return -1
         s = substr($0, RSTART + length(key) + 1, RLENGTH - length(key) - 1); return s + 0
@@ -159,30 +159,53 @@ awk -v whole="$whole" -v block="$block" '
     {
         n++
         slice = win = of = -1
-        if (match($0, /\(a slice of [0-9]+ of the model.s [0-9]+, and a window of [0-9]+\)/)) {
-            split(substr($0, RSTART + 1, RLENGTH - 2), w, " ")
-            slice = w[4] + 0; of = w[8] + 0; win = w[13] + 0
+        said = nwin == 2 ? "two windows" : "a window"
+        if (match($0, "\\(a slice of [0-9]+ of the model.s [0-9]+, and " said " of [0-9]+\\)")) {
+            k = split(substr($0, RSTART + 1, RLENGTH - 2), w, " ")
+            slice = w[4] + 0; of = w[8] + 0; win = w[k] + 0
         }
         want = int(whole / 2) + (n == 1 ? whole % 2 : 0)
         if (slice != want || of != whole || win != block) {
-            printf "FAIL zero3: rank %d holds a slice of %s of %s and a window of %s, expected " \
-                   "%d of %d and %d\n", n - 1, slice, of, win, want, whole, block; bad = 1
+            printf "FAIL %s: rank %d holds a slice of %s of %s and %s of %s, expected " \
+                   "%d of %d and %d\n", name, n - 1, slice, of, said, win, want, whole, block
+            bad = 1
         }
         params = mb("parameters"); grads = mb("gradients"); state = mb("adamw state")
-        if (params < 4 * (want + block) / 1e6 - 0.006 || params > 4 * (want + block) / 1e6 + 0.006 ||
-            grads != params || state < 8 * want / 1e6 - 0.006 || state > 8 * want / 1e6 + 0.006) {
-            printf "FAIL zero3: rank %d: parameters %.2f, gradients %.2f, AdamW state %.2f MB; " \
-                   "expected %.4f, as much, %.4f\n", n - 1, params, grads, state,
-                   4 * (want + block) / 1e6, 8 * want / 1e6; bad = 1
+        p = 4 * (want + nwin * block) / 1e6; g = 4 * (want + block) / 1e6
+        if (params < p - 0.006 || params > p + 0.006 || grads < g - 0.006 || grads > g + 0.006 ||
+            state < 8 * want / 1e6 - 0.006 || state > 8 * want / 1e6 + 0.006) {
+            printf "FAIL %s: rank %d: parameters %.2f, gradients %.2f, AdamW state %.2f MB; " \
+                   "expected %.4f, %.4f, %.4f\n", name, n - 1, params, grads, state, p, g,
+                   8 * want / 1e6; bad = 1
         }
         total += slice
     }
     END {
         if (n != 2 || total != whole) {
-            printf "FAIL zero3: %d lines, slices summing to %d of %d\n", n, total, whole; bad = 1
+            printf "FAIL %s: %d lines, slices summing to %d of %d\n", name, n, total, whole
+            bad = 1
         }
-        if (!bad) printf "ok zero3: 2 slices of the %d parameters, each with a window of %d\n",
-                         whole, block
+        if (!bad) printf "ok %s: 2 slices of the %d parameters, each with %d window(s) of %d\n",
+                         name, whole, nwin, block
         exit bad
-    }' "$tmp/zero3.mem" || { sed 's/^/  /' "$tmp/zero3.mem"; fail=1; }
+    }' "$tmp/$name.mem" || { sed 's/^/  /' "$tmp/$name.mem"; fail=1; }
+}
+# ZeRO-3 at dp 2: each rank a slice of the whole (the first rank one more where the count is
+# odd), a parameter window of the largest layer's range (a block: 12 E^2 + 13 E; the
+# embedding table V E is smaller here) and, with parallel.overlap on (the default), a second
+# for the next layer's prefetch; the gradients the slice and one window, AdamW's state 8
+# bytes per slice element.
+zero3 zero3 2
+zero3 zero3_one 1 --set parallel.overlap=off
+# The prefetch: of the 12 windows a step fills (6 layers with parameters, forward and
+# backward), all but the first of each pass are gathered while the layer before runs; none
+# with the overlap off.
+prefetched() { sed -n 's/.*layer windows filled per step: \([0-9]*\); of them prefetched while the layer before ran: \([0-9]*\);.*/\1 \2/p' "$tmp/$1.out"; }
+a=$(prefetched zero3) b=$(prefetched zero3_one)
+if [ "$a" = "12 10" ] && [ "$b" = "12 0" ]; then
+    echo "ok prefetch: 10 of 12 windows prefetched a step, 0 with parallel.overlap=off"
+else
+    echo "FAIL prefetch: filled and prefetched per step '$a' (expected 12 10) and '$b' (12 0)"
+    grep 'ZeRO-3' "$tmp/zero3.out" "$tmp/zero3_one.out" | sed 's/^/  /'; fail=1
+fi
 exit $fail
