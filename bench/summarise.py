@@ -477,8 +477,9 @@ def gpt_layouts_bench(recs):
 
 
 def tp_overlap(recs):
-    """tp_overlap_netns.sh: per link rate, the tp 2 GPT's ms per step with the overlap on and
-    off (median (min-max) of the runs), the backward's median, on over off."""
+    """tp_overlap_netns.sh: per link rate, the GPT's ms per step at its layout (tp 2 unless
+    LAYOUT said another) with the overlap on and off (median (min-max) of the runs), the
+    backward's median, on over off."""
     rows = []
     for s in events(recs, "summary"):
         on, off = s["on"], s["off"]
@@ -486,8 +487,9 @@ def tp_overlap(recs):
                      "%.1f / %.1f" % (on["backward_ms"], off["backward_ms"]),
                      "%.3f" % s["on_over_off"]])
     runs = {s["on"]["n"] for s in events(recs, "summary")}
-    return [bl.table("the tp 2 GPT over a shaped link, ms per step, median (min-max) of %s "
-                     "run(s)" % "/".join(map(str, sorted(runs))),
+    model = next((m.get("model") for m in events(recs, "machine")), None) or "nano tp 2, batch 8"
+    return [bl.table("the GPT %s over a shaped link, ms per step, median (min-max) of %s "
+                     "run(s)" % (model, "/".join(map(str, sorted(runs)))),
                      ["link", "overlap on", "overlap off", "backward on / off, ms",
                       "on / off step"], rows)]
 

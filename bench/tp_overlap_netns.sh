@@ -12,12 +12,14 @@
 # table's backward (where the tp sums are waited for). Each run is a JSON line of
 # bench/out/tp-overlap-netns-TIME.jsonl as it ends, each rate's medians a summary line after
 # its runs; the table at the end is bench/summarise.py's of that file. Needs root, ip, tc and
-# unshare.
+# unshare. LAYOUT (default "--tp 2") gives another layout whose overlap parallel.overlap
+# sets: LAYOUT="--dp 2 --zero 3" measures ZeRO-3's prefetch of each layer's parameters.
 set -u
 build=${1:?usage: bench/tp_overlap_netns.sh BUILD_DIR [RATES] [REPS]}
 rates=${2:-10gbit 3gbit 1gbit}
 reps=${3:-3}
 steps=${STEPS:-8}
+layout=${LAYOUT:---tp 2}
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/netns_env.sh"
 trap 'hosts_down; rm -rf "$work"' EXIT
@@ -27,9 +29,10 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/dtrain-tpnet-XXXXXX") || exit 1
 sed -e 's/^eval_every = .*/eval = off/' "$here/gpt_nano.ini" >"$work/nano.ini"
 mkdir -p "$here/out"
 out=$here/out/tp-overlap-netns-$(date -u +%Y%m%d-%H%M%S).jsonl
-/usr/bin/python3 - "$out" "$(nproc)" "$("$DTRAIN" --version)" "$steps" "$reps" "$root" <<'PY'
+/usr/bin/python3 - "$out" "$(nproc)" "$("$DTRAIN" --version)" "$steps" "$reps" "$root" \
+    "$layout" <<'PY'
 import json, subprocess, sys
-out, cpus, version, steps, reps, root = sys.argv[1:]
+out, cpus, version, steps, reps, root, layout = sys.argv[1:]
 git = lambda *a: subprocess.run(["git", *a], cwd=root, capture_output=True, text=True).stdout
 commit = git("rev-parse", "--short", "HEAD").strip() + ("+" if git("status", "--porcelain",
                                                                     "--untracked-files=no")
@@ -38,11 +41,12 @@ cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo")
             if ln.startswith("model name")), "?")
 with open(out, "w") as f:
     f.write(json.dumps({"event": "machine", "cpu": cpu, "cpus": int(cpus), "commit": commit,
-                        "dtrain": version, "model": "nano tp 2, batch 8", "steps": int(steps),
+                        "dtrain": version, "model": "nano %s, batch 8" % layout.lstrip("-"),
+                        "layout": layout, "steps": int(steps),
                         "reps": int(reps)}) + "\n")
 PY
 echo "tp_overlap_netns: $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores, $("$DTRAIN" --version)," \
-    "nano tp 2, batch 8, $steps steps, $reps runs per cell; JSON lines: $out"
+    "nano $layout, batch 8, $steps steps, $reps runs per cell; JSON lines: $out"
 for RATE in $rates; do
     hosts_up "$RATE" || exit 1
     rep=1
@@ -50,7 +54,8 @@ for RATE in $rates; do
         for ov in on off; do
             m=$work/metrics.jsonl
             rm -f "$m"
-            across "$DTRAIN" train "$work/nano.ini" --tp 2 --threads 1 --no-progress \
+            # shellcheck disable=SC2086 # the layout's options, one word each
+            across "$DTRAIN" train "$work/nano.ini" $layout --threads 1 --no-progress \
                 --max-steps "$steps" --batch 8 --set "parallel.overlap=$ov" --metrics "$m" \
                 >"$work/train.out" 2>&1 ||
                 { echo "training failed"; cat "$work/train.out"; exit 1; }

@@ -28,7 +28,7 @@ cover the skip limit, fedavg's non-finite guard and its dropped clients, clippin
 localsgd, fedavg and ps, and ps's LEAVE). The 11 added since (stop-*: the stop signal's
 agreement, and ps's END; zero3-*: ZeRO-3's sums, slices, norm, tied head and table,
 evaluation and sequence parallelism) were run alone and caught, as were the 2 after them
-(zero3-half-*: ZeRO-3's 16-bit reduce-scatter, 2026-11-28). Not part of `make test`. Run it from a tree whose mutated files have no
+(zero3-half-*: ZeRO-3's 16-bit reduce-scatter; zero3-prefetch-*: its prefetch; 2026-11-28). Not part of `make test`. Run it from a tree whose mutated files have no
 uncommitted changes (it refuses otherwise): it rewrites them."""
 import argparse
 import os
@@ -383,6 +383,14 @@ MUTANTS = [
     ("zero3-half-bf16-as-fp16", "src/parallel/zero3.c",
      "f16 ? DT_COMM_FLOAT16 : DT_COMM_BFLOAT16,", "DT_COMM_FLOAT16,", "cli_compress$",
      "under ZeRO-3 bf16 gradients are summed as fp16 bit patterns"),
+    ("zero3-prefetch-forward-none", "src/nn/model_run.c",
+     "st = forward_layer(m, i, dt_model_window_next(m, i, 1, last), row0, batch, ctx);",
+     "st = forward_layer(m, i, -1, row0, batch, ctx);", "cli_rank_memory",
+     "under ZeRO-3 forward prefetches nothing (each gather waited for)"),
+    ("zero3-prefetch-bound-other", "src/nn/model_window.c",
+     "bind(&m->layers[i], m->pwin + (size_t)buf * m->win_count,",
+     "bind(&m->layers[i], m->pwin + (size_t)(1 - buf) * m->win_count,", "test_dp_np2|" + GPT,
+     "under ZeRO-3 a layer reads the window the next layer's prefetch fills"),
 ]
 
 

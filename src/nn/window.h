@@ -8,7 +8,9 @@
  * its parameter window, and points the layer at it. Backward accumulates the layer's
  * gradients into the gradient window, zeroed first, and hands them to the source as soon as
  * the layer is done. So one layer's parameters and gradients are in the model at a time, and
- * each window holds the most floats any layer reads (dt_model_window_count). */
+ * each window holds the most floats any layer reads (dt_model_window_count). With
+ * dt_model_options.param_prefetch a second parameter window takes the next layer's range
+ * while a layer runs (the source's start, finish and progress). */
 #ifndef DT_NN_WINDOW_H
 #define DT_NN_WINDOW_H
 

@@ -22,8 +22,11 @@
  * backward, N reduce-scattered, where ddp all-reduces N once (2N on a ring): 1.5 times
  * ddp's bytes (FSDP's figure), in exchange for holding 1/dp of the model. A layer is a
  * contiguous range and slices are contiguous, so a layer smaller than a slice comes from one
- * or two ranks (its gather is close to a broadcast from them). The collectives are blocking:
- * nothing of them overlaps computation (the figures say how long they took).
+ * or two ranks (its gather is close to a broadcast from them). With parallel.overlap (the
+ * model's param_prefetch) the model starts the next layer's gather as a layer starts (the
+ * source's start, finish and progress): an all-gather in flight behind the layer's
+ * computation, moved by the progress calls the blocks make. The reduce-scatters block. The
+ * figures count the time waited in them, and the windows prefetched.
  *
  * Under --compress fp16 or bf16 the reduce-scatters carry the gradients in 16 bits (FSDP's
  * reduce_dtype): each window's float32 gradients are rounded, summed over the group in 16
