@@ -34,18 +34,17 @@ struct dt_model {
     /* ZeRO-3's windows (window.h): one layer's parameters and gradients, win_count floats
      * each, filled and emptied by src. */
     int windows;
-    int in_backward; /* a backward call runs (its recompute's forwards are its phase) */
+    int in_backward;    /* a backward call runs (its recompute's forwards are its phase) */
     int prefetch;       /* dt_model_options.param_prefetch */
     float *pwin, *gwin; /* pwin: one parameter window, two with prefetch */
     size_t win_count;
-    int win_buf; /* the parameter window the bound layer reads (0 or 1) */
     struct dt_window_pre {
         int live;        /* a prefetch is in flight */
         size_t off, cnt; /* of this range */
         int buf;         /* into this parameter window */
     } pre;
-    int64_t prefetched, fetched; /* windows filled by a prefetch, and in all (the figures) */
-    dt_backward_hooks win_hooks; /* the layers' forward progress (dt_layer.fwd_hooks) */
+    int64_t prefetched, fetched;       /* windows filled by a prefetch, and in all (the figures) */
+    dt_backward_hooks win_hooks;       /* the layers' forward progress (dt_layer.fwd_hooks) */
     const dt_backward_hooks *bw_inner; /* a backward call's own hooks, inside bw_wrap */
     dt_backward_hooks bw_wrap;         /* those and the prefetch's progress */
     dt_param_source src;

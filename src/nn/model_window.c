@@ -127,7 +127,6 @@ dt_status dt_model_window_in(dt_model *m, int i, int backward, int next)
     if (st != DT_OK)
         return st;
     m->fetched++;
-    m->win_buf = buf;
     /* The next layer's range into the other window while this one runs. */
     size_t noff, ncnt;
     if (next >= 0 && m->prefetch && m->src.start != NULL && windowed(m, next, &noff, &ncnt)) {
